@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/term"
+)
+
+// Exit codes shared by every command.
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitChanges = 2 // plan -detailed-exitcode: changes present
+	exitFmt     = 3 // fmt -check: files need formatting
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// cli is what every command receives: streams, global options and a logger.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	color          bool // colour allowed on stdout/stderr (TTY, no -no-color, no NO_COLOR)
+	dir            string
+	log            hclog.Logger
+}
+
+// command is one subcommand.
+type command struct {
+	name     string
+	synopsis string
+	run      func(ctx context.Context, c *cli, args []string) int
+}
+
+// commands lists every subcommand. Each lives in its own file.
+func commands() []command {
+	return []command{
+		{"validate", "Check the configuration for errors", runValidate},
+		{"fmt", "Rewrite configuration files to canonical format", runFmt},
+		{"graph", "Print the dependency graph in DOT format", runGraph},
+		{"version", "Print the rayform version", runVersion},
+	}
+}
+
+func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	global := flag.NewFlagSet("rayform", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	chdir := global.String("chdir", "", "switch to `DIR` before running the command")
+	noColor := global.Bool("no-color", false, "disable colour in output")
+	logLevel := global.String("log-level", os.Getenv("RAYFORM_LOG"), "log `LEVEL` on stderr: trace, debug, info, warn, error, off")
+	showVersion := global.Bool("version", false, "print the version and exit")
+	global.Usage = func() { usage(stderr) }
+	if err := global.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitError
+	}
+	if *showVersion {
+		return runVersion(context.Background(), &cli{stdout: stdout}, nil)
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		usage(stderr)
+		return exitError
+	}
+	if *chdir != "" {
+		if err := os.Chdir(*chdir); err != nil {
+			fmt.Fprintf(stderr, "Error: -chdir: %v\n", err)
+			return exitError
+		}
+	}
+	level := hclog.Off
+	if *logLevel != "" {
+		level = hclog.LevelFromString(*logLevel)
+		if level == hclog.NoLevel {
+			fmt.Fprintf(stderr, "Error: invalid log level %q (want trace, debug, info, warn, error or off)\n", *logLevel)
+			return exitError
+		}
+	}
+	c := &cli{
+		stdin:  stdin,
+		stdout: stdout,
+		stderr: stderr,
+		color:  !*noColor && os.Getenv("NO_COLOR") == "" && isTerminal(stdout),
+		dir:    ".",
+		log: hclog.New(&hclog.LoggerOptions{
+			Name:   "rayform",
+			Level:  level,
+			Output: stderr,
+		}),
+	}
+	name := rest[0]
+	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
+		usage(stdout)
+		return exitOK
+	}
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return cmd.run(ctx, c, rest[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "Error: unknown command %q\n\n", name)
+	usage(stderr)
+	return exitError
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: rayform [global options] <command> [args]\n\nCommands:\n")
+	cmds := commands()
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].name < cmds[j].name })
+	for _, c := range cmds {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.synopsis)
+	}
+	fmt.Fprint(w, strings.TrimLeft(`
+Global options:
+  -chdir=DIR        Switch to DIR before running the command.
+  -no-color         Disable colour (also NO_COLOR=1).
+  -log-level=LEVEL  Log to stderr at LEVEL (also RAYFORM_LOG).
+  -version          Print the version.
+
+Run "rayform <command> -help" for a command's options.
+`, "\n"))
+}
+
+// newFlagSet returns a flag set for a subcommand whose -help prints its usage.
+func newFlagSet(c *cli, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "Usage: rayform %s\n\n", synopsis)
+		fmt.Fprintln(c.stderr, "Options:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses a subcommand's flags; it returns an exit code and false
+// when the command should stop (help shown or a flag error).
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK, false
+		}
+		return exitError, false
+	}
+	return exitOK, true
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func runVersion(_ context.Context, c *cli, _ []string) int {
+	fmt.Fprintf(c.stdout, "rayform v%s\n", version)
+	return exitOK
+}
