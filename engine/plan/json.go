@@ -1,0 +1,191 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+)
+
+// UIVersion is the version of rayform's machine-readable event stream.
+// A minor bump adds fields or event types; a major bump breaks consumers,
+// which should reject a major version they do not know.
+const UIVersion = "1.0"
+
+// JSONOptions control the NDJSON rendering.
+type JSONOptions struct {
+	Version string           // rayform's version, for the version event
+	Now     func() time.Time // clock for @timestamp; time.Now when nil
+}
+
+// Event is one line of the NDJSON stream. Every line has @level, @message,
+// @module, @timestamp and type, plus the payload of its type.
+type Event map[string]any
+
+// NewEvent builds an event with the common fields filled in.
+func NewEvent(now time.Time, level, typ, message string) Event {
+	return Event{
+		"@level":     level,
+		"@message":   message,
+		"@module":    "rayform.ui",
+		"@timestamp": now.UTC().Format(time.RFC3339Nano),
+		"type":       typ,
+	}
+}
+
+// VersionEvent is the first line of every stream.
+func VersionEvent(now time.Time, version string) Event {
+	e := NewEvent(now, "info", "version", "rayform "+version)
+	e["rayform"] = version
+	e["ui"] = UIVersion
+	return e
+}
+
+// WriteEvent writes one event as a line of JSON.
+func WriteEvent(w io.Writer, e Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encoding %v event: %w", e["type"], err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// RenderJSON writes the plan as NDJSON events: version, resource_drift,
+// planned_change, diagnostic (findings), outputs and change_summary.
+func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	events := []Event{VersionEvent(now(), opts.Version)}
+	for _, d := range p.Drift {
+		e := NewEvent(now(), "info", "resource_drift", fmt.Sprintf("%s: Drift detected (%s)", d.Address, d.Summary))
+		typ, name := splitAddress(d.Address)
+		e["change"] = map[string]any{
+			"resource": resourceJSON(d.Address, typ, name),
+			"action":   string(Update),
+			"host":     d.Host,
+			"summary":  d.Summary,
+			"attrs":    attrsJSON(d.Attrs),
+		}
+		events = append(events, e)
+	}
+	if !p.RefreshOnly {
+		for _, rc := range p.Changes {
+			if rc.Action == NoOp {
+				continue
+			}
+			typ, name := rc.Type, rc.Name
+			if typ == "" {
+				typ, name = splitAddress(rc.Address)
+			}
+			e := NewEvent(now(), "info", "planned_change", fmt.Sprintf("%s: Plan to %s", rc.Address, rc.Action))
+			change := map[string]any{
+				"resource": resourceJSON(rc.Address, typ, name),
+				"action":   string(rc.Action),
+				"attrs":    attrsJSON(rc.Attrs),
+			}
+			if len(rc.Reasons) > 0 {
+				change["reasons"] = rc.Reasons
+			}
+			if len(rc.Hosts) > 0 {
+				change["hosts"] = rc.Hosts
+			}
+			e["change"] = change
+			events = append(events, e)
+		}
+	}
+	for _, f := range p.Findings {
+		level := "error"
+		if f.Severity == Warning {
+			level = "warn"
+		}
+		e := NewEvent(now(), level, "diagnostic", fmt.Sprintf("%s: %s", capitalize(string(f.Severity)), f.Summary))
+		e["diagnostic"] = f
+		events = append(events, e)
+	}
+	if len(p.Outputs) > 0 {
+		outs := map[string]any{}
+		for _, o := range p.Outputs {
+			entry := map[string]any{"sensitive": o.Sensitive}
+			if !o.Sensitive {
+				entry["value"] = jsonValue(o.Value)
+			}
+			if !o.Value.IsWhollyKnown() {
+				entry["unknown"] = true
+			}
+			outs[o.Name] = entry
+		}
+		e := NewEvent(now(), "info", "outputs", "Outputs: "+fmt.Sprint(len(outs)))
+		e["outputs"] = outs
+		events = append(events, e)
+	}
+	c := p.Counts()
+	op := "plan"
+	msg := fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Destroy)
+	if p.RefreshOnly {
+		op = "refresh-only"
+		msg = fmt.Sprintf("Drift: %d resources changed outside rayform.", len(p.Drift))
+	}
+	sum := NewEvent(now(), "info", "change_summary", msg)
+	sum["changes"] = map[string]any{"add": c.Add, "change": c.Change, "remove": c.Destroy, "operation": op}
+	events = append(events, sum)
+	for _, e := range events {
+		if err := WriteEvent(w, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+func resourceJSON(addr, typ, name string) map[string]any {
+	return map[string]any{"addr": addr, "resource_type": typ, "resource_name": name}
+}
+
+func attrsJSON(attrs []AttrChange) []map[string]any {
+	out := []map[string]any{}
+	for _, a := range attrs {
+		if !a.Changed() {
+			continue
+		}
+		m := map[string]any{"name": a.Name}
+		if a.Sensitive {
+			m["sensitive"] = true
+		} else {
+			m["before"] = jsonValue(a.Before)
+			m["after"] = jsonValue(a.After)
+			if !a.After.IsWhollyKnown() {
+				m["after_unknown"] = true
+			}
+		}
+		if a.ForcesReplacement {
+			m["forces_replacement"] = true
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// jsonValue converts a cty value to plain JSON; unknown and marked values
+// become null (their flags travel separately).
+func jsonValue(v cty.Value) any {
+	if v.IsMarked() || !v.IsWhollyKnown() || v.IsNull() {
+		return nil
+	}
+	b, err := ctyjson.Marshal(v, v.Type())
+	if err != nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}

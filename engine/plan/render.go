@@ -1,0 +1,481 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+)
+
+// TextOptions control the human rendering.
+type TextOptions struct {
+	Color bool // ANSI colour (only on a TTY, never with NO_COLOR)
+	// SavedTo, when set, adds the footer telling how to apply a saved plan.
+	SavedTo string
+}
+
+// ANSI styles used by the renderer.
+const (
+	ansiReset  = "\x1b[0m"
+	ansiBold   = "\x1b[1m"
+	ansiRed    = "\x1b[31m"
+	ansiGreen  = "\x1b[32m"
+	ansiYellow = "\x1b[33m"
+)
+
+type painter struct{ on bool }
+
+func (p painter) paint(style, s string) string {
+	if !p.on || s == "" {
+		return s
+	}
+	return style + s + ansiReset
+}
+
+func (p painter) symbol(a Action) string {
+	switch a {
+	case Create:
+		return p.paint(ansiGreen, a.Symbol())
+	case Update:
+		return p.paint(ansiYellow, a.Symbol())
+	case Delete:
+		return p.paint(ansiRed, a.Symbol())
+	case Replace:
+		if !p.on {
+			return a.Symbol()
+		}
+		return ansiRed + "-" + ansiReset + "/" + ansiGreen + "+" + ansiReset
+	}
+	return a.Symbol()
+}
+
+const rule = "─────────────────────────────────────────────────────────────────────────────"
+
+// RenderText writes the plan as Terraform users expect to read it.
+func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
+	pt := painter{opts.Color}
+	var b strings.Builder
+
+	if len(p.Drift) > 0 {
+		renderDrift(&b, p, pt)
+	}
+	if p.RefreshOnly {
+		if len(p.Drift) == 0 {
+			b.WriteString(pt.paint(ansiBold, "No changes.") + pt.paint(ansiBold, " Your infrastructure still matches the configuration.") + "\n\n")
+			b.WriteString("rayform has checked that the real hosts match what rayform last applied.\n")
+		} else {
+			b.WriteString("This is a refresh-only plan, so rayform will not take any actions to undo\nthese. Run \"rayform apply\" to put the hosts back as configured.\n")
+		}
+		renderFindings(&b, p.Findings, pt)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+
+	if !p.HasChanges() {
+		b.WriteString(pt.paint(ansiBold, "No changes.") + pt.paint(ansiBold, " Your infrastructure matches the configuration.") + "\n\n")
+		b.WriteString("rayform has compared the real hosts against your configuration and found no\ndifferences, so no changes are needed.\n")
+	} else {
+		b.WriteString("rayform used the observed state of your hosts to generate the following\nexecution plan. Resource actions are indicated with the following symbols:\n")
+		for _, a := range p.actionsPresent() {
+			fmt.Fprintf(&b, "%s %s\n", pt.symbol(a), a.description())
+		}
+		b.WriteString("\nrayform will perform the following actions:\n")
+		for _, rc := range p.Changes {
+			if rc.Action == NoOp {
+				continue
+			}
+			b.WriteString("\n")
+			renderChange(&b, rc, pt)
+		}
+		c := p.Counts()
+		fmt.Fprintf(&b, "\n%s %d to add, %d to change, %d to destroy.\n", pt.paint(ansiBold, "Plan:"), c.Add, c.Change, c.Destroy)
+	}
+	renderOutputs(&b, p, pt)
+	renderFindings(&b, p.Findings, pt)
+	if opts.SavedTo != "" && p.HasChanges() {
+		fmt.Fprintf(&b, "\n%s\n\nSaved the plan to: %s\n\nTo perform exactly these actions, run the following command to apply:\n    rayform apply %q\n", rule, opts.SavedTo, opts.SavedTo)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func renderDrift(b *strings.Builder, p *Plan, pt painter) {
+	b.WriteString("\n" + pt.paint(ansiBold, "Note: Objects have changed outside of rayform") + "\n\n")
+	b.WriteString("rayform detected the following changes made outside of rayform since the\nlast \"rayform apply\" which may have affected this plan:\n")
+	for _, d := range p.Drift {
+		fmt.Fprintf(b, "\n  %s\n", pt.paint(ansiBold, "# "+d.Address+" has changed"))
+		if d.Host != "" || d.Summary != "" {
+			fmt.Fprintf(b, "  # %s\n", strings.TrimSpace(strings.Join(nonEmpty(hostPrefix(d.Host), d.Summary), " ")))
+		}
+		typ, name := splitAddress(d.Address)
+		fmt.Fprintf(b, "%s resource %q %q {\n", pt.symbol(Update), typ, name)
+		renderAttrs(b, Update, d.Attrs, pt)
+		b.WriteString("    }\n")
+	}
+	if !p.RefreshOnly {
+		b.WriteString("\nUnless you have made equivalent changes to your configuration, the following\nplan includes actions to undo or respond to these changes.\n")
+	}
+	b.WriteString("\n" + rule + "\n\n")
+}
+
+func hostPrefix(h string) string {
+	if h == "" {
+		return ""
+	}
+	return "on " + h + ":"
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func renderChange(b *strings.Builder, rc ResourceChange, pt painter) {
+	var verb string
+	switch rc.Action {
+	case Create:
+		verb = "will be created"
+	case Update:
+		verb = "will be updated in-place"
+	case Replace:
+		verb = "must be replaced"
+	case Delete:
+		verb = "will be destroyed"
+	}
+	fmt.Fprintf(b, "  %s\n", pt.paint(ansiBold, "# "+rc.Address+" "+verb))
+	for _, r := range rc.Reasons {
+		fmt.Fprintf(b, "  # (%s)\n", r)
+	}
+	typ, name := rc.Type, rc.Name
+	if typ == "" {
+		typ, name = splitAddress(rc.Address)
+	}
+	fmt.Fprintf(b, "%s resource %q %q {\n", pt.symbol(rc.Action), typ, name)
+	renderAttrs(b, rc.Action, rc.Attrs, pt)
+	b.WriteString("    }\n")
+}
+
+// renderAttrs writes attribute lines, aligned, hiding unchanged ones for
+// updates and replaces.
+func renderAttrs(b *strings.Builder, action Action, attrs []AttrChange, pt painter) {
+	width := 0
+	var shown []AttrChange
+	hidden := 0
+	for _, a := range attrs {
+		show := action == Create || action == Delete || a.Changed()
+		if action == Create && a.After.IsNull() {
+			show = false
+		}
+		if action == Delete && a.Before.IsNull() {
+			show = false
+		}
+		if !show {
+			hidden++
+			continue
+		}
+		shown = append(shown, a)
+		if len(a.Name) > width {
+			width = len(a.Name)
+		}
+	}
+	for _, a := range shown {
+		renderAttr(b, action, a, width, pt)
+	}
+	if hidden > 0 {
+		fmt.Fprintf(b, "        # (%d unchanged %s hidden)\n", hidden, plural(hidden, "attribute"))
+	}
+}
+
+func renderAttr(b *strings.Builder, action Action, a AttrChange, width int, pt painter) {
+	name := a.Name + strings.Repeat(" ", width-len(a.Name))
+	suffix := ""
+	if a.ForcesReplacement && action == Replace {
+		suffix = pt.paint(ansiRed, " # forces replacement")
+	}
+	const indent = "      "
+	switch {
+	case action == Create || (a.Before.IsNull() && !a.After.IsNull()):
+		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, pt.symbol(Create)[2:], name, formatValue(a.After, a.Sensitive, indent+"  ", "+", pt), suffix)
+	case action == Delete || (!a.Before.IsNull() && a.After.IsNull()):
+		fmt.Fprintf(b, "%s%s %s = %s -> null%s\n", indent, pt.symbol(Delete)[2:], name, formatValue(a.Before, a.Sensitive, indent+"  ", "-", pt), suffix)
+	default:
+		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, pt.symbol(Update)[2:], name, formatChange(a, indent+"  ", pt), suffix)
+	}
+}
+
+// formatChange renders "before -> after" for scalars and an element diff for
+// collections.
+func formatChange(a AttrChange, indent string, pt painter) string {
+	if a.Sensitive {
+		return "(sensitive value)"
+	}
+	before, after := a.Before, a.After
+	if before.IsKnown() && after.IsKnown() && !before.IsNull() && !after.IsNull() {
+		bt, at := before.Type(), after.Type()
+		if (bt.IsMapType() || bt.IsObjectType()) && (at.IsMapType() || at.IsObjectType()) {
+			return formatMapDiff(before, after, indent, pt)
+		}
+		if isSeq(bt) && isSeq(at) {
+			return formatListDiff(before, after, indent, pt)
+		}
+	}
+	return formatValue(before, false, indent, " ", pt) + " -> " + formatValue(after, false, indent, " ", pt)
+}
+
+func isSeq(t cty.Type) bool { return t.IsListType() || t.IsTupleType() || t.IsSetType() }
+
+func formatMapDiff(before, after cty.Value, indent string, pt painter) string {
+	bm, am := valueMap(before), valueMap(after)
+	keys := map[string]bool{}
+	for k := range bm {
+		keys[k] = true
+	}
+	for k := range am {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	width := 0
+	for k := range keys {
+		sorted = append(sorted, k)
+		if len(k)+2 > width {
+			width = len(k) + 2
+		}
+	}
+	sort.Strings(sorted)
+	var b strings.Builder
+	b.WriteString("{\n")
+	hidden := 0
+	for _, k := range sorted {
+		bv, inB := bm[k]
+		av, inA := am[k]
+		key := fmt.Sprintf("%q", k)
+		key += strings.Repeat(" ", width-len(key))
+		switch {
+		case inB && !inA:
+			fmt.Fprintf(&b, "%s  %s %s = %s -> null\n", indent, pt.paint(ansiRed, "-"), key, formatValue(bv, false, indent+"    ", "-", pt))
+		case !inB && inA:
+			fmt.Fprintf(&b, "%s  %s %s = %s\n", indent, pt.paint(ansiGreen, "+"), key, formatValue(av, false, indent+"    ", "+", pt))
+		case !bv.RawEquals(av):
+			fmt.Fprintf(&b, "%s  %s %s = %s -> %s\n", indent, pt.paint(ansiYellow, "~"), key, formatValue(bv, false, indent+"    ", " ", pt), formatValue(av, false, indent+"    ", " ", pt))
+		default:
+			hidden++
+		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&b, "%s    # (%d unchanged %s hidden)\n", indent, hidden, plural(hidden, "element"))
+	}
+	b.WriteString(indent + "}")
+	return b.String()
+}
+
+func formatListDiff(before, after cty.Value, indent string, pt painter) string {
+	bl, al := valueList(before), valueList(after)
+	inAfter := map[string]bool{}
+	for _, v := range al {
+		inAfter[formatValue(v, false, "", " ", painter{})] = true
+	}
+	inBefore := map[string]bool{}
+	for _, v := range bl {
+		inBefore[formatValue(v, false, "", " ", painter{})] = true
+	}
+	var b strings.Builder
+	b.WriteString("[\n")
+	for _, v := range bl {
+		s := formatValue(v, false, indent+"    ", " ", pt)
+		if !inAfter[formatValue(v, false, "", " ", painter{})] {
+			fmt.Fprintf(&b, "%s  %s %s,\n", indent, pt.paint(ansiRed, "-"), s)
+		} else {
+			fmt.Fprintf(&b, "%s    %s,\n", indent, s)
+		}
+	}
+	for _, v := range al {
+		if !inBefore[formatValue(v, false, "", " ", painter{})] {
+			fmt.Fprintf(&b, "%s  %s %s,\n", indent, pt.paint(ansiGreen, "+"), formatValue(v, false, indent+"    ", " ", pt))
+		}
+	}
+	b.WriteString(indent + "]")
+	return b.String()
+}
+
+func valueMap(v cty.Value) map[string]cty.Value {
+	out := map[string]cty.Value{}
+	if v.IsNull() || !v.IsKnown() {
+		return out
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		out[k.AsString()] = ev
+	}
+	return out
+}
+
+func valueList(v cty.Value) []cty.Value {
+	var out []cty.Value
+	if v.IsNull() || !v.IsKnown() {
+		return out
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, ev := it.Element()
+		out = append(out, ev)
+	}
+	return out
+}
+
+// FormatValue renders a value as HCL would write it, on one line where it is
+// a scalar.
+func FormatValue(v cty.Value) string { return formatValue(v, false, "", " ", painter{}) }
+
+// formatValue renders a value; collections go multi-line with each element
+// prefixed by mark ("+", "-" or " ").
+func formatValue(v cty.Value, sensitive bool, indent, mark string, pt painter) string {
+	switch {
+	case sensitive || v.IsMarked():
+		return "(sensitive value)"
+	case !v.IsKnown():
+		return "(known after apply)"
+	case v.IsNull():
+		return "null"
+	}
+	t := v.Type()
+	switch {
+	case t == cty.String:
+		return fmt.Sprintf("%q", v.AsString())
+	case t == cty.Number:
+		bf := v.AsBigFloat()
+		if bf.IsInt() {
+			i, _ := bf.Int64()
+			return fmt.Sprintf("%d", i)
+		}
+		return bf.Text('g', -1)
+	case t == cty.Bool:
+		if v.True() {
+			return "true"
+		}
+		return "false"
+	case t.IsMapType() || t.IsObjectType():
+		m := valueMap(v)
+		if len(m) == 0 {
+			return "{}"
+		}
+		keys := make([]string, 0, len(m))
+		width := 0
+		for k := range m {
+			keys = append(keys, k)
+			if len(k)+2 > width {
+				width = len(k) + 2
+			}
+		}
+		sort.Strings(keys)
+		var b strings.Builder
+		b.WriteString("{\n")
+		for _, k := range keys {
+			key := fmt.Sprintf("%q", k)
+			fmt.Fprintf(&b, "%s  %s %s%s = %s\n", indent, markPaint(mark, pt), key, strings.Repeat(" ", width-len(key)), formatValue(m[k], false, indent+"    ", mark, pt))
+		}
+		b.WriteString(indent + "}")
+		return b.String()
+	case isSeq(t):
+		l := valueList(v)
+		if len(l) == 0 {
+			return "[]"
+		}
+		var b strings.Builder
+		b.WriteString("[\n")
+		for _, e := range l {
+			fmt.Fprintf(&b, "%s  %s %s,\n", indent, markPaint(mark, pt), formatValue(e, false, indent+"    ", mark, pt))
+		}
+		b.WriteString(indent + "]")
+		return b.String()
+	}
+	return v.GoString()
+}
+
+func markPaint(mark string, pt painter) string {
+	switch mark {
+	case "+":
+		return pt.paint(ansiGreen, "+")
+	case "-":
+		return pt.paint(ansiRed, "-")
+	}
+	return mark
+}
+
+func renderOutputs(b *strings.Builder, p *Plan, pt painter) {
+	if len(p.Outputs) == 0 {
+		return
+	}
+	b.WriteString("\nChanges to Outputs:\n")
+	width := 0
+	for _, o := range p.Outputs {
+		if len(o.Name) > width {
+			width = len(o.Name)
+		}
+	}
+	for _, o := range p.Outputs {
+		fmt.Fprintf(b, "  %s %s%s = %s\n", pt.paint(ansiGreen, "+"), o.Name, strings.Repeat(" ", width-len(o.Name)), formatValue(o.Value, o.Sensitive, "    ", "+", pt))
+	}
+}
+
+// renderFindings writes findings as Terraform writes diagnostics: boxed,
+// red for errors and yellow for warnings.
+func renderFindings(b *strings.Builder, findings []Finding, pt painter) {
+	for _, f := range findings {
+		style, label := ansiRed, "Error: "
+		if f.Severity == Warning {
+			style, label = ansiYellow, "Warning: "
+		}
+		bar := pt.paint(style, "│")
+		fmt.Fprintf(b, "\n%s\n", pt.paint(style, "╷"))
+		fmt.Fprintf(b, "%s %s%s\n", bar, pt.paint(ansiBold+style, label), pt.paint(ansiBold, f.Summary))
+		where := strings.Join(nonEmpty(withPrefix("with ", f.Address), withPrefix("on host ", f.Host)), ", ")
+		if where != "" {
+			fmt.Fprintf(b, "%s\n%s   %s\n", bar, bar, where)
+		}
+		if f.Detail != "" {
+			fmt.Fprintf(b, "%s\n", bar)
+			for _, line := range strings.Split(strings.TrimRight(f.Detail, "\n"), "\n") {
+				fmt.Fprintf(b, "%s %s\n", bar, line)
+			}
+		}
+		if f.Fix != "" {
+			fmt.Fprintf(b, "%s\n", bar)
+			for i, line := range strings.Split(strings.TrimRight(f.Fix, "\n"), "\n") {
+				if i == 0 {
+					line = "Fix: " + line
+				}
+				fmt.Fprintf(b, "%s %s\n", bar, line)
+			}
+		}
+		fmt.Fprintf(b, "%s\n", pt.paint(style, "╵"))
+	}
+}
+
+func withPrefix(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}
+
+// splitAddress splits "type.name" (name may contain dots or brackets).
+func splitAddress(addr string) (string, string) {
+	typ, name, ok := strings.Cut(addr, ".")
+	if !ok {
+		return addr, ""
+	}
+	return typ, name
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
