@@ -100,9 +100,9 @@ type ResourceChange struct {
 // Drift is a difference between what rayform last applied and what a host
 // runs now, made outside rayform.
 type Drift struct {
-	Address string   `json:"addr"`
-	Host    string   `json:"host,omitempty"`
-	Summary string   `json:"summary"`
+	Address string       `json:"addr"`
+	Host    string       `json:"host,omitempty"`
+	Summary string       `json:"summary"`
 	Attrs   []AttrChange `json:"-"`
 }
 
