@@ -1,0 +1,141 @@
+// Package apply walks a plan's steps in dependency order: each resource's
+// steps run one after another, independent resources in parallel, and a
+// failed resource stops its dependents but not unrelated work. Every step has
+// a check (skip when already satisfied), a run (idempotent) and a verify
+// (read back from the host). The package knows nothing about Ray or vLLM; it
+// reports what happens through Hooks and never prints.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// Step is one unit of work of a resource.
+type Step struct {
+	// Name says what the step does, e.g. "start ray head on spark1".
+	Name string
+	// Check reports whether the step's outcome already holds; a true result
+	// skips Run and Verify. Nil means always run.
+	Check func(ctx context.Context) (bool, error)
+	// Run does the work. It must be idempotent. Progress reports lines
+	// (e.g. "Loading safetensors checkpoint shards: 8/39") to the hooks.
+	Run func(ctx context.Context, progress func(msg string)) error
+	// Verify reads back the outcome from the host. Nil means Run's success
+	// is enough.
+	Verify func(ctx context.Context) error
+}
+
+// Resource is the work for one resource address.
+type Resource struct {
+	Address string
+	Action  plan.Action
+	Steps   []Step
+}
+
+// Hooks receive what happens during the walk. Implementations must be safe
+// for concurrent use: resources run in parallel.
+type Hooks interface {
+	ResourceStart(addr string, action plan.Action)
+	StepStart(addr, step string)
+	StepSkipped(addr, step string)
+	Progress(addr, msg string)
+	ResourceComplete(addr string, action plan.Action, elapsed time.Duration)
+	ResourceErrored(addr string, action plan.Action, elapsed time.Duration, err error)
+}
+
+// StepError is a step's failure, naming the resource and the step.
+type StepError struct {
+	Address string
+	Step    string
+	Err     error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Address, e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ErrInterrupted is returned for steps not started because the walk was
+// asked to stop gracefully.
+var ErrInterrupted = errors.New("interrupted: not started")
+
+// Options control a walk.
+type Options struct {
+	// Parallelism bounds how many resources run at once (default 10).
+	Parallelism int
+	// Stop, when closed, lets running steps finish but starts no new step:
+	// the first Ctrl-C. Cancelling ctx aborts running steps: the second.
+	Stop <-chan struct{}
+}
+
+// Walk runs resources in the order of g (an edge from a to b means a
+// depends on b). Resources absent from the map are treated as no-ops. It
+// returns the joined errors of every failed or skipped resource.
+func Walk(ctx context.Context, g *dag.Graph, resources map[string]*Resource, hooks Hooks, opts Options) error {
+	return g.Walk(ctx, opts.Parallelism, func(ctx context.Context, addr string) error {
+		r, ok := resources[addr]
+		if !ok || r.Action == plan.NoOp || len(r.Steps) == 0 {
+			return nil
+		}
+		return runResource(ctx, r, hooks, opts.Stop)
+	})
+}
+
+func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan struct{}) error {
+	start := time.Now()
+	started := false
+	for _, s := range r.Steps {
+		select {
+		case <-stop:
+			err := &StepError{Address: r.Address, Step: s.Name, Err: ErrInterrupted}
+			if started {
+				hooks.ResourceErrored(r.Address, r.Action, time.Since(start), err)
+			}
+			return err
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return &StepError{Address: r.Address, Step: s.Name, Err: err}
+		}
+		if !started {
+			hooks.ResourceStart(r.Address, r.Action)
+			started = true
+		}
+		if err := runStep(ctx, r.Address, s, hooks); err != nil {
+			err = &StepError{Address: r.Address, Step: s.Name, Err: err}
+			hooks.ResourceErrored(r.Address, r.Action, time.Since(start), err)
+			return err
+		}
+	}
+	hooks.ResourceComplete(r.Address, r.Action, time.Since(start))
+	return nil
+}
+
+func runStep(ctx context.Context, addr string, s Step, hooks Hooks) error {
+	if s.Check != nil {
+		done, err := s.Check(ctx)
+		if err != nil {
+			return fmt.Errorf("checking: %w", err)
+		}
+		if done {
+			hooks.StepSkipped(addr, s.Name)
+			return nil
+		}
+	}
+	hooks.StepStart(addr, s.Name)
+	if s.Run != nil {
+		if err := s.Run(ctx, func(msg string) { hooks.Progress(addr, msg) }); err != nil {
+			return err
+		}
+	}
+	if s.Verify != nil {
+		if err := s.Verify(ctx); err != nil {
+			return fmt.Errorf("verifying: %w", err)
+		}
+	}
+	return nil
+}

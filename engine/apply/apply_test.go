@@ -1,0 +1,143 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// recorder is a Hooks that records events in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, s)
+}
+func (r *recorder) ResourceStart(a string, act plan.Action) { r.add("start " + a) }
+func (r *recorder) StepStart(a, s string)                   { r.add("step " + a + " " + s) }
+func (r *recorder) StepSkipped(a, s string)                 { r.add("skip " + a + " " + s) }
+func (r *recorder) Progress(a, m string)                    { r.add("progress " + a + " " + m) }
+func (r *recorder) ResourceComplete(a string, act plan.Action, _ time.Duration) {
+	r.add("complete " + a)
+}
+func (r *recorder) ResourceErrored(a string, act plan.Action, _ time.Duration, err error) {
+	r.add("error " + a)
+}
+
+func (r *recorder) index(ev string) int { return slices.Index(r.events, ev) }
+
+func graph() *dag.Graph {
+	g := dag.New()
+	g.Connect("ray_cluster.main", "network.fabric")
+	g.Connect("vllm_serve.qwen", "ray_cluster.main")
+	g.Add("ray_cluster.other")
+	return g
+}
+
+func TestWalkOrderAndSkip(t *testing.T) {
+	var ran []string
+	var mu sync.Mutex
+	mark := func(name string) func(context.Context, func(string)) error {
+		return func(context.Context, func(string)) error {
+			mu.Lock()
+			ran = append(ran, name)
+			mu.Unlock()
+			return nil
+		}
+	}
+	resources := map[string]*Resource{
+		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{
+			{Name: "pull", Check: func(context.Context) (bool, error) { return true, nil }, Run: mark("pull")},
+			{Name: "head", Run: func(ctx context.Context, p func(string)) error { p("started"); return mark("head")(ctx, p) }},
+			{Name: "workers", Run: mark("workers"), Verify: func(context.Context) error { return nil }},
+		}},
+		"vllm_serve.qwen": {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{{Name: "serve", Run: mark("serve")}}},
+	}
+	rec := &recorder{}
+	if err := Walk(context.Background(), graph(), resources, rec, Options{Parallelism: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"head", "workers", "serve"}; !slices.Equal(ran, want) {
+		t.Fatalf("ran %v, want %v", ran, want)
+	}
+	if rec.index("skip ray_cluster.main pull") < 0 {
+		t.Errorf("satisfied check did not skip: %v", rec.events)
+	}
+	if rec.index("progress ray_cluster.main started") < 0 {
+		t.Errorf("progress not reported: %v", rec.events)
+	}
+	if !(rec.index("complete ray_cluster.main") < rec.index("start vllm_serve.qwen")) {
+		t.Errorf("serve started before the cluster completed: %v", rec.events)
+	}
+}
+
+func TestWalkFailureStopsDependentsOnly(t *testing.T) {
+	boom := errors.New("c10d master unreachable")
+	otherRan := false
+	resources := map[string]*Resource{
+		"ray_cluster.main":  {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{{Name: "head", Run: func(context.Context, func(string)) error { return boom }}}},
+		"vllm_serve.qwen":   {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{{Name: "serve", Run: func(context.Context, func(string)) error { t.Error("dependent ran"); return nil }}}},
+		"ray_cluster.other": {Address: "ray_cluster.other", Action: plan.Create, Steps: []Step{{Name: "head", Run: func(context.Context, func(string)) error { otherRan = true; return nil }}}},
+	}
+	rec := &recorder{}
+	err := Walk(context.Background(), graph(), resources, rec, Options{})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want it to wrap %v", err, boom)
+	}
+	if !errors.Is(err, dag.ErrSkipped) {
+		t.Errorf("dependent not reported as skipped: %v", err)
+	}
+	var se *StepError
+	if !errors.As(err, &se) || se.Address != "ray_cluster.main" || se.Step != "head" {
+		t.Errorf("StepError = %+v, want ray_cluster.main/head", se)
+	}
+	if !otherRan {
+		t.Error("unrelated resource did not run")
+	}
+	if rec.index("error ray_cluster.main") < 0 {
+		t.Errorf("no error hook: %v", rec.events)
+	}
+}
+
+func TestWalkVerifyFailure(t *testing.T) {
+	resources := map[string]*Resource{
+		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{{
+			Name: "head", Run: func(context.Context, func(string)) error { return nil },
+			Verify: func(context.Context) error { return fmt.Errorf("head registered as 10.1.230.180") },
+		}}},
+	}
+	err := Walk(context.Background(), graph(), resources, &recorder{}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "verifying: head registered as 10.1.230.180") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestWalkGracefulStop(t *testing.T) {
+	stop := make(chan struct{})
+	second := false
+	resources := map[string]*Resource{
+		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{
+			{Name: "head", Run: func(context.Context, func(string)) error { close(stop); return nil }},
+			{Name: "workers", Run: func(context.Context, func(string)) error { second = true; return nil }},
+		}},
+	}
+	err := Walk(context.Background(), graph(), resources, &recorder{}, Options{Stop: stop})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Fatalf("err = %v, want ErrInterrupted", err)
+	}
+	if second {
+		t.Fatal("a step started after the stop request")
+	}
+}
