@@ -12,11 +12,6 @@ func runValidate(_ context.Context, c *cli, _ []string) int {
 	return exitError
 }
 
-func runFmt(_ context.Context, c *cli, _ []string) int {
-	fmt.Fprintln(c.stderr, "Error: fmt is not implemented yet")
-	return exitError
-}
-
 func runGraph(_ context.Context, c *cli, _ []string) int {
 	fmt.Fprintln(c.stderr, "Error: graph is not implemented yet")
 	return exitError

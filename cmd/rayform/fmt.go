@@ -1,0 +1,445 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
+
+// fmtOptions are the flags of `rayform fmt`.
+type fmtOptions struct {
+	list      bool // print the name of each file whose formatting changed
+	write     bool // rewrite changed files in place
+	diff      bool // print a unified diff of each change
+	check     bool // write nothing; exit 3 if any file needs formatting
+	recursive bool // descend into subdirectories
+}
+
+// fmtRun tracks one fmt invocation: its options, its output and what it found.
+type fmtRun struct {
+	opts    fmtOptions
+	out     io.Writer
+	errOut  io.Writer
+	changed bool // some input was not canonically formatted
+	failed  bool // some input could not be read, parsed or written
+}
+
+// runFmt implements `rayform fmt`: rewrite *.hcl files to canonical format,
+// like `terraform fmt`.
+func runFmt(_ context.Context, c *cli, args []string) int {
+	flags := newFlagSet(c, "fmt", "fmt [options] [PATH...]\n\n"+
+		"  Rewrites *.hcl files to canonical format. PATH is a file or a directory\n"+
+		"  (default: the current directory); \"-\" reads stdin and writes stdout.")
+	var o fmtOptions
+	flags.BoolVar(&o.list, "list", true, "list files whose formatting differs")
+	flags.BoolVar(&o.write, "write", true, "write the result to the source file instead of stdout")
+	flags.BoolVar(&o.diff, "diff", false, "display diffs of formatting changes")
+	flags.BoolVar(&o.check, "check", false, "check whether input is formatted; write nothing, exit 3 if not")
+	flags.BoolVar(&o.recursive, "recursive", false, "also process files in subdirectories")
+	if code, ok := parseFlags(flags, args); !ok {
+		return code
+	}
+	if o.check {
+		o.write = false
+	}
+	r := &fmtRun{opts: o, out: c.stdout, errOut: c.stderr}
+
+	paths := flags.Args()
+	if len(paths) == 0 {
+		paths = []string{c.dir}
+	}
+	if slices.Contains(paths, "-") {
+		if len(paths) > 1 {
+			fmt.Fprintln(c.stderr, `Error: "-" (stdin) cannot be combined with other paths`)
+			return exitError
+		}
+		r.stdin(c.stdin)
+	} else {
+		for _, p := range paths {
+			r.path(p)
+		}
+	}
+	switch {
+	case r.failed:
+		return exitError
+	case o.check && r.changed:
+		return exitFmt
+	}
+	return exitOK
+}
+
+// stdin formats standard input. The result goes to stdout unless -check or
+// -diff asked for a report instead.
+func (r *fmtRun) stdin(in io.Reader) {
+	src, err := io.ReadAll(in)
+	if err != nil {
+		r.errorf("reading stdin: %v", err)
+		return
+	}
+	result, ok := r.format("<stdin>", src)
+	if !ok {
+		return
+	}
+	changed := !bytes.Equal(src, result)
+	r.changed = r.changed || changed
+	switch {
+	case r.opts.diff:
+		if changed {
+			r.writeOut(fmtUnifiedDiff("old/<stdin>", "new/<stdin>", src, result))
+		}
+	case !r.opts.check:
+		r.writeOut(result)
+	}
+}
+
+// path formats one file named on the command line, or the *.hcl files of
+// one directory.
+func (r *fmtRun) path(p string) {
+	info, err := os.Stat(p)
+	if err != nil {
+		r.errorf("%v", err)
+		return
+	}
+	if info.IsDir() {
+		r.dir(p)
+		return
+	}
+	if !fmtIsConfigFile(p) {
+		r.errorf("only .hcl files can be formatted: %s", p)
+		return
+	}
+	r.file(p)
+}
+
+// dir formats the *.hcl files in dir in lexical order, then (with
+// -recursive) its subdirectories, skipping hidden ones such as .git.
+func (r *fmtRun) dir(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		r.errorf("%v", err)
+		return
+	}
+	var subdirs []string
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case e.IsDir():
+			if r.opts.recursive && !strings.HasPrefix(e.Name(), ".") {
+				subdirs = append(subdirs, p)
+			}
+		case fmtIsConfigFile(e.Name()):
+			r.file(p)
+		}
+	}
+	for _, d := range subdirs {
+		r.dir(d)
+	}
+}
+
+// file formats one file according to the options.
+func (r *fmtRun) file(path string) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		r.errorf("%v", err)
+		return
+	}
+	result, ok := r.format(path, src)
+	if !ok {
+		return
+	}
+	if !bytes.Equal(src, result) {
+		r.changed = true
+		if r.opts.list {
+			fmt.Fprintln(r.out, path)
+		}
+		if r.opts.write {
+			if err := fmtWriteAtomic(path, result); err != nil {
+				r.errorf("%v", err)
+				return
+			}
+		}
+		if r.opts.diff {
+			r.writeOut(fmtUnifiedDiff("old/"+filepath.ToSlash(path), "new/"+filepath.ToSlash(path), src, result))
+		}
+	}
+	if !r.opts.list && !r.opts.write && !r.opts.diff && !r.opts.check {
+		r.writeOut(result)
+	}
+}
+
+// format parses src to reject syntax errors, then returns its canonical
+// form. On a syntax error it prints the diagnostics and returns false.
+func (r *fmtRun) format(filename string, src []byte) ([]byte, bool) {
+	_, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	if diags.HasErrors() {
+		fmtWriteDiags(r.errOut, diags, src)
+		r.failed = true
+		return nil, false
+	}
+	return hclwrite.Format(src), true
+}
+
+func (r *fmtRun) writeOut(b []byte) {
+	if _, err := r.out.Write(b); err != nil {
+		r.errorf("writing output: %v", err)
+	}
+}
+
+func (r *fmtRun) errorf(format string, args ...any) {
+	fmt.Fprintf(r.errOut, "Error: "+format+"\n", args...)
+	r.failed = true
+}
+
+// fmtIsConfigFile reports whether name is a native-syntax config file.
+// JSON configs (*.hcl.json) have no canonical layout to enforce.
+func fmtIsConfigFile(name string) bool {
+	return strings.HasSuffix(name, ".hcl")
+}
+
+// fmtWriteDiags prints each diagnostic as
+//
+//	Error: <summary>
+//
+//	  on <file>:<line>:<col>:
+//	    <line> | <source line>
+//	           |   ^
+//
+//	<detail>
+func fmtWriteDiags(w io.Writer, diags hcl.Diagnostics, src []byte) {
+	lines := strings.Split(string(src), "\n")
+	for _, d := range diags {
+		sev := "Error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "Warning"
+		}
+		fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		if s := d.Subject; s != nil {
+			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", s.Filename, s.Start.Line, s.Start.Column)
+			if n := s.Start.Line; n >= 1 && n <= len(lines) {
+				num := fmt.Sprint(n)
+				text := strings.TrimRight(lines[n-1], "\r")
+				fmt.Fprintf(w, "    %s | %s\n", num, text)
+				fmt.Fprintf(w, "    %s | %s^\n", strings.Repeat(" ", len(num)), fmtCaretPad(text, s.Start.Column))
+			}
+		}
+		if d.Detail != "" {
+			fmt.Fprintf(w, "\n%s\n", d.Detail)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// fmtCaretPad returns the padding that puts a caret under column col (a
+// 1-based character column) of line, keeping tabs so the caret lines up.
+func fmtCaretPad(line string, col int) string {
+	var b strings.Builder
+	i := 1
+	for _, ch := range line {
+		if i >= col {
+			break
+		}
+		if ch == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+		i++
+	}
+	return b.String()
+}
+
+// fmtWriteAtomic replaces path's content with data so that readers see
+// either the old or the new file, never a partial one: it writes a temporary
+// file in the same directory, gives it the original mode, syncs it and
+// renames it over the original. A symlink is resolved so that its target is
+// rewritten and the link itself is kept.
+func fmtWriteAtomic(path string, data []byte) (err error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("resolving %s: %w", path, err)
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), real); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// fmtUnifiedDiff returns a unified diff (3 lines of context, as `diff -u`)
+// turning a into b, with the given file labels, or nil if they are equal.
+func fmtUnifiedDiff(labelA, labelB string, a, b []byte) []byte {
+	if bytes.Equal(a, b) {
+		return nil
+	}
+	const context = 3
+	ops := fmtDiffLines(fmtSplitLines(a), fmtSplitLines(b))
+
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", labelA, labelB)
+	for i := 0; i < len(ops); {
+		if ops[i].kind == ' ' {
+			i++
+			continue
+		}
+		// ops[i] is the first change of a hunk; extend it over every later
+		// change separated from the previous one by at most 2*context
+		// unchanged lines.
+		start := max(0, i-context)
+		last := i
+		for j := i + 1; j < len(ops) && j-last <= 2*context+1; j++ {
+			if ops[j].kind != ' ' {
+				last = j
+			}
+		}
+		end := min(len(ops), last+context+1)
+		hunk := ops[start:end]
+		var oldCount, newCount int
+		for _, op := range hunk {
+			if op.kind != '+' {
+				oldCount++
+			}
+			if op.kind != '-' {
+				newCount++
+			}
+		}
+		fmt.Fprintf(&out, "@@ -%s +%s @@\n",
+			fmtHunkRange(hunk[0].oldIdx, oldCount), fmtHunkRange(hunk[0].newIdx, newCount))
+		for _, op := range hunk {
+			out.WriteByte(op.kind)
+			out.WriteString(op.line)
+			if !strings.HasSuffix(op.line, "\n") {
+				out.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+		i = end
+	}
+	return out.Bytes()
+}
+
+// fmtHunkRange renders one side of a hunk header: "start,count", with the
+// count omitted when 1 and start naming the preceding line when count is 0.
+func fmtHunkRange(idx, count int) string {
+	switch count {
+	case 0:
+		return fmt.Sprintf("%d,0", idx)
+	case 1:
+		return fmt.Sprint(idx + 1)
+	}
+	return fmt.Sprintf("%d,%d", idx+1, count)
+}
+
+// fmtDiffOp is one line of an edit script: kind is ' ' (kept), '-'
+// (removed) or '+' (added); oldIdx and newIdx count the lines of each side
+// that precede it.
+type fmtDiffOp struct {
+	kind           byte
+	line           string
+	oldIdx, newIdx int
+}
+
+// fmtDiffLines returns a minimal edit script from a to b using a longest
+// common subsequence over the lines between their common prefix and suffix.
+func fmtDiffLines(a, b []string) []fmtDiffOp {
+	var ops []fmtDiffOp
+	i, j := 0, 0
+	emit := func(kind byte, line string) {
+		ops = append(ops, fmtDiffOp{kind, line, i, j})
+		if kind != '+' {
+			i++
+		}
+		if kind != '-' {
+			j++
+		}
+	}
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	for _, l := range a[:pre] {
+		emit(' ', l)
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	// lcs[x][y] is the LCS length of ma[x:] and mb[y:].
+	lcs := make([][]int, len(ma)+1)
+	for x := range lcs {
+		lcs[x] = make([]int, len(mb)+1)
+	}
+	for x := len(ma) - 1; x >= 0; x-- {
+		for y := len(mb) - 1; y >= 0; y-- {
+			if ma[x] == mb[y] {
+				lcs[x][y] = lcs[x+1][y+1] + 1
+			} else {
+				lcs[x][y] = max(lcs[x+1][y], lcs[x][y+1])
+			}
+		}
+	}
+	x, y := 0, 0
+	for x < len(ma) || y < len(mb) {
+		switch {
+		case x < len(ma) && y < len(mb) && ma[x] == mb[y]:
+			emit(' ', ma[x])
+			x, y = x+1, y+1
+		case y == len(mb) || (x < len(ma) && lcs[x+1][y] >= lcs[x][y+1]):
+			emit('-', ma[x])
+			x++
+		default:
+			emit('+', mb[y])
+			y++
+		}
+	}
+	for _, l := range a[len(a)-suf:] {
+		emit(' ', l)
+	}
+	return ops
+}
+
+// fmtSplitLines splits s after each newline; a final line without one is
+// kept as is.
+func fmtSplitLines(s []byte) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	lines := strings.SplitAfter(string(s), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}

@@ -1,0 +1,659 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
+
+// The -update flag rewrites golden files. It is registered only if another
+// test file of this package has not already done so.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+func updatingGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// fmtResult is the outcome of one realMain run.
+type fmtResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runRayform(t *testing.T, stdin string, args ...string) fmtResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := realMain(args, strings.NewReader(stdin), &stdout, &stderr)
+	return fmtResult{code, stdout.String(), stderr.String()}
+}
+
+// checkGolden compares got with the golden file, or rewrites it with -update.
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updatingGolden() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFmtGolden formats every testdata/fmt/*.hcl in place and compares the
+// result with its .golden file, the -diff output with its .diff file, and
+// checks that formatting the result again changes nothing.
+func TestFmtGolden(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "fmt", "*.hcl"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs in testdata/fmt (err %v)", err)
+	}
+	for _, in := range inputs {
+		base := strings.TrimSuffix(in, ".hcl")
+		t.Run(filepath.Base(base), func(t *testing.T) {
+			src := readFile(t, in)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "main.hcl")
+			writeFiles(t, dir, map[string]string{"main.hcl": src})
+
+			r := runRayform(t, "", "fmt", dir)
+			if r.code != exitOK || r.stderr != "" {
+				t.Fatalf("fmt: exit %d, stderr:\n%s", r.code, r.stderr)
+			}
+			got := readFile(t, file)
+			checkGolden(t, base+".golden", []byte(got))
+			wantList := ""
+			if got != src {
+				wantList = file + "\n"
+			}
+			if r.stdout != wantList {
+				t.Errorf("listed %q, want %q", r.stdout, wantList)
+			}
+
+			// Idempotence: the formatted file passes -check and a second
+			// fmt leaves it byte-for-byte alone.
+			if r := runRayform(t, "", "fmt", "-check", dir); r.code != exitOK || r.stdout != "" {
+				t.Errorf("-check on formatted output: exit %d, stdout %q", r.code, r.stdout)
+			}
+			if r := runRayform(t, "", "fmt", dir); r.stdout != "" || readFile(t, file) != got {
+				t.Errorf("second fmt changed the file (listed %q)", r.stdout)
+			}
+
+			d := runRayform(t, src, "fmt", "-diff", "-")
+			if d.code != exitOK {
+				t.Fatalf("fmt -diff -: exit %d, stderr:\n%s", d.code, d.stderr)
+			}
+			checkGolden(t, base+".diff", []byte(d.stdout))
+			if patched := applyUnifiedDiff(t, src, d.stdout); patched != got {
+				t.Errorf("applying the diff does not give the formatted file\ngot:\n%s\nwant:\n%s", patched, got)
+			}
+		})
+	}
+}
+
+// TestFmtSyntaxErrors checks that a file with a syntax error yields a
+// diagnostic with file:line:col and exit 1, and is never rewritten.
+func TestFmtSyntaxErrors(t *testing.T) {
+	inputs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "fmt", "invalid", "*.hcl"))
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no inputs in testdata/fmt/invalid (err %v)", err)
+	}
+	for _, in := range inputs {
+		base := strings.TrimSuffix(in, ".hcl")
+		t.Run(filepath.Base(base), func(t *testing.T) {
+			src := readFile(t, in)
+			r := runRayform(t, src, "fmt", "-")
+			if r.code != exitError || r.stdout != "" {
+				t.Errorf("stdin: exit %d, stdout %q; want exit 1 and no output", r.code, r.stdout)
+			}
+			checkGolden(t, base+".stderr", []byte(r.stderr))
+
+			_, diags := hclsyntax.ParseConfig([]byte(src), "x", hcl.InitialPos)
+			if !diags.HasErrors() || diags[0].Subject == nil {
+				t.Fatalf("fixture has no located syntax error")
+			}
+			start := diags[0].Subject.Start
+
+			for _, args := range [][]string{{"fmt"}, {"fmt", "-check"}, {"fmt", "-diff"}} {
+				dir := t.TempDir()
+				file := filepath.Join(dir, "bad.hcl")
+				writeFiles(t, dir, map[string]string{"bad.hcl": src})
+				r := runRayform(t, "", append(args, file)...)
+				if r.code != exitError {
+					t.Errorf("%v: exit %d, want 1", args, r.code)
+				}
+				if loc := fmt.Sprintf("%s:%d:%d", file, start.Line, start.Column); !strings.Contains(r.stderr, loc) {
+					t.Errorf("%v: stderr lacks %s:\n%s", args, loc, r.stderr)
+				}
+				if readFile(t, file) != src {
+					t.Errorf("%v: file with a syntax error was rewritten", args)
+				}
+				if r.stdout != "" {
+					t.Errorf("%v: stdout %q, want none", args, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+const (
+	fmtUgly   = "node \"a\" {\nhost=\"x\"\n}\n"
+	fmtPretty = "node \"a\" {\n  host = \"x\"\n}\n"
+	fmtBroken = "node \"a\" {\n  host = \n}\n"
+)
+
+func TestFmtCommand(t *testing.T) {
+	tests := []struct {
+		name       string
+		files      map[string]string // relative to DIR
+		args       []string          // "DIR" is replaced by the temp dir
+		stdin      string
+		wantCode   int
+		wantStdout string            // "DIR" is replaced by the temp dir
+		wantStderr string            // substring; "DIR" replaced
+		wantFiles  map[string]string // content afterwards; others must be unchanged
+	}{
+		{
+			name:     "check on formatted dir",
+			files:    map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtPretty},
+			args:     []string{"-check", "DIR"},
+			wantCode: exitOK,
+		},
+		{
+			name:       "check on unformatted file lists it and writes nothing",
+			files:      map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtUgly},
+			args:       []string{"-check", "DIR"},
+			wantCode:   exitFmt,
+			wantStdout: "DIR/b.hcl\n",
+		},
+		{
+			name:     "check -list=false is silent",
+			files:    map[string]string{"b.hcl": fmtUgly},
+			args:     []string{"-check", "-list=false", "DIR"},
+			wantCode: exitFmt,
+		},
+		{
+			name:       "check -diff prints the diff",
+			files:      map[string]string{"b.hcl": fmtUgly},
+			args:       []string{"-check", "-list=false", "-diff", "DIR"},
+			wantCode:   exitFmt,
+			wantStdout: "--- old/DIR/b.hcl\n+++ new/DIR/b.hcl\n@@ -1,3 +1,3 @@\n node \"a\" {\n-host=\"x\"\n+  host = \"x\"\n }\n",
+		},
+		{
+			name:       "write is the default and lists changed files in order",
+			files:      map[string]string{"b.hcl": fmtUgly, "a.hcl": fmtUgly, "c.hcl": fmtPretty},
+			args:       []string{"DIR"},
+			wantCode:   exitOK,
+			wantStdout: "DIR/a.hcl\nDIR/b.hcl\n",
+			wantFiles:  map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtPretty},
+		},
+		{
+			name:       "-write=false lists without writing",
+			files:      map[string]string{"a.hcl": fmtUgly},
+			args:       []string{"-write=false", "DIR"},
+			wantCode:   exitOK,
+			wantStdout: "DIR/a.hcl\n",
+		},
+		{
+			name:       "-list=false -write=false prints the result",
+			files:      map[string]string{"a.hcl": fmtUgly},
+			args:       []string{"-list=false", "-write=false", "DIR/a.hcl"},
+			wantCode:   exitOK,
+			wantStdout: fmtPretty,
+		},
+		{
+			name:       "explicit file",
+			files:      map[string]string{"a.hcl": fmtUgly, "b.hcl": fmtUgly},
+			args:       []string{"DIR/b.hcl"},
+			wantCode:   exitOK,
+			wantStdout: "DIR/b.hcl\n",
+			wantFiles:  map[string]string{"b.hcl": fmtPretty},
+		},
+		{
+			name:     "not recursive by default",
+			files:    map[string]string{"a.hcl": fmtPretty, "sub/x.hcl": fmtUgly},
+			args:     []string{"-check", "DIR"},
+			wantCode: exitOK,
+		},
+		{
+			name:       "-recursive descends but skips hidden dirs",
+			files:      map[string]string{"z.hcl": fmtUgly, "sub/deeper/x.hcl": fmtUgly, ".git/x.hcl": fmtUgly},
+			args:       []string{"-recursive", "DIR"},
+			wantCode:   exitOK,
+			wantStdout: "DIR/z.hcl\nDIR/sub/deeper/x.hcl\n",
+			wantFiles:  map[string]string{"z.hcl": fmtPretty, "sub/deeper/x.hcl": fmtPretty},
+		},
+		{
+			name:     "json and other files are ignored",
+			files:    map[string]string{"a.hcl.json": `{"node":{"a":{"host":"x"}}}`, "notes.txt": fmtUgly, "a.hcl": fmtPretty},
+			args:     []string{"-check", "DIR"},
+			wantCode: exitOK,
+		},
+		{
+			name:       "explicit non-hcl file is an error",
+			files:      map[string]string{"a.txt": fmtUgly},
+			args:       []string{"DIR/a.txt"},
+			wantCode:   exitError,
+			wantStderr: "only .hcl files can be formatted: DIR/a.txt",
+		},
+		{
+			name:       "missing path is an error",
+			args:       []string{"DIR/nope.hcl"},
+			wantCode:   exitError,
+			wantStderr: "DIR/nope.hcl: no such file or directory",
+		},
+		{
+			name:       "syntax error wins over -check and the good file is still processed",
+			files:      map[string]string{"a.hcl": fmtUgly, "bad.hcl": fmtBroken},
+			args:       []string{"-check", "DIR"},
+			wantCode:   exitError,
+			wantStdout: "DIR/a.hcl\n",
+			wantStderr: "DIR/bad.hcl:2:10",
+		},
+		{
+			name:       "syntax error does not stop other files being written",
+			files:      map[string]string{"a.hcl": fmtUgly, "bad.hcl": fmtBroken},
+			args:       []string{"DIR"},
+			wantCode:   exitError,
+			wantStdout: "DIR/a.hcl\n",
+			wantStderr: "Error: Invalid expression",
+			wantFiles:  map[string]string{"a.hcl": fmtPretty},
+		},
+		{
+			name:       "stdin to stdout",
+			args:       []string{"-"},
+			stdin:      fmtUgly,
+			wantCode:   exitOK,
+			wantStdout: fmtPretty,
+		},
+		{
+			name:     "stdin -check unformatted",
+			args:     []string{"-check", "-"},
+			stdin:    fmtUgly,
+			wantCode: exitFmt,
+		},
+		{
+			name:     "stdin -check formatted",
+			args:     []string{"-check", "-"},
+			stdin:    fmtPretty,
+			wantCode: exitOK,
+		},
+		{
+			name:       "stdin cannot be mixed with paths",
+			files:      map[string]string{"a.hcl": fmtUgly},
+			args:       []string{"-", "DIR"},
+			wantCode:   exitError,
+			wantStderr: `"-" (stdin) cannot be combined with other paths`,
+		},
+		{
+			name:       "unknown flag",
+			args:       []string{"-nope"},
+			wantCode:   exitError,
+			wantStderr: "flag provided but not defined: -nope",
+		},
+		{
+			name:       "help",
+			args:       []string{"-help"},
+			wantCode:   exitOK,
+			wantStderr: "Usage: rayform fmt [options] [PATH...]",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, tt.files)
+			expand := func(s string) string { return strings.ReplaceAll(s, "DIR", dir) }
+			args := []string{"fmt"}
+			for _, a := range tt.args {
+				args = append(args, expand(a))
+			}
+			r := runRayform(t, tt.stdin, args...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tt.wantCode, r.stderr)
+			}
+			if want := expand(tt.wantStdout); r.stdout != want {
+				t.Errorf("wrong stdout\ngot:\n%s\nwant:\n%s", r.stdout, want)
+			}
+			if tt.wantStderr == "" && r.stderr != "" && tt.wantCode != exitError {
+				t.Errorf("unexpected stderr:\n%s", r.stderr)
+			}
+			if want := expand(tt.wantStderr); !strings.Contains(r.stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+			}
+			for name, before := range tt.files {
+				want := before
+				if after, ok := tt.wantFiles[name]; ok {
+					want = after
+				}
+				if got := readFile(t, filepath.Join(dir, name)); got != want {
+					t.Errorf("%s afterwards:\n%s\nwant:\n%s", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestFmtDefaultsToCurrentDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.hcl": fmtUgly, "sub/b.hcl": fmtUgly})
+	t.Chdir(dir)
+	r := runRayform(t, "", "fmt")
+	if r.code != exitOK || r.stdout != "a.hcl\n" {
+		t.Errorf("exit %d, stdout %q; want 0 and \"a.hcl\\n\"", r.code, r.stdout)
+	}
+	if readFile(t, "a.hcl") != fmtPretty || readFile(t, "sub/b.hcl") != fmtUgly {
+		t.Error("fmt without PATH should format ./*.hcl only")
+	}
+}
+
+func TestFmtWritePreservesModeAndSymlinks(t *testing.T) {
+	tests := []struct {
+		name string
+		mode os.FileMode
+		link bool
+	}{
+		{"private file", 0o600, false},
+		{"executable bit kept", 0o755, false},
+		{"group readable", 0o640, false},
+		{"symlink rewrites its target", 0o644, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			real := filepath.Join(dir, "real.hcl")
+			if tt.link {
+				real = filepath.Join(dir, "target", "real.hcl")
+			}
+			writeFiles(t, dir, map[string]string{strings.TrimPrefix(real, dir+"/"): fmtUgly})
+			if err := os.Chmod(real, tt.mode); err != nil {
+				t.Fatal(err)
+			}
+			path := real
+			if tt.link {
+				path = filepath.Join(dir, "link.hcl")
+				if err := os.Symlink(real, path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r := runRayform(t, "", "fmt", path); r.code != exitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			if got := readFile(t, real); got != fmtPretty {
+				t.Errorf("content:\n%s", got)
+			}
+			info, err := os.Stat(real)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Mode().Perm() != tt.mode {
+				t.Errorf("mode %v, want %v", info.Mode().Perm(), tt.mode)
+			}
+			if tt.link {
+				if li, err := os.Lstat(path); err != nil || li.Mode()&os.ModeSymlink == 0 {
+					t.Errorf("symlink replaced by a regular file (err %v)", err)
+				}
+			}
+			// No temporary file is left behind.
+			err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && strings.HasSuffix(p, ".tmp") {
+					t.Errorf("leftover temp file %s", p)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestFmtUnifiedDiff(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b string
+		want string
+	}{
+		{"equal", "a\nb\n", "a\nb\n", ""},
+		{"one line changed", "a\n", "b\n", "--- A\n+++ B\n@@ -1 +1 @@\n-a\n+b\n"},
+		{"insert into empty", "", "x\n", "--- A\n+++ B\n@@ -0,0 +1 @@\n+x\n"},
+		{"delete all", "x\ny\n", "", "--- A\n+++ B\n@@ -1,2 +0,0 @@\n-x\n-y\n"},
+		{
+			"context is three lines",
+			"1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+			"1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
+			"--- A\n+++ B\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n",
+		},
+		{
+			"distant changes make two hunks",
+			"a\n1\n2\n3\n4\n5\n6\n7\nb\n",
+			"A\n1\n2\n3\n4\n5\n6\n7\nB\n",
+			"--- A\n+++ B\n@@ -1,4 +1,4 @@\n-a\n+A\n 1\n 2\n 3\n@@ -6,4 +6,4 @@\n 5\n 6\n 7\n-b\n+B\n",
+		},
+		{
+			"changes six lines apart share a hunk",
+			"a\n1\n2\n3\n4\n5\n6\nb\n",
+			"A\n1\n2\n3\n4\n5\n6\nB\n",
+			"--- A\n+++ B\n@@ -1,8 +1,8 @@\n-a\n+A\n 1\n 2\n 3\n 4\n 5\n 6\n-b\n+B\n",
+		},
+		{
+			"missing final newline",
+			"a\nb",
+			"a\nb\n",
+			"--- A\n+++ B\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n",
+		},
+		{
+			"insertion in the middle",
+			"a\nc\n",
+			"a\nb\nc\n",
+			"--- A\n+++ B\n@@ -1,2 +1,3 @@\n a\n+b\n c\n",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := string(fmtUnifiedDiff("A", "B", []byte(tt.a), []byte(tt.b)))
+			if got != tt.want {
+				t.Errorf("wrong diff\ngot:\n%s\nwant:\n%s", got, tt.want)
+			}
+			if got != "" {
+				if patched := applyUnifiedDiff(t, tt.a, got); patched != tt.b {
+					t.Errorf("patch gives %q, want %q", patched, tt.b)
+				}
+			}
+		})
+	}
+}
+
+// TestFmtUnifiedDiffApplies checks on random edits that applying the diff
+// to the old text always yields the new text.
+func TestFmtUnifiedDiffApplies(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	words := []string{"a\n", "b\n", "c\n", "}\n", "  x = 1\n", "\n"}
+	gen := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = words[r.IntN(len(words))]
+		}
+		return out
+	}
+	for i := range 300 {
+		a := gen(r.IntN(30))
+		b := append([]string(nil), a...)
+		for k := r.IntN(5); k > 0; k-- {
+			p := r.IntN(len(b) + 1)
+			switch r.IntN(3) {
+			case 0:
+				b = append(b[:p], append(gen(1+r.IntN(3)), b[p:]...)...)
+			case 1:
+				if p < len(b) {
+					b = append(b[:p], b[p+1:]...)
+				}
+			default:
+				if p < len(b) {
+					b[p] = words[r.IntN(len(words))]
+				}
+			}
+		}
+		as, bs := strings.Join(a, ""), strings.Join(b, "")
+		if r.IntN(4) == 0 && len(bs) > 0 {
+			bs = strings.TrimSuffix(bs, "\n")
+		}
+		d := string(fmtUnifiedDiff("A", "B", []byte(as), []byte(bs)))
+		if (d == "") != (as == bs) {
+			t.Fatalf("case %d: empty diff %v for equal %v", i, d == "", as == bs)
+		}
+		if d != "" {
+			if got := applyUnifiedDiff(t, as, d); got != bs {
+				t.Fatalf("case %d: patch of\n%q\nwith\n%s\ngives %q, want %q", i, as, d, got, bs)
+			}
+		}
+	}
+}
+
+// TestFmtRepoConfigsIdempotent checks that formatting every parseable
+// config under examples/ and testdata/config/ twice gives the same bytes as
+// formatting it once. It reads those files and never writes them.
+func TestFmtRepoConfigsIdempotent(t *testing.T) {
+	var files []string
+	for _, root := range []string{"examples", filepath.Join("testdata", "config")} {
+		err := filepath.WalkDir(filepath.Join("..", "..", root), func(p string, d fs.DirEntry, err error) error {
+			if os.IsNotExist(err) {
+				return filepath.SkipDir
+			}
+			if err == nil && !d.IsDir() && fmtIsConfigFile(p) {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) == 0 {
+		t.Skip("no configs under examples/ or testdata/config/ yet")
+	}
+	parsed := 0
+	for _, p := range files {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, diags := hclsyntax.ParseConfig(src, p, hcl.InitialPos); diags.HasErrors() {
+			continue // deliberately broken fixtures
+		}
+		parsed++
+		once := hclwrite.Format(src)
+		if twice := hclwrite.Format(once); !bytes.Equal(once, twice) {
+			t.Errorf("%s: formatting is not idempotent:\n%s", p, fmtUnifiedDiff("once", "twice", once, twice))
+		}
+	}
+	if parsed == 0 {
+		t.Errorf("none of %d configs parses", len(files))
+	}
+}
+
+// applyUnifiedDiff applies a unified diff to a and returns the result,
+// failing the test if a context or removed line does not match.
+func applyUnifiedDiff(t *testing.T, a, diff string) string {
+	t.Helper()
+	if diff == "" {
+		return a
+	}
+	old := fmtSplitLines([]byte(a))
+	lines := strings.SplitAfter(diff, "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "--- ") || !strings.HasPrefix(lines[1], "+++ ") {
+		t.Fatalf("diff lacks --- / +++ header:\n%s", diff)
+	}
+	var out []string
+	pos := 0 // next unconsumed line of old
+	for i := 2; i < len(lines) && lines[i] != ""; {
+		var oldStart, oldCount int
+		hdr := lines[i]
+		if !strings.HasPrefix(hdr, "@@ -") {
+			t.Fatalf("expected hunk header, got %q", hdr)
+		}
+		oldRange := strings.Fields(hdr)[1][1:]
+		startStr, countStr, hasCount := strings.Cut(oldRange, ",")
+		oldStart, _ = strconv.Atoi(startStr)
+		oldCount = 1
+		if hasCount {
+			oldCount, _ = strconv.Atoi(countStr)
+		}
+		first := oldStart - 1
+		if oldCount == 0 {
+			first = oldStart
+		}
+		if first < pos {
+			t.Fatalf("hunk %q overlaps the previous one", hdr)
+		}
+		out = append(out, old[pos:first]...)
+		pos = first
+		i++
+		for ; i < len(lines) && lines[i] != "" && !strings.HasPrefix(lines[i], "@@"); i++ {
+			l := lines[i]
+			body := l[1:]
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], `\ No newline at end of file`) {
+				body = strings.TrimSuffix(body, "\n")
+				i++
+			}
+			switch l[0] {
+			case ' ', '-':
+				if pos >= len(old) || old[pos] != body {
+					t.Fatalf("line %d: diff expects %q", pos+1, body)
+				}
+				pos++
+				if l[0] == ' ' {
+					out = append(out, body)
+				}
+			case '+':
+				out = append(out, body)
+			default:
+				t.Fatalf("bad diff line %q", l)
+			}
+		}
+	}
+	out = append(out, old[pos:]...)
+	return strings.Join(out, "")
+}

@@ -1,0 +1,3 @@
+node "a" {
+	host = "x" port = 22
+}
