@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
+
+	"github.com/rayform/rayform/engine/transport/shell"
 )
 
 // Cmd is one command to run on a host.
@@ -34,12 +37,67 @@ type Cmd struct {
 	Stderr io.Writer
 }
 
-// String renders the command for logs and errors (env values are not shown).
+// String renders the command as the shell line that runs it: the Script, or
+// Argv quoted with shell.Join. Env values are never part of it.
 func (c Cmd) String() string {
 	if c.Script != "" {
 		return c.Script
 	}
-	return fmt.Sprint(c.Argv)
+	return shell.Join(c.Argv)
+}
+
+// EnvKeys returns the names of the variables in Env, sorted (for logs and
+// transcripts, which must never show the values).
+func (c Cmd) EnvKeys() []string {
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Validate reports a command no implementation can run: neither or both of
+// Argv and Script set, a NUL byte in an argument, or an Env name that is not
+// a shell identifier ([A-Za-z_][A-Za-z0-9_]*) or a value containing NUL.
+func (c Cmd) Validate() error {
+	switch {
+	case len(c.Argv) == 0 && c.Script == "":
+		return errors.New("transport: command has neither Argv nor Script")
+	case len(c.Argv) > 0 && c.Script != "":
+		return errors.New("transport: command has both Argv and Script")
+	}
+	if err := shell.Valid(c.Argv); err != nil {
+		return fmt.Errorf("transport: %w", err)
+	}
+	if err := shell.Valid([]string{c.Script}); err != nil {
+		return fmt.Errorf("transport: script: %w", err)
+	}
+	for k, v := range c.Env {
+		if !isIdentifier(k) {
+			return fmt.Errorf("transport: env name %q is not a shell identifier", k)
+		}
+		if err := shell.Valid([]string{v}); err != nil {
+			return fmt.Errorf("transport: env %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Result is what a finished command produced.
@@ -74,11 +132,17 @@ type Dialer interface {
 
 // Stats counts the cost of talking to one host.
 type Stats struct {
-	Handshakes int // connections established (SSH handshakes)
-	RoundTrips int // commands and uploads issued
+	// Handshakes counts connections established to the host itself (SSH
+	// handshakes, including a reconnect; jump hosts are not included).
+	Handshakes int
+	// RoundTrips counts commands and uploads issued (one each), whatever
+	// their outcome; the helper sessions an implementation opens to kill a
+	// cancelled command are not counted.
+	RoundTrips int
 }
 
 // ExitError is returned by Run when the command ran and exited non-zero.
+// A command killed by a signal reports ExitCode 128+signal, as a shell would.
 type ExitError struct {
 	Host   string
 	Cmd    string
@@ -96,7 +160,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s: %q exited %d", e.Host, shorten(e.Cmd), e.Result.ExitCode)
 }
 
-// Error kinds, tested with errors.Is.
+// Error kinds, tested with errors.Is. Implementations wrap them together with
+// the host and the cause, for example
+//
+//	gpu-1: dial 10.0.0.5:22: host unreachable: connect: connection refused
+//
+// ErrAuthFailed is not necessarily permanent: a freshly provisioned host may
+// accept connections before its authorized_keys is written. ErrTimeout is
+// also reported (together with context.DeadlineExceeded) when a command's
+// Timeout or its ctx deadline ends it; a cancelled ctx reports
+// context.Canceled. ErrDisconnected means the connection dropped while a
+// command was running, so whether it finished is unknown.
 var (
 	ErrUnknownHostKey  = errors.New("unknown host key")
 	ErrHostKeyMismatch = errors.New("host key mismatch")
