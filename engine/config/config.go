@@ -1,0 +1,238 @@
+package config
+
+import (
+	"net/netip"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+// Config is an evaluated configuration: every block of a directory decoded
+// into plain Go values. Values known only after observing the hosts (a node's
+// fabric address and everything derived from it) are absent until the
+// configuration is re-evaluated with [Config.WithFacts].
+//
+// Maps are keyed by name: Nodes by node name (see [Node.Name]), the others by
+// their block label.
+type Config struct {
+	// Files holds every parsed file (configuration and variable files) by
+	// name, for rendering diagnostics with source snippets.
+	Files map[string]*hcl.File
+
+	Variables   map[string]*Variable
+	Locals      map[string]*Local
+	Nodes       map[string]*Node
+	Networks    map[string]*Network
+	RayClusters map[string]*RayCluster
+	Serves      map[string]*VLLMServe
+	Outputs     map[string]*Output
+
+	// Facts are the observed facts this configuration was evaluated with.
+	Facts Facts
+
+	mod   *module
+	vars  map[string]cty.Value       // resolved input variables, marked when sensitive
+	edges map[string]map[string]bool // instance-level dependencies, from → to
+}
+
+// Facts are what observing the hosts teaches the configuration.
+type Facts struct {
+	// FabricAddrs maps a node name to the node's observed address on the
+	// network of its Ray cluster.
+	FabricAddrs map[string]netip.Addr
+}
+
+// Decl is what every evaluated block records about its source and values.
+type Decl struct {
+	// Addr is the block's address, e.g. "ray_cluster.main" or
+	// `node.gpu["h1"]`. It is the block's name in [Config.Graph].
+	Addr string
+	// DeclRange is the block header's range.
+	DeclRange hcl.Range
+	// AttrRanges maps each attribute that was set to its expression's range.
+	AttrRanges map[string]hcl.Range
+	// DependsOn lists, sorted, the addresses this block refers to.
+	DependsOn []string
+	// Sensitive lists attribute paths holding values derived from sensitive
+	// variables, e.g. `env["HF_TOKEN"]`; a renderer prints them as
+	// "(sensitive value)".
+	Sensitive []string
+	// Unknown lists attribute paths whose values are known only after
+	// observing the hosts; their Go fields hold zero values until then.
+	Unknown []string
+}
+
+// Range returns the range of attribute attr, or the block's DeclRange when
+// the attribute was not set.
+func (d *Decl) Range(attr string) hcl.Range {
+	if r, ok := d.AttrRanges[attr]; ok {
+		return r
+	}
+	return d.DeclRange
+}
+
+// IsSensitive reports whether the value at path (e.g. "env" or
+// `env["HF_TOKEN"]`) is sensitive or contains a sensitive value.
+func (d *Decl) IsSensitive(path string) bool { return pathMatch(d.Sensitive, path) }
+
+// IsUnknown reports whether the value at path is, or contains, a value known
+// only after observing the hosts.
+func (d *Decl) IsUnknown(path string) bool { return pathMatch(d.Unknown, path) }
+
+// pathMatch reports whether path is in paths, is below one of them, or is
+// above one of them.
+func pathMatch(paths []string, path string) bool {
+	for _, p := range paths {
+		if p == path || isPathPrefix(p, path) || isPathPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func isPathPrefix(prefix, path string) bool {
+	return strings.HasPrefix(path, prefix) && len(path) > len(prefix) && (path[len(prefix)] == '[' || path[len(prefix)] == '.')
+}
+
+// Variable is an input variable.
+type Variable struct {
+	Name        string
+	Description string
+	Type        cty.Type
+	Default     cty.Value // cty.NilVal when the variable is required
+	Sensitive   bool
+	// Value is the resolved value (without sensitivity marks).
+	Value cty.Value
+	// Source says where Value came from: "default", "env", "-var" or the
+	// variable file's name.
+	Source    string
+	DeclRange hcl.Range
+}
+
+// Local is a named value from a locals block.
+type Local struct {
+	Name      string
+	Value     cty.Value // without sensitivity marks; may be unknown
+	Sensitive bool      // derived from a sensitive value
+	DeclRange hcl.Range
+}
+
+// Output is an output value.
+type Output struct {
+	Name        string
+	Description string
+	// Value is the evaluated value without sensitivity marks; it may be
+	// (or contain) unknown values before facts are known.
+	Value      cty.Value
+	Sensitive  bool
+	DeclRange  hcl.Range
+	ValueRange hcl.Range
+}
+
+// Node is one SSH-reachable host. A node block with for_each yields one Node
+// per key.
+type Node struct {
+	Decl
+	// Name identifies the node everywhere: the block label ("spark1"), or
+	// for for_each instances the label and key (`gpu["h1"]`).
+	Name string
+	// Block is the block label, Key the for_each key ("" without for_each).
+	Block, Key string
+
+	Host         string            // SSH address or ~/.ssh/config alias
+	User         string            // "" = from ~/.ssh/config or the local user
+	Port         int               // 0 = from ~/.ssh/config or 22
+	IdentityFile string            // "" = agent and ~/.ssh/config
+	Bastion      string            // name of the node to jump through, "" for none
+	GPUs         int               // declared GPUs
+	Labels       map[string]string // free-form
+}
+
+// Network is the fabric every layer of a Ray cluster must bind to.
+type Network struct {
+	Decl
+	Name string
+	CIDR netip.Prefix
+	// Interface is the interface name for every node, "" when not pinned.
+	Interface string
+	// Interfaces maps node names to interface names where they differ
+	// per host; it takes precedence over Interface.
+	Interfaces map[string]string
+	IBHCA      []string // NCCL_IB_HCA devices, empty = not pinned
+	MTU        int      // 0 = not verified
+	// Nodes lists, sorted, the nodes of the Ray clusters on this network.
+	Nodes []string
+	// Addresses maps node names to their observed fabric addresses; a node
+	// is absent until observed.
+	Addresses map[string]netip.Addr
+}
+
+// RayCluster is a Ray cluster: one container per node, a head and workers.
+type RayCluster struct {
+	Decl
+	Name          string
+	Image         string
+	Head          string   // node name
+	Workers       []string // node names, in configuration order
+	Network       string   // network name
+	Port          int      // GCS port, default 6379
+	DashboardPort int      // default 8265
+	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
+	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
+	MemoryMonitor bool
+	ShmSize       string // docker --shm-size, "" = not set
+	Env           map[string]string
+	Volumes       []string // docker -v specs
+	DockerArgs    []string // extra docker run arguments
+	ContainerName string   // default "rayform-<name>"
+	// HeadAddress is the head's observed fabric address; invalid until
+	// observed.
+	HeadAddress netip.Addr
+}
+
+// Nodes returns the head followed by the workers.
+func (r *RayCluster) Nodes() []string {
+	return append([]string{r.Head}, r.Workers...)
+}
+
+// Address returns "<head fabric ip>:<port>", and false before the head's
+// address is observed.
+func (r *RayCluster) Address() (string, bool) {
+	if !r.HeadAddress.IsValid() {
+		return "", false
+	}
+	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
+}
+
+// VLLMServe is a `vllm serve` process on a Ray cluster's head.
+type VLLMServe struct {
+	Decl
+	Name                 string
+	Cluster              string // ray_cluster name
+	Model                string
+	ServedModelName      string // default Model
+	TensorParallelSize   int    // default 1
+	PipelineParallelSize int    // default 1
+	GPUMemoryUtilization float64
+	MaxModelLen          int // 0 = vLLM's default (the model's)
+	Port                 int // default 8000
+	Env                  map[string]string
+	ExtraArgs            []string
+	ReadyTimeout         time.Duration // default 30m
+	// Endpoint is the OpenAI base URL, "" until the head's address is
+	// observed.
+	Endpoint string
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,431 @@
+package config
+
+import (
+	"fmt"
+	"math/big"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// errorAt adds an error pointing at argument attr (or the block header when
+// the argument is not set).
+func (b *blockEval) errorAt(attr, summary, detail string) {
+	rng := b.decl.Range(attr)
+	b.diags = append(b.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   detail,
+		Subject:  &rng,
+	})
+}
+
+// known returns the unmarked value of attr when it is set and known.
+func (b *blockEval) known(attr string) (cty.Value, bool) {
+	v, ok := b.raw[attr]
+	if !ok || !v.IsKnown() {
+		return cty.NilVal, false
+	}
+	return v, true
+}
+
+func (b *blockEval) str(attr, def string) string {
+	v, ok := b.known(attr)
+	if !ok {
+		return def
+	}
+	return v.AsString()
+}
+
+func (b *blockEval) boolean(attr string, def bool) bool {
+	v, ok := b.known(attr)
+	if !ok {
+		return def
+	}
+	return v.True()
+}
+
+func (b *blockEval) float(attr string, def float64) float64 {
+	v, ok := b.known(attr)
+	if !ok {
+		return def
+	}
+	f, _ := v.AsBigFloat().Float64()
+	return f
+}
+
+// integer decodes a whole number in [lo, hi], or def when attr is not set.
+func (b *blockEval) integer(attr string, def, lo, hi int) int {
+	v, ok := b.known(attr)
+	if !ok {
+		return def
+	}
+	bf := v.AsBigFloat()
+	if !bf.IsInt() {
+		b.errorAt(attr, "Invalid whole number", fmt.Sprintf("%s must be a whole number; got %s.", attr, bf.Text('f', -1)))
+		return def
+	}
+	if bf.Cmp(big.NewFloat(float64(lo))) < 0 || bf.Cmp(big.NewFloat(float64(hi))) > 0 {
+		b.errorAt(attr, "Value out of range", fmt.Sprintf("%s must be between %d and %d; got %s.", attr, lo, hi, bf.Text('f', -1)))
+		return def
+	}
+	n, _ := bf.Int64()
+	return int(n)
+}
+
+func (b *blockEval) strList(attr string) []string {
+	v, ok := b.known(attr)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsKnown() && !e.IsNull() {
+			out = append(out, e.AsString())
+		} else {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+func (b *blockEval) strMap(attr string) map[string]string {
+	v, ok := b.known(attr)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, v.LengthInt())
+	for it := v.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		if e.IsKnown() && !e.IsNull() {
+			out[k.AsString()] = e.AsString()
+		} else {
+			out[k.AsString()] = ""
+		}
+	}
+	return out
+}
+
+func (b *blockEval) duration(attr, def string) time.Duration {
+	s := b.str(attr, def)
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		why := "it must be longer than zero"
+		if err != nil {
+			why = strings.TrimPrefix(err.Error(), "time: ")
+		}
+		b.errorAt(attr, "Invalid duration", fmt.Sprintf("%s must be a duration such as \"90s\", \"20m\" or \"1h30m\"; %q is not valid: %s.", attr, s, why))
+		return 0
+	}
+	return d
+}
+
+// export returns attr's value with its marks, or a null of type ty.
+func (b *blockEval) export(attr string, ty cty.Type) cty.Value {
+	if v, ok := b.vals[attr]; ok {
+		return v
+	}
+	return cty.NullVal(ty)
+}
+
+// exportOr returns attr's value with its marks, or def.
+func (b *blockEval) exportOr(attr string, def cty.Value) cty.Value {
+	if v, ok := b.vals[attr]; ok {
+		return v
+	}
+	return def
+}
+
+// refTarget recognises the value of a block reference (an object with an
+// id like "node.spark1") and returns the block's type and name.
+func refTarget(v cty.Value) (kind, name string, ok bool) {
+	if !v.IsKnown() || v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute("id") {
+		return "", "", false
+	}
+	id := v.GetAttr("id")
+	if !id.IsKnown() || id.IsNull() || id.Type() != cty.String {
+		return "", "", false
+	}
+	kind, name, ok = strings.Cut(id.AsString(), ".")
+	return kind, name, ok
+}
+
+// nodeRef decodes an argument that refers to one node, returning its name.
+func (b *blockEval) nodeRef(attr string) string {
+	v, ok := b.known(attr)
+	if !ok {
+		return ""
+	}
+	if kind, name, ok := refTarget(v); ok && kind == kindNode {
+		if _, exists := b.e.cfg.Nodes[name]; exists {
+			return name
+		}
+	}
+	b.badRef(attr, v, kindNode, fmt.Sprintf("%s = node.NAME", attr))
+	return ""
+}
+
+// nodeRefs decodes an argument that refers to any number of nodes: a list,
+// set or tuple of nodes, or a for_each node block (all its instances).
+func (b *blockEval) nodeRefs(attr string) []string {
+	v, ok := b.known(attr)
+	if !ok {
+		return nil
+	}
+	ty := v.Type()
+	if !(ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || (ty.IsObjectType() && !ty.HasAttribute("id"))) {
+		b.badRef(attr, v, kindNode, fmt.Sprintf("%s = [node.a, node.b]", attr))
+		return nil
+	}
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		kind, name, ok := refTarget(e)
+		if ok && kind == kindNode {
+			if _, exists := b.e.cfg.Nodes[name]; exists {
+				out = append(out, name)
+				continue
+			}
+		}
+		b.badRef(attr, e, kindNode, fmt.Sprintf("%s = [node.a, node.b]", attr))
+		return nil
+	}
+	return out
+}
+
+// blockRef decodes an argument that refers to one block of kind.
+func (b *blockEval) blockRef(attr, kind string) string {
+	v, ok := b.known(attr)
+	if !ok {
+		return ""
+	}
+	if k, name, ok := refTarget(v); ok && k == kind {
+		return name
+	}
+	b.badRef(attr, v, kind, fmt.Sprintf("%s = %s.NAME", attr, kind))
+	return ""
+}
+
+// badRef reports an argument whose value is not a reference to a block of
+// kind, explaining what it is instead.
+func (b *blockEval) badRef(attr string, v cty.Value, kind, example string) {
+	what := "a " + v.Type().FriendlyName()
+	hint := ""
+	switch k, name, ok := refTarget(v); {
+	case ok:
+		what = fmt.Sprintf("%s.%s", k, name)
+	case v.Type() == cty.String:
+		what = fmt.Sprintf("the string %q", v.AsString())
+		s := v.AsString()
+		if kind == kindNode {
+			if _, exists := b.e.cfg.Nodes[s]; exists {
+				hint = fmt.Sprintf(" Did you mean node.%s (without quotes)?", s)
+			}
+		} else if _, exists := b.e.mod.items[addrPrefix(kind)+"."+s]; exists {
+			hint = fmt.Sprintf(" Did you mean %s.%s (without quotes)?", kind, s)
+		}
+	case v.Type().IsObjectType() && kind == kindNode && isInstanceCollection(v):
+		what = "a collection of node instances"
+		hint = " A node block with for_each stands for all its instances; pick one with its key, like node.NAME[\"key\"]."
+	}
+	b.errorAt(attr, fmt.Sprintf("Invalid %s reference", kindNoun(kind)),
+		fmt.Sprintf("%s must refer to a %s block, like %s, but it is %s.%s", attr, kind, example, what, hint))
+}
+
+// isInstanceCollection reports whether v is the value of a for_each node
+// block: an object whose attributes are node objects.
+func isInstanceCollection(v cty.Value) bool {
+	if v.LengthInt() == 0 {
+		return false
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if kind, _, ok := refTarget(e); !ok || kind != kindNode {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeInterface decodes a network's interface argument: one name, or a map
+// from node name to name. With members known it checks the map's keys.
+func (b *blockEval) decodeInterface(n *Network, members []string, checkKeys bool) {
+	v, ok := b.known("interface")
+	if !ok {
+		return
+	}
+	if s, err := convert.Convert(v, cty.String); err == nil && (v.Type() == cty.String) {
+		n.Interface = s.AsString()
+		if msg := checkIfname(n.Interface); msg != "" {
+			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.Interface, msg))
+		}
+		return
+	}
+	m, err := convert.Convert(v, cty.Map(cty.String))
+	if err != nil || !(v.Type().IsObjectType() || v.Type().IsMapType()) || !m.IsWhollyKnown() {
+		b.errorAt("interface", "Incorrect attribute value type",
+			fmt.Sprintf("interface must be an interface name, like \"enp1s0f1np1\", or a map from node name to interface name, like { spark1 = \"enp1s0f1np1\" }; got a %s.", v.Type().FriendlyName()))
+		return
+	}
+	n.Interfaces = map[string]string{}
+	for it := m.ElementIterator(); it.Next(); {
+		k, e := it.Element()
+		if e.IsNull() {
+			continue
+		}
+		n.Interfaces[k.AsString()] = e.AsString()
+	}
+	for _, node := range sortedKeys(n.Interfaces) {
+		if msg := checkIfname(n.Interfaces[node]); msg != "" {
+			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", node, n.Interfaces[node], msg))
+		}
+		if !checkKeys || contains(members, node) {
+			continue
+		}
+		detail := fmt.Sprintf("The interface map names %q, which is not a node of any Ray cluster on network.%s", node, n.Name)
+		if len(members) > 0 {
+			detail += fmt.Sprintf(" (its nodes are %s).", strings.Join(members, ", "))
+		} else {
+			detail += "; no cluster uses this network."
+		}
+		detail += didYouMean(node, members, "%q") + " Keys are node names; an instance of a for_each block is named like gpu[\"h1\"]."
+		b.errorAt("interface", "Interface for a node not on this network", detail)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkIfname returns why name is not a valid Linux interface name, or "".
+func checkIfname(name string) string {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return "is not an interface name"
+	case len(name) > 15:
+		return "is longer than 15 characters, the Linux limit for interface names"
+	case strings.ContainsAny(name, "/: \t\n"):
+		return "contains a character not allowed in interface names (slash, colon or space)"
+	}
+	return ""
+}
+
+// Patterns of names and sizes Docker accepts.
+const (
+	envNamePattern       = `^[A-Za-z_][A-Za-z0-9_]*$`
+	containerNamePattern = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
+	shmSizePattern       = `^[0-9]+(\.[0-9]+)?([bkmgBKMG]|[kmgKMG][bB]|[kmgKMG]i[bB])?$`
+)
+
+func matches(pattern, s string) bool {
+	return regexp.MustCompile(pattern).MatchString(s)
+}
+
+// checkRayCluster checks a Ray cluster's arguments on their own.
+func (b *blockEval) checkRayCluster(rc *RayCluster) {
+	if _, ok := b.raw["image"]; ok && strings.TrimSpace(rc.Image) == "" {
+		b.errorAt("image", "Empty image", "image must name a container image, like \"vllm/vllm-openai:v0.11.0\".")
+	}
+	if rc.Port == rc.DashboardPort {
+		b.errorAt("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
+	}
+	if rc.ShmSize != "" && !matches(shmSizePattern, rc.ShmSize) {
+		b.errorAt("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
+	}
+	if !matches(containerNamePattern, rc.ContainerName) {
+		b.errorAt("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))
+	}
+	b.checkEnv("env", rc.Env)
+	for i, v := range rc.Volumes {
+		if b.decl.IsUnknown(fmt.Sprintf("volumes[%d]", i)) {
+			continue
+		}
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !strings.HasPrefix(parts[1], "/") {
+			b.errorAt("volumes", "Invalid volume", fmt.Sprintf("volumes[%d] is %q; a volume is SOURCE:/container/path[:OPTIONS], like \"/data/hf:/root/.cache/huggingface\".", i, v))
+		}
+	}
+	for _, a := range rc.DockerArgs {
+		flag, _, _ := strings.Cut(a, "=")
+		switch flag {
+		case "--name", "--network", "--net", "--gpus", "-d", "--detach":
+			b.errorAt("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q, which rayform sets itself (container_name, host networking, all GPUs, detached). Remove it.", a))
+		}
+	}
+}
+
+// pinnedEnv lists the environment variables rayform sets in every Ray
+// container, with the argument that controls each.
+func pinnedEnv() map[string]string {
+	return map[string]string{
+		"VLLM_HOST_IP":                  "the network's address of each node",
+		"NCCL_SOCKET_IFNAME":            "the network's interface",
+		"GLOO_SOCKET_IFNAME":            "the network's interface",
+		"TP_SOCKET_IFNAME":              "the network's interface",
+		"UCX_NET_DEVICES":               "the network's interface",
+		"NCCL_IB_HCA":                   "the network's ib_hca",
+		"RAY_memory_monitor_refresh_ms": "the Ray cluster's memory_monitor",
+	}
+}
+
+// checkEnv checks environment variable names and rejects the ones rayform
+// pins.
+func (b *blockEval) checkEnv(attr string, env map[string]string) {
+	pinned := pinnedEnv()
+	for _, k := range sortedKeys(env) {
+		if !matches(envNamePattern, k) {
+			b.errorAt(attr, "Invalid environment variable name", fmt.Sprintf("%q is not a valid environment variable name: use letters, digits and underscores, not starting with a digit.", k))
+			continue
+		}
+		if from, ok := pinned[k]; ok {
+			b.errorAt(attr, "Environment variable managed by rayform", fmt.Sprintf("%s sets %s, which rayform sets on every node from %s. Remove it from %s; change the network or cluster argument instead.", attr, k, from, attr))
+		}
+	}
+}
+
+// servedFlags maps the vllm serve flags rayform sets to the arguments that
+// control them.
+func servedFlags() map[string]string {
+	return map[string]string{
+		"--tensor-parallel-size":         "tensor_parallel_size",
+		"-tp":                            "tensor_parallel_size",
+		"--pipeline-parallel-size":       "pipeline_parallel_size",
+		"-pp":                            "pipeline_parallel_size",
+		"--gpu-memory-utilization":       "gpu_memory_utilization",
+		"--max-model-len":                "max_model_len",
+		"--port":                         "port",
+		"--served-model-name":            "served_model_name",
+		"--model":                        "model",
+		"--distributed-executor-backend": "cluster (rayform always uses ray)",
+	}
+}
+
+// checkServe checks a vllm_serve's arguments on their own.
+func (b *blockEval) checkServe(s *VLLMServe) {
+	if _, ok := b.raw["model"]; ok && strings.TrimSpace(s.Model) == "" {
+		b.errorAt("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
+	}
+	if _, ok := b.raw["gpu_memory_utilization"]; ok && !(s.GPUMemoryUtilization > 0 && s.GPUMemoryUtilization <= 1) {
+		b.errorAt("gpu_memory_utilization", "Invalid gpu_memory_utilization",
+			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
+	}
+	b.checkEnv("env", s.Env)
+	flags := servedFlags()
+	for _, a := range s.ExtraArgs {
+		flag, _, _ := strings.Cut(a, "=")
+		if attr, ok := flags[flag]; ok {
+			b.errorAt("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q; set %s instead, so that rayform can check it.", a, attr))
+		}
+	}
+}

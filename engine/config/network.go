@@ -1,0 +1,86 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// InterfaceFor returns the interface the network pins on node: its entry in
+// Interfaces, else Interface, else "" (taken from observation).
+func (n *Network) InterfaceFor(node string) string {
+	if i, ok := n.Interfaces[node]; ok {
+		return i
+	}
+	return n.Interface
+}
+
+// NodeEnv returns the environment variables the network pins in the Ray
+// container on node, so that Ray, vLLM, NCCL, Gloo, TensorPipe and UCX all
+// use the fabric:
+//
+//	VLLM_HOST_IP        the node's fabric address (also Ray's --node-ip-address)
+//	NCCL_SOCKET_IFNAME  the fabric interface
+//	GLOO_SOCKET_IFNAME  the fabric interface
+//	TP_SOCKET_IFNAME    the fabric interface
+//	UCX_NET_DEVICES     the fabric interface
+//	NCCL_IB_HCA         ib_hca joined with commas (only when ib_hca is set)
+//
+// addr is the node's observed address on the network; observedIface is the
+// interface observed to hold it, used when the network does not pin one.
+func (n *Network) NodeEnv(node string, addr netip.Addr, observedIface string) (map[string]string, error) {
+	if !n.CIDR.IsValid() || !n.CIDR.Contains(addr) {
+		return nil, fmt.Errorf("network %s: node %s: address %s is not in %s", n.Name, node, addr, n.CIDR)
+	}
+	iface := n.InterfaceFor(node)
+	if iface == "" {
+		iface = observedIface
+	}
+	if iface == "" {
+		return nil, fmt.Errorf("network %s: node %s: no interface pinned and none observed for %s", n.Name, node, addr)
+	}
+	env := map[string]string{
+		"VLLM_HOST_IP":       addr.String(),
+		"NCCL_SOCKET_IFNAME": iface,
+		"GLOO_SOCKET_IFNAME": iface,
+		"TP_SOCKET_IFNAME":   iface,
+		"UCX_NET_DEVICES":    iface,
+	}
+	if len(n.IBHCA) > 0 {
+		env["NCCL_IB_HCA"] = strings.Join(n.IBHCA, ",")
+	}
+	return env, nil
+}
+
+// ContainerEnv returns the whole environment of the Ray container of a
+// cluster on node: the cluster's env, RAY_memory_monitor_refresh_ms=0 when
+// the memory monitor is off, and the network's pins ([Network.NodeEnv]).
+func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIface string) (map[string]string, error) {
+	rc, ok := c.RayClusters[cluster]
+	if !ok {
+		return nil, fmt.Errorf("no ray_cluster %q", cluster)
+	}
+	if !contains(rc.Nodes(), node) {
+		return nil, fmt.Errorf("ray_cluster %s: node %s is not in the cluster", cluster, node)
+	}
+	nw, ok := c.Networks[rc.Network]
+	if !ok {
+		return nil, fmt.Errorf("ray_cluster %s: no network %q", cluster, rc.Network)
+	}
+	pins, err := nw.NodeEnv(node, addr, observedIface)
+	if err != nil {
+		return nil, fmt.Errorf("ray_cluster %s: %w", cluster, err)
+	}
+	env := make(map[string]string, len(rc.Env)+len(pins)+1)
+	for k, v := range rc.Env {
+		env[k] = v
+	}
+	if !rc.MemoryMonitor {
+		env["RAY_memory_monitor_refresh_ms"] = strconv.Itoa(0)
+	}
+	for k, v := range pins {
+		env[k] = v
+	}
+	return env, nil
+}
