@@ -1,0 +1,20 @@
+// Package observe learns the truth about a cluster's hosts, read-only and in
+// about the time of one SSH round trip.
+//
+// Per host, one exec of a generated POSIX sh probe (ProbeScript) prints every
+// fact the plan needs as framed sections: addresses, links and routes, the
+// default route's source address (the one Ray would auto-detect), RDMA ports,
+// memory, GPUs (unified memory on GB10), Docker's availability, the images
+// asked for, rayform's containers (with secret environment values redacted on
+// the host), and on the head Ray's node table and vLLM's health and models.
+// Parse turns that output into HostFacts; a section that failed on the host
+// carries an Err and never spoils the others. Observe probes all hosts in
+// parallel and, only where a peer's fabric address must first be learned from
+// that peer, makes a second round trip (PeerScript) to check routes and TCP
+// reachability to it.
+//
+// Every command observe issues is marked non-mutating and changes nothing on
+// the host: every tool is optional (a missing one is reported in its
+// section), nothing is written, not even a temporary file, and no container
+// is created or started.
+package observe

@@ -1,0 +1,409 @@
+package observe
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Facts is what Observe learned about every host of a Spec.
+type Facts struct {
+	// Hosts has one entry per host of the Spec, also for hosts that could not
+	// be observed (their Err is set and the other fields are empty).
+	Hosts map[string]*HostFacts `json:"hosts"`
+	// Errors holds the error of every host that could not be observed at
+	// all (unreachable, authentication, probe output unreadable), keyed by
+	// host, so callers can classify with errors.Is.
+	Errors map[string]error `json:"-"`
+	// RoundTrips counts the commands Observe issued per host (at most 2).
+	RoundTrips map[string]int `json:"round_trips"`
+}
+
+// Err joins the per-host errors in host order, or returns nil.
+func (f *Facts) Err() error {
+	hosts := make([]string, 0, len(f.Errors))
+	for h := range f.Errors {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	errs := make([]error, 0, len(hosts))
+	for _, h := range hosts {
+		errs = append(errs, f.Errors[h])
+	}
+	return errors.Join(errs...)
+}
+
+// HostFacts is everything one host's probe reported. Every group of facts
+// carries an Err: a section that failed (tool missing, daemon down, permission
+// denied, timeout, truncated output) leaves its facts empty and says why,
+// while the other sections are still parsed.
+type HostFacts struct {
+	// Host is the node name (set by Observe; empty after Parse).
+	Host string `json:"host,omitempty"`
+	// Err is set when the host could not be observed at all.
+	Err string `json:"err,omitempty"`
+	// Complete is false when the probe output ended before its last line
+	// (connection dropped, probe killed): facts of missing sections carry an
+	// Err.
+	Complete bool `json:"complete"`
+
+	Hostname string `json:"hostname,omitempty"`
+	Arch     string `json:"arch,omitempty"`
+
+	// Links and Addresses both come from `ip -j addr show`.
+	Links     LinkFacts    `json:"links"`
+	Addresses AddressFacts `json:"addresses"`
+	// Routes is the main IPv4 table (`ip -j route show`).
+	Routes RouteFacts `json:"routes"`
+	// DefaultRoute is the kernel's answer to "which source address and
+	// interface would reach the internet" — the lookup Ray's node IP
+	// auto-detection makes (see ProbeScript).
+	DefaultRoute DefaultRoute `json:"default_route"`
+	RDMA         RDMAFacts    `json:"rdma"`
+	Memory       Memory       `json:"memory"`
+	GPUs         GPUFacts     `json:"gpus"`
+	// UnifiedMemory is true when a GPU reports no dedicated memory ([N/A]
+	// on GB10): GPU and CPU share Memory, and Ray's memory monitor sees the
+	// model's weights as host memory.
+	UnifiedMemory bool           `json:"unified_memory"`
+	Docker        Docker         `json:"docker"`
+	Images        []Image        `json:"images,omitempty"`
+	Containers    ContainerFacts `json:"containers"`
+	// RayNodes is Ray's own node table, observed on the head only.
+	RayNodes RayNodeFacts `json:"ray_nodes"`
+	// VLLM is the serve endpoint, observed on the head only.
+	VLLM VLLM `json:"vllm"`
+	// RouteChecks answers, per peer fabric address, which interface and
+	// source address this host would use to reach it.
+	RouteChecks []RouteCheck `json:"route_checks,omitempty"`
+	// TCPChecks are TCP connects to peers' ports (e.g. the head's GCS).
+	TCPChecks []TCPCheck `json:"tcp_checks,omitempty"`
+}
+
+// Link is one network interface.
+type Link struct {
+	Index     int      `json:"index"`
+	Name      string   `json:"name"`
+	MTU       int      `json:"mtu"`
+	OperState string   `json:"operstate"` // UP, DOWN, UNKNOWN (loopback), ...
+	Flags     []string `json:"flags,omitempty"`
+	MAC       string   `json:"mac,omitempty"`
+	LinkType  string   `json:"link_type,omitempty"`
+	Master    string   `json:"master,omitempty"`
+}
+
+// Up reports whether the link is administratively up and has carrier.
+func (l Link) Up() bool {
+	return slices.Contains(l.Flags, "UP") && slices.Contains(l.Flags, "LOWER_UP")
+}
+
+// LinkFacts is the host's interfaces.
+type LinkFacts struct {
+	List []Link `json:"list,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// ByName returns the link called name.
+func (f LinkFacts) ByName(name string) (Link, bool) {
+	for _, l := range f.List {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Link{}, false
+}
+
+// Address is one IP address assigned to an interface.
+type Address struct {
+	Interface string       `json:"interface"`
+	Prefix    netip.Prefix `json:"prefix"` // address and prefix length, e.g. 192.168.200.12/24
+	Scope     string       `json:"scope,omitempty"`
+}
+
+// AddressFacts is the host's addresses.
+type AddressFacts struct {
+	List []Address `json:"list,omitempty"`
+	Err  string    `json:"err,omitempty"`
+}
+
+// On returns the addresses of interface name.
+func (f AddressFacts) On(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, a := range f.List {
+		if a.Interface == name {
+			out = append(out, a.Prefix)
+		}
+	}
+	return out
+}
+
+// In returns the addresses that fall inside cidr.
+func (f AddressFacts) In(cidr netip.Prefix) []Address {
+	var out []Address
+	for _, a := range f.List {
+		if cidr.Contains(a.Prefix.Addr()) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Route is one entry of a routing table.
+type Route struct {
+	Dst      string     `json:"dst"` // "default", a prefix or an address
+	Gateway  netip.Addr `json:"gateway,omitzero"`
+	Dev      string     `json:"dev,omitempty"`
+	PrefSrc  netip.Addr `json:"prefsrc,omitzero"`
+	Protocol string     `json:"protocol,omitempty"`
+	Scope    string     `json:"scope,omitempty"`
+	Type     string     `json:"type,omitempty"`
+	Metric   int        `json:"metric,omitempty"`
+}
+
+// RouteFacts is the host's main routing table.
+type RouteFacts struct {
+	List []Route `json:"list,omitempty"`
+	Err  string  `json:"err,omitempty"`
+}
+
+// DefaultRoute is where traffic to the internet would leave from.
+type DefaultRoute struct {
+	Src     netip.Addr `json:"src,omitzero"`
+	Dev     string     `json:"dev,omitempty"`
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	Err     string     `json:"err,omitempty"`
+}
+
+// RDMADevice is one RDMA port and the network device it is bound to, as
+// `ibdev2netdev` prints it.
+type RDMADevice struct {
+	Device string `json:"device"` // e.g. rocep1s0f1
+	Port   int    `json:"port"`
+	NetDev string `json:"netdev"` // e.g. enp1s0f1np1
+	Up     bool   `json:"up"`
+}
+
+// RDMAFacts is the host's RDMA ports (empty on a host without RDMA).
+type RDMAFacts struct {
+	List []RDMADevice `json:"list,omitempty"`
+	Err  string       `json:"err,omitempty"`
+}
+
+// Memory is the host's memory from /proc/meminfo, in bytes.
+type Memory struct {
+	TotalBytes     uint64 `json:"total_bytes"`
+	AvailableBytes uint64 `json:"available_bytes"`
+	Err            string `json:"err,omitempty"`
+}
+
+// GPU is one GPU as nvidia-smi reports it. Memory figures are in MiB and -1
+// when the GPU does not report them ([N/A] on unified-memory GB10).
+type GPU struct {
+	Index          int    `json:"index"`
+	Name           string `json:"name"`
+	UUID           string `json:"uuid,omitempty"`
+	MemoryTotalMiB int64  `json:"memory_total_mib"`
+	MemoryUsedMiB  int64  `json:"memory_used_mib"`
+	MemoryFreeMiB  int64  `json:"memory_free_mib"`
+	Driver         string `json:"driver,omitempty"`
+}
+
+// GPUFacts is the host's GPUs. Err says why there are none when nvidia-smi
+// is missing or cannot talk to the driver.
+type GPUFacts struct {
+	List []GPU  `json:"list,omitempty"`
+	Err  string `json:"err,omitempty"`
+}
+
+// Docker is the state of the Docker client and daemon.
+type Docker struct {
+	// Installed is false when the docker client is not on PATH.
+	Installed bool `json:"installed"`
+	// Available is true when the daemon answered.
+	Available     bool   `json:"available"`
+	ClientVersion string `json:"client_version,omitempty"`
+	ServerVersion string `json:"server_version,omitempty"`
+	// Err is the client's own words when the daemon did not answer, e.g.
+	// "Cannot connect to the Docker daemon at unix:///var/run/docker.sock.
+	// Is the docker daemon running?" or a permission-denied on the socket.
+	Err string `json:"err,omitempty"`
+}
+
+// RayPresence says whether an image contains Ray.
+type RayPresence string
+
+// Values of RayPresence. Observe never reports "absent": only running the
+// image proves that, and running a container is not read-only, so the
+// definitive `ray --version` check belongs to apply.
+const (
+	// RayUnknown: the image metadata shows no evidence either way (or the
+	// image is not present); apply checks before starting Ray.
+	RayUnknown RayPresence = "unknown"
+	// RayPresent: the image's config or build history names Ray.
+	RayPresent RayPresence = "present"
+)
+
+// Image is one image the spec asked about.
+type Image struct {
+	Ref      string   `json:"ref"`
+	Present  bool     `json:"present"`
+	ID       string   `json:"id,omitempty"`
+	RepoTags []string `json:"repo_tags,omitempty"`
+	Arch     string   `json:"arch,omitempty"`
+	// Ray and RayEvidence: see RayPresence.
+	Ray         RayPresence `json:"ray"`
+	RayEvidence string      `json:"ray_evidence,omitempty"`
+	Err         string      `json:"err,omitempty"`
+}
+
+// RedactedValue replaces the value of every container environment variable
+// not on the allow-list.
+const RedactedValue = "(sensitive value)"
+
+// Container is one of rayform's containers (labelled with the project, or
+// named in the spec).
+type Container struct {
+	ID    string `json:"id"`
+	Name  string `json:"name"` // without the leading "/"
+	Image string `json:"image"`
+	// ImageID is the sha256 id of the image the container runs.
+	ImageID string `json:"image_id,omitempty"`
+	// Status is docker ps's human text, e.g. "Up 2 hours", "Exited (1) 3 minutes ago".
+	Status     string    `json:"status,omitempty"`
+	State      string    `json:"state"` // created, running, exited, ...
+	Running    bool      `json:"running"`
+	ExitCode   int       `json:"exit_code"`
+	OOMKilled  bool      `json:"oom_killed,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	Restarts   int       `json:"restarts,omitempty"`
+
+	Labels map[string]string `json:"labels,omitempty"`
+	// Resource and SpecHash are the rayform.resource and rayform.spec-hash
+	// labels.
+	Resource string `json:"resource,omitempty"`
+	SpecHash string `json:"spec_hash,omitempty"`
+	// Env holds every variable of the container's config: values of
+	// allow-listed keys as set, every other value replaced by RedactedValue
+	// (on the host already: the value never crosses the wire).
+	Env        map[string]string `json:"env,omitempty"`
+	Entrypoint []string          `json:"entrypoint,omitempty"`
+	// Cmd is the container's command with values of secret flags such as
+	// --api-key replaced by RedactedValue.
+	Cmd         []string `json:"cmd,omitempty"`
+	NetworkMode string   `json:"network_mode,omitempty"`
+	IpcMode     string   `json:"ipc_mode,omitempty"`
+	Privileged  bool     `json:"privileged,omitempty"`
+	ShmSize     int64    `json:"shm_size,omitempty"`
+	// GPUs is true when the container was started with --gpus (a device
+	// request with the "gpu" capability).
+	GPUs bool `json:"gpus,omitempty"`
+}
+
+// ContainerFacts is rayform's containers on the host.
+type ContainerFacts struct {
+	List []Container `json:"list,omitempty"`
+	Err  string      `json:"err,omitempty"`
+}
+
+// ByName returns the container called name.
+func (f ContainerFacts) ByName(name string) (Container, bool) {
+	for _, c := range f.List {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Container{}, false
+}
+
+// RayNode is one row of Ray's node table (`ray list nodes`, /api/v0/nodes).
+type RayNode struct {
+	NodeID       string `json:"node_id"`
+	NodeIP       string `json:"node_ip"`
+	IsHead       bool   `json:"is_head_node"`
+	State        string `json:"state"` // ALIVE or DEAD
+	StateMessage string `json:"state_message,omitempty"`
+	NodeName     string `json:"node_name,omitempty"`
+	// Resources are resources_total; humanized memory strings such as
+	// "34.758 GiB" are converted to bytes.
+	Resources map[string]float64 `json:"resources_total,omitempty"`
+	Labels    map[string]string  `json:"labels,omitempty"`
+}
+
+// GPUs is the node's total GPU resource.
+func (n RayNode) GPUs() float64 { return n.Resources["GPU"] }
+
+// RayNodeFacts is Ray's node table as seen from the head.
+type RayNodeFacts struct {
+	// Source is "dashboard" (/api/v0/nodes) or "cli" (ray list nodes);
+	// empty when not observed.
+	Source string    `json:"source,omitempty"`
+	List   []RayNode `json:"list,omitempty"`
+	// Partial is true when the dashboard said the list is truncated or had
+	// a partial failure: do not treat it as the whole cluster.
+	Partial bool   `json:"partial,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// Alive returns the ALIVE nodes.
+func (f RayNodeFacts) Alive() []RayNode {
+	var out []RayNode
+	for _, n := range f.List {
+		if n.State == "ALIVE" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// HTTPCheck is the answer of one local HTTP endpoint.
+type HTTPCheck struct {
+	// Status is the HTTP status, 0 when no response came.
+	Status int `json:"status,omitempty"`
+	// Refused is true when nothing listens on the port (for vLLM: not
+	// started, or still loading weights).
+	Refused bool   `json:"refused,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// Model is one entry of vLLM's /v1/models.
+type Model struct {
+	ID          string `json:"id"`
+	Root        string `json:"root,omitempty"`
+	MaxModelLen int    `json:"max_model_len,omitempty"`
+	OwnedBy     string `json:"owned_by,omitempty"`
+}
+
+// VLLM is what the serve port answered.
+type VLLM struct {
+	// Observed is false when the spec has no serve port for this host.
+	Observed bool      `json:"observed"`
+	Health   HTTPCheck `json:"health"`
+	Models   []Model   `json:"models,omitempty"`
+	// ModelsCheck is the HTTP outcome of /v1/models.
+	ModelsCheck HTTPCheck `json:"models_check"`
+}
+
+// RouteCheck is the kernel's route to one peer fabric address.
+type RouteCheck struct {
+	// Peer is the peer's node name (set by Observe).
+	Peer    string     `json:"peer,omitempty"`
+	Addr    netip.Addr `json:"addr"`
+	Dev     string     `json:"dev,omitempty"`
+	Src     netip.Addr `json:"src,omitzero"`
+	Gateway netip.Addr `json:"gateway,omitzero"`
+	// Err is set when there is no route ("RTNETLINK answers: Network is
+	// unreachable") or the peer's address could not be learned.
+	Err string `json:"err,omitempty"`
+}
+
+// TCPCheck is a TCP connect from this host to a peer's port.
+type TCPCheck struct {
+	Peer string     `json:"peer,omitempty"`
+	Addr netip.Addr `json:"addr"`
+	Port int        `json:"port"`
+	Open bool       `json:"open"`
+	Err  string     `json:"err,omitempty"`
+}

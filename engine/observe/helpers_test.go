@@ -1,0 +1,207 @@
+package observe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+)
+
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// mustJSON renders v as indented JSON for goldens and diffs.
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+// diffJSON returns "" when a and b render to the same JSON, else both.
+func diffJSON(a, b any) string {
+	ja, _ := json.MarshalIndent(a, "", "  ")
+	jb, _ := json.MarshalIndent(b, "", "  ")
+	if bytes.Equal(ja, jb) {
+		return ""
+	}
+	return fmt.Sprintf("first:\n%s\nsecond:\n%s", ja, jb)
+}
+
+// fixture reads testdata/observe/name.
+func fixture(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testdata, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// out builds probe output the way the probe's rf_sec frames it.
+type out struct{ b strings.Builder }
+
+func newOut() *out {
+	o := &out{}
+	o.b.WriteString(marker + " probe 1\n")
+	return o
+}
+
+// sec adds a section: stdout verbatim, then stderr (trailing newlines
+// dropped, as a command substitution does) and the exit code.
+func (o *out) sec(name, stdout, stderr string, rc int) *out {
+	fmt.Fprintf(&o.b, "%s begin %s\n%s\n%s stderr\n%s\n%s end %d\n",
+		marker, name, stdout, marker, strings.TrimRight(stderr, "\n"), marker, rc)
+	return o
+}
+
+func (o *out) skip(name, reason string) *out {
+	fmt.Fprintf(&o.b, "%s begin %s\n%s skip %s\n", marker, name, marker, reason)
+	return o
+}
+
+func (o *out) done() []byte {
+	return []byte(o.b.String() + marker + " done\n")
+}
+
+// execConn is a transport.Conn that runs scripts with /bin/sh on this
+// machine: the tests' stand-in for a host.
+type execConn struct {
+	host string
+	path string // PATH for the script, "" for the test's own
+	mu   sync.Mutex
+	n    int
+}
+
+func (c *execConn) Host() string { return c.host }
+
+func (c *execConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	if cmd.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
+		defer cancel()
+	}
+	x := exec.CommandContext(ctx, "/bin/sh", "-c", cmd.Script)
+	if c.path != "" {
+		x.Env = append(os.Environ(), "PATH="+c.path)
+	}
+	var stdout, stderr bytes.Buffer
+	x.Stdout, x.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := x.Run()
+	res := transport.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.ExitCode = ee.ExitCode()
+		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
+	}
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", c.host, err)
+	}
+	return res, nil
+}
+
+func (c *execConn) Upload(context.Context, string, []byte, uint32) error {
+	return errors.New("execConn: upload not supported")
+}
+
+func (c *execConn) Stats() transport.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return transport.Stats{Handshakes: 1, RoundTrips: c.n}
+}
+
+func (c *execConn) Close() error { return nil }
+
+// cannedConn answers every command with a fixed output (or error), like a
+// host whose probe prints the same thing every time.
+type cannedConn struct {
+	host   string
+	reply  func(cmd transport.Cmd) (transport.Result, error)
+	mu     sync.Mutex
+	rounds int
+}
+
+func (c *cannedConn) Host() string { return c.host }
+
+func (c *cannedConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	c.mu.Lock()
+	c.rounds++
+	c.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return transport.Result{}, err
+	}
+	return c.reply(cmd)
+}
+
+func (c *cannedConn) Upload(context.Context, string, []byte, uint32) error {
+	return errors.New("cannedConn: upload not supported")
+}
+
+func (c *cannedConn) Stats() transport.Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return transport.Stats{Handshakes: 1, RoundTrips: c.rounds}
+}
+
+func (c *cannedConn) Close() error { return nil }
+
+// guardConn fails the test for any mutating command or upload and records
+// every command it passes on, so tests can assert observe is read-only and
+// golden the exact commands it issued.
+type guardConn struct {
+	t     testing.TB
+	inner transport.Conn
+	mu    sync.Mutex
+	cmds  []transport.Cmd
+}
+
+func (g *guardConn) Host() string { return g.inner.Host() }
+
+func (g *guardConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	if cmd.Mutating {
+		g.t.Errorf("%s: observe issued a mutating command: %s", g.Host(), cmd)
+	}
+	if len(cmd.Argv) > 0 || cmd.Stdin != nil || len(cmd.Env) > 0 {
+		g.t.Errorf("%s: observe command uses argv/stdin/env, want a plain script: %+v", g.Host(), cmd)
+	}
+	g.mu.Lock()
+	g.cmds = append(g.cmds, cmd)
+	g.mu.Unlock()
+	return g.inner.Run(ctx, cmd)
+}
+
+func (g *guardConn) Upload(context.Context, string, []byte, uint32) error {
+	g.t.Errorf("%s: observe uploaded a file", g.Host())
+	return transport.ErrReadOnly
+}
+
+func (g *guardConn) Stats() transport.Stats { return g.inner.Stats() }
+func (g *guardConn) Close() error           { return g.inner.Close() }
+
+func (g *guardConn) commands() []transport.Cmd {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]transport.Cmd(nil), g.cmds...)
+}

@@ -1,0 +1,260 @@
+package observe
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Spec says what to observe on every host. It is built by the caller from
+// the configuration; observe does not know the configuration language.
+type Spec struct {
+	// Hosts maps node name to what to look at there.
+	Hosts map[string]HostSpec
+	// Timeout bounds one probe command on one host; zero means
+	// DefaultProbeTimeout.
+	Timeout time.Duration
+}
+
+// DefaultProbeTimeout bounds one probe command when Spec.Timeout is zero.
+const DefaultProbeTimeout = 60 * time.Second
+
+// DefaultCommandTimeout bounds one tool inside a probe (nvidia-smi, docker,
+// ray) when HostSpec.CommandTimeout is zero and the host has `timeout`.
+const DefaultCommandTimeout = 15 * time.Second
+
+// HostSpec says what to observe on one host. The zero value observes the
+// host alone: network, memory, GPUs and docker.
+type HostSpec struct {
+	// Project is the value of the rayform.project label of rayform's
+	// containers; empty means do not list containers by label.
+	Project string
+	// Images are the image references the host's containers need.
+	Images []string
+	// Containers are the names the host's containers should have; they are
+	// inspected even when they lack rayform's labels (a name conflict).
+	Containers []string
+	// EnvKeys is the allow-list of container environment variables whose
+	// values are kept; nil means DefaultEnvKeys. Every other value is
+	// redacted on the host and never reaches rayform.
+	EnvKeys []string
+
+	// Head marks the Ray head: its node table and vLLM are observed here.
+	Head bool
+	// HeadContainer is the head's container name, used to run `ray list
+	// nodes` when the host has neither curl nor wget.
+	HeadContainer string
+	// DashboardPort is the Ray dashboard's port on the head's loopback
+	// (8265 by default in Ray); zero skips Ray's node table.
+	DashboardPort int
+	// ServePort is vLLM's port on the head's loopback; zero skips vLLM.
+	ServePort int
+
+	// Fabric says how this host's own fabric address is found, so peers
+	// whose Peer.Addr is unknown can learn it (round 2).
+	Fabric Fabric
+	// Peers are the hosts this one must reach over the fabric.
+	Peers []Peer
+
+	// CommandTimeout bounds each tool the probe runs; zero means
+	// DefaultCommandTimeout.
+	CommandTimeout time.Duration
+}
+
+// Fabric locates a host's address on the fabric network: Address when it is
+// declared, else the first address on Interface inside CIDR (either may be
+// unset).
+type Fabric struct {
+	Interface string
+	CIDR      netip.Prefix
+	Address   netip.Addr
+}
+
+// Peer is another host this one must reach.
+type Peer struct {
+	// Host is the peer's node name, a key of Spec.Hosts.
+	Host string
+	// Addr is the peer's fabric address. When it is not set Observe learns
+	// it from the peer's own facts (its Fabric) and checks it in a second
+	// round trip; when it is set the check is part of the first.
+	Addr netip.Addr
+	// Port, when non-zero, is also checked with a TCP connect (for example
+	// the head's GCS port, 6379).
+	Port int
+}
+
+// DefaultEnvKeys returns the container environment variables whose values
+// are not secret and matter to the plan: the networking binding of Ray,
+// vLLM, NCCL, Gloo, TensorPipe and UCX, and Ray's memory monitor.
+func DefaultEnvKeys() []string {
+	return []string{
+		"GLOO_SOCKET_IFNAME",
+		"MASTER_ADDR",
+		"MASTER_PORT",
+		"NCCL_DEBUG",
+		"NCCL_IB_DISABLE",
+		"NCCL_IB_GID_INDEX",
+		"NCCL_IB_HCA",
+		"NCCL_SOCKET_IFNAME",
+		"OMPI_MCA_btl_tcp_if_include",
+		"RAY_ADDRESS",
+		"RAY_memory_monitor_refresh_ms",
+		"RAY_memory_usage_threshold",
+		"TP_SOCKET_IFNAME",
+		"UCX_NET_DEVICES",
+		"VLLM_HOST_IP",
+		"VLLM_PORT",
+	}
+}
+
+// Validators for the words the probe script embeds. They are stricter than
+// Docker's own rules only where a word could be mistaken for syntax.
+
+func isAlnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// wordOf reports whether s is non-empty, starts with a letter or digit and
+// continues with letters, digits and bytes of extra.
+func wordOf(s, extra string) bool {
+	if s == "" || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !isAlnum(s[i]) && strings.IndexByte(extra, s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func validImageRef(s string) bool   { return len(s) <= 512 && wordOf(s, "._/:@+-") }
+func validContainer(s string) bool  { return len(s) <= 255 && wordOf(strings.TrimPrefix(s, "/"), "_.-") }
+func validLabelValue(s string) bool { return len(s) <= 255 && wordOf(s, "_.-") }
+func validIfName(s string) bool     { return len(s) <= 15 && wordOf(s, "_.:@-") }
+
+func validEnvKey(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isAlnum(s[i]) && s[i] != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports every problem of the spec; Observe refuses an invalid
+// spec, and ProbeScript leaves out the items Validate would reject.
+func (s Spec) Validate() error {
+	var errs []error
+	hosts := make([]string, 0, len(s.Hosts))
+	for h := range s.Hosts {
+		hosts = append(hosts, h)
+	}
+	slices.Sort(hosts)
+	for _, h := range hosts {
+		hs := s.Hosts[h]
+		if err := hs.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("host %s: %w", h, err))
+		}
+		for _, p := range hs.Peers {
+			if _, ok := s.Hosts[p.Host]; !ok && !p.Addr.IsValid() {
+				errs = append(errs, fmt.Errorf("host %s: peer %q is not a host of the spec and has no address", h, p.Host))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem of one host's spec.
+func (hs HostSpec) Validate() error {
+	var errs []error
+	if hs.Project != "" && !validLabelValue(hs.Project) {
+		errs = append(errs, fmt.Errorf("project %q: want letters, digits, '_', '.', '-'", hs.Project))
+	}
+	for _, ref := range hs.Images {
+		if !validImageRef(ref) {
+			errs = append(errs, fmt.Errorf("image %q: not an image reference", ref))
+		}
+	}
+	for _, n := range hs.Containers {
+		if !validContainer(n) {
+			errs = append(errs, fmt.Errorf("container %q: not a container name", n))
+		}
+	}
+	if hs.HeadContainer != "" && !validContainer(hs.HeadContainer) {
+		errs = append(errs, fmt.Errorf("head container %q: not a container name", hs.HeadContainer))
+	}
+	for _, k := range hs.EnvKeys {
+		if !validEnvKey(k) {
+			errs = append(errs, fmt.Errorf("env key %q: not an environment variable name", k))
+		}
+	}
+	for name, port := range map[string]int{"dashboard port": hs.DashboardPort, "serve port": hs.ServePort} {
+		if port < 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d: out of range", name, port))
+		}
+	}
+	if hs.Fabric.Interface != "" && !validIfName(hs.Fabric.Interface) {
+		errs = append(errs, fmt.Errorf("fabric interface %q: not an interface name", hs.Fabric.Interface))
+	}
+	for _, p := range hs.Peers {
+		if p.Port < 0 || p.Port > 65535 {
+			errs = append(errs, fmt.Errorf("peer %s port %d: out of range", p.Host, p.Port))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int {
+		switch {
+		case a.Error() < b.Error():
+			return -1
+		case a.Error() > b.Error():
+			return 1
+		}
+		return 0
+	})
+	return errors.Join(errs...)
+}
+
+// envKeys returns the allow-list in effect, valid names only, sorted.
+func (hs HostSpec) envKeys() []string {
+	src := hs.EnvKeys
+	if src == nil {
+		src = DefaultEnvKeys()
+	}
+	out := make([]string, 0, len(src))
+	for _, k := range src {
+		if validEnvKey(k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// fabricAddr returns the host's fabric address found in facts.
+func (f Fabric) addrIn(facts *HostFacts) (netip.Addr, bool) {
+	if f.Address.IsValid() {
+		return f.Address, true
+	}
+	if f.Interface == "" && !f.CIDR.IsValid() {
+		return netip.Addr{}, false
+	}
+	for _, a := range facts.Addresses.List {
+		if f.Interface != "" && a.Interface != f.Interface {
+			continue
+		}
+		if f.CIDR.IsValid() && !f.CIDR.Contains(a.Prefix.Addr()) {
+			continue
+		}
+		if !a.Prefix.Addr().Is4() && !f.CIDR.IsValid() {
+			continue // without a CIDR, take the interface's IPv4 address
+		}
+		return a.Prefix.Addr(), true
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,68 @@
+# rayform observe probe (read-only; generated, do not edit)
+set -f
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+LC_ALL=C
+export LC_ALL
+exec 3>&1
+M=@@rayform@@
+# rf_x TOOL ARG...: run TOOL if installed, bounded by timeout(1) if present.
+rf_x() {
+	if ! command -v "$1" >/dev/null 2>&1; then
+		printf 'rayform: %s: not installed\n' "$1" >&2
+		return 127
+	fi
+	if [ -n "$rf_t" ]; then timeout "$rf_t" "$@"; else "$@"; fi
+}
+# rf_sec NAME CMD...: one section; stdout verbatim, stderr and exit code after.
+rf_sec() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	rf_e=$("$@" 2>&1 1>&3 3>&- </dev/null)
+	rf_rc=$?
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_e" "$M" "$rf_rc"
+}
+# rf_skip NAME REASON: a section deliberately not run.
+rf_skip() {
+	printf '%s begin %s\n%s skip %s\n' "$M" "$1" "$M" "$2"
+}
+rf_meta() {
+	rf_h=
+	if [ -r /proc/sys/kernel/hostname ]; then read -r rf_h </proc/sys/kernel/hostname; fi
+	printf 'hostname=%s\n' "$rf_h"
+	printf 'arch=%s\n' "$(uname -m 2>/dev/null)"
+}
+rf_mem() {
+	while IFS= read -r rf_l; do
+		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
+	done </proc/meminfo
+}
+# rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
+rf_rdma() {
+	if command -v ibdev2netdev >/dev/null 2>&1; then
+		rf_x ibdev2netdev
+		return
+	fi
+	set +f
+	for rf_p in /sys/class/infiniband/*/ports/*; do
+		[ -d "$rf_p" ] || continue
+		rf_d=${rf_p%/ports/*}
+		rf_n=-
+		rf_s=
+		if [ -r "$rf_p/gid_attrs/ndevs/0" ]; then read -r rf_n <"$rf_p/gid_attrs/ndevs/0"; fi
+		if [ -r "$rf_p/state" ]; then read -r rf_s <"$rf_p/state"; fi
+		case $rf_s in *ACTIVE*) rf_s=Up ;; *) rf_s=Down ;; esac
+		printf '%s port %s ==> %s (%s)\n' "${rf_d##*/}" "${rf_p##*/}" "${rf_n:--}" "$rf_s"
+	done
+}
+rf_t=15
+command -v timeout >/dev/null 2>&1 || rf_t=
+printf '%s probe 1\n' "$M"
+rf_sec meta rf_meta
+rf_sec ip.addr rf_x ip -j addr show
+rf_sec ip.route rf_x ip -j route show
+rf_sec ip.default rf_x ip -j route get 8.8.8.8
+rf_sec rdma rf_rdma
+rf_sec meminfo rf_mem
+rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+rf_sec docker.version rf_x docker version --format '{{json .}}'
+printf '%s done\n' "$M"

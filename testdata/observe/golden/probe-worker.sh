@@ -1,0 +1,124 @@
+# rayform observe probe (read-only; generated, do not edit)
+set -f
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+LC_ALL=C
+export LC_ALL
+exec 3>&1
+M=@@rayform@@
+# rf_x TOOL ARG...: run TOOL if installed, bounded by timeout(1) if present.
+rf_x() {
+	if ! command -v "$1" >/dev/null 2>&1; then
+		printf 'rayform: %s: not installed\n' "$1" >&2
+		return 127
+	fi
+	if [ -n "$rf_t" ]; then timeout "$rf_t" "$@"; else "$@"; fi
+}
+# rf_sec NAME CMD...: one section; stdout verbatim, stderr and exit code after.
+rf_sec() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	rf_e=$("$@" 2>&1 1>&3 3>&- </dev/null)
+	rf_rc=$?
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_e" "$M" "$rf_rc"
+}
+# rf_skip NAME REASON: a section deliberately not run.
+rf_skip() {
+	printf '%s begin %s\n%s skip %s\n' "$M" "$1" "$M" "$2"
+}
+rf_meta() {
+	rf_h=
+	if [ -r /proc/sys/kernel/hostname ]; then read -r rf_h </proc/sys/kernel/hostname; fi
+	printf 'hostname=%s\n' "$rf_h"
+	printf 'arch=%s\n' "$(uname -m 2>/dev/null)"
+}
+rf_mem() {
+	while IFS= read -r rf_l; do
+		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
+	done </proc/meminfo
+}
+# rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
+rf_rdma() {
+	if command -v ibdev2netdev >/dev/null 2>&1; then
+		rf_x ibdev2netdev
+		return
+	fi
+	set +f
+	for rf_p in /sys/class/infiniband/*/ports/*; do
+		[ -d "$rf_p" ] || continue
+		rf_d=${rf_p%/ports/*}
+		rf_n=-
+		rf_s=
+		if [ -r "$rf_p/gid_attrs/ndevs/0" ]; then read -r rf_n <"$rf_p/gid_attrs/ndevs/0"; fi
+		if [ -r "$rf_p/state" ]; then read -r rf_s <"$rf_p/state"; fi
+		case $rf_s in *ACTIVE*) rf_s=Up ;; *) rf_s=Down ;; esac
+		printf '%s port %s ==> %s (%s)\n' "${rf_d##*/}" "${rf_p##*/}" "${rf_n:--}" "$rf_s"
+	done
+}
+rf_pfmt='{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}}}'
+rf_ifmt='{"Id":{{json .Id}},"RepoTags":{{json .RepoTags}},"Architecture":{{json .Architecture}},"Config":{"Entrypoint":{{json .Config.Entrypoint}},"Cmd":{{json .Config.Cmd}},"Labels":{{json .Config.Labels}},"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{json (index (split $e "=") 0)}}{{end}}]}}'
+rf_cfmt='{"Id":{{json .Id}},"Name":{{json .Name}},"Image":{{json .Image}},"RestartCount":{{json .RestartCount}},"State":{{json .State}},"Config":{"Image":{{json .Config.Image}},"Labels":{{json .Config.Labels}},"Entrypoint":{{json .Config.Entrypoint}},"Cmd":[{{$s := false}}{{range $i, $a := .Config.Cmd}}{{if $i}},{{end}}{{$f := index (split $a "=") 0}}{{if $s}}"(sensitive value)"{{else if and (ne $f $a) (eq $f "--api-key" "--hf-token" "--token")}}{{json (printf "%s=(sensitive value)" $f)}}{{else}}{{json $a}}{{end}}{{$s = eq $a "--api-key" "--hf-token" "--token"}}{{end}}],"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{$k := index (split $e "=") 0}}{{if eq $k "GLOO_SOCKET_IFNAME" "MASTER_ADDR" "MASTER_PORT" "NCCL_DEBUG" "NCCL_IB_DISABLE" "NCCL_IB_GID_INDEX" "NCCL_IB_HCA" "NCCL_SOCKET_IFNAME" "OMPI_MCA_btl_tcp_if_include" "RAY_ADDRESS" "RAY_memory_monitor_refresh_ms" "RAY_memory_usage_threshold" "TP_SOCKET_IFNAME" "UCX_NET_DEVICES" "VLLM_HOST_IP" "VLLM_PORT"}}{{json $e}}{{else}}{{json $k}}{{end}}{{end}}]},"HostConfig":{"NetworkMode":{{json .HostConfig.NetworkMode}},"IpcMode":{{json .HostConfig.IpcMode}},"Privileged":{{json .HostConfig.Privileged}},"ShmSize":{{json .HostConfig.ShmSize}},"DeviceRequests":{{json .HostConfig.DeviceRequests}}}}'
+# rf_image REF: the image's config (env names only) and build history.
+rf_image() {
+	if [ "$rf_dok" != 1 ]; then
+		rf_skip "docker.image ref=$1" 'docker unavailable'
+		return
+	fi
+	rf_sec "docker.image ref=$1" rf_x docker image inspect --format "$rf_ifmt" "$1"
+	if [ "$rf_rc" = 0 ]; then
+		rf_sec "docker.history ref=$1" rf_x docker image history --no-trunc --format '{{json .CreatedBy}}' "$1"
+	fi
+}
+# rf_containers PROJECT [NAME...]: docker ps of the project's containers,
+# then docker inspect of them and of the named ones.
+rf_containers() {
+	rf_ids=
+	if [ -n "$1" ]; then
+		rf_o=$(rf_x docker ps -a --no-trunc --filter "label=rayform.project=$1" --format "$rf_pfmt") || return
+		if [ -n "$rf_o" ]; then printf '%s\n' "$rf_o"; fi
+		rf_ifs=$IFS
+		IFS='
+'
+		for rf_l in $rf_o; do
+			rf_l=${rf_l#*\"ID\":\"}
+			rf_ids="$rf_ids ${rf_l%%\"*}"
+		done
+		IFS=$rf_ifs
+	fi
+	shift
+	printf '%s part inspect\n' "$M"
+	if [ -z "$rf_ids" ] && [ $# = 0 ]; then return 0; fi
+	rf_x docker inspect --type container --format "$rf_cfmt" $rf_ids "$@"
+}
+rf_tcp() {
+	if [ -n "$rf_t" ] && command -v bash >/dev/null 2>&1; then
+		rf_t=3
+		rf_x bash -c 'exec 3<>"/dev/tcp/$1/$2"' rf_tcp "$1" "$2"
+	elif command -v nc >/dev/null 2>&1; then
+		rf_x nc -z -w 3 "$1" "$2"
+	else
+		printf 'rayform: no way to test TCP (need bash and timeout, or nc)\n' >&2
+		return 127
+	fi
+}
+rf_t=15
+command -v timeout >/dev/null 2>&1 || rf_t=
+printf '%s probe 1\n' "$M"
+rf_sec meta rf_meta
+rf_sec ip.addr rf_x ip -j addr show
+rf_sec ip.route rf_x ip -j route show
+rf_sec ip.default rf_x ip -j route get 8.8.8.8
+rf_sec 'route.get addr=192.168.200.12' rf_x ip -j route get 192.168.200.12
+rf_sec 'tcp addr=192.168.200.12 port=6379' rf_tcp 192.168.200.12 6379
+rf_sec rdma rf_rdma
+rf_sec meminfo rf_mem
+rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+rf_sec docker.version rf_x docker version --format '{{json .}}'
+rf_dok=0
+if [ "$rf_rc" = 0 ]; then rf_dok=1; fi
+rf_image hellohal2064/vllm-qwen3.5-gb10:latest
+if [ "$rf_dok" = 1 ]; then
+	rf_sec 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' rf_containers spark rayform-ray-worker
+else
+	rf_skip 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' 'docker unavailable'
+fi
+printf '%s done\n' "$M"
