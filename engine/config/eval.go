@@ -532,8 +532,12 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		p, err := netip.ParsePrefix(s.AsString())
 		switch {
 		case err != nil:
-			b.errorAt("cidr", "Invalid CIDR", fmt.Sprintf("%q is not a CIDR prefix (%s). Write the fabric subnet as ADDRESS/BITS, like \"192.168.200.0/24\".",
-				s.AsString(), errText(err)))
+			why := errText(err)
+			if _, after, ok := strings.Cut(why, "): "); ok {
+				why = after
+			}
+			b.errorAt("cidr", "Invalid CIDR", fmt.Sprintf("%q is not a CIDR prefix: %s. Write the fabric subnet as ADDRESS/BITS, like \"192.168.200.0/24\".",
+				s.AsString(), why))
 		case p != p.Masked():
 			b.errorAt("cidr", "CIDR has host bits set", fmt.Sprintf("%s has bits set after the prefix length, so it is an address, not a network. The network is %s; write cidr = %q.",
 				p, p.Masked(), p.Masked().String()))

@@ -179,7 +179,7 @@ func convertInput(p *hclparse.Parser, name string, d *variableDecl, in rawInput)
 	var rng *hcl.Range
 	var diags hcl.Diagnostics
 	switch {
-	case in.isStr && d.typ.IsPrimitiveType():
+	case in.isStr && (d.typ.IsPrimitiveType() || d.typ == cty.DynamicPseudoType):
 		val = cty.StringVal(in.str)
 		src := []byte(in.str)
 		p.AddFile(in.file, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})

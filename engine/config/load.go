@@ -281,7 +281,7 @@ func decodeVariable(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
 	if a, ok := content.Attributes["default"]; ok {
 		val, more := a.Expr.Value(nil)
 		diags = append(diags, more...)
-		if !more.HasErrors() && !val.IsNull() {
+		if !more.HasErrors() && val.IsWhollyKnown() && !val.IsNull() {
 			conv, err := convert.Convert(val, v.typ)
 			if err != nil {
 				diags = append(diags, &hcl.Diagnostic{
@@ -316,7 +316,7 @@ func decodeVariable(b *hcl.Block) (*variableDecl, hcl.Diagnostics) {
 // passes the known, non-null value to set.
 func decodeConst(a *hcl.Attribute, ty cty.Type, set func(cty.Value)) hcl.Diagnostics {
 	val, diags := a.Expr.Value(nil)
-	if diags.HasErrors() || val.IsNull() {
+	if diags.HasErrors() || !val.IsWhollyKnown() || val.IsNull() {
 		return diags
 	}
 	conv, err := convert.Convert(val, ty)

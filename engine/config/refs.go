@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -161,6 +162,9 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 			fmt.Sprintf("The %s argument of %s refers to %s itself. A block cannot depend on its own values; refer to another block instead.", attr, it.addr, it.addr))
 	}
 	ref := reference{kind: kind, addr: addr, rng: rng, attr: attr}
+	if d := checkExportAttr(kind, addr, target.forEach != nil, tr); d != nil {
+		return reference{}, false, hcl.Diagnostics{d}
+	}
 	if kind == kindNode && len(tr) > 2 {
 		if idx, ok := tr[2].(hcl.TraverseIndex); ok {
 			if target.forEach == nil {
@@ -224,4 +228,45 @@ func instanceName(block, key string, hasKey bool) string {
 		return block
 	}
 	return block + "[" + strconv.Quote(key) + "]"
+}
+
+// exportAttrs lists the attributes of a block's value in expressions, or nil
+// for variables and locals (whose values are arbitrary).
+func exportAttrs(kind string) []string {
+	switch kind {
+	case kindNode:
+		return []string{"id", "name", "key", "host", "user", "port", "identity_file", "gpus", "labels", "bastion"}
+	case kindNetwork:
+		return []string{"id", "name", "cidr", "interface", "ib_hca", "mtu", "addresses"}
+	case kindRayCluster:
+		return []string{"id", "name", "image", "head", "workers", "network", "port", "dashboard_port", "container_name", "address", "head_ip", "dashboard_url"}
+	case kindVLLMServe:
+		return []string{"id", "name", "cluster", "model", "served_model_name", "port", "tensor_parallel_size", "pipeline_parallel_size", "endpoint"}
+	}
+	return nil
+}
+
+// checkExportAttr checks the attribute a reference reads from a block,
+// e.g. "adress" in ray_cluster.main.adress.
+func checkExportAttr(kind, addr string, forEach bool, tr hcl.Traversal) *hcl.Diagnostic {
+	attrs := exportAttrs(kind)
+	i := 2
+	if forEach {
+		i = 3 // node.gpu["h1"].host or node.gpu.h1.host
+	}
+	if attrs == nil || len(tr) <= i {
+		return nil
+	}
+	a, ok := tr[i].(hcl.TraverseAttr)
+	if !ok || contains(attrs, a.Name) {
+		return nil
+	}
+	rng := a.SrcRange
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Unsupported attribute",
+		Detail: fmt.Sprintf("A %s has no attribute %q.%s Its attributes are %s.",
+			kind, a.Name, didYouMean(a.Name, attrs, "%q"), strings.Join(attrs, ", ")),
+		Subject: &rng,
+	}
 }

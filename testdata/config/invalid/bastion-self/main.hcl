@@ -1,0 +1,4 @@
+node "a" {
+  host    = "a.example"
+  bastion = node.a
+}

@@ -1,0 +1,5 @@
+locals {
+  a = local.b
+  b = "${local.c}-x"
+  c = local.a
+}

@@ -1,0 +1,7 @@
+locals {
+  a = 1
+}
+
+locals {
+  a = 2
+}

@@ -1,0 +1,3 @@
+node "spark1" {
+  host = each.value
+}

@@ -1,0 +1,3 @@
+node "1spark" {
+  host = "a"
+}

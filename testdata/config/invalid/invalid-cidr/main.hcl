@@ -1,0 +1,3 @@
+network "fabric" {
+  cidr = "192.168.200.0/33"
+}

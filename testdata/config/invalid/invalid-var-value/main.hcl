@@ -1,0 +1,4 @@
+variable "gpus" {
+  type    = number
+  default = 1
+}

@@ -1,0 +1,3 @@
+network "fabric" {
+  interface = "enp1s0f1np1"
+}

@@ -1,0 +1,4 @@
+node "spark1" {
+  host = "a"
+  port = 70000
+}

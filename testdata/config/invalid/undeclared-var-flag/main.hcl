@@ -1,0 +1,3 @@
+variable "host" {
+  default = "a"
+}
