@@ -11,7 +11,7 @@ func TestConformance(t *testing.T) {
 	for _, kind := range serverKinds {
 		t.Run(kind, func(t *testing.T) {
 			e := newEnv(t)
-			srv := startServer(t, kind, nil, e.key.PublicKey())
+			srv := startServer(t, kind, serverOpts{}, e.key.PublicKey())
 			e.trust(t, srv.addr, srv.hostKey)
 			opts := e.options()
 			opts.Hosts["node-1"] = e.hostConfig(srv)

@@ -2,6 +2,7 @@ package ssh
 
 import (
 	"context"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,16 +81,22 @@ type testServer struct {
 // in-process x/crypto server and the real OpenSSH sshd.
 var serverKinds = []string{"inprocess", "openssh"}
 
+// serverOpts configures startServer.
+type serverOpts struct {
+	hostKey   *transporttest.Key   // default a fresh ed25519 key
+	extraKeys []*transporttest.Key // more host keys
+}
+
 // startServer starts a server of kind accepting keys (skipping the test if
 // kind cannot run here).
-func startServer(t *testing.T, kind string, hostKey *transporttest.Key, keys ...xssh.PublicKey) testServer {
+func startServer(t *testing.T, kind string, o serverOpts, keys ...xssh.PublicKey) testServer {
 	t.Helper()
 	switch kind {
 	case "inprocess":
-		s := transporttest.NewSSHServer(t, transporttest.SSHServerOptions{AuthorizedKeys: keys, HostKey: hostKey})
+		s := transporttest.NewSSHServer(t, transporttest.SSHServerOptions{AuthorizedKeys: keys, HostKey: o.hostKey, ExtraHostKeys: o.extraKeys})
 		return testServer{addr: s.Addr, host: "127.0.0.1", port: s.Port(), hostKey: s.HostKey}
 	case "openssh":
-		s := transporttest.StartSSHD(t, transporttest.SSHDOptions{AuthorizedKeys: keys, HostKey: hostKey})
+		s := transporttest.StartSSHD(t, transporttest.SSHDOptions{AuthorizedKeys: keys, HostKey: o.hostKey, ExtraHostKeys: o.extraKeys})
 		return testServer{addr: s.Addr, host: s.Host, port: s.Port, hostKey: s.HostKey}
 	}
 	t.Fatalf("unknown server kind %q", kind)
@@ -115,3 +122,5 @@ func mustDial(t testing.TB, d *Dialer, host string) transport.Conn {
 	}
 	return c
 }
+
+func pemEncode(b *pem.Block) []byte { return pem.EncodeToMemory(b) }

@@ -47,6 +47,8 @@ type SSHDOptions struct {
 	AuthorizedKeys []xssh.PublicKey
 	// HostKey is the server's key; a fresh ed25519 key when nil.
 	HostKey *Key
+	// ExtraHostKeys are offered too (of other types than HostKey).
+	ExtraHostKeys []*Key
 	// ExtraConfig is appended to sshd_config.
 	ExtraConfig string
 }
@@ -97,8 +99,16 @@ func StartSSHD(t testing.TB, opts SSHDOptions) *SSHD {
 	if hostKey == nil {
 		hostKey = NewKey(t)
 	}
+	hostKeyLines := "HostKey " + dir + "/host_key\n"
 	if err := os.WriteFile(dir+"/host_key", hostKey.PEM, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for i, k := range opts.ExtraHostKeys {
+		p := fmt.Sprintf("%s/host_key_%d", dir, i)
+		if err := os.WriteFile(p, k.PEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		hostKeyLines += "HostKey " + p + "\n"
 	}
 	var ak bytes.Buffer
 	for _, k := range opts.AuthorizedKeys {
@@ -124,7 +134,7 @@ func StartSSHD(t testing.TB, opts SSHDOptions) *SSHD {
 			}
 			port = p
 		}
-		s, err := startSSHD(t, dir, listen, port, hostKey.Signer.PublicKey(), opts)
+		s, err := startSSHD(t, dir, hostKeyLines, listen, port, hostKey.Signer.PublicKey(), opts)
 		if err == nil {
 			return s
 		}
@@ -137,11 +147,10 @@ func StartSSHD(t testing.TB, opts SSHDOptions) *SSHD {
 	return nil
 }
 
-func startSSHD(t testing.TB, dir, listen string, port int, hostKey xssh.PublicKey, opts SSHDOptions) (*SSHD, error) {
+func startSSHD(t testing.TB, dir, hostKeyLines, listen string, port int, hostKey xssh.PublicKey, opts SSHDOptions) (*SSHD, error) {
 	cfg := fmt.Sprintf(`Port %d
 ListenAddress %s
-HostKey %s/host_key
-PidFile none
+%sPidFile none
 AuthorizedKeysFile %s/authorized_keys
 StrictModes no
 PubkeyAuthentication yes
@@ -154,7 +163,7 @@ PrintMotd no
 MaxStartups 100:30:200
 LogLevel VERBOSE
 %s
-`, port, listen, dir, dir, opts.ExtraConfig)
+`, port, listen, hostKeyLines, dir, opts.ExtraConfig)
 	cfgPath := dir + "/sshd_config"
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return nil, err

@@ -1,7 +1,11 @@
 package transporttest
 
 import (
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/pem"
@@ -29,6 +33,8 @@ type SSHServerOptions struct {
 	AuthorizedKeys []xssh.PublicKey
 	// HostKey is the server's key; a fresh ed25519 key when nil.
 	HostKey *Key
+	// ExtraHostKeys are offered too (of other types than HostKey).
+	ExtraHostKeys []*Key
 }
 
 // SSHServer is an in-process SSH server on 127.0.0.1 that really runs exec
@@ -71,6 +77,9 @@ func NewSSHServer(t testing.TB, opts SSHServerOptions) *SSHServer {
 		},
 	}
 	cfg.AddHostKey(hostKey.Signer)
+	for _, k := range opts.ExtraHostKeys {
+		cfg.AddHostKey(k.Signer)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("in-process ssh server: %v", err)
@@ -346,7 +355,25 @@ func (k *Key) AuthorizedKey() []byte { return xssh.MarshalAuthorizedKey(k.Signer
 // NewKey returns a fresh ed25519 key.
 func NewKey(t testing.TB) *Key {
 	t.Helper()
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	return NewKeyOf(t, "ed25519")
+}
+
+// NewKeyOf returns a fresh key of kind "ed25519", "ecdsa" (P-256) or "rsa"
+// (2048 bits).
+func NewKeyOf(t testing.TB, kind string) *Key {
+	t.Helper()
+	var priv crypto.Signer
+	var err error
+	switch kind {
+	case "ed25519":
+		_, priv, err = ed25519.GenerateKey(rand.Reader)
+	case "ecdsa":
+		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "rsa":
+		priv, err = rsa.GenerateKey(rand.Reader, 2048)
+	default:
+		t.Fatalf("unknown key kind %q", kind)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
