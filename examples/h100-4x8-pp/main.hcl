@@ -1,6 +1,6 @@
 # Four H100 servers with eight GPUs each: tensor parallelism inside a server
 # (TP=8 over NVLink) and pipeline parallelism across servers (PP=4 over
-# InfiniBand). The nodes come from one block with for_each, so growing to
+# InfiniBand, one stage per server). The nodes come from one block with for_each, so growing to
 # 8 or 64 servers means adding entries to var.hosts, not blocks.
 #
 #   rayform -chdir=examples/h100-4x8-pp validate
@@ -77,7 +77,7 @@ vllm_serve "llama405b" {
   cluster                = ray_cluster.main
   model                  = "meta-llama/Llama-3.1-405B-Instruct-FP8"
   tensor_parallel_size   = 8
-  pipeline_parallel_size = 4
+  pipeline_parallel_size = length(var.hosts) # one pipeline stage per server
   max_model_len          = 32768
   ready_timeout          = "45m"
 }

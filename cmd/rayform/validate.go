@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/term"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// varFlags collects -var and -var-file options in command-line order, the
+// order that decides which value wins. Commands that load the configuration
+// register it with register and pass options() to config.Load.
+type varFlags struct {
+	args []config.VarArg
+}
+
+// varFlag is one of the two flags feeding a shared varFlags.
+type varFlag struct {
+	into *varFlags
+	file bool
+}
+
+func (f varFlag) String() string { return "" }
+
+func (f varFlag) Set(v string) error {
+	f.into.args = append(f.into.args, config.VarArg{File: f.file, Value: v})
+	return nil
+}
+
+// register adds -var and -var-file to fs.
+func (v *varFlags) register(fs *flag.FlagSet) {
+	fs.Var(varFlag{into: v}, "var", "set a variable, `NAME=VALUE` (repeatable)")
+	fs.Var(varFlag{into: v, file: true}, "var-file", "set variables from `FILE` (HCL, or JSON when it ends in .json; repeatable)")
+}
+
+// options returns the load options: the flags in order and the
+// environment's RAYFORM_VAR_<name> values.
+func (v *varFlags) options() config.Options {
+	return config.Options{Args: v.args, Env: os.Environ()}
+}
+
+// loadConfig loads the configuration in the working directory.
+func loadConfig(c *cli, vars *varFlags) (*config.Config, hcl.Diagnostics) {
+	cfg, diags := config.Load(c.dir, vars.options())
+	c.log.Debug("loaded configuration", "dir", c.dir, "files", len(cfg.Files), "diagnostics", len(diags))
+	return cfg, diags
+}
+
+// writeDiagnostics renders diagnostics with source snippets on w, in colour
+// when the CLI allows it, wrapped to the terminal width (78 otherwise).
+func writeDiagnostics(c *cli, w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics) {
+	if len(diags) == 0 {
+		return
+	}
+	width := uint(78)
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			width = uint(cols - 1)
+		}
+	}
+	wr := hcl.NewDiagnosticTextWriter(w, files, width, c.color)
+	if err := wr.WriteDiagnostics(diags); err != nil {
+		c.log.Error("cannot write diagnostics", "error", err)
+	}
+}
+
+func runValidate(_ context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "validate", "validate [options]")
+	asJSON := fs.Bool("json", false, "print the result as JSON (Terraform's validate -json shape)")
+	var vars varFlags
+	vars.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "Error: validate takes no arguments (got %q); use -chdir=DIR to validate another directory\n", strings.Join(fs.Args(), " "))
+		return exitError
+	}
+	cfg, diags := loadConfig(c, &vars)
+	if *asJSON {
+		b, err := json.MarshalIndent(validateJSON(cfg.Files, diags), "", "  ")
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: encoding JSON: %v\n", err)
+			return exitError
+		}
+		fmt.Fprintf(c.stdout, "%s\n", b)
+	} else {
+		writeDiagnostics(c, c.stderr, cfg.Files, diags)
+		if !diags.HasErrors() {
+			msg := "Success! The configuration is valid."
+			if len(diags) > 0 {
+				msg = "Success! The configuration is valid, but there were some validation warnings as shown above."
+			}
+			if c.color {
+				msg = "\x1b[32m\x1b[1m" + msg + "\x1b[0m"
+			}
+			fmt.Fprintln(c.stdout, msg)
+		}
+	}
+	if diags.HasErrors() {
+		return exitError
+	}
+	return exitOK
+}
+
+// Terraform's `validate -json` document.
+type jsonValidate struct {
+	FormatVersion string           `json:"format_version"`
+	Valid         bool             `json:"valid"`
+	ErrorCount    int              `json:"error_count"`
+	WarningCount  int              `json:"warning_count"`
+	Diagnostics   []jsonDiagnostic `json:"diagnostics"`
+}
+
+type jsonDiagnostic struct {
+	Severity string       `json:"severity"`
+	Summary  string       `json:"summary"`
+	Detail   string       `json:"detail"`
+	Range    *jsonRange   `json:"range,omitempty"`
+	Snippet  *jsonSnippet `json:"snippet,omitempty"`
+}
+
+type jsonRange struct {
+	Filename string  `json:"filename"`
+	Start    jsonPos `json:"start"`
+	End      jsonPos `json:"end"`
+}
+
+type jsonPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+type jsonSnippet struct {
+	Context              *string `json:"context"`
+	Code                 string  `json:"code"`
+	StartLine            int     `json:"start_line"`
+	HighlightStartOffset int     `json:"highlight_start_offset"`
+	HighlightEndOffset   int     `json:"highlight_end_offset"`
+}
+
+// validateJSON converts diagnostics to Terraform's validate -json shape.
+func validateJSON(files map[string]*hcl.File, diags hcl.Diagnostics) jsonValidate {
+	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiagnostic{}}
+	for _, d := range diags {
+		jd := jsonDiagnostic{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			jd.Severity = "warning"
+			out.WarningCount++
+		} else {
+			out.ErrorCount++
+		}
+		if d.Subject != nil {
+			r := *d.Subject
+			jd.Range = &jsonRange{
+				Filename: r.Filename,
+				Start:    jsonPos{Line: r.Start.Line, Column: r.Start.Column, Byte: r.Start.Byte},
+				End:      jsonPos{Line: r.End.Line, Column: r.End.Column, Byte: r.End.Byte},
+			}
+			jd.Snippet = snippetFor(files[r.Filename], r)
+		}
+		out.Diagnostics = append(out.Diagnostics, jd)
+	}
+	out.Valid = out.ErrorCount == 0
+	return out
+}
+
+// snippetFor returns the source lines of r with the highlight's offsets
+// into them, or nil when the source is not available.
+func snippetFor(f *hcl.File, r hcl.Range) *jsonSnippet {
+	if f == nil || len(f.Bytes) == 0 || r.Start.Byte > len(f.Bytes) || r.End.Byte > len(f.Bytes) {
+		return nil
+	}
+	src := f.Bytes
+	start := r.Start.Byte
+	for start > 0 && src[start-1] != '\n' {
+		start--
+	}
+	end := r.End.Byte
+	if end < r.Start.Byte {
+		end = r.Start.Byte
+	}
+	for end < len(src) && src[end] != '\n' {
+		end++
+	}
+	s := &jsonSnippet{
+		Code:                 strings.TrimRight(string(src[start:end]), "\r\n"),
+		StartLine:            r.Start.Line,
+		HighlightStartOffset: r.Start.Byte - start,
+		HighlightEndOffset:   max(r.End.Byte, r.Start.Byte) - start,
+	}
+	if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {
+		if ctx := cs.ContextString(r.Start.Byte); ctx != "" {
+			s.Context = &ctx
+		}
+	}
+	return s
+}
