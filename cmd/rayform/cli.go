@@ -48,6 +48,7 @@ func commands() []command {
 		{"validate", "Check the configuration for errors", runValidate},
 		{"fmt", "Rewrite configuration files to canonical format", runFmt},
 		{"graph", "Print the dependency graph in DOT format", runGraph},
+		{"lab", "Manage the local test lab (Linux, root)", runLab},
 		{"version", "Print the rayform version", runVersion},
 	}
 }

@@ -1,0 +1,416 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rayform/rayform/engine/lab"
+)
+
+const labUsage = `Usage: rayform lab <subcommand> [options]
+
+Manage the local test lab: simulated GPU hosts (network namespaces with real
+sshd and dockerd) that rayform reaches over SSH. Linux and root only.
+
+Subcommands:
+  up        Bring the lab up (idempotent)
+  down      Remove everything the lab made (idempotent)
+  status    Show nodes, addresses and process health
+  exec      Run a command in a node's namespace: lab exec NODE -- CMD...
+            (NODE "client" is the namespace rayform runs in)
+  env       Print shell variables describing the lab (for scripts)
+  reboot    Reboot a node: containers stop, sshd and dockerd restart
+  poweroff  Power a node off: its processes die, its links go down
+  poweron   Power a node back on
+  cut       Take a node's fabric port down
+  uncut     Bring a node's fabric port back up
+
+Run "rayform lab <subcommand> -help" for its options.
+`
+
+// runLab dispatches `rayform lab <subcommand>`.
+func runLab(ctx context.Context, c *cli, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(c.stderr, labUsage)
+		if len(args) == 0 {
+			return exitError
+		}
+		return exitOK
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "up":
+		return labUp(ctx, c, rest)
+	case "down":
+		return labDown(ctx, c, rest)
+	case "status":
+		return labStatus(ctx, c, rest)
+	case "exec":
+		return labExec(ctx, c, rest)
+	case "env":
+		return labEnv(ctx, c, rest)
+	case "reboot", "poweroff", "poweron", "cut", "uncut":
+		return labNodeOp(ctx, c, sub, rest)
+	case "supervise":
+		// Internal: the lab's supervisor process (started by `lab up`).
+		if len(rest) != 1 {
+			fmt.Fprintln(c.stderr, "Error: usage: rayform lab supervise DIR")
+			return exitError
+		}
+		if err := lab.Supervise(ctx, rest[0]); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	fmt.Fprintf(c.stderr, "Error: unknown lab subcommand %q\n\n%s", sub, labUsage)
+	return exitError
+}
+
+// labTarget holds the flags every lab subcommand takes.
+type labTarget struct {
+	name, dir string
+}
+
+func (t *labTarget) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.name, "name", lab.DefaultName, "lab `NAME` (prefix of its namespaces, directory and processes)")
+	fs.StringVar(&t.dir, "dir", "", "lab state `DIR` (default /tmp/rayform-lab-NAME)")
+}
+
+func (t *labTarget) resolvedDir() string {
+	if t.dir != "" {
+		if abs, err := filepath.Abs(t.dir); err == nil {
+			return abs
+		}
+		return t.dir
+	}
+	return lab.DefaultDir(t.name)
+}
+
+func (t *labTarget) load(c *cli) (*lab.Lab, bool) {
+	l, err := lab.Load(t.resolvedDir())
+	if err != nil {
+		if errors.Is(err, lab.ErrNotUp) {
+			fmt.Fprintf(c.stderr, "Error: lab %s is not up (no %s); run `rayform lab up -name %s`\n", t.name, filepath.Join(t.resolvedDir(), lab.StateFile), t.name)
+		} else {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		}
+		return nil, false
+	}
+	return l, true
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func labUp(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab up", "lab up [options]")
+	var t labTarget
+	t.register(fs)
+	nodes := fs.Int("nodes", lab.DefaultNodes, "number of nodes `N` (1-64): spark1 (head), spark2, ...")
+	docker := fs.Bool("docker", true, "run a dockerd per node and the lab registry (false: SSH-only lab, faster)")
+	fabricIf := fs.String("fabric-ifname", lab.DefaultFabricIfname, "fabric interface `NAME` of every node; per node: NAME,spark2=OTHER")
+	mtu := fs.Int("fabric-mtu", lab.DefaultFabricMTU, "fabric interfaces' `MTU`")
+	gpus := fs.Int("gpus", lab.DefaultGPUs, "GPUs per node")
+	model := fs.String("gpu-model", lab.DefaultGPUModel, "GPU model `NAME`")
+	mem := fs.Float64("memory-gib", lab.DefaultMemoryGiB, "memory per node in `GiB`")
+	unified := fs.Bool("unified", true, "unified CPU/GPU memory (as on GB10)")
+	delay := fs.Duration("delay", 0, "delay added to every packet a node sends on its management link, e.g. 20ms")
+	loss := fs.Float64("loss", 0, "percentage `P` of packets a node sends on its management link that are dropped")
+	var cut, sets listFlag
+	fs.Var(&cut, "cut", "cut `NODE` off the fabric (repeatable)")
+	fs.Var(&sets, "set", "per-node override `NODE.KEY=VALUE` (keys: fabric-ifname gpus gpu-model memory-gib unified toolkit; repeatable)")
+	simnode := fs.String("simnode", "", "simnode binary `PATH` (default: simnode next to rayform, then $PATH)")
+	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
+	bigMiB := fs.Int("big-image-mib", lab.DefaultBigImageMiB, "size in `MiB` of the large image's filler layer")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "Error: unexpected arguments %q\n", fs.Args())
+		return exitError
+	}
+	cfg := lab.Config{
+		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
+		FabricMTU: *mtu, GPUs: *gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
+		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB,
+	}
+	if *gpus == 0 {
+		cfg.Overrides = append(noGPUOverrides(*nodes), cfg.Overrides...)
+	}
+	for _, item := range strings.Split(*fabricIf, ",") {
+		if node, name, ok := strings.Cut(item, "="); ok {
+			cfg.Overrides = append(cfg.Overrides, node+".fabric-ifname="+name)
+		} else if item != "" {
+			cfg.FabricIfname = item
+		}
+	}
+	if *simnode == "" {
+		p, err := findSimnode()
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		*simnode = p
+	}
+	cfg.Simnode = *simnode
+	cfg.Events = func(e lab.Event) {
+		fmt.Fprintf(c.stderr, "  %-8s %6.2fs  %s\n", e.Step, e.Elapsed.Seconds(), e.Detail)
+	}
+	start := time.Now()
+	l, err := lab.Up(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: lab up: %v\n", err)
+		return exitError
+	}
+	printLabSummary(c, l, time.Since(start))
+	return exitOK
+}
+
+// noGPUOverrides makes -gpus 0 also drop the NVIDIA container toolkit, as on
+// a host without GPUs.
+func noGPUOverrides(nodes int) []string {
+	var out []string
+	for i := range nodes {
+		out = append(out, lab.NodeName(i)+".toolkit=false")
+	}
+	return out
+}
+
+// findSimnode looks for simnode next to this executable, then on $PATH.
+func findSimnode() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "simnode")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("simnode"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("simnode not found next to rayform or on $PATH: run `make build` (it builds bin/simnode) or pass -simnode PATH")
+}
+
+func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
+	fmt.Fprintf(c.stdout, "Lab %s is up: %d nodes (%.1fs).\n\n", l.Name, len(l.Nodes), took.Seconds())
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tMANAGEMENT\tFABRIC\tGPUS\tNAMESPACE")
+	for _, n := range l.Nodes {
+		role := ""
+		if n.Head {
+			role = " (head)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s %s\t%d × %s\t%s\n", n.Name, role, n.MgmtIP, n.FabricIfname, n.FabricIP, n.GPUs, n.GPUModel, n.Netns)
+	}
+	tw.Flush()
+	fmt.Fprintf(c.stdout, "\nclient namespace: %s (%s; no route out of the lab)\n", l.ClientNetns, l.ClientIP)
+	if l.Registry != "" {
+		fmt.Fprintf(c.stdout, "registry:         %s (mirror of every node's dockerd)\n", l.Registry)
+		fmt.Fprintf(c.stdout, "images:           %s (Ray + vLLM), %s (no Ray), %s (large)\n", l.Images["ray-vllm"], l.Images["no-ray"], l.Images["big"])
+	}
+	fmt.Fprintf(c.stdout, "ssh:              ip netns exec %s ssh -F %s %s\n", l.ClientNetns, l.SSHConfig, l.Nodes[0].Name)
+	fmt.Fprintf(c.stdout, "rayform:          ip netns exec %s rayform -chdir %s plan\n", l.ClientNetns, l.Dir)
+	fmt.Fprintf(c.stdout, "tear down:        rayform lab down -name %s\n", l.Name)
+}
+
+func labDown(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab down", "lab down [-name NAME] [-dir DIR]")
+	var t labTarget
+	t.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	start := time.Now()
+	err := lab.Down(ctx, lab.Config{Name: t.name, Dir: t.dir, Events: func(e lab.Event) {
+		fmt.Fprintf(c.stderr, "  %-8s %6.2fs  %s\n", e.Step, e.Elapsed.Seconds(), e.Detail)
+	}})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: lab down: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(c.stdout, "Lab %s is down (%.1fs).\n", t.name, time.Since(start).Seconds())
+	return exitOK
+}
+
+func labStatus(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab status", "lab status [-name NAME] [-dir DIR] [-json]")
+	var t labTarget
+	t.register(fs)
+	asJSON := fs.Bool("json", false, "print lab.json (the topology) instead of the table")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	l, ok := t.load(c)
+	if !ok {
+		return exitError
+	}
+	if *asJSON {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(l); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	st := l.Status(ctx)
+	proc := func(id string) string {
+		p, ok := st.Procs[id]
+		switch {
+		case !ok:
+			return "-"
+		case p.Running:
+			return fmt.Sprintf("up (pid %d)", p.PID)
+		default:
+			return "down (" + p.Exit + ")"
+		}
+	}
+	fmt.Fprintf(c.stdout, "Lab %s in %s (client namespace %s, %s)\n\n", l.Name, l.Dir, l.ClientNetns, l.ClientIP)
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tMANAGEMENT\tFABRIC\tSTATE\tSSHD\tDOCKERD")
+	for _, n := range l.Nodes {
+		state := "on"
+		switch {
+		case n.PoweredOff:
+			state = "off"
+		case n.Cut:
+			state = "on, fabric cut"
+		}
+		dockerd := "-"
+		if l.Docker {
+			dockerd = proc(n.Name + "/dockerd")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", n.Name, n.MgmtIP, n.FabricIfname, n.FabricIP, state, proc(n.Name+"/sshd"), dockerd)
+	}
+	tw.Flush()
+	if l.Docker {
+		fmt.Fprintf(c.stdout, "\nregistry %s: %s\n", l.Registry, proc("registry"))
+	}
+	if l.Delay > 0 || l.Loss > 0 {
+		fmt.Fprintf(c.stdout, "management impairment: delay %v, loss %v%%\n", l.Delay, l.Loss)
+	}
+	if st.SupervisorErr != nil {
+		fmt.Fprintf(c.stdout, "supervisor (pid %d): %v\n", l.SupervisorPID, st.SupervisorErr)
+	} else {
+		fmt.Fprintf(c.stdout, "supervisor: pid %d\n", l.SupervisorPID)
+	}
+	if st.Problems != nil {
+		fmt.Fprintf(c.stdout, "\nProblems:\n  %s\n", strings.ReplaceAll(st.Problems.Error(), "\n", "\n  "))
+		return exitError
+	}
+	fmt.Fprintln(c.stdout, "\nAll processes are up.")
+	return exitOK
+}
+
+func labExec(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab exec", "lab exec [-name NAME] [-dir DIR] NODE -- CMD [ARG...]")
+	var t labTarget
+	t.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	rest := fs.Args()
+	if len(rest) > 1 && rest[1] == "--" {
+		rest = append(rest[:1], rest[2:]...)
+	}
+	if len(rest) < 2 {
+		fmt.Fprintln(c.stderr, "Error: usage: rayform lab exec NODE -- CMD [ARG...]")
+		return exitError
+	}
+	l, ok := t.load(c)
+	if !ok {
+		return exitError
+	}
+	cmd, err := l.Command(ctx, rest[0], rest[1:]...)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() > 0 {
+			return exit.ExitCode()
+		}
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func labEnv(_ context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab env", "lab env [-name NAME] [-dir DIR]")
+	var t labTarget
+	t.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	l, ok := t.load(c)
+	if !ok {
+		return exitError
+	}
+	vars := [][2]string{
+		{"RAYFORM_LAB_NAME", l.Name},
+		{"RAYFORM_LAB_DIR", l.Dir},
+		{"RAYFORM_LAB_NETNS", l.ClientNetns},
+		{"RAYFORM_LAB_CONFIG", l.RayformHCL},
+		{"RAYFORM_LAB_SSH_CONFIG", l.SSHConfig},
+		{"RAYFORM_LAB_REGISTRY", l.Registry},
+	}
+	for _, v := range vars {
+		fmt.Fprintf(c.stdout, "%s=%s\n", v[0], v[1])
+	}
+	return exitOK
+}
+
+func labNodeOp(ctx context.Context, c *cli, op string, args []string) int {
+	fs := newFlagSet(c, "lab "+op, "lab "+op+" [-name NAME] [-dir DIR] NODE")
+	var t labTarget
+	t.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(c.stderr, "Error: usage: rayform lab %s NODE\n", op)
+		return exitError
+	}
+	l, ok := t.load(c)
+	if !ok {
+		return exitError
+	}
+	node := fs.Arg(0)
+	start := time.Now()
+	var err error
+	switch op {
+	case "reboot":
+		err = l.Reboot(ctx, node)
+	case "poweroff":
+		err = l.PowerOff(ctx, node)
+	case "poweron":
+		err = l.PowerOn(ctx, node)
+	case "cut":
+		err = l.Cut(ctx, node, true)
+	case "uncut":
+		err = l.Cut(ctx, node, false)
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: lab %s %s: %v\n", op, node, err)
+		return exitError
+	}
+	fmt.Fprintf(c.stdout, "%s: %s done (%.1fs).\n", node, op, time.Since(start).Seconds())
+	return exitOK
+}

@@ -1,0 +1,236 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Down removes everything the lab called cfg.Name (in cfg.Dir) made: its
+// processes (sshd, dockerd, containerd, shims, containers, the registry, the
+// supervisor), mounts, cgroups, namespaces and directory. It is idempotent:
+// Down on a lab that is not up, or half up, cleans whatever is left.
+// The image cache (cfg.CacheDir) is kept.
+func Down(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("the lab needs root to tear down namespaces and processes (try sudo)")
+	}
+	start := time.Now()
+	var errs []error
+
+	// 1. Graceful stop through the supervisor: dockerd stops its containers
+	// and containerd; then everything else.
+	sock := filepath.Join(cfg.Dir, supervisorSock)
+	if _, err := os.Stat(sock); err == nil {
+		sup := newSupClient(sock)
+		if st, err := sup.procs(ctx); err == nil {
+			var dockerds, others []string
+			for _, p := range st {
+				if !p.Running {
+					continue
+				}
+				if strings.HasSuffix(p.ID, "/dockerd") {
+					dockerds = append(dockerds, p.ID)
+				} else {
+					others = append(others, p.ID)
+				}
+			}
+			if len(dockerds) > 0 {
+				if _, err := sup.stop(ctx, 15*time.Second, dockerds...); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if len(others) > 0 {
+				if _, err := sup.stop(ctx, 5*time.Second, others...); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			_ = sup.call(ctx, "POST", "/exit", nil, nil)
+		}
+	}
+	if l, err := Load(cfg.Dir); err == nil && l.SupervisorPID > 0 {
+		_ = waitFor(ctx, "supervisor exit", 5*time.Second, func(context.Context) error {
+			if zombieOrGone(l.SupervisorPID) {
+				return nil
+			}
+			return fmt.Errorf("pid %d still runs", l.SupervisorPID)
+		})
+	}
+	cfg.emit(start, "stop", "daemons stopped")
+
+	// 2. Sweep whatever is left: processes in the lab's namespaces or
+	// cgroups, or running from the lab directory.
+	nsNames := labNetns(cfg.Name)
+	leftovers := labProcs(cfg.Name, cfg.Dir, nsNames)
+	if err := killAndWait(ctx, leftovers, syscall.SIGTERM, 3*time.Second); err != nil {
+		errs = append(errs, err)
+	}
+	if len(leftovers) > 0 {
+		cfg.emit(start, "sweep", fmt.Sprintf("%d leftover processes", len(leftovers)))
+	}
+
+	// 3. Mounts (dockerd's overlays and nsfs, the nodes' UTS namespaces).
+	if err := unmountUnder(cfg.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	// 4. Cgroups dockerd made under the lab's cgroup parents.
+	if err := removeCgroups(cfg.Name); err != nil {
+		errs = append(errs, err)
+	}
+	// 5. Namespaces.
+	if len(nsNames) > 0 {
+		var lines []string
+		for _, ns := range nsNames {
+			lines = append(lines, "netns del "+ns)
+		}
+		if err := ipBatch(ctx, "", lines); err != nil {
+			errs = append(errs, fmt.Errorf("delete namespaces: %w", err))
+		}
+	}
+	// 6. Files.
+	if err := os.RemoveAll(cfg.Dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", cfg.Dir, err))
+	}
+	cfg.emit(start, "down", fmt.Sprintf("%d namespaces removed", len(nsNames)))
+	return errors.Join(errs...)
+}
+
+// labNetns lists the existing network namespaces of the lab called name.
+func labNetns(name string) []string {
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `-(client|fabric|spark[0-9]+)$`)
+	ents, _ := os.ReadDir("/var/run/netns")
+	var out []string
+	for _, e := range ents {
+		if re.MatchString(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// labProcs finds the lab's live processes (not this process or its ancestors).
+func labProcs(name, dir string, nsNames []string) []procInfo {
+	nsIDs := map[string]bool{}
+	for _, ns := range nsNames {
+		if ino, err := nsInode(netnsPath(ns)); err == nil {
+			nsIDs[fmt.Sprintf("net:[%d]", ino)] = true
+		}
+	}
+	cgPrefix := "/" + name + "-spark"
+	skip := ancestors()
+	return listProcs(func(pid int, cmdline string) bool {
+		if skip[pid] {
+			return false
+		}
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && nsIDs[link] {
+			return true
+		}
+		if inLabCgroup(pid, cgPrefix) {
+			return true
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		for _, arg := range strings.Split(string(b), "\x00") {
+			if arg == dir || strings.HasSuffix(arg, "="+dir) || strings.Contains(arg, dir+"/") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// inLabCgroup reports whether pid is in a cgroup under the lab's cgroup
+// parents (where dockerd puts the containers of the lab's nodes).
+func inLabCgroup(pid int, prefix string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && strings.HasPrefix(parts[2], prefix) {
+			rest := strings.TrimPrefix(parts[2], prefix)
+			// /rflab-spark1 or /rflab-spark1/<container>, not /rflab-spark1x
+			digits := strings.TrimLeft(rest, "0123456789")
+			if len(digits) < len(rest) && (digits == "" || digits[0] == '/') {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ancestors returns this process and its ancestors.
+func ancestors() map[int]bool {
+	out := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !out[pid]; {
+		out[pid] = true
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			break
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			break
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 {
+			break
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			break
+		}
+		pid = ppid
+	}
+	return out
+}
+
+// removeCgroups removes the lab's cgroup directories (deepest first) in
+// every hierarchy.
+func removeCgroups(name string) error {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	roots = append(roots, "/sys/fs/cgroup")
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `-spark[0-9]+$`)
+	var errs []error
+	for _, root := range roots {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() || !re.MatchString(e.Name()) {
+				continue
+			}
+			var dirs []string
+			_ = filepath.WalkDir(filepath.Join(root, e.Name()), func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+			for _, d := range dirs {
+				if err := syscall.Rmdir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("remove cgroup %s: %w", d, err))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

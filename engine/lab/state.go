@@ -1,0 +1,151 @@
+//go:build linux
+
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// StateFile is the name of the topology file in the lab directory.
+const StateFile = "lab.json"
+
+// Lab describes a running lab; it is what lab.json holds.
+type Lab struct {
+	Name string `json:"name"`
+	Dir  string `json:"dir"`
+	// ClientNetns is where rayform and the tests run (no route out of the lab).
+	ClientNetns string `json:"client_netns"`
+	// ClientIP is the client's management address and the nodes' gateway.
+	ClientIP string `json:"client_ip"`
+	// FabricNetns holds the fabric switch (a bridge, no addresses).
+	FabricNetns string `json:"fabric_netns"`
+	// Registry is host:port of the lab registry ("" without Docker).
+	Registry string `json:"registry,omitempty"`
+	// Images maps a role (ray-vllm, no-ray, big) to the image name to use.
+	Images map[string]string `json:"images,omitempty"`
+	Docker bool              `json:"docker"`
+	Nodes  []Node            `json:"nodes"`
+	// Delay and Loss are applied to every node's management egress.
+	Delay time.Duration `json:"delay_ns,omitempty"`
+	Loss  float64       `json:"loss_percent,omitempty"`
+	// Files written for clients of the lab.
+	SSHConfig  string `json:"ssh_config"`
+	KnownHosts string `json:"known_hosts"`
+	Key        string `json:"identity_file"`
+	RayformHCL string `json:"rayform_hcl"`
+	// Supervisor is the pid of the lab's supervisor process and its socket.
+	SupervisorPID    int    `json:"supervisor_pid"`
+	SupervisorSocket string `json:"supervisor_socket"`
+	Created          time.Time
+}
+
+// Node is one simulated host.
+type Node struct {
+	Name string `json:"name"`
+	Head bool   `json:"head,omitempty"`
+	// Netns is the node's network namespace (/var/run/netns/<Netns>).
+	Netns        string `json:"netns"`
+	MgmtIfname   string `json:"mgmt_ifname"`
+	MgmtIP       string `json:"mgmt_ip"`
+	FabricIfname string `json:"fabric_ifname"`
+	FabricIP     string `json:"fabric_ip"`
+	FabricMTU    int    `json:"fabric_mtu"`
+	// Hardware simulated by simnode (Hardware is the node's hardware.json).
+	GPUs      int     `json:"gpus"`
+	GPUModel  string  `json:"gpu_model"`
+	MemoryGiB float64 `json:"memory_gib"`
+	Unified   bool    `json:"unified"`
+	// Toolkit reports whether nvidia-container-runtime-hook is on dockerd's
+	// PATH (without it `docker run --gpus all` fails as on a host without the
+	// NVIDIA container toolkit).
+	Toolkit bool `json:"toolkit"`
+	// Dir holds the node's files; BinDir is first on its PATH; Home is HOME
+	// of SSH sessions.
+	Dir      string `json:"dir"`
+	BinDir   string `json:"bin_dir"`
+	Home     string `json:"home"`
+	Hardware string `json:"hardware"`
+	// DockerHost is the node's dockerd ("" without Docker); SSH sessions get
+	// it as DOCKER_HOST.
+	DockerHost string `json:"docker_host,omitempty"`
+	// Cut is true while the node's fabric port is down; PoweredOff while the
+	// node is off.
+	Cut        bool `json:"cut,omitempty"`
+	PoweredOff bool `json:"powered_off,omitempty"`
+}
+
+// NetnsPath is the bind mount of the node's network namespace.
+func (n Node) NetnsPath() string { return netnsPath(n.Netns) }
+
+func netnsPath(name string) string { return filepath.Join("/var/run/netns", name) }
+
+// Node returns the node called name.
+func (l *Lab) Node(name string) (*Node, error) {
+	for i := range l.Nodes {
+		if l.Nodes[i].Name == name {
+			return &l.Nodes[i], nil
+		}
+	}
+	names := make([]string, len(l.Nodes))
+	for i, n := range l.Nodes {
+		names[i] = n.Name
+	}
+	return nil, fmt.Errorf("lab %s has no node %q (nodes: %v)", l.Name, name, names)
+}
+
+// ErrNotUp is returned by Load when the lab directory holds no lab.json.
+var ErrNotUp = errors.New("lab is not up")
+
+// Load reads the lab in dir.
+func Load(dir string) (*Lab, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNotUp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read lab state: %w", err)
+	}
+	var l Lab
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, StateFile), err)
+	}
+	return &l, nil
+}
+
+// save writes lab.json atomically.
+func (l *Lab) save() error {
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode lab state: %w", err)
+	}
+	return writeFileAtomic(filepath.Join(l.Dir, StateFile), append(b, '\n'), 0o644)
+}
+
+// writeFileAtomic writes data to a temporary file next to path and renames it.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
