@@ -1,0 +1,191 @@
+// Package diagnose classifies the root cause of a failed apply step (Ray
+// head or worker start, cluster verification, vLLM serve startup) from the
+// logs of every host involved, and says what to change.
+//
+// It is pure: the caller reads the logs (more than the tail — the root cause
+// of a vLLM failure is printed before a long wrapper traceback) and passes
+// them with what rayform knows about the topology. Classify returns one
+// Diagnosis: the cause, the verbatim evidence lines with the host and log
+// they came from, an explanation built from the parsed values (addresses,
+// ports, memory figures) compared with the declared configuration, and a
+// precise fix.
+//
+// # Precedence
+//
+// A failure leaves lines from several layers: a worker that cannot reach the
+// c10d master also makes the engine wrapper report "Engine core
+// initialization failed", and a Ray OOM kill ends the same way. Classify
+// tries the causes in a fixed order and reports the first that matches; the
+// others are listed in Diagnosis.Also as consequences. The order puts a
+// layer before the layers that depend on it:
+//
+//  1. GPURuntime      docker cannot give the container a GPU: nothing ran
+//  2. ImagePull       the image never arrived: nothing ran
+//  3. RayMissing      the container ran but has no ray: no cluster
+//  4. GCSUnreachable  a worker never joined: placement groups cannot fill
+//  5. NCCLInterface   a named interface does not exist: a certain config error
+//  6. GlooInterface   (same, for Gloo)
+//  7. C10dUnreachable workers cannot reach the TCPStore master
+//  8. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  9. PlacementGroup  the placement group never filled
+//  10. FreeMemory     vLLM's startup check: less free than requested
+//  11. RayOOM         Ray's memory monitor killed a worker
+//  12. CUDAOOM        torch ran out of device memory
+//  13. EngineCore     vLLM's wrapper error with no recognised cause above it
+//  14. Unknown        nothing recognised: the last meaningful lines
+//
+// Within one cause the earliest matching line (in input order of the logs)
+// is the primary evidence.
+package diagnose
+
+import (
+	"net/netip"
+)
+
+// Cause is the classified root cause of a failure. Its value is a stable,
+// short identifier (also the fixture name under testdata/diagnose).
+type Cause string
+
+// The causes Classify can report, in no particular order; see the package
+// documentation for the precedence.
+const (
+	// Unknown: no known failure pattern matched.
+	Unknown Cause = "unknown"
+	// GPURuntime: docker run --gpus failed because Docker has no NVIDIA runtime
+	// (or the driver is not loaded).
+	GPURuntime Cause = "gpu-runtime"
+	// ImagePull: docker could not pull the image (denied, missing tag or
+	// platform, registry unreachable).
+	ImagePull Cause = "image-pull"
+	// RayMissing: the image has no ray executable or Python module.
+	RayMissing Cause = "ray-missing"
+	// GCSUnreachable: a Ray worker could not reach the head's GCS.
+	GCSUnreachable Cause = "gcs-unreachable"
+	// NCCLInterface: NCCL_SOCKET_IFNAME names no interface on the host.
+	NCCLInterface Cause = "nccl-interface"
+	// GlooInterface: GLOO_SOCKET_IFNAME names no interface on the host.
+	GlooInterface Cause = "gloo-interface"
+	// C10dUnreachable: a torch.distributed client could not connect to the
+	// c10d TCPStore master address.
+	C10dUnreachable Cause = "c10d-unreachable"
+	// DuplicateNodeIP: vLLM's Ray executor found fewer unique IPs than nodes
+	// (or more), i.e. mixed address families across layers.
+	DuplicateNodeIP Cause = "duplicate-node-ip"
+	// PlacementGroup: vLLM's placement group could not be created.
+	PlacementGroup Cause = "placement-group"
+	// FreeMemory: vLLM's startup check found less free device memory than
+	// gpu_memory_utilization requests.
+	FreeMemory Cause = "free-memory"
+	// RayOOM: Ray's memory monitor killed a worker.
+	RayOOM Cause = "ray-oom"
+	// CUDAOOM: torch raised CUDA out of memory.
+	CUDAOOM Cause = "cuda-oom"
+	// EngineCore: vLLM's engine core failed to start and nothing more
+	// specific was recognised.
+	EngineCore Cause = "engine-core-failed"
+)
+
+// Log is one log read from one host.
+type Log struct {
+	// Host is the node name the log was read on (e.g. "spark1").
+	Host string
+	// Source names the log (e.g. "vllm serve log", "ray head container").
+	Source string
+	// Text is the raw log content; it may contain ANSI colour codes, \r
+	// progress updates and invalid UTF-8.
+	Text []byte
+}
+
+// Context is what rayform knows about the deployment; every field is
+// optional and makes the explanation and fix more precise.
+type Context struct {
+	// FabricCIDR is the data-plane network all layers should use.
+	FabricCIDR netip.Prefix
+	// FabricInterface is the netdev on the fabric (e.g. "enp1s0f1np1").
+	FabricInterface string
+	// NodeAddrs maps node name to its fabric IP.
+	NodeAddrs map[string]string
+	// MgmtAddrs maps node name to its management (SSH, default route) IP.
+	MgmtAddrs map[string]string
+	// HeadNode is the node running the Ray head.
+	HeadNode string
+	// RayPort is the head's GCS port (default 6379).
+	RayPort int
+	// MemoryMonitorOn is whether Ray's memory monitor is configured on.
+	MemoryMonitorOn bool
+	// UnifiedMemory is whether the GPUs share host memory (GB10, GH200).
+	UnifiedMemory bool
+	// GPUMemoryUtilization is the configured vllm_serve value (0 if unknown).
+	GPUMemoryUtilization float64
+	// Image is the container image of the cluster.
+	Image string
+	// Cluster, Network and Serve are the resource addresses to name in fixes
+	// (e.g. "ray_cluster.main", "network.fabric", "vllm_serve.qwen").
+	Cluster, Network, Serve string
+}
+
+// Input is what Classify reads.
+type Input struct {
+	// Logs are the logs of every host involved, head first by convention.
+	Logs []Log
+	// Context is the declared topology and settings.
+	Context Context
+}
+
+// Evidence is one verbatim log line (ANSI codes removed, secrets redacted).
+type Evidence struct {
+	// Host and Source identify the log the line came from.
+	Host, Source string
+	// Line is the log line.
+	Line string
+	// LineNo is the 1-based line number in the log.
+	LineNo int
+}
+
+// Diagnosis is the classified root cause of a failure.
+type Diagnosis struct {
+	// Cause is the root cause.
+	Cause Cause
+	// Title is a one-line statement of the cause with its parsed values.
+	Title string
+	// Evidence are the lines that show the cause, most telling first.
+	Evidence []Evidence
+	// Explanation says why, comparing parsed values with the Context.
+	Explanation string
+	// Fix says what to change.
+	Fix string
+	// Also lists the other causes whose lines were present; they are
+	// consequences of Cause by the precedence.
+	Also []Cause
+}
+
+// Classify returns the root cause of the failure shown by in.Logs.
+func Classify(in Input) Diagnosis {
+	s := newScan(in)
+	var (
+		best  Diagnosis
+		found bool
+		also  []Cause
+	)
+	for _, r := range rules() {
+		hits := s.find(r.match)
+		if len(hits) == 0 {
+			continue
+		}
+		d, ok := r.build(s, hits)
+		if !ok {
+			continue
+		}
+		if found {
+			also = append(also, r.cause)
+			continue
+		}
+		d.Cause = r.cause
+		best, found = d, true
+	}
+	if !found {
+		best = s.unknown()
+	}
+	best.Also = also
+	return best
+}

@@ -1,0 +1,692 @@
+package diagnose
+
+import (
+	"bytes"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/diagnose")
+
+// fixtureDir holds the real-log fixtures and their golden Text() output.
+const fixtureDir = "../../testdata/diagnose"
+
+// readFixture parses testdata/diagnose/<name>.log: lines starting with "# "
+// are comments (the source of the lines), except "# log: <host> | <source>",
+// which starts a new log. Everything else is log text, verbatim.
+func readFixture(t testing.TB, name string) []Log {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(fixtureDir, name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []Log
+	var text []string
+	flush := func() {
+		if len(logs) > 0 {
+			logs[len(logs)-1].Text = []byte(strings.Join(text, "\n") + "\n")
+		}
+		text = nil
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		if h, ok := strings.CutPrefix(l, "# log: "); ok {
+			flush()
+			host, source, _ := strings.Cut(h, " | ")
+			logs = append(logs, Log{Host: strings.TrimSpace(host), Source: strings.TrimSpace(source)})
+			continue
+		}
+		if strings.HasPrefix(l, "# ") {
+			continue
+		}
+		text = append(text, l)
+	}
+	flush()
+	if len(logs) == 0 {
+		t.Fatalf("%s.log: no \"# log:\" header", name)
+	}
+	return logs
+}
+
+// sparkCtx is the seeds' topology: two DGX Sparks, a management network
+// (default route, SSH) and the RoCE fabric, unified memory.
+func sparkCtx() Context {
+	return Context{
+		FabricCIDR:           netip.MustParsePrefix("192.168.200.0/24"),
+		FabricInterface:      "enp1s0f1np1",
+		NodeAddrs:            map[string]string{"spark1": "192.168.200.12", "spark2": "192.168.200.13"},
+		MgmtAddrs:            map[string]string{"spark1": "10.1.230.180", "spark2": "10.1.230.181"},
+		HeadNode:             "spark1",
+		MemoryMonitorOn:      true,
+		UnifiedMemory:        true,
+		GPUMemoryUtilization: 0.9,
+		Image:                "hellohal2064/vllm-qwen3.5-gb10",
+		Cluster:              "ray_cluster.main",
+		Network:              "network.fabric",
+		Serve:                "vllm_serve.qwen",
+	}
+}
+
+// with returns c changed by f.
+func with(c Context, f func(*Context)) Context {
+	f(&c)
+	return c
+}
+
+// discreteCtx is one H100-class server, no fabric declared.
+func discreteCtx() Context {
+	return Context{
+		NodeAddrs:            map[string]string{"gpu1": "10.0.62.231"},
+		HeadNode:             "gpu1",
+		MemoryMonitorOn:      true,
+		GPUMemoryUtilization: 0.9,
+		Image:                "vllm/vllm-openai:v0.17.1",
+		Cluster:              "ray_cluster.main",
+		Network:              "network.fabric",
+		Serve:                "vllm_serve.llama",
+	}
+}
+
+// fixtureCase is one real-log fixture with the context it is read in.
+type fixtureCase struct {
+	name    string   // golden file name
+	fixture string   // testdata/diagnose/<fixture>.log
+	ctx     Context  // what rayform knows
+	cause   Cause    // expected root cause
+	also    []Cause  // expected consequences
+	want    []string // substrings the rendered text must contain
+}
+
+func fixtureCases() []fixtureCase {
+	spark := sparkCtx()
+	return []fixtureCase{
+		{
+			name: "c10d-unreachable", fixture: "c10d-unreachable", ctx: spark, cause: C10dUnreachable,
+			want: []string{"10.1.230.180:55053 is unreachable from spark2", "outside the fabric 192.168.200.0/24: it is spark1's management address",
+				"network = network.fabric on ray_cluster.main", "ray start --head --node-ip-address=192.168.200.12; VLLM_HOST_IP=192.168.200.12",
+				"ray start --address=192.168.200.12:6379 --node-ip-address=192.168.200.13"},
+		},
+		{
+			name: "c10d-unreachable-worker", fixture: "c10d-unreachable-worker", ctx: spark, cause: C10dUnreachable,
+			want: []string{"10.1.230.180:29511 is unreachable from spark2", "errno 101: Network is unreachable", "spark1's management address"},
+		},
+		{
+			name: "c10d-unreachable-inside-fabric", fixture: "c10d-unreachable-worker",
+			ctx: with(spark, func(c *Context) {
+				c.FabricCIDR = netip.MustParsePrefix("10.1.230.0/24")
+				c.NodeAddrs = map[string]string{"spark1": "10.1.230.180", "spark2": "10.1.230.181"}
+				c.MgmtAddrs = map[string]string{"spark1": "172.16.0.1", "spark2": "172.16.0.2"}
+			}),
+			cause: C10dUnreachable,
+			want:  []string{"inside the fabric 10.1.230.0/24 (spark1's fabric address)", "no route", "ping 10.1.230.180"},
+		},
+		{
+			name: "placement-group", fixture: "placement-group", cause: PlacementGroup,
+			ctx: Context{
+				FabricCIDR: netip.MustParsePrefix("192.168.100.0/24"),
+				NodeAddrs:  map[string]string{"gpu1": "192.168.100.1", "gpu2": "192.168.100.2"},
+				MgmtAddrs:  map[string]string{"gpu1": "10.163.194.101", "gpu2": "10.163.194.102"},
+				HeadNode:   "gpu1", Cluster: "ray_cluster.main", Network: "network.fabric", Serve: "vllm_serve.qwen",
+			},
+			want: []string{"node:10.163.194.101", "30 s so far", "gpu1's management address", "VLLM_HOST_IP=192.168.100.1"},
+		},
+		{
+			name: "placement-group-fabric-ip", fixture: "placement-group", cause: PlacementGroup,
+			ctx: Context{
+				FabricCIDR: netip.MustParsePrefix("10.163.194.0/24"),
+				NodeAddrs:  map[string]string{"gpu1": "10.163.194.101", "gpu2": "10.163.194.102"},
+				MgmtAddrs:  map[string]string{"gpu1": "172.16.0.1", "gpu2": "172.16.0.2"},
+				HeadNode:   "gpu1", Cluster: "ray_cluster.main", Network: "network.fabric",
+			},
+			want: []string{"gpu1's fabric address (VLLM_HOST_IP)", "management address 172.16.0.1", "--node-ip-address=10.163.194.101"},
+		},
+		{
+			name: "ray-oom", fixture: "ray-oom", cause: RayOOM, also: []Cause{EngineCore},
+			ctx: with(spark, func(c *Context) {
+				c.FabricCIDR = netip.MustParsePrefix("10.10.10.0/24")
+				c.NodeAddrs = map[string]string{"spark1": "10.10.10.1", "spark2": "10.10.10.2"}
+				c.GPUMemoryUtilization = 0.85
+			}),
+			want: []string{"spark1 (10.10.10.1) at 109.73 GB / 121.63 GB (90.2%, threshold 90.0%)", "memory_monitor = false on ray_cluster.main",
+				"RAY_memory_monitor_refresh_ms=0", "from 0.85 to 0.79"},
+		},
+		{
+			name: "ray-oom-discrete", fixture: "ray-oom-task", ctx: discreteCtx(), cause: RayOOM,
+			want: []string{"gpu1 (10.0.62.231) at 27.71 GB / 28.80 GB (96.2%, threshold 95.0%)", "Host RAM ran out", "--object-store-memory"},
+		},
+		{
+			name: "ray-oom-monitor-off", fixture: "ray-oom", cause: RayOOM, also: []Cause{EngineCore},
+			ctx: with(spark, func(c *Context) {
+				c.MemoryMonitorOn = false
+				c.NodeAddrs = map[string]string{"spark1": "10.10.10.1", "spark2": "10.10.10.2"}
+			}),
+			want: []string{"did not reach the raylet on spark1", "Recreate the Ray containers of ray_cluster.main"},
+		},
+		{
+			name: "cuda-oom", fixture: "cuda-oom", ctx: discreteCtx(), cause: CUDAOOM,
+			want: []string{"allocating 74.16 GiB", "GPU 0 has 44.40 GiB, of which 29.89 GiB was free", "pid 2684311"},
+		},
+		{
+			name: "free-memory", fixture: "free-memory", ctx: with(discreteCtx(), func(c *Context) { c.GPUMemoryUtilization = 0.95 }),
+			cause: FreeMemory, also: []Cause{EngineCore},
+			want: []string{"45.01 GiB free", "only 31.44 of 47.38 GiB", "15.94 GiB is held by something else", "from 0.95 to at most 0.64"},
+		},
+		{
+			name: "free-memory-uma", fixture: "free-memory-uma", ctx: with(spark, func(c *Context) { c.GPUMemoryUtilization = 0.08 }), cause: FreeMemory,
+			want: []string{"9.73 GiB free on cuda:0", "page cache", "Free the memory first", "drop_caches"},
+		},
+		{
+			name: "nccl-interface", fixture: "nccl-interface", ctx: spark, cause: NCCLInterface,
+			want: []string{"NCCL_SOCKET_IFNAME=eth9 matches no interface on spark1", "fabric interface is enp1s0f1np1", "NCCL_SOCKET_IFNAME=enp1s0f1np1"},
+		},
+		{
+			name: "gloo-interface", fixture: "gloo-interface", ctx: spark, cause: GlooInterface,
+			want: []string{"GLOO_SOCKET_IFNAME=eth9 matches no interface on spark2", "GLOO_SOCKET_IFNAME=enp1s0f1np1"},
+		},
+		{
+			name: "ray-missing", fixture: "ray-missing", ctx: spark, cause: RayMissing,
+			want: []string{"hellohal2064/vllm-qwen3.5-gb10 has no Ray on spark1", "FROM hellohal2064/vllm-qwen3.5-gb10", "pip install 'ray[default]'"},
+		},
+		{
+			name: "gcs-unreachable", fixture: "gcs-unreachable", cause: GCSUnreachable,
+			ctx: with(spark, func(c *Context) {
+				c.MgmtAddrs = map[string]string{"spark1": "172.23.15.13", "spark2": "172.23.15.14"}
+				c.RayPort = 20000
+			}),
+			want: []string{"on spark2 cannot reach the GCS at 172.23.15.13:20000", "spark1's management address", "ray start --address=192.168.200.12:20000 --node-ip-address=192.168.200.13"},
+		},
+		{
+			name: "gcs-unreachable-fabric", fixture: "gcs-unreachable-fabric", cause: GCSUnreachable,
+			ctx: Context{
+				FabricCIDR: netip.MustParsePrefix("172.16.11.0/24"),
+				NodeAddrs:  map[string]string{"node1": "172.16.11.65", "node2": "172.16.11.39"},
+				HeadNode:   "node1", RayPort: 41000,
+			},
+			want: []string{"172.16.11.65:41000", "inside the fabric 172.16.11.0/24", "Local node IP", "ss -ltn"},
+		},
+		{
+			name: "image-pull-denied", fixture: "image-pull-denied", ctx: spark, cause: ImagePull,
+			want: []string{"cannot pull docwhat/image-gallery on spark1", "docker login", "docker manifest inspect docwhat/image-gallery:latest"},
+		},
+		{
+			name: "image-pull-registry", fixture: "image-pull-registry", ctx: spark, cause: ImagePull,
+			want: []string{"registry registry-1.docker.io is unreachable on spark2 (connection refused)", "docker save hello-world:latest | ssh spark2 docker load"},
+		},
+		{
+			name: "gpu-runtime", fixture: "gpu-runtime", ctx: spark, cause: GPURuntime,
+			want: []string{"docker on spark2 cannot give the container a GPU", "nvidia-ctk runtime configure --runtime=docker"},
+		},
+		{
+			name: "engine-core-failed", fixture: "engine-core-failed", ctx: spark, cause: EngineCore,
+			want: []string{"engine core failed to start on spark1", "RuntimeError: Engine core initialization failed"},
+		},
+		{
+			name: "unknown", fixture: "unknown", ctx: spark, cause: Unknown,
+			want: []string{"no known failure pattern in the logs of spark1", "Model architectures ['Qwen2_5_VLForConditionalGeneration'] failed to be inspected", "ValidationError: 1 validation error for ModelConfig"},
+		},
+	}
+}
+
+// TestClassifyFixtures classifies every real-log fixture, checks the cause,
+// that each evidence line is verbatim from the log at its line number, the
+// key parsed facts, and the rendered text against its golden file.
+func TestClassifyFixtures(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tc := range fixtureCases() {
+		seen[tc.fixture] = true
+		t.Run(tc.name, func(t *testing.T) {
+			logs := readFixture(t, tc.fixture)
+			d := Classify(Input{Logs: logs, Context: tc.ctx})
+			if d.Cause != tc.cause {
+				t.Fatalf("cause = %q, want %q\n%s", d.Cause, tc.cause, d.Text())
+			}
+			if !slices.Equal(d.Also, tc.also) {
+				t.Errorf("also = %v, want %v", d.Also, tc.also)
+			}
+			if len(d.Evidence) == 0 {
+				t.Fatal("no evidence")
+			}
+			assertVerbatim(t, logs, d.Evidence)
+			text := d.Text()
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("text lacks %q:\n%s", w, text)
+				}
+			}
+			if d.Fix == "" || d.Title == "" || d.Explanation == "" {
+				t.Errorf("empty field in %+v", d)
+			}
+			golden(t, tc.name, text)
+		})
+	}
+	// Every fixture on disk is exercised.
+	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.log"))
+	for _, f := range files {
+		if n := strings.TrimSuffix(filepath.Base(f), ".log"); !seen[n] {
+			t.Errorf("fixture %s.log has no test case", n)
+		}
+	}
+}
+
+// assertVerbatim checks that every evidence line is the log's line at LineNo.
+func assertVerbatim(t *testing.T, logs []Log, ev []Evidence) {
+	t.Helper()
+	for _, e := range ev {
+		var log *Log
+		for i := range logs {
+			if logs[i].Host == e.Host && logs[i].Source == e.Source {
+				log = &logs[i]
+			}
+		}
+		if log == nil {
+			t.Errorf("evidence from unknown log %q/%q", e.Host, e.Source)
+			continue
+		}
+		lines := strings.Split(string(log.Text), "\n")
+		if e.LineNo < 1 || e.LineNo > len(lines) {
+			t.Errorf("evidence line number %d out of range 1..%d", e.LineNo, len(lines))
+			continue
+		}
+		if got := strings.TrimRight(lines[e.LineNo-1], " \t"); got != e.Line {
+			t.Errorf("evidence at %s:%d is not verbatim:\n got %q\nwant %q", e.Host, e.LineNo, e.Line, got)
+		}
+	}
+}
+
+// golden compares got with testdata/diagnose/<name>.golden (-update rewrites it).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(fixtureDir, name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from golden (run go test -update and review the diff):\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+// TestPrecedence mixes logs of several failures and checks the root cause
+// wins regardless of the order the logs are given in.
+func TestPrecedence(t *testing.T) {
+	spark := sparkCtx()
+	cases := []struct {
+		name     string
+		fixtures []string
+		cause    Cause
+		also     []Cause
+	}{
+		{"c10d beats engine wrapper", []string{"c10d-unreachable", "engine-core-failed"}, C10dUnreachable, []Cause{EngineCore}},
+		{"ray oom beats engine wrapper", []string{"ray-oom"}, RayOOM, []Cause{EngineCore}},
+		{"free memory beats engine wrapper", []string{"free-memory"}, FreeMemory, []Cause{EngineCore}},
+		{"c10d beats placement group", []string{"placement-group", "c10d-unreachable"}, C10dUnreachable, []Cause{PlacementGroup}},
+		{"worker join beats placement group", []string{"placement-group", "gcs-unreachable"}, GCSUnreachable, []Cause{PlacementGroup}},
+		{"nccl interface beats c10d", []string{"c10d-unreachable-worker", "nccl-interface"}, NCCLInterface, []Cause{C10dUnreachable}},
+		{"image pull beats ray missing", []string{"ray-missing", "image-pull-denied"}, ImagePull, []Cause{RayMissing}},
+		{"gpu runtime beats everything", []string{"ray-oom", "c10d-unreachable", "gpu-runtime", "image-pull-registry"}, GPURuntime, []Cause{ImagePull, C10dUnreachable, RayOOM, EngineCore}},
+		{"ray missing beats gcs", []string{"gcs-unreachable", "ray-missing"}, RayMissing, []Cause{GCSUnreachable}},
+		{"ray oom beats cuda oom", []string{"cuda-oom", "ray-oom"}, RayOOM, []Cause{CUDAOOM, EngineCore}},
+		{"cuda oom beats engine wrapper", []string{"engine-core-failed", "cuda-oom"}, CUDAOOM, []Cause{EngineCore}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs []Log
+			for _, f := range tc.fixtures {
+				logs = append(logs, readFixture(t, f)...)
+			}
+			for _, order := range [][]Log{logs, reversed(logs)} {
+				d := Classify(Input{Logs: order, Context: spark})
+				if d.Cause != tc.cause {
+					t.Errorf("cause = %q, want %q", d.Cause, tc.cause)
+				}
+				if !slices.Equal(d.Also, tc.also) {
+					t.Errorf("also = %v, want %v", d.Also, tc.also)
+				}
+			}
+		})
+	}
+}
+
+// reversed returns a reversed copy of logs.
+func reversed(logs []Log) []Log {
+	out := slices.Clone(logs)
+	slices.Reverse(out)
+	return out
+}
+
+// TestPrecedenceOrder pins the documented order of the rules.
+func TestPrecedenceOrder(t *testing.T) {
+	want := []Cause{GPURuntime, ImagePull, RayMissing, GCSUnreachable, NCCLInterface, GlooInterface, C10dUnreachable,
+		DuplicateNodeIP, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, EngineCore}
+	var got []Cause
+	for _, r := range rules() {
+		got = append(got, r.cause)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rules order = %v, want %v (update the package doc too)", got, want)
+	}
+}
+
+// TestVariants classifies single real lines in the forms other versions and
+// tools print, one case per form. Lines are verbatim from the named source
+// unless marked "constructed".
+func TestVariants(t *testing.T) {
+	spark := sparkCtx()
+	cases := []struct {
+		name, source string
+		lines        []string
+		cause        Cause
+		title        string // substring of Title
+	}{
+		{"c10d timed out", "vllm-project/vllm#6650",
+			[]string{"torch.distributed.DistNetworkError: The client socket has timed out after 60s while trying to connect to (10.1.16.222, 29400)."},
+			C10dUnreachable, "10.1.16.222:29400"},
+		{"c10d old torch", "vllm-project/vllm#2427",
+			[]string{"[W socket.cpp:663] [c10d] The client socket has failed to connect to xxx:48247 (errno: 110 - Connection timed out).",
+				"[E socket.cpp:719] [c10d] The client socket has failed to connect to any network address of (x.x.x.x, 48247)."},
+			C10dUnreachable, "x.x.x.x:48247"},
+		{"c10d store timeout on master", "eugr/spark-vllm-docker#335",
+			[]string{"torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined."},
+			C10dUnreachable, "1/2 clients joined"},
+		{"placement group autoscaler", "eugr/spark-vllm-docker#227 via ray-vllm-facts §1.9",
+			[]string{"[autoscaler] Error: No available node types can fulfill resource request {'GPU': 1.0, 'node:192.168.50.192': 0.001}."},
+			PlacementGroup, "node:192.168.50.192"},
+		{"placement group without node", "gpustack/gpustack#5509",
+			[]string{"(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP environment variable specified in each node if you are running on a multi-node."},
+			PlacementGroup, "2 GPU bundles waits"},
+		{"placement group timeout", "constructed from the format string in vllm ray_utils.py",
+			[]string{"ValueError: Cannot provide a placement group of placement_group_specs=[{'node:10.1.230.180': 0.001, 'GPU': 1.0}, {'GPU': 1.0}] within 1800 seconds. See `ray status` and `ray list nodes` to make sure the cluster has enough resources."},
+			PlacementGroup, "timed out for node:10.1.230.180"},
+		{"duplicate ip", "constructed from the format string in vllm ray_executor.py",
+			[]string{"RuntimeError: Every node should have a unique IP address. Got 2 nodes with node ids ['a', 'b'] and 3 unique IP addresses {'10.1.230.180', '192.168.200.12', '192.168.200.13'}. Please check your network configuration. If you set `VLLM_HOST_IP` environment variable, make sure it is unique for each node."},
+			DuplicateNodeIP, "3 addresses for 2 Ray nodes"},
+		{"ray oom newer", "ray-vllm-facts §3.7 (Ray docs, third-party note)",
+			[]string{"(raylet) Task _map_task failed due to oom. There are infinite oom retries remaining, so the task will be retried. Error: 1 worker(s) were killed due to the node running low on memory. Memory on the node (IP: 10.0.50.112, ID: 4cb25bc0...) was 28.62GB / 30.00GB (0.954017), which exceeds the memory usage threshold of 0.950000; Object store memory usage: [...]"},
+			RayOOM, "28.62 GB / 30.00 GB (95.4%, threshold 95.0%)"},
+		{"ray oom gcs side", "ray-vllm-facts §3.7",
+			[]string{"gcs_worker_manager.cc:55: Reporting worker exit, worker id = ..., exit_type = NODE_OUT_OF_MEMORY, exit_detail = Task was killed due to the node running low on memory."},
+			RayOOM, "memory monitor killed a worker"},
+		{"cuda oom old torch", "vllm-project/vllm#783",
+			[]string{"torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.63 GiB (GPU 0; 44.56 GiB total capacity; 27.91 GiB already allocated; 565.31 MiB free; 27.93 GiB reserved in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF"},
+			CUDAOOM, "allocating 1.63 GiB"},
+		{"free memory with device", "a public benchmark note (code index id 69028986412)",
+			[]string{"ValueError: Free memory on device cuda:0 (7.34/15.49 GiB) on startup is less than desired GPU memory utilization (0.8, 12.39 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes."},
+			FreeMemory, "12.39 GiB free on cuda:0"},
+		{"ray not found sh", "ai-dynamo/dynamo#14020", []string{"/bin/sh: 1: ray: not found"}, RayMissing, "has no Ray"},
+		{"ray module missing", "NVIDIA-NeMo/RL#1375",
+			[]string{"(raylet) Traceback (most recent call last):", "(raylet)   File \"/opt/nemo_rl_venv/lib/python3.12/site-packages/ray/_private/workers/default_worker.py\", line 8, in <module>", "(raylet)     import ray", "(raylet) ModuleNotFoundError: No module named 'ray'"},
+			RayMissing, "has no Ray"},
+		{"ray import warning", "vLLM issue quoted in a public note (code index id 56855166064)",
+			[]string{"WARNING 04-22 21:56:34 ray_utils.py:46] Failed to import Ray with ModuleNotFoundError(\"No module named 'ray'\"). For distributed inference, please install Ray with `pip install ray`."},
+			RayMissing, "has no Ray"},
+		{"ray exec missing", "constructed: runc's message as captured for \"bash\" (code index id 20091238913), with ray",
+			[]string{"docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"ray\": executable file not found in $PATH: unknown."},
+			RayMissing, "has no Ray"},
+		{"gcs loopback", "ray-project/ray#23611",
+			[]string{"Local node IP: 127.0.0.1", "2022-03-30 17:22:35,502 WARNING node.py:1465 -- Unable to connect to GCS at 127.0.0.1:6379. Check that (1) Ray GCS with matching version started successfully at the specified address, and (2) there is no firewall setting preventing access."},
+			GCSUnreachable, "127.0.0.1:6379"},
+		{"gcs empty host", "ModalMinds/MM-EUREKA#54",
+			[]string{"+ ray start --address=:6379 --num-gpus 8 --block", "Local node IP: 127.0.0.1", "[2025-07-23 10:05:49,679 W 51000 51000] gcs_rpc_client.h:151: Failed to connect to GCS at address :6379 within 5 seconds.", "[2025-07-23 10:06:19,681 W 51000 51000] gcs_client.cc:183: Failed to get cluster ID from GCS server: TimedOut: Timed out while waiting for GCS to become available."},
+			GCSUnreachable, "GCS at :6379"},
+		{"manifest unknown", "ivangabriele/dockfish#13",
+			[]string{"docker pull ivangabriele/dockfish", "Using default tag: latest", "Error response from daemon: manifest for ivangabriele/dockfish:latest not found: manifest unknown: manifest unknown"},
+			ImagePull, "ivangabriele/dockfish:latest does not exist"},
+		{"platform missing", "a public README (code index id 37152432710)",
+			[]string{"docker: no matching manifest for linux/arm64/v8 in the manifest list entries."},
+			ImagePull, "no linux/arm64/v8 variant"},
+		{"registry timeout", "moby/moby#37532",
+			[]string{"Error response from daemon: Get https://registry-1.docker.io/v2/: net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)"},
+			ImagePull, "registry-1.docker.io is unreachable"},
+		{"registry dns", "docker/compose#5533",
+			[]string{"Error response from daemon: Get https://registry-1.docker.io/v2/: dial tcp: lookup registry-1.docker.io on [::1]:53: read udp [::1]:60341->[::1]:53: read: connection refused"},
+			ImagePull, "registry-1.docker.io is unreachable"},
+		{"gpu runtime named", "infiniflow/ragflow#9573",
+			[]string{"Error response from daemon: could not select device driver \"nvidia\" with capabilities: [[gpu]]"},
+			GPURuntime, "no NVIDIA runtime"},
+		{"gpu driver not loaded", "ray-project/ray#11418",
+			[]string{"docker: Error response from daemon: OCI runtime create failed: container_linux.go:349: starting container process caused \"process_linux.go:449: container init caused \\\"process_linux.go:432: running prestart hook 0 caused \\\\\\\"error running hook: exit status 1, stdout: , stderr: nvidia-container-cli: initialization error: nvml error: driver not loaded\\\\\\\\n\\\\\\\"\\\"\": unknown."},
+			GPURuntime, "driver is not usable"},
+		{"nccl silent family", "NVIDIA/nccl#1837 via ray-vllm-facts §1.9",
+			[]string{"ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)"},
+			NCCLInterface, "no usable socket interface"},
+		{"engine dead", "ray-vllm-facts §3.7",
+			[]string{"vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause."},
+			EngineCore, "engine core failed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Join(tc.lines, "\n") + "\n"
+			d := Classify(Input{Logs: []Log{{Host: "spark1", Source: "log", Text: []byte(text)}}, Context: spark})
+			if d.Cause != tc.cause {
+				t.Fatalf("cause = %q, want %q (source %s)\n%s", d.Cause, tc.cause, tc.source, d.Text())
+			}
+			if !strings.Contains(d.Title, tc.title) {
+				t.Errorf("title %q lacks %q", d.Title, tc.title)
+			}
+		})
+	}
+}
+
+// TestEngineCoreShowsContext: with an unrecognised cause above the wrapper,
+// the meaningful lines before it are the evidence after the wrapper line.
+func TestEngineCoreShowsContext(t *testing.T) {
+	var text []byte
+	for _, f := range []string{"unknown", "engine-core-failed"} {
+		text = append(text, readFixture(t, f)[0].Text...)
+	}
+	logs := []Log{{Host: "spark1", Source: "vllm serve log", Text: text}}
+	d := Classify(Input{Logs: logs, Context: sparkCtx()})
+	if d.Cause != EngineCore {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	assertVerbatim(t, logs, d.Evidence)
+	if len(d.Evidence) != 3 || !strings.Contains(d.Evidence[0].Line, "Engine core initialization failed") ||
+		!strings.Contains(d.Evidence[2].Line, "Value error, Model architectures") {
+		t.Errorf("evidence = %+v", d.Evidence)
+	}
+}
+
+// TestGCSRetrySucceeded: a GCS connection warning followed by Ray's success
+// line is a retry, not a failure.
+func TestGCSRetrySucceeded(t *testing.T) {
+	// Constructed: Ray's own lines (TinyZero#75, ServerlessLLM#311 via
+	// ray-vllm-facts §3.1) with the success banner printed by scripts.py.
+	log := "2025-11-07 05:43:08,810 INFO scripts.py:1152 -- Local node IP: 192.168.200.13\n" +
+		"[2025-02-16 16:05:55,537 E 350061 350061] gcs_rpc_client.h:179: Failed to connect to GCS at address 192.168.200.12:6379 within 5 seconds.\n" +
+		"2025-11-07 05:43:10,938 SUCC scripts.py:1168 -- --------------------\n" +
+		"2025-11-07 05:43:10,938 SUCC scripts.py:1169 -- Ray runtime started.\n"
+	d := Classify(Input{Logs: []Log{{Host: "spark2", Source: "ray worker container", Text: []byte(log)}}, Context: sparkCtx()})
+	if d.Cause != Unknown {
+		t.Fatalf("cause = %q, want %q", d.Cause, Unknown)
+	}
+}
+
+// TestUnknownSkipsNoise: the tail of an unrecognised failure keeps the lines
+// that say something and drops blanks, progress bars and traceback frames.
+func TestUnknownSkipsNoise(t *testing.T) {
+	// Progress lines: vLLM's loader format (ray-vllm-facts §3.6), with \r as
+	// a terminal writes them; the rest from vllm-project/vllm#19951.
+	log := "INFO 02-17 09:29:27 api_server.py:840] vLLM API server version 0.7.2\n" +
+		"\n" +
+		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\rLoading safetensors checkpoint shards:   7% Completed | 1/14 [00:04<00:56,  4.38s/it]\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"vllm/vllm/engine/arg_utils.py\", line 914, in create_model_config\n" +
+		"    return ModelConfig(\n" +
+		"           ^^^^^^^^^^^^\n" +
+		"   \n" +
+		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+	d := Classify(Input{Logs: []Log{{Host: "spark1", Source: "vllm serve log", Text: []byte("\x1b[36m" + log)}}})
+	if d.Cause != Unknown {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	var got []string
+	for _, e := range d.Evidence {
+		got = append(got, e.Line)
+	}
+	want := []string{
+		"INFO 02-17 09:29:27 api_server.py:840] vLLM API server version 0.7.2",
+		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("evidence = %q, want %q", got, want)
+	}
+	if d.Evidence[1].LineNo != 9 {
+		t.Errorf("line number = %d, want 9", d.Evidence[1].LineNo)
+	}
+}
+
+// TestUnknownCapsTail: at most maxTail lines, shared across logs, newest kept.
+func TestUnknownCapsTail(t *testing.T) {
+	var a, b strings.Builder
+	for i := range 40 {
+		a.WriteString("head message " + string(rune('A'+i%26)) + strings.Repeat("x", i) + "\n")
+		b.WriteString("worker message " + strings.Repeat("y", i) + "\n")
+	}
+	d := Classify(Input{Logs: []Log{{Host: "spark1", Text: []byte(a.String())}, {Host: "spark2", Text: []byte(b.String())}}})
+	if len(d.Evidence) != maxTail {
+		t.Fatalf("%d evidence lines, want %d", len(d.Evidence), maxTail)
+	}
+	last := d.Evidence[len(d.Evidence)-1]
+	if last.Host != "spark2" || last.LineNo != 40 {
+		t.Errorf("last evidence = %+v, want spark2 line 40", last)
+	}
+	if d.Evidence[0].Host != "spark1" {
+		t.Errorf("first evidence from %s, want spark1", d.Evidence[0].Host)
+	}
+}
+
+// TestEmptyLogs: nothing to read is its own answer, not a panic.
+func TestEmptyLogs(t *testing.T) {
+	for _, in := range []Input{{}, {Logs: []Log{{Host: "spark1", Text: []byte("\n\r\n  \n")}}}} {
+		d := Classify(in)
+		if d.Cause != Unknown || !strings.Contains(d.Title, "no log output") || len(d.Evidence) != 0 {
+			t.Errorf("Classify(%+v) = %+v", in, d)
+		}
+	}
+}
+
+// TestRedact checks secret values are hidden and harmless pairs kept.
+func TestRedact(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123456 VLLM_HOST_IP=192.168.200.12", "HF_TOKEN=<redacted> VLLM_HOST_IP=192.168.200.12"},
+		{"env: {'HF_TOKEN': 'hf_x1', 'NCCL_SOCKET_IFNAME': 'enp1s0f1np1'}", "env: {'HF_TOKEN': '<redacted>', 'NCCL_SOCKET_IFNAME': 'enp1s0f1np1'}"},
+		{`"HUGGING_FACE_HUB_TOKEN": "abc"`, `"HUGGING_FACE_HUB_TOKEN": "<redacted>"`},
+		{"AWS_SECRET_ACCESS_KEY=wJalr/K7MDENG RAY_memory_monitor_refresh_ms=0", "AWS_SECRET_ACCESS_KEY=<redacted> RAY_memory_monitor_refresh_ms=0"},
+		{"DB_PASSWORD=hunter2", "DB_PASSWORD=<redacted>"},
+		{"vllm serve m --hf-token hf_secret --port 8000", "vllm serve m --hf-token <redacted> --port 8000"},
+		{"vllm serve m --api-key=sk-123", "vllm serve m --api-key=<redacted>"},
+		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.x", "Authorization: Bearer <redacted>"},
+		{"Get https://robot:s3cr3t@registry.lab:5000/v2/", "Get https://robot:<redacted>@registry.lab:5000/v2/"},
+		{"token in prose hf_abcdefghijklmnopqrstuvwxyz012345 here", "token in prose <redacted> here"},
+		// Not secrets.
+		{"max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'", "max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'"},
+		{"Memory on the node (IP: 10.0.62.231, ID: e5d953ef)", "Memory on the node (IP: 10.0.62.231, ID: e5d953ef)"},
+		{"--max-num-batched-tokens 8192 --tokenizer x", "--max-num-batched-tokens 8192 --tokenizer x"},
+		{"MONKEY=1 KEYBOARD=us", "MONKEY=1 KEYBOARD=us"},
+		{"unauthorized: authentication required", "unauthorized: authentication required"},
+	}
+	for _, tc := range cases {
+		if got := redact(tc.in); got != tc.want {
+			t.Errorf("redact(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestClassifyRedactsEvidence: a secret on an evidence line never reaches
+// the rendered text.
+func TestClassifyRedactsEvidence(t *testing.T) {
+	const tok = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"
+	log := "+ docker run -e HF_TOKEN=" + tok + " hellohal2064/vllm-qwen3.5-gb10 ray start --head\n" +
+		"/bin/sh: 1: ray: not found\n" +
+		"engine exited; env was HF_TOKEN=" + tok + "\n"
+	for _, text := range []string{log, strings.Replace(log, "/bin/sh: 1: ray: not found\n", "", 1)} {
+		d := Classify(Input{Logs: []Log{{Host: "spark1", Source: "ray head container", Text: []byte(text)}}, Context: sparkCtx()})
+		out := d.Text()
+		if strings.Contains(out, tok) || strings.Contains(out, "QwErTy") {
+			t.Errorf("secret leaked (%s):\n%s", d.Cause, out)
+		}
+		if d.Cause == Unknown && !strings.Contains(out, "HF_TOKEN=<redacted>") {
+			t.Errorf("redacted line missing:\n%s", out)
+		}
+	}
+}
+
+// TestANSIAndPrefixes: colour codes are removed from evidence, and prefixed
+// lines still classify.
+func TestANSIAndPrefixes(t *testing.T) {
+	line := "\x1b[36m(RayWorkerWrapper pid=249, ip=192.168.200.13)\x1b[0m [E408 23:37:15.918851424 socket.cpp:818] [c10d] The client socket has failed to connect to any network address of (10.1.230.180, 55053).\r\n"
+	d := Classify(Input{Logs: []Log{{Host: "spark1", Source: "vllm serve log", Text: []byte(line)}}, Context: sparkCtx()})
+	if d.Cause != C10dUnreachable {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	if strings.Contains(d.Evidence[0].Line, "\x1b") || !strings.HasPrefix(d.Evidence[0].Line, "(RayWorkerWrapper pid=249") {
+		t.Errorf("evidence = %q", d.Evidence[0].Line)
+	}
+	if !strings.Contains(d.Title, "from spark2") {
+		t.Errorf("title %q: the ip= tag names spark2", d.Title)
+	}
+}
+
+// FuzzClassify: any bytes, in up to three logs, classify without panicking
+// and render valid UTF-8 evidence with sane line numbers.
+func FuzzClassify(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.log"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("Memory on the node (IP: , ID: ) was\n GB / GB ()"))
+	f.Add([]byte("GCS at address :\x00network address of (, )\x00specs=[{'node:"))
+	ctx := sparkCtx()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var logs []Log
+		for i, part := range bytes.SplitN(data, []byte{0}, 3) {
+			logs = append(logs, Log{Host: []string{"spark1", "spark2", ""}[i], Source: "log", Text: part})
+		}
+		d := Classify(Input{Logs: logs, Context: ctx})
+		if d.Cause == "" || d.Title == "" {
+			t.Fatalf("empty diagnosis %+v", d)
+		}
+		text := d.Text()
+		if !strings.HasPrefix(text, "Cause: ") {
+			t.Fatalf("text = %q", text)
+		}
+		for _, e := range d.Evidence {
+			if e.LineNo < 1 || !utf8.ValidString(e.Line) || strings.Contains(e.Line, "\n") {
+				t.Fatalf("bad evidence %+v", e)
+			}
+		}
+	})
+}
+
+// BenchmarkClassify classifies a large serve log (every fixture, repeated)
+// from two hosts.
+func BenchmarkClassify(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.log"))
+	var one []byte
+	for _, p := range files {
+		for _, l := range readFixture(b, strings.TrimSuffix(filepath.Base(p), ".log")) {
+			one = append(one, l.Text...)
+		}
+	}
+	text := bytes.Repeat(one, 50)
+	in := Input{Logs: []Log{{Host: "spark1", Text: text}, {Host: "spark2", Text: text}}, Context: sparkCtx()}
+	b.SetBytes(int64(2 * len(text)))
+	for b.Loop() {
+		Classify(in)
+	}
+}
