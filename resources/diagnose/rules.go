@@ -944,7 +944,7 @@ func (s *scan) unknown() Diagnosis {
 		}
 	}
 	d.Title = "no known failure pattern in the logs of " + strings.Join(hosts, ", ")
-	d.Explanation = fmt.Sprintf("None of the %d failure patterns rayform knows matched. The last lines that say something are shown (tracebacks frames and progress bars left out); the root cause is often earlier in the log.", len(rules()))
+	d.Explanation = fmt.Sprintf("None of the %d failure patterns rayform knows matched. The last lines that say something are shown (traceback frames and progress bars left out); the root cause is often earlier in the log.", len(rules()))
 	d.Fix = "Read the complete logs on each host (docker logs <container>); if the cause is a configuration rayform manages, fix it in the configuration and re-run rayform apply."
 	return d
 }
