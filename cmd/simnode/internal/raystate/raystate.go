@@ -1,0 +1,477 @@
+// Package raystate renders Ray's views of the cluster from the GCS node
+// table: the state API's node rows (`ray list nodes` in json, yaml and table
+// formats, and the dashboard's /api/v0/nodes), and `ray status` text.
+package raystate
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/cmd/simnode/internal/gcs"
+	"github.com/rayform/rayform/cmd/simnode/internal/pylog"
+)
+
+// Value is an ordered JSON/YAML value: pylog.KV, []any, string, bool,
+// float64, int64 or nil.
+type Value = any
+
+// resourcesValue humanifies resources as the state API does: any key
+// containing "memory" becomes "34.758 GiB"; the rest stay floats. Keys keep
+// Ray's order: node:__internal_head__, CPU, memory, node:<ip>, GPU,
+// object_store_memory, accelerator_type:..., then custom ones sorted.
+func resourcesValue(res map[string]float64) pylog.KV {
+	keys := make([]string, 0, len(res))
+	for k := range res {
+		keys = append(keys, k)
+	}
+	rank := func(k string) int {
+		switch {
+		case k == "node:__internal_head__":
+			return 0
+		case k == "CPU":
+			return 1
+		case k == "memory":
+			return 2
+		case strings.HasPrefix(k, "node:"):
+			return 3
+		case k == "GPU":
+			return 4
+		case k == "object_store_memory":
+			return 5
+		case strings.HasPrefix(k, "accelerator_type:"):
+			return 6
+		}
+		return 7
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if rank(keys[i]) != rank(keys[j]) {
+			return rank(keys[i]) < rank(keys[j])
+		}
+		return keys[i] < keys[j]
+	})
+	kv := pylog.KV{}
+	for _, k := range keys {
+		if strings.Contains(k, "memory") {
+			kv = append(kv, pylog.Pair{Key: k, Value: pylog.RayStateMemory(res[k])})
+		} else {
+			kv = append(kv, pylog.Pair{Key: k, Value: res[k]})
+		}
+	}
+	return kv
+}
+
+func labelsValue(l map[string]string) pylog.KV {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := pylog.KV{}
+	for _, k := range keys {
+		kv = append(kv, pylog.Pair{Key: k, Value: l[k]})
+	}
+	return kv
+}
+
+// msTime renders a millisecond timestamp as the state API's detail view
+// does: '2023-07-11 23:12:09.508000' in local time.
+func msTime(ms int64) string {
+	return time.UnixMilli(ms).Format("2006-01-02 15:04:05.000000")
+}
+
+// NodeRow is one NodeState as `ray list nodes` prints it.
+func NodeRow(n gcs.NodeInfo, detail bool) pylog.KV {
+	row := pylog.KV{
+		{Key: "node_id", Value: n.NodeID},
+		{Key: "node_ip", Value: n.NodeIP},
+		{Key: "is_head_node", Value: n.IsHead},
+		{Key: "state", Value: n.State},
+		{Key: "state_message", Value: nilIfEmpty(n.StateMessage)},
+		{Key: "node_name", Value: n.NodeName},
+		{Key: "resources_total", Value: resourcesValue(n.Resources)},
+		{Key: "labels", Value: labelsValue(n.Labels)},
+	}
+	if detail {
+		row = append(row, pylog.Pair{Key: "start_time_ms", Value: msTime(n.StartTimeMs)}, pylog.Pair{Key: "end_time_ms", Value: msTime(n.EndTimeMs)})
+	}
+	return row
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// JSON encodes v like Python's json.dumps (", " and ": " separators, keys
+// in insertion order).
+func JSON(v Value) string {
+	var b strings.Builder
+	writeJSON(&b, v)
+	return b.String()
+}
+
+func writeJSON(b *strings.Builder, v Value) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case string:
+		q, _ := json.Marshal(x)
+		b.Write(q)
+	case float64:
+		b.WriteString(pylog.PyFloat(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case pylog.KV:
+		b.WriteByte('{')
+		for i, p := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			q, _ := json.Marshal(p.Key)
+			b.Write(q)
+			b.WriteString(": ")
+			writeJSON(b, p.Value)
+		}
+		b.WriteByte('}')
+	case []pylog.KV:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeJSON(b, e)
+		}
+		b.WriteByte(']')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeJSON(b, e)
+		}
+		b.WriteByte(']')
+	default:
+		q, _ := json.Marshal(x)
+		b.Write(q)
+	}
+}
+
+var (
+	yamlInt       = regexp.MustCompile(`^[-+]?(0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|0o?[0-7_]+)$`)
+	yamlFloat     = regexp.MustCompile(`^[-+]?([0-9][0-9_]*)?\.[0-9_]*([eE][-+][0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$`)
+	yamlTimestamp = regexp.MustCompile(`^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(([Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(\.[0-9]*)?)?`)
+)
+
+// yamlNeedsQuote reports whether PyYAML would quote s: it would resolve to
+// another type, or starts or contains YAML indicators.
+func yamlNeedsQuote(s string) bool {
+	if s == "" || s != strings.TrimSpace(s) {
+		return true
+	}
+	switch strings.ToLower(s) {
+	case "true", "false", "yes", "no", "on", "off", "null", "~", "y", "n":
+		return true
+	}
+	if yamlInt.MatchString(s) || (yamlFloat.MatchString(s) && strings.ContainsAny(s, "0123456789")) || yamlTimestamp.MatchString(s) {
+		return true
+	}
+	if strings.ContainsAny(s[:1], "-?:,[]{}#&*!|>'\"%@`") {
+		return true
+	}
+	return strings.Contains(s, ": ") || strings.Contains(s, " #")
+}
+
+func yamlScalar(v Value) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		if x {
+			return "true"
+		}
+		return "false"
+	case float64:
+		return pylog.PyFloat(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case string:
+		if yamlNeedsQuote(x) {
+			return "'" + strings.ReplaceAll(x, "'", "''") + "'"
+		}
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// YAML encodes a list of rows as PyYAML's dump(indent=4,
+// explicit_start=True, explicit_end=True, sort_keys=False) does.
+func YAML(rows []pylog.KV) string {
+	var b strings.Builder
+	b.WriteString("---\n")
+	if len(rows) == 0 {
+		b.WriteString("[]\n...\n")
+		return b.String()
+	}
+	for _, r := range rows {
+		for i, p := range r {
+			prefix := "    "
+			if i == 0 {
+				prefix = "-   "
+			}
+			writeYAMLPair(&b, prefix, "    ", p)
+		}
+	}
+	b.WriteString("...\n")
+	return b.String()
+}
+
+func writeYAMLPair(b *strings.Builder, prefix, indent string, p pylog.Pair) {
+	if kv, ok := p.Value.(pylog.KV); ok {
+		if len(kv) == 0 {
+			fmt.Fprintf(b, "%s%s: {}\n", prefix, yamlKey(p.Key))
+			return
+		}
+		fmt.Fprintf(b, "%s%s:\n", prefix, yamlKey(p.Key))
+		for _, q := range kv {
+			writeYAMLPair(b, indent+"    ", indent+"    ", q)
+		}
+		return
+	}
+	fmt.Fprintf(b, "%s%s: %s\n", prefix, yamlKey(p.Key), yamlScalar(p.Value))
+}
+
+func yamlKey(k string) string {
+	if yamlNeedsQuote(k) {
+		return "'" + strings.ReplaceAll(k, "'", "''") + "'"
+	}
+	return k
+}
+
+// Table renders the state CLI's default table.
+func Table(now time.Time, rows []pylog.KV) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "======== List: %s ========\n", now.Format("2006-01-02 15:04:05.000000"))
+	b.WriteString("Stats:\n------------------------------\n")
+	fmt.Fprintf(&b, "Total: %d\n\n", len(rows))
+	b.WriteString("Table:\n------------------------------\n")
+	if len(rows) == 0 {
+		return b.String()
+	}
+	headers := []string{}
+	for _, p := range rows[0] {
+		headers = append(headers, strings.ToUpper(p.Key))
+	}
+	// Each cell may span several lines (dicts render as "k: v" lines).
+	cells := make([][][]string, len(rows))
+	widths := make([]int, len(headers))
+	for i, h := range headers {
+		widths[i] = len(h)
+	}
+	idxw := len(strconv.Itoa(len(rows) - 1))
+	for r, row := range rows {
+		cells[r] = make([][]string, len(row))
+		for c, p := range row {
+			var lines []string
+			switch v := p.Value.(type) {
+			case pylog.KV:
+				for _, q := range v {
+					lines = append(lines, fmt.Sprintf("%s: %s", q.Key, tableScalar(q.Value)))
+				}
+			default:
+				lines = []string{tableScalar(v)}
+			}
+			if len(lines) == 0 {
+				lines = []string{""}
+			}
+			for _, l := range lines {
+				if len(l) > widths[c] {
+					widths[c] = len(l)
+				}
+			}
+			cells[r][c] = lines
+		}
+	}
+	line := strings.Repeat(" ", idxw+1)
+	for i, h := range headers {
+		line += "  " + pad(h, widths[i])
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	for r := range rows {
+		height := 1
+		for _, c := range cells[r] {
+			if len(c) > height {
+				height = len(c)
+			}
+		}
+		for l := 0; l < height; l++ {
+			var s string
+			if l == 0 {
+				s = fmt.Sprintf(" %*d", idxw, r)
+			} else {
+				s = strings.Repeat(" ", idxw+1)
+			}
+			for c := range headers {
+				v := ""
+				if l < len(cells[r][c]) {
+					v = cells[r][c][l]
+				}
+				s += "  " + pad(v, widths[c])
+			}
+			b.WriteString(strings.TrimRight(s, " ") + "\n")
+		}
+	}
+	return b.String()
+}
+
+func pad(s string, w int) string { return s + strings.Repeat(" ", w-len(s)) }
+
+func tableScalar(v Value) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case float64:
+		return pylog.PyFloat(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// StatusText renders `ray status` (autoscaler v1 format) for st at now.
+func StatusText(now time.Time, st *gcs.Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "======== Autoscaler status: %s ========\n", now.Format("2006-01-02 15:04:05.000000"))
+	b.WriteString("Node status\n---------------------------------------------------------------\n")
+	b.WriteString("Active:\n")
+	alive := 0
+	var failures []gcs.NodeInfo
+	for _, n := range st.Nodes {
+		if n.State == gcs.Alive {
+			fmt.Fprintf(&b, " 1 node_%s\n", n.NodeID)
+			alive++
+		} else {
+			failures = append(failures, n)
+		}
+	}
+	if alive == 0 {
+		b.WriteString(" (no active nodes)\n")
+	}
+	b.WriteString("Pending:\n (no pending nodes)\n")
+	b.WriteString("Recent failures:\n")
+	if len(failures) == 0 {
+		b.WriteString(" (no failures)\n")
+	}
+	for _, n := range failures {
+		fmt.Fprintf(&b, " node_%s: NodeTerminated (ip: %s)\n", n.NodeID, n.NodeIP)
+	}
+	b.WriteString("\nResources\n---------------------------------------------------------------\n")
+	b.WriteString("Usage:\n")
+	total := map[string]float64{}
+	avail := map[string]float64{}
+	for _, n := range st.Nodes {
+		if n.State != gcs.Alive {
+			continue
+		}
+		for k, v := range n.Resources {
+			total[k] += v
+		}
+		for k, v := range n.Available {
+			avail[k] += v
+		}
+	}
+	keys := make([]string, 0, len(total))
+	for k := range total {
+		if strings.HasPrefix(k, "node:") || strings.HasPrefix(k, "accelerator_type:") {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		used := math.Max(0, total[k]-avail[k])
+		if k == "memory" || k == "object_store_memory" {
+			fmt.Fprintf(&b, " %s/%s %s\n", pylog.RayStatusMemory(used), pylog.RayStatusMemory(total[k]), k)
+			continue
+		}
+		fmt.Fprintf(&b, " %s/%s %s\n", pylog.PyFloat(used), pylog.PyFloat(total[k]), k)
+	}
+	b.WriteString("\nDemands:\n")
+	if len(st.PendingPGs) == 0 {
+		b.WriteString(" (no resource demands)\n")
+	}
+	for _, p := range st.PendingPGs {
+		fmt.Fprintf(&b, " %s: 1+ pending placement groups\n", FormatPG(p.Bundles, p.Strategy))
+	}
+	return b.String()
+}
+
+// FormatPG is the autoscaler's format_pg: identical bundles grouped as
+// "{'GPU': 1.0} * 2 (PACK)".
+func FormatPG(bundles []map[string]float64, strategy string) string {
+	type group struct {
+		repr  string
+		count int
+	}
+	var groups []group
+	for _, bd := range bundles {
+		r := BundleRepr(bd)
+		found := false
+		for i := range groups {
+			if groups[i].repr == r {
+				groups[i].count++
+				found = true
+			}
+		}
+		if !found {
+			groups = append(groups, group{r, 1})
+		}
+	}
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%s * %d", g.repr, g.count)
+	}
+	return strings.Join(parts, ", ") + " (" + strategy + ")"
+}
+
+// BundleRepr renders a bundle as a Python dict literal, GPU first and the
+// node: anchor after it, as vLLM builds it.
+func BundleRepr(bd map[string]float64) string {
+	keys := make([]string, 0, len(bd))
+	for k := range bd {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ni, nj := strings.HasPrefix(keys[i], "node:"), strings.HasPrefix(keys[j], "node:")
+		if ni != nj {
+			return !ni
+		}
+		return keys[i] < keys[j]
+	})
+	kv := pylog.KV{}
+	for _, k := range keys {
+		kv = append(kv, pylog.Pair{Key: k, Value: bd[k]})
+	}
+	return pylog.Repr(kv)
+}
