@@ -380,4 +380,3 @@ func trunc(s string, n int) string {
 	}
 	return s[:n-3] + "..."
 }
-

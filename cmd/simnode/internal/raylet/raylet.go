@@ -46,16 +46,16 @@ type Boot struct {
 
 // Config configures a raylet.
 type Config struct {
-	GCSAddr   string
-	Node      gcs.NodeInfo
-	Env       sim.Env
-	Exe       string
-	LogDir    string
-	Timing    *hw.Timing
-	HW        *hw.Hardware
-	Ledger    *memledger.Ledger
-	Now       func() time.Time
-	Pid       int
+	GCSAddr string
+	Node    gcs.NodeInfo
+	Env     sim.Env
+	Exe     string
+	LogDir  string
+	Timing  *hw.Timing
+	HW      *hw.Hardware
+	Ledger  *memledger.Ledger
+	Now     func() time.Time
+	Pid     int
 	// Log receives raylet.out lines.
 	Log io.Writer
 }
