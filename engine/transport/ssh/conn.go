@@ -137,7 +137,8 @@ func (c *Conn) session(ctx context.Context) (*xssh.Session, error) {
 	if err == nil {
 		return s, nil
 	}
-	if cl.alive() && !errors.Is(err, io.EOF) {
+	var refused *xssh.OpenChannelError
+	if errors.As(err, &refused) {
 		// The server refused the session (MaxSessions?) on a live
 		// connection: reconnecting would not help.
 		return nil, fmt.Errorf("%s: open session: %w", c.r.Name, err)

@@ -53,9 +53,15 @@ type SSHServer struct {
 	handshake atomic.Int64
 	wg        sync.WaitGroup
 
+	ignoreKeepalives atomic.Bool
+
 	mu    sync.Mutex
 	conns map[*xssh.ServerConn]bool
 }
+
+// IgnoreKeepalives makes the server stop answering global requests such as
+// keepalive@openssh.com, as a hung host or a silently dropped network would.
+func (s *SSHServer) IgnoreKeepalives(ignore bool) { s.ignoreKeepalives.Store(ignore) }
 
 // NewSSHServer starts a server for the test; it stops at the end of the test.
 func NewSSHServer(t testing.TB, opts SSHServerOptions) *SSHServer {
@@ -151,7 +157,7 @@ func (s *SSHServer) handle(nc net.Conn) {
 	go func() {
 		// keepalive@openssh.com and friends: reply (refusing) as sshd does.
 		for r := range reqs {
-			if r.WantReply {
+			if r.WantReply && !s.ignoreKeepalives.Load() {
 				_ = r.Reply(false, nil)
 			}
 		}
