@@ -540,6 +540,7 @@ func TestFunctions(t *testing.T) {
 		{`cidrhost("192.168.200.0/24", 256)`, "out of range"},
 		{`cidrhost("192.168.200.0/33", 1)`, "invalid CIDR"},
 		{`file("missing.txt")`, "cannot read file"},
+		{`file("/dev/zero")`, "not a regular file"},
 		{`length(1)`, "must be a string, a collection"},
 	}
 	for _, tt := range errs {

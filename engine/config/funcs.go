@@ -120,6 +120,9 @@ func lengthFunc() function.Function {
 	})
 }
 
+// maxFileSize bounds what file() reads.
+const maxFileSize = 16 << 20
+
 // fileFunc returns file(path): the contents of a UTF-8 file, relative paths
 // resolved against baseDir.
 func fileFunc(baseDir string) function.Function {
@@ -131,6 +134,13 @@ func fileFunc(baseDir string) function.Function {
 			p := args[0].AsString()
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(baseDir, p)
+			}
+			fi, err := os.Stat(p)
+			if err != nil {
+				return cty.NilVal, function.NewArgErrorf(0, "cannot read file: %v", err)
+			}
+			if !fi.Mode().IsRegular() || fi.Size() > maxFileSize {
+				return cty.NilVal, function.NewArgErrorf(0, "%s is not a regular file of at most %d bytes", p, maxFileSize)
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {
