@@ -3,6 +3,7 @@ package ssh
 import (
 	"context"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +25,7 @@ type testEnv struct {
 	knownHosts string
 }
 
-func newEnv(t *testing.T) *testEnv {
+func newEnv(t testing.TB) *testEnv {
 	t.Helper()
 	home := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
@@ -35,7 +36,7 @@ func newEnv(t *testing.T) *testEnv {
 }
 
 // trust records a server's key in the env's known_hosts.
-func (e *testEnv) trust(t *testing.T, addr string, key xssh.PublicKey) {
+func (e *testEnv) trust(t testing.TB, addr string, key xssh.PublicKey) {
 	t.Helper()
 	f, err := os.OpenFile(e.knownHosts, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -89,7 +90,7 @@ type serverOpts struct {
 
 // startServer starts a server of kind accepting keys (skipping the test if
 // kind cannot run here).
-func startServer(t *testing.T, kind string, o serverOpts, keys ...xssh.PublicKey) testServer {
+func startServer(t testing.TB, kind string, o serverOpts, keys ...xssh.PublicKey) testServer {
 	t.Helper()
 	switch kind {
 	case "inprocess":
@@ -124,3 +125,17 @@ func mustDial(t testing.TB, d *Dialer, host string) transport.Conn {
 }
 
 func pemEncode(b *pem.Block) []byte { return pem.EncodeToMemory(b) }
+
+// benchEnv starts n servers of kind named node-0..node-n-1 and returns
+// Options that reach them.
+func benchEnv(b *testing.B, kind string, n int) (*testEnv, Options) {
+	b.Helper()
+	e := newEnv(b)
+	opts := e.options()
+	for i := range n {
+		srv := startServer(b, kind, serverOpts{}, e.key.PublicKey())
+		e.trust(b, srv.addr, srv.hostKey)
+		opts.Hosts[fmt.Sprintf("node-%d", i)] = e.hostConfig(srv)
+	}
+	return e, opts
+}
