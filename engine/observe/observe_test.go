@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/rayform/rayform/engine/transport"
@@ -206,16 +207,43 @@ func TestObserveCancelled(t *testing.T) {
 	}
 }
 
-// benchOutput is a realistic 8-GPU head: H200s, RDMA, two containers, the
-// node table and vLLM.
+// benchOutput is a realistic 8-GPU head as the probe prints it: H200s,
+// RDMA, the image and two containers rendered through the probe's own
+// docker templates, the node table and vLLM.
 func benchOutput(b testing.TB) []byte {
 	o := string(h200Output(b))
-	i := strings.Index(o, marker+" begin docker.containers")
+	i := strings.Index(o, marker+" begin docker.image")
 	j := strings.Index(o, marker+" begin ray.nodes")
-	containers := newOut().sec("docker.containers "+envAttr,
-		fixture(b, "docker-ps-head.jsonl")+marker+" part inspect\n"+fixture(b, "docker-inspect-head.json"), "", 0).done()
-	c := strings.TrimSuffix(strings.TrimPrefix(string(containers), marker+" probe 1\n"), marker+" done\n")
-	return []byte(o[:i] + c + o[j:])
+	ref := "hellohal2064/vllm-qwen3.5-gb10:latest"
+	docker := newOut().
+		sec("docker.image ref="+ref, renderTemplate(b, imageFormat, "docker-image-inspect.json"), "", 0).
+		sec("docker.history ref="+ref, fixture(b, "docker-history.jsonl"), "", 0).
+		sec("docker.containers "+envAttr, fixture(b, "docker-ps-head.jsonl")+marker+" part inspect\n"+
+			renderTemplate(b, containerTemplate(DefaultEnvKeys()), "docker-inspect-head.json"), "", 0).
+		done()
+	d := strings.TrimSuffix(strings.TrimPrefix(string(docker), marker+" probe 1\n"), marker+" done\n")
+	return []byte(o[:i] + d + o[j:])
+}
+
+// renderTemplate runs a docker --format template over each object of a
+// real inspect fixture, as the docker CLI does.
+func renderTemplate(b testing.TB, format, name string) string {
+	var objs []map[string]any
+	if err := jsonUnmarshal([]byte(fixture(b, name)), &objs); err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := template.New("f").Funcs(dockerFuncs()).Parse(format)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out strings.Builder
+	for _, o := range objs {
+		if err := tmpl.Execute(&out, o); err != nil {
+			b.Fatal(err)
+		}
+		out.WriteByte('\n')
+	}
+	return out.String()
 }
 
 func BenchmarkParse(b *testing.B) {

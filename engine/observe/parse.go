@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -689,13 +690,18 @@ func redactArgs(args []string) []string {
 			out[i] = RedactedValue
 		default:
 			out[i] = a
-			if f, _, ok := strings.Cut(a, "="); ok && slices.Contains(secretFlags(), f) {
+			if f, _, ok := strings.Cut(a, "="); ok && isSecretFlag(f) {
 				out[i] = f + "=" + RedactedValue
 			}
 		}
-		secret = slices.Contains(secretFlags(), a)
+		secret = isSecretFlag(a)
 	}
 	return out
+}
+
+// isSecretFlag reports whether flag is one of secretFlags.
+func isSecretFlag(flag string) bool {
+	return len(flag) > 2 && flag[0] == '-' && slices.Contains(secretFlags(), flag)
 }
 
 // dockerTime parses Docker's RFC 3339 times; the zero time for "never".
@@ -887,12 +893,24 @@ func rayQuantity(raw json.RawMessage) (float64, bool) {
 	}
 	num, unit, _ := strings.Cut(strings.TrimSpace(s), " ")
 	f, err := strconv.ParseFloat(num, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0, false
 	}
-	mult := map[string]float64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
-	m, ok := mult[unit]
-	if !ok {
+	var m float64
+	switch unit {
+	case "", "B":
+		m = 1
+	case "KiB":
+		m = 1 << 10
+	case "MiB":
+		m = 1 << 20
+	case "GiB":
+		m = 1 << 30
+	case "TiB":
+		m = 1 << 40
+	case "PiB":
+		m = 1 << 50
+	default:
 		return 0, false
 	}
 	return f * m, true
