@@ -101,7 +101,9 @@ func (c *Conn) Stats() transport.Stats {
 
 // Close marks the connection closed; later calls fail.
 func (c *Conn) Close() error {
-	c.closed.Store(true)
+	if !c.closed.Swap(true) {
+		c.log.Debug("connection closed", "host", c.host, "round_trips", c.roundTrips.Load())
+	}
 	return nil
 }
 

@@ -71,6 +71,8 @@ func (c *Conn) Close() error {
 	c.d.forget(c)
 	if cl != nil {
 		cl.close()
+		st := c.Stats()
+		c.log.Debug("connection closed", "route", c.r.String(), "handshakes", st.Handshakes, "round_trips", st.RoundTrips)
 	}
 	return nil
 }
@@ -269,7 +271,7 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 		c.log.Debug("run lost", "cmd", what, "error", werr)
 		return fail(res, fmt.Errorf("%w while the command ran: %v", transport.ErrDisconnected, werr))
 	}
-	c.log.Debug("run", "cmd", what, "env", cmd.EnvKeys(), "exit", res.ExitCode, "duration", res.Duration)
+	c.log.Debug("run", "cmd", what, "env", cmd.EnvKeys(), "exit", res.ExitCode, "duration", res.Duration, "round_trips", c.roundTrips.Load())
 	if res.ExitCode != 0 {
 		return res, &transport.ExitError{Host: c.r.Name, Cmd: what, Result: res}
 	}

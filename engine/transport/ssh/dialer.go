@@ -355,7 +355,7 @@ func (d *Dialer) handshake(ctx context.Context, r Resolved, via *client, name st
 		close(c.dead)
 	}()
 	go keepalive(c, r.ServerAliveInterval, r.ServerAliveCountMax, d.log.With("host", name))
-	d.log.Debug("ssh handshake", "host", name, "route", route, "duration", time.Since(start))
+	d.log.Debug("ssh handshake", "host", name, "route", route, "host_key", keyDesc(hk.presented), "duration", time.Since(start))
 	return c, nil
 }
 

@@ -88,6 +88,8 @@ type hostKeys struct {
 	trustNew bool
 	hash     bool
 	onAdd    func(line string) // for logging
+	// presented is the key the server showed in the last check.
+	presented xssh.PublicKey
 }
 
 // load reads every existing known_hosts file into a knownhosts callback. A
@@ -154,6 +156,7 @@ func (h *hostKeys) algorithms(addr string) []string {
 // handshake without parsing messages.
 func (h *hostKeys) callback(caught *error) xssh.HostKeyCallback {
 	return func(addr string, remote net.Addr, key xssh.PublicKey) error {
+		h.presented = key
 		err := h.check(addr, remote, key)
 		*caught = err
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	xssh "golang.org/x/crypto/ssh"
 	"io"
 	"os"
@@ -226,4 +227,29 @@ type chanReader chan struct{}
 func (c chanReader) Read([]byte) (int, error) {
 	<-c
 	return 0, io.EOF
+}
+
+// TestDebugLogCountsCost: with a logger, handshakes and round trips are
+// logged at debug level.
+func TestDebugLogCountsCost(t *testing.T) {
+	e := newEnv(t)
+	srv := transporttest.NewSSHServer(t, transporttest.SSHServerOptions{AuthorizedKeys: []xssh.PublicKey{e.key.PublicKey()}})
+	e.trust(t, srv.Addr, srv.HostKey)
+	var logs strings.Builder
+	opts := e.options()
+	opts.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})
+	opts.Hosts["node"] = HostConfig{HostName: "127.0.0.1", Port: srv.Port(), IdentityFiles: []string{e.keyPath}}
+	c := mustDial(t, newDialer(t, opts), "node")
+	if _, err := c.Run(testCtx(t), transport.Cmd{Argv: []string{"true"}, Env: map[string]string{"TOKEN": "s3cret-value"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for _, want := range []string{"ssh handshake: host=node", "host_key=\"ssh-ed25519 SHA256:", `run: host=node cmd=true env=["TOKEN"] exit=0`, "round_trips=1", "connection closed: host=node", "handshakes=1"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("debug log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "s3cret-value") {
+		t.Errorf("debug log shows an env value:\n%s", logs.String())
+	}
 }
