@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/rayform/rayform/engine/transport"
 )
@@ -81,58 +79,6 @@ func (o *out) skip(name, reason string) *out {
 func (o *out) done() []byte {
 	return []byte(o.b.String() + marker + " done\n")
 }
-
-// execConn is a transport.Conn that runs scripts with /bin/sh on this
-// machine: the tests' stand-in for a host.
-type execConn struct {
-	host string
-	path string // PATH for the script, "" for the test's own
-	mu   sync.Mutex
-	n    int
-}
-
-func (c *execConn) Host() string { return c.host }
-
-func (c *execConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-	if cmd.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
-		defer cancel()
-	}
-	x := exec.CommandContext(ctx, "/bin/sh", "-c", cmd.Script)
-	if c.path != "" {
-		x.Env = append(os.Environ(), "PATH="+c.path)
-	}
-	var stdout, stderr bytes.Buffer
-	x.Stdout, x.Stderr = &stdout, &stderr
-	start := time.Now()
-	err := x.Run()
-	res := transport.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		res.ExitCode = ee.ExitCode()
-		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
-	}
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", c.host, err)
-	}
-	return res, nil
-}
-
-func (c *execConn) Upload(context.Context, string, []byte, uint32) error {
-	return errors.New("execConn: upload not supported")
-}
-
-func (c *execConn) Stats() transport.Stats {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return transport.Stats{Handshakes: 1, RoundTrips: c.n}
-}
-
-func (c *execConn) Close() error { return nil }
 
 // cannedConn answers every command with a fixed output (or error), like a
 // host whose probe prints the same thing every time.

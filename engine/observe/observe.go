@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/rayform/rayform/engine/transport"
 )
 
 // DefaultParallelism is the number of hosts probed at once when Observe is
-// given parallelism <= 0.
+// given parallelism <= 0 (Terraform's -parallelism default).
 const DefaultParallelism = 10
 
 // Observe probes every host of spec over conns and returns what it found.
@@ -34,11 +35,15 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 		return nil, fmt.Errorf("observe: invalid spec: %w", err)
 	}
 	hosts := make([]string, 0, len(spec.Hosts))
+	ro := make(map[string]transport.Conn, len(spec.Hosts))
 	for h := range spec.Hosts {
 		if conns[h] == nil {
 			return nil, fmt.Errorf("observe: no connection for host %s", h)
 		}
 		hosts = append(hosts, h)
+		// Belt and braces: observe's commands are read-only by
+		// construction, and the transport refuses anything else.
+		ro[h] = transport.ReadOnly(conns[h])
 	}
 	slices.Sort(hosts)
 	if parallelism <= 0 {
@@ -68,26 +73,27 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 	}
 
 	// Round 1.
-	forEach(ctx, hosts, parallelism, func(ctx context.Context, host string) {
+	_ = transport.ForEach(ctx, hosts, parallelism, func(ctx context.Context, host string) error {
 		cmd := transport.Cmd{Script: ProbeScript(spec.Hosts[host]), Timeout: timeout}
-		out, err := run(ctx, conns[host], cmd)
+		out, err := run(ctx, ro[host], cmd)
 		mu.Lock()
 		facts.RoundTrips[host]++
 		mu.Unlock()
 		if err != nil {
 			fail(host, err)
-			return
+			return nil
 		}
 		hf, err := Parse(out)
 		if err != nil {
-			fail(host, fmt.Errorf("%s: probe: %w", host, err))
-			return
+			fail(host, fmt.Errorf("%s: observe probe: %w", host, err))
+			return nil
 		}
 		hf.Host = host
 		label(hf.RouteChecks, hf.TCPChecks, spec.Hosts[host].Peers)
 		mu.Lock()
 		facts.Hosts[host] = hf
 		mu.Unlock()
+		return nil
 	})
 	if err := ctx.Err(); err != nil {
 		for _, h := range hosts {
@@ -124,10 +130,10 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 			targets[h] = append(targets[h], netip.AddrPortFrom(addr, uint16(p.Port)))
 		}
 	}
-	forEach(ctx, round2, parallelism, func(ctx context.Context, host string) {
+	_ = transport.ForEach(ctx, round2, parallelism, func(ctx context.Context, host string) error {
 		hs := spec.Hosts[host]
 		cmd := transport.Cmd{Script: PeerScript(hs, targets[host]), Timeout: timeout}
-		out, err := run(ctx, conns[host], cmd)
+		out, err := run(ctx, ro[host], cmd)
 		mu.Lock()
 		defer mu.Unlock()
 		facts.RoundTrips[host]++
@@ -158,6 +164,7 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 			peers = append(peers, p)
 		}
 		label(hf.RouteChecks, hf.TCPChecks, peers)
+		return nil
 	})
 	return facts, ctx.Err()
 }
@@ -165,12 +172,14 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 // run runs cmd read-only and returns its stdout. A non-zero exit with probe
 // output is still an answer: the probe reports failures in its sections.
 func run(ctx context.Context, conn transport.Conn, cmd transport.Cmd) ([]byte, error) {
-	cmd.Mutating = false
 	res, err := conn.Run(ctx, cmd)
 	if err != nil {
 		var ee *transport.ExitError
 		if errors.As(err, &ee) && len(res.Stdout) > 0 {
 			return res.Stdout, nil
+		}
+		if strings.HasPrefix(err.Error(), conn.Host()+":") {
+			return nil, fmt.Errorf("observe probe: %w", err)
 		}
 		return nil, fmt.Errorf("%s: observe probe: %w", conn.Host(), err)
 	}
@@ -217,26 +226,4 @@ func label(routes []RouteCheck, tcps []TCPCheck, peers []Peer) {
 			tcps[i].Peer = byAddr[tcps[i].Addr]
 		}
 	}
-}
-
-// forEach calls fn for every host, at most parallelism at a time, and waits.
-// Hosts not started when ctx ends are not started.
-func forEach(ctx context.Context, hosts []string, parallelism int, fn func(ctx context.Context, host string)) {
-	sem := make(chan struct{}, parallelism)
-	var wg sync.WaitGroup
-	for _, h := range hosts {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			fn(ctx, h)
-		}()
-	}
-	wg.Wait()
 }

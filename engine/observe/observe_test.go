@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
 )
 
 // peerOutput is a worker's answer to the second round: the head's fabric
@@ -156,8 +157,8 @@ func TestObserveLocal(t *testing.T) {
 		"b": {Peers: []Peer{{Host: "a"}}},
 	}}
 	conns := map[string]transport.Conn{
-		"a": &guardConn{t: t, inner: &execConn{host: "a"}},
-		"b": &guardConn{t: t, inner: &execConn{host: "b"}},
+		"a": &guardConn{t: t, inner: local.New(local.Options{Host: "a"})},
+		"b": &guardConn{t: t, inner: local.New(local.Options{Host: "b"})},
 	}
 	facts, err := Observe(context.Background(), conns, spec, 0)
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -226,23 +229,23 @@ func TestInspectTemplates(t *testing.T) {
 	}
 }
 
-// runLocal runs script with sh on this machine (the tests' stand-in for a
-// host), with PATH set to path when non-empty.
+// runLocal runs script with /bin/sh on this machine through the local
+// transport (the tests' stand-in for a host), with PATH set to path when
+// non-empty.
 func runLocal(t *testing.T, script, path string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", script)
+	cmd := transport.Cmd{Script: script}
 	if path != "" {
-		cmd.Env = append(os.Environ(), "PATH="+path)
+		cmd.Env = map[string]string{"PATH": path}
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("probe failed: %v\nstderr:\n%s", err, stderr.Bytes())
+	res, err := local.New(local.Options{}).Run(ctx, cmd)
+	if err != nil {
+		t.Fatalf("probe failed: %v\nstderr:\n%s", err, res.Stderr)
 	}
-	if stderr.Len() > 0 {
-		t.Errorf("probe wrote to its own stderr (sections must capture it):\n%s", stderr.Bytes())
+	if len(res.Stderr) > 0 {
+		t.Errorf("probe wrote to its own stderr (sections must capture it):\n%s", res.Stderr)
 	}
-	return stdout.Bytes()
+	return res.Stdout
 }
