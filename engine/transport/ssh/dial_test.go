@@ -293,3 +293,37 @@ func TestDialCancelled(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+// TestTrustNewHostsConcurrent: several dialers (as several rayform runs
+// would) meet the same new host at once; known_hosts gets its key once.
+func TestTrustNewHostsConcurrent(t *testing.T) {
+	e := newEnv(t)
+	srv := startServer(t, "inprocess", serverOpts{}, e.key.PublicKey())
+	opts := e.options()
+	opts.TrustNewHosts = true
+	opts.Hosts["node"] = e.hostConfig(srv)
+	const n = 6
+	errs := make(chan error, n)
+	for range n {
+		d := newDialer(t, opts)
+		go func() {
+			_, err := d.Dial(testCtx(t), "node")
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	kh, err := os.ReadFile(e.knownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(kh), transporttest.KnownHostsLine(srv.addr, srv.hostKey)); got != 1 {
+		t.Errorf("known_hosts holds the key %d times, want 1:\n%s", got, kh)
+	}
+	if st, err := os.Stat(e.knownHosts); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("known_hosts mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+}

@@ -8,6 +8,12 @@
 // which every command is a session (at most MaxSessions at a time), sends
 // keepalives, and reconnects once when a connection dropped between
 // commands. Jump host connections are shared by every host behind them.
+//
+// Remote hosts need a POSIX-compatible login shell (bash, dash, zsh, ksh),
+// /bin/sh and /proc: every command runs under a small /bin/sh wrapper that
+// receives Env over stdin and announces its process group so that a
+// cancelled command can be killed (see wrapper.go). Uploads need cat, chmod
+// and mv, not an SFTP subsystem.
 package ssh
 
 import (
