@@ -253,6 +253,13 @@ func containerTemplate(keys []string) string {
 // (see Parse). It is deterministic for a given spec, changes nothing on the
 // host, and never fails because a tool is missing: that tool's section
 // reports it instead. Items of the spec that Validate rejects are left out.
+//
+// Links come from `ip -j addr show`, which carries every field of `ip -j
+// link show` that the plan reads (name, flags, MTU, operstate, MAC), so the
+// probe runs ip once for both. Whether an image contains Ray is read from
+// the image's config and build history only: running the image would
+// create a container, which is not read-only, so the definitive `ray
+// --version` check is apply's (see RayPresence).
 func ProbeScript(spec HostSpec) string {
 	var b strings.Builder
 	b.Grow(8 << 10)
