@@ -131,9 +131,10 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	unified := fs.Bool("unified", true, "unified CPU/GPU memory (as on GB10)")
 	delay := fs.Duration("delay", 0, "delay added to every packet a node sends on its management link, e.g. 20ms")
 	loss := fs.Float64("loss", 0, "percentage `P` of packets a node sends on its management link that are dropped")
-	var cut, sets listFlag
+	var cut, sets, timing listFlag
 	fs.Var(&cut, "cut", "cut `NODE` off the fabric (repeatable)")
 	fs.Var(&sets, "set", "per-node override `NODE.KEY=VALUE` (keys: fabric-ifname gpus gpu-model memory-gib unified toolkit; repeatable)")
+	fs.Var(&timing, "timing", "simnode timing override `KEY=DURATION` on every node, e.g. weight_load=2s (repeatable)")
 	simnode := fs.String("simnode", "", "simnode binary `PATH` (default: simnode next to rayform, then $PATH)")
 	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
 	bigMiB := fs.Int("big-image-mib", lab.DefaultBigImageMiB, "size in `MiB` of the large image's filler layer")
@@ -146,8 +147,19 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	}
 	cfg := lab.Config{
 		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
-		FabricMTU: *mtu, GPUs: *gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
+		FabricMTU: *mtu, GPUs: gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
 		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB,
+	}
+	for _, kv := range timing {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(c.stderr, "Error: -timing %q: want KEY=DURATION\n", kv)
+			return exitError
+		}
+		if cfg.Timing == nil {
+			cfg.Timing = map[string]string{}
+		}
+		cfg.Timing[k] = v
 	}
 	if *gpus == 0 {
 		cfg.Overrides = append(noGPUOverrides(*nodes), cfg.Overrides...)

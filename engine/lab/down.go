@@ -34,6 +34,12 @@ func Down(ctx context.Context, cfg Config) error {
 
 	// 1. Graceful stop through the supervisor: dockerd stops its containers
 	// and containerd; then everything else.
+	// Containers die first, at once: nothing in a lab needs a graceful stop,
+	// and dockerd then shuts down without waiting out stop timeouts.
+	containers := listProcs(func(pid int, _ string) bool { return inLabCgroup(pid, "/"+cfg.Name+"-spark") })
+	if err := killAndWait(ctx, containers, syscall.SIGKILL, 0); err != nil {
+		errs = append(errs, err)
+	}
 	sock := filepath.Join(cfg.Dir, supervisorSock)
 	if _, err := os.Stat(sock); err == nil {
 		sup := newSupClient(sock)
@@ -157,14 +163,16 @@ func labProcs(name, dir string, nsNames []string) []procInfo {
 // parents (where dockerd puts the containers of the lab's nodes).
 func inLabCgroup(pid int, prefix string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return err == nil && cgroupLinesMatch(string(b), prefix)
+}
+
+// cgroupLinesMatch reports whether a /proc/PID/cgroup content names a cgroup
+// prefix+N or below it (/rflab-spark1 or /rflab-spark1/<id>, not /rflab-spark1x).
+func cgroupLinesMatch(content, prefix string) bool {
+	for _, line := range strings.Split(content, "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) == 3 && strings.HasPrefix(parts[2], prefix) {
 			rest := strings.TrimPrefix(parts[2], prefix)
-			// /rflab-spark1 or /rflab-spark1/<container>, not /rflab-spark1x
 			digits := strings.TrimLeft(rest, "0123456789")
 			if len(digits) < len(rest) && (digits == "" || digits[0] == '/') {
 				return true

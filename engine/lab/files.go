@@ -103,29 +103,28 @@ func (n Node) sshdConfig(authorizedKeys string) string {
 	return b.String()
 }
 
-// hardware is the simulated hardware of one node, as simnode reads it from
-// SIMNODE_HARDWARE (and, in containers, /etc/simnode/hardware.json).
+// hardware is the simulated hardware of one node in simnode's format (see
+// cmd/simnode/internal/hw), read from SIMNODE_HARDWARE on the host and from
+// /etc/simnode/hardware.json in containers started with --gpus.
 type hardware struct {
-	Hostname      string        `json:"hostname"`
-	DriverVersion string        `json:"driver_version"`
-	CUDAVersion   string        `json:"cuda_version"`
-	MemoryGiB     float64       `json:"memory_gib"`
-	Unified       bool          `json:"unified_memory"`
-	GPUs          []hardwareGPU `json:"gpus"`
-	RDMA          []hardwareIB  `json:"rdma"`
+	GPUs          []hardwareGPU     `json:"gpus"`
+	MemoryMiB     int64             `json:"memory_mib"`
+	UnifiedMemory bool              `json:"unified_memory"`
+	DriverVersion string            `json:"driver_version"`
+	CUDAVersion   string            `json:"cuda_version"`
+	RDMA          []hardwareRDMA    `json:"rdma,omitempty"`
+	Timing        map[string]string `json:"timing,omitempty"`
 }
 
 type hardwareGPU struct {
-	Index    int    `json:"index"`
-	Name     string `json:"name"`
-	UUID     string `json:"uuid"`
-	PCIBusID string `json:"pci_bus_id"`
+	Name string `json:"name"`
 	// MemoryMiB is 0 for unified memory (nvidia-smi prints [N/A]).
-	MemoryMiB int `json:"memory_mib"`
+	MemoryMiB int64  `json:"memory_mib"`
+	UUID      string `json:"uuid"`
 }
 
-type hardwareIB struct {
-	Device string `json:"device"`
+type hardwareRDMA struct {
+	HCA    string `json:"hca"`
 	Port   int    `json:"port"`
 	Netdev string `json:"netdev"`
 }
@@ -141,27 +140,27 @@ func rdmaName(netdev string) string {
 	return "roce_" + netdev
 }
 
-// hardwareJSON renders the node's hardware.json.
-func (n Node) hardwareJSON(lab string) ([]byte, error) {
+// hardwareJSON renders the node's hardware.json; timing overrides simnode's
+// simulated durations (weight_load, c10d_timeout, ...).
+func (n Node) hardwareJSON(lab string, timing map[string]string) ([]byte, error) {
 	hw := hardware{
-		Hostname:      n.Name,
+		GPUs:          []hardwareGPU{},
+		MemoryMiB:     int64(n.MemoryGiB * 1024),
+		UnifiedMemory: n.Unified,
 		DriverVersion: "580.126.09",
 		CUDAVersion:   "13.0",
-		MemoryGiB:     n.MemoryGiB,
-		Unified:       n.Unified,
-		GPUs:          []hardwareGPU{},
-		RDMA:          []hardwareIB{{Device: rdmaName(n.FabricIfname), Port: 1, Netdev: n.FabricIfname}},
+		RDMA:          []hardwareRDMA{{HCA: rdmaName(n.FabricIfname), Port: 1, Netdev: n.FabricIfname}},
+		Timing:        timing,
 	}
 	for i := range n.GPUs {
+		// UUIDs differ per node, as on real GPUs.
 		sum := sha256.Sum256([]byte(lab + "/" + n.Name + "/" + fmt.Sprint(i)))
 		g := hardwareGPU{
-			Index:    i,
-			Name:     n.GPUModel,
-			UUID:     fmt.Sprintf("GPU-%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]),
-			PCIBusID: fmt.Sprintf("0000:%02X:00.0", 0x0F+i),
+			Name: n.GPUModel,
+			UUID: fmt.Sprintf("GPU-%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]),
 		}
 		if !n.Unified {
-			g.MemoryMiB = int(n.MemoryGiB * 1024)
+			g.MemoryMiB = int64(n.MemoryGiB * 1024)
 		}
 		hw.GPUs = append(hw.GPUs, g)
 	}

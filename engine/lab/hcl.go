@@ -7,31 +7,88 @@ import (
 	"strings"
 )
 
-// rayformHCL renders a rayform configuration for the lab: its nodes over
-// SSH (with the lab's ssh_config and known_hosts), a Ray cluster on the
-// fabric and a vLLM server, as in the seeds' DGX Spark pair.
+// rayformHCL renders a rayform configuration for the lab, shaped like
+// examples/dgx-spark-pair: the nodes over SSH (root with the lab's key; the
+// host keys are in the lab's known_hosts, which ssh_config names), the fabric
+// network, a Ray cluster of every node on the lab's Ray + vLLM image and a
+// vLLM server.
 func (l *Lab) rayformHCL() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
-	w("# rayform configuration of lab %q (written by `rayform lab up`).", l.Name)
-	w("# Run rayform from the lab's client namespace, e.g.:")
+	w("# rayform configuration of lab %q, written by `rayform lab up`.", l.Name)
+	w("# Run rayform in the lab's client namespace (the only one with a route to the nodes):")
+	w("#")
 	w("#   ip netns exec %s rayform -chdir %s plan", l.ClientNetns, l.Dir)
+	w("#")
+	w("# SSH: %s (known_hosts: %s).", l.SSHConfig, l.KnownHosts)
 	w("")
+	gpus := 0
+	ifnames := map[string]bool{}
 	for _, n := range l.Nodes {
 		w("node %q {", n.Name)
-		w("  address    = %q", n.MgmtIP)
-		w("  user       = \"root\"")
-		w("  ssh_config = %q", l.SSHConfig)
+		w("  host          = %q", n.MgmtIP)
+		w("  user          = \"root\"")
+		w("  identity_file = %q", l.Key)
+		w("  gpus          = %d", n.GPUs)
 		w("}")
 		w("")
+		gpus += n.GPUs
+		ifnames[n.FabricIfname] = true
 	}
 	w("network \"fabric\" {")
-	w("  cidr = \"%s0/24\"", FabricPrefix)
-	w("  interfaces = {")
-	for _, n := range l.Nodes {
-		w("    %s = %q", n.Name, n.FabricIfname)
+	w("  cidr      = \"%s0/24\"", FabricPrefix)
+	if len(ifnames) == 1 {
+		w("  interface = %q", l.Nodes[0].FabricIfname)
+	} else {
+		w("  interface = {")
+		for _, n := range l.Nodes {
+			w("    %s = %q", n.Name, n.FabricIfname)
+		}
+		w("  }")
 	}
-	w("  }")
+	if l.Nodes[0].FabricMTU != DefaultFabricMTU {
+		w("  mtu       = %d", l.Nodes[0].FabricMTU)
+	}
+	w("}")
+	if !l.Docker {
+		return b.String()
+	}
+	w("")
+	image, _, _ := strings.Cut(ImageRayVLLM, ":")
+	w("ray_cluster \"spark\" {")
+	w("  image          = %q", image)
+	w("  head           = node.%s", l.Nodes[0].Name)
+	var workers []string
+	for _, n := range l.Nodes[1:] {
+		workers = append(workers, "node."+n.Name)
+	}
+	w("  workers        = [%s]", strings.Join(workers, ", "))
+	w("  network        = network.fabric")
+	w("  memory_monitor = false")
+	w("}")
+	w("")
+	w("vllm_serve \"qwen\" {")
+	w("  cluster                = ray_cluster.spark")
+	w("  model                  = \"Qwen/Qwen3.5-122B-A10B-FP8\"")
+	w("  served_model_name      = \"qwen3.5-122b\"")
+	tp, pp := gpus, 1
+	if len(l.Nodes) > 2 && l.Nodes[0].GPUs > 0 {
+		// Tensor parallel inside a node, pipeline parallel across nodes.
+		tp, pp = l.Nodes[0].GPUs, len(l.Nodes)
+	}
+	if tp < 1 {
+		tp = 1
+	}
+	w("  tensor_parallel_size   = %d", tp)
+	if pp > 1 {
+		w("  pipeline_parallel_size = %d", pp)
+	}
+	w("  gpu_memory_utilization = 0.85")
+	w("  max_model_len          = 32768")
+	w("}")
+	w("")
+	w("output \"endpoint\" {")
+	w("  value = vllm_serve.qwen.endpoint")
 	w("}")
 	return b.String()
 }

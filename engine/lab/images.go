@@ -32,7 +32,7 @@ import (
 // dockerd is a real pull over the management network.
 
 const (
-	imageFormat = "rayform-lab-image-v1"
+	imageFormat = "rayform-lab-image-v2"
 	mediaLayer  = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 	mediaConfig = "application/vnd.docker.container.image.v1+json"
 	mediaV2     = "application/vnd.docker.distribution.manifest.v2+json"
@@ -240,6 +240,10 @@ func simnodeEntries(simnode []byte, withRay bool) []tarEntry {
 	es := []tarEntry{
 		{name: "usr/local/bin/simnode", typ: tar.TypeReg, mode: 0o755, data: simnode},
 		{name: "usr/local/bin/vllm", typ: tar.TypeSymlink, mode: 0o777, linkname: "simnode"},
+		// On a GPU host the NVIDIA container toolkit mounts nvidia-smi into
+		// --gpus containers; here it is in the image and finds the GPUs the
+		// hook copied in (without --gpus it finds no driver).
+		{name: "usr/bin/nvidia-smi", typ: tar.TypeSymlink, mode: 0o777, linkname: "/usr/local/bin/simnode"},
 	}
 	if withRay {
 		es = append(es, tarEntry{name: "usr/local/bin/ray", typ: tar.TypeSymlink, mode: 0o777, linkname: "simnode"})

@@ -72,9 +72,9 @@ type Config struct {
 	// FabricMTU is the fabric interfaces' MTU (default 1500).
 	FabricMTU int
 	// GPUs, GPUModel, MemoryGiB and Unified describe every node's hardware.
-	// Defaults: 1 × NVIDIA GB10 with 119.70 GiB of unified memory. Unified
-	// is a pointer so false can be told from unset.
-	GPUs      int
+	// Defaults: 1 × NVIDIA GB10 with 119.70 GiB of unified memory. GPUs and
+	// Unified are pointers so 0 and false can be told from unset.
+	GPUs      *int
 	GPUModel  string
 	MemoryGiB float64
 	Unified   *bool
@@ -86,6 +86,10 @@ type Config struct {
 	Delay time.Duration
 	// Loss drops that percentage (0-100) of what a node sends on its management link.
 	Loss float64
+	// Timing overrides simnode's simulated durations on every node (keys of
+	// simnode's hardware "timing": weight_load, graph_capture, c10d_timeout,
+	// tokens_per_second, ...), e.g. {"weight_load": "1s"}.
+	Timing map[string]string
 	// Cut lists nodes whose fabric port is down from the start.
 	Cut []string
 	// BigImageMiB is the size of ImageBig's filler layer (default 256).
@@ -162,8 +166,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FabricMTU < 576 || c.FabricMTU > 65535 {
 		return c, fmt.Errorf("fabric MTU %d: want 576 to 65535", c.FabricMTU)
 	}
-	if c.GPUs < 0 {
-		return c, fmt.Errorf("-gpus %d: want 0 or more", c.GPUs)
+	if c.GPUs == nil {
+		n := DefaultGPUs
+		c.GPUs = &n
+	}
+	if *c.GPUs < 0 {
+		return c, fmt.Errorf("-gpus %d: want 0 or more", *c.GPUs)
 	}
 	if c.GPUModel == "" {
 		c.GPUModel = DefaultGPUModel
@@ -241,7 +249,7 @@ func (c Config) nodes() ([]Node, error) {
 			FabricIfname: c.FabricIfname,
 			FabricIP:     FabricIP(i),
 			FabricMTU:    c.FabricMTU,
-			GPUs:         c.GPUs,
+			GPUs:         *c.GPUs,
 			GPUModel:     c.GPUModel,
 			MemoryGiB:    c.MemoryGiB,
 			Unified:      *c.Unified,

@@ -187,7 +187,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 	}
 	cfg.emit(start, "network", fmt.Sprintf("%d namespaces, management %s0/24, fabric %s0/24", len(nodes)+2, MgmtPrefix, FabricPrefix))
 
-	hostKeys, err := l.writeNodeFiles(simnode)
+	hostKeys, err := l.writeNodeFiles(simnode, cfg.Timing)
 	if err != nil {
 		<-imgErr
 		return nil, err
@@ -348,7 +348,7 @@ func (l *Lab) nodeNetns() []string {
 // writeNodeFiles writes keys, configs, hardware and bin directories, and
 // creates each node's UTS namespace (its hostname). It returns the nodes'
 // host public keys.
-func (l *Lab) writeNodeFiles(simnode string) (map[string]string, error) {
+func (l *Lab) writeNodeFiles(simnode string, timing map[string]string) (map[string]string, error) {
 	clientPub, err := ensureKey(l.Key, "rayform-lab-"+l.Name)
 	if err != nil {
 		return nil, err
@@ -376,7 +376,7 @@ func (l *Lab) writeNodeFiles(simnode string) (map[string]string, error) {
 		if err := os.WriteFile(filepath.Join(n.Dir, "sshd_config"), []byte(n.sshdConfig(authorized)), 0o644); err != nil {
 			return nil, fmt.Errorf("write sshd_config of %s: %w", n.Name, err)
 		}
-		hw, err := n.hardwareJSON(l.Name)
+		hw, err := n.hardwareJSON(l.Name, timing)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,197 @@
+//go:build linux
+
+package lab
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requireLab skips the test unless this host can run a lab.
+func requireLab(t testing.TB, docker bool) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("lab tests need root (network namespaces, sshd, dockerd)")
+	}
+	if _, err := hostTools(docker, false); err != nil {
+		t.Skipf("lab tests need the lab's host programs: %v", err)
+	}
+	for _, p := range []string{"ssh", "go"} {
+		if _, err := goOrLook(p); err != nil {
+			t.Skipf("lab tests need %s: %v", p, err)
+		}
+	}
+	if docker {
+		if _, err := os.Stat("/usr/bin/busybox"); err != nil {
+			t.Skip("lab tests with Docker need a static /usr/bin/busybox (Debian package busybox-static)")
+		}
+		if _, err := exec.LookPath("docker"); err != nil {
+			t.Skip("lab tests with Docker need the docker client")
+		}
+	}
+}
+
+func goOrLook(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil || name != "go" {
+		return p, err
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	_, err := os.Stat(p)
+	return p, err
+}
+
+// simnodeBinary builds cmd/simnode (static) for the test, or returns
+// $RAYFORM_LAB_SIMNODE when set.
+func simnodeBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("RAYFORM_LAB_SIMNODE"); p != "" {
+		return p
+	}
+	goBin, err := goOrLook("go")
+	if err != nil {
+		t.Fatalf("find go: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "simnode")
+	cmd := exec.Command(goBin, "build", "-o", out, "github.com/rayform/rayform/cmd/simnode")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build simnode: %v\n%s", err, b)
+	}
+	return out
+}
+
+// upLab brings a lab up for the test and tears it down (checking that
+// nothing is left) when the test ends.
+func upLab(t testing.TB, cfg Config) *Lab {
+	t.Helper()
+	requireLab(t, !cfg.NoDocker)
+	if cfg.Simnode == "" {
+		cfg.Simnode = simnodeBinary(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// A lab left by an interrupted earlier run is cleared by Up itself.
+	t.Cleanup(func() { downAndCheck(t, cfg) })
+	l, err := Up(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Up: %v", err)
+	}
+	return l
+}
+
+// downAndCheck runs Down and fails the test if any namespace, process,
+// mount, cgroup or file of the lab is left.
+func downAndCheck(t testing.TB, cfg Config) {
+	t.Helper()
+	c, err := cfg.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Down(ctx, c); err != nil {
+		t.Errorf("Down: %v", err)
+	}
+	if ns := labNetns(c.Name); len(ns) > 0 {
+		t.Errorf("namespaces left after Down: %v", ns)
+	}
+	self := ancestors()
+	procs := listProcs(func(pid int, cmdline string) bool {
+		return !self[pid] && (strings.Contains(cmdline, c.Dir) || strings.Contains(cmdline, c.Name+"-"))
+	})
+	for _, p := range procs {
+		t.Errorf("process left after Down: %d %s", p.PID, p.Cmdline)
+	}
+	if b, err := os.ReadFile("/proc/self/mounts"); err == nil && bytes.Contains(b, []byte(c.Dir)) {
+		mps, _ := mountsUnder(c.Dir)
+		t.Errorf("mounts left after Down: %v", mps)
+	}
+	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+		t.Errorf("lab dir %s left after Down (stat: %v)", c.Dir, err)
+	}
+	if cgs, _ := filepath.Glob("/sys/fs/cgroup/*/" + c.Name + "-spark*"); len(cgs) > 0 {
+		t.Errorf("cgroups left after Down: %v", cgs)
+	}
+}
+
+// run runs argv in node's namespace (or "client") and returns combined output.
+func labRun(t testing.TB, l *Lab, node string, argv ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd, err := l.Command(ctx, node, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// ssh runs a command on node over SSH from the client namespace with the
+// lab's ssh_config (strict host key checking), failing the test on error.
+func sshOK(t testing.TB, l *Lab, node, command string) string {
+	t.Helper()
+	out, err := sshErr(t, l, node, command)
+	if err != nil {
+		t.Fatalf("ssh %s %q: %v\n%s", node, command, err, out)
+	}
+	return out
+}
+
+func sshErr(t testing.TB, l *Lab, node, command string, opts ...string) (string, error) {
+	t.Helper()
+	argv := append([]string{"ssh", "-F", l.SSHConfig}, opts...)
+	return labRun(t, l, ClientName, append(argv, node, command)...)
+}
+
+// dialFrom connects to addr from the network namespace of node.
+func dialFrom(l *Lab, node, addr string) error {
+	ns := netnsPath(l.ClientNetns)
+	if node != ClientName {
+		n, err := l.Node(node)
+		if err != nil {
+			return err
+		}
+		ns = n.NetnsPath()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	c, err := dialIn(ctx, ns, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// listenIn listens on addr inside node's namespace and accepts (and closes)
+// connections until the test ends.
+func listenIn(t testing.TB, n *Node, addr string) string {
+	t.Helper()
+	var ln net.Listener
+	if err := inNetns(n.NetnsPath(), func() error {
+		var err error
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatalf("listen on %s in %s: %v", addr, n.Name, err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}

@@ -1,0 +1,313 @@
+//go:build linux
+
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTwoNodeLab brings up a DGX Spark pair and checks it from the client
+// namespace as rayform would see it.
+func TestTwoNodeLab(t *testing.T) {
+	l := upLab(t, Config{Name: "rfl-pair"})
+	ctx := context.Background()
+
+	hw := map[string]hardware{}
+	for _, n := range l.Nodes {
+		b, err := os.ReadFile(n.Hardware)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h hardware
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatal(err)
+		}
+		hw[n.Name] = h
+	}
+
+	t.Run("ssh with the lab's ssh_config and known_hosts", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			if got := strings.TrimSpace(sshOK(t, l, n.Name, "hostname")); got != n.Name {
+				t.Errorf("ssh %s hostname = %q", n.Name, got)
+			}
+		}
+	})
+
+	t.Run("unknown host key is refused", func(t *testing.T) {
+		out, err := sshErr(t, l, "spark1", "true", "-o", "UserKnownHostsFile=/dev/null")
+		if err == nil || !strings.Contains(out, "Host key verification failed") {
+			t.Errorf("ssh without known host key: err=%v out=%q, want a host key verification failure", err, out)
+		}
+	})
+
+	t.Run("session environment", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			out := sshOK(t, l, n.Name, `echo "$DOCKER_HOST|$SIMNODE_HARDWARE|$(command -v nvidia-smi)"`)
+			want := n.DockerHost + "|" + n.Hardware + "|" + filepath.Join(n.BinDir, "nvidia-smi")
+			if strings.TrimSpace(out) != want {
+				t.Errorf("%s session env = %q, want %q", n.Name, strings.TrimSpace(out), want)
+			}
+		}
+	})
+
+	t.Run("reachability", func(t *testing.T) {
+		head, _ := l.Node("spark1")
+		fabricAddr := listenIn(t, head, head.FabricIP+":0")
+		mgmtAddr := listenIn(t, head, head.MgmtIP+":0")
+		tests := []struct {
+			from, addr string
+			want       bool
+		}{
+			{"spark2", fabricAddr, true},         // workers reach the head on the fabric
+			{"spark2", mgmtAddr, false},          // but not on its management address
+			{"spark2", "10.1.230.180:22", false}, // not even its sshd
+			{ClientName, mgmtAddr, true},         // the client reaches management addresses
+			{ClientName, "10.1.230.181:22", true},
+			{ClientName, fabricAddr, false}, // the client has no fabric address
+			{"spark1", "10.1.230.181:22", false},
+			{"spark2", RegistryAddr(), true}, // nodes reach the registry
+		}
+		for _, tt := range tests {
+			t.Run(tt.from+" to "+tt.addr, func(t *testing.T) {
+				t.Parallel() // an unanswered ARP takes 3s to fail
+				err := dialFrom(l, tt.from, tt.addr)
+				if (err == nil) != tt.want {
+					t.Errorf("dial %s from %s: err=%v, want reachable=%v", tt.addr, tt.from, err, tt.want)
+				}
+			})
+		}
+	})
+
+	t.Run("default route source is the management address", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			var local string
+			// A UDP "connect" sends nothing; it only picks the route and source,
+			// as Ray's address auto-detection does.
+			if err := inNetns(n.NetnsPath(), func() error {
+				c, err := net.Dial("udp", "10.255.255.255:9")
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				local, _, _ = net.SplitHostPort(c.LocalAddr().String())
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if local != n.MgmtIP {
+				t.Errorf("%s default route source = %s, want %s", n.Name, local, n.MgmtIP)
+			}
+		}
+	})
+
+	t.Run("docker info answers per node", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			out := strings.TrimSpace(sshOK(t, l, n.Name, `docker info --format '{{.Name}}|{{.DockerRootDir}}|{{.Labels}}'`))
+			want := n.Name + "|" + filepath.Join(n.Dir, "docker") + "|"
+			if !strings.HasPrefix(out, want) || !strings.Contains(out, "dev.rayform.lab.node="+n.Name) {
+				t.Errorf("docker info on %s = %q, want %q...", n.Name, out, want)
+			}
+		}
+	})
+
+	t.Run("docker run --gpus all sees the node's GPU", func(t *testing.T) {
+		for _, n := range l.Nodes {
+			out := sshOK(t, l, n.Name, "docker run --rm --gpus all --network host "+ImageRayVLLM+
+				" nvidia-smi --query-gpu=name,uuid --format=csv,noheader")
+			want := n.GPUModel + ", " + hw[n.Name].GPUs[0].UUID
+			if !strings.Contains(out, want) {
+				t.Errorf("nvidia-smi in a --gpus container on %s:\n%s\nwant %q", n.Name, out, want)
+			}
+		}
+		if hw["spark1"].GPUs[0].UUID == hw["spark2"].GPUs[0].UUID {
+			t.Error("both nodes have the same GPU UUID")
+		}
+	})
+
+	t.Run("pulls go through the lab registry", func(t *testing.T) {
+		out := sshOK(t, l, "spark2", "docker pull "+RegistryAddr()+"/"+ImageNoRay+" && docker pull "+ImageNoRay)
+		if !strings.Contains(out, "Status: Downloaded newer image for "+RegistryAddr()+"/"+ImageNoRay) {
+			t.Errorf("qualified pull: %s", out)
+		}
+		log, err := os.ReadFile(filepath.Join(l.Dir, "registry", "registry.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The mirrored pull of the unqualified Docker Hub name asked the lab registry.
+		re := regexp.MustCompile(`10\.1\.230\.181 - - .*"GET /v2/` + regexp.QuoteMeta(strings.Split(ImageRayVLLM, ":")[0]) + `/manifests/`)
+		if !re.Match(log) {
+			t.Errorf("registry log has no manifest GET for %s from spark2:\n%s", ImageRayVLLM, tail(filepath.Join(l.Dir, "registry", "registry.log"), 10))
+		}
+	})
+
+	t.Run("the image without Ray has no ray", func(t *testing.T) {
+		out, err := sshErr(t, l, "spark1", "docker run --rm --network host --entrypoint /bin/bash "+ImageNoRay+" -c 'ray start --head'; echo exit=$?")
+		if err != nil || !strings.Contains(out, "ray: not found") || !strings.Contains(out, "exit=127") {
+			t.Errorf("ray in %s: err=%v out=%q, want `ray: not found` and exit 127", ImageNoRay, err, out)
+		}
+	})
+
+	t.Run("cut takes the fabric port down", func(t *testing.T) {
+		head, _ := l.Node("spark1")
+		addr := listenIn(t, head, head.FabricIP+":0")
+		if err := l.Cut(ctx, "spark2", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := dialFrom(l, "spark2", addr); err == nil {
+			t.Error("spark2 reached the head's fabric address while cut")
+		}
+		if err := l.Cut(ctx, "spark2", false); err != nil {
+			t.Fatal(err)
+		}
+		if err := dialFrom(l, "spark2", addr); err != nil {
+			t.Errorf("spark2 after uncut: %v", err)
+		}
+	})
+
+	t.Run("up again is a no-op", func(t *testing.T) {
+		again, err := Up(ctx, Config{Name: "rfl-pair", Simnode: simnodeBinary(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.SupervisorPID != l.SupervisorPID {
+			t.Errorf("second Up rebuilt the lab (supervisor %d, was %d)", again.SupervisorPID, l.SupervisorPID)
+		}
+		if err := again.Health(ctx); err != nil {
+			t.Errorf("Health: %v", err)
+		}
+	})
+
+	t.Run("a different shape is refused while up", func(t *testing.T) {
+		_, err := Up(ctx, Config{Name: "rfl-pair", Nodes: 3, Simnode: simnodeBinary(t)})
+		if err == nil || !strings.Contains(err.Error(), "different shape") {
+			t.Errorf("Up with 3 nodes over a 2-node lab: %v", err)
+		}
+	})
+
+	t.Run("lab.json describes the topology", func(t *testing.T) {
+		got, err := Load(l.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ClientNetns != "rfl-pair-client" || len(got.Nodes) != 2 || got.Nodes[1].FabricIP != "192.168.200.13" ||
+			got.Registry != "10.1.230.1:5000" || got.SupervisorPID == 0 {
+			t.Errorf("lab.json = %+v", got)
+		}
+	})
+}
+
+// TestNodeLifecycle reboots and powers off a node, and checks a node without
+// the NVIDIA container toolkit.
+func TestNodeLifecycle(t *testing.T) {
+	l := upLab(t, Config{Name: "rfl-life", Nodes: 1, Overrides: []string{"spark1.toolkit=false"}})
+	ctx := context.Background()
+
+	t.Run("--gpus without the toolkit fails as docker does", func(t *testing.T) {
+		out, err := sshErr(t, l, "spark1", "docker run --rm --gpus all "+ImageRayVLLM+" true")
+		if err == nil || !strings.Contains(out, `could not select device driver "" with capabilities: [[gpu]]`) {
+			t.Errorf("docker run --gpus all without the hook: err=%v\n%s", err, out)
+		}
+	})
+
+	sshOK(t, l, "spark1", "docker run -d --name plain --stop-timeout 1 --network host "+ImageRayVLLM+" sleep 600 && "+
+		"docker run -d --name always --stop-timeout 1 --restart always --network host "+ImageRayVLLM+" sleep 600")
+
+	t.Run("reboot stops containers and restarts daemons", func(t *testing.T) {
+		if err := l.Reboot(ctx, "spark1"); err != nil {
+			t.Fatal(err)
+		}
+		out := sshOK(t, l, "spark1", `docker inspect -f '{{.Name}} {{.State.Status}}' plain always`)
+		if !strings.Contains(out, "/plain exited") || !strings.Contains(out, "/always running") {
+			t.Errorf("after reboot:\n%s\nwant plain exited and always running (restart policy)", out)
+		}
+		if err := l.Health(ctx); err != nil {
+			t.Errorf("Health after reboot: %v", err)
+		}
+	})
+
+	t.Run("power off", func(t *testing.T) {
+		if err := l.PowerOff(ctx, "spark1"); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := l.Node("spark1")
+		if left := procsInNetns(n.NetnsPath()); len(left) > 0 {
+			t.Errorf("processes still run on a powered-off node: %v", left)
+		}
+		if err := dialFrom(l, ClientName, n.MgmtIP+":22"); err == nil {
+			t.Error("sshd of a powered-off node answers")
+		}
+		if err := l.Health(ctx); err != nil {
+			t.Errorf("Health with a node off: %v", err)
+		}
+	})
+
+	t.Run("power on keeps state", func(t *testing.T) {
+		if err := l.PowerOn(ctx, "spark1"); err != nil {
+			t.Fatal(err)
+		}
+		out := sshOK(t, l, "spark1", `docker ps -a --format '{{.Names}}' | sort | tr '\n' ' '`)
+		if strings.TrimSpace(out) != "always plain" {
+			t.Errorf("containers after power on: %q", out)
+		}
+	})
+}
+
+// TestTransportOnlyLab checks a lab without Docker: per-node fabric names,
+// MTU, and a node cut from the start.
+func TestTransportOnlyLab(t *testing.T) {
+	l := upLab(t, Config{Name: "rfl-ssh", Nodes: 3, NoDocker: true, FabricMTU: 9000,
+		Overrides: []string{"spark3.fabric-ifname=enP2p1s0f1np1"}, Cut: []string{"spark2"}})
+	tests := []struct {
+		node, ifname string
+		up           bool
+	}{
+		{"spark1", "enp1s0f1np1", true},
+		{"spark2", "enp1s0f1np1", false},
+		{"spark3", "enP2p1s0f1np1", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			out, err := labRun(t, l, tt.node, "ip", "-j", "link", "show", tt.ifname)
+			if err != nil {
+				t.Fatalf("ip link show %s: %v\n%s", tt.ifname, err, out)
+			}
+			var links []struct {
+				MTU   int      `json:"mtu"`
+				Flags []string `json:"flags"`
+			}
+			if err := json.Unmarshal([]byte(out), &links); err != nil || len(links) != 1 {
+				t.Fatalf("parse %q: %v", out, err)
+			}
+			carrier := !strings.Contains(strings.Join(links[0].Flags, ","), "NO-CARRIER")
+			if links[0].MTU != 9000 || carrier != tt.up {
+				t.Errorf("%s %s: mtu %d flags %v, want mtu 9000 carrier=%v", tt.node, tt.ifname, links[0].MTU, links[0].Flags, tt.up)
+			}
+			if got := strings.TrimSpace(sshOK(t, l, tt.node, "ibdev2netdev")); got != rdmaName(tt.ifname)+" port 1 ==> "+tt.ifname+" (Up)" &&
+				got != rdmaName(tt.ifname)+" port 1 ==> "+tt.ifname+" (Down)" {
+				t.Errorf("ibdev2netdev on %s = %q", tt.node, got)
+			}
+		})
+	}
+}
+
+// TestDownWhenNothingIsUp checks that Down is idempotent.
+func TestDownWhenNothingIsUp(t *testing.T) {
+	requireLab(t, false)
+	cfg := Config{Name: "rfl-none", Dir: filepath.Join(t.TempDir(), "lab")}
+	for i := range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := Down(ctx, cfg)
+		cancel()
+		if err != nil {
+			t.Errorf("Down #%d of a lab that is not up: %v", i+1, err)
+		}
+	}
+}
