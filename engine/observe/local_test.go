@@ -2,7 +2,6 @@ package observe
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -302,5 +301,4 @@ func TestParseNotProbeOutput(t *testing.T) {
 	if err != nil || !f.Complete {
 		t.Errorf("Parse with a banner: %v %+v", err, f)
 	}
-	_ = context.Background
 }
