@@ -23,6 +23,8 @@ import (
 // Entry is one process's usage.
 type Entry struct {
 	PID int `json:"pid"`
+	// Slot tells apart several simulated workers in one process.
+	Slot int `json:"slot"`
 	// SysMiB counts against system memory (all of it on unified-memory
 	// nodes; host-side buffers otherwise).
 	SysMiB int64 `json:"sys_mib"`
@@ -57,7 +59,7 @@ func (l *Ledger) Set(e Entry) error {
 	if err != nil {
 		return err
 	}
-	name := filepath.Join(l.dir, strconv.Itoa(e.PID)+".json")
+	name := filepath.Join(l.dir, fmt.Sprintf("%d_%d.json", e.PID, e.Slot))
 	tmp := name + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("memory ledger: %w", err)
@@ -68,9 +70,12 @@ func (l *Ledger) Set(e Entry) error {
 	return nil
 }
 
-// Remove drops pid's entry.
+// Remove drops every entry of pid.
 func (l *Ledger) Remove(pid int) {
-	_ = os.Remove(filepath.Join(l.dir, strconv.Itoa(pid)+".json"))
+	matches, _ := filepath.Glob(filepath.Join(l.dir, strconv.Itoa(pid)+"_*.json"))
+	for _, m := range matches {
+		_ = os.Remove(m)
+	}
 }
 
 func alive(pid int) bool {
@@ -91,7 +96,8 @@ func (l *Ledger) Entries() []Entry {
 		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		pid, err := strconv.Atoi(strings.TrimSuffix(name, ".json"))
+		pidStr, _, _ := strings.Cut(strings.TrimSuffix(name, ".json"), "_")
+		pid, err := strconv.Atoi(pidStr)
 		if err != nil {
 			continue
 		}

@@ -25,7 +25,7 @@ func clientConnect(ctx context.Context, p *sim.Proc, explicit string) (*gcs.Clie
 	}
 	tm := hw.DefaultTiming(p.Env)
 	tm.GCSRetries = 1
-	c, err := connectGCS(ctx, p, addr, tm)
+	c, err := ConnectGCS(ctx, p, addr, tm, gcs.Hello{Role: "client"}, nil)
 	if err != nil {
 		return nil, 1
 	}

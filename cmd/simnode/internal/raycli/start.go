@@ -23,6 +23,7 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/netx"
 	"github.com/rayform/rayform/cmd/simnode/internal/pylog"
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
+	"github.com/rayform/rayform/cmd/simnode/internal/wire"
 )
 
 // Line numbers of scripts.py (Ray 2.53) that record-style lines cite.
@@ -41,25 +42,50 @@ const (
 	usageStatsText = "Usage stats collection is enabled by default without user confirmation because this terminal is detected to be non-interactive. To disable this, add `--disable-usage-stats` to the command that starts the cluster, or run the following command: `ray disable-usage-stats` before starting the cluster. See https://docs.ray.io/en/master/cluster/usage-stats.html for more details."
 )
 
-// nodeResources computes what the raylet registers: CPU, GPU, memory,
-// object_store_memory, node:<ip>, the head marker, the accelerator type and
-// --resources.
+// nodeResources computes what the raylet registers from `ray start`'s
+// flags; see NodeResources.
 func nodeResources(h *hw.Hardware, v *click.Values, ip string, head bool, custom map[string]float64) map[string]float64 {
+	o := ResourceOptions{CPUs: -1, GPUs: -1, ObjectStore: -1, Memory: -1}
+	if v.IsSet("num_cpus") {
+		o.CPUs = v.IntValue("num_cpus")
+	}
+	if v.IsSet("num_gpus") {
+		o.GPUs = v.IntValue("num_gpus")
+	}
+	if v.IsSet("object_store_memory") {
+		o.ObjectStore = int64(v.IntValue("object_store_memory"))
+	}
+	if v.IsSet("memory") {
+		o.Memory = int64(v.IntValue("memory"))
+	}
+	return NodeResources(h, o, ip, head, custom)
+}
+
+// ResourceOptions override detected resources; negative means detect.
+type ResourceOptions struct {
+	CPUs, GPUs          int
+	ObjectStore, Memory int64
+}
+
+// NodeResources computes what a raylet registers: CPU, GPU, memory,
+// object_store_memory (30% of available memory), node:<ip>, the head
+// marker, the accelerator type and custom resources.
+func NodeResources(h *hw.Hardware, o ResourceOptions, ip string, head bool, custom map[string]float64) map[string]float64 {
 	res := map[string]float64{}
 	cpus := runtime.NumCPU()
 	if h != nil {
 		cpus = h.CPUs
 	}
-	if v.IsSet("num_cpus") {
-		cpus = v.IntValue("num_cpus")
+	if o.CPUs >= 0 {
+		cpus = o.CPUs
 	}
 	res["CPU"] = float64(cpus)
 	gpus := 0
 	if h != nil {
 		gpus = len(h.GPUs)
 	}
-	if v.IsSet("num_gpus") {
-		gpus = v.IntValue("num_gpus")
+	if o.GPUs >= 0 {
+		gpus = o.GPUs
 	}
 	if gpus > 0 {
 		res["GPU"] = float64(gpus)
@@ -75,12 +101,12 @@ func nodeResources(h *hw.Hardware, v *click.Values, ip string, head bool, custom
 		avail = float64((h.MemoryMiB - h.BaseUsed()) * hw.MiB)
 	}
 	obj := 0.3 * avail
-	if v.IsSet("object_store_memory") {
-		obj = float64(v.IntValue("object_store_memory"))
+	if o.ObjectStore >= 0 {
+		obj = float64(o.ObjectStore)
 	}
 	mem := avail - obj
-	if v.IsSet("memory") {
-		mem = float64(v.IntValue("memory"))
+	if o.Memory >= 0 {
+		mem = float64(o.Memory)
 	}
 	res["memory"] = float64(int64(mem))
 	res["object_store_memory"] = float64(int64(obj))
@@ -202,7 +228,7 @@ func start(ctx context.Context, p *sim.Proc, v *click.Values) int {
 			nodeIP = netx.RayNodeIP(ctx, addr, hostname)
 		}
 		log.Print(lnWorkerIP, "Local node IP: %s", nodeIP)
-		c, err := connectGCS(ctx, p, addr, tm)
+		c, err := ConnectGCS(ctx, p, addr, tm, gcs.Hello{Role: "client"}, nil)
 		if err != nil {
 			return 1
 		}
@@ -259,17 +285,17 @@ func gcsAlive(ctx context.Context, addr string) bool {
 	return true
 }
 
-// connectGCS is what `ray start --address` (and ray.init) do before
+// ConnectGCS is what `ray start --address` (and ray.init) do before
 // anything else: keep trying the GCS for gcs_connect_timeout per attempt,
 // printing Ray's lines for each failed attempt, and give up after
 // gcs_retries attempts.
-func connectGCS(ctx context.Context, p *sim.Proc, addr string, tm *hw.Timing) (*gcs.Client, error) {
+func ConnectGCS(ctx context.Context, p *sim.Proc, addr string, tm *hw.Timing, hello gcs.Hello, handler wire.Handler) (*gcs.Client, error) {
 	per := tm.Get("gcs_connect_timeout")
 	var last error
 	for attempt := 0; attempt < tm.GCSRetries; attempt++ {
 		deadline := time.Now().Add(per)
 		for {
-			c, err := gcs.Dial(ctx, addr, time.Until(deadline), gcs.Hello{Role: "client"}, nil)
+			c, err := gcs.Dial(ctx, addr, time.Until(deadline), hello, handler)
 			if err == nil {
 				return c, nil
 			}

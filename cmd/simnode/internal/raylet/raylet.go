@@ -44,6 +44,14 @@ type Boot struct {
 	Spec      json.RawMessage `json:"spec"`
 }
 
+// WorkerLine is one line a worker writes on fd 3: a line of its output
+// (Stream and Line) or a message for its owner (Msg).
+type WorkerLine struct {
+	Stream string          `json:"stream,omitempty"`
+	Line   string          `json:"line,omitempty"`
+	Msg    json.RawMessage `json:"msg,omitempty"`
+}
+
 // Config configures a raylet.
 type Config struct {
 	GCSAddr string
@@ -62,6 +70,7 @@ type Config struct {
 
 type worker struct {
 	boot    Boot
+	gpu     int // assigned GPU index, -1 for none
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	started time.Time
@@ -207,6 +216,25 @@ func (r *Raylet) spawn(ctx context.Context, req *gcs.SpawnRequest) (*gcs.SpawnRe
 	for k, v := range req.Env {
 		env[k] = v
 	}
+	// Ray sets CUDA_VISIBLE_DEVICES to the GPU it assigns the actor.
+	gpu := -1
+	if r.cfg.HW != nil && len(r.cfg.HW.GPUs) > 0 {
+		r.mu.Lock()
+		used := map[int]bool{}
+		for _, w := range r.workers {
+			used[w.gpu] = true
+		}
+		r.mu.Unlock()
+		for i := range r.cfg.HW.GPUs {
+			if !used[i] {
+				gpu = i
+				break
+			}
+		}
+		if gpu >= 0 {
+			env["CUDA_VISIBLE_DEVICES"] = strconv.Itoa(gpu)
+		}
+	}
 	boot := Boot{ActorID: req.ActorID, WorkerID: gcs.NewID(28), NodeID: r.nodeID, NodeIP: r.cfg.Node.NodeIP, ClassName: req.ClassName, JobID: req.JobID, Spec: req.Spec}
 	cmd := exec.Command(r.cfg.Exe, append([]string{WorkerCommand}, req.Args...)...)
 	cmd.Args[0] = "ray::" + req.ClassName
@@ -236,7 +264,7 @@ func (r *Raylet) spawn(ctx context.Context, req *gcs.SpawnRequest) (*gcs.SpawnRe
 	}
 	pw.Close()
 	pid := cmd.Process.Pid
-	w := &worker{boot: boot, cmd: cmd, stdin: stdin, started: time.Now(), done: make(chan struct{})}
+	w := &worker{boot: boot, gpu: gpu, cmd: cmd, stdin: stdin, started: time.Now(), done: make(chan struct{})}
 	r.mu.Lock()
 	r.workers[req.ActorID] = w
 	r.mu.Unlock()
@@ -246,6 +274,7 @@ func (r *Raylet) spawn(ctx context.Context, req *gcs.SpawnRequest) (*gcs.SpawnRe
 		return nil, fmt.Errorf("boot worker: %w", err)
 	}
 	var logs sync.WaitGroup
+	logs.Add(1)
 	for _, s := range []struct {
 		name string
 		rd   io.Reader
@@ -276,11 +305,36 @@ func (r *Raylet) spawn(ctx context.Context, req *gcs.SpawnRequest) (*gcs.SpawnRe
 		}(s.name, s.rd)
 	}
 	go func() {
+		// fd 3 carries, in order, the worker's log lines and its replies,
+		// so the owner sees a method's output before its result.
+		defer logs.Done()
+		files := map[string]*os.File{}
+		defer func() {
+			for _, f := range files {
+				f.Close()
+			}
+		}()
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 		for sc.Scan() {
-			data := append(json.RawMessage(nil), sc.Bytes()...)
-			_ = r.client.Conn.Send("actor_event", gcs.ActorEvent{ActorID: req.ActorID, Kind: gcs.EventMsg, Data: data, PID: pid, NodeIP: r.cfg.Node.NodeIP})
+			var wl WorkerLine
+			if json.Unmarshal(sc.Bytes(), &wl) != nil {
+				continue
+			}
+			if wl.Stream != "" {
+				f := files[wl.Stream]
+				if f == nil && r.cfg.LogDir != "" {
+					ext := map[string]string{"stdout": ".out", "stderr": ".err"}[wl.Stream]
+					f, _ = os.OpenFile(filepath.Join(r.cfg.LogDir, fmt.Sprintf("worker-%s-%s-%d%s", boot.WorkerID, req.JobID, pid, ext)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+					files[wl.Stream] = f
+				}
+				if f != nil {
+					fmt.Fprintln(f, wl.Line)
+				}
+				_ = r.client.Conn.Send("actor_event", gcs.ActorEvent{ActorID: req.ActorID, Kind: gcs.EventLog, Stream: wl.Stream, Line: wl.Line, PID: pid, NodeIP: r.cfg.Node.NodeIP})
+				continue
+			}
+			_ = r.client.Conn.Send("actor_event", gcs.ActorEvent{ActorID: req.ActorID, Kind: gcs.EventMsg, Data: wl.Msg, PID: pid, NodeIP: r.cfg.Node.NodeIP})
 		}
 		pr.Close()
 	}()
