@@ -88,10 +88,10 @@ func (l *Lab) expectedProcs() []string {
 	if l.Docker {
 		ids = append(ids, "registry")
 	}
-	if l.Delay > 0 {
-		ids = append(ids, "delay")
-	}
 	for _, n := range l.Nodes {
+		if l.Delay > 0 {
+			ids = append(ids, nodeProcID(n.Name, "delay"))
+		}
 		if n.PoweredOff {
 			continue
 		}

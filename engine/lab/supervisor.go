@@ -330,6 +330,7 @@ func (s *supervisor) handleProcs(w http.ResponseWriter, _ *http.Request) {
 		out = append(out, p.status)
 	}
 	s.mu.Unlock()
+	out = append(out, s.delays.status()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	writeJSON(w, out)
 }

@@ -24,7 +24,7 @@ import (
 
 // tools are the host programs the lab runs, resolved to absolute paths.
 type tools struct {
-	ip, nsenter, sshd, dockerd, registry, iptables string
+	ip, nsenter, sshd, dockerd, registry, iptablesRestore string
 }
 
 // hostTools checks that the host can run a lab and resolves the programs.
@@ -61,7 +61,7 @@ func hostTools(docker, delay bool) (tools, error) {
 		look(&t.registry, "docker-registry", "docker-registry")
 	}
 	if delay {
-		look(&t.iptables, "iptables", "iptables")
+		look(&t.iptablesRestore, "iptables-restore", "iptables")
 	}
 	if len(missing) > 0 {
 		return t, fmt.Errorf("the lab needs: %s", strings.Join(missing, ", "))
