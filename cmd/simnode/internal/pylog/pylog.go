@@ -61,9 +61,10 @@ func NCCL(t time.Time, host string, pid, dev int, level, fileLine, msg string) s
 	return fmt.Sprintf("%s:%d:%d [%d] NCCL %s %s", host, pid, pid, dev, level, msg)
 }
 
-// Clock formats seconds as tqdm does: MM:SS, or H:MM:SS past an hour.
+// Clock formats a duration as tqdm's format_interval does (whole seconds,
+// truncated): MM:SS, or H:MM:SS past an hour.
 func Clock(d time.Duration) string {
-	s := int(d.Round(time.Second) / time.Second)
+	s := int(d / time.Second)
 	if s >= 3600 {
 		return fmt.Sprintf("%d:%02d:%02d", s/3600, (s%3600)/60, s%60)
 	}
