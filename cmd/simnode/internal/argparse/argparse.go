@@ -192,7 +192,19 @@ func (p *Parser) fail(msg string) *Error {
 	return &Error{Usage: p.Usage, Prog: p.Prog, Msg: msg}
 }
 
-func label(o *Option) string { return strings.Join(o.Names, "/") }
+// label is argparse's name for an option in errors: its option strings
+// joined by '/' (BooleanOptionalAction adds the --no- forms).
+func label(o *Option) string {
+	names := append([]string(nil), o.Names...)
+	if o.Kind == BoolOpt {
+		for _, n := range o.Names {
+			if strings.HasPrefix(n, "--") {
+				names = append(names, "--no-"+n[2:])
+			}
+		}
+	}
+	return strings.Join(names, "/")
+}
 
 func (p *Parser) check(o *Option, v string) *Error {
 	switch o.Type {

@@ -80,9 +80,9 @@ func labelsValue(l map[string]string) pylog.KV {
 }
 
 // msTime renders a millisecond timestamp as the state API's detail view
-// does: '2023-07-11 23:12:09.508000' in local time.
+// does: '2023-07-11 23:12:09.508000' (in UTC here; Ray uses local time).
 func msTime(ms int64) string {
-	return time.UnixMilli(ms).Format("2006-01-02 15:04:05.000000")
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000000")
 }
 
 // NodeRow is one NodeState as `ray list nodes` prints it.
