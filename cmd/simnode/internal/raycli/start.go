@@ -131,14 +131,14 @@ func start(ctx context.Context, p *sim.Proc, v *click.Values) int {
 	if s := v.Str("resources"); s != "" {
 		if err := json.Unmarshal([]byte(s), &custom); err != nil {
 			log.Error(lnAbort, "`--resources` is not a valid JSON string.")
-			return abort(`Valid values look like this: `+"`"+`--resources='{"CustomResource3": 1, "CustomResource2": 2}'`+"`")
+			return abort(`Valid values look like this: ` + "`" + `--resources='{"CustomResource3": 1, "CustomResource2": 2}'` + "`")
 		}
 	}
 	labels := map[string]string{}
 	if s := v.Str("labels"); s != "" {
 		if err := json.Unmarshal([]byte(s), &labels); err != nil {
 			log.Error(lnAbort, "`--labels` is not a valid JSON string.")
-			return abort(`Valid values look like this: `+"`"+`--labels='{"gpu_type": "A100", "region": "us"}'`+"`")
+			return abort(`Valid values look like this: ` + "`" + `--labels='{"gpu_type": "A100", "region": "us"}'` + "`")
 		}
 	}
 	h, err := hw.Load(p.Env)
