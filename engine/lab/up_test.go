@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,33 @@ func TestDownWhenNothingIsUp(t *testing.T) {
 		if err != nil {
 			t.Errorf("Down #%d of a lab that is not up: %v", i+1, err)
 		}
+	}
+}
+
+// BenchmarkUp reports how long Up takes for 2 and 32 nodes with Docker (the
+// image cache warm after the first run). Run it with
+//
+//	go test -run '^$' -bench BenchmarkUp -benchtime 1x ./engine/lab
+func BenchmarkUp(b *testing.B) {
+	for _, nodes := range []int{2, 32} {
+		b.Run("nodes="+strconv.Itoa(nodes), func(b *testing.B) {
+			requireLab(b, true)
+			cfg := Config{Name: "rfl-bench", Nodes: nodes, Simnode: simnodeBinary(b)}
+			var total time.Duration
+			for range b.N {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+				start := time.Now()
+				_, err := Up(ctx, cfg)
+				total += time.Since(start)
+				b.StopTimer()
+				downAndCheck(b, cfg)
+				cancel()
+				if err != nil {
+					b.Fatalf("Up: %v", err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "s/up")
+		})
 	}
 }

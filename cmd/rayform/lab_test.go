@@ -1,0 +1,167 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestLabUsageErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"no subcommand", []string{"lab"}, exitError, "Usage: rayform lab <subcommand>"},
+		{"help", []string{"lab", "-help"}, exitOK, "Subcommands:"},
+		{"unknown subcommand", []string{"lab", "bogus"}, exitError, `unknown lab subcommand "bogus"`},
+		{"exec without command", []string{"lab", "exec", "spark1"}, exitError, "usage: rayform lab exec NODE -- CMD"},
+		{"status of a lab that is not up", []string{"lab", "status", "-dir", "/nonexistent/lab"}, exitError, "is not up"},
+		{"reboot without node", []string{"lab", "reboot"}, exitError, "usage: rayform lab reboot NODE"},
+		{"up with a bad flag", []string{"lab", "up", "-nodes", "x"}, exitError, "invalid value"},
+		{"up with extra arguments", []string{"lab", "up", "now"}, exitError, "unexpected arguments"},
+		{"up with a bad timing", []string{"lab", "up", "-timing", "weight_load"}, exitError, "want KEY=DURATION"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := realMain(tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != tt.wantCode || !strings.Contains(stderr.String()+stdout.String(), tt.wantErr) {
+				t.Errorf("rayform %v = %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+}
+
+// buildLabBinaries builds rayform and simnode side by side (rayform finds
+// simnode next to itself) in a directory anyone may execute from.
+func buildLabBinaries(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	dir, err := os.MkdirTemp("", "rayform-labcli-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"rayform", "simnode"} {
+		cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, pkg), "github.com/rayform/rayform/cmd/"+pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return dir
+}
+
+func requireLabHost(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("lab tests need root (network namespaces, sshd)")
+	}
+	for _, p := range []string{"ip", "nsenter", "ssh", "iptables-restore"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("lab tests need %s", p)
+		}
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		t.Skip("lab tests need /usr/sbin/sshd (openssh-server)")
+	}
+}
+
+// TestLabCommand drives `rayform lab` end to end with the built binary on an
+// SSH-only lab.
+func TestLabCommand(t *testing.T) {
+	requireLabHost(t)
+	dir := buildLabBinaries(t)
+	rayform := filepath.Join(dir, "rayform")
+	run := func(t *testing.T, args ...string) (string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, rayform, args...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("rayform %v: %v", args, err)
+			}
+			code = ee.ExitCode()
+		}
+		return string(out), code
+	}
+	const name = "rfc-cli"
+	t.Cleanup(func() {
+		if out, code := run(t, "lab", "down", "-name", name); code != 0 {
+			t.Errorf("lab down: %d\n%s", code, out)
+		}
+		if _, err := os.Stat("/var/run/netns/" + name + "-client"); err == nil {
+			t.Error("client namespace left after lab down")
+		}
+		if _, err := os.Stat("/tmp/rayform-lab-" + name); err == nil {
+			t.Error("lab dir left after lab down")
+		}
+	})
+
+	steps := []struct {
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
+			[]string{"Lab rfc-cli is up: 2 nodes", "spark1 (head)  10.1.230.180", "ip netns exec rfc-cli-client rayform -chdir /tmp/rayform-lab-rfc-cli plan"}},
+		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
+		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  on", "All processes are up."}},
+		{[]string{"lab", "exec", "-name", name, "spark2", "--", "hostname"}, 0, []string{"spark2"}},
+		{[]string{"lab", "exec", "-name", name, "client", "--", "ssh", "-F", "/tmp/rayform-lab-rfc-cli/ssh_config", "spark1", "hostname"}, 0, []string{"spark1"}},
+		{[]string{"lab", "exec", "-name", name, "spark1", "--", "sh", "-c", "exit 7"}, 7, nil},
+		{[]string{"lab", "env", "-name", name}, 0, []string{"RAYFORM_LAB_NETNS=rfc-cli-client", "RAYFORM_LAB_CONFIG=/tmp/rayform-lab-rfc-cli/rayform.hcl"}},
+		{[]string{"lab", "poweroff", "-name", name, "spark2"}, 0, []string{"spark2: poweroff done"}},
+		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  off"}},
+		{[]string{"lab", "exec", "-name", name, "spark2", "--", "true"}, 1, []string{"node spark2 is powered off"}},
+		{[]string{"lab", "poweron", "-name", name, "spark2"}, 0, []string{"spark2: poweron done"}},
+		{[]string{"lab", "cut", "-name", name, "spark2"}, 0, []string{"spark2: cut done"}},
+		{[]string{"lab", "status", "-name", name}, 0, []string{"on, fabric cut"}},
+		{[]string{"lab", "reboot", "-name", name, "spark1"}, 0, []string{"spark1: reboot done"}},
+		{[]string{"lab", "status", "-json", "-name", name}, 0, []string{`"client_netns": "rfc-cli-client"`, `"cut": true`}},
+	}
+	for _, s := range steps {
+		out, code := run(t, s.args...)
+		if code != s.wantCode {
+			t.Fatalf("rayform %v exited %d, want %d:\n%s", s.args, code, s.wantCode, out)
+		}
+		for _, w := range s.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("rayform %v output lacks %q:\n%s", s.args, w, out)
+			}
+		}
+	}
+}
+
+// TestLabNeedsRoot runs `rayform lab up` as nobody.
+func TestLabNeedsRoot(t *testing.T) {
+	requireLabHost(t)
+	dir := buildLabBinaries(t)
+	cmd := exec.Command(filepath.Join(dir, "rayform"), "lab", "up", "-name", "rfc-nobody")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the lab needs root") {
+		t.Errorf("lab up as nobody: err=%v\n%s", err, out)
+	}
+}
