@@ -173,7 +173,9 @@ func (l *Lab) sshConfig() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# ssh_config of lab %s: ssh -F %s spark1\n", l.Name, l.SSHConfig)
 	for _, n := range l.Nodes {
-		fmt.Fprintf(&b, "\nHost %s\n", n.Name)
+		// The name and the address both match, so `ssh spark1` and a client
+		// that dials 10.1.230.180 (rayform.hcl's host) get the same settings.
+		fmt.Fprintf(&b, "\nHost %s %s\n", n.Name, n.MgmtIP)
 		fmt.Fprintf(&b, "  HostName %s\n", n.MgmtIP)
 		fmt.Fprintf(&b, "  User root\n")
 		fmt.Fprintf(&b, "  Port 22\n")

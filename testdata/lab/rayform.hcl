@@ -1,0 +1,46 @@
+# rayform configuration of lab "rflab", written by `rayform lab up`.
+# Run rayform in the lab's client namespace (the only one with a route to the nodes):
+#
+#   ip netns exec rflab-client rayform -chdir /tmp/rayform-lab-rflab plan
+#
+# SSH: /tmp/rayform-lab-rflab/ssh_config (known_hosts: /tmp/rayform-lab-rflab/known_hosts).
+
+node "spark1" {
+  host          = "10.1.230.180"
+  user          = "root"
+  identity_file = "/tmp/rayform-lab-rflab/id_ed25519"
+  gpus          = 1
+}
+
+node "spark2" {
+  host          = "10.1.230.181"
+  user          = "root"
+  identity_file = "/tmp/rayform-lab-rflab/id_ed25519"
+  gpus          = 1
+}
+
+network "fabric" {
+  cidr      = "192.168.200.0/24"
+  interface = "enp1s0f1np1"
+}
+
+ray_cluster "spark" {
+  image          = "hellohal2064/vllm-qwen3.5-gb10"
+  head           = node.spark1
+  workers        = [node.spark2]
+  network        = network.fabric
+  memory_monitor = false
+}
+
+vllm_serve "qwen" {
+  cluster                = ray_cluster.spark
+  model                  = "Qwen/Qwen3.5-122B-A10B-FP8"
+  served_model_name      = "qwen3.5-122b"
+  tensor_parallel_size   = 2
+  gpu_memory_utilization = 0.85
+  max_model_len          = 32768
+}
+
+output "endpoint" {
+  value = vllm_serve.qwen.endpoint
+}
