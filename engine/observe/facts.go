@@ -79,6 +79,9 @@ type HostFacts struct {
 	RouteChecks []RouteCheck `json:"route_checks,omitempty"`
 	// TCPChecks are TCP connects to peers' ports (e.g. the head's GCS).
 	TCPChecks []TCPCheck `json:"tcp_checks,omitempty"`
+	// Serves are the records of vllm serve processes in the head container,
+	// by serve name.
+	Serves map[string]ServeRecord `json:"serves,omitempty"`
 }
 
 // Link is one network interface.
@@ -406,4 +409,16 @@ type TCPCheck struct {
 	Port int        `json:"port"`
 	Open bool       `json:"open"`
 	Err  string     `json:"err,omitempty"`
+}
+
+// ServeRecord is what apply wrote beside a vllm serve process, and whether
+// that process still runs.
+type ServeRecord struct {
+	// Found is false when there is no record (never started, or the
+	// container was recreated).
+	Found    bool   `json:"found"`
+	Resource string `json:"resource,omitempty"`
+	SpecHash string `json:"spec_hash,omitempty"`
+	Alive    bool   `json:"alive"`
+	Err      string `json:"err,omitempty"`
 }

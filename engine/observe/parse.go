@@ -67,6 +67,11 @@ func Parse(output []byte) (*HostFacts, error) {
 		case secModels:
 			f.VLLM.Observed = true
 			f.VLLM.ModelsCheck, f.VLLM.Models = parseModels(s)
+		case secServe:
+			if f.Serves == nil {
+				f.Serves = map[string]ServeRecord{}
+			}
+			f.Serves[s.attr("name")] = parseServe(s)
 		}
 	}
 	// A first-round probe always has these; report what truncation lost.
@@ -914,4 +919,29 @@ func rayQuantity(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	return f * m, true
+}
+
+// parseServe reads a serve record: its JSON line, then "alive" or "dead".
+// A missing record file is not an error: the serve was never started here.
+func parseServe(s *section) ServeRecord {
+	var r ServeRecord
+	lines := strings.Split(strings.TrimSpace(string(s.stdout)), "\n")
+	if s.rc != 0 && (len(lines) == 0 || lines[0] == "") {
+		if bytes.Contains(s.stderr, []byte("No such file")) {
+			return r
+		}
+		r.Err = s.failure()
+		return r
+	}
+	var rec struct {
+		Resource string `json:"resource"`
+		SpecHash string `json:"spec_hash"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
+		r.Err = "serve record: " + err.Error()
+		return r
+	}
+	r.Found, r.Resource, r.SpecHash = true, rec.Resource, rec.SpecHash
+	r.Alive = len(lines) > 1 && lines[len(lines)-1] == "alive"
+	return r
 }

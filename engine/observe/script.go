@@ -50,6 +50,7 @@ const (
 	secRayNodes   = "ray.nodes"
 	secHealth     = "vllm.health"
 	secModels     = "vllm.models"
+	secServe      = "serve.record"
 )
 
 // internetProbeAddr is the address whose route `ip route get` looks up to
@@ -341,6 +342,17 @@ func writeHead(b *strings.Builder, spec HostSpec) {
 		b.WriteString("else\n")
 		b.WriteString("\trf_skip 'ray.nodes source=dashboard' 'neither curl nor wget is installed'\n")
 		b.WriteString("fi\n")
+	}
+	if hc := spec.HeadContainer; hc != "" && validContainer(hc) {
+		for _, name := range validOnly(spec.Serves, validServeName) {
+			// The record and pid rayform wrote beside the serve process;
+			// reading them changes nothing.
+			dir := ServeDir + "/serve-" + name
+			inner := "cat " + dir + ".json && { kill -0 \"$(cat " + dir + ".pid)\" 2>/dev/null && echo alive || echo dead; }"
+			b.WriteString("if [ \"$rf_dok\" = 1 ]; then\n")
+			b.WriteString("\trf_sec " + shell.Quote(secServe+" name="+name) + " rf_x docker exec " + shell.Quote(hc) + " sh -c " + shell.Quote(inner) + "\n")
+			b.WriteString("fi\n")
+		}
 	}
 	if spec.ServePort > 0 {
 		base := fmt.Sprintf("http://127.0.0.1:%d", spec.ServePort)

@@ -52,6 +52,9 @@ type HostSpec struct {
 	DashboardPort int
 	// ServePort is vLLM's port on the head's loopback; zero skips vLLM.
 	ServePort int
+	// Serves names the vllm_serve processes whose records (written by
+	// apply under ServeDir inside HeadContainer) are read.
+	Serves []string
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -258,3 +261,10 @@ func (f Fabric) addrIn(facts *HostFacts) (netip.Addr, bool) {
 	}
 	return netip.Addr{}, false
 }
+
+// ServeDir is where, inside the head container, apply records each serve
+// process: serve-NAME.json (resource and spec hash), serve-NAME.pid and
+// serve-NAME.log.
+const ServeDir = "/tmp/rayform"
+
+func validServeName(s string) bool { return len(s) <= 64 && wordOf(s, "_-") }
