@@ -1,0 +1,170 @@
+package resources
+
+import (
+	"net/netip"
+	"sort"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/state"
+)
+
+// ObserveSpec says what to observe on every host the configuration (and the
+// state, for resources removed from it) names: one probe per host.
+func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Spec {
+	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
+	for name := range cfg.Nodes {
+		spec.Hosts[name] = observe.HostSpec{Project: project}
+	}
+	for _, rc := range sortedClusters(cfg) {
+		nw := cfg.Networks[rc.Network]
+		container := ContainerName(rc)
+		nodes := rc.Nodes()
+		for _, node := range nodes {
+			hs := spec.Hosts[node]
+			hs.Project = project
+			hs.Images = appendUnique(hs.Images, rc.Image)
+			hs.Containers = appendUnique(hs.Containers, container)
+			if nw != nil {
+				hs.Fabric = observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
+				for _, peer := range nodes {
+					if peer != node {
+						hs.Peers = append(hs.Peers, observe.Peer{Host: peer})
+					}
+				}
+			}
+			if node == rc.Head {
+				hs.Head = true
+				hs.HeadContainer = container
+				hs.DashboardPort = rc.DashboardPort
+				for _, sv := range sortedServes(cfg) {
+					if sv.Cluster == rc.Name {
+						hs.ServePort = sv.Port
+						hs.Serves = appendUnique(hs.Serves, sv.Name)
+					}
+				}
+			}
+			spec.Hosts[node] = hs
+		}
+	}
+	// Hosts of resources that left the configuration: look for their
+	// containers and serve records so they can be destroyed.
+	if st != nil {
+		for _, addr := range st.Addresses() {
+			r, _ := st.Get(addr)
+			if configHas(cfg, addr) {
+				continue
+			}
+			for i, h := range r.Hosts {
+				hs := spec.Hosts[h.Node]
+				hs.Project = project
+				if r.Container != "" {
+					hs.Containers = appendUnique(hs.Containers, r.Container)
+				}
+				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
+					hs.Head = true
+					hs.HeadContainer = r.Container
+					hs.Serves = appendUnique(hs.Serves, nameOf(addr))
+				}
+				spec.Hosts[h.Node] = hs
+			}
+		}
+	}
+	return spec
+}
+
+// FabricAddrs reads each cluster node's fabric address from the facts: the
+// first address inside the network's CIDR on the pinned interface (or on
+// any interface when none is pinned), and that interface.
+func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+	addrs := map[string]netip.Addr{}
+	ifaces := map[string]string{}
+	for _, nw := range sortedNetworks(cfg) {
+		for _, node := range nw.Nodes {
+			hf := facts.Hosts[node]
+			if hf == nil {
+				continue
+			}
+			want := nw.InterfaceFor(node)
+			for _, a := range hf.Addresses.In(nw.CIDR) {
+				if want == "" || a.Interface == want {
+					addrs[node] = a.Prefix.Addr()
+					ifaces[node] = a.Interface
+					break
+				}
+			}
+		}
+	}
+	return addrs, ifaces
+}
+
+// ContainerName is the name of a cluster's container on every node.
+func ContainerName(rc *config.RayCluster) string {
+	if rc.ContainerName != "" {
+		return rc.ContainerName
+	}
+	return "rayform-" + rc.Name
+}
+
+func configHas(cfg *config.Config, addr string) bool {
+	typ, name := splitAddr(addr)
+	switch typ {
+	case "ray_cluster":
+		return cfg.RayClusters[name] != nil
+	case "vllm_serve":
+		return cfg.Serves[name] != nil
+	}
+	return false
+}
+
+func splitAddr(addr string) (string, string) {
+	for i := 0; i < len(addr); i++ {
+		if addr[i] == '.' {
+			return addr[:i], addr[i+1:]
+		}
+	}
+	return addr, ""
+}
+
+func nameOf(addr string) string { _, n := splitAddr(addr); return n }
+
+func appendUnique(list []string, s string) []string {
+	if s == "" || contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func sortedClusters(cfg *config.Config) []*config.RayCluster {
+	out := make([]*config.RayCluster, 0, len(cfg.RayClusters))
+	for _, k := range sortedKeys(cfg.RayClusters) {
+		out = append(out, cfg.RayClusters[k])
+	}
+	return out
+}
+
+func sortedServes(cfg *config.Config) []*config.VLLMServe {
+	out := make([]*config.VLLMServe, 0, len(cfg.Serves))
+	for _, k := range sortedKeys(cfg.Serves) {
+		out = append(out, cfg.Serves[k])
+	}
+	return out
+}
+
+func sortedNetworks(cfg *config.Config) []*config.Network {
+	out := make([]*config.Network, 0, len(cfg.Networks))
+	for _, k := range sortedKeys(cfg.Networks) {
+		out = append(out, cfg.Networks[k])
+	}
+	return out
+}
+
+func sortedNodes(cfg *config.Config) []*config.Node {
+	names := sortedKeys(cfg.Nodes)
+	sort.Strings(names)
+	out := make([]*config.Node, 0, len(names))
+	for _, k := range names {
+		out = append(out, cfg.Nodes[k])
+	}
+	return out
+}

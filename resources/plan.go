@@ -1,0 +1,979 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+)
+
+// PlanInput is everything a plan is computed from. Planning does no I/O.
+type PlanInput struct {
+	// Config is evaluated with the observed facts (config.WithFacts).
+	Config  *config.Config
+	Facts   *observe.Facts
+	State   *state.State // nil means empty
+	Project string
+	// RefreshOnly reports drift and plans no action.
+	RefreshOnly bool
+}
+
+// Result is a plan plus the work apply needs to carry it out.
+type Result struct {
+	Plan *plan.Plan
+	// Work is keyed by resource address; resources with nothing to do are
+	// absent.
+	Work map[string]*Work
+	// Addrs are the nodes' observed fabric addresses.
+	Addrs map[string]netip.Addr
+}
+
+// Work is what apply must do for one resource.
+type Work struct {
+	Address string
+	Type    string // "ray_cluster" or "vllm_serve"
+	Action  plan.Action
+	Cluster *ClusterWork
+	Serve   *ServeWork
+	// Hosts are the nodes the resource lives on (for the state file).
+	Hosts []string
+}
+
+// ClusterWork is the work of a ray_cluster.
+type ClusterWork struct {
+	Name string
+	// Specs are the desired containers, head first.
+	Specs []ContainerSpec
+	// Start lists the nodes whose container must be (re)created.
+	Start map[string]bool
+	// Remove lists the managed containers to stop and remove first.
+	Remove []Removal
+	// HeadAddr is "ip:port" of the GCS.
+	HeadAddr string
+}
+
+// Removal is one container rayform created that must go.
+type Removal struct {
+	Node, Container string
+}
+
+// ServeWork is the work of a vllm_serve.
+type ServeWork struct {
+	Spec ServeSpec
+	// Stop is set when a serve process may be running and must be stopped
+	// first.
+	Stop bool
+	// Start is false for a delete.
+	Start        bool
+	HeadIP       netip.Addr
+	ReadyTimeout time.Duration
+}
+
+// memoryHeadroomLimit is the share of memory below Ray's kill threshold
+// that vLLM must leave on unified memory, for the OS, Ray itself and CUDA
+// graph capture: less than this is an error, not a warning.
+const memoryHeadroomLimit = 0.10
+
+// rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
+const rayDefaultMemoryThreshold = 0.95
+
+// Plan computes the plan. It is a pure function of its input.
+func Plan(in PlanInput) *Result {
+	p := &planner{in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*Work{}}}
+	if p.facts == nil {
+		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
+	}
+	p.addrs, p.ifaces = FabricAddrs(p.cfg, p.facts)
+	p.res.Addrs = p.addrs
+	p.nodes()
+	p.networks()
+	for _, rc := range sortedClusters(p.cfg) {
+		p.cluster(rc)
+	}
+	for _, sv := range sortedServes(p.cfg) {
+		p.serve(sv)
+	}
+	p.removed()
+	p.outputs()
+	if in.RefreshOnly {
+		p.res.Work = map[string]*Work{}
+	}
+	p.res.Plan.SortChanges()
+	return p.res
+}
+
+type planner struct {
+	in     PlanInput
+	cfg    *config.Config
+	facts  *observe.Facts
+	res    *Result
+	addrs  map[string]netip.Addr
+	ifaces map[string]string
+	// clusterAction remembers each cluster's action for its serves.
+	clusterAction map[string]plan.Action
+}
+
+func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
+	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
+}
+
+func (p *planner) host(node string) *observe.HostFacts {
+	hf := p.facts.Hosts[node]
+	if hf == nil || hf.Err != "" && !hf.Complete {
+		return nil
+	}
+	return hf
+}
+
+// nodes checks each node: reachable, docker usable, GPUs as declared.
+func (p *planner) nodes() {
+	inCluster := map[string]bool{}
+	for _, rc := range p.cfg.RayClusters {
+		for _, n := range rc.Nodes() {
+			inCluster[n] = true
+		}
+	}
+	for _, n := range sortedNodes(p.cfg) {
+		addr := n.Addr
+		if err, ok := p.facts.Errors[n.Name]; ok {
+			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("cannot observe %s", n.Name), err.Error(),
+				"check that `ssh "+sshTarget(n)+"` works from this machine (host key in known_hosts, key in the agent or identity_file)")
+			continue
+		}
+		hf := p.host(n.Name)
+		if hf == nil {
+			continue
+		}
+		if inCluster[n.Name] && !hf.Docker.Available {
+			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("docker is not usable on %s", n.Name), hf.Docker.Err,
+				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
+		}
+		switch {
+		case hf.GPUs.Err != "" && n.GPUs > 0:
+			p.finding(plan.Warning, addr, n.Name, fmt.Sprintf("cannot verify the GPUs of %s", n.Name),
+				"nvidia-smi: "+hf.GPUs.Err, "install the NVIDIA driver, or check that nvidia-smi runs for the SSH user")
+		case hf.GPUs.Err == "" && len(hf.GPUs.List) != n.GPUs:
+			names := []string{}
+			for _, g := range hf.GPUs.List {
+				names = append(names, g.Name)
+			}
+			p.finding(plan.Error, addr, n.Name,
+				fmt.Sprintf("%s declares gpus = %d but nvidia-smi reports %d", n.Name, n.GPUs, len(hf.GPUs.List)),
+				strings.Join(names, ", "), fmt.Sprintf("set gpus = %d, or fix the host's driver", len(hf.GPUs.List)))
+		}
+	}
+}
+
+func sshTarget(n *config.Node) string {
+	t := n.Host
+	if n.User != "" {
+		t = n.User + "@" + t
+	}
+	if n.Port != 0 && n.Port != 22 {
+		t += " -p " + strconv.Itoa(n.Port)
+	}
+	return t
+}
+
+// networks checks every node of every network: its fabric address exists
+// inside the CIDR on the pinned interface, the link is up with the declared
+// MTU, no two nodes share an address, and every node routes to every peer
+// over the fabric interface.
+func (p *planner) networks() {
+	for _, nw := range sortedNetworks(p.cfg) {
+		seen := map[netip.Addr]string{}
+		for _, node := range nw.Nodes {
+			hf := p.host(node)
+			if hf == nil {
+				continue
+			}
+			want := nw.InterfaceFor(node)
+			if want != "" {
+				link, ok := hf.Links.ByName(want)
+				if !ok {
+					var names []string
+					for _, l := range hf.Links.List {
+						names = append(names, l.Name)
+					}
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("interface %s does not exist on %s", want, node),
+						"The host has: "+strings.Join(names, ", ")+".",
+						fmt.Sprintf("set the network's interface for %s to its fabric interface, e.g. interface = { %q = \"<name>\" }", node, node))
+					continue
+				}
+				if !link.Up() {
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node),
+						"operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want))
+				}
+				if nw.MTU > 0 && link.MTU != nw.MTU {
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("MTU of %s on %s is %d, want %d", want, node, link.MTU, nw.MTU),
+						"", fmt.Sprintf("sudo ip link set %s mtu %d (and make it persistent in the host's network config)", want, nw.MTU))
+				}
+			}
+			addr, ok := p.addrs[node]
+			if !ok {
+				var on []string
+				for _, a := range hf.Addresses.In(nw.CIDR) {
+					on = append(on, a.Prefix.String()+" on "+a.Interface)
+				}
+				detail := fmt.Sprintf("No address in %s", nw.CIDR)
+				if want != "" {
+					detail += " on " + want
+				}
+				if len(on) > 0 {
+					detail += "; found " + strings.Join(on, ", ") + " instead"
+				}
+				detail += ". Ray, vLLM and NCCL would fall back to the default route's address, which the other nodes may not reach (the c10d failure)."
+				ifname := want
+				if ifname == "" {
+					ifname = "<fabric interface>"
+				}
+				p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s has no address in %s", node, nw.CIDR), detail,
+					fmt.Sprintf("assign one: sudo ip addr add %s dev %s", exampleAddr(nw.CIDR), ifname))
+				continue
+			}
+			if other, dup := seen[addr]; dup {
+				p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s and %s share the fabric address %s", other, node, addr),
+					"Ray identifies nodes by IP: two nodes with one address register as one.", "give each node its own address in "+nw.CIDR.String())
+			}
+			seen[addr] = node
+		}
+		// Routes: every node must reach every peer over the fabric.
+		for _, node := range nw.Nodes {
+			hf := p.host(node)
+			if hf == nil {
+				continue
+			}
+			iface := p.ifaces[node]
+			for _, rc := range hf.RouteChecks {
+				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+					continue
+				}
+				switch {
+				case rc.Err != "":
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s has no route to %s's fabric address %s", node, rc.Peer, rc.Addr),
+						rc.Err, fmt.Sprintf("check that %s and %s are on the same fabric subnet (%s) and the link is up", node, rc.Peer, nw.CIDR))
+				case iface != "" && rc.Dev != "" && rc.Dev != iface:
+					p.finding(plan.Error, nw.Addr, node,
+						fmt.Sprintf("%s routes to %s (%s) via %s, not the fabric interface %s", node, rc.Peer, rc.Addr, rc.Dev, iface),
+						"Traffic to the peer would leave on the wrong network (asymmetric routing); NCCL and c10d connections may hang or fail.",
+						fmt.Sprintf("remove the conflicting route on %s (ip route show to match %s) so that %s is reached via %s", node, rc.Addr, rc.Addr, iface))
+				}
+			}
+		}
+	}
+}
+
+func exampleAddr(cidr netip.Prefix) string {
+	a := cidr.Addr().Next()
+	return netip.PrefixFrom(a, cidr.Bits()).String()
+}
+
+// observedContainer is a cluster's container on one node, as found.
+type observedContainer struct {
+	c     observe.Container
+	found bool
+}
+
+func (p *planner) container(node, name string) observedContainer {
+	hf := p.host(node)
+	if hf == nil {
+		return observedContainer{}
+	}
+	c, ok := hf.Containers.ByName(name)
+	return observedContainer{c: c, found: ok}
+}
+
+func (p *planner) managed(c observe.Container) bool {
+	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
+}
+
+func (p *planner) cluster(rc *config.RayCluster) {
+	if p.clusterAction == nil {
+		p.clusterAction = map[string]plan.Action{}
+	}
+	addr := rc.Addr
+	nodes := rc.Nodes()
+	if len(rc.Workers) > 0 && rc.Network == "" {
+		p.finding(plan.Error, addr, "", "multi-node cluster without a network binding",
+			"Without a network, Ray registers each node under its default route's address and vLLM's c10d master listens there; a worker that cannot reach that address fails with \"The client socket has failed to connect to any network address of (<ip>, <port>)\" after the model starts loading.",
+			"declare a network block with the fabric's cidr and interface, and set network = network.<name> on the cluster")
+	}
+	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
+	name := ContainerName(rc)
+	work := &ClusterWork{Name: rc.Name, Specs: specs, Start: map[string]bool{}}
+	if len(specs) > 0 {
+		work.HeadAddr = specs[0].HeadAddr
+	}
+	var reasons []string
+	var drift []string
+	replace := false
+	foreign := false
+	missing := 0
+	observed := 0
+	var beforeImage cty.Value = cty.NullVal(cty.String)
+	beforeIPs := map[string]cty.Value{}
+	beforeMonitor := cty.NullVal(cty.Bool)
+	var runningWorkers []cty.Value
+	for i, spec := range specs {
+		node := spec.Node
+		if p.host(node) == nil {
+			continue
+		}
+		observed++
+		oc := p.container(node, name)
+		if !oc.found {
+			missing++
+			work.Start[node] = true
+			if i == 0 {
+				replace = true
+			}
+			if p.stateHas(addr) {
+				drift = append(drift, fmt.Sprintf("container %s on %s is gone", name, node))
+			}
+			continue
+		}
+		if !p.managed(oc.c) {
+			foreign = true
+			p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
+				fmt.Sprintf("It runs %s (%s). rayform never touches containers it did not create.", oc.c.Image, oc.c.State),
+				fmt.Sprintf("remove it yourself (ssh %s docker rm -f %s) if it is a leftover, or set container_name on the cluster", node, name))
+			continue
+		}
+		if i == 0 {
+			beforeImage = cty.StringVal(oc.c.Image)
+			beforeMonitor = cty.BoolVal(oc.c.Env["RAY_memory_monitor_refresh_ms"] != "0")
+		} else if oc.c.Running {
+			runningWorkers = append(runningWorkers, cty.StringVal(node))
+		}
+		if ip := oc.c.Labels[LabelNodeIP]; ip != "" {
+			beforeIPs[node] = cty.StringVal(ip)
+		}
+		switch {
+		case oc.c.SpecHash != spec.Hash():
+			work.Start[node] = true
+			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, specDiff(oc.c, spec)))
+		case !oc.c.Running:
+			work.Start[node] = true
+			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.c.State, oc.c.ExitCode))
+		}
+		if work.Start[node] {
+			work.Remove = append(work.Remove, Removal{Node: node, Container: name})
+			if i == 0 {
+				replace = true
+			}
+		}
+	}
+	// Ray's own node table: every node ALIVE under its fabric address.
+	if head := p.host(rc.Head); head != nil && !work.Start[rc.Head] && !foreign && len(specs) > 0 {
+		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
+	}
+	// Managed containers of this cluster on nodes no longer in it.
+	for _, node := range sortedKeys(p.facts.Hosts) {
+		if contains(nodes, node) {
+			continue
+		}
+		if oc := p.container(node, name); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == addr {
+			work.Remove = append(work.Remove, Removal{Node: node, Container: name})
+			reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", node))
+			beforeIPs[node] = cty.StringVal(oc.c.Labels[LabelNodeIP])
+			runningWorkers = append(runningWorkers, cty.StringVal(node))
+		}
+	}
+	action := plan.NoOp
+	switch {
+	case foreign:
+		action = plan.NoOp
+	case observed > 0 && missing == len(specs) && len(work.Remove) == 0:
+		action = plan.Create
+	case replace:
+		action = plan.Replace
+		// The head goes first: every node restarts against the new head.
+		work.Remove = nil
+		for _, spec := range specs {
+			work.Start[spec.Node] = true
+			if oc := p.container(spec.Node, name); oc.found && p.managed(oc.c) {
+				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: name})
+			}
+		}
+		for _, r := range p.strayRemovals(rc, name) {
+			work.Remove = append(work.Remove, r)
+		}
+	case len(work.Start) > 0 || len(work.Remove) > 0:
+		action = plan.Update
+	}
+	p.clusterAction[rc.Name] = action
+	if len(drift) > 0 {
+		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; "),
+			Attrs: p.clusterDriftAttrs(specs, beforeIPs)})
+	}
+	rcChange := plan.ResourceChange{Address: addr, Type: "ray_cluster", Name: rc.Name, Action: action, Hosts: nodes,
+		Reasons: append(drift, reasons...)}
+	rcChange.Attrs = p.clusterAttrs(rc, specs, action, beforeImage, beforeIPs, beforeMonitor, runningWorkers)
+	p.res.Plan.Changes = append(p.res.Plan.Changes, rcChange)
+	if action != plan.NoOp {
+		p.res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Cluster: work, Hosts: nodes}
+	}
+}
+
+// strayRemovals are managed containers of the cluster on nodes not in it.
+func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
+	var out []Removal
+	for _, node := range sortedKeys(p.facts.Hosts) {
+		if contains(rc.Nodes(), node) {
+			continue
+		}
+		if oc := p.container(node, name); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
+			out = append(out, Removal{Node: node, Container: name})
+		}
+	}
+	return out
+}
+
+func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, replace *bool, beforeIPs map[string]cty.Value) {
+	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
+		// The head container runs but Ray does not answer: restart it.
+		if oc := p.container(rc.Head, ContainerName(rc)); oc.found && oc.c.Running {
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*replace = true
+		}
+		return
+	}
+	alive := head.RayNodes.Alive()
+	var headNode *observe.RayNode
+	for i := range alive {
+		if alive[i].IsHead {
+			headNode = &alive[i]
+		}
+	}
+	want := specs[0].NodeIP
+	if headNode == nil {
+		*drift = append(*drift, "Ray's node table has no ALIVE head")
+		*replace = true
+		return
+	}
+	if want != "" && headNode.NodeIP != want {
+		*drift = append(*drift, fmt.Sprintf("ray head registered as %s; want %s", headNode.NodeIP, want))
+		beforeIPs[rc.Head] = cty.StringVal(headNode.NodeIP)
+		*replace = true
+		return
+	}
+	byIP := map[string]observe.RayNode{}
+	for _, n := range alive {
+		byIP[n.NodeIP] = n
+	}
+	for _, spec := range specs[1:] {
+		if spec.NodeIP == "" || work.Start[spec.Node] {
+			continue
+		}
+		n, ok := byIP[spec.NodeIP]
+		switch {
+		case !ok:
+			*drift = append(*drift, fmt.Sprintf("%s is not ALIVE in Ray's node table under %s", spec.Node, spec.NodeIP))
+			work.Start[spec.Node] = true
+			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
+		case spec.GPUs > 0 && int(n.GPUs()) != spec.GPUs:
+			*drift = append(*drift, fmt.Sprintf("Ray sees %g GPUs on %s; want %d", n.GPUs(), spec.Node, spec.GPUs))
+			work.Start[spec.Node] = true
+			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
+		}
+	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// specDiff names what differs between an observed container and its spec,
+// as far as the observation shows it.
+func specDiff(c observe.Container, spec ContainerSpec) string {
+	var what []string
+	if c.Image != spec.Image {
+		what = append(what, fmt.Sprintf("image %s → %s", c.Image, spec.Image))
+	}
+	if ip := c.Labels[LabelNodeIP]; ip != spec.NodeIP {
+		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
+	}
+	for _, k := range sortedKeys(spec.Env) {
+		if contains(spec.SecretEnv, k) {
+			continue
+		}
+		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
+			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
+		} else if !ok && contains(observe.DefaultEnvKeys(), k) {
+			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
+		}
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(what, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func (p *planner) stateHas(addr string) bool {
+	if p.in.State == nil {
+		return false
+	}
+	_, ok := p.in.State.Get(addr)
+	return ok
+}
+
+func strVal(s string) cty.Value {
+	if s == "" {
+		return cty.UnknownVal(cty.String)
+	}
+	return cty.StringVal(s)
+}
+
+func (p *planner) clusterAttrs(rc *config.RayCluster, specs []ContainerSpec, action plan.Action, beforeImage cty.Value, beforeIPs map[string]cty.Value, beforeMonitor cty.Value, runningWorkers []cty.Value) []plan.AttrChange {
+	if len(specs) == 0 {
+		return nil
+	}
+	afterIPs := map[string]cty.Value{}
+	for _, s := range specs {
+		afterIPs[s.Node] = strVal(s.NodeIP)
+	}
+	var workers []cty.Value
+	for _, w := range rc.Workers {
+		workers = append(workers, cty.StringVal(w))
+	}
+	create := action == plan.Create
+	before := func(v cty.Value, t cty.Type) cty.Value {
+		if create || v == cty.NilVal {
+			return cty.NullVal(t)
+		}
+		return v
+	}
+	attrs := []plan.AttrChange{
+		{Name: "image", Before: before(beforeImage, cty.String), After: cty.StringVal(rc.Image), ForcesReplacement: true},
+		{Name: "head", Before: before(cty.StringVal(rc.Head), cty.String), After: cty.StringVal(rc.Head), ForcesReplacement: true},
+		{Name: "head_node_ip", Before: before(ipOrNull(beforeIPs[rc.Head]), cty.String), After: strVal(specs[0].NodeIP), ForcesReplacement: true},
+		{Name: "workers", Before: before(listOrEmpty(runningWorkers), cty.List(cty.String)), After: listOrEmpty(workers)},
+		{Name: "node_ips", Before: before(mapOrNull(beforeIPs), cty.Map(cty.String)), After: cty.MapVal(afterIPs)},
+		{Name: "memory_monitor", Before: before(beforeMonitor, cty.Bool), After: cty.BoolVal(rc.MemoryMonitor), ForcesReplacement: true},
+		{Name: "port", Before: before(cty.NumberIntVal(int64(rc.Port)), cty.Number), After: cty.NumberIntVal(int64(rc.Port))},
+		{Name: "container_name", Before: before(cty.StringVal(ContainerName(rc)), cty.String), After: cty.StringVal(ContainerName(rc))},
+	}
+	if len(rc.Env) > 0 {
+		env := map[string]cty.Value{}
+		for k, v := range rc.Env {
+			env[k] = cty.StringVal(v)
+		}
+		attrs = append(attrs, plan.AttrChange{Name: "env", Before: before(cty.MapVal(env), cty.Map(cty.String)), After: cty.MapVal(env), Sensitive: rc.IsSensitive("env")})
+	}
+	return attrs
+}
+
+func ipOrNull(v cty.Value) cty.Value {
+	if v == cty.NilVal {
+		return cty.NullVal(cty.String)
+	}
+	return v
+}
+
+func listOrEmpty(vs []cty.Value) cty.Value {
+	if len(vs) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	return cty.ListVal(vs)
+}
+
+func mapOrNull(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.NullVal(cty.Map(cty.String))
+	}
+	return cty.MapVal(m)
+}
+
+func (p *planner) clusterDriftAttrs(specs []ContainerSpec, observedIPs map[string]cty.Value) []plan.AttrChange {
+	var attrs []plan.AttrChange
+	for _, s := range specs {
+		if v, ok := observedIPs[s.Node]; ok && s.NodeIP != "" && v.AsString() != s.NodeIP {
+			attrs = append(attrs, plan.AttrChange{Name: "node_ip[" + strconv.Quote(s.Node) + "]", Before: cty.StringVal(s.NodeIP), After: v})
+		}
+	}
+	return attrs
+}
+
+func (p *planner) serve(sv *config.VLLMServe) {
+	addr := sv.Addr
+	rc := p.cfg.RayClusters[sv.Cluster]
+	if rc == nil {
+		return
+	}
+	spec, err := ServeSpecFor(p.cfg, sv)
+	if err != nil {
+		p.finding(plan.Error, addr, "", err.Error(), "", "")
+		return
+	}
+	p.capacity(sv, rc)
+	p.memoryMonitor(sv, rc)
+	head := p.host(rc.Head)
+	clusterAction := p.clusterAction[rc.Name]
+	var rec observe.ServeRecord
+	if head != nil {
+		rec = head.Serves[sv.Name]
+	}
+	action := plan.NoOp
+	var reasons, drift []string
+	switch {
+	case head == nil:
+		// Unobservable head: a finding already says so.
+	case clusterAction == plan.Create:
+		action = plan.Create
+	case clusterAction == plan.Replace:
+		action = plan.Create
+		if rec.Found {
+			action = plan.Replace
+			reasons = append(reasons, "its Ray cluster is replaced")
+		}
+	case !rec.Found:
+		action = plan.Create
+		if p.stateHas(addr) {
+			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
+		}
+	case rec.SpecHash != spec.Hash():
+		action = plan.Replace
+		reasons = append(reasons, "the serve arguments changed")
+	case !rec.Alive:
+		action = plan.Replace
+		drift = append(drift, "the vllm serve process is not running")
+	case head.VLLM.Health.Refused || head.VLLM.Health.Status == 0:
+		p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
+	case head.VLLM.Health.Status != 200:
+		action = plan.Replace
+		drift = append(drift, fmt.Sprintf("vLLM /health answers %d", head.VLLM.Health.Status))
+	default:
+		if d := modelsDrift(head.VLLM, spec); d != "" {
+			action = plan.Replace
+			drift = append(drift, d)
+		}
+	}
+	attrs := serveAttrs(sv, spec, action, rec)
+	if len(drift) > 0 {
+		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
+	}
+	for i := range attrs {
+		if action == plan.Replace && attrs[i].Changed() {
+			attrs[i].ForcesReplacement = true
+		}
+	}
+	p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: "vllm_serve", Name: sv.Name, Action: action,
+		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
+	if action != plan.NoOp {
+		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
+			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout}}
+	}
+}
+
+func modelsDrift(v observe.VLLM, spec ServeSpec) string {
+	if v.ModelsCheck.Status != 200 {
+		return ""
+	}
+	for _, m := range v.Models {
+		if m.ID == spec.ServedName {
+			if spec.MaxModelLen > 0 && m.MaxModelLen != spec.MaxModelLen {
+				return fmt.Sprintf("vLLM serves %s with max_model_len %d; want %d", m.ID, m.MaxModelLen, spec.MaxModelLen)
+			}
+			return ""
+		}
+	}
+	var ids []string
+	for _, m := range v.Models {
+		ids = append(ids, m.ID)
+	}
+	return fmt.Sprintf("vLLM serves %s; want %s", strings.Join(ids, ", "), spec.ServedName)
+}
+
+// serveAttrs are the serve's attributes; before values come from the record
+// apply wrote beside the process.
+func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ServeRecord) []plan.AttrChange {
+	after := ServeAttrs(sv, spec)
+	keys := sortedKeys(after)
+	order := []string{"model", "served_model_name", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "port", "extra_args"}
+	sort.SliceStable(keys, func(i, j int) bool { return indexOf(order, keys[i]) < indexOf(order, keys[j]) })
+	var attrs []plan.AttrChange
+	for _, k := range keys {
+		a := plan.AttrChange{Name: k, After: after[k], Before: cty.NullVal(after[k].Type())}
+		if action != plan.Create {
+			a.Before = a.After
+			if raw, ok := rec.Attrs[k]; ok {
+				if v, err := jsonToCty(raw, after[k].Type()); err == nil {
+					a.Before = v
+				}
+			}
+		}
+		attrs = append(attrs, a)
+	}
+	endpoint := cty.UnknownVal(cty.String)
+	if sv.Endpoint != "" {
+		endpoint = cty.StringVal(sv.Endpoint)
+	}
+	before := cty.NullVal(cty.String)
+	if action != plan.Create {
+		before = endpoint
+	}
+	attrs = append(attrs, plan.AttrChange{Name: "endpoint", Before: before, After: endpoint})
+	if len(spec.Env) > 0 {
+		env := map[string]cty.Value{}
+		for k, v := range spec.Env {
+			env[k] = cty.StringVal(v)
+		}
+		b := cty.NullVal(cty.Map(cty.String))
+		if action != plan.Create {
+			b = cty.MapVal(env)
+		}
+		attrs = append(attrs, plan.AttrChange{Name: "env", Before: b, After: cty.MapVal(env), Sensitive: len(spec.SecretEnv) > 0})
+	}
+	return attrs
+}
+
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return len(list)
+}
+
+// ServeAttrs are the non-sensitive attributes recorded beside the serve
+// process and shown in plans.
+func ServeAttrs(sv *config.VLLMServe, spec ServeSpec) map[string]cty.Value {
+	m := map[string]cty.Value{
+		"model":                  cty.StringVal(sv.Model),
+		"served_model_name":      cty.StringVal(spec.ServedName),
+		"tensor_parallel_size":   cty.NumberIntVal(int64(max(sv.TensorParallelSize, 1))),
+		"pipeline_parallel_size": cty.NumberIntVal(int64(max(sv.PipelineParallelSize, 1))),
+		"gpu_memory_utilization": cty.NumberFloatVal(sv.GPUMemoryUtilization),
+		"port":                   cty.NumberIntVal(int64(sv.Port)),
+	}
+	if sv.MaxModelLen > 0 {
+		m["max_model_len"] = cty.NumberIntVal(int64(sv.MaxModelLen))
+	}
+	if len(sv.ExtraArgs) > 0 && !sv.IsSensitive("extra_args") {
+		var vs []cty.Value
+		for _, a := range sv.ExtraArgs {
+			vs = append(vs, cty.StringVal(a))
+		}
+		m["extra_args"] = cty.ListVal(vs)
+	}
+	return m
+}
+
+func jsonToCty(raw string, t cty.Type) (cty.Value, error) {
+	switch {
+	case t == cty.String:
+		var s string
+		err := json.Unmarshal([]byte(raw), &s)
+		return cty.StringVal(s), err
+	case t == cty.Number:
+		var f float64
+		err := json.Unmarshal([]byte(raw), &f)
+		if f == float64(int64(f)) {
+			return cty.NumberIntVal(int64(f)), err
+		}
+		return cty.NumberFloatVal(f), err
+	case t.IsListType():
+		var l []string
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			return cty.NilVal, err
+		}
+		var vs []cty.Value
+		for _, s := range l {
+			vs = append(vs, cty.StringVal(s))
+		}
+		return listOrEmpty(vs), nil
+	}
+	return cty.NilVal, fmt.Errorf("unsupported type %s", t.FriendlyName())
+}
+
+// capacity checks TP×PP against the GPUs Ray will see on the cluster.
+func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
+	need := max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
+	have := 0
+	var parts []string
+	for _, node := range rc.Nodes() {
+		n := p.cfg.Nodes[node]
+		gpus := 0
+		if n != nil {
+			gpus = n.GPUs
+		}
+		if hf := p.host(node); hf != nil && hf.GPUs.Err == "" {
+			gpus = min(gpus, len(hf.GPUs.List))
+		}
+		have += gpus
+		parts = append(parts, fmt.Sprintf("%s: %d", node, gpus))
+	}
+	if need > have {
+		p.finding(plan.Error, sv.Addr, "", fmt.Sprintf("tensor_parallel_size × pipeline_parallel_size = %d, but Ray will see %d GPUs", need, have),
+			"GPUs per node ("+strings.Join(parts, ", ")+"). vLLM would wait for a placement group that can never be created.",
+			"lower the parallelism or add nodes to the cluster")
+	}
+}
+
+// memoryMonitor flags Ray's memory monitor on unified memory: vLLM takes
+// gpu_memory_utilization of the machine's whole memory, and the monitor
+// kills workers when usage crosses its threshold (0.95) during CUDA graph
+// capture.
+func (p *planner) memoryMonitor(sv *config.VLLMServe, rc *config.RayCluster) {
+	if !rc.MemoryMonitor {
+		return
+	}
+	for _, node := range rc.Nodes() {
+		hf := p.host(node)
+		if hf == nil || !hf.UnifiedMemory || hf.Memory.TotalBytes == 0 {
+			continue
+		}
+		threshold := rayDefaultMemoryThreshold
+		if v, err := strconv.ParseFloat(rc.Env["RAY_memory_usage_threshold"], 64); err == nil {
+			threshold = v
+		}
+		total := float64(hf.Memory.TotalBytes) / (1 << 30)
+		vllm := sv.GPUMemoryUtilization * total
+		limit := threshold * total
+		headroom := limit - vllm
+		detail := fmt.Sprintf("%s has %.2f GiB of unified memory. vLLM will take %.2f × %.2f = %.2f GiB; Ray's memory monitor kills workers above %.2f × %.2f = %.2f GiB, which leaves %.2f GiB for the OS, Ray and CUDA graph capture.",
+			node, total, sv.GPUMemoryUtilization, total, vllm, threshold, total, limit, headroom)
+		fix := "set memory_monitor = false on " + rc.Addr + " (RAY_memory_monitor_refresh_ms=0)"
+		sev := plan.Warning
+		if headroom < memoryHeadroomLimit*total {
+			sev = plan.Error
+			fix += fmt.Sprintf(", or lower gpu_memory_utilization to at most %.2f", threshold-memoryHeadroomLimit)
+		}
+		p.finding(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
+		return
+	}
+}
+
+// removed plans the destruction of resources that left the configuration,
+// from the hosts the state remembers.
+func (p *planner) removed() {
+	if p.in.State == nil {
+		return
+	}
+	for _, addr := range p.in.State.Addresses() {
+		if configHas(p.cfg, addr) {
+			continue
+		}
+		r, _ := p.in.State.Get(addr)
+		typ, name := splitAddr(addr)
+		var hosts []string
+		for _, h := range r.Hosts {
+			hosts = append(hosts, h.Node)
+		}
+		w := &Work{Address: addr, Type: typ, Action: plan.Delete, Hosts: hosts}
+		found := false
+		switch typ {
+		case "ray_cluster":
+			w.Cluster = &ClusterWork{Name: name, Start: map[string]bool{}}
+			for _, h := range r.Hosts {
+				if oc := p.container(h.Node, r.Container); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == addr {
+					w.Cluster.Remove = append(w.Cluster.Remove, Removal{Node: h.Node, Container: r.Container})
+					found = true
+				}
+			}
+		case "vllm_serve":
+			if len(r.Hosts) > 0 {
+				if hf := p.host(r.Hosts[0].Node); hf != nil {
+					if rec := hf.Serves[name]; rec.Found && rec.Alive {
+						found = true
+					}
+				}
+			}
+			w.Serve = &ServeWork{Spec: ServeSpec{Resource: addr, Name: name, Container: r.Container, Node: firstHost(r.Hosts)}, Stop: true}
+		}
+		action := plan.Delete
+		if !found {
+			action = plan.NoOp
+		}
+		w.Action = action
+		p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: typ, Name: name, Action: action, Hosts: hosts,
+			Reasons: []string{"not in the configuration any more"},
+			Attrs:   []plan.AttrChange{{Name: "hosts", Before: listOrEmpty(stringVals(hosts)), After: cty.NullVal(cty.List(cty.String))}}})
+		// Even a resource already gone is forgotten by apply.
+		p.res.Work[addr] = w
+	}
+}
+
+func firstHost(hs []state.Host) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	return hs[0].Node
+}
+
+func stringVals(ss []string) []cty.Value {
+	var out []cty.Value
+	for _, s := range ss {
+		out = append(out, cty.StringVal(s))
+	}
+	return out
+}
+
+func (p *planner) outputs() {
+	for _, name := range sortedKeys(p.cfg.Outputs) {
+		o := p.cfg.Outputs[name]
+		p.res.Plan.Outputs = append(p.res.Plan.Outputs, plan.OutputChange{Name: name, Value: o.Value, Sensitive: o.Sensitive})
+	}
+}
+
+// Fingerprint digests the facts a plan depends on, so a saved plan can be
+// refused when the hosts changed since it was made.
+func Fingerprint(facts *observe.Facts) string {
+	type hostPrint struct {
+		Addrs      []string
+		Containers []string
+		Ray        []string
+		Serves     []string
+		Health     int
+	}
+	prints := map[string]hostPrint{}
+	for name, hf := range facts.Hosts {
+		var hp hostPrint
+		for _, a := range hf.Addresses.List {
+			hp.Addrs = append(hp.Addrs, a.Interface+"="+a.Prefix.String())
+		}
+		for _, c := range hf.Containers.List {
+			hp.Containers = append(hp.Containers, fmt.Sprintf("%s %s %s %v %s", c.Name, c.ID, c.SpecHash, c.Running, c.StartedAt.UTC().Format(time.RFC3339Nano)))
+		}
+		for _, n := range hf.RayNodes.List {
+			hp.Ray = append(hp.Ray, n.NodeIP+" "+n.State)
+		}
+		for k, s := range hf.Serves {
+			hp.Serves = append(hp.Serves, fmt.Sprintf("%s %s %v", k, s.SpecHash, s.Alive))
+		}
+		sort.Strings(hp.Addrs)
+		sort.Strings(hp.Containers)
+		sort.Strings(hp.Ray)
+		sort.Strings(hp.Serves)
+		hp.Health = hf.VLLM.Health.Status
+		prints[name] = hp
+	}
+	b, _ := json.Marshal(prints)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,271 @@
+// Package resources knows what each kind of block means on a host: the
+// containers a ray_cluster runs, the vllm serve process a vllm_serve runs,
+// how observed facts compare with them (plan), and the steps that make them
+// so (apply). The engine walks; this package decides.
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// Container labels rayform sets on every container it creates. A container
+// without LabelManaged is never touched.
+const (
+	LabelManaged  = "rayform.managed"   // "true"
+	LabelProject  = "rayform.project"   // the project (config directory) name
+	LabelResource = "rayform.resource"  // e.g. "ray_cluster.main"
+	LabelRole     = "rayform.role"      // "head" or "worker"
+	LabelNode     = "rayform.node"      // node name
+	LabelNodeIP   = "rayform.node-ip"   // the fabric address Ray was started with
+	LabelHead     = "rayform.head"      // head address "ip:port"
+	LabelSpecHash = "rayform.spec-hash" // hash of the ContainerSpec
+)
+
+// NetworkEnvKeys returns the variables a network binding pins on every
+// node. They differ per host, so they are also listed in vLLM's
+// ray_non_carry_over_env_vars.json: the head's values must not overwrite a
+// worker's.
+func NetworkEnvKeys() []string {
+	return []string{
+		"VLLM_HOST_IP",
+		"NCCL_SOCKET_IFNAME",
+		"GLOO_SOCKET_IFNAME",
+		"TP_SOCKET_IFNAME",
+		"UCX_NET_DEVICES",
+		"NCCL_IB_HCA",
+	}
+}
+
+// InterfaceFor returns the fabric interface of node on nw, "" when unpinned.
+func InterfaceFor(nw *config.Network, node string) string { return nw.InterfaceFor(node) }
+
+// ContainerSpec is everything that defines one Ray container on one node.
+// Its hash, stored as a label, is how drift in the definition is detected.
+type ContainerSpec struct {
+	Resource string            `json:"resource"`
+	Node     string            `json:"node"`
+	Role     string            `json:"role"` // "head" or "worker"
+	Name     string            `json:"name"`
+	Image    string            `json:"image"`
+	NodeIP   string            `json:"node_ip"`
+	HeadAddr string            `json:"head_addr"` // ip:port of the GCS
+	GPUs     int               `json:"gpus"`
+	Env      map[string]string `json:"env"`
+	// SecretEnv lists the keys of Env whose values are sensitive; they go to
+	// the host through a 0600 env file, never on a command line.
+	SecretEnv     []string `json:"secret_env,omitempty"`
+	Volumes       []string `json:"volumes,omitempty"`
+	ShmSize       string   `json:"shm_size,omitempty"`
+	DockerArgs    []string `json:"docker_args,omitempty"`
+	Port          int      `json:"port"`
+	DashboardPort int      `json:"dashboard_port"`
+	// NonCarryOver lists env names vLLM must not copy from the driver.
+	NonCarryOver []string `json:"non_carry_over"`
+}
+
+// Hash is a stable digest of the spec. Secret values enter it only through
+// their hash, so the label reveals nothing.
+func (s ContainerSpec) Hash() string {
+	c := s
+	c.Env = map[string]string{}
+	for k, v := range s.Env {
+		if contains(s.SecretEnv, k) {
+			sum := sha256.Sum256([]byte(v))
+			v = "sha256:" + hex.EncodeToString(sum[:8])
+		}
+		c.Env[k] = v
+	}
+	b, _ := json.Marshal(c) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Labels returns the labels the container carries.
+func (s ContainerSpec) Labels(project string) map[string]string {
+	return map[string]string{
+		LabelManaged:  "true",
+		LabelProject:  project,
+		LabelResource: s.Resource,
+		LabelRole:     s.Role,
+		LabelNode:     s.Node,
+		LabelNodeIP:   s.NodeIP,
+		LabelHead:     s.HeadAddr,
+		LabelSpecHash: s.Hash(),
+	}
+}
+
+// RayStartArgs is the `ray start` command line the container runs.
+func (s ContainerSpec) RayStartArgs() []string {
+	args := []string{"ray", "start"}
+	if s.Role == "head" {
+		args = append(args, "--head", "--port="+strconv.Itoa(s.Port),
+			"--dashboard-host=0.0.0.0", "--dashboard-port="+strconv.Itoa(s.DashboardPort))
+	} else {
+		args = append(args, "--address="+s.HeadAddr)
+	}
+	args = append(args, "--node-ip-address="+s.NodeIP)
+	if s.GPUs > 0 {
+		args = append(args, "--num-gpus="+strconv.Itoa(s.GPUs))
+	}
+	return append(args, "--disable-usage-stats", "--block")
+}
+
+// vllmConfigRoot is where the container keeps vLLM's config, including
+// ray_non_carry_over_env_vars.json.
+const vllmConfigRoot = "/tmp/rayform/vllm-config"
+
+// EntrypointScript writes vLLM's non-carry-over list, then execs ray start.
+func (s ContainerSpec) EntrypointScript() string {
+	list, _ := json.Marshal(s.NonCarryOver)
+	return fmt.Sprintf("mkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
+		vllmConfigRoot, list, vllmConfigRoot)
+}
+
+// RunArgs is the `docker run` command line, without secrets: sensitive
+// variables are read from envFile (written 0600 beforehand) when non-empty.
+func (s ContainerSpec) RunArgs(project, envFile string) []string {
+	args := []string{"docker", "run", "-d", "--name", s.Name,
+		"--network", "host", "--ipc", "host", "--gpus", "all",
+		"--restart", "no"}
+	if s.ShmSize != "" {
+		args = append(args, "--shm-size", s.ShmSize)
+	}
+	labels := s.Labels(project)
+	for _, k := range sortedKeys(labels) {
+		args = append(args, "--label", k+"="+labels[k])
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if contains(s.SecretEnv, k) {
+			continue
+		}
+		args = append(args, "-e", k+"="+s.Env[k])
+	}
+	if envFile != "" {
+		args = append(args, "--env-file", envFile)
+	}
+	for _, v := range s.Volumes {
+		args = append(args, "-v", v)
+	}
+	args = append(args, s.DockerArgs...)
+	args = append(args, "--entrypoint", "/bin/sh", s.Image, "-c", s.EntrypointScript(), "rayform")
+	return append(args, s.RayStartArgs()...)
+}
+
+// SecretEnvFile renders the sensitive variables as a docker --env-file.
+func (s ContainerSpec) SecretEnvFile() []byte {
+	var b strings.Builder
+	keys := append([]string(nil), s.SecretEnv...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, s.Env[k])
+	}
+	return []byte(b.String())
+}
+
+// ClusterSpecs returns the desired container of every node of a cluster,
+// head first. addrs maps node names to fabric addresses; a node without one
+// gets an empty NodeIP (the plan shows it as known after observe).
+func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
+	headIP := addrs[rc.Head]
+	headAddr := ""
+	if headIP.IsValid() {
+		headAddr = netip.AddrPortFrom(headIP, uint16(rc.Port)).String()
+	}
+	name := rc.ContainerName
+	if name == "" {
+		name = "rayform-" + rc.Name
+	}
+	var specs []ContainerSpec
+	for i, node := range rc.Nodes() {
+		role := "worker"
+		if i == 0 {
+			role = "head"
+		}
+		env, err := containerEnv(cfg, rc, node, addrs[node], ifaces[node])
+		if err != nil {
+			env = map[string]string{}
+			for k, v := range rc.Env {
+				env[k] = v
+			}
+		}
+		env["VLLM_CONFIG_ROOT"] = vllmConfigRoot
+		var secret []string
+		for k := range rc.Env {
+			if rc.IsSensitive(fmt.Sprintf("env[%q]", k)) {
+				secret = append(secret, k)
+			}
+		}
+		sort.Strings(secret)
+		nodeIP := ""
+		if a := addrs[node]; a.IsValid() {
+			nodeIP = a.String()
+		}
+		gpus := 0
+		if n := cfg.Nodes[node]; n != nil {
+			gpus = n.GPUs
+		}
+		specs = append(specs, ContainerSpec{
+			Resource:      rc.Addr,
+			Node:          node,
+			Role:          role,
+			Name:          name,
+			Image:         rc.Image,
+			NodeIP:        nodeIP,
+			HeadAddr:      headAddr,
+			GPUs:          gpus,
+			Env:           env,
+			SecretEnv:     secret,
+			Volumes:       rc.Volumes,
+			ShmSize:       rc.ShmSize,
+			DockerArgs:    rc.DockerArgs,
+			Port:          rc.Port,
+			DashboardPort: rc.DashboardPort,
+			NonCarryOver:  NetworkEnvKeys(),
+		})
+	}
+	return specs
+}
+
+// containerEnv is the cluster's env plus what the network pins on node;
+// without a network (a single-node cluster) only the cluster's own env and
+// the memory monitor setting.
+func containerEnv(cfg *config.Config, rc *config.RayCluster, node string, addr netip.Addr, iface string) (map[string]string, error) {
+	if rc.Network != "" && addr.IsValid() {
+		return cfg.ContainerEnv(rc.Name, node, addr, iface)
+	}
+	env := map[string]string{}
+	for k, v := range rc.Env {
+		env[k] = v
+	}
+	if !rc.MemoryMonitor {
+		env["RAY_memory_monitor_refresh_ms"] = "0"
+	}
+	return env, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
