@@ -1,19 +1,57 @@
 // Package lab brings up a local test lab that looks, from rayform's point of
 // view, like a set of DGX Spark class GPU hosts reached over SSH.
 //
-// Every node is a Linux network namespace running the real OpenSSH sshd and,
-// unless disabled, its own Debian dockerd. A client namespace (where rayform
-// and the tests run) is the nodes' default gateway on the management network
-// 10.1.230.0/24, whose bridge ports are isolated so nodes reach the client but
-// not each other; a separate switch namespace carries the fabric network
-// 192.168.200.0/24 on interfaces named like enp1s0f1np1. A real registry
-// (Debian's docker-registry) in the client namespace serves images built here
-// from busybox and simnode. Nothing in the lab has a route out of the lab.
+// # Topology
+//
+// Every node (spark1 is the head, then spark2, ...) is a Linux network
+// namespace NAME-sparkN running the real OpenSSH sshd (its own ed25519 host
+// key, its own UTS namespace so `hostname` is the node's name) and, unless
+// disabled, its own Debian dockerd (own data root, exec root and socket,
+// started with nsenter --net so containers with --network host live on the
+// node's addresses). Two networks, as in the seeds:
+//
+//   - management 10.1.230.0/24 on eth0: nodes .180, .181, ...; the client
+//     namespace NAME-client holds the bridge with .1, the nodes' default
+//     gateway (so a node's default route source is its management address).
+//     The nodes' bridge ports are isolated: a node reaches the client and the
+//     registry, never another node's management address. The client routes
+//     nothing: anything a node sends it for another address is refused at
+//     once (ICMP administratively prohibited), so no traffic leaves the lab.
+//   - fabric 192.168.200.0/24 on enp1s0f1np1 (per node configurable): head
+//     .12, workers .13, ...; a bridge in the switch namespace NAME-fabric.
+//     The client has no fabric address.
+//
+// The root namespace gets no link or route into the lab; rayform and the
+// tests run in the client namespace (`ip netns exec NAME-client ...`).
+//
+// # Docker, GPUs and images
+//
+// SSH sessions get DOCKER_HOST (the node's dockerd), SIMNODE_HARDWARE (the
+// node's hardware.json in simnode's format) and a PATH that starts with the
+// node's bin directory, where nvidia-smi, ibdev2netdev and
+// nvidia-container-runtime-hook are links to simnode. dockerd finds the hook
+// on its PATH and registers its NVIDIA driver, so `docker run --gpus all`
+// works as on a GPU host (and fails with docker's own "could not select
+// device driver" on a node built with toolkit=false).
+//
+// A real registry (Debian's docker-registry) serves on 10.1.230.1:5000 in the
+// client namespace. Its images are built here without Docker (busybox-static
+// with its applets and a bash stand-in, plus simnode as ray, vllm and
+// nvidia-smi), cached in the cache directory, and laid out in the registry's
+// storage: ImageRayVLLM (the seeds' hellohal2064/vllm-qwen3.5-gb10),
+// ImageNoRay (no ray) and ImageBig (a large incompressible layer). Every
+// node's dockerd has the registry as its registry mirror, so the unqualified
+// Docker Hub names pull through it for real; 10.1.230.1:5000/<name> works too.
+//
+// # Processes and files
 //
 // All lab processes are children of one supervisor process per lab (see
-// Supervise), which reaps them, restarts nothing on its own, and runs the
-// userspace packet-delay handler. The lab's topology is written to lab.json
-// in the lab directory; Load reads it back.
+// Supervise), a child subreaper that reaps them and hosts the NFQUEUE
+// handlers that delay management traffic. The lab directory (default
+// /tmp/rayform-lab-NAME) holds lab.json (the topology; Load reads it),
+// ssh_config, known_hosts, id_ed25519, rayform.hcl and per-node files and
+// logs. Down removes every namespace, process, mount, cgroup and file the
+// lab made; the image cache is kept.
 //
 // The package is Linux-only (its files build only on Linux); on other systems
 // it is empty.

@@ -29,6 +29,9 @@ func Down(ctx context.Context, cfg Config) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the lab needs root to tear down namespaces and processes (try sudo)")
 	}
+	if err := checkLabDir(cfg.Dir); err != nil {
+		return err
+	}
 	start := time.Now()
 	var errs []error
 
@@ -113,6 +116,24 @@ func Down(ctx context.Context, cfg Config) error {
 	}
 	cfg.emit(start, "down", fmt.Sprintf("%d namespaces removed", len(nsNames)))
 	return errors.Join(errs...)
+}
+
+// markerFile marks a directory as a lab's (Down removes only such directories).
+const markerFile = ".rayform-lab"
+
+// checkLabDir refuses a directory Down must not remove: one that exists,
+// is not empty, and holds neither the lab marker nor lab.json.
+func checkLabDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 {
+		return nil
+	}
+	for _, f := range []string{markerFile, StateFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("refusing to use %s as a lab directory: it is not empty and is not a lab's (no %s or %s)", dir, markerFile, StateFile)
 }
 
 // labNetns lists the existing network namespaces of the lab called name.

@@ -160,6 +160,9 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "bin"), 0o755); err != nil {
 		return nil, fmt.Errorf("create lab dir: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(cfg.Dir, markerFile), []byte(cfg.Name+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("mark lab dir: %w", err)
+	}
 	simnode := filepath.Join(cfg.Dir, "bin", "simnode")
 	if err := copyFile(cfg.Simnode, simnode); err != nil {
 		return nil, fmt.Errorf("install simnode from %s: %w", cfg.Simnode, err)

@@ -299,6 +299,24 @@ func TestTransportOnlyLab(t *testing.T) {
 	}
 }
 
+// TestDownRefusesForeignDir checks that Down never removes a directory
+// that is not a lab's.
+func TestDownRefusesForeignDir(t *testing.T) {
+	requireLab(t, false)
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "precious.txt")
+	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := Down(context.Background(), Config{Name: "rfl-foreign", Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "not a lab's") {
+		t.Errorf("Down on a foreign directory: %v", err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("Down removed a foreign file: %v", err)
+	}
+}
+
 // TestDownWhenNothingIsUp checks that Down is idempotent.
 func TestDownWhenNothingIsUp(t *testing.T) {
 	requireLab(t, false)
