@@ -235,7 +235,8 @@ func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
 		fmt.Fprintf(c.stdout, "images:           %s (Ray + vLLM), %s (no Ray), %s (large)\n", l.Images["ray-vllm"], l.Images["no-ray"], l.Images["big"])
 	}
 	fmt.Fprintf(c.stdout, "ssh:              ip netns exec %s ssh -F %s %s\n", l.ClientNetns, l.SSHConfig, l.Nodes[0].Name)
-	fmt.Fprintf(c.stdout, "rayform:          ip netns exec %s rayform -chdir %s plan\n", l.ClientNetns, l.Dir)
+	fmt.Fprintf(c.stdout, "rayform:          rayform lab exec -name %s client -- rayform -chdir %s plan\n", l.Name, l.Dir)
+	fmt.Fprintf(c.stdout, "                  (= ip netns exec %s env HOME=%s rayform -chdir %s plan)\n", l.ClientNetns, l.ClientHome, l.Dir)
 	fmt.Fprintf(c.stdout, "tear down:        rayform lab down -name %s\n", l.Name)
 }
 
@@ -381,6 +382,7 @@ func labEnv(_ context.Context, c *cli, args []string) int {
 		{"RAYFORM_LAB_NETNS", l.ClientNetns},
 		{"RAYFORM_LAB_CONFIG", l.RayformHCL},
 		{"RAYFORM_LAB_SSH_CONFIG", l.SSHConfig},
+		{"RAYFORM_LAB_HOME", l.ClientHome},
 		{"RAYFORM_LAB_REGISTRY", l.Registry},
 	}
 	for _, v := range vars {

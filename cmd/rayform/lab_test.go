@@ -125,11 +125,13 @@ func TestLabCommand(t *testing.T) {
 		want     []string
 	}{
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
-			[]string{"Lab rfc-cli is up: 2 nodes", "spark1 (head)  10.1.230.180", "ip netns exec rfc-cli-client rayform -chdir /tmp/rayform-lab-rfc-cli plan"}},
+			[]string{"Lab rfc-cli is up: 2 nodes", "spark1 (head)  10.1.230.180", "rayform lab exec -name rfc-cli client -- rayform -chdir /tmp/rayform-lab-rfc-cli plan"}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  on", "All processes are up."}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "hostname"}, 0, []string{"spark2"}},
 		{[]string{"lab", "exec", "-name", name, "client", "--", "ssh", "-F", "/tmp/rayform-lab-rfc-cli/ssh_config", "spark1", "hostname"}, 0, []string{"spark1"}},
+		{[]string{"lab", "exec", "-name", name, "client", "--", "sh", "-c", "readlink $HOME/.ssh/config $HOME/.ssh/known_hosts"}, 0,
+			[]string{"/tmp/rayform-lab-rfc-cli/ssh_config", "/tmp/rayform-lab-rfc-cli/known_hosts"}},
 		{[]string{"lab", "exec", "-name", name, "spark1", "--", "sh", "-c", "exit 7"}, 7, nil},
 		{[]string{"lab", "env", "-name", name}, 0, []string{"RAYFORM_LAB_NETNS=rfc-cli-client", "RAYFORM_LAB_CONFIG=/tmp/rayform-lab-rfc-cli/rayform.hcl"}},
 		{[]string{"lab", "poweroff", "-name", name, "spark2"}, 0, []string{"spark2: poweroff done"}},

@@ -23,7 +23,9 @@ const ClientName = "client"
 // Command returns a command that runs argv in the namespace of node (a node
 // name, or "client" for the client namespace) with the node's session
 // environment (DOCKER_HOST, SIMNODE_HARDWARE, PATH, HOME), as an SSH session
-// on that node would have. The caller wires stdio and runs it.
+// on that node would have. In the client namespace HOME is the lab's client
+// home, whose ~/.ssh makes plain `ssh spark1` and rayform reach the nodes.
+// The caller wires stdio and runs it.
 func (l *Lab) Command(ctx context.Context, node string, argv ...string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("no command given")
@@ -38,7 +40,7 @@ func (l *Lab) Command(ctx context.Context, node string, argv ...string) (*exec.C
 	}
 	if node == ClientName {
 		cmd := exec.CommandContext(ctx, ip, append([]string{"netns", "exec", l.ClientNetns}, argv...)...)
-		cmd.Env = append(env, "HOME="+os.Getenv("HOME"))
+		cmd.Env = append(env, "HOME="+l.ClientHome)
 		return cmd, nil
 	}
 	n, err := l.Node(node)

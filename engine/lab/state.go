@@ -38,6 +38,9 @@ type Lab struct {
 	KnownHosts string `json:"known_hosts"`
 	Key        string `json:"identity_file"`
 	RayformHCL string `json:"rayform_hcl"`
+	// ClientHome is a HOME for the client namespace whose ~/.ssh holds the
+	// lab's ssh config, known_hosts and key.
+	ClientHome string `json:"client_home"`
 	// Supervisor is the pid of the lab's supervisor process and its socket.
 	SupervisorPID    int    `json:"supervisor_pid"`
 	SupervisorSocket string `json:"supervisor_socket"`

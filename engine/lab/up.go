@@ -150,6 +150,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		KnownHosts:       filepath.Join(cfg.Dir, "known_hosts"),
 		Key:              filepath.Join(cfg.Dir, "id_ed25519"),
 		RayformHCL:       filepath.Join(cfg.Dir, "rayform.hcl"),
+		ClientHome:       filepath.Join(cfg.Dir, "client-home"),
 		SupervisorSocket: filepath.Join(cfg.Dir, supervisorSock),
 		Created:          time.Now().UTC().Truncate(time.Second),
 	}
@@ -658,5 +659,22 @@ func (l *Lab) writeClientFiles(hostKeys map[string]string) error {
 	if err := writeFileAtomic(l.KnownHosts, []byte(l.knownHosts(hostKeys)), 0o644); err != nil {
 		return err
 	}
-	return writeFileAtomic(l.RayformHCL, []byte(l.rayformHCL()), 0o644)
+	if err := writeFileAtomic(l.RayformHCL, []byte(l.rayformHCL()), 0o644); err != nil {
+		return err
+	}
+	// The client's home: ~/.ssh holds the lab's ssh config, known_hosts and
+	// key, so ssh and rayform run with HOME set to it (as `lab exec client`
+	// does) reach the nodes with their default settings.
+	dotSSH := filepath.Join(l.ClientHome, ".ssh")
+	if err := os.MkdirAll(dotSSH, 0o700); err != nil {
+		return fmt.Errorf("create client home: %w", err)
+	}
+	for name, target := range map[string]string{"config": l.SSHConfig, "known_hosts": l.KnownHosts, "id_ed25519": l.Key, "id_ed25519.pub": l.Key + ".pub"} {
+		p := filepath.Join(dotSSH, name)
+		_ = os.Remove(p)
+		if err := os.Symlink(target, p); err != nil {
+			return fmt.Errorf("client home: %w", err)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+	rfssh "github.com/rayform/rayform/engine/transport/ssh"
 )
 
 // TestTwoNodeLab brings up a DGX Spark pair and checks it from the client
@@ -274,6 +277,33 @@ func TestTransportOnlyLab(t *testing.T) {
 		{"spark2", "enp1s0f1np1", false},
 		{"spark3", "enP2p1s0f1np1", true},
 	}
+	t.Run("rayform's SSH transport with the client home", func(t *testing.T) {
+		// What rayform does in the client namespace with HOME=ClientHome: its
+		// defaults (~/.ssh/config, known_hosts, strict checking) reach the nodes.
+		d, err := rfssh.NewDialer(rfssh.Options{
+			Home: l.ClientHome, SystemConfigFile: "none", AgentSocket: "none",
+			NetDial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return dialIn(ctx, netnsPath(l.ClientNetns), network, addr)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for host, want := range map[string]string{"spark1": "spark1", "10.1.230.182": "spark3"} {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			conn, err := d.Dial(ctx, host)
+			if err != nil {
+				cancel()
+				t.Fatalf("dial %s: %v", host, err)
+			}
+			res, err := conn.Run(ctx, transport.Cmd{Argv: []string{"hostname"}})
+			cancel()
+			if err != nil || strings.TrimSpace(string(res.Stdout)) != want {
+				t.Errorf("%s: hostname = %q, %v; want %s", host, res.Stdout, err, want)
+			}
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.node, func(t *testing.T) {
 			out, err := labRun(t, l, tt.node, "ip", "-j", "link", "show", tt.ifname)
