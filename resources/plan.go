@@ -941,39 +941,33 @@ func (p *planner) outputs() {
 	}
 }
 
-// Fingerprint digests the facts a plan depends on, so a saved plan can be
-// refused when the hosts changed since it was made.
-func Fingerprint(facts *observe.Facts) string {
-	type hostPrint struct {
-		Addrs      []string
-		Containers []string
-		Ray        []string
-		Serves     []string
-		Health     int
-	}
-	prints := map[string]hostPrint{}
+// HostFingerprints digests, per host, the facts a plan depends on, so a
+// saved plan can be refused (naming the host) when the hosts changed since
+// it was made.
+func HostFingerprints(facts *observe.Facts) map[string]string {
+	out := map[string]string{}
 	for name, hf := range facts.Hosts {
-		var hp hostPrint
+		var parts []string
+		parts = append(parts, "err "+hf.Err)
 		for _, a := range hf.Addresses.List {
-			hp.Addrs = append(hp.Addrs, a.Interface+"="+a.Prefix.String())
+			parts = append(parts, "addr "+a.Interface+"="+a.Prefix.String())
 		}
 		for _, c := range hf.Containers.List {
-			hp.Containers = append(hp.Containers, fmt.Sprintf("%s %s %s %v %s", c.Name, c.ID, c.SpecHash, c.Running, c.StartedAt.UTC().Format(time.RFC3339Nano)))
+			parts = append(parts, fmt.Sprintf("container %s %s %s %v %s", c.Name, c.ID, c.SpecHash, c.Running, c.StartedAt.UTC().Format(time.RFC3339Nano)))
 		}
 		for _, n := range hf.RayNodes.List {
-			hp.Ray = append(hp.Ray, n.NodeIP+" "+n.State)
+			parts = append(parts, "ray "+n.NodeIP+" "+n.State)
 		}
-		for k, s := range hf.Serves {
-			hp.Serves = append(hp.Serves, fmt.Sprintf("%s %s %v", k, s.SpecHash, s.Alive))
+		for k, sr := range hf.Serves {
+			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))
 		}
-		sort.Strings(hp.Addrs)
-		sort.Strings(hp.Containers)
-		sort.Strings(hp.Ray)
-		sort.Strings(hp.Serves)
-		hp.Health = hf.VLLM.Health.Status
-		prints[name] = hp
+		for _, im := range hf.Images {
+			parts = append(parts, fmt.Sprintf("image %s %v %s", im.Ref, im.Present, im.ID))
+		}
+		parts = append(parts, fmt.Sprintf("health %d", hf.VLLM.Health.Status))
+		sort.Strings(parts)
+		sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
+		out[name] = hex.EncodeToString(sum[:8])
 	}
-	b, _ := json.Marshal(prints)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return out
 }

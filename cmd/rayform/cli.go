@@ -46,6 +46,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"validate", "Check the configuration for errors", runValidate},
+		{"plan", "Observe the hosts and show what apply would change", runPlan},
 		{"fmt", "Rewrite configuration files to canonical format", runFmt},
 		{"graph", "Print the dependency graph in DOT format", runGraph},
 		{"lab", "Manage the local test lab (Linux, root)", runLab},

@@ -88,9 +88,11 @@ func (h *textHooks) stopTicker(addr string) {
 	}
 }
 
-func (h *textHooks) StepStart(addr, step string)   { h.printf("%s: %s\n", h.bold(addr), step) }
-func (h *textHooks) StepSkipped(addr, step string) { h.printf("%s: %s (already done)\n", h.bold(addr), step) }
-func (h *textHooks) Progress(addr, msg string)     { h.printf("%s: %s\n", h.bold(addr), msg) }
+func (h *textHooks) StepStart(addr, step string) { h.printf("%s: %s\n", h.bold(addr), step) }
+func (h *textHooks) StepSkipped(addr, step string) {
+	h.printf("%s: %s (already done)\n", h.bold(addr), step)
+}
+func (h *textHooks) Progress(addr, msg string) { h.printf("%s: %s\n", h.bold(addr), msg) }
 
 func (h *textHooks) ResourceComplete(addr string, a plan.Action, elapsed time.Duration) {
 	h.stopTicker(addr)

@@ -73,6 +73,12 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		return err
 	}
 
+	if !p.HasChanges() && len(p.Errors()) > 0 {
+		b.WriteString(pt.paint(ansiBold+ansiRed, "Planning failed.") + " rayform found problems that apply would run into;\nthey are listed below, each with its fix.\n")
+		renderFindings(&b, p.Findings, pt)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	if !p.HasChanges() {
 		b.WriteString(pt.paint(ansiBold, "No changes.") + pt.paint(ansiBold, " Your infrastructure matches the configuration.") + "\n\n")
 		b.WriteString("rayform has compared the real hosts against your configuration and found no\ndifferences, so no changes are needed.\n")
@@ -92,7 +98,9 @@ func RenderText(w io.Writer, p *Plan, opts TextOptions) error {
 		c := p.Counts()
 		fmt.Fprintf(&b, "\n%s %d to add, %d to change, %d to destroy.\n", pt.paint(ansiBold, "Plan:"), c.Add, c.Change, c.Destroy)
 	}
-	renderOutputs(&b, p, pt)
+	if p.HasChanges() {
+		renderOutputs(&b, p, pt)
+	}
 	renderFindings(&b, p.Findings, pt)
 	if opts.SavedTo != "" && p.HasChanges() {
 		fmt.Fprintf(&b, "\n%s\n\nSaved the plan to: %s\n\nTo perform exactly these actions, run the following command to apply:\n    rayform apply %q\n", rule, opts.SavedTo, opts.SavedTo)

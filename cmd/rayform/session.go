@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
+	"github.com/rayform/rayform/engine/transport/ssh"
+	"github.com/rayform/rayform/resources"
+)
+
+// runOptions are the flags plan, apply and destroy share.
+type runOptions struct {
+	vars          varFlags
+	parallelism   int
+	targets       stringList
+	trustNewHosts bool
+	sshConfig     string
+	knownHosts    string
+	project       string
+	stateFile     string
+	json          bool
+	noLock        bool
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func (o *runOptions) register(fs *flag.FlagSet) {
+	o.vars.register(fs)
+	fs.IntVar(&o.parallelism, "parallelism", 10, "limit the number of hosts and resources worked on at once to `N`")
+	fs.Var(&o.targets, "target", "limit the operation to resource `ADDRESS` and its dependencies (repeatable)")
+	fs.BoolVar(&o.trustNewHosts, "trust-new-hosts", false, "record unknown SSH host keys in known_hosts instead of refusing them (like StrictHostKeyChecking=accept-new); a changed key is always refused")
+	fs.StringVar(&o.sshConfig, "ssh-config", "", "read SSH client settings from `FILE` instead of ~/.ssh/config")
+	fs.StringVar(&o.knownHosts, "known-hosts", "", "check host keys against `FILE` instead of ~/.ssh/known_hosts")
+	fs.StringVar(&o.project, "project", "", "label rayform's containers with project `NAME` (default: the configuration directory's name)")
+	fs.StringVar(&o.stateFile, "state", state.DefaultPath, "local state `FILE`, relative to the configuration directory")
+	fs.BoolVar(&o.json, "json", false, "print machine-readable NDJSON events instead of text")
+}
+
+// session is what one plan, apply or destroy run shares: the configuration,
+// the state, and one connection per host for the whole run.
+type session struct {
+	c       *cli
+	opts    *runOptions
+	cfg     *config.Config // as loaded, before observed facts
+	st      *state.State
+	project string
+	dialer  transport.Dialer
+	conns   map[string]transport.Conn
+	closers []func() error
+}
+
+// openSession loads the configuration and state and prepares (but does not
+// dial) the connections. Problems are printed; the int is the exit code.
+func openSession(c *cli, opts *runOptions) (*session, int) {
+	cfg, diags := loadConfig(c, &opts.vars)
+	if diags.HasErrors() {
+		writeDiagnostics(c, c.stderr, cfg.Files, diags)
+		return nil, exitError
+	}
+	writeDiagnostics(c, c.stderr, cfg.Files, diags)
+	project := opts.project
+	if project == "" {
+		abs, err := filepath.Abs(c.dir)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return nil, exitError
+		}
+		project = sanitizeProject(filepath.Base(abs))
+	}
+	statePath := opts.stateFile
+	if !filepath.IsAbs(statePath) {
+		statePath = filepath.Join(c.dir, statePath)
+	}
+	st, err := state.Load(statePath)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return nil, exitError
+	}
+	if st.Project == "" {
+		st.Project = project
+	}
+	s := &session{c: c, opts: opts, cfg: cfg, st: st, project: project, conns: map[string]transport.Conn{}}
+	if err := s.prepareDialer(); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return nil, exitError
+	}
+	return s, exitOK
+}
+
+// sanitizeProject keeps a project name usable as a docker label value.
+func sanitizeProject(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-_.")
+	if out == "" {
+		return "rayform"
+	}
+	return out
+}
+
+// prepareDialer builds the SSH dialer from the nodes (and the hosts the
+// state remembers), and a local runner for nodes whose host is "localhost".
+func (s *session) prepareDialer() error {
+	hosts := map[string]ssh.HostConfig{}
+	localNodes := map[string]bool{}
+	for name, n := range s.cfg.Nodes {
+		if n.Host == "localhost" && n.User == "" && n.Port == 0 && n.Bastion == "" {
+			localNodes[name] = true
+			continue
+		}
+		hc := ssh.HostConfig{HostName: n.Host, Port: n.Port, User: n.User}
+		if n.IdentityFile != "" {
+			hc.IdentityFiles = []string{expandHome(n.IdentityFile)}
+		}
+		if n.Bastion != "" {
+			hc.ProxyJump = n.Bastion
+		}
+		hosts[name] = hc
+	}
+	for _, addr := range s.st.Addresses() {
+		r, _ := s.st.Get(addr)
+		for _, h := range r.Hosts {
+			if _, ok := hosts[h.Node]; ok || localNodes[h.Node] {
+				continue
+			}
+			hosts[h.Node] = ssh.HostConfig{HostName: h.Host, Port: h.Port, User: h.User, ProxyJump: h.Bastion}
+		}
+	}
+	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.trustNewHosts, Logger: s.c.log.Named("ssh")}
+	if s.opts.sshConfig != "" {
+		opts.ConfigFile = s.opts.sshConfig
+	}
+	if s.opts.knownHosts != "" {
+		opts.KnownHostsFiles = []string{s.opts.knownHosts}
+	}
+	d, err := ssh.NewDialer(opts)
+	if err != nil {
+		return fmt.Errorf("ssh: %w", err)
+	}
+	s.closers = append(s.closers, d.Close)
+	s.dialer = d
+	for name := range hosts {
+		s.conns[name] = transport.Lazy(d, name)
+	}
+	for name := range localNodes {
+		s.conns[name] = local.New(local.Options{Host: name, Logger: s.c.log.Named("local")})
+	}
+	return nil
+}
+
+func expandHome(p string) string {
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, p[2:])
+		}
+	}
+	return p
+}
+
+// close closes every connection.
+func (s *session) close() {
+	for _, c := range s.conns {
+		c.Close()
+	}
+	for _, f := range s.closers {
+		f()
+	}
+}
+
+// observed is one observation of the hosts and the plan made from it.
+type observed struct {
+	facts   *observe.Facts
+	cfg     *config.Config // evaluated with the facts
+	result  *resources.Result
+	elapsed time.Duration
+}
+
+// observeAndPlan observes every host (one probe each, in parallel) and
+// computes the plan. Configuration problems that only the facts reveal are
+// printed as diagnostics.
+func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observed, error) {
+	start := time.Now()
+	spec := resources.ObserveSpec(s.cfg, s.st, s.project)
+	conns := map[string]transport.Conn{}
+	for host := range spec.Hosts {
+		c, ok := s.conns[host]
+		if !ok {
+			return nil, fmt.Errorf("no SSH settings for host %s", host)
+		}
+		conns[host] = c
+	}
+	facts, err := observe.Observe(ctx, conns, spec, s.opts.parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("observing hosts: %w", err)
+	}
+	for _, h := range sortedHosts(facts) {
+		s.c.log.Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", s.conns[h].Stats().Handshakes)
+	}
+	addrs, _ := resources.FabricAddrs(s.cfg, facts)
+	cfg, diags := s.cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	if diags.HasErrors() {
+		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
+		return nil, errors.New("the configuration is invalid with the observed facts")
+	}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly})
+	if len(s.opts.targets) > 0 {
+		if err := s.applyTargets(cfg, res); err != nil {
+			return nil, err
+		}
+	}
+	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start)}, nil
+}
+
+// applyTargets narrows the plan to the targets and their dependencies.
+func (s *session) applyTargets(cfg *config.Config, res *resources.Result) error {
+	g := cfg.Graph()
+	for _, t := range s.opts.targets {
+		if !g.Has(t) {
+			return fmt.Errorf("-target %s: no such resource in the configuration", t)
+		}
+	}
+	keep := map[string]bool{}
+	for _, n := range g.Subgraph(s.opts.targets).Nodes() {
+		keep[n] = true
+	}
+	changes := res.Plan.Changes[:0]
+	for _, ch := range res.Plan.Changes {
+		if keep[ch.Address] {
+			changes = append(changes, ch)
+		}
+	}
+	res.Plan.Changes = changes
+	for addr := range res.Work {
+		if !keep[addr] {
+			delete(res.Work, addr)
+		}
+	}
+	return nil
+}
+
+func sortedHosts(f *observe.Facts) []string {
+	hosts := make([]string, 0, len(f.Hosts))
+	for h := range f.Hosts {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return hosts
+}
+
+// stats sums the transport counters of every connection.
+func (s *session) stats() map[string]transport.Stats {
+	out := map[string]transport.Stats{}
+	for h, c := range s.conns {
+		out[h] = c.Stats()
+	}
+	return out
+}
