@@ -33,6 +33,8 @@ type Lab struct {
 	// Delay and Loss are applied to every node's management egress.
 	Delay time.Duration `json:"delay_ns,omitempty"`
 	Loss  float64       `json:"loss_percent,omitempty"`
+	// Timing is simnode's timing overrides in every node's hardware.json.
+	Timing map[string]string `json:"timing,omitempty"`
 	// Files written for clients of the lab.
 	SSHConfig  string `json:"ssh_config"`
 	KnownHosts string `json:"known_hosts"`

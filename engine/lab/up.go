@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -122,7 +123,8 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 
 // sameShape reports whether the running lab was built from an equivalent config.
 func (l *Lab) sameShape(cfg Config, nodes []Node) bool {
-	if len(l.Nodes) != len(nodes) || l.Docker != !cfg.NoDocker || l.Delay != cfg.Delay || l.Loss != cfg.Loss {
+	if len(l.Nodes) != len(nodes) || l.Docker != !cfg.NoDocker || l.Delay != cfg.Delay || l.Loss != cfg.Loss ||
+		!maps.Equal(l.Timing, cfg.Timing) {
 		return false
 	}
 	for i, n := range nodes {
@@ -146,6 +148,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		Nodes:            nodes,
 		Delay:            cfg.Delay,
 		Loss:             cfg.Loss,
+		Timing:           cfg.Timing,
 		SSHConfig:        filepath.Join(cfg.Dir, "ssh_config"),
 		KnownHosts:       filepath.Join(cfg.Dir, "known_hosts"),
 		Key:              filepath.Join(cfg.Dir, "id_ed25519"),
