@@ -4,6 +4,9 @@
 // shell.Join, Env reaches the process environment (never its argv), a
 // non-zero exit is a *transport.ExitError, and ending ctx (or Cmd.Timeout)
 // kills the command's whole process group.
+//
+// One difference remains: commands run in rayform's working directory,
+// where SSH commands start in the login user's home. Use absolute paths.
 package local
 
 import (
