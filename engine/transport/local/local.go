@@ -137,7 +137,16 @@ func (c *Conn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, er
 	x := exec.Command(c.shell, "-c", line)
 	x.Stdout = tee(&stdout, cmd.Stdout)
 	x.Stderr = tee(&stderr, cmd.Stderr)
-	x.Stdin = cmd.Stdin
+	// Stdin is copied by a goroutine Wait does not wait for: a command that
+	// exits without reading all of a never-ending Stdin is finished, as over
+	// SSH.
+	var stdinPipe io.WriteCloser
+	if cmd.Stdin != nil {
+		var err error
+		if stdinPipe, err = x.StdinPipe(); err != nil {
+			return transport.Result{}, fmt.Errorf("%s: %q: stdin: %w", c.host, line, err)
+		}
+	}
 	x.Env = os.Environ()
 	for _, k := range cmd.EnvKeys() {
 		x.Env = append(x.Env, k+"="+cmd.Env[k])
@@ -152,6 +161,12 @@ func (c *Conn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, er
 	start := time.Now()
 	if err := x.Start(); err != nil {
 		return transport.Result{}, fmt.Errorf("%s: %q: start: %w", c.host, line, err)
+	}
+	if stdinPipe != nil {
+		go func() {
+			_, _ = io.Copy(stdinPipe, cmd.Stdin)
+			_ = stdinPipe.Close()
+		}()
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- x.Wait() }()

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -63,6 +64,7 @@ func RunConformance(t *testing.T, newConn func(t *testing.T) transport.Conn, hos
 		{"ArgvRoundTrip", s.testArgvRoundTrip},
 		{"Stdin", s.testStdin},
 		{"NoStdinIsEOF", s.testNoStdin},
+		{"UnreadStdinDoesNotBlock", s.testUnreadStdin},
 		{"LargeOutput", s.testLargeOutput},
 		{"Streaming", s.testStreaming},
 		{"Env", s.testEnv},
@@ -179,6 +181,24 @@ func (s suite) testNoStdin(t *testing.T) {
 	res, err := c.Run(ctxFor(t), transport.Cmd{Script: "wc -c | tr -d ' '"})
 	if err != nil || string(res.Stdout) != "0\n" {
 		t.Errorf("without Stdin, wc -c read %q (err %v), want an immediate EOF", res.Stdout, err)
+	}
+}
+
+// neverEnding is a Stdin that never returns (a pipe nobody closes).
+type neverEnding struct{ done <-chan struct{} }
+
+func (n neverEnding) Read([]byte) (int, error) {
+	<-n.done
+	return 0, io.EOF
+}
+
+func (s suite) testUnreadStdin(t *testing.T) {
+	c := s.conn(t)
+	done := make(chan struct{})
+	defer close(done)
+	res, err := c.Run(ctxFor(t), transport.Cmd{Argv: []string{"echo", "finished"}, Stdin: neverEnding{done}})
+	if err != nil || string(res.Stdout) != "finished\n" {
+		t.Errorf("a command that ignores its open stdin: %q, %v; want it finished without error", res.Stdout, err)
 	}
 }
 
