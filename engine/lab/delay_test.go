@@ -39,7 +39,7 @@ func TestImpairments(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := upLab(t, Config{Name: "rfl-imp" + strconv.Itoa(i), Nodes: 1, NoDocker: true, Delay: tt.delay, Loss: tt.loss})
+			l := upLab(t, Config{Name: testLabName("rfl-imp" + strconv.Itoa(i)), Nodes: 1, NoDocker: true, Delay: tt.delay, Loss: tt.loss})
 			before := uint64(0)
 			if tt.queued {
 				before = delayedPackets(t, l, "spark1")
@@ -68,7 +68,7 @@ func TestImpairments(t *testing.T) {
 func BenchmarkDelayedConnect(b *testing.B) {
 	for _, delay := range []time.Duration{0, 20 * time.Millisecond} {
 		b.Run("delay="+delay.String(), func(b *testing.B) {
-			l := upLab(b, Config{Name: "rfl-bdelay", Nodes: 1, NoDocker: true, Delay: delay})
+			l := upLab(b, Config{Name: testLabName("rfl-bdelay"), Nodes: 1, NoDocker: true, Delay: delay})
 			b.ResetTimer()
 			for range b.N {
 				if err := dialFrom(l, ClientName, "10.1.230.180:22"); err != nil {
@@ -76,7 +76,7 @@ func BenchmarkDelayedConnect(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			downAndCheck(b, Config{Name: "rfl-bdelay"})
+			downAndCheck(b, Config{Name: testLabName("rfl-bdelay")})
 		})
 	}
 }

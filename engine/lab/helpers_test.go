@@ -5,6 +5,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,12 @@ import (
 	"testing"
 	"time"
 )
+
+// testLabName makes a lab name unique to this test process, so that test
+// runs of several engineers on one machine do not share labs.
+func testLabName(base string) string {
+	return fmt.Sprintf("%s-%d", base, os.Getpid()%100000)
+}
 
 // requireLab skips the test unless this host can run a lab.
 func requireLab(t testing.TB, docker bool) {

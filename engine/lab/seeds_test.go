@@ -170,7 +170,7 @@ func complete(t *testing.T, l *Lab) string {
 }
 
 func TestSeeds(t *testing.T) {
-	l := upLab(t, Config{Name: "rfl-seeds", Timing: map[string]string{
+	l := upLab(t, Config{Name: testLabName("rfl-seeds"), Timing: map[string]string{
 		"weight_load": "2s", "graph_capture": "1s", "c10d_timeout": "6s",
 		"placement_group_timeout": "20s", "tokens_per_second": "1000",
 	}})

@@ -21,7 +21,7 @@ import (
 // TestTwoNodeLab brings up a DGX Spark pair and checks it from the client
 // namespace as rayform would see it.
 func TestTwoNodeLab(t *testing.T) {
-	l := upLab(t, Config{Name: "rfl-pair"})
+	l := upLab(t, Config{Name: testLabName("rfl-pair")})
 	ctx := context.Background()
 
 	hw := map[string]hardware{}
@@ -177,7 +177,7 @@ func TestTwoNodeLab(t *testing.T) {
 	})
 
 	t.Run("up again is a no-op", func(t *testing.T) {
-		again, err := Up(ctx, Config{Name: "rfl-pair", Simnode: simnodeBinary(t)})
+		again, err := Up(ctx, Config{Name: testLabName("rfl-pair"), Simnode: simnodeBinary(t)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestTwoNodeLab(t *testing.T) {
 	})
 
 	t.Run("a different shape is refused while up", func(t *testing.T) {
-		_, err := Up(ctx, Config{Name: "rfl-pair", Nodes: 3, Simnode: simnodeBinary(t)})
+		_, err := Up(ctx, Config{Name: testLabName("rfl-pair"), Nodes: 3, Simnode: simnodeBinary(t)})
 		if err == nil || !strings.Contains(err.Error(), "different shape") {
 			t.Errorf("Up with 3 nodes over a 2-node lab: %v", err)
 		}
@@ -201,7 +201,7 @@ func TestTwoNodeLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ClientNetns != "rfl-pair-client" || len(got.Nodes) != 2 || got.Nodes[1].FabricIP != "192.168.200.13" ||
+		if got.ClientNetns != l.Name+"-client" || len(got.Nodes) != 2 || got.Nodes[1].FabricIP != "192.168.200.13" ||
 			got.Registry != "10.1.230.1:5000" || got.SupervisorPID == 0 {
 			t.Errorf("lab.json = %+v", got)
 		}
@@ -211,7 +211,7 @@ func TestTwoNodeLab(t *testing.T) {
 // TestNodeLifecycle reboots and powers off a node, and checks a node without
 // the NVIDIA container toolkit.
 func TestNodeLifecycle(t *testing.T) {
-	l := upLab(t, Config{Name: "rfl-life", Nodes: 1, Overrides: []string{"spark1.toolkit=false"}})
+	l := upLab(t, Config{Name: testLabName("rfl-life"), Nodes: 1, Overrides: []string{"spark1.toolkit=false"}})
 	ctx := context.Background()
 
 	t.Run("--gpus without the toolkit fails as docker does", func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestNodeLifecycle(t *testing.T) {
 // TestTransportOnlyLab checks a lab without Docker: per-node fabric names,
 // MTU, and a node cut from the start.
 func TestTransportOnlyLab(t *testing.T) {
-	l := upLab(t, Config{Name: "rfl-ssh", Nodes: 3, NoDocker: true, FabricMTU: 9000,
+	l := upLab(t, Config{Name: testLabName("rfl-ssh"), Nodes: 3, NoDocker: true, FabricMTU: 9000,
 		Overrides: []string{"spark3.fabric-ifname=enP2p1s0f1np1"}, Cut: []string{"spark2"}})
 	tests := []struct {
 		node, ifname string
@@ -338,7 +338,7 @@ func TestDownRefusesForeignDir(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Down(context.Background(), Config{Name: "rfl-foreign", Dir: dir})
+	err := Down(context.Background(), Config{Name: testLabName("rfl-foreign"), Dir: dir})
 	if err == nil || !strings.Contains(err.Error(), "not a lab's") {
 		t.Errorf("Down on a foreign directory: %v", err)
 	}
@@ -350,7 +350,7 @@ func TestDownRefusesForeignDir(t *testing.T) {
 // TestDownWhenNothingIsUp checks that Down is idempotent.
 func TestDownWhenNothingIsUp(t *testing.T) {
 	requireLab(t, false)
-	cfg := Config{Name: "rfl-none", Dir: filepath.Join(t.TempDir(), "lab")}
+	cfg := Config{Name: testLabName("rfl-none"), Dir: filepath.Join(t.TempDir(), "lab")}
 	for i := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err := Down(ctx, cfg)
@@ -369,7 +369,7 @@ func BenchmarkUp(b *testing.B) {
 	for _, nodes := range []int{2, 32} {
 		b.Run("nodes="+strconv.Itoa(nodes), func(b *testing.B) {
 			requireLab(b, true)
-			cfg := Config{Name: "rfl-bench", Nodes: nodes, Simnode: simnodeBinary(b)}
+			cfg := Config{Name: testLabName("rfl-bench"), Nodes: nodes, Simnode: simnodeBinary(b)}
 			var total time.Duration
 			for range b.N {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
