@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +107,9 @@ func TestLabCommand(t *testing.T) {
 		}
 		return string(out), code
 	}
-	const name = "rfc-cli"
+	// Unique per test process: engineers share the machine.
+	name := fmt.Sprintf("rfc-cli-%d", os.Getpid()%100000)
+	labDir := "/tmp/rayform-lab-" + name
 	t.Cleanup(func() {
 		if out, code := run(t, "lab", "down", "-name", name); code != 0 {
 			t.Errorf("lab down: %d\n%s", code, out)
@@ -114,7 +117,7 @@ func TestLabCommand(t *testing.T) {
 		if _, err := os.Stat("/var/run/netns/" + name + "-client"); err == nil {
 			t.Error("client namespace left after lab down")
 		}
-		if _, err := os.Stat("/tmp/rayform-lab-" + name); err == nil {
+		if _, err := os.Stat(labDir); err == nil {
 			t.Error("lab dir left after lab down")
 		}
 	})
@@ -125,15 +128,15 @@ func TestLabCommand(t *testing.T) {
 		want     []string
 	}{
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
-			[]string{"Lab rfc-cli is up: 2 nodes", "spark1 (head)  10.1.230.180", "rayform lab exec -name rfc-cli client -- rayform -chdir /tmp/rayform-lab-rfc-cli plan"}},
+			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", "rayform lab exec -name " + name + " client -- rayform -chdir " + labDir + " plan"}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  on", "All processes are up."}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "hostname"}, 0, []string{"spark2"}},
-		{[]string{"lab", "exec", "-name", name, "client", "--", "ssh", "-F", "/tmp/rayform-lab-rfc-cli/ssh_config", "spark1", "hostname"}, 0, []string{"spark1"}},
+		{[]string{"lab", "exec", "-name", name, "client", "--", "ssh", "-F", labDir + "/ssh_config", "spark1", "hostname"}, 0, []string{"spark1"}},
 		{[]string{"lab", "exec", "-name", name, "client", "--", "sh", "-c", "readlink $HOME/.ssh/config $HOME/.ssh/known_hosts"}, 0,
-			[]string{"/tmp/rayform-lab-rfc-cli/ssh_config", "/tmp/rayform-lab-rfc-cli/known_hosts"}},
+			[]string{labDir + "/ssh_config", labDir + "/known_hosts"}},
 		{[]string{"lab", "exec", "-name", name, "spark1", "--", "sh", "-c", "exit 7"}, 7, nil},
-		{[]string{"lab", "env", "-name", name}, 0, []string{"RAYFORM_LAB_NETNS=rfc-cli-client", "RAYFORM_LAB_CONFIG=/tmp/rayform-lab-rfc-cli/rayform.hcl"}},
+		{[]string{"lab", "env", "-name", name}, 0, []string{"RAYFORM_LAB_NETNS=" + name + "-client", "RAYFORM_LAB_CONFIG=" + labDir + "/rayform.hcl"}},
 		{[]string{"lab", "poweroff", "-name", name, "spark2"}, 0, []string{"spark2: poweroff done"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  off"}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "true"}, 1, []string{"node spark2 is powered off"}},
@@ -141,7 +144,7 @@ func TestLabCommand(t *testing.T) {
 		{[]string{"lab", "cut", "-name", name, "spark2"}, 0, []string{"spark2: cut done"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"on, fabric cut"}},
 		{[]string{"lab", "reboot", "-name", name, "spark1"}, 0, []string{"spark1: reboot done"}},
-		{[]string{"lab", "status", "-json", "-name", name}, 0, []string{`"client_netns": "rfc-cli-client"`, `"cut": true`}},
+		{[]string{"lab", "status", "-json", "-name", name}, 0, []string{`"client_netns": "` + name + `-client"`, `"cut": true`}},
 	}
 	for _, s := range steps {
 		out, code := run(t, s.args...)
