@@ -118,6 +118,35 @@ func (c imageCache) layer(key string, level int, fill func(*tar.Writer) error) (
 	return ref, nil
 }
 
+// prune removes layers (and their blobs) built by other image format
+// versions, whose keys do not start with keep, unless a kept layer has the
+// same blob; the big filler would otherwise stay in the cache for good.
+func (c imageCache) prune(keep string) {
+	metas, _ := filepath.Glob(filepath.Join(c.dir, "layers", "*.json"))
+	read := func(m string) string {
+		var ref blobRef
+		if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &ref) == nil {
+			return ref.Digest
+		}
+		return ""
+	}
+	kept := map[string]bool{}
+	for _, m := range metas {
+		if strings.HasPrefix(filepath.Base(m), keep) {
+			kept[read(m)] = true
+		}
+	}
+	for _, m := range metas {
+		if strings.HasPrefix(filepath.Base(m), keep) {
+			continue
+		}
+		if d := read(m); d != "" && !kept[d] {
+			_ = os.Remove(c.blobPath(d))
+		}
+		_ = os.Remove(m)
+	}
+}
+
 // putBlob stores small content (configs, manifests) in the cache.
 func (c imageCache) putBlob(data []byte) (blobRef, error) {
 	sum := sha256.Sum256(data)
@@ -331,6 +360,7 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 	if err != nil {
 		return nil, err
 	}
+	cache.prune(imageFormat + "-")
 	defs := []imageDef{
 		{role: "ray-vllm", name: ImageRayVLLM, layers: []blobRef{base, withRay}, cmd: []string{"/bin/bash"}},
 		{role: "no-ray", name: ImageNoRay, extraTags: []string{"latest"}, layers: []blobRef{base, noRay},
