@@ -118,8 +118,11 @@ func (l *Ledger) Entries() []Entry {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].SysMiB+out[i].GPUMiB != out[j].SysMiB+out[j].GPUMiB {
-			return out[i].SysMiB+out[i].GPUMiB > out[j].SysMiB+out[j].GPUMiB
+		if out[i].SysMiB != out[j].SysMiB {
+			return out[i].SysMiB > out[j].SysMiB
+		}
+		if out[i].GPUMiB != out[j].GPUMiB {
+			return out[i].GPUMiB > out[j].GPUMiB
 		}
 		return out[i].PID < out[j].PID
 	})
