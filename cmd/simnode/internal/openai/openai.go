@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rayform/rayform/cmd/simnode/internal/pylog"
 )
 
 // Config describes the served model.
@@ -64,14 +66,14 @@ func Handler(cfg Config) http.Handler {
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("/ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"version": cfg.Version})
+		writeJSON(w, http.StatusOK, kv{{"version", cfg.Version}})
 	})
 	mux.HandleFunc("/v1/models", s.auth(s.models))
 	mux.HandleFunc("/v1/completions", s.auth(s.completions))
 	mux.HandleFunc("/v1/chat/completions", s.auth(s.chat))
 	mux.HandleFunc("/metrics", s.metrics)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+		writeJSON(w, http.StatusNotFound, kv{{"detail", "Not Found"}})
 	})
 	return s.accessLog(mux)
 }
@@ -105,21 +107,54 @@ func (s *server) accessLog(h http.Handler) http.Handler {
 func (s *server) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+			writeJSON(w, http.StatusUnauthorized, kv{{"error", "Unauthorized"}})
 			return
 		}
 		h(w, r)
 	}
 }
 
+// writeJSON writes v as FastAPI's JSONResponse does: compact, fields in
+// the pydantic models' order.
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	fmt.Fprint(w, pylog.JSON(toPy(v), true))
+}
+
+// kv is an ordered JSON object (a pydantic model's fields in order).
+type kv []pair
+
+type pair struct {
+	k string
+	v any
+}
+
+// toPy converts kv values (recursively) for pylog.JSON.
+func toPy(v any) any {
+	switch x := v.(type) {
+	case kv:
+		out := make(pylog.KV, len(x))
+		for i, p := range x {
+			out[i] = pylog.Pair{Key: p.k, Value: toPy(p.v)}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = toPy(e)
+		}
+		return out
+	}
+	return v
 }
 
 func apiError(w http.ResponseWriter, code int, typ, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}})
+	writeJSON(w, code, kv{{"error", kv{{"message", msg}, {"type", typ}, {"param", nil}, {"code", code}}}})
+}
+
+func usageKV(u usage) kv {
+	return kv{{"prompt_tokens", u.PromptTokens}, {"total_tokens", u.TotalTokens}, {"completion_tokens", u.CompletionTokens}, {"prompt_tokens_details", nil}}
 }
 
 func randomID() string {
@@ -129,15 +164,13 @@ func randomID() string {
 }
 
 func (s *server) models(w http.ResponseWriter, r *http.Request) {
-	var data []map[string]any
+	var data []any
 	created := s.cfg.Created.Unix()
 	for _, name := range s.cfg.Served {
-		data = append(data, map[string]any{
-			"id": name, "object": "model", "created": created, "owned_by": "vllm", "root": s.cfg.Model, "parent": nil, "max_model_len": s.cfg.MaxModelLen,
-			"permission": []map[string]any{{"id": "modelperm-" + randomID(), "object": "model_permission", "created": created, "allow_create_engine": false, "allow_sampling": true, "allow_logprobs": true, "allow_search_indices": false, "allow_view": true, "allow_fine_tuning": false, "organization": "*", "group": nil, "is_blocking": false}},
-		})
+		perm := kv{{"id", "modelperm-" + randomID()}, {"object", "model_permission"}, {"created", created}, {"allow_create_engine", false}, {"allow_sampling", true}, {"allow_logprobs", true}, {"allow_search_indices", false}, {"allow_view", true}, {"allow_fine_tuning", false}, {"organization", "*"}, {"group", nil}, {"is_blocking", false}}
+		data = append(data, kv{{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "vllm"}, {"root", s.cfg.Model}, {"parent", nil}, {"max_model_len", s.cfg.MaxModelLen}, {"permission", []any{perm}}})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	writeJSON(w, http.StatusOK, kv{{"object", "list"}, {"data", data}})
 }
 
 var tokenRE = regexp.MustCompile(`\w+|[^\w\s]`)
@@ -204,7 +237,7 @@ func (s *server) checkModel(w http.ResponseWriter, req *request) (string, bool) 
 			return n, true
 		}
 	}
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": fmt.Sprintf("The model `%s` does not exist.", req.Model), "type": "NotFoundError", "param": "model", "code": 404}})
+	writeJSON(w, http.StatusNotFound, kv{{"error", kv{{"message", fmt.Sprintf("The model `%s` does not exist.", req.Model)}, {"type", "NotFoundError"}, {"param", "model"}, {"code", 404}}}})
 	return "", false
 }
 
@@ -259,8 +292,7 @@ func max0(n int) int {
 }
 
 func sse(w http.ResponseWriter, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(w, "data: %s\n\n", b)
+	fmt.Fprintf(w, "data: %s\n\n", pylog.JSON(toPy(v), true))
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -268,7 +300,7 @@ func sse(w http.ResponseWriter, v any) {
 
 func (s *server) completions(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+		writeJSON(w, http.StatusMethodNotAllowed, kv{{"detail", "Method Not Allowed"}})
 		return
 	}
 	var req request
@@ -305,11 +337,11 @@ func (s *server) completions(w http.ResponseWriter, r *http.Request) {
 			if i == n-1 {
 				fr = reason
 			}
-			sse(w, map[string]any{"id": id, "object": "text_completion", "created": created, "model": model, "choices": []map[string]any{{"index": 0, "text": tok, "logprobs": nil, "finish_reason": fr, "stop_reason": nil}}})
+			sse(w, kv{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", []any{kv{{"index", 0}, {"text", tok}, {"logprobs", nil}, {"finish_reason", fr}, {"stop_reason", nil}}}}})
 			return true
 		})
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-			sse(w, map[string]any{"id": id, "object": "text_completion", "created": created, "model": model, "choices": []any{}, "usage": usage{pt, pt + got, got}})
+			sse(w, kv{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", []any{}}, {"usage", usageKV(usage{pt, pt + got, got})}})
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		s.finish(reason)
@@ -318,19 +350,18 @@ func (s *server) completions(w http.ResponseWriter, r *http.Request) {
 	var text strings.Builder
 	got := s.generate(r.Context(), n, func(i int, tok string) bool { text.WriteString(tok); return true })
 	s.finish(reason)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "object": "text_completion", "created": created, "model": model,
-		"choices":            []map[string]any{{"index": 0, "text": text.String(), "logprobs": nil, "finish_reason": reason, "stop_reason": nil, "prompt_logprobs": nil}},
-		"usage":              usage{pt, pt + got, got},
-		"service_tier":       nil,
-		"system_fingerprint": nil,
-		"kv_transfer_params": nil,
+	writeJSON(w, http.StatusOK, kv{
+		{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
+		{"choices", []any{kv{{"index", 0}, {"text", text.String()}, {"logprobs", nil}, {"finish_reason", reason}, {"stop_reason", nil}, {"prompt_logprobs", nil}}}},
+		{"service_tier", nil}, {"system_fingerprint", nil},
+		{"usage", usageKV(usage{pt, pt + got, got})},
+		{"kv_transfer_params", nil},
 	})
 }
 
 func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"detail": "Method Not Allowed"})
+		writeJSON(w, http.StatusMethodNotAllowed, kv{{"detail", "Method Not Allowed"}})
 		return
 	}
 	var req request
@@ -362,20 +393,20 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
-		chunk := func(delta map[string]any, fr any) map[string]any {
-			return map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": []map[string]any{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": fr}}}
+		chunk := func(delta kv, fr any) kv {
+			return kv{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}, {"choices", []any{kv{{"index", 0}, {"delta", delta}, {"logprobs", nil}, {"finish_reason", fr}}}}}
 		}
-		sse(w, chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		sse(w, chunk(kv{{"role", "assistant"}, {"content", ""}}, nil))
 		got := s.generate(r.Context(), n, func(i int, tok string) bool {
 			var fr any
 			if i == n-1 {
 				fr = reason
 			}
-			sse(w, chunk(map[string]any{"content": tok}, fr))
+			sse(w, chunk(kv{{"content", tok}}, fr))
 			return true
 		})
 		if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-			sse(w, map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": []any{}, "usage": usage{pt, pt + got, got}})
+			sse(w, kv{{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model}, {"choices", []any{}}, {"usage", usageKV(usage{pt, pt + got, got})}})
 		}
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		s.finish(reason)
@@ -384,13 +415,13 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 	var text strings.Builder
 	got := s.generate(r.Context(), n, func(i int, tok string) bool { text.WriteString(tok); return true })
 	s.finish(reason)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "object": "chat.completion", "created": created, "model": model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": text.String(), "refusal": nil, "annotations": nil, "audio": nil, "function_call": nil, "tool_calls": []any{}, "reasoning_content": nil},
-			"logprobs": nil, "finish_reason": reason, "stop_reason": nil}},
-		"usage":              usage{pt, pt + got, got},
-		"prompt_logprobs":    nil,
-		"kv_transfer_params": nil,
+	msg := kv{{"role", "assistant"}, {"content", text.String()}, {"refusal", nil}, {"annotations", nil}, {"audio", nil}, {"function_call", nil}, {"tool_calls", []any{}}, {"reasoning_content", nil}}
+	writeJSON(w, http.StatusOK, kv{
+		{"id", id}, {"object", "chat.completion"}, {"created", created}, {"model", model},
+		{"choices", []any{kv{{"index", 0}, {"message", msg}, {"logprobs", nil}, {"finish_reason", reason}, {"stop_reason", nil}}}},
+		{"service_tier", nil}, {"system_fingerprint", nil},
+		{"usage", usageKV(usage{pt, pt + got, got})},
+		{"prompt_logprobs", nil}, {"kv_transfer_params", nil},
 	})
 }
 

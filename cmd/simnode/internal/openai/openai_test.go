@@ -55,6 +55,11 @@ func TestEndpoints(t *testing.T) {
 			}
 		}},
 		{"models", "GET", "/v1/models", "", 200, func(t *testing.T, b string) {
+			// Field order and compact separators of ray-vllm-facts.md §3.5's sample.
+			prefix := `{"object":"list","data":[{"id":"qwen","object":"model","created":1777903758,"owned_by":"vllm","root":"Qwen/Qwen3.5-122B-A10B-FP8","parent":null,"max_model_len":64,"permission":[{"id":"modelperm-`
+			if !strings.HasPrefix(b, prefix) || !strings.HasSuffix(b, `"object":"model_permission","created":1777903758,"allow_create_engine":false,"allow_sampling":true,"allow_logprobs":true,"allow_search_indices":false,"allow_view":true,"allow_fine_tuning":false,"organization":"*","group":null,"is_blocking":false}]}]}`) {
+				t.Errorf("models body %s", b)
+			}
 			var m struct {
 				Object string `json:"object"`
 				Data   []struct {

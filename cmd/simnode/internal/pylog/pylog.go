@@ -5,6 +5,7 @@
 package pylog
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -258,4 +259,73 @@ func pyStr(s string) string {
 		return `"` + s + `"`
 	}
 	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+}
+
+// JSON encodes v as Python's json.dumps does, keys in insertion order:
+// ", " and ": " separators, or "," and ":" when compact (FastAPI's
+// JSONResponse). v is built from KV, []KV, []any, string, bool, float64,
+// int, int64 and nil; other values go through encoding/json.
+func JSON(v any, compact bool) string {
+	var b strings.Builder
+	writeJSON(&b, v, compact)
+	return b.String()
+}
+
+func writeJSON(b *strings.Builder, v any, compact bool) {
+	comma, colon := ", ", ": "
+	if compact {
+		comma, colon = ",", ":"
+	}
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
+	case string:
+		q, _ := json.Marshal(x)
+		b.Write(q)
+	case float64:
+		b.WriteString(PyFloat(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case KV:
+		b.WriteByte('{')
+		for i, p := range x {
+			if i > 0 {
+				b.WriteString(comma)
+			}
+			q, _ := json.Marshal(p.Key)
+			b.Write(q)
+			b.WriteString(colon)
+			writeJSON(b, p.Value, compact)
+		}
+		b.WriteByte('}')
+	case []KV:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(comma)
+			}
+			writeJSON(b, e, compact)
+		}
+		b.WriteByte(']')
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(comma)
+			}
+			writeJSON(b, e, compact)
+		}
+		b.WriteByte(']')
+	default:
+		q, _ := json.Marshal(x)
+		b.Write(q)
+	}
 }

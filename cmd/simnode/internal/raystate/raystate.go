@@ -4,7 +4,6 @@
 package raystate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -111,67 +110,8 @@ func nilIfEmpty(s string) any {
 }
 
 // JSON encodes v like Python's json.dumps (", " and ": " separators, keys
-// in insertion order).
-func JSON(v Value) string {
-	var b strings.Builder
-	writeJSON(&b, v)
-	return b.String()
-}
-
-func writeJSON(b *strings.Builder, v Value) {
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool:
-		if x {
-			b.WriteString("true")
-		} else {
-			b.WriteString("false")
-		}
-	case string:
-		q, _ := json.Marshal(x)
-		b.Write(q)
-	case float64:
-		b.WriteString(pylog.PyFloat(x))
-	case int:
-		b.WriteString(strconv.Itoa(x))
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case pylog.KV:
-		b.WriteByte('{')
-		for i, p := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			q, _ := json.Marshal(p.Key)
-			b.Write(q)
-			b.WriteString(": ")
-			writeJSON(b, p.Value)
-		}
-		b.WriteByte('}')
-	case []pylog.KV:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeJSON(b, e)
-		}
-		b.WriteByte(']')
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeJSON(b, e)
-		}
-		b.WriteByte(']')
-	default:
-		q, _ := json.Marshal(x)
-		b.Write(q)
-	}
-}
+// in insertion order), as `ray list --format json` prints it.
+func JSON(v Value) string { return pylog.JSON(v, false) }
 
 var (
 	yamlInt       = regexp.MustCompile(`^[-+]?(0|[1-9][0-9_]*|0x[0-9a-fA-F_]+|0o?[0-7_]+)$`)
