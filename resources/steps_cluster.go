@@ -1,0 +1,825 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/diagnose"
+)
+
+// stopGrace is how long `docker stop` lets Ray shut down (and deregister
+// from the GCS) before killing the container.
+const stopGrace = 15
+
+// rayListTimeout bounds one `ray list nodes`, a Python process.
+const rayListTimeout = 60 * time.Second
+
+// clusterRun is what the steps of one ray_cluster share.
+type clusterRun struct {
+	e    *StepEnv
+	w    *Work
+	c    *ClusterWork
+	spec map[string]ContainerSpec
+	head ContainerSpec
+	// started are the nodes whose container the steps start, head first.
+	started []string
+}
+
+func clusterSteps(e *StepEnv, w *Work) []apply.Step {
+	c := w.Cluster
+	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
+	for _, s := range c.Specs {
+		r.spec[s.Node] = s
+		if c.Start[s.Node] {
+			r.started = append(r.started, s.Node)
+		}
+	}
+	if len(c.Specs) > 0 {
+		r.head = c.Specs[0]
+	}
+	var steps []apply.Step
+	if len(c.Remove) > 0 {
+		steps = append(steps, r.removeStep(c.Remove))
+	}
+	if w.Action == plan.Delete || len(c.Specs) == 0 {
+		return steps
+	}
+	if len(r.started) > 0 {
+		steps = append(steps, r.imageStep(r.started), r.rayStep(r.started))
+	}
+	var workers []string
+	for _, n := range r.started {
+		if n == r.head.Node {
+			steps = append(steps, r.startStep([]string{n}))
+		} else {
+			workers = append(workers, n)
+		}
+	}
+	if len(workers) > 0 {
+		steps = append(steps, r.gcsStep(workers), r.startStep(workers))
+	}
+	return append(steps, r.verifyStep())
+}
+
+// removalsByNode groups removals by node, nodes sorted.
+func removalsByNode(rems []Removal) ([]string, map[string][]Removal) {
+	m := map[string][]Removal{}
+	for _, rm := range rems {
+		m[rm.Node] = append(m[rm.Node], rm)
+	}
+	return sortedKeys(m), m
+}
+
+// removeStep stops and removes the containers that must go. It re-reads
+// each container's labels on the host first and refuses, before removing
+// anything, when one was not created by rayform for this project and
+// resource.
+func (r *clusterRun) removeStep(rems []Removal) apply.Step {
+	nodes, byNode := removalsByNode(rems)
+	var (
+		mu      sync.Mutex
+		present map[Removal]map[string]string
+	)
+	names := map[string]bool{}
+	for _, rm := range rems {
+		names[rm.Container] = true
+	}
+	inspect := func(ctx context.Context) error {
+		mu.Lock()
+		present = map[Removal]map[string]string{}
+		mu.Unlock()
+		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+			for _, rm := range byNode[node] {
+				labels, found, err := r.e.containerLabels(ctx, node, rm.Container)
+				if err != nil {
+					return err
+				}
+				if found {
+					mu.Lock()
+					present[rm] = labels
+					mu.Unlock()
+				}
+			}
+			return nil
+		})
+	}
+	return apply.Step{
+		Name: fmt.Sprintf("remove container %s on %s", strings.Join(sortedSet(names), ", "), describeNodes(nodes)),
+		Check: func(ctx context.Context) (bool, error) {
+			if err := inspect(ctx); err != nil {
+				return false, err
+			}
+			return len(present) == 0, nil
+		},
+		Run: func(ctx context.Context, progress func(string)) error {
+			if present == nil {
+				if err := inspect(ctx); err != nil {
+					return err
+				}
+			}
+			var refused []error
+			for _, rm := range rems {
+				if labels, ok := present[rm]; ok && !ownedBy(labels, r.e.Project, r.w.Address) {
+					refused = append(refused, foreignError(rm, labels, r.e.Project, r.w.Address))
+				}
+			}
+			if len(refused) > 0 {
+				return errors.Join(refused...)
+			}
+			done := newDoneSet()
+			err := r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+				for _, rm := range byNode[node] {
+					if _, ok := present[rm]; !ok {
+						continue
+					}
+					if err := r.e.removeContainer(ctx, rm); err != nil {
+						return err
+					}
+					done.add(node, fmt.Sprintf("removed %s on %s", rm.Container, node))
+				}
+				return nil
+			})
+			done.report(progress)
+			return err
+		},
+		Verify: func(ctx context.Context) error {
+			return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+				for _, rm := range byNode[node] {
+					_, found, err := r.e.containerLabels(ctx, node, rm.Container)
+					if err != nil {
+						return err
+					}
+					if found {
+						return fmt.Errorf("container %s still exists on %s after docker rm", rm.Container, node)
+					}
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// removeContainer stops a container, letting Ray shut down, and removes it.
+func (e *StepEnv) removeContainer(ctx context.Context, rm Removal) error {
+	if _, err := e.mutate(ctx, rm.Node, "docker", "stop", "-t", strconv.Itoa(stopGrace), rm.Container); err != nil && !isNoSuch(err) {
+		return fmt.Errorf("stopping %s on %s: %w", rm.Container, rm.Node, err)
+	}
+	if _, err := e.mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !isNoSuch(err) {
+		return fmt.Errorf("removing %s on %s: %w", rm.Container, rm.Node, err)
+	}
+	return nil
+}
+
+// containerLabels reads a container's labels; found is false when there is
+// no container of that name.
+func (e *StepEnv) containerLabels(ctx context.Context, node, container string) (map[string]string, bool, error) {
+	res, err := e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", container)
+	if err != nil {
+		if isNoSuch(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("inspecting %s on %s: %w", container, node, err)
+	}
+	labels := map[string]string{}
+	if out := strings.TrimSpace(string(res.Stdout)); out != "" && out != "null" {
+		if err := json.Unmarshal([]byte(out), &labels); err != nil {
+			return nil, false, fmt.Errorf("inspecting %s on %s: labels %q: %w", container, node, out, err)
+		}
+	}
+	return labels, true, nil
+}
+
+// ownedBy reports whether labels mark a container rayform created for
+// resource in project.
+func ownedBy(labels map[string]string, project, resource string) bool {
+	return labels[LabelManaged] == "true" && labels[LabelProject] == project && labels[LabelResource] == resource
+}
+
+// foreignError refuses to touch a container rayform did not create.
+func foreignError(rm Removal, labels map[string]string, project, resource string) error {
+	show := func(k string) string {
+		if v, ok := labels[k]; ok {
+			return strconv.Quote(v)
+		}
+		return "(unset)"
+	}
+	return fmt.Errorf("refusing to remove container %s on %s: it is not rayform's container of %s in project %q "+
+		"(labels %s=%s, %s=%s, %s=%s); rayform never touches a container it did not create. "+
+		"Fix: remove it yourself if it is a leftover (ssh %s docker rm -f %s), or set container_name on the cluster",
+		rm.Container, rm.Node, resource, project, LabelManaged, show(LabelManaged), LabelProject, show(LabelProject),
+		LabelResource, show(LabelResource), rm.Node, rm.Container)
+}
+
+// imageStep makes the image present on every node, pulling where missing
+// with docker's progress as progress lines.
+func (r *clusterRun) imageStep(nodes []string) apply.Step {
+	var (
+		mu      sync.Mutex
+		missing map[string]bool
+	)
+	image := r.head.Image
+	check := func(ctx context.Context) error {
+		mu.Lock()
+		missing = map[string]bool{}
+		mu.Unlock()
+		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+			ok, err := r.e.hasImage(ctx, node, r.spec[node].Image)
+			if err == nil && !ok {
+				mu.Lock()
+				missing[node] = true
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	return apply.Step{
+		Name: fmt.Sprintf("image %s on %s", image, describeNodes(nodes)),
+		Check: func(ctx context.Context) (bool, error) {
+			if err := check(ctx); err != nil {
+				return false, err
+			}
+			return len(missing) == 0, nil
+		},
+		Run: func(ctx context.Context, progress func(string)) error {
+			if missing == nil {
+				if err := check(ctx); err != nil {
+					return err
+				}
+			}
+			pull := sortedSet(missing)
+			report := syncProgress(progress, len(pull) > 1)
+			return r.e.forEach(ctx, pull, func(ctx context.Context, node string) error {
+				return r.e.pull(ctx, node, r.spec[node].Image, func(msg string) { report(node, msg) }, r.dctx())
+			})
+		},
+		Verify: func(ctx context.Context) error {
+			return r.e.forEach(ctx, sortedSet(missing), func(ctx context.Context, node string) error {
+				ok, err := r.e.hasImage(ctx, node, r.spec[node].Image)
+				if err == nil && !ok {
+					err = fmt.Errorf("image %s is still missing on %s after docker pull", r.spec[node].Image, node)
+				}
+				return err
+			})
+		},
+	}
+}
+
+// hasImage reports whether image is present on node.
+func (e *StepEnv) hasImage(ctx context.Context, node, image string) (bool, error) {
+	_, err := e.read(ctx, node, "docker", "image", "inspect", "--format", "{{.Id}}", image)
+	switch {
+	case err == nil:
+		return true, nil
+	case isNoSuch(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("inspecting image %s on %s: %w", image, node, err)
+}
+
+// pull runs docker pull, turning its output into throttled progress lines;
+// a failure is diagnosed from that output.
+func (e *StepEnv) pull(ctx context.Context, node, image string, progress func(string), dctx diagnose.Context) error {
+	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress,
+		throttle: throttle{now: e.Now, interval: e.ProgressInterval}}
+	w := &lineWriter{fn: p.line}
+	res, err := e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
+	if err != nil {
+		if exitCode(err) < 0 {
+			return fmt.Errorf("docker pull %s on %s: %w", image, node, err)
+		}
+		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
+		return diagnosed(fmt.Errorf("docker pull %s on %s failed: %w", image, node, err),
+			[]diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
+	}
+	return nil
+}
+
+// layerRE matches docker's per-layer status lines ("2d473b07cdd5: Pull
+// complete").
+var layerRE = regexp.MustCompile(`^([0-9a-f]{12}): (.+)$`)
+
+// pullProgress turns docker pull's non-TTY output into "pulling IMAGE: 3/7
+// layers" lines, throttled, plus its final Status line.
+type pullProgress struct {
+	image    string
+	layers   map[string]bool // layer id → done
+	progress func(string)
+	throttle throttle
+}
+
+func (p *pullProgress) line(l string) {
+	if m := layerRE.FindStringSubmatch(l); m != nil {
+		complete := m[2] == "Pull complete" || m[2] == "Already exists"
+		p.layers[m[1]] = p.layers[m[1]] || complete
+		if !complete {
+			return
+		}
+		done := 0
+		for _, d := range p.layers {
+			if d {
+				done++
+			}
+		}
+		if p.throttle.allow("layers", done == len(p.layers)) {
+			p.progress(fmt.Sprintf("pulling %s: %d/%d layers", p.image, done, len(p.layers)))
+		}
+		return
+	}
+	if strings.HasPrefix(l, "Status: ") {
+		p.progress(l)
+	}
+}
+
+// rayStep checks that the image has a ray executable, in a throwaway
+// container labelled as rayform's.
+func (r *clusterRun) rayStep(nodes []string) apply.Step {
+	return apply.Step{
+		Name: fmt.Sprintf("check that %s has ray on %s", r.head.Image, describeNodes(nodes)),
+		Run: func(ctx context.Context, progress func(string)) error {
+			return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+				return r.e.checkRay(ctx, node, r.spec[node].Image, r.dctx())
+			})
+		},
+	}
+}
+
+// checkRay runs `command -v ray` in image on node.
+func (e *StepEnv) checkRay(ctx context.Context, node, image string, dctx diagnose.Context) error {
+	res, err := e.mutate(ctx, node, "docker", "run", "--rm",
+		"--label", LabelManaged+"=true", "--label", LabelProject+"="+e.Project,
+		"--entrypoint", "sh", image, "-c", "command -v ray")
+	if err == nil && strings.TrimSpace(string(res.Stdout)) != "" {
+		return nil
+	}
+	code := exitCode(err)
+	if err == nil || ((code == 1 || code == 127) && !strings.Contains(string(res.Stderr), "docker:") &&
+		!strings.Contains(string(res.Stderr), "Error response from daemon")) {
+		return rayMissingError(node, image, dctx.Cluster)
+	}
+	if code < 0 {
+		return fmt.Errorf("checking for ray in %s on %s: %w", image, node, err)
+	}
+	text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
+	return diagnosed(fmt.Errorf("checking for ray in %s on %s: %w", image, node, err),
+		[]diagnose.Log{{Host: node, Source: "docker run " + image, Text: text}}, dctx)
+}
+
+// rayMissingError says that the image has no ray, and how to get one.
+func rayMissingError(node, image, cluster string) error {
+	return fmt.Errorf("Ray missing from the image %s (on %s): `command -v ray` finds no ray executable, so `ray start` cannot run in it. "+
+		"Recent vLLM images no longer ship Ray.\n"+
+		"Fix: use an image that ships Ray, or extend this one and set image on %s to the result (the same image on every node):\n"+
+		"  FROM %s\n  RUN pip install 'ray[default]'", image, node, cluster, image)
+}
+
+// startStep starts the containers of nodes (the head alone, or the
+// workers in parallel). A container already running the declared spec
+// is left alone. The head's start is verified from Ray's node table.
+func (r *clusterRun) startStep(nodes []string) apply.Step {
+	head := len(nodes) == 1 && nodes[0] == r.head.Node
+	name := "start ray head on " + r.head.Node
+	if !head {
+		name = "start ray workers on " + describeNodes(nodes)
+	}
+	var (
+		mu      sync.Mutex
+		pending map[string]bool
+	)
+	check := func(ctx context.Context) error {
+		mu.Lock()
+		pending = map[string]bool{}
+		mu.Unlock()
+		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+			ok, err := r.running(ctx, node)
+			if err == nil && !ok {
+				mu.Lock()
+				pending[node] = true
+				mu.Unlock()
+			}
+			return err
+		})
+	}
+	step := apply.Step{
+		Name: name,
+		Check: func(ctx context.Context) (bool, error) {
+			if err := check(ctx); err != nil {
+				return false, err
+			}
+			return len(pending) == 0, nil
+		},
+		Run: func(ctx context.Context, progress func(string)) error {
+			if pending == nil {
+				if err := check(ctx); err != nil {
+					return err
+				}
+			}
+			done := newDoneSet()
+			err := r.e.forEach(ctx, sortedSet(pending), func(ctx context.Context, node string) error {
+				id, err := r.start(ctx, node)
+				if err != nil {
+					return err
+				}
+				done.add(node, fmt.Sprintf("started %s on %s (%s)", r.spec[node].Name, node, shortID(id)))
+				return nil
+			})
+			done.report(progress)
+			return err
+		},
+	}
+	if head {
+		step.Verify = r.waitHead
+	}
+	return step
+}
+
+// running reports whether node already runs the declared container; an
+// existing container that is not it is an error (the plan should have
+// removed it).
+func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
+	spec := r.spec[node]
+	res, err := r.e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{json .Config.Labels}}", spec.Name)
+	if err != nil {
+		if isNoSuch(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("inspecting %s on %s: %w", spec.Name, node, err)
+	}
+	state, raw, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
+	labels := map[string]string{}
+	_ = json.Unmarshal([]byte(raw), &labels)
+	rm := Removal{Node: node, Container: spec.Name}
+	if !ownedBy(labels, r.e.Project, r.w.Address) {
+		return false, foreignError(rm, labels, r.e.Project, r.w.Address)
+	}
+	if state == "true" && labels[LabelSpecHash] == spec.Hash() {
+		return true, nil
+	}
+	return false, fmt.Errorf("container %s already exists on %s (running=%s, spec hash %s, want %s) though the plan did not remove it; run rayform plan again",
+		spec.Name, node, state, orNone(labels[LabelSpecHash]), spec.Hash())
+}
+
+// start writes the secret env file if any, runs the container and removes
+// the file again; it returns the container id.
+func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
+	spec := r.spec[node]
+	envFile := ""
+	if len(spec.SecretEnv) > 0 {
+		path, err := r.e.uploadSecretEnv(ctx, node, spec.Name+".env", spec.SecretEnvFile())
+		if err != nil {
+			return "", err
+		}
+		envFile = path
+		defer func() {
+			_, _ = r.e.mutate(context.WithoutCancel(ctx), node, "rm", "-f", path)
+		}()
+	}
+	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project, envFile), Mutating: true})
+	if err != nil {
+		if exitCode(err) < 0 {
+			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
+		}
+		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
+		return "", diagnosed(fmt.Errorf("docker run %s on %s failed: %w", spec.Name, node, err),
+			[]diagnose.Log{{Host: node, Source: "docker run", Text: text}}, r.dctx())
+	}
+	return strings.TrimSpace(string(res.Stdout)), nil
+}
+
+// secretDirScript creates ~/.rayform (0700) on the host and prints its
+// absolute path.
+const secretDirScript = `d="$HOME/.rayform" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd -P`
+
+// uploadSecretEnv writes data as a 0600 file under the SSH user's
+// ~/.rayform and returns its absolute path.
+func (e *StepEnv) uploadSecretEnv(ctx context.Context, node, name string, data []byte) (string, error) {
+	res, err := e.run(ctx, node, transport.Cmd{Script: secretDirScript, Mutating: true})
+	if err != nil {
+		return "", fmt.Errorf("creating ~/.rayform on %s: %w", node, err)
+	}
+	dir := strings.TrimSpace(string(res.Stdout))
+	if !strings.HasPrefix(dir, "/") {
+		return "", fmt.Errorf("creating ~/.rayform on %s: unexpected output %q", node, dir)
+	}
+	path := dir + "/" + name
+	conn := e.Conns[node]
+	if err := conn.Upload(ctx, path, data, 0o600); err != nil {
+		return "", fmt.Errorf("uploading the secret env file %s to %s: %w", path, node, err)
+	}
+	return path, nil
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// waitHead polls Ray's node table until the head is ALIVE; registered
+// under another address than its fabric one is an error naming both.
+func (r *clusterRun) waitHead(ctx context.Context) error {
+	want := r.head.NodeIP
+	last := "no answer yet"
+	err := r.e.poll(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
+		rows, err := r.rayNodes(ctx)
+		if err != nil {
+			if isNoSuch(err) {
+				return false, fmt.Errorf("the ray head container %s on %s stopped: %w", r.head.Name, r.head.Node, err)
+			}
+			last = err.Error()
+			return false, nil
+		}
+		for _, n := range rows {
+			if n.IsHead && n.State == "ALIVE" {
+				if want != "" && n.NodeIP != want {
+					return true, fmt.Errorf("the ray head on %s registered in Ray's node table as %s, not its fabric address %s: "+
+						"vLLM's c10d master and the workers would use %s", r.head.Node, n.NodeIP, want, n.NodeIP)
+				}
+				return true, nil
+			}
+		}
+		last = "Ray's node table has no ALIVE head"
+		return false, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("the ray head on %s is not ALIVE in Ray's node table after %s (last: %s)", r.head.Node, r.e.RayReadyTimeout, last)
+	}
+	if err != nil {
+		return r.diagnose(ctx, err)
+	}
+	return nil
+}
+
+// gcsStep checks that each worker opens a TCP connection to the head's GCS
+// on its fabric address before the worker starts.
+func (r *clusterRun) gcsStep(workers []string) apply.Step {
+	addr := r.c.HeadAddr
+	if addr == "" {
+		addr = r.head.HeadAddr
+	}
+	return apply.Step{
+		Name: fmt.Sprintf("reach the GCS at %s from %s", addr, describeNodes(workers)),
+		Run: func(ctx context.Context, progress func(string)) error {
+			host, port, ok := splitHostPort(addr)
+			if !ok {
+				return fmt.Errorf("the head's GCS address %q is not ip:port", addr)
+			}
+			return r.e.forEach(ctx, workers, func(ctx context.Context, node string) error {
+				res, err := r.e.run(ctx, node, transport.Cmd{Script: tcpScript(host, port)})
+				if err != nil {
+					msg := strings.TrimSpace(string(res.Stderr))
+					if msg == "" {
+						msg = err.Error()
+					}
+					return fmt.Errorf("%s cannot open a TCP connection to the ray head's GCS at %s (%s): %s\n"+
+						"Fix: check that %s reaches %s over the fabric (ip route get %s on %s) and that no firewall on %s blocks port %s",
+						node, addr, r.head.Node, msg, node, host, host, node, r.head.Node, port)
+				}
+				return nil
+			})
+		},
+	}
+}
+
+// tcpScript opens and closes a TCP connection to host:port within 3
+// seconds: bash's /dev/tcp under timeout(1), else nc -z.
+func tcpScript(host, port string) string {
+	h, p := shell.Quote(host), shell.Quote(port)
+	return "if command -v bash >/dev/null 2>&1 && command -v timeout >/dev/null 2>&1; then " +
+		"timeout 3 bash -c 'exec 3<>\"/dev/tcp/$1/$2\"' rayform " + h + " " + p + "; " +
+		"elif command -v nc >/dev/null 2>&1; then nc -z -w 3 " + h + " " + p + "; " +
+		"else echo 'rayform: no way to test TCP (need bash and timeout, or nc)' >&2; exit 127; fi"
+}
+
+func splitHostPort(addr string) (string, string, bool) {
+	i := strings.LastIndex(addr, ":")
+	if i <= 0 || i == len(addr)-1 {
+		return "", "", false
+	}
+	return strings.Trim(addr[:i], "[]"), addr[i+1:], true
+}
+
+// verifyStep reads Ray's node table until exactly the declared nodes are
+// ALIVE, each under its fabric address with its GPUs.
+func (r *clusterRun) verifyStep() apply.Step {
+	return apply.Step{
+		Name:   "verify Ray's node table on " + r.head.Node,
+		Verify: r.verifyTable,
+	}
+}
+
+func (r *clusterRun) verifyTable(ctx context.Context) error {
+	var last []string
+	lastErr := ""
+	err := r.e.poll(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
+		rows, err := r.rayNodes(ctx)
+		if err != nil {
+			if isNoSuch(err) {
+				return false, fmt.Errorf("the ray head container %s on %s is not running: %w", r.head.Name, r.head.Node, err)
+			}
+			lastErr = err.Error()
+			return false, nil
+		}
+		lastErr = ""
+		last = compareTable(r.c.Specs, rows)
+		if len(last) == 0 {
+			return true, nil
+		}
+		// A started worker missing from the table may have exited: fail now.
+		alive := map[string]bool{}
+		for _, n := range rows {
+			if n.State == "ALIVE" {
+				alive[n.NodeIP] = true
+			}
+		}
+		for _, node := range r.started {
+			s := r.spec[node]
+			if node == r.head.Node || s.NodeIP == "" || alive[s.NodeIP] {
+				continue
+			}
+			if err := r.e.containerRunning(ctx, node, s.Name); err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		msg := fmt.Sprintf("Ray's node table on %s does not match the declaration after %s:", r.head.Node, r.e.RayReadyTimeout)
+		for _, d := range last {
+			msg += "\n  - " + d
+		}
+		if lastErr != "" {
+			msg += "\n  - ray list nodes: " + lastErr
+		}
+		err = errors.New(msg)
+	}
+	if err != nil {
+		return r.diagnose(ctx, err)
+	}
+	return nil
+}
+
+// containerRunning returns an error when the container does not run.
+func (e *StepEnv) containerRunning(ctx context.Context, node, container string) error {
+	res, err := e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", container)
+	if err != nil {
+		if isNoSuch(err) {
+			return fmt.Errorf("container %s on %s is gone", container, node)
+		}
+		return fmt.Errorf("inspecting %s on %s: %w", container, node, err)
+	}
+	running, code, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
+	if running != "true" {
+		return fmt.Errorf("container %s on %s exited (exit code %s)", container, node, code)
+	}
+	return nil
+}
+
+// compareTable lists how Ray's ALIVE nodes differ from the declared ones.
+func compareTable(specs []ContainerSpec, rows []rayNodeRow) []string {
+	byIP := map[string][]rayNodeRow{}
+	for _, n := range rows {
+		if n.State == "ALIVE" {
+			byIP[n.NodeIP] = append(byIP[n.NodeIP], n)
+		}
+	}
+	declared := map[string]bool{}
+	var diffs []string
+	for _, s := range specs {
+		if s.NodeIP == "" {
+			continue
+		}
+		declared[s.NodeIP] = true
+		rs := byIP[s.NodeIP]
+		switch {
+		case len(rs) == 0:
+			diffs = append(diffs, fmt.Sprintf("%s (%s) is not ALIVE", s.Node, s.NodeIP))
+			continue
+		case len(rs) > 1:
+			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE %d times", s.Node, s.NodeIP, len(rs)))
+		}
+		n := rs[0]
+		if s.Role == "head" && !n.IsHead {
+			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE but not the head", s.Node, s.NodeIP))
+		}
+		if s.Role != "head" && n.IsHead {
+			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE as a head, want a worker", s.Node, s.NodeIP))
+		}
+		if s.GPUs > 0 && n.GPUs != float64(s.GPUs) {
+			diffs = append(diffs, fmt.Sprintf("%s (%s) has %g GPUs in Ray, want %d", s.Node, s.NodeIP, n.GPUs, s.GPUs))
+		}
+	}
+	var extra []string
+	for ip := range byIP {
+		if !declared[ip] {
+			extra = append(extra, ip)
+		}
+	}
+	sort.Strings(extra)
+	for _, ip := range extra {
+		role := "a worker"
+		if byIP[ip][0].IsHead {
+			role = "the head"
+		}
+		diffs = append(diffs, fmt.Sprintf("%s is ALIVE as %s but is no declared node's fabric address", ip, role))
+	}
+	return diffs
+}
+
+// rayNodeRow is what the steps read of one row of Ray's node table.
+type rayNodeRow struct {
+	NodeIP string
+	IsHead bool
+	State  string
+	GPUs   float64
+}
+
+// rayNodes reads Ray's node table inside the head container.
+func (r *clusterRun) rayNodes(ctx context.Context) ([]rayNodeRow, error) {
+	res, err := r.e.run(ctx, r.head.Node, transport.Cmd{
+		Argv:    []string{"docker", "exec", r.head.Name, "ray", "list", "nodes", "--format", "json", "--limit", "1000"},
+		Timeout: rayListTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return parseRayNodes(res.Stdout)
+}
+
+// parseRayNodes decodes `ray list nodes --format json`, skipping anything
+// printed before the JSON array.
+func parseRayNodes(out []byte) ([]rayNodeRow, error) {
+	s := string(out)
+	i := strings.Index(s, "[")
+	if i < 0 {
+		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(s))
+	}
+	var raw []struct {
+		NodeIP    string                     `json:"node_ip"`
+		IsHead    bool                       `json:"is_head_node"`
+		State     string                     `json:"state"`
+		Resources map[string]json.RawMessage `json:"resources_total"`
+	}
+	if err := json.NewDecoder(strings.NewReader(s[i:])).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("ray list nodes: %w", err)
+	}
+	rows := make([]rayNodeRow, 0, len(raw))
+	for _, n := range raw {
+		row := rayNodeRow{NodeIP: n.NodeIP, IsHead: n.IsHead, State: n.State}
+		if g, ok := n.Resources["GPU"]; ok {
+			_ = json.Unmarshal(g, &row.GPUs)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// diagnose reads the head's and the started workers' container logs and
+// returns err with the classified root cause.
+func (r *clusterRun) diagnose(ctx context.Context, err error) error {
+	srcs := []logSource{{node: r.head.Node, container: r.head.Name, source: "ray head container"}}
+	for _, node := range r.started {
+		if node != r.head.Node {
+			srcs = append(srcs, logSource{node: node, container: r.spec[node].Name, source: "ray worker container"})
+		}
+	}
+	return diagnosed(err, r.e.containerLogs(ctx, srcs), r.dctx())
+}
+
+// dctx is the diagnose context with this cluster's own facts filled in.
+func (r *clusterRun) dctx() diagnose.Context {
+	d := r.e.Diagnose
+	if d.Cluster == "" {
+		d.Cluster = r.w.Address
+	}
+	if d.Image == "" {
+		d.Image = r.head.Image
+	}
+	if d.HeadNode == "" {
+		d.HeadNode = r.head.Node
+	}
+	if d.RayPort == 0 {
+		d.RayPort = r.head.Port
+	}
+	if d.NodeAddrs == nil {
+		d.NodeAddrs = map[string]string{}
+		for _, s := range r.c.Specs {
+			if s.NodeIP != "" {
+				d.NodeAddrs[s.Node] = s.NodeIP
+			}
+		}
+	}
+	return d
+}

@@ -1,0 +1,498 @@
+package resources
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/diagnose"
+)
+
+// completionMaxTokens is the size of the smoke-test completion.
+const completionMaxTokens = 16
+
+// completionPrompt is the smoke-test prompt.
+const completionPrompt = "The capital of France is"
+
+// serveRun is what the steps of one vllm_serve share.
+type serveRun struct {
+	e    *StepEnv
+	w    *Work
+	s    *ServeWork
+	spec ServeSpec
+}
+
+func serveSteps(e *StepEnv, w *Work) []apply.Step {
+	r := &serveRun{e: e, w: w, s: w.Serve, spec: w.Serve.Spec}
+	var steps []apply.Step
+	if r.s.Stop {
+		steps = append(steps, r.stopStep())
+	}
+	if w.Action == plan.Delete || !r.s.Start {
+		return append(steps, r.forgetStep())
+	}
+	return append(steps, r.startStep(), r.completionStep())
+}
+
+// node is the head node the serve runs on.
+func (r *serveRun) node() string { return r.spec.Node }
+
+// exec runs a shell script inside the head container.
+func (r *serveRun) exec(ctx context.Context, script string, mutating bool) (transport.Result, error) {
+	return r.e.run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}, Mutating: mutating})
+}
+
+// pidStateScript prints "none", "dead PID" or "alive PID" for the serve
+// process; before its pid file exists it prints "starting" instead of
+// "none" when starting is set.
+func (r *serveRun) pidStateScript(none string) string {
+	return fmt.Sprintf(`p=%s; if [ ! -f "$p" ]; then echo %s; elif kill -0 "$(cat "$p")" 2>/dev/null; then echo alive "$(cat "$p")"; else echo dead "$(cat "$p")"; fi`,
+		shell.Quote(r.spec.pidPath()), none)
+}
+
+// state reports the serve process's state: "none" (no record, or no head
+// container), "dead" or "alive", and its pid.
+func (r *serveRun) state(ctx context.Context) (string, string, error) {
+	res, err := r.exec(ctx, r.pidStateScript("none"), false)
+	if err != nil {
+		if isNoSuch(err) {
+			return "none", "", nil
+		}
+		return "", "", fmt.Errorf("reading the serve pid on %s: %w", r.node(), err)
+	}
+	state, pid, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
+	return state, pid, nil
+}
+
+// stopStep stops a running serve process: SIGTERM, wait, then SIGKILL.
+func (r *serveRun) stopStep() apply.Step {
+	return apply.Step{
+		Name: fmt.Sprintf("stop vllm serve %s on %s", r.spec.Name, r.node()),
+		Check: func(ctx context.Context) (bool, error) {
+			st, _, err := r.state(ctx)
+			return st != "alive", err
+		},
+		Run: func(ctx context.Context, progress func(string)) error {
+			for _, sig := range []string{"TERM", "KILL"} {
+				script := fmt.Sprintf(`kill -%s "$(cat %s)" 2>/dev/null; true`, sig, shell.Quote(r.spec.pidPath()))
+				if _, err := r.exec(ctx, script, true); err != nil {
+					if isNoSuch(err) {
+						return nil
+					}
+					return fmt.Errorf("signalling vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
+				}
+				var pid string
+				err := r.e.poll(ctx, r.e.StopTimeout, func(ctx context.Context) (bool, error) {
+					st, p, err := r.state(ctx)
+					pid = p
+					return st != "alive", err
+				})
+				if err == nil {
+					progress(fmt.Sprintf("stopped vllm serve %s (SIG%s)", r.spec.Name, sig))
+					return nil
+				}
+				if !errors.Is(err, errTimedOut) {
+					return err
+				}
+				progress(fmt.Sprintf("vllm serve %s (pid %s) still runs %s after SIG%s", r.spec.Name, pid, r.e.StopTimeout, sig))
+			}
+			return fmt.Errorf("vllm serve %s on %s does not exit, even after SIGKILL", r.spec.Name, r.node())
+		},
+	}
+}
+
+// forgetStep removes the serve's record, pid and env file so that nothing
+// claims the process any more.
+func (r *serveRun) forgetStep() apply.Step {
+	return apply.Step{
+		Name: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),
+		Run: func(ctx context.Context, progress func(string)) error {
+			_, err := r.e.mutate(ctx, r.node(), "docker", "exec", r.spec.Container, "rm", "-f", r.spec.specPath(), r.spec.pidPath(), r.spec.envPath())
+			if err != nil && !isNoSuch(err) {
+				return fmt.Errorf("removing the record of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
+			}
+			return nil
+		},
+	}
+}
+
+// startStep starts vllm serve, follows its log into progress lines until
+// "Application startup complete." and verifies /health and /v1/models.
+func (r *serveRun) startStep() apply.Step {
+	return apply.Step{
+		Name:   fmt.Sprintf("start vllm serve %s on %s", r.spec.Name, r.node()),
+		Run:    r.start,
+		Verify: r.verifyHTTP,
+	}
+}
+
+func (r *serveRun) start(ctx context.Context, progress func(string)) error {
+	node, c := r.node(), r.spec.Container
+	// A previous log or pid must not be mistaken for the new process's.
+	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
+		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
+	}
+	if len(r.spec.SecretEnv) > 0 {
+		script := "umask 077; mkdir -p " + serveDir + "; cat > " + shell.Quote(r.spec.envPath())
+		_, err := r.e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "exec", "-i", c, "sh", "-c", script},
+			Stdin: bytes.NewReader(r.spec.SecretEnvFile()), Mutating: true})
+		if err != nil {
+			return fmt.Errorf("writing the secret env file of vllm serve %s on %s: %w", r.spec.Name, node, err)
+		}
+	}
+	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Mutating: true}); err != nil {
+		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
+	}
+	timeout := r.s.ReadyTimeout
+	if timeout <= 0 {
+		timeout = DefaultServeTimeout
+	}
+	p := newServeProgress(progress, throttle{now: r.e.Now, interval: r.e.ProgressInterval})
+	offset := 0
+	err := r.e.poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+		script := r.pidStateScript("starting") + fmt.Sprintf("; tail -c +%d %s 2>/dev/null; true", offset+1, shell.Quote(r.spec.LogPath()))
+		res, err := r.exec(ctx, script, false)
+		if err != nil {
+			if isNoSuch(err) {
+				return false, fmt.Errorf("the head container %s on %s stopped while vllm serve %s was starting: %w", c, node, r.spec.Name, err)
+			}
+			return false, fmt.Errorf("reading the log of vllm serve %s on %s: %w", r.spec.Name, node, err)
+		}
+		status, rest, _ := bytes.Cut(res.Stdout, []byte("\n"))
+		offset += len(rest)
+		p.feed(rest)
+		state, pid, _ := strings.Cut(strings.TrimSpace(string(status)), " ")
+		switch {
+		case p.up:
+			return true, nil
+		case p.fatal != "":
+			return false, fmt.Errorf("vllm serve %s failed on %s: %s", r.spec.Name, node, p.fatal)
+		case state == "dead":
+			return false, fmt.Errorf("vllm serve %s (pid %s) exited on %s before it was ready", r.spec.Name, pid, node)
+		}
+		return false, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("vllm serve %s on %s is not ready after %s (ready_timeout)", r.spec.Name, node, timeout)
+	}
+	if err != nil {
+		return r.diagnose(ctx, err)
+	}
+	return nil
+}
+
+// url is the serve's endpoint on the head's loopback.
+func (r *serveRun) url(path string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(r.spec.Port) + path
+}
+
+// curl runs curl on the head host; the API key, if any, goes as a header
+// read from stdin, never on the command line.
+func (r *serveRun) curl(ctx context.Context, args ...string) (transport.Result, error) {
+	argv := []string{"curl", "-sS"}
+	cmd := transport.Cmd{}
+	if key := r.spec.apiKey(); key != "" {
+		argv = append(argv, "-H", "@-")
+		cmd.Stdin = strings.NewReader("Authorization: Bearer " + key + "\n")
+	}
+	cmd.Argv = append(argv, args...)
+	res, err := r.e.run(ctx, r.node(), cmd)
+	if exitCode(err) == 127 {
+		return res, fmt.Errorf("curl is not installed on %s; rayform checks vLLM's endpoints with it (apt-get install curl): %w", r.node(), err)
+	}
+	return res, err
+}
+
+// httpAnswer splits curl's output into the body and the -w line.
+func httpAnswer(out []byte) ([]byte, string) {
+	s := strings.TrimRight(string(out), "\n")
+	i := strings.LastIndex(s, "\n")
+	if i < 0 {
+		return nil, strings.TrimSpace(s)
+	}
+	return []byte(s[:i]), strings.TrimSpace(s[i+1:])
+}
+
+// verifyHTTP waits for /health 200, then checks /v1/models.
+func (r *serveRun) verifyHTTP(ctx context.Context) error {
+	last := ""
+	err := r.e.poll(ctx, r.e.HTTPReadyTimeout, func(ctx context.Context) (bool, error) {
+		res, err := r.curl(ctx, "-o", "/dev/null", "-w", "%{http_code}", "-m", "5", r.url("/health"))
+		code := strings.TrimSpace(string(res.Stdout))
+		if code == "200" {
+			return true, nil
+		}
+		if exitCode(err) == 127 {
+			return false, err
+		}
+		last = "HTTP " + code
+		if msg := strings.TrimSpace(string(res.Stderr)); msg != "" {
+			last = msg
+		}
+		return false, nil
+	})
+	if errors.Is(err, errTimedOut) {
+		err = fmt.Errorf("vLLM's /health on %s did not answer 200 within %s (last: %s)", r.node(), r.e.HTTPReadyTimeout, last)
+	}
+	if err != nil {
+		return r.diagnose(ctx, err)
+	}
+	res, err := r.curl(ctx, "-m", "10", "-w", "\\n%{http_code}", r.url("/v1/models"))
+	if err != nil {
+		return fmt.Errorf("GET /v1/models on %s: %w", r.node(), err)
+	}
+	body, code := httpAnswer(res.Stdout)
+	if code != "200" {
+		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
+	}
+	var models struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &models); err != nil {
+		return fmt.Errorf("GET /v1/models on %s: %w: %s", r.node(), err, shortBody(body))
+	}
+	var ids []string
+	for _, m := range models.Data {
+		if m.ID == r.spec.ServedName {
+			if r.spec.MaxModelLen > 0 && m.MaxModelLen != r.spec.MaxModelLen {
+				return fmt.Errorf("vLLM on %s serves %s with max_model_len %d; want %d", r.node(), m.ID, m.MaxModelLen, r.spec.MaxModelLen)
+			}
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return fmt.Errorf("vLLM on %s serves %s; want %s", r.node(), orNone(strings.Join(ids, ", ")), r.spec.ServedName)
+}
+
+func shortBody(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// completionStep sends one small completion and reports tokens per second.
+func (r *serveRun) completionStep() apply.Step {
+	return apply.Step{
+		Name: fmt.Sprintf("test a completion of %s on %s", r.spec.ServedName, r.node()),
+		Run: func(ctx context.Context, progress func(string)) error {
+			body, _ := json.Marshal(map[string]any{"model": r.spec.ServedName, "prompt": completionPrompt,
+				"max_tokens": completionMaxTokens, "temperature": 0})
+			res, err := r.curl(ctx, "-m", "300", "-w", "\\n%{http_code} %{time_total}",
+				"-H", "Content-Type: application/json", "-d", string(body), r.url("/v1/completions"))
+			if err != nil {
+				return fmt.Errorf("POST /v1/completions on %s: %w", r.node(), err)
+			}
+			out, tail := httpAnswer(res.Stdout)
+			code, total, _ := strings.Cut(tail, " ")
+			if code != "200" {
+				return r.diagnose(ctx, fmt.Errorf("POST /v1/completions on %s answered HTTP %s: %s", r.node(), code, shortBody(out)))
+			}
+			var resp struct {
+				Usage struct {
+					CompletionTokens int `json:"completion_tokens"`
+				} `json:"usage"`
+			}
+			if err := json.Unmarshal(out, &resp); err != nil {
+				return fmt.Errorf("POST /v1/completions on %s: %w: %s", r.node(), err, shortBody(out))
+			}
+			secs, _ := strconv.ParseFloat(total, 64)
+			n := resp.Usage.CompletionTokens
+			if secs > 0 {
+				progress(fmt.Sprintf("completion: %d tokens in %.2fs (%.1f tokens/s)", n, secs, float64(n)/secs))
+			} else {
+				progress(fmt.Sprintf("completion: %d tokens", n))
+			}
+			return nil
+		},
+	}
+}
+
+// apiKey is the key vLLM requires on /v1 routes (--api-key or
+// VLLM_API_KEY), "" when none.
+func (s ServeSpec) apiKey() string {
+	resolve := func(a string) string {
+		if k, ok := strings.CutPrefix(a, secretArgPrefix); ok {
+			return s.Env[k]
+		}
+		return a
+	}
+	for i, a := range s.Args {
+		a = resolve(a)
+		if v, ok := strings.CutPrefix(a, "--api-key="); ok {
+			return v
+		}
+		if a == "--api-key" && i+1 < len(s.Args) {
+			return resolve(s.Args[i+1])
+		}
+	}
+	return s.Env["VLLM_API_KEY"]
+}
+
+// diagnose reads the serve log (its last serveLogTail lines) and the
+// cluster's container logs, and returns err with the root cause.
+func (r *serveRun) diagnose(ctx context.Context, err error) error {
+	node, c := r.node(), r.spec.Container
+	var logs []diagnose.Log
+	res, rerr := r.e.read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(serveLogTail), r.spec.LogPath())
+	text := res.Stdout
+	if rerr != nil && len(text) == 0 {
+		text = []byte("(rayform could not read this log: " + rerr.Error() + ")\n")
+	}
+	logs = append(logs, diagnose.Log{Host: node, Source: "vllm serve log", Text: text})
+	srcs := []logSource{{node: node, container: c, source: "ray head container"}}
+	nodes, known := r.e.ServeNodes[r.w.Address]
+	if !known {
+		nodes = sortedKeys(r.e.Conns)
+	}
+	for _, n := range nodes {
+		if n != node {
+			srcs = append(srcs, logSource{node: n, container: c, source: "ray worker container"})
+		}
+	}
+	for i, l := range r.e.containerLogs(ctx, srcs) {
+		if !known && i > 0 && bytes.HasPrefix(l.Text, []byte("(rayform could not read")) {
+			continue
+		}
+		logs = append(logs, l)
+	}
+	d := r.e.Diagnose
+	if d.Serve == "" {
+		d.Serve = r.w.Address
+	}
+	if d.HeadNode == "" {
+		d.HeadNode = node
+	}
+	return diagnosed(err, logs, d)
+}
+
+// Progress lines of vLLM's startup (reference §3.6).
+var (
+	ansiRE     = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+	weightsRE  = regexp.MustCompile(`Loading (\w+) checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)`)
+	graphsRE   = regexp.MustCompile(`(Capturing CUDA graphs[^:]*):\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)`)
+	vllmPrefix = regexp.MustCompile(`^(?:\([^)]*\)\s*)*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*|INFO:\s+)?`)
+)
+
+// serveMilestones are the startup lines shown as they are, in order of
+// appearance.
+var serveMilestones = []string{
+	"Starting to load model",
+	"Loading weights took",
+	"Model loading took",
+	"Available KV cache memory",
+	"GPU KV cache size",
+	"Graph capturing finished",
+	"init engine",
+	"Starting vLLM API server",
+	"Application startup complete.",
+}
+
+// serveFatal are lines after which vLLM never becomes ready.
+var serveFatal = []string{
+	"Engine core initialization failed",
+	"EngineCore failed to start",
+	"EngineDeadError",
+}
+
+// serveProgress turns vLLM's log into progress lines: a weight-loading bar,
+// CUDA graph capture, milestones; it notes readiness and fatal lines.
+type serveProgress struct {
+	progress func(string)
+	throttle throttle
+	buf      []byte
+	seen     map[string]bool
+	up       bool
+	fatal    string
+}
+
+func newServeProgress(progress func(string), t throttle) *serveProgress {
+	return &serveProgress{progress: progress, throttle: t, seen: map[string]bool{}}
+}
+
+// feed consumes more log bytes; an incomplete last line waits for the rest.
+func (p *serveProgress) feed(b []byte) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexAny(p.buf, "\r\n")
+		if i < 0 {
+			return
+		}
+		line := string(p.buf[:i])
+		p.buf = p.buf[i+1:]
+		p.line(strings.TrimSpace(ansiRE.ReplaceAllString(line, "")))
+	}
+}
+
+func (p *serveProgress) line(l string) {
+	if l == "" {
+		return
+	}
+	if m := weightsRE.FindStringSubmatch(l); m != nil {
+		pct, _ := strconv.Atoi(m[2])
+		n, _ := strconv.Atoi(m[3])
+		total, _ := strconv.Atoi(m[4])
+		if p.throttle.allow("weights", n == total) {
+			p.progress(fmt.Sprintf("Loading weights: shards %d/%d %s %d%%", n, total, bar(pct), pct))
+		}
+		return
+	}
+	if m := graphsRE.FindStringSubmatch(l); m != nil {
+		pct, _ := strconv.Atoi(m[2])
+		n, _ := strconv.Atoi(m[3])
+		total, _ := strconv.Atoi(m[4])
+		if p.throttle.allow(m[1], n == total) {
+			p.progress(fmt.Sprintf("%s: %d/%d %s %d%%", m[1], n, total, bar(pct), pct))
+		}
+		return
+	}
+	body := vllmPrefix.ReplaceAllString(l, "")
+	for _, f := range serveFatal {
+		if strings.Contains(body, f) && p.fatal == "" {
+			p.fatal = body
+			return
+		}
+	}
+	if strings.Contains(body, "[c10d]") && strings.Contains(body, "failed to connect") && !p.seen["c10d"] {
+		p.seen["c10d"] = true
+		p.progress("warning: " + body)
+		return
+	}
+	for _, m := range serveMilestones {
+		if strings.Contains(body, m) {
+			if !p.seen[body] {
+				p.seen[body] = true
+				p.progress(body)
+			}
+			if m == "Application startup complete." {
+				p.up = true
+			}
+			return
+		}
+	}
+}
+
+// bar renders pct as a 20-cell bar: "[====>               ]".
+func bar(pct int) string {
+	const width = 20
+	pct = min(max(pct, 0), 100)
+	full := pct * width / 100
+	s := strings.Repeat("=", full)
+	if full < width {
+		s += ">" + strings.Repeat(" ", width-full-1)
+	}
+	return "[" + s + "]"
+}
