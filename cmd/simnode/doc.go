@@ -71,7 +71,10 @@ default|table|json|yaml, --filter, --detail), health-check. Without --block,
 `ray start` detaches a daemon (argv[0] "raylet") that runs the GCS on
 0.0.0.0:<port> and the dashboard (head) and the raylet; with --block it stays
 in the foreground and exits 1 with "Some Ray subprocesses exited unexpectedly:"
-if the daemon dies. The dashboard answers /api/gcs_healthz, /api/version,
+if the daemon dies (a daemon stopped by `ray stop` is graceful and keeps it
+blocking, as in Ray). `ray stop` stops the daemons whose session lives under
+this node's Ray temp root (real Ray kills every Ray process on the host; the
+temp root keeps nodes that share a PID namespace apart). The dashboard answers /api/gcs_healthz, /api/version,
 /api/v0/nodes, /nodes?view=summary and /api/cluster_status.
 
 vllm: serve MODEL with vLLM's flags and argparse errors. The ray backend
