@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -33,6 +34,52 @@ type cli struct {
 	color          bool // colour allowed on stdout/stderr (TTY, no -no-color, no NO_COLOR)
 	dir            string
 	log            hclog.Logger
+	// onInterrupt, when a command sets it, is called on the first Ctrl-C
+	// instead of cancelling the command's context; the second Ctrl-C
+	// always cancels it.
+	onInterrupt func()
+	mu          sync.Mutex
+}
+
+// setInterruptHandler installs the first-interrupt handler.
+func (c *cli) setInterruptHandler(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onInterrupt = f
+}
+
+// handleSignals cancels ctx on the second interrupt (or on the first when
+// no handler is installed).
+func (c *cli) handleSignals(cancel context.CancelFunc) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		count := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-sigs:
+				count++
+				c.mu.Lock()
+				h := c.onInterrupt
+				c.mu.Unlock()
+				if count == 1 && h != nil {
+					h()
+					continue
+				}
+				if count >= 2 && h != nil {
+					fmt.Fprintln(c.stderr, "\nTwo interrupts received. Exiting immediately. Note that data loss may have occurred.")
+				}
+				cancel()
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // command is one subcommand.
@@ -47,6 +94,8 @@ func commands() []command {
 	return []command{
 		{"validate", "Check the configuration for errors", runValidate},
 		{"plan", "Observe the hosts and show what apply would change", runPlan},
+		{"apply", "Make the hosts match the configuration, verifying every step", runApply},
+		{"destroy", "Stop and remove everything rayform created", runDestroy},
 		{"fmt", "Rewrite configuration files to canonical format", runFmt},
 		{"graph", "Print the dependency graph in DOT format", runGraph},
 		{"lab", "Manage the local test lab (Linux, root)", runLab},
@@ -109,7 +158,9 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, cmd := range commands() {
 		if cmd.name == name {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stop := c.handleSignals(cancel)
 			defer stop()
 			return cmd.run(ctx, c, rest[1:])
 		}

@@ -63,6 +63,8 @@ type session struct {
 	dialer  transport.Dialer
 	conns   map[string]transport.Conn
 	closers []func() error
+	// timeouts bound apply's waits.
+	timeouts applyTimeouts
 }
 
 // openSession loads the configuration and state and prepares (but does not

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/planfile"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources"
+)
+
+// applyTimeouts are how long apply waits for Ray; tests shorten them.
+type applyTimeouts struct {
+	poll     time.Duration
+	rayReady time.Duration
+}
+
+func defaultApplyTimeouts() applyTimeouts {
+	return applyTimeouts{poll: time.Second, rayReady: 2 * time.Minute}
+}
+
+func runApply(ctx context.Context, c *cli, args []string) int {
+	var opts runOptions
+	fs := newFlagSet(c, "apply", "apply [options] [PLAN]\n\n  Observe the hosts, show the plan, ask for confirmation, and make the hosts\n  match the configuration, verifying every step. With PLAN (from plan -out),\n  apply exactly that plan, or refuse if the hosts changed since.")
+	opts.register(fs)
+	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
+	lockFlag := fs.Bool("lock", true, "hold each cluster's lock on its head host while applying (-lock=false to skip)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	opts.noLock = !*lockFlag
+	if fs.NArg() > 1 {
+		fmt.Fprintf(c.stderr, "Error: apply takes at most one argument, a saved plan (got %q)\n", fs.Args())
+		return exitError
+	}
+	planPath := fs.Arg(0)
+	if opts.json && !*autoApprove && planPath == "" {
+		fmt.Fprintln(c.stderr, "Error: Plan file or auto-approve required\n\nrayform cannot ask for interactive approval when -json is set. Use -auto-approve or apply a saved plan.")
+		return exitError
+	}
+	var saved *planfile.File
+	if planPath != "" {
+		f, err := planfile.Read(planPath)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		saved = f
+		opts.targets = append(opts.targets, f.Targets...)
+	}
+	s, code := openSession(c, &opts)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	return s.apply(ctx, applyRequest{autoApprove: *autoApprove || saved != nil, saved: saved, timeouts: defaultApplyTimeouts()})
+}
+
+type applyRequest struct {
+	autoApprove bool
+	saved       *planfile.File
+	destroy     bool
+	timeouts    applyTimeouts
+}
+
+// apply runs the whole apply (or destroy): lock, observe, plan, confirm,
+// walk, save state, re-observe.
+func (s *session) apply(ctx context.Context, req applyRequest) int {
+	c := s.c
+	s.timeouts = req.timeouts
+	release, err := s.lockClusters(ctx)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	defer release()
+
+	obs, err := s.observeAndPlan(ctx, false)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	var destroyGraph *dag.Graph
+	if req.destroy {
+		obs.result, destroyGraph = resources.DestroyWork(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project})
+	}
+	p := obs.result.Plan
+	if req.saved != nil {
+		cur := current(s, obs)
+		if err := req.saved.Check(cur); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		if err := req.saved.CheckChanges(planned(s.opts, p).Changes); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+	}
+	if err := renderPlan(c, s.opts, s, obs, ""); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	if len(p.Errors()) > 0 {
+		return exitError
+	}
+	if !p.HasChanges() && len(obs.result.Work) == 0 {
+		if !s.opts.json {
+			verb := "Apply"
+			if req.destroy {
+				verb = "Destroy"
+			}
+			fmt.Fprintf(c.stdout, "\n%s complete! Resources: 0 added, 0 changed, 0 destroyed.\n", verb)
+			s.printOutputs(obs)
+		}
+		return exitOK
+	}
+	if !req.autoApprove && p.HasChanges() {
+		if !s.confirm(req.destroy) {
+			fmt.Fprintln(c.stderr, "\nApply cancelled.")
+			return exitError
+		}
+	}
+
+	stop := make(chan struct{})
+	var stopped bool
+	c.setInterruptHandler(func() {
+		if !stopped {
+			stopped = true
+			fmt.Fprintln(c.stderr, "\nInterrupt received.\nPlease wait for rayform to exit or data loss may occur.\nGracefully shutting down...")
+			close(stop)
+		}
+	})
+	defer c.setInterruptHandler(nil)
+
+	g, work := s.applyGraph(obs, destroyGraph)
+	hooks := s.hooks()
+	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.opts.parallelism, Stop: stop})
+	if err := s.recordState(obs, walkErr); err != nil {
+		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+	}
+	if walkErr != nil {
+		s.reportFailure(walkErr)
+		return exitError
+	}
+
+	// Converged? Re-observe: anything left to do is an error.
+	again, err := s.observeAndPlan(ctx, false)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: re-observing after apply: %v\n", err)
+		return exitError
+	}
+	if req.destroy {
+		again.result, _ = resources.DestroyWork(resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project})
+	}
+	if again.result.Plan.HasChanges() {
+		var left []string
+		for _, ch := range again.result.Plan.Changes {
+			if ch.Action != plan.NoOp {
+				left = append(left, fmt.Sprintf("%s (%s: %s)", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
+			}
+		}
+		fmt.Fprintf(c.stderr, "Error: apply did not converge: after it, the plan still has changes:\n  %s\n", strings.Join(left, "\n  "))
+		return exitError
+	}
+	counts := p.Counts()
+	if !s.opts.json {
+		verb := "Apply"
+		if req.destroy {
+			verb = "Destroy"
+		}
+		fmt.Fprintf(c.stdout, "\n%s complete! Resources: %d added, %d changed, %d destroyed.\n", verb, counts.Add, counts.Change, counts.Destroy)
+		s.printOutputs(again)
+	} else {
+		e := plan.NewEvent(time.Now(), "info", "change_summary", fmt.Sprintf("Apply complete! Resources: %d added, %d changed, %d destroyed.", counts.Add, counts.Change, counts.Destroy))
+		e["changes"] = map[string]any{"add": counts.Add, "change": counts.Change, "remove": counts.Destroy, "operation": "apply"}
+		plan.WriteEvent(c.stdout, e)
+	}
+	return exitOK
+}
+
+// lockClusters takes every cluster's lock on its head host. A held lock
+// fails at once, naming the holder.
+func (s *session) lockClusters(ctx context.Context) (func(), error) {
+	if s.opts.noLock {
+		return func() {}, nil
+	}
+	holder := lockHolder()
+	var held []*lock.Lock
+	release := func() {
+		for _, l := range held {
+			l.Release()
+		}
+	}
+	names := make([]string, 0, len(s.cfg.RayClusters))
+	for name := range s.cfg.RayClusters {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rc := s.cfg.RayClusters[name]
+		conn, ok := s.conns[rc.Head]
+		if !ok {
+			continue
+		}
+		l, err := lock.Acquire(ctx, conn, s.project+"-"+name, holder)
+		if err != nil {
+			release()
+			if errors.Is(err, lock.ErrHeld) {
+				return nil, fmt.Errorf("%w\n\nAnother rayform is applying to ray_cluster.%s. Wait for it to finish (the lock is released when its SSH session ends), or run with -lock=false if you are sure it is gone", err, name)
+			}
+			return nil, fmt.Errorf("locking ray_cluster.%s on %s: %w", name, rc.Head, err)
+		}
+		held = append(held, l)
+	}
+	return release, nil
+}
+
+func lockHolder() string {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s@%s pid=%d rayform apply", who, host, os.Getpid())
+}
+
+// confirm asks Terraform's question; only "yes" approves.
+func (s *session) confirm(destroy bool) bool {
+	c := s.c
+	if destroy {
+		fmt.Fprint(c.stdout, "\nDo you really want to destroy all resources?\n  rayform will destroy all the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
+	} else {
+		fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  rayform will perform the actions described above.\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
+	}
+	line, err := bufio.NewReader(c.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(c.stdout)
+		return false
+	}
+	return strings.TrimSpace(line) == "yes"
+}
+
+// applyGraph turns the plan's work into the engine's resources, ordered by
+// the configuration's graph; removed resources are destroyed serves first.
+func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph) (*dag.Graph, map[string]*apply.Resource) {
+	g := obs.cfg.Graph()
+	if destroyGraph != nil {
+		g = destroyGraph
+	}
+	serveNodes := map[string][]string{}
+	for _, sv := range obs.cfg.Serves {
+		if rc := obs.cfg.RayClusters[sv.Cluster]; rc != nil {
+			serveNodes[sv.Addr] = rc.Nodes()
+		}
+	}
+	work := map[string]*apply.Resource{}
+	var deletedServes, deletedClusters []string
+	for addr, w := range obs.result.Work {
+		env := &resources.StepEnv{
+			Conns:           s.conns,
+			Project:         s.project,
+			Poll:            s.timeouts.poll,
+			RayReadyTimeout: s.timeouts.rayReady,
+			Parallelism:     s.opts.parallelism,
+			Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
+			ServeNodes:      serveNodes,
+			Log:             s.c.log.Named("apply"),
+		}
+		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: resources.Steps(env, w)}
+		if w.Action == plan.Delete && destroyGraph == nil {
+			g.Add(addr)
+			if w.Type == "vllm_serve" {
+				deletedServes = append(deletedServes, addr)
+			} else {
+				deletedClusters = append(deletedClusters, addr)
+			}
+		}
+	}
+	for _, cl := range deletedClusters {
+		for _, sv := range deletedServes {
+			g.Connect(cl, sv)
+		}
+	}
+	return g, work
+}
+
+// hooks renders apply progress as text or NDJSON.
+func (s *session) hooks() apply.Hooks {
+	if s.opts.json {
+		return &jsonHooks{w: s.c.stdout, now: time.Now}
+	}
+	return newTextHooks(s.c.stdout, s.c.color)
+}
+
+// recordState writes down where each applied resource lives, and forgets
+// destroyed ones, whatever the walk's outcome for the others.
+func (s *session) recordState(obs *observed, walkErr error) error {
+	failed := map[string]bool{}
+	var se *apply.StepError
+	for _, e := range unwrapAll(walkErr) {
+		if errors.As(e, &se) {
+			failed[se.Address] = true
+		}
+	}
+	changed := false
+	for addr, w := range obs.result.Work {
+		if failed[addr] {
+			continue
+		}
+		if w.Action == plan.Delete {
+			s.st.Remove(addr)
+			changed = true
+			continue
+		}
+		r := state.Resource{Type: w.Type, AppliedAt: time.Now().UTC().Truncate(time.Second)}
+		if w.Cluster != nil {
+			r.Container = w.Cluster.Name
+			if len(w.Cluster.Specs) > 0 {
+				r.Container = w.Cluster.Specs[0].Name
+			}
+		}
+		if w.Serve != nil {
+			r.Container = w.Serve.Spec.Container
+		}
+		for _, node := range w.Hosts {
+			h := state.Host{Node: node}
+			if n := obs.cfg.Nodes[node]; n != nil {
+				h.Host, h.User, h.Port, h.Bastion = n.Host, n.User, n.Port, n.Bastion
+			}
+			r.Hosts = append(r.Hosts, h)
+		}
+		s.st.Set(addr, r)
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	path := s.opts.stateFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.c.dir, path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return s.st.Save(path)
+}
+
+func unwrapAll(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unwrapAll(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// reportFailure prints each failed resource's error (which carries the
+// classified cause, its evidence and the fix) once.
+func (s *session) reportFailure(err error) {
+	c := s.c
+	for _, e := range unwrapAll(err) {
+		var se *apply.StepError
+		if errors.As(e, &se) && errors.Is(se.Err, dag.ErrSkipped) {
+			continue
+		}
+		if errors.Is(e, dag.ErrSkipped) {
+			continue
+		}
+		msg := e.Error()
+		if errors.As(e, &se) {
+			msg = fmt.Sprintf("%s: %s failed:\n\n%s", se.Address, se.Step, se.Err.Error())
+		}
+		fmt.Fprintf(c.stderr, "\n╷\n│ Error: %s\n╵\n", strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n│ "))
+	}
+}
+
+// printOutputs prints the outputs after a successful apply.
+func (s *session) printOutputs(obs *observed) {
+	if len(obs.result.Plan.Outputs) == 0 {
+		return
+	}
+	fmt.Fprintf(s.c.stdout, "\nOutputs:\n\n")
+	for _, o := range obs.result.Plan.Outputs {
+		v := "(sensitive value)"
+		if !o.Sensitive {
+			v = plan.FormatValue(o.Value)
+		}
+		fmt.Fprintf(s.c.stdout, "%s = %s\n", o.Name, v)
+	}
+}

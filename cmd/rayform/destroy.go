@@ -1,0 +1,32 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+func runDestroy(ctx context.Context, c *cli, args []string) int {
+	var opts runOptions
+	fs := newFlagSet(c, "destroy", "destroy [options]\n\n  Stop every vllm serve process and remove every container rayform created for\n  this configuration (and for resources removed from it), serves first. Containers\n  rayform did not create are never touched.")
+	opts.register(fs)
+	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
+	lockFlag := fs.Bool("lock", true, "hold each cluster's lock on its head host while destroying (-lock=false to skip)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	opts.noLock = !*lockFlag
+	if fs.NArg() > 0 {
+		fmt.Fprintf(c.stderr, "Error: destroy takes no arguments (got %q)\n", fs.Args())
+		return exitError
+	}
+	if opts.json && !*autoApprove {
+		fmt.Fprintln(c.stderr, "Error: -auto-approve required\n\nrayform cannot ask for interactive approval when -json is set.")
+		return exitError
+	}
+	s, code := openSession(c, &opts)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	return s.apply(ctx, applyRequest{autoApprove: *autoApprove, destroy: true, timeouts: defaultApplyTimeouts()})
+}
