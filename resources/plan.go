@@ -361,6 +361,10 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			beforeIPs[node] = cty.StringVal(ip)
 		}
 		switch {
+		case oc.c.SpecHash == "":
+			// Managed labels but no spec hash: recreated by hand.
+			work.Start[node] = true
+			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.c, spec)))
 		case oc.c.SpecHash != spec.Hash():
 			work.Start[node] = true
 			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, specDiff(oc.c, spec)))
@@ -376,7 +380,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 		}
 	}
 	// Ray's own node table: every node ALIVE under its fabric address.
-	if head := p.host(rc.Head); head != nil && !work.Start[rc.Head] && !foreign && len(specs) > 0 {
+	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
 		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
 	}
 	// Managed containers of this cluster on nodes no longer in it.
@@ -444,7 +448,7 @@ func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
 func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, replace *bool, beforeIPs map[string]cty.Value) {
 	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
-		if oc := p.container(rc.Head, ContainerName(rc)); oc.found && oc.c.Running {
+		if oc := p.container(rc.Head, ContainerName(rc)); oc.found && oc.c.Running && !work.Start[rc.Head] {
 			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
 			*replace = true
 		}
@@ -459,6 +463,9 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 	}
 	want := specs[0].NodeIP
 	if headNode == nil {
+		if work.Start[rc.Head] {
+			return
+		}
 		*drift = append(*drift, "Ray's node table has no ALIVE head")
 		*replace = true
 		return

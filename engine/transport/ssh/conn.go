@@ -271,7 +271,7 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 		c.log.Debug("run lost", "cmd", what, "error", werr)
 		return fail(res, fmt.Errorf("%w while the command ran: %v", transport.ErrDisconnected, werr))
 	}
-	c.log.Debug("run", "cmd", what, "env", cmd.EnvKeys(), "exit", res.ExitCode, "duration", res.Duration, "round_trips", c.roundTrips.Load())
+	c.log.Debug("run", "cmd", what, "mutating", cmd.Mutating, "env", cmd.EnvKeys(), "exit", res.ExitCode, "duration", res.Duration, "round_trips", c.roundTrips.Load())
 	if res.ExitCode != 0 {
 		return res, &transport.ExitError{Host: c.r.Name, Cmd: what, Result: res}
 	}
