@@ -34,6 +34,12 @@
 // works as on a GPU host (and fails with docker's own "could not select
 // device driver" on a node built with toolkit=false).
 //
+// Each node's sshd runs in its own mount namespace where a file rendered
+// from the node's simulated memory (119.70 GiB by default) is bind-mounted
+// over /proc/meminfo, as LXCFS does for containers: SSH sessions and `lab
+// exec` see the node's MemTotal and MemAvailable, not this machine's.
+// dockerd and the root namespace keep the real /proc/meminfo.
+//
 // A real registry (Debian's docker-registry) serves on 10.1.230.1:5000 in the
 // client namespace. Its images are built here without Docker (busybox-static
 // with its applets and a bash stand-in, plus simnode as ray, vllm and

@@ -145,7 +145,7 @@ func rdmaName(netdev string) string {
 func (n Node) hardwareJSON(lab string, timing map[string]string) ([]byte, error) {
 	hw := hardware{
 		GPUs:          []hardwareGPU{},
-		MemoryMiB:     int64(n.MemoryGiB * 1024),
+		MemoryMiB:     n.memoryMiB(),
 		UnifiedMemory: n.Unified,
 		DriverVersion: "580.126.09",
 		CUDAVersion:   "13.0",
@@ -160,7 +160,7 @@ func (n Node) hardwareJSON(lab string, timing map[string]string) ([]byte, error)
 			UUID: fmt.Sprintf("GPU-%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]),
 		}
 		if !n.Unified {
-			g.MemoryMiB = int64(n.MemoryGiB * 1024)
+			g.MemoryMiB = n.memoryMiB()
 		}
 		hw.GPUs = append(hw.GPUs, g)
 	}

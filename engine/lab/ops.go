@@ -50,11 +50,15 @@ func (l *Lab) Command(ctx context.Context, node string, argv ...string) (*exec.C
 	if n.PoweredOff {
 		return nil, fmt.Errorf("node %s is powered off", n.Name)
 	}
-	nsenter, err := exec.LookPath("nsenter")
-	if err != nil {
-		return nil, fmt.Errorf("find nsenter: %w", err)
+	var nsenter, unshare, sh string
+	for dst, name := range map[*string]string{&nsenter: "nsenter", &unshare: "unshare", &sh: "sh"} {
+		if *dst, err = exec.LookPath(name); err != nil {
+			return nil, fmt.Errorf("find %s: %w", name, err)
+		}
 	}
-	args := append([]string{"--uts=" + filepath.Join(n.Dir, "uts"), "--", ip, "netns", "exec", n.Netns}, argv...)
+	// As in an SSH session, /proc/meminfo shows the node's simulated memory.
+	args := append([]string{"--uts=" + filepath.Join(n.Dir, "uts"), "--"},
+		n.withMeminfo(unshare, sh, append([]string{ip, "netns", "exec", n.Netns}, argv...))...)
 	cmd := exec.CommandContext(ctx, nsenter, args...)
 	cmd.Env = append(env[1:], n.sessionEnv()...)
 	return cmd, nil

@@ -25,7 +25,7 @@ import (
 
 // tools are the host programs the lab runs, resolved to absolute paths.
 type tools struct {
-	ip, nsenter, sshd, dockerd, registry, iptablesRestore string
+	ip, nsenter, unshare, sh, sshd, dockerd, registry, iptablesRestore string
 }
 
 // hostTools checks that the host can run a lab and resolves the programs.
@@ -56,6 +56,8 @@ func hostTools(docker, delay bool) (tools, error) {
 	}
 	look(&t.ip, "ip", "iproute2")
 	look(&t.nsenter, "nsenter", "util-linux")
+	look(&t.unshare, "unshare", "util-linux")
+	look(&t.sh, "sh", "dash")
 	look(&t.sshd, "sshd", "openssh-server")
 	if docker {
 		look(&t.dockerd, "dockerd", "docker.io")
@@ -547,11 +549,18 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 	errs := make(chan error, 2*len(nodes))
 	for _, n := range nodes {
 		uts := "--uts=" + filepath.Join(n.Dir, "uts")
+		// Written at every boot: MemFree and the copied lines follow the host.
+		if err := n.writeMeminfo(); err != nil {
+			return err
+		}
+		// sshd (and so every session) sees the node's simulated
+		// /proc/meminfo; dockerd below keeps the real one.
 		sshd := procSpec{
-			ID:   nodeProcID(n.Name, "sshd"),
-			Argv: []string{t.nsenter, uts, "--", t.ip, "netns", "exec", n.Netns, t.sshd, "-D", "-e", "-f", filepath.Join(n.Dir, "sshd_config")},
-			Env:  []string{"PATH=" + stdPath},
-			Log:  filepath.Join(n.Dir, "sshd.log"),
+			ID: nodeProcID(n.Name, "sshd"),
+			Argv: append([]string{t.nsenter, uts, "--"}, n.withMeminfo(t.unshare, t.sh,
+				[]string{t.ip, "netns", "exec", n.Netns, t.sshd, "-D", "-e", "-f", filepath.Join(n.Dir, "sshd_config")})...),
+			Env: []string{"PATH=" + stdPath},
+			Log: filepath.Join(n.Dir, "sshd.log"),
 		}
 		if _, err := sup.start(ctx, sshd); err != nil {
 			return err

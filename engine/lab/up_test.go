@@ -122,6 +122,29 @@ func TestTwoNodeLab(t *testing.T) {
 		}
 	})
 
+	t.Run("meminfo covered for sshd, not for dockerd", func(t *testing.T) {
+		st, err := newSupClient(l.SupervisorSocket).procs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids := map[string]int{}
+		for _, p := range st {
+			pids[p.ID] = p.PID
+		}
+		for _, n := range l.Nodes {
+			for what, covered := range map[string]bool{"sshd": true, "dockerd": false} {
+				id := nodeProcID(n.Name, what)
+				b, err := os.ReadFile("/proc/" + strconv.Itoa(pids[id]) + "/mountinfo")
+				if err != nil || pids[id] == 0 {
+					t.Fatalf("mountinfo of %s (pid %d): %v", id, pids[id], err)
+				}
+				if got := strings.Contains(string(b), " /proc/meminfo "); got != covered {
+					t.Errorf("%s: /proc/meminfo is a mount point = %v, want %v", id, got, covered)
+				}
+			}
+		}
+	})
+
 	t.Run("docker run --gpus all sees the node's GPU", func(t *testing.T) {
 		for _, n := range l.Nodes {
 			out := sshOK(t, l, n.Name, "docker run --rm --gpus all --network host "+ImageRayVLLM+
