@@ -177,7 +177,7 @@ type RayCluster struct {
 	Image         string
 	Head          string   // node name
 	Workers       []string // node names, in configuration order
-	Network       string   // network name
+	Network       string   // network name, "" when none (allowed for a single node)
 	Port          int      // GCS port, default 6379
 	DashboardPort int      // default 8265
 	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets

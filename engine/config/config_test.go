@@ -387,15 +387,24 @@ ray_cluster "c" {
   memory_monitor = false
   env            = { FOO = "bar" }
 }
+node "s" {
+  host = "s"
+  gpus = 1
+}
+ray_cluster "solo" {
+  image = "img"
+  head  = node.s
+  env   = { FOO = "solo" }
+}
 `)}
 	cfg, diags := LoadFiles(files, Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 	}
 	tests := []struct {
-		name, node, addr, iface string
-		want                    map[string]string
-		wantErr                 string
+		name, cluster, node, addr, iface string
+		want                             map[string]string
+		wantErr                          string
 	}{
 		{
 			name: "pinned interface", node: "a", addr: "192.168.200.12", iface: "ignored0",
@@ -416,10 +425,20 @@ ray_cluster "c" {
 		{name: "address off the fabric", node: "a", addr: "10.1.230.180", wantErr: "not in 192.168.200.0/24"},
 		{name: "no interface", node: "b", addr: "192.168.200.13", wantErr: "no interface"},
 		{name: "not a member", node: "z", addr: "192.168.200.13", wantErr: "not in the cluster"},
+		{
+			// A single-node cluster without a network: no pins, whatever
+			// address the node has.
+			name: "no network", cluster: "solo", node: "s", addr: "10.1.230.182", iface: "enP7s7",
+			want: map[string]string{"FOO": "solo"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cfg.ContainerEnv("c", tt.node, netip.MustParseAddr(tt.addr), tt.iface)
+			cluster := tt.cluster
+			if cluster == "" {
+				cluster = "c"
+			}
+			got, err := cfg.ContainerEnv(cluster, tt.node, netip.MustParseAddr(tt.addr), tt.iface)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)

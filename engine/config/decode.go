@@ -25,6 +25,21 @@ func (b *blockEval) errorAt(attr, summary, detail string) {
 	})
 }
 
+// failed reports whether an error was already reported within attr's
+// expression, so a check of its absence does not pile onto that error.
+func (b *blockEval) failed(attr string) bool {
+	r, ok := b.decl.AttrRanges[attr]
+	if !ok {
+		return false
+	}
+	for _, d := range b.diags {
+		if d.Severity == hcl.DiagError && d.Subject != nil && d.Subject.Filename == r.Filename && r.ContainsOffset(d.Subject.Start.Byte) {
+			return true
+		}
+	}
+	return false
+}
+
 // known returns the unmarked value of attr when it is set and known.
 func (b *blockEval) known(attr string) (cty.Value, bool) {
 	v, ok := b.raw[attr]
@@ -336,6 +351,11 @@ func matches(pattern, s string) bool {
 func (b *blockEval) checkRayCluster(rc *RayCluster) {
 	if _, ok := b.raw["image"]; ok && strings.TrimSpace(rc.Image) == "" {
 		b.errorAt("image", "Empty image", "image must name a container image, like \"vllm/vllm-openai:v0.11.0\".")
+	}
+	if len(rc.Workers) > 0 && rc.Network == "" && !b.failed("network") {
+		b.errorAt("network", "Multi-node cluster without a network binding",
+			fmt.Sprintf("ray_cluster.%s has workers but no network. Without a network, Ray registers each node under the address of its default route (usually the management network) and vLLM's c10d master listens there; a worker that cannot reach that address fails, after the model starts loading, with \"The client socket has failed to connect to any network address of (<ip>, <port>)\". "+
+				"Declare the fabric the nodes share as a network block, network \"fabric\" with its cidr and interface (for example cidr = \"192.168.200.0/24\" and interface = \"enp1s0f1np1\"), and set network = network.fabric in ray_cluster.%s.", rc.Name, rc.Name))
 	}
 	if rc.Port == rc.DashboardPort {
 		b.errorAt("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))

@@ -103,7 +103,9 @@ func networkMembers(cfg *Config) map[string][]string {
 		out[name] = []string{}
 	}
 	for _, rc := range cfg.RayClusters {
-		out[rc.Network] = append(out[rc.Network], rc.Nodes()...)
+		if rc.Network != "" {
+			out[rc.Network] = append(out[rc.Network], rc.Nodes()...)
+		}
 	}
 	for _, nodes := range out {
 		sort.Strings(nodes)

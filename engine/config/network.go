@@ -56,6 +56,8 @@ func (n *Network) NodeEnv(node string, addr netip.Addr, observedIface string) (m
 // ContainerEnv returns the whole environment of the Ray container of a
 // cluster on node: the cluster's env, RAY_memory_monitor_refresh_ms=0 when
 // the memory monitor is off, and the network's pins ([Network.NodeEnv]).
+// A cluster without a network (a single node) has no pins, and addr and
+// observedIface are not used.
 func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIface string) (map[string]string, error) {
 	rc, ok := c.RayClusters[cluster]
 	if !ok {
@@ -64,13 +66,16 @@ func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIfa
 	if !contains(rc.Nodes(), node) {
 		return nil, fmt.Errorf("ray_cluster %s: node %s is not in the cluster", cluster, node)
 	}
-	nw, ok := c.Networks[rc.Network]
-	if !ok {
-		return nil, fmt.Errorf("ray_cluster %s: no network %q", cluster, rc.Network)
-	}
-	pins, err := nw.NodeEnv(node, addr, observedIface)
-	if err != nil {
-		return nil, fmt.Errorf("ray_cluster %s: %w", cluster, err)
+	var pins map[string]string
+	if rc.Network != "" {
+		nw, ok := c.Networks[rc.Network]
+		if !ok {
+			return nil, fmt.Errorf("ray_cluster %s: no network %q", cluster, rc.Network)
+		}
+		var err error
+		if pins, err = nw.NodeEnv(node, addr, observedIface); err != nil {
+			return nil, fmt.Errorf("ray_cluster %s: %w", cluster, err)
+		}
 	}
 	env := make(map[string]string, len(rc.Env)+len(pins)+1)
 	for k, v := range rc.Env {

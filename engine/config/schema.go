@@ -56,7 +56,7 @@ func kindSpecs(kind string) []attrSpec {
 			{name: "image", typ: str, required: true},
 			{name: "head", typ: dyn, ref: true, required: true},
 			{name: "workers", typ: dyn, ref: true},
-			{name: "network", typ: dyn, ref: true, required: true},
+			{name: "network", typ: dyn, ref: true},
 			{name: "port", typ: num},
 			{name: "dashboard_port", typ: num},
 			{name: "memory_monitor", typ: cty.Bool},
