@@ -4,12 +4,14 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -187,4 +189,254 @@ func TestE2EPlanFindsTheSeedsMistakes(t *testing.T) {
 			t.Logf("plan took %s", r.elapsed)
 		})
 	}
+}
+
+// start runs the binary in the background and returns a function that
+// waits for it.
+func (l *e2eLab) start(args ...string) (*exec.Cmd, *syncBuffer) {
+	l.t.Helper()
+	argv := append([]string{"netns", "exec", l.name + "-client", "env", "HOME=" + filepath.Join(l.dir, "client-home"), "NO_COLOR=1",
+		filepath.Join(l.bin, "rayform")}, args...)
+	cmd := exec.Command("ip", argv...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		l.t.Fatal(err)
+	}
+	return cmd, out
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rayTable reads Ray's own node table on the head, as a person would.
+func (l *e2eLab) rayTable(t *testing.T) []map[string]any {
+	t.Helper()
+	out, err := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
+	if err != nil {
+		t.Fatalf("ray list nodes: %v\n%s", err, out)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "["):]), &rows); err != nil {
+		t.Fatalf("ray list nodes output is not JSON: %v\n%s", err, out)
+	}
+	return rows
+}
+
+func mustCode(t *testing.T, what string, r result, want int) {
+	t.Helper()
+	if r.code != want {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, r.code, want, r)
+	}
+}
+
+func mustContain(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("%s: output lacks %q\n%s", what, w, out)
+		}
+	}
+}
+
+// mutations lists the mutating commands in a -log-level=debug stderr,
+// leaving out the cluster lock (bookkeeping that changes no cluster).
+func mutations(stderr string) []string {
+	// A log entry starts with its timestamp; a command with newlines
+	// continues on the following lines.
+	var entries []string
+	for _, line := range strings.Split(stderr, "\n") {
+		if len(entries) == 0 || (line != "" && line[0] >= '0' && line[0] <= '9') {
+			entries = append(entries, line)
+			continue
+		}
+		entries[len(entries)-1] += "\n" + line
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.Contains(e, "mutating=true") && !strings.Contains(e, "rayform-lock") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestE2EApplyLifecycle takes the seed topology from nothing to a served
+// completion with one apply, proves the second apply changes nothing,
+// repairs drift made by hand, serialises concurrent applies with the lock,
+// and destroys only what rayform created.
+func TestE2EApplyLifecycle(t *testing.T) {
+	l := startLab(t, "rfe2eapp")
+	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	plan := func() result { return l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode") }
+
+	// From nothing to a served completion.
+	r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+	mustCode(t, "first apply", r, exitOK)
+	mustContain(t, "first apply", r.stdout, "Apply complete! Resources: 2 added, 0 changed, 0 destroyed.",
+		"Loading weights: shards", "tokens/s", `endpoint = "http://192.168.200.12:8000/v1"`)
+	rows := l.rayTable(t)
+	alive := map[string]float64{}
+	for _, row := range rows {
+		if row["state"] == "ALIVE" {
+			res, _ := row["resources_total"].(map[string]any)
+			gpu, _ := res["GPU"].(float64)
+			alive[fmt.Sprint(row["node_ip"])] = gpu
+		}
+	}
+	if len(alive) != 2 || alive["192.168.200.12"] != 1 || alive["192.168.200.13"] != 1 {
+		t.Fatalf("Ray's node table: ALIVE nodes and GPUs %v, want 192.168.200.12 and .13 with 1 GPU each", alive)
+	}
+	out, err := l.ssh("spark1", `curl -sS -m 10 http://192.168.200.12:8000/v1/completions -H 'Content-Type: application/json' -d '{"model":"qwen3.5-122b","prompt":"Hello","max_tokens":4}'`)
+	if err != nil || !strings.Contains(out, `"text"`) {
+		t.Fatalf("completion through the endpoint: %v\n%s", err, out)
+	}
+
+	// A second apply changes nothing, and plan agrees.
+	r = l.rayform("", "-chdir="+dir, "-log-level=debug", "apply", "-auto-approve")
+	mustCode(t, "second apply", r, exitOK)
+	mustContain(t, "second apply", r.stdout, "No changes.", "Apply complete! Resources: 0 added, 0 changed, 0 destroyed.")
+	if m := mutations(r.stderr); len(m) > 0 {
+		t.Fatalf("second apply issued mutating commands:\n%s", strings.Join(m, "\n"))
+	}
+	if !strings.Contains(r.stderr, "mutating=false") {
+		t.Fatal("the debug log shows no commands at all: the mutation check proves nothing")
+	}
+	mustCode(t, "plan after apply", plan(), exitOK)
+
+	// Drift: the serve process dies.
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+		t.Fatalf("killing vllm serve: %v\n%s", err, out)
+	}
+	waitFor(t, "vllm serve to exit", 30*time.Second, func() bool {
+		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve-qwen.pid) 2>/dev/null || echo gone'")
+		return strings.Contains(out, "gone")
+	})
+	r = plan()
+	mustCode(t, "plan after the serve died", r, exitChanges)
+	mustContain(t, "plan after the serve died", r.stdout, "the vllm serve process is not running", "# vllm_serve.qwen must be replaced")
+	mustCode(t, "apply repairing the serve", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after repairing the serve", plan(), exitOK)
+
+	// Drift: someone restarts the Ray head by hand without --node-ip-address.
+	restart := "docker rm -f rayform-spark >/dev/null && docker run -d --name rayform-spark --network host --gpus all " +
+		"--label rayform.managed=true --label rayform.project=" + filepath.Base(dir) + " --label rayform.resource=ray_cluster.spark " +
+		seedImage + " ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"
+	if out, err := l.ssh("spark1", restart); err != nil {
+		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
+	}
+	waitFor(t, "the hand-started head to register", 30*time.Second, func() bool {
+		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
+		return strings.Contains(out, `"10.1.230.180"`)
+	})
+	r = plan()
+	mustCode(t, "plan after the hand restart", r, exitChanges)
+	mustContain(t, "plan after the hand restart", r.stdout, "ray head registered as 10.1.230.180; want 192.168.200.12",
+		"Objects have changed outside of rayform", "# ray_cluster.spark must be replaced")
+	mustCode(t, "apply repairing the head", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after repairing the head", plan(), exitOK)
+
+	// Two applies at once: the second fails fast naming the first.
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+		t.Fatalf("killing vllm serve: %v\n%s", err, out)
+	}
+	first, firstOut := l.start("-chdir="+dir, "apply", "-auto-approve")
+	waitFor(t, "the first apply to start working", 60*time.Second, func() bool {
+		return strings.Contains(firstOut.String(), "vllm_serve.qwen: ") || strings.Contains(firstOut.String(), "No changes.")
+	})
+	r = l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+	mustCode(t, "concurrent apply", r, exitError)
+	mustContain(t, "concurrent apply", r.stderr, "is held by", "rayform apply since")
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first apply failed: %v\n%s", err, firstOut.String())
+	}
+	mustCode(t, "plan after the concurrent applies", plan(), exitOK)
+
+	// destroy removes rayform's containers and nothing else.
+	if out, err := l.ssh("spark2", "docker run -d --name bystander "+seedImage+" sleep 100000"); err != nil {
+		t.Fatalf("starting a bystander container: %v\n%s", err, out)
+	}
+	r = l.rayform("", "-chdir="+dir, "destroy", "-auto-approve")
+	mustCode(t, "destroy", r, exitOK)
+	mustContain(t, "destroy", r.stdout, "Destroy complete! Resources: 0 added, 0 changed, 2 destroyed.")
+	for _, node := range []string{"spark1", "spark2"} {
+		out, err := l.ssh(node, "docker ps -a --filter label=rayform.managed=true --format '{{.Names}}'; echo end")
+		if err != nil || strings.TrimSpace(out) != "end" {
+			t.Errorf("rayform containers left on %s after destroy: %v\n%s", node, err, out)
+		}
+	}
+	out, err = l.ssh("spark2", "docker inspect -f '{{.State.Running}}' bystander")
+	if err != nil || strings.TrimSpace(out) != "true" {
+		t.Errorf("destroy touched a container rayform did not create: %v %q", err, out)
+	}
+	mustContain(t, "plan after destroy", plan().stdout, "Plan: 2 to add")
+}
+
+// TestE2EApplyStopsAtTheRightStep provokes the seeds' other failures and
+// checks that apply stops before or at the layer that is wrong, with the
+// cause and the fix.
+func TestE2EApplyStopsAtTheRightStep(t *testing.T) {
+	l := startLab(t, "rfe2efail")
+	noContainers := func(t *testing.T) {
+		t.Helper()
+		for _, node := range []string{"spark1", "spark2"} {
+			out, err := l.ssh(node, "docker ps -a --filter label=rayform.managed=true --format '{{.Names}}'; echo end")
+			if err != nil || strings.TrimSpace(out) != "end" {
+				t.Errorf("containers left on %s: %v\n%s", node, err, out)
+			}
+		}
+	}
+
+	t.Run("image without Ray", func(t *testing.T) {
+		dir := l.config(clusterConfig("enp1s0f1np1", "vllm/vllm-openai:v0.19.0", false, 0.85))
+		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+		mustCode(t, "apply", r, exitError)
+		mustContain(t, "apply", r.stdout+r.stderr, "Ray missing from the image vllm/vllm-openai:v0.19.0", "pip install 'ray[default]'")
+		noContainers(t)
+	})
+	t.Run("memory monitor on unified memory", func(t *testing.T) {
+		dir := l.config(clusterConfig("enp1s0f1np1", seedImage, true, 0.90))
+		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+		mustCode(t, "apply", r, exitError)
+		mustContain(t, "apply", r.stdout, "Error: Ray's memory monitor is on for unified memory", "memory_monitor = false")
+		noContainers(t)
+	})
+	t.Run("worker cut off from the fabric", func(t *testing.T) {
+		if out, err := exec.Command(filepath.Join(l.bin, "rayform"), "lab", "cut", "-name", l.name, "spark2").CombinedOutput(); err != nil {
+			t.Fatalf("lab cut: %v\n%s", err, out)
+		}
+		defer exec.Command(filepath.Join(l.bin, "rayform"), "lab", "uncut", "-name", l.name, "spark2").Run()
+		dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+		mustCode(t, "apply", r, exitError)
+		mustContain(t, "apply", r.stdout, "fabric interface enp1s0f1np1 is down on spark2")
+		noContainers(t)
+	})
 }
