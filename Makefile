@@ -29,8 +29,8 @@ golden: ## Rewrite golden files from the current output
 demo: build ## Bring up a 2-node lab and run plan and apply against it
 	./scripts/demo.sh
 
-bench: build ## Benchmarks: rayform against the OpenSSH floor and Ansible
-	./scripts/bench.sh
+bench: build ## Benchmarks: rayform against the OpenSSH floor and Ansible (root; BENCHFLAGS='-nodes 64 -reps 3', see BENCHMARKS.md)
+	$(GO) run ./cmd/rfbench -rayform $(BIN)/rayform -simnode $(BIN)/simnode -micro $(BENCHFLAGS)
 
 clean:
 	rm -rf $(BIN)
