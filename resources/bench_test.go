@@ -173,7 +173,11 @@ func convergedCluster(tb testing.TB, n int) converged {
 	head.RayNodes = observe.RayNodeFacts{Source: "dashboard", List: rayNodes}
 	head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
 		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}}
-	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Alive: true}}
+	attrs := map[string]string{}
+	for k, v := range serve.Attrs {
+		attrs[k] = string(v)
+	}
+	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 

@@ -53,6 +53,13 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 		for _, addr := range st.Addresses() {
 			r, _ := st.Get(addr)
 			if configHas(cfg, addr) {
+				// Still configured: look at hosts it no longer names too
+				// (a removed worker), to find what must be stopped there.
+				for _, h := range r.Hosts {
+					if _, ok := spec.Hosts[h.Node]; !ok {
+						spec.Hosts[h.Node] = observe.HostSpec{Project: project, Containers: []string{r.Container}}
+					}
+				}
 				continue
 			}
 			for i, h := range r.Hosts {
@@ -92,6 +99,18 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 					ifaces[node] = a.Interface
 					break
 				}
+			}
+		}
+	}
+	// A cluster without a network (a single node) is reached on its
+	// default route's address, which is also what Ray detects by itself.
+	for _, rc := range sortedClusters(cfg) {
+		if rc.Network != "" {
+			continue
+		}
+		if hf := facts.Hosts[rc.Head]; hf != nil && hf.DefaultRoute.Src.IsValid() {
+			if _, ok := addrs[rc.Head]; !ok {
+				addrs[rc.Head] = hf.DefaultRoute.Src
 			}
 		}
 	}

@@ -112,7 +112,9 @@ func (s ContainerSpec) RayStartArgs() []string {
 	} else {
 		args = append(args, "--address="+s.HeadAddr)
 	}
-	args = append(args, "--node-ip-address="+s.NodeIP)
+	if s.NodeIP != "" {
+		args = append(args, "--node-ip-address="+s.NodeIP)
+	}
 	if s.GPUs > 0 {
 		args = append(args, "--num-gpus="+strconv.Itoa(s.GPUs))
 	}

@@ -252,8 +252,8 @@ func formatMapDiff(before, after cty.Value, indent string, pt painter) string {
 	width := 0
 	for k := range keys {
 		sorted = append(sorted, k)
-		if len(k)+2 > width {
-			width = len(k) + 2
+		if q := len(fmt.Sprintf("%q", k)); q > width {
+			width = q
 		}
 	}
 	sort.Strings(sorted)
@@ -376,8 +376,8 @@ func formatValue(v cty.Value, sensitive bool, indent, mark string, pt painter) s
 		width := 0
 		for k := range m {
 			keys = append(keys, k)
-			if len(k)+2 > width {
-				width = len(k) + 2
+			if q := len(fmt.Sprintf("%q", k)); q > width {
+				width = q
 			}
 		}
 		sort.Strings(keys)

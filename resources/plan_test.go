@@ -1,0 +1,212 @@
+package resources_test
+
+import (
+	"bytes"
+	"flag"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources"
+)
+
+func updateGoldens() bool {
+	if f := flag.Lookup("update"); f != nil {
+		return f.Value.String() == "true"
+	}
+	return false
+}
+
+// planCase mutates a converged 3-node cluster (its configuration text, its
+// observed facts, its state) and names what the plan must say.
+type planCase struct {
+	name   string
+	config func(string) string
+	facts  func(*observe.Facts, map[string]netip.Addr)
+	state  func(*state.State)
+	// want are lines the text rendering must contain; wantAction the
+	// action of each named resource.
+	want       []string
+	wantAction map[string]plan.Action
+	wantErrors int
+}
+
+func planCases() []planCase {
+	serveOff := func(f *observe.Facts) {
+		head := f.Hosts[`gpu["h1"]`]
+		head.Serves = nil
+		head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}}
+	}
+	return []planCase{
+		{name: "empty-cluster",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				head := f.Hosts[`gpu["h1"]`]
+				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				serveOff(f)
+			},
+			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
+		{name: "converged",
+			want:       []string{"No changes. Your infrastructure matches the configuration."},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.NoOp}},
+		{name: "drifted-head-ip",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				head := f.Hosts[`gpu["h1"]`]
+				head.RayNodes.List[0].NodeIP = "10.1.230.10"
+			},
+			want: []string{"Objects have changed outside of rayform", "ray head registered as 10.1.230.10; want 192.168.0.10",
+				"# ray_cluster.main must be replaced", "# vllm_serve.llama must be replaced"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
+		{name: "changed-image",
+			config:     func(s string) string { return strings.Replace(s, "vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.12.0", 1) },
+			want:       []string{`~ image = "vllm/vllm-openai:v0.11.0" -> "vllm/vllm-openai:v0.12.0" # forces replacement`, "the container spec on gpu[\"h1\"] changed: image"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
+		{name: "changed-serve-args",
+			config:     func(s string) string { return strings.Replace(s, "max_model_len          = 32768", "max_model_len          = 16384", 1) },
+			want:       []string{"the serve arguments changed", "~ max_model_len = 32768 -> 16384 # forces replacement"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.Replace}},
+		{name: "removed-worker",
+			config: func(s string) string {
+				s = strings.Replace(s, "pipeline_parallel_size = length(var.hosts)", "pipeline_parallel_size = 2", 1)
+				return strings.Replace(s, `workers        = [for k, n in node.gpu : n if k != "h1"]`, `workers        = [for k, n in node.gpu : n if k != "h1" && k != "h3"]`, 1)
+			},
+			want:       []string{`gpu["h3"] is no longer a worker`, "# ray_cluster.main will be updated in-place"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Update}},
+		{name: "removed-resource",
+			config: func(s string) string {
+				i := strings.Index(s, `vllm_serve "llama"`)
+				return s[:i] + "output \"address\" {\n  value = ray_cluster.main.address\n}\n"
+			},
+			state: func(st *state.State) {
+				st.Set("vllm_serve.llama", state.Resource{Type: "vllm_serve", Container: "rayform-main", Hosts: []state.Host{{Node: `gpu["h1"]`, Host: "10.1.230.10"}}})
+			},
+			want:       []string{"# vllm_serve.llama will be destroyed", "not in the configuration any more", "Plan: 0 to add, 0 to change, 1 to destroy."},
+			wantAction: map[string]plan.Action{"vllm_serve.llama": plan.Delete, "ray_cluster.main": plan.NoOp}},
+		{name: "missing-fabric-address",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				hf := f.Hosts[`gpu["h2"]`]
+				hf.Addresses.List = hf.Addresses.List[:2]
+			},
+			want:       []string{`Error: gpu["h2"] has no address in 192.168.0.0/16`, "sudo ip addr add 192.168.0.1/16 dev ib0"},
+			wantErrors: 1},
+		{name: "asymmetric-routing",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				hf := f.Hosts[`gpu["h2"]`]
+				hf.RouteChecks[0].Dev = "eth0"
+			},
+			want:       []string{`Error: gpu["h2"] routes to gpu["h1"] (192.168.0.10) via eth0, not the fabric interface ib0`, "asymmetric routing"},
+			wantErrors: 1},
+		{name: "memory-monitor-on-uma",
+			config: func(s string) string {
+				s = strings.Replace(s, "memory_monitor = false", "memory_monitor = true", 1)
+				return strings.Replace(s, "max_model_len          = 32768", "max_model_len          = 32768\n  gpu_memory_utilization = 0.90", 1)
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.UnifiedMemory = true
+					hf.Memory.TotalBytes = 122572 << 20 // 119.70 GiB, a DGX Spark
+				}
+			},
+			want:       []string{"Error: Ray's memory monitor is on for unified memory", "vLLM will take 0.90 × 119.70 = 107.73 GiB", "memory_monitor = false"},
+			wantErrors: 1},
+	}
+}
+
+func TestPlanGolden(t *testing.T) {
+	fixed := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, tc := range planCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := convergedCluster(t, 3)
+			src := string(benchConfig(3))
+			if tc.config != nil {
+				src = tc.config(src)
+			}
+			if tc.facts != nil {
+				tc.facts(cc.facts, cc.addrs)
+			}
+			st, err := state.New(benchProject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.state != nil {
+				tc.state(st)
+			}
+			loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+			if diags.HasErrors() {
+				t.Fatalf("config: %s", diags.Error())
+			}
+			addrs, _ := resources.FabricAddrs(loaded, cc.facts)
+			cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+			if diags.HasErrors() {
+				t.Fatalf("config with facts: %s", diags.Error())
+			}
+			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+			var txt, js bytes.Buffer
+			if err := plan.RenderText(&txt, res.Plan, plan.TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.RenderJSON(&js, res.Plan, plan.JSONOptions{Version: "test", Now: func() time.Time { return fixed }}); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(txt.String(), w) {
+					t.Errorf("plan lacks %q\n%s", w, txt.String())
+				}
+			}
+			for addr, want := range tc.wantAction {
+				got := plan.Action("(absent)")
+				for _, ch := range res.Plan.Changes {
+					if ch.Address == addr {
+						got = ch.Action
+					}
+				}
+				if got != want {
+					t.Errorf("%s: action %s, want %s", addr, got, want)
+				}
+			}
+			if n := len(res.Plan.Errors()); n != tc.wantErrors {
+				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
+			}
+			for _, out := range []string{txt.String(), js.String()} {
+				if strings.Contains(out, "hf_not_a_real_token") {
+					t.Fatalf("a sensitive value reached the plan output:\n%s", out)
+				}
+			}
+			// Work must match the plan: every non-no-op change has work.
+			for _, ch := range res.Plan.Changes {
+				if _, ok := res.Work[ch.Address]; (ch.Action != plan.NoOp) != ok {
+					t.Errorf("%s: action %s but work present = %v", ch.Address, ch.Action, ok)
+				}
+			}
+			golden(t, filepath.Join("..", "testdata", "plan", tc.name+".txt"), txt.Bytes())
+			golden(t, filepath.Join("..", "testdata", "plan", tc.name+".json"), js.Bytes())
+		})
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if updateGoldens() {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden (run with -update): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from golden (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
