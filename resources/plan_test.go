@@ -68,11 +68,15 @@ func planCases() []planCase {
 				"# ray_cluster.main must be replaced", "# vllm_serve.llama must be replaced"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
 		{name: "changed-image",
-			config:     func(s string) string { return strings.Replace(s, "vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.12.0", 1) },
+			config: func(s string) string {
+				return strings.Replace(s, "vllm/vllm-openai:v0.11.0", "vllm/vllm-openai:v0.12.0", 1)
+			},
 			want:       []string{`~ image = "vllm/vllm-openai:v0.11.0" -> "vllm/vllm-openai:v0.12.0" # forces replacement`, "the container spec on gpu[\"h1\"] changed: image"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
 		{name: "changed-serve-args",
-			config:     func(s string) string { return strings.Replace(s, "max_model_len          = 32768", "max_model_len          = 16384", 1) },
+			config: func(s string) string {
+				return strings.Replace(s, "max_model_len          = 32768", "max_model_len          = 16384", 1)
+			},
 			want:       []string{"the serve arguments changed", "~ max_model_len = 32768 -> 16384 # forces replacement"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.Replace}},
 		{name: "removed-worker",
