@@ -419,6 +419,9 @@ type ServeRecord struct {
 	Found    bool   `json:"found"`
 	Resource string `json:"resource,omitempty"`
 	SpecHash string `json:"spec_hash,omitempty"`
-	Alive    bool   `json:"alive"`
-	Err      string `json:"err,omitempty"`
+	// Attrs are the serve's non-sensitive attributes as last applied, each
+	// as JSON text, for showing what changed.
+	Attrs map[string]string `json:"attrs,omitempty"`
+	Alive bool              `json:"alive"`
+	Err   string            `json:"err,omitempty"`
 }

@@ -934,14 +934,21 @@ func parseServe(s *section) ServeRecord {
 		return r
 	}
 	var rec struct {
-		Resource string `json:"resource"`
-		SpecHash string `json:"spec_hash"`
+		Resource string                     `json:"resource"`
+		SpecHash string                     `json:"spec_hash"`
+		Attrs    map[string]json.RawMessage `json:"attrs"`
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		r.Err = "serve record: " + err.Error()
 		return r
 	}
 	r.Found, r.Resource, r.SpecHash = true, rec.Resource, rec.SpecHash
+	for k, v := range rec.Attrs {
+		if r.Attrs == nil {
+			r.Attrs = map[string]string{}
+		}
+		r.Attrs[k] = string(v)
+	}
 	r.Alive = len(lines) > 1 && lines[len(lines)-1] == "alive"
 	return r
 }

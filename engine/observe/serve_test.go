@@ -17,6 +17,8 @@ func TestParseServeRecord(t *testing.T) {
 	}{
 		{"alive", frame(`{"resource":"vllm_serve.qwen","spec_hash":"abc123"}`+"\nalive", "", "0"),
 			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true}},
+		{"attrs", frame(`{"resource":"vllm_serve.qwen","spec_hash":"abc123","attrs":{"max_model_len":32768}}`+"\nalive", "", "0"),
+			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true, Attrs: map[string]string{"max_model_len": "32768"}}},
 		{"dead", frame(`{"resource":"vllm_serve.qwen","spec_hash":"abc123"}`+"\ndead", "", "0"),
 			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123"}},
 		{"never started", frame("", "cat: can't open '/tmp/rayform/serve-qwen.json': No such file or directory", "1"),
@@ -31,8 +33,11 @@ func TestParseServeRecord(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := f.Serves["qwen"]
-			if got != tt.want {
+			if got.Found != tt.want.Found || got.Resource != tt.want.Resource || got.SpecHash != tt.want.SpecHash || got.Alive != tt.want.Alive || got.Err != tt.want.Err {
 				t.Fatalf("Serves[qwen] = %+v, want %+v", got, tt.want)
+			}
+			if len(got.Attrs) != len(tt.want.Attrs) || got.Attrs["max_model_len"] != tt.want.Attrs["max_model_len"] {
+				t.Fatalf("Attrs = %v, want %v", got.Attrs, tt.want.Attrs)
 			}
 		})
 	}
