@@ -244,7 +244,7 @@ func TestDebugLogCountsCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	for _, want := range []string{"ssh handshake: host=node", "host_key=\"ssh-ed25519 SHA256:", `run: host=node cmd=true env=["TOKEN"] exit=0`, "round_trips=1", "connection closed: host=node", "handshakes=1"} {
+	for _, want := range []string{"ssh handshake: host=node", "host_key=\"ssh-ed25519 SHA256:", `run: host=node cmd=true mutating=false env=["TOKEN"] exit=0`, "round_trips=1", "connection closed: host=node", "handshakes=1"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("debug log lacks %q:\n%s", want, logs.String())
 		}
