@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // The seeds (shared/seeds/) are an engineer bringing up Qwen3.5-122B on two
@@ -188,6 +191,11 @@ func TestSeeds(t *testing.T) {
 		if up || !c10d.MatchString(log) || !strings.Contains(log, "Engine core initialization failed") {
 			t.Errorf("vllm serve (up=%v) log lacks the c10d failure to 10.1.230.180:\n%s", up, lastLines(log, 30))
 		}
+		// rayform's classifier names the root cause from this real log.
+		d := diagnose.Classify(diagnose.Input{Logs: []diagnose.Log{{Host: "spark1", Source: "vllm serve log", Text: []byte(log)}}, Context: seedContext(false)})
+		if d.Cause != diagnose.C10dUnreachable || !strings.Contains(d.Text(), "10.1.230.180") {
+			t.Errorf("classified as %s, want %s naming 10.1.230.180:\n%s", d.Cause, diagnose.C10dUnreachable, d.Text())
+		}
 	})
 
 	t.Run("2 fabric pinned: serves and completes", func(t *testing.T) {
@@ -211,6 +219,10 @@ func TestSeeds(t *testing.T) {
 		if up || !oom.MatchString(log) || !strings.Contains(log, "Engine core initialization failed") {
 			t.Errorf("vllm serve (up=%v) log lacks Ray's OOM kill and the engine failure:\n%s", up, lastLines(log, 30))
 		}
+		d := diagnose.Classify(diagnose.Input{Logs: []diagnose.Log{{Host: "spark1", Source: "vllm serve log", Text: []byte(log)}}, Context: seedContext(true)})
+		if d.Cause != diagnose.RayOOM || !strings.Contains(d.Text(), "memory_monitor = false") {
+			t.Errorf("classified as %s, want %s with the memory_monitor fix:\n%s", d.Cause, diagnose.RayOOM, d.Text())
+		}
 	})
 
 	t.Run("4 memory monitor off: serves", func(t *testing.T) {
@@ -233,4 +245,23 @@ func TestSeeds(t *testing.T) {
 			t.Errorf("ray in %s: err=%v\n%s\nwant `ray: not found` and exit 127", ImageNoRay, err, out)
 		}
 	})
+}
+
+// seedContext is what rayform would know about the seeds' topology when it
+// classifies a failure.
+func seedContext(monitor bool) diagnose.Context {
+	return diagnose.Context{
+		FabricCIDR:           netip.MustParsePrefix("192.168.200.0/24"),
+		FabricInterface:      "enp1s0f1np1",
+		NodeAddrs:            map[string]string{"spark1": "192.168.200.12", "spark2": "192.168.200.13"},
+		MgmtAddrs:            map[string]string{"spark1": "10.1.230.180", "spark2": "10.1.230.181"},
+		HeadNode:             "spark1",
+		RayPort:              6379,
+		MemoryMonitorOn:      monitor,
+		UnifiedMemory:        true,
+		GPUMemoryUtilization: 0.90,
+		Cluster:              "ray_cluster.spark",
+		Network:              "network.fabric",
+		Serve:                "vllm_serve.qwen",
+	}
 }
