@@ -342,7 +342,25 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	r = plan()
 	mustCode(t, "plan after the serve died", r, exitChanges)
 	mustContain(t, "plan after the serve died", r.stdout, "the vllm serve process is not running", "# vllm_serve.qwen must be replaced")
-	mustCode(t, "apply repairing the serve", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	r = l.rayform("", "-chdir="+dir, "plan", "-refresh-only", "-detailed-exitcode")
+	mustCode(t, "refresh-only plan", r, exitChanges)
+	mustContain(t, "refresh-only plan", r.stdout, "# vllm_serve.qwen has changed", "This is a refresh-only plan")
+	r = l.rayform("", "-chdir="+dir, "plan", "-target=ray_cluster.spark", "-detailed-exitcode")
+	mustCode(t, "plan targeting the healthy cluster", r, exitOK)
+
+	// A saved plan applies only while the hosts are as they were.
+	planFile := filepath.Join(t.TempDir(), "serve.plan")
+	mustCode(t, "plan -out", l.rayform("", "-chdir="+dir, "plan", "-out", planFile), exitOK)
+	if out, err := exec.Command(filepath.Join(l.bin, "rayform"), "lab", "exec", "-name", l.name, "spark2", "--", "ip", "addr", "add", "10.99.0.1/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("changing spark2: %v\n%s", err, out)
+	}
+	r = l.rayform("", "-chdir="+dir, "apply", planFile)
+	mustCode(t, "apply of a stale plan", r, exitError)
+	mustContain(t, "apply of a stale plan", r.stderr, "Saved plan is stale", "spark2")
+	mustCode(t, "plan -out again", l.rayform("", "-chdir="+dir, "plan", "-out", planFile), exitOK)
+	r = l.rayform("", "-chdir="+dir, "apply", planFile)
+	mustCode(t, "apply of the saved plan", r, exitOK)
+	mustContain(t, "apply of the saved plan", r.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
 	mustCode(t, "plan after repairing the serve", plan(), exitOK)
 
 	// Drift: someone restarts the Ray head by hand without --node-ip-address.
