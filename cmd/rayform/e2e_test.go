@@ -397,6 +397,34 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	}
 	mustCode(t, "plan after the concurrent applies", plan(), exitOK)
 
+	// Changing the serve's arguments restarts the serve only, and only
+	// after a "yes".
+	headID := func() string {
+		out, err := l.ssh("spark1", "docker inspect -f '{{.Id}}' rayform-spark")
+		if err != nil {
+			t.Fatalf("inspecting the head: %v\n%s", err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	before := headID()
+	src, err := os.ReadFile(filepath.Join(dir, "main.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(strings.Replace(string(src), "max_model_len          = 32768", "max_model_len          = 16384", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = l.rayform("no\n", "-chdir="+dir, "apply")
+	mustCode(t, "apply answered no", r, exitError)
+	mustContain(t, "apply answered no", r.stdout+r.stderr, "Do you want to perform these actions?", "Apply cancelled.")
+	r = l.rayform("yes\n", "-chdir="+dir, "apply")
+	mustCode(t, "apply answered yes", r, exitOK)
+	mustContain(t, "apply answered yes", r.stdout, "~ max_model_len", "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
+	if strings.Contains(r.stdout, "ray_cluster.spark: Replacing") || headID() != before {
+		t.Errorf("changing the serve's arguments replaced the Ray cluster\n%s", r)
+	}
+	mustCode(t, "plan after the serve update", plan(), exitOK)
+
 	// destroy removes rayform's containers and nothing else.
 	if out, err := l.ssh("spark2", "docker run -d --name bystander "+seedImage+" sleep 100000"); err != nil {
 		t.Fatalf("starting a bystander container: %v\n%s", err, out)
