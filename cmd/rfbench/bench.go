@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,35 @@ type bench struct {
 	self           string // this executable, for the internal helpers
 	hasApply       bool   // rayform has apply and destroy
 	results        []*result
+	// notes describe the machine and the setup, printed above the table.
+	notes []string
+}
+
+// describeMachine notes the cores, the kernel and the versions measured.
+func (b *bench) describeMachine(ctx context.Context) {
+	b.notes = append(b.notes,
+		fmt.Sprintf("machine: %d cores (shared by every simulated host, the client and the daemons), kernel %s", runtime.NumCPU(), firstLine(ctx, "uname", "-r")),
+		fmt.Sprintf("%s; OpenSSH client %s", firstLine(ctx, b.opts.rayform, "version"), firstLine(ctx, "ssh", "-V")))
+	if b.opts.ansibleF && b.hasAnsibleCase() {
+		b.notes = append(b.notes, firstLine(ctx, "ansible", "--version")+" (Debian), Ansible's defaults but forks = N")
+	}
+	if b.opts.has(caseApplyE2E) {
+		var parts []string
+		for _, k := range []string{"engine_init", "weight_load", "profile_run", "graph_capture"} {
+			parts = append(parts, fmt.Sprintf("%s %s", k, b.opts.timing[k]))
+		}
+		b.notes = append(b.notes, fmt.Sprintf("apply from nothing: the simulator's model load (%s = %s) is subtracted", strings.Join(parts, " + "), b.simLoad()))
+	}
+}
+
+// firstLine is the first line a command prints on stdout or stderr.
+func firstLine(ctx context.Context, argv ...string) string {
+	p, err := measure(ctx, 30*time.Second, argv...)
+	if err != nil {
+		return "?"
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(append(p.stdout, p.stderr...))), "\n")
+	return line
 }
 
 // run measures every shape and prints the table.
@@ -52,6 +83,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err := os.MkdirAll(b.opts.workDir, 0o755); err != nil {
 		return fmt.Errorf("workdir: %w", err)
 	}
+	b.describeMachine(ctx)
 	for i, n := range b.opts.nodes {
 		for j, d := range b.opts.delays {
 			last := i == len(b.opts.nodes)-1 && j == len(b.opts.delays)-1
@@ -61,6 +93,10 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	var table bytes.Buffer
+	for _, n := range b.notes {
+		fmt.Fprintf(&table, "- %s\n", n)
+	}
+	fmt.Fprintln(&table)
 	writeTable(&table, b.results)
 	fmt.Fprintln(b.stdout)
 	b.stdout.Write(table.Bytes())
@@ -103,8 +139,10 @@ type shapeRun struct {
 	cdir    string // the configuration directory
 	algos   algorithms
 	targets []string // floor helper HOST=FILE arguments
-	ansible *ansibleFiles
-	results map[string]*result
+	// trueScript is a script of `true`, for the handshake-only case.
+	trueScript string
+	ansible    *ansibleFiles
+	results    map[string]*result
 }
 
 // runShape brings up the lab of sh, converges the cluster and measures.
@@ -136,6 +174,9 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 		return err
 	}
 	b.logf("%s: rayform's SSH transport negotiates %s with %s", sh, r.algos, r.algos.Server)
+	if note := fmt.Sprintf("SSH: rayform's transport negotiates %s with %s; the floor and Ansible are given the same (-o KexAlgorithms, HostKeyAlgorithms, Ciphers)", r.algos, r.algos.Server); !slices.Contains(b.notes, note) {
+		b.notes = append(b.notes, note)
+	}
 	if b.hasApply {
 		b.logf("%s: converging the cluster (rayform apply -auto-approve)", sh)
 		p, err := b.rayformCmd(ctx, r, true, "apply", "-auto-approve")
@@ -159,6 +200,10 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 	}
 	if r.targets, err = writeProbes(r.dir, scripts); err != nil {
 		return err
+	}
+	r.trueScript = filepath.Join(r.dir, "true.sh")
+	if err := os.WriteFile(r.trueScript, []byte("true"), 0o644); err != nil {
+		return fmt.Errorf("write true.sh: %w", err)
 	}
 	if b.opts.ansibleF && b.hasAnsibleCase() {
 		if r.ansible, err = writeAnsible(r.dir, l, r.algos); err != nil {
@@ -184,7 +229,7 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 	rounds := b.opts.warmup + b.opts.reps
 	for round := range rounds {
 		measured := round >= b.opts.warmup
-		for _, c := range []string{caseFloor, casePlan, caseAnsibleSetup, caseAnsibleCheck, caseApplyNoop} {
+		for _, c := range []string{caseSSHTrue, caseFloor, casePlan, caseAnsibleSetup, caseAnsibleCheck, caseApplyNoop} {
 			res := r.results[c]
 			if res == nil || res.note != "" {
 				continue
@@ -199,6 +244,11 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 			if measured {
 				res.samples = append(res.samples, s)
 			}
+		}
+	}
+	if res := r.results[caseApplyNoop]; res != nil && res.note == "" {
+		if err := b.countApply(ctx, r, res); err != nil {
+			return fmt.Errorf("%s: %w", caseApplyNoop, err)
 		}
 	}
 	if res := r.results[caseApplyE2E]; res != nil && res.note == "" {
@@ -338,21 +388,58 @@ func (b *bench) runCase(ctx context.Context, r *shapeRun, c string) (sample, err
 	case caseAnsibleCheck:
 		return b.ansible(ctx, r, "ansible-playbook", "--check", "-f", strconv.Itoa(r.sh.nodes), r.ansible.playbook)
 	case caseApplyNoop:
-		p, err := b.rayformCmd(ctx, r, true, "apply", "-auto-approve")
+		// Measured without the debug log (plan runs without it too);
+		// countApply counts connections and round trips in a run of its own.
+		p, err := b.rayformCmd(ctx, r, false, "apply", "-auto-approve")
 		if err != nil {
 			return sample{}, err
 		}
 		if p.exit != 0 {
 			return sample{}, fmt.Errorf("apply exit %d: %s", p.exit, tail(append(p.stdout, p.stderr...), 3000))
 		}
-		hosts, conns, rts := parseClosed(p.stderr)
-		if hosts != r.sh.nodes {
-			return sample{}, fmt.Errorf("apply's debug log closed %d connections, want %d hosts", hosts, r.sh.nodes)
+		if !bytes.Contains(p.stdout, []byte("0 added, 0 changed, 0 destroyed")) {
+			return sample{}, fmt.Errorf("apply on the converged cluster was not a no-op: %s", tail(p.stdout, 2000))
 		}
-		p.conns, p.rts = conns, rts
+		return p.sample, nil
+	case caseSSHTrue:
+		hosts := make([]string, 0, len(r.targets))
+		for _, t := range r.targets {
+			h, _, _ := strings.Cut(t, "=")
+			hosts = append(hosts, h+"="+r.trueScript)
+		}
+		args := append([]string{b.self, internalFloor, "-any-output"}, floorSSHArgs(r.lab.SSHConfig, r.algos)...)
+		args = append(append(args, "--"), hosts...)
+		p, err := inNetns(ctx, b.opts.timeout, r.lab.ClientNetns, nil, args...)
+		if err != nil {
+			return sample{}, err
+		}
+		if p.exit != 0 {
+			return sample{}, fmt.Errorf("ssh true failed: %s", tail(p.stderr, 2000))
+		}
+		p.conns, p.rts = 1, 1
 		return p.sample, nil
 	}
 	return sample{}, fmt.Errorf("unknown case %q", c)
+}
+
+// countApply runs a no-op apply once more with the transport's debug log
+// and gives every sample its SSH connections and round trips per host.
+func (b *bench) countApply(ctx context.Context, r *shapeRun, res *result) error {
+	p, err := b.rayformCmd(ctx, r, true, "apply", "-auto-approve")
+	if err != nil {
+		return err
+	}
+	if p.exit != 0 {
+		return fmt.Errorf("apply exit %d: %s", p.exit, tail(append(p.stdout, p.stderr...), 3000))
+	}
+	hosts, conns, rts := parseClosed(p.stderr)
+	if hosts != r.sh.nodes {
+		return fmt.Errorf("apply's debug log closed connections to %d hosts, want %d", hosts, r.sh.nodes)
+	}
+	for i := range res.samples {
+		res.samples[i].conns, res.samples[i].rts = conns, rts
+	}
+	return nil
 }
 
 // perHostConns is connections per host, rounded up.

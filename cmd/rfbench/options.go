@@ -20,6 +20,7 @@ var errHelp = errors.New("help requested")
 
 // Case names, in the order a repetition runs them.
 const (
+	caseSSHTrue      = "ssh-true"
 	caseFloor        = "floor"
 	casePlan         = "plan"
 	caseAnsibleSetup = "ansible-setup"
@@ -30,7 +31,7 @@ const (
 
 // allCases lists every case rfbench knows, in table order.
 func allCases() []string {
-	return []string{caseFloor, casePlan, caseAnsibleSetup, caseAnsibleCheck, caseApplyNoop, caseApplyE2E}
+	return []string{caseSSHTrue, caseFloor, casePlan, caseAnsibleSetup, caseAnsibleCheck, caseApplyNoop, caseApplyE2E}
 }
 
 // options are rfbench's flags.

@@ -82,7 +82,8 @@ func (r *result) perHost() (conns, rts int) {
 
 // caseLabels are the table's names of the cases.
 var caseLabels = map[string]string{
-	caseFloor:        "floor: OpenSSH, 1 probe/host",
+	caseSSHTrue:      "OpenSSH, `true` per host",
+	caseFloor:        "floor: OpenSSH, probe per host",
 	casePlan:         "rayform plan (no changes)",
 	caseAnsibleSetup: "ansible all -m setup",
 	caseAnsibleCheck: "ansible-playbook --check",

@@ -182,7 +182,7 @@ func TestMedianAndTable(t *testing.T) {
 	got := b.String()
 	for _, want := range []string{
 		"| 8 | 20ms | rayform plan (no changes) | 125 ms | 110 ms – 500 ms | 0.62× | 20.0× | 1 | 2 | 20.0 MB |",
-		"| 8 | 20ms | floor: OpenSSH, 1 probe/host | 200 ms | 100 ms – 300 ms |  | 12.5× | 1 | 2 |  |",
+		"| 8 | 20ms | floor: OpenSSH, probe per host | 200 ms | 100 ms – 300 ms |  | 12.5× | 1 | 2 |  |",
 		"| 8 | 20ms | rayform apply (no-op) | pending |",
 	} {
 		if !strings.Contains(got, want) {
