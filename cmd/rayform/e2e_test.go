@@ -425,6 +425,31 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	}
 	mustCode(t, "plan after the serve update", plan(), exitOK)
 
+	// Ctrl-C once: the running step finishes, no new step starts.
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+		t.Fatalf("killing vllm serve: %v\n%s", err, out)
+	}
+	waitFor(t, "vllm serve to exit", 30*time.Second, func() bool {
+		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve-qwen.pid) 2>/dev/null || echo gone'")
+		return strings.Contains(out, "gone")
+	})
+	interrupted, intOut := l.start("-chdir="+dir, "apply", "-auto-approve")
+	waitFor(t, "the serve to start loading", 60*time.Second, func() bool {
+		return strings.Contains(intOut.String(), "start vllm serve qwen")
+	})
+	if err := interrupted.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := interrupted.Wait(); err == nil {
+		t.Fatalf("an interrupted apply exited 0\n%s", intOut.String())
+	}
+	mustContain(t, "interrupted apply", intOut.String(), "Interrupt received.", "Gracefully shutting down...", "interrupted: not started")
+	if strings.Contains(intOut.String(), "tokens/s") {
+		t.Errorf("a step started after the interrupt\n%s", intOut.String())
+	}
+	mustCode(t, "apply after the interrupt", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after the interrupted apply", plan(), exitOK)
+
 	// destroy removes rayform's containers and nothing else.
 	if out, err := l.ssh("spark2", "docker run -d --name bystander "+seedImage+" sleep 100000"); err != nil {
 		t.Fatalf("starting a bystander container: %v\n%s", err, out)

@@ -117,6 +117,9 @@ func renderDrift(b *strings.Builder, p *Plan, pt painter) {
 		if d.Host != "" || d.Summary != "" {
 			fmt.Fprintf(b, "  # %s\n", strings.TrimSpace(strings.Join(nonEmpty(hostPrefix(d.Host), d.Summary), " ")))
 		}
+		if len(d.Attrs) == 0 {
+			continue
+		}
 		typ, name := splitAddress(d.Address)
 		fmt.Fprintf(b, "%s resource %q %q {\n", pt.symbol(Update), typ, name)
 		renderAttrs(b, Update, d.Attrs, pt)
