@@ -491,6 +491,26 @@ func TestE2EApplyStopsAtTheRightStep(t *testing.T) {
 		mustCode(t, "apply", r, exitError)
 		mustContain(t, "apply", r.stdout+r.stderr, "Ray missing from the image vllm/vllm-openai:v0.19.0", "pip install 'ray[default]'")
 		noContainers(t)
+
+		// The same failure as NDJSON events, one per line.
+		r = l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-json")
+		mustCode(t, "apply -json", r, exitError)
+		types := map[string]bool{}
+		for i, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("apply -json line %d is not JSON: %v\n%s", i+1, err, line)
+			}
+			if i == 0 && ev["type"] != "version" {
+				t.Errorf("first event %v, want version", ev["type"])
+			}
+			types[fmt.Sprint(ev["type"])] = true
+		}
+		for _, want := range []string{"planned_change", "change_summary", "apply_start", "apply_progress", "apply_errored"} {
+			if !types[want] {
+				t.Errorf("apply -json emitted no %s event; got %v", want, types)
+			}
+		}
 	})
 	t.Run("memory monitor on unified memory", func(t *testing.T) {
 		dir := l.config(clusterConfig("enp1s0f1np1", seedImage, true, 0.90))
