@@ -234,6 +234,9 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 			if res == nil || res.note != "" {
 				continue
 			}
+			if (c == caseAnsibleSetup || c == caseAnsibleCheck) && b.opts.slowReps > 0 && round >= b.opts.warmup+b.opts.slowReps {
+				continue
+			}
 			s, err := b.runCase(ctx, r, c)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c, err)
