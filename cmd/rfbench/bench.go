@@ -191,6 +191,9 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 			return err
 		}
 	}
+	if busy, err := cpuBusy(ctx, 3*time.Second); err == nil {
+		b.notes = append(b.notes, fmt.Sprintf("%s: the converged cluster alone keeps %.0f%% of the machine's CPU busy (raylets, GCS, dockerd, the lab's delay queue)", sh, 100*busy))
+	}
 	scripts, err := probeScripts(r.cdir)
 	if err != nil {
 		return err
@@ -527,4 +530,48 @@ func (b *bench) micro(ctx context.Context) error {
 		return fmt.Errorf("go test -bench exit %d: %s", p.exit, tail(append(p.stdout, p.stderr...), 2000))
 	}
 	return nil
+}
+
+// cpuBusy is the share of the machine's CPU time that was not idle over d
+// (from /proc/stat): the background load the measurements run on.
+func cpuBusy(ctx context.Context, d time.Duration) (float64, error) {
+	read := func() (busy, total uint64, err error) {
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0, 0, err
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "cpu" {
+			return 0, 0, errors.New("/proc/stat: no cpu line")
+		}
+		for i, x := range f[1:] {
+			v, err := strconv.ParseUint(x, 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("/proc/stat: %w", err)
+			}
+			total += v
+			if i != 3 && i != 4 { // idle, iowait
+				busy += v
+			}
+		}
+		return busy, total, nil
+	}
+	b0, t0, err := read()
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(d):
+	}
+	b1, t1, err := read()
+	if err != nil {
+		return 0, err
+	}
+	if t1 == t0 {
+		return 0, errors.New("/proc/stat did not advance")
+	}
+	return float64(b1-b0) / float64(t1-t0), nil
 }
