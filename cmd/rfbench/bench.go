@@ -192,7 +192,7 @@ func (b *bench) runShape(ctx context.Context, sh shape, keep bool) (err error) {
 		}
 	}
 	if busy, err := cpuBusy(ctx, 3*time.Second); err == nil {
-		b.notes = append(b.notes, fmt.Sprintf("%s: the converged cluster alone keeps %.0f%% of the machine's CPU busy (raylets, GCS, dockerd, the lab's delay queue)", sh, 100*busy))
+		b.notes = append(b.notes, fmt.Sprintf("%s: before the rounds the machine is %.0f%% busy (the converged cluster: raylets, GCS, dockerd, the delay queue; and anything else running)", sh, 100*busy))
 	}
 	scripts, err := probeScripts(r.cdir)
 	if err != nil {
