@@ -157,6 +157,20 @@ type Diagnosis struct {
 	// Also lists the other causes whose lines were present; they are
 	// consequences of Cause by the precedence.
 	Also []Cause
+	// consequence marks a diagnosis that is itself likely the effect of
+	// another failure (a c10d connection refused by a master that had
+	// already exited): a later rule for a process-killing cause wins.
+	consequence bool
+}
+
+// killsProcess lists the causes that end the process a c10d client
+// connects to, so that its "Connection refused" follows from them.
+func killsProcess(c Cause) bool {
+	switch c {
+	case RayOOM, CUDAOOM, FreeMemory:
+		return true
+	}
+	return false
 }
 
 // Classify returns the root cause of the failure shown by in.Logs.
@@ -174,6 +188,13 @@ func Classify(in Input) Diagnosis {
 		}
 		d, ok := r.build(s, hits)
 		if !ok {
+			continue
+		}
+		if found && best.consequence && killsProcess(r.cause) {
+			// The earlier match was an effect of this one.
+			also = append(also, best.Cause)
+			d.Cause = r.cause
+			best = d
 			continue
 		}
 		if found {

@@ -126,6 +126,10 @@ func fixtureCases() []fixtureCase {
 			want:  []string{"inside the fabric 10.1.230.0/24 (spark1's fabric address)", "no route", "ping 10.1.230.180"},
 		},
 		{
+			name: "c10d-refused-after-exit", fixture: "c10d-refused-after-exit", ctx: spark, cause: C10dUnreachable,
+			want: []string{"192.168.200.12:33501", "inside the fabric 192.168.200.0/24", "the master process had already exited"},
+		},
+		{
 			name: "placement-group", fixture: "placement-group", cause: PlacementGroup,
 			ctx: Context{
 				FabricCIDR: netip.MustParsePrefix("192.168.100.0/24"),
@@ -338,6 +342,8 @@ func TestPrecedence(t *testing.T) {
 		{"ray missing beats gcs", []string{"gcs-unreachable", "ray-missing"}, RayMissing, []Cause{GCSUnreachable}},
 		{"ray oom beats cuda oom", []string{"cuda-oom", "ray-oom"}, RayOOM, []Cause{CUDAOOM, EngineCore}},
 		{"cuda oom beats engine wrapper", []string{"engine-core-failed", "cuda-oom"}, CUDAOOM, []Cause{EngineCore}},
+		{"ray oom beats the c10d refusal it caused", []string{"c10d-refused-after-exit", "ray-oom"}, RayOOM, []Cause{C10dUnreachable, EngineCore}},
+		{"a c10d refusal alone is still c10d", []string{"c10d-refused-after-exit"}, C10dUnreachable, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

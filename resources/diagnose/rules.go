@@ -490,6 +490,7 @@ func buildC10d(s *scan, hits []int) (Diagnosis, bool) {
 		switch errno {
 		case "111":
 			w += "nothing listens on port " + port + " — the master process had already exited (read the head's log above this line)."
+			d.consequence = true
 		case "101", "113":
 			w += "no route — the fabric interface is down or has no address on one side."
 		default:
