@@ -217,7 +217,13 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func runVersion(_ context.Context, c *cli, _ []string) int {
+func runVersion(_ context.Context, c *cli, args []string) int {
+	if c.stderr != nil {
+		fs := newFlagSet(c, "version", "version\n\n  Print the rayform version.")
+		if code, ok := parseFlags(fs, args); !ok {
+			return code
+		}
+	}
 	fmt.Fprintf(c.stdout, "rayform v%s\n", version)
 	return exitOK
 }
