@@ -146,7 +146,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 
 	g, work := s.applyGraph(obs, destroyGraph)
 	hooks := s.hooks()
-	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.opts.parallelism, Stop: stop})
+	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
 	if err := s.recordState(obs, walkErr); err != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
 	}
@@ -273,7 +273,7 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph) (*dag.Graph
 			Project:         s.project,
 			Poll:            s.timeouts.poll,
 			RayReadyTimeout: s.timeouts.rayReady,
-			Parallelism:     s.opts.parallelism,
+			Parallelism:     s.applyParallelism(),
 			Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
 			ServeNodes:      serveNodes,
 			Log:             s.c.log.Named("apply"),

@@ -42,7 +42,7 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func (o *runOptions) register(fs *flag.FlagSet) {
 	o.vars.register(fs)
-	fs.IntVar(&o.parallelism, "parallelism", 10, "limit the number of hosts and resources worked on at once to `N`")
+	fs.IntVar(&o.parallelism, "parallelism", 0, "limit the number of hosts and resources worked on at once to `N` (default: every host at once when observing, which is read-only; 10 when applying)")
 	fs.Var(&o.targets, "target", "limit the operation to resource `ADDRESS` and its dependencies (repeatable)")
 	fs.BoolVar(&o.trustNewHosts, "trust-new-hosts", false, "record unknown SSH host keys in known_hosts instead of refusing them (like StrictHostKeyChecking=accept-new); a changed key is always refused")
 	fs.StringVar(&o.sshConfig, "ssh-config", "", "read SSH client settings from `FILE` instead of ~/.ssh/config")
@@ -65,6 +65,15 @@ type session struct {
 	closers []func() error
 	// timeouts bound apply's waits.
 	timeouts applyTimeouts
+}
+
+// applyParallelism is how many resources (and hosts within a step) apply
+// works on at once.
+func (s *session) applyParallelism() int {
+	if s.opts.parallelism > 0 {
+		return s.opts.parallelism
+	}
+	return 10
 }
 
 // openSession loads the configuration and state and prepares (but does not
@@ -214,7 +223,13 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		}
 		conns[host] = c
 	}
-	facts, err := observe.Observe(ctx, conns, spec, s.opts.parallelism)
+	parallelism := s.opts.parallelism
+	if parallelism <= 0 {
+		// Observing is read-only and each host does its own work: all at
+		// once costs one round trip of wall time, not N/10.
+		parallelism = len(conns)
+	}
+	facts, err := observe.Observe(ctx, conns, spec, parallelism)
 	if err != nil {
 		return nil, fmt.Errorf("observing hosts: %w", err)
 	}

@@ -39,6 +39,7 @@ const (
 	secRoute      = "ip.route"
 	secDefault    = "ip.default"
 	secRouteGet   = "route.get"
+	secRouteBatch = "route.batch"
 	secTCP        = "tcp"
 	secRDMA       = "rdma"
 	secMem        = "meminfo"
@@ -409,16 +410,27 @@ func hasTCP(checks []check) bool {
 	return false
 }
 
-// writeChecks adds one route lookup per distinct address and one TCP
-// connect per distinct address and port.
+// writeChecks adds the route lookups of every distinct address, batched in
+// one `ip -j -force -batch -` (one process however many peers: N peers
+// would otherwise cost N processes per host, N² across the cluster), and
+// one TCP connect per distinct address and port.
 func writeChecks(b *strings.Builder, checks []check) {
 	seen := map[string]bool{}
+	var addrs []string
 	for _, c := range checks {
 		a := c.addr.String()
 		if !seen[a] {
 			seen[a] = true
-			b.WriteString("rf_sec " + shell.Quote(secRouteGet+" addr="+a) + " rf_x ip -j route get " + a + "\n")
+			addrs = append(addrs, a)
 		}
+	}
+	if len(addrs) > 0 {
+		var cmds strings.Builder
+		for _, a := range addrs {
+			cmds.WriteString("route get " + a + "\n")
+		}
+		b.WriteString("rf_routes() { printf '%s' \"$1\" | ip -j -force -batch -; }\n")
+		b.WriteString("rf_sec " + shell.Quote(secRouteBatch+" addrs="+strings.Join(addrs, ",")) + " rf_routes " + shell.Quote(cmds.String()) + "\n")
 	}
 	for _, c := range checks {
 		if c.port <= 0 || c.port > 65535 {

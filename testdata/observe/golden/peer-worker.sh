@@ -39,7 +39,9 @@ rf_tcp() {
 rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
-rf_sec 'route.get addr=192.168.200.12' rf_x ip -j route get 192.168.200.12
-rf_sec 'route.get addr=192.168.200.14' rf_x ip -j route get 192.168.200.14
+rf_routes() { printf '%s' "$1" | ip -j -force -batch -; }
+rf_sec 'route.batch addrs=192.168.200.12,192.168.200.14' rf_routes 'route get 192.168.200.12
+route get 192.168.200.14
+'
 rf_sec 'tcp addr=192.168.200.12 port=6379' rf_tcp 192.168.200.12 6379
 printf '%s done\n' "$M"

@@ -108,7 +108,9 @@ rf_sec meta rf_meta
 rf_sec ip.addr rf_x ip -j addr show
 rf_sec ip.route rf_x ip -j route show
 rf_sec ip.default rf_x ip -j route get 8.8.8.8
-rf_sec 'route.get addr=192.168.200.13' rf_x ip -j route get 192.168.200.13
+rf_routes() { printf '%s' "$1" | ip -j -force -batch -; }
+rf_sec 'route.batch addrs=192.168.200.13' rf_routes 'route get 192.168.200.13
+'
 rf_sec rdma rf_rdma
 rf_sec meminfo rf_mem
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits

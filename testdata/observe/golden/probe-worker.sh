@@ -107,7 +107,9 @@ rf_sec meta rf_meta
 rf_sec ip.addr rf_x ip -j addr show
 rf_sec ip.route rf_x ip -j route show
 rf_sec ip.default rf_x ip -j route get 8.8.8.8
-rf_sec 'route.get addr=192.168.200.12' rf_x ip -j route get 192.168.200.12
+rf_routes() { printf '%s' "$1" | ip -j -force -batch -; }
+rf_sec 'route.batch addrs=192.168.200.12' rf_routes 'route get 192.168.200.12
+'
 rf_sec 'tcp addr=192.168.200.12 port=6379' rf_tcp 192.168.200.12 6379
 rf_sec rdma rf_rdma
 rf_sec meminfo rf_mem
