@@ -2,7 +2,6 @@ package resources
 
 import (
 	"net/netip"
-	"sort"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
@@ -180,7 +179,6 @@ func sortedNetworks(cfg *config.Config) []*config.Network {
 
 func sortedNodes(cfg *config.Config) []*config.Node {
 	names := sortedKeys(cfg.Nodes)
-	sort.Strings(names)
 	out := make([]*config.Node, 0, len(names))
 	for _, k := range names {
 		out = append(out, cfg.Nodes[k])

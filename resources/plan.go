@@ -384,16 +384,12 @@ func (p *planner) cluster(rc *config.RayCluster) {
 		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
 	}
 	// Managed containers of this cluster on nodes no longer in it.
-	for _, node := range sortedKeys(p.facts.Hosts) {
-		if contains(nodes, node) {
-			continue
-		}
-		if oc := p.container(node, name); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == addr {
-			work.Remove = append(work.Remove, Removal{Node: node, Container: name})
-			reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", node))
-			beforeIPs[node] = cty.StringVal(oc.c.Labels[LabelNodeIP])
-			runningWorkers = append(runningWorkers, cty.StringVal(node))
-		}
+	for _, r := range p.strayRemovals(rc, name) {
+		work.Remove = append(work.Remove, r)
+		reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", r.Node))
+		oc := p.container(r.Node, name)
+		beforeIPs[r.Node] = cty.StringVal(oc.c.Labels[LabelNodeIP])
+		runningWorkers = append(runningWorkers, cty.StringVal(r.Node))
 	}
 	action := plan.NoOp
 	switch {
@@ -411,9 +407,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: name})
 			}
 		}
-		for _, r := range p.strayRemovals(rc, name) {
-			work.Remove = append(work.Remove, r)
-		}
+		work.Remove = append(work.Remove, p.strayRemovals(rc, name)...)
 	case len(work.Start) > 0 || len(work.Remove) > 0:
 		action = plan.Update
 	}

@@ -45,9 +45,6 @@ func NetworkEnvKeys() []string {
 	}
 }
 
-// InterfaceFor returns the fabric interface of node on nw, "" when unpinned.
-func InterfaceFor(nw *config.Network, node string) string { return nw.InterfaceFor(node) }
-
 // ContainerSpec is everything that defines one Ray container on one node.
 // Its hash, stored as a label, is how drift in the definition is detected.
 type ContainerSpec struct {
