@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -174,10 +177,11 @@ func renderChange(b *strings.Builder, rc ResourceChange, pt painter) {
 }
 
 // renderAttrs writes attribute lines, aligned, hiding unchanged ones for
-// updates and replaces.
+// updates and replaces. Names are printed as given: a drift attribute's name
+// may be a traversal such as node_ip["gpu[\"h1\"]"], not a key to quote.
 func renderAttrs(b *strings.Builder, action Action, attrs []AttrChange, pt painter) {
-	width := 0
 	var shown []AttrChange
+	var names []string
 	hidden := 0
 	for _, a := range attrs {
 		show := action == Create || action == Delete || a.Changed()
@@ -192,20 +196,19 @@ func renderAttrs(b *strings.Builder, action Action, attrs []AttrChange, pt paint
 			continue
 		}
 		shown = append(shown, a)
-		if len(a.Name) > width {
-			width = len(a.Name)
-		}
+		names = append(names, a.Name)
 	}
-	for _, a := range shown {
-		renderAttr(b, action, a, width, pt)
+	names = alignLabels(names)
+	for i, a := range shown {
+		renderAttr(b, action, a, names[i], pt)
 	}
 	if hidden > 0 {
 		fmt.Fprintf(b, "        # (%d unchanged %s hidden)\n", hidden, plural(hidden, "attribute"))
 	}
 }
 
-func renderAttr(b *strings.Builder, action Action, a AttrChange, width int, pt painter) {
-	name := a.Name + strings.Repeat(" ", width-len(a.Name))
+// renderAttr writes one attribute line; name is already padded to the column.
+func renderAttr(b *strings.Builder, action Action, a AttrChange, name string, pt painter) {
 	suffix := ""
 	if a.ForcesReplacement && action == Replace {
 		suffix = pt.paint(ansiRed, " # forces replacement")
@@ -213,11 +216,11 @@ func renderAttr(b *strings.Builder, action Action, a AttrChange, width int, pt p
 	const indent = "      "
 	switch {
 	case action == Create || (a.Before.IsNull() && !a.After.IsNull()):
-		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, pt.symbol(Create)[2:], name, formatValue(a.After, a.Sensitive, indent+"  ", "+", pt), suffix)
+		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, markPaint("+", pt), name, formatValue(a.After, a.Sensitive, indent+"  ", "+", pt), suffix)
 	case action == Delete || (!a.Before.IsNull() && a.After.IsNull()):
-		fmt.Fprintf(b, "%s%s %s = %s -> null%s\n", indent, pt.symbol(Delete)[2:], name, formatValue(a.Before, a.Sensitive, indent+"  ", "-", pt), suffix)
+		fmt.Fprintf(b, "%s%s %s = %s -> null%s\n", indent, markPaint("-", pt), name, formatValue(a.Before, a.Sensitive, indent+"  ", "-", pt), suffix)
 	default:
-		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, pt.symbol(Update)[2:], name, formatChange(a, indent+"  ", pt), suffix)
+		fmt.Fprintf(b, "%s%s %s = %s%s\n", indent, markPaint("~", pt), name, formatChange(a, indent+"  ", pt), suffix)
 	}
 }
 
@@ -227,7 +230,17 @@ func formatChange(a AttrChange, indent string, pt painter) string {
 	if a.Sensitive {
 		return "(sensitive value)"
 	}
-	before, after := a.Before, a.After
+	return formatDiff(a.Before, a.After, indent, pt)
+}
+
+// formatDiff renders a changed value: an element diff when both sides are
+// maps/objects or both sequences (recursing into changed elements, as
+// Terraform does for nested maps), else "before -> after".
+func formatDiff(before, after cty.Value, indent string, pt painter) string {
+	if before.IsMarked() || after.IsMarked() {
+		// A marked collection cannot be iterated, and must not be shown.
+		return "(sensitive value)"
+	}
 	if before.IsKnown() && after.IsKnown() && !before.IsNull() && !after.IsNull() {
 		bt, at := before.Type(), after.Type()
 		if (bt.IsMapType() || bt.IsObjectType()) && (at.IsMapType() || at.IsObjectType()) {
@@ -244,6 +257,7 @@ func isSeq(t cty.Type) bool { return t.IsListType() || t.IsTupleType() || t.IsSe
 
 func formatMapDiff(before, after cty.Value, indent string, pt painter) string {
 	bm, am := valueMap(before), valueMap(after)
+	quoteAll := !before.Type().IsObjectType() || !after.Type().IsObjectType()
 	keys := map[string]bool{}
 	for k := range bm {
 		keys[k] = true
@@ -252,29 +266,25 @@ func formatMapDiff(before, after cty.Value, indent string, pt painter) string {
 		keys[k] = true
 	}
 	sorted := make([]string, 0, len(keys))
-	width := 0
 	for k := range keys {
 		sorted = append(sorted, k)
-		if q := len(fmt.Sprintf("%q", k)); q > width {
-			width = q
-		}
 	}
 	sort.Strings(sorted)
+	labels := keyLabels(sorted, quoteAll)
 	var b strings.Builder
 	b.WriteString("{\n")
 	hidden := 0
-	for _, k := range sorted {
+	for i, k := range sorted {
 		bv, inB := bm[k]
 		av, inA := am[k]
-		key := fmt.Sprintf("%q", k)
-		key += strings.Repeat(" ", width-len(key))
+		key := labels[i]
 		switch {
 		case inB && !inA:
 			fmt.Fprintf(&b, "%s  %s %s = %s -> null\n", indent, pt.paint(ansiRed, "-"), key, formatValue(bv, false, indent+"    ", "-", pt))
 		case !inB && inA:
 			fmt.Fprintf(&b, "%s  %s %s = %s\n", indent, pt.paint(ansiGreen, "+"), key, formatValue(av, false, indent+"    ", "+", pt))
 		case !bv.RawEquals(av):
-			fmt.Fprintf(&b, "%s  %s %s = %s -> %s\n", indent, pt.paint(ansiYellow, "~"), key, formatValue(bv, false, indent+"    ", " ", pt), formatValue(av, false, indent+"    ", " ", pt))
+			fmt.Fprintf(&b, "%s  %s %s = %s\n", indent, pt.paint(ansiYellow, "~"), key, formatDiff(bv, av, indent+"    ", pt))
 		default:
 			hidden++
 		}
@@ -376,19 +386,15 @@ func formatValue(v cty.Value, sensitive bool, indent, mark string, pt painter) s
 			return "{}"
 		}
 		keys := make([]string, 0, len(m))
-		width := 0
 		for k := range m {
 			keys = append(keys, k)
-			if q := len(fmt.Sprintf("%q", k)); q > width {
-				width = q
-			}
 		}
 		sort.Strings(keys)
+		labels := keyLabels(keys, t.IsMapType())
 		var b strings.Builder
 		b.WriteString("{\n")
-		for _, k := range keys {
-			key := fmt.Sprintf("%q", k)
-			fmt.Fprintf(&b, "%s  %s %s%s = %s\n", indent, markPaint(mark, pt), key, strings.Repeat(" ", width-len(key)), formatValue(m[k], false, indent+"    ", mark, pt))
+		for i, k := range keys {
+			fmt.Fprintf(&b, "%s  %s %s = %s\n", indent, markPaint(mark, pt), labels[i], formatValue(m[k], false, indent+"    ", mark, pt))
 		}
 		b.WriteString(indent + "}")
 		return b.String()
@@ -414,8 +420,57 @@ func markPaint(mark string, pt painter) string {
 		return pt.paint(ansiGreen, "+")
 	case "-":
 		return pt.paint(ansiRed, "-")
+	case "~":
+		return pt.paint(ansiYellow, "~")
 	}
 	return mark
+}
+
+// keyLabels escapes keys as Terraform prints them and pads them to one
+// column. A map's keys are always quoted; an object's attribute names are
+// quoted only when they are not HCL identifiers (quoteAll false).
+func keyLabels(keys []string, quoteAll bool) []string {
+	labels := make([]string, len(keys))
+	for i, k := range keys {
+		if quoteAll {
+			labels[i] = strconv.Quote(k)
+		} else {
+			labels[i] = attrName(k)
+		}
+	}
+	return alignLabels(labels)
+}
+
+// attrName is an attribute name as Terraform prints it: bare when it is an
+// HCL identifier, otherwise quoted ("node[\"spark1\"]", "a b", "").
+func attrName(name string) string {
+	if hclsyntax.ValidIdentifier(name) {
+		return name
+	}
+	return strconv.Quote(name)
+}
+
+// alignLabels pads every label to the widest of them, so the "=" after them
+// line up. The width is measured on exactly the strings that are printed, in
+// runes as fmt's %-*s pads, so the padding is never negative.
+func alignLabels(labels []string) []string {
+	width := 0
+	for _, l := range labels {
+		width = max(width, utf8.RuneCountInString(l))
+	}
+	out := make([]string, len(labels))
+	for i, l := range labels {
+		out[i] = padRight(l, width)
+	}
+	return out
+}
+
+// padRight pads s with spaces to width runes; it never shortens s.
+func padRight(s string, width int) string {
+	if n := width - utf8.RuneCountInString(s); n > 0 {
+		return s + strings.Repeat(" ", n)
+	}
+	return s
 }
 
 func renderOutputs(b *strings.Builder, p *Plan, pt painter) {
@@ -423,14 +478,13 @@ func renderOutputs(b *strings.Builder, p *Plan, pt painter) {
 		return
 	}
 	b.WriteString("\nChanges to Outputs:\n")
-	width := 0
-	for _, o := range p.Outputs {
-		if len(o.Name) > width {
-			width = len(o.Name)
-		}
+	names := make([]string, len(p.Outputs))
+	for i, o := range p.Outputs {
+		names[i] = o.Name
 	}
-	for _, o := range p.Outputs {
-		fmt.Fprintf(b, "  %s %s%s = %s\n", pt.paint(ansiGreen, "+"), o.Name, strings.Repeat(" ", width-len(o.Name)), formatValue(o.Value, o.Sensitive, "    ", "+", pt))
+	names = alignLabels(names)
+	for i, o := range p.Outputs {
+		fmt.Fprintf(b, "  %s %s = %s\n", pt.paint(ansiGreen, "+"), names[i], formatValue(o.Value, o.Sensitive, "    ", "+", pt))
 	}
 }
 
