@@ -10,11 +10,21 @@ import (
 
 // ObserveSpec says what to observe on every host the configuration (and the
 // state, for resources removed from it) names: one probe per host.
+//
+// The state's record of each node's fabric address (see AssumedFabric)
+// makes a converged cluster cheap to observe: peers' routes are checked in
+// the first round trip against the recorded addresses (observe verifies
+// them against the peers' own facts), and each container's spec hash under
+// those addresses is given to the probe, which then skips `docker inspect`
+// of a container that runs with that hash and the image inspection of a
+// host whose containers all do.
 func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
+	assumed, assumedIfaces := AssumedFabric(cfg, st)
+	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
 	for _, rc := range sortedClusters(cfg) {
 		nw := cfg.Networks[rc.Network]
 		container := ContainerName(rc)
@@ -24,11 +34,18 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 			hs.Project = project
 			hs.Images = appendUnique(hs.Images, rc.Image)
 			hs.Containers = appendUnique(hs.Containers, container)
+			if h, ok := hashes[node][container]; ok {
+				if hs.SpecHashes == nil {
+					hs.SpecHashes = map[string]string{}
+				}
+				hs.SpecHashes[container] = h
+			}
 			if nw != nil {
 				hs.Fabric = observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
 				for _, peer := range nodes {
 					if peer != node {
-						hs.Peers = append(hs.Peers, observe.Peer{Host: peer})
+						a := assumed[peer]
+						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
 					}
 				}
 			}
@@ -40,6 +57,7 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 					if sv.Cluster == rc.Name {
 						hs.ServePort = sv.Port
 						hs.Serves = appendUnique(hs.Serves, sv.Name)
+						hs.ServeHostDir = ServeHostDir(project, node, container)
 					}
 				}
 			}
@@ -71,12 +89,73 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 					hs.Head = true
 					hs.HeadContainer = r.Container
 					hs.Serves = appendUnique(hs.Serves, nameOf(addr))
+					hs.ServeHostDir = ServeHostDir(project, h.Node, r.Container)
 				}
 				spec.Hosts[h.Node] = hs
 			}
 		}
 	}
 	return spec
+}
+
+// AssumedFabric returns the fabric address (and the interface holding it)
+// the state recorded for each node of the configuration's clusters when it
+// last applied them: the best guess before the hosts are observed.
+func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, map[string]string) {
+	addrs := map[string]netip.Addr{}
+	ifaces := map[string]string{}
+	if st == nil {
+		return addrs, ifaces
+	}
+	for _, rc := range sortedClusters(cfg) {
+		r, ok := st.Get(rc.Addr)
+		if !ok {
+			continue
+		}
+		for _, h := range r.Hosts {
+			a, err := netip.ParseAddr(h.FabricAddress)
+			if err != nil || !contains(rc.Nodes(), h.Node) {
+				continue
+			}
+			addrs[h.Node] = a
+			if h.FabricInterface != "" {
+				ifaces[h.Node] = h.FabricInterface
+			}
+		}
+	}
+	return addrs, ifaces
+}
+
+// assumedSpecHashes returns, by node and container name, the spec hash of
+// each cluster container if the nodes' fabric addresses are the assumed
+// ones; clusters with a node whose address is not assumed are left out.
+func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	if len(addrs) == 0 {
+		return out
+	}
+	evaluated, diags := cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	if diags.HasErrors() {
+		return out
+	}
+	for _, rc := range sortedClusters(evaluated) {
+		complete := true
+		for _, n := range rc.Nodes() {
+			if !addrs[n].IsValid() {
+				complete = false
+			}
+		}
+		if !complete {
+			continue
+		}
+		for _, s := range ClusterSpecs(evaluated, rc, addrs, ifaces) {
+			if out[s.Node] == nil {
+				out[s.Node] = map[string]string{}
+			}
+			out[s.Node][s.Name] = s.Hash()
+		}
+	}
+	return out
 }
 
 // FabricAddrs reads each cluster node's fabric address from the facts: the

@@ -353,7 +353,12 @@ func (p *planner) cluster(rc *config.RayCluster) {
 		}
 		if i == 0 {
 			beforeImage = cty.StringVal(oc.c.Image)
-			beforeMonitor = cty.BoolVal(oc.c.Env["RAY_memory_monitor_refresh_ms"] != "0")
+			if oc.c.Inspected || oc.c.SpecHash != spec.Hash() {
+				beforeMonitor = cty.BoolVal(oc.c.Env["RAY_memory_monitor_refresh_ms"] != "0")
+			} else {
+				// Known from docker ps alone: it is the spec.
+				beforeMonitor = cty.BoolVal(spec.Env["RAY_memory_monitor_refresh_ms"] != "0")
+			}
 		} else if oc.c.Running {
 			runningWorkers = append(runningWorkers, cty.StringVal(node))
 		}
@@ -512,7 +517,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
 	}
 	for _, k := range sortedKeys(spec.Env) {
-		if contains(spec.SecretEnv, k) {
+		if contains(spec.SecretEnv, k) || !c.Inspected {
 			continue
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {

@@ -174,6 +174,9 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		fmt.Fprintf(c.stderr, "Error: apply did not converge: after it, the plan still has changes:\n  %s\n", strings.Join(left, "\n  "))
 		return exitError
 	}
+	if err := s.recordFabric(again); err != nil {
+		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+	}
 	counts := p.Counts()
 	if !s.opts.json {
 		verb := "Apply"
@@ -347,6 +350,11 @@ func (s *session) recordState(obs *observed, walkErr error) error {
 	if !changed {
 		return nil
 	}
+	return s.saveState()
+}
+
+// saveState writes the state file (atomically, 0600).
+func (s *session) saveState() error {
 	path := s.opts.stateFile
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(s.c.dir, path)
@@ -355,6 +363,37 @@ func (s *session) recordState(obs *observed, walkErr error) error {
 		return err
 	}
 	return s.st.Save(path)
+}
+
+// recordFabric writes down each applied node's fabric address and
+// interface as the converged hosts show them, so the next plan can assume
+// them (see resources.ObserveSpec). It saves the state only when they
+// changed.
+func (s *session) recordFabric(obs *observed) error {
+	addrs, ifaces := resources.FabricAddrs(obs.cfg, obs.facts)
+	changed := false
+	for _, addr := range s.st.Addresses() {
+		r, _ := s.st.Get(addr)
+		dirty := false
+		for i, h := range r.Hosts {
+			a, ok := addrs[h.Node]
+			if !ok || !a.IsValid() {
+				continue
+			}
+			if h.FabricAddress != a.String() || h.FabricInterface != ifaces[h.Node] {
+				r.Hosts[i].FabricAddress, r.Hosts[i].FabricInterface = a.String(), ifaces[h.Node]
+				dirty = true
+			}
+		}
+		if dirty {
+			s.st.Set(addr, r)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return s.saveState()
 }
 
 func unwrapAll(err error) []error {

@@ -224,7 +224,10 @@ type Docker struct {
 	// Installed is false when the docker client is not on PATH.
 	Installed bool `json:"installed"`
 	// Available is true when the daemon answered.
-	Available     bool   `json:"available"`
+	Available bool `json:"available"`
+	// ClientVersion and ServerVersion are known only when the probe ran
+	// `docker version`, which it does only when it lists no containers
+	// (docker ps then proves the daemon).
 	ClientVersion string `json:"client_version,omitempty"`
 	ServerVersion string `json:"server_version,omitempty"`
 	// Err is the client's own words when the daemon did not answer, e.g.
@@ -282,6 +285,11 @@ type Container struct {
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 	Restarts   int       `json:"restarts,omitempty"`
+	// Inspected is true when `docker inspect` of the container was read. A
+	// container the probe knew to be current (see HostSpec.SpecHashes) is
+	// known from `docker ps` alone: ID, name, image, state, status and
+	// labels; the fields above from ExitCode and below from Env are empty.
+	Inspected bool `json:"inspected"`
 
 	Labels map[string]string `json:"labels,omitempty"`
 	// Resource and SpecHash are the rayform.resource and rayform.spec-hash

@@ -22,8 +22,10 @@ const DefaultParallelism = 10
 // exec per host gathers all of its facts, including the route to (and a TCP
 // connect to) every peer whose fabric address the spec declares. Round 2
 // runs only on hosts with a peer whose fabric address must be learned from
-// that peer's round-1 facts: one PeerScript exec checks all such peers. So
-// every host costs at most two round trips, and usually one.
+// that peer's round-1 facts (it is not declared, or it was assumed and the
+// peer's facts show another): one PeerScript exec checks all such peers. So
+// every host costs at most two round trips, and one when every peer address
+// is declared or rightly assumed.
 //
 // Every command is marked non-mutating and is read-only on the host. A host
 // that cannot be reached or whose probe fails gets an Err (and an entry in
@@ -113,10 +115,16 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 			continue
 		}
 		for _, p := range spec.Hosts[h].Peers {
-			if p.Addr.IsValid() {
+			if p.Addr.IsValid() && !p.Assumed {
 				continue
 			}
 			addr, err := peerAddr(spec, facts, p.Host)
+			if p.Assumed && p.Addr.IsValid() {
+				if err == nil && addr == p.Addr {
+					continue // the guess checked in round 1 was right
+				}
+				hf.RouteChecks, hf.TCPChecks = dropPeer(hf.RouteChecks, hf.TCPChecks, p)
+			}
 			if err != nil {
 				hf.RouteChecks = append(hf.RouteChecks, RouteCheck{Peer: p.Host, Err: err.Error()})
 				if p.Port > 0 {
@@ -156,7 +164,7 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 		}
 		peers := make([]Peer, 0, len(hs.Peers))
 		for _, p := range hs.Peers {
-			if !p.Addr.IsValid() {
+			if !p.Addr.IsValid() || p.Assumed {
 				if a, err := peerAddr(spec, facts, p.Host); err == nil {
 					p.Addr = a
 				}
@@ -206,6 +214,13 @@ func peerAddr(spec Spec, facts *Facts, host string) (netip.Addr, error) {
 		where = fab.CIDR.String()
 	}
 	return netip.Addr{}, fmt.Errorf("fabric address of %s unknown: no address on %s", host, where)
+}
+
+// dropPeer removes the checks round 1 made of peer p's assumed address.
+func dropPeer(routes []RouteCheck, tcps []TCPCheck, p Peer) ([]RouteCheck, []TCPCheck) {
+	routes = slices.DeleteFunc(routes, func(c RouteCheck) bool { return c.Peer == p.Host && c.Addr == p.Addr })
+	tcps = slices.DeleteFunc(tcps, func(c TCPCheck) bool { return c.Peer == p.Host && c.Addr == p.Addr })
+	return routes, tcps
 }
 
 // label names the peer of every check by its address.

@@ -31,6 +31,9 @@ func Parse(output []byte) (*HostFacts, error) {
 		switch s.name {
 		case secMeta:
 			parseMeta(f, s)
+		case secIPBatch:
+			parseIPBatch(f, s)
+			seen[secAddr], seen[secRoute], seen[secDefault] = true, true, true
 		case secAddr:
 			f.Links, f.Addresses = parseAddr(s)
 		case secRoute:
@@ -75,6 +78,11 @@ func Parse(output []byte) (*HostFacts, error) {
 			}
 			f.Serves[s.attr("name")] = parseServe(s)
 		}
+	}
+	// docker ps answers for the daemon when the probe lists containers.
+	if !seen[secDocker] && seen[secContainers] {
+		f.Docker = dockerFromContainers(secs)
+		seen[secDocker] = true
 	}
 	// A first-round probe always has these; report what truncation lost.
 	if seen[secMeta] || !seen[secRouteGet] && !seen[secRouteBatch] && !seen[secTCP] {
@@ -650,6 +658,7 @@ func parseContainers(s *section) ContainerFacts {
 
 func fillContainer(c *Container, cj *containerJSON, allowed map[string]bool) {
 	c.Name = strings.TrimPrefix(cj.Name, "/")
+	c.Inspected = true
 	c.ImageID = cj.Image
 	c.Restarts = cj.RestartCount
 	if st := cj.State; st != nil {
@@ -921,38 +930,6 @@ func rayQuantity(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	return f * m, true
-}
-
-// parseServe reads a serve record: its JSON line, then "alive" or "dead".
-// A missing record file is not an error: the serve was never started here.
-func parseServe(s *section) ServeRecord {
-	var r ServeRecord
-	lines := strings.Split(strings.TrimSpace(string(s.stdout)), "\n")
-	if s.rc != 0 && (len(lines) == 0 || lines[0] == "") {
-		if bytes.Contains(s.stderr, []byte("No such file")) {
-			return r
-		}
-		r.Err = s.failure()
-		return r
-	}
-	var rec struct {
-		Resource string                     `json:"resource"`
-		SpecHash string                     `json:"spec_hash"`
-		Attrs    map[string]json.RawMessage `json:"attrs"`
-	}
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
-		r.Err = "serve record: " + err.Error()
-		return r
-	}
-	r.Found, r.Resource, r.SpecHash = true, rec.Resource, rec.SpecHash
-	for k, v := range rec.Attrs {
-		if r.Attrs == nil {
-			r.Attrs = map[string]string{}
-		}
-		r.Attrs[k] = string(v)
-	}
-	r.Alive = len(lines) > 1 && lines[len(lines)-1] == "alive"
-	return r
 }
 
 // parseRouteBatch reads `ip -j -force -batch -` of one "route get" per

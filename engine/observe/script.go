@@ -2,7 +2,9 @@ package observe
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +42,7 @@ const (
 	secDefault    = "ip.default"
 	secRouteGet   = "route.get"
 	secRouteBatch = "route.batch"
+	secIPBatch    = "ip.batch"
 	secTCP        = "tcp"
 	secRDMA       = "rdma"
 	secMem        = "meminfo"
@@ -53,6 +56,10 @@ const (
 	secModels     = "vllm.models"
 	secServe      = "serve.record"
 )
+
+// skipCurrent is the reason an image is not inspected: every container of
+// the host runs as wanted, so apply has nothing to start from it.
+const skipCurrent = "containers current"
 
 // internetProbeAddr is the address whose route `ip route get` looks up to
 // find the default source address. It is the address Ray's node IP
@@ -110,6 +117,14 @@ rf_mem() {
 		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
 	done </proc/meminfo
 }
+# rf_ip CMDS: ip's answers to the batch of commands CMDS, one JSON line each.
+rf_ip() {
+	if ! command -v ip >/dev/null 2>&1; then
+		printf 'rayform: ip: not installed\n' >&2
+		return 127
+	fi
+	printf '%s' "$1" | ip -j -force -batch -
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -132,37 +147,83 @@ rf_rdma() {
 
 // dockerHelpers inspect images and containers through Go templates that
 // keep secrets on the host (see imageFormat and containerFormat).
+//
+// rf_containers lists, with one `docker ps`, rayform's containers of the
+// project and any container bearing one of the wanted names; it also tells
+// whether the daemon answers (rf_dok), so the probe needs no `docker
+// version`. A listed container whose ps line says "Current":true (it carries
+// the wanted spec hash and runs) is known from that line alone; the others
+// are inspected, in one `docker inspect`. rf_need is 1 when some container
+// is missing or not current: only then are the images inspected, since only
+// then may apply have to start a container from one.
+//
+// rf_containers frames its own section instead of running under rf_sec:
+// rf_sec captures stderr in a subshell, which would lose rf_dok and rf_need.
+// Both tools' stdout lines are JSON objects (the templates start with "{"),
+// so the other lines of their combined output are their stderr.
 const dockerHelpers = `# rf_image REF: the image's config (env names only) and build history.
 rf_image() {
-	if [ "$rf_dok" != 1 ]; then
-		rf_skip "docker.image ref=$1" 'docker unavailable'
-		return
-	fi
 	rf_sec "docker.image ref=$1" rf_x docker image inspect --format "$rf_ifmt" "$1"
 	if [ "$rf_rc" = 0 ]; then
 		rf_sec "docker.history ref=$1" rf_x docker image history --no-trunc --format '{{json .CreatedBy}}' "$1"
 	fi
 }
-# rf_containers PROJECT [NAME...]: docker ps of the project's containers,
-# then docker inspect of them and of the named ones.
+# rf_split OUTPUT: print its JSON lines, keep the others in rf_err.
+rf_split() {
+	rf_ifs=$IFS
+	IFS='
+'
+	for rf_l in $1; do
+		case $rf_l in
+		'{'*) printf '%s\n' "$rf_l" ;;
+		*) rf_err="$rf_err$rf_l
+" ;;
+		esac
+	done
+	IFS=$rf_ifs
+}
+# rf_containers SECTION NAME...: the section of docker ps, then (after a
+# "part inspect" line, printed only when ps succeeded) docker inspect of
+# the containers that are not current.
 rf_containers() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	rf_err=
+	rf_need=0
 	rf_ids=
-	if [ -n "$1" ]; then
-		rf_o=$(rf_x docker ps -a --no-trunc --filter "label=rayform.project=$1" --format "$rf_pfmt") || return
-		if [ -n "$rf_o" ]; then printf '%s\n' "$rf_o"; fi
+	rf_o=$(rf_x docker ps -a --no-trunc --format "$rf_pfmt" 2>&1 </dev/null)
+	rf_rc=$?
+	rf_dok=0
+	if [ "$rf_rc" = 0 ]; then
+		rf_dok=1
+		rf_split "$rf_o"
 		rf_ifs=$IFS
 		IFS='
 '
 		for rf_l in $rf_o; do
-			rf_l=${rf_l#*\"ID\":\"}
-			rf_ids="$rf_ids ${rf_l%%\"*}"
+			case $rf_l in
+			'{'*'"Current":true'*) ;;
+			'{'*)
+				rf_need=1
+				rf_l=${rf_l#*\"ID\":\"}
+				rf_ids="$rf_ids ${rf_l%%\"*}"
+				;;
+			esac
 		done
 		IFS=$rf_ifs
+		for rf_n in "$@"; do
+			case $rf_o in *"\"Names\":\"$rf_n\""*) ;; *) rf_need=1 ;; esac
+		done
+		printf '%s part inspect\n' "$M"
+		if [ -n "$rf_ids" ]; then
+			rf_o=$(rf_x docker inspect --type container --format "$rf_cfmt" $rf_ids 2>&1 </dev/null)
+			rf_rc=$?
+			rf_split "$rf_o"
+		fi
+	else
+		rf_err=$rf_o
 	fi
-	shift
-	printf '%s part inspect\n' "$M"
-	if [ -z "$rf_ids" ] && [ $# = 0 ]; then return 0; fi
-	rf_x docker inspect --type container --format "$rf_cfmt" $rf_ids "$@"
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_err" "$M" "$rf_rc"
 }
 `
 
@@ -172,7 +233,7 @@ const httpHelpers = `rf_via=none
 if command -v curl >/dev/null 2>&1; then rf_via=curl; elif command -v wget >/dev/null 2>&1; then rf_via=wget; fi
 rf_http() {
 	case $rf_via in
-	curl) rf_x curl -sS -m 2 -w '\n%{http_code}' "$1" ;;
+	curl) rf_x curl -q -sS -m 2 -w '\n%{http_code}' "$1" ;;
 	wget) rf_x wget -S -T 2 -O - "$1" ;;
 	*)
 		printf 'rayform: neither curl nor wget is installed\n' >&2
@@ -197,10 +258,37 @@ const tcpHelpers = `rf_tcp() {
 }
 `
 
-// psFormat renders `docker ps` lines with the keys of `--format '{{json
-// .}}'` minus Command, which may hold a secret flag's value.
-const psFormat = `{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},` +
-	`"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}}}`
+// psFields renders one `docker ps` line with the keys of `--format '{{json
+// .}}'` minus Command, which may hold a secret flag's value, plus Current
+// (see psTemplate).
+const psFields = `{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},` +
+	`"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}},"Current":%s}`
+
+// psTemplate is the `docker ps -a --format` template of the probe: a line
+// for each container labelled with project or named one of names (an
+// empty line for every other container), whose "Current" is true when the
+// container runs and carries the spec hash wanted for its name.
+func psTemplate(project string, names []string, hashes map[string]string) string {
+	var match []string
+	if project != "" {
+		match = append(match, fmt.Sprintf(`(eq (.Label "rayform.project") %s)`, strconv.Quote(project)))
+	}
+	for _, n := range names {
+		match = append(match, fmt.Sprintf(`(eq .Names %s)`, strconv.Quote(strings.TrimPrefix(n, "/"))))
+	}
+	var current []string
+	for _, n := range slices.Sorted(maps.Keys(hashes)) {
+		if validContainer(n) && validLabelValue(hashes[n]) {
+			current = append(current, fmt.Sprintf(`(and (eq .Names %s) (eq (.Label "rayform.spec-hash") %s))`,
+				strconv.Quote(strings.TrimPrefix(n, "/")), strconv.Quote(hashes[n])))
+		}
+	}
+	cur := "false"
+	if len(current) > 0 {
+		cur = `{{if or ` + strings.Join(current, " ") + `}}{{eq .State "running"}}{{else}}false{{end}}`
+	}
+	return `{{if or ` + strings.Join(match, " ") + `}}` + fmt.Sprintf(psFields, cur) + `{{end}}`
+}
 
 // imageFormat renders `docker image inspect` as one JSON object with the
 // keys of the real output, but only the names of the image's environment
@@ -274,9 +362,10 @@ func ProbeScript(spec HostSpec) string {
 	if !validLabelValue(project) {
 		project = ""
 	}
-	docker := len(images) > 0 || project != "" || len(names) > 0 || spec.Head
+	listing := project != "" || len(names) > 0
+	docker := len(images) > 0 || listing || spec.Head
 	if docker {
-		fmt.Fprintf(&b, "rf_pfmt=%s\n", shell.Quote(psFormat))
+		fmt.Fprintf(&b, "rf_pfmt=%s\n", shell.Quote(psTemplate(project, names, spec.SpecHashes)))
 		fmt.Fprintf(&b, "rf_ifmt=%s\n", shell.Quote(imageFormat))
 		fmt.Fprintf(&b, "rf_cfmt=%s\n", shell.Quote(containerTemplate(spec.envKeys())))
 		b.WriteString(dockerHelpers)
@@ -293,31 +382,34 @@ func ProbeScript(spec HostSpec) string {
 
 	b.WriteString("printf '%s probe " + strconv.Itoa(probeVersion) + "\\n' \"$M\"\n")
 	b.WriteString("rf_sec meta rf_meta\n")
-	b.WriteString("rf_sec ip.addr rf_x ip -j addr show\n")
-	b.WriteString("rf_sec ip.route rf_x ip -j route show\n")
-	b.WriteString("rf_sec ip.default rf_x ip -j route get " + internetProbeAddr + "\n")
-	writeChecks(&b, checks)
+	writeIPBatch(&b, checks)
+	writeTCPChecks(&b, checks)
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_sec meminfo rf_mem\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
-	b.WriteString("rf_sec docker.version rf_x docker version --format '{{json .}}'\n")
-	if docker {
+	if listing {
+		// docker ps is the daemon check too (see dockerHelpers).
+		name := secContainers + " envkeys=" + strings.Join(spec.envKeys(), ",")
+		b.WriteString("rf_containers " + shell.Quote(name))
+		for _, n := range names {
+			b.WriteString(" " + shell.Quote(strings.TrimPrefix(n, "/")))
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("rf_sec docker.version rf_x docker version --format '{{json .}}'\n")
 		b.WriteString("rf_dok=0\n")
 		b.WriteString("if [ \"$rf_rc\" = 0 ]; then rf_dok=1; fi\n")
-		for _, ref := range images {
-			b.WriteString("rf_image " + shell.Quote(ref) + "\n")
-		}
-		if project != "" || len(names) > 0 {
-			name := secContainers + " envkeys=" + strings.Join(spec.envKeys(), ",")
-			b.WriteString("if [ \"$rf_dok\" = 1 ]; then\n")
-			b.WriteString("\trf_sec " + shell.Quote(name) + " rf_containers " + shell.Quote(project))
-			for _, n := range names {
-				b.WriteString(" " + shell.Quote(n))
-			}
-			b.WriteString("\nelse\n")
-			b.WriteString("\trf_skip " + shell.Quote(name) + " 'docker unavailable'\n")
-			b.WriteString("fi\n")
-		}
+		b.WriteString("rf_need=1\n")
+	}
+	for _, ref := range images {
+		q := shell.Quote(ref)
+		b.WriteString("if [ \"$rf_dok\" != 1 ]; then\n")
+		b.WriteString("\trf_skip " + shell.Quote(secImage+" ref="+ref) + " 'docker unavailable'\n")
+		b.WriteString("elif [ \"$rf_need\" = 1 ]; then\n")
+		b.WriteString("\trf_image " + q + "\n")
+		b.WriteString("else\n")
+		b.WriteString("\trf_skip " + shell.Quote(secImage+" ref="+ref) + " " + shell.Quote(skipCurrent) + "\n")
+		b.WriteString("fi\n")
 	}
 	if head {
 		writeHead(&b, spec)
@@ -328,10 +420,22 @@ func ProbeScript(spec HostSpec) string {
 
 // writeHead adds Ray's node table and vLLM's endpoints.
 func writeHead(b *strings.Builder, spec HostSpec) {
+	var gets []httpGet
+	if spec.DashboardPort > 0 {
+		gets = append(gets, httpGet{secRayNodes + " source=dashboard via=curl",
+			fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", spec.DashboardPort)})
+	}
+	if spec.ServePort > 0 {
+		base := fmt.Sprintf("http://127.0.0.1:%d", spec.ServePort)
+		gets = append(gets, httpGet{secHealth + " via=curl", base + "/health"},
+			httpGet{secModels + " via=curl", base + "/v1/models"})
+	}
+	b.WriteString("if [ \"$rf_via\" = curl ]; then\n")
+	writeCurlAll(b, gets)
 	if spec.DashboardPort > 0 {
 		url := fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", spec.DashboardPort)
-		b.WriteString("if [ \"$rf_via\" != none ]; then\n")
-		b.WriteString("\trf_sec \"ray.nodes source=dashboard via=$rf_via\" rf_http " + shell.Quote(url) + "\n")
+		b.WriteString("elif [ \"$rf_via\" = wget ]; then\n")
+		b.WriteString("\trf_sec 'ray.nodes source=dashboard via=wget' rf_http " + shell.Quote(url) + "\n")
 		// `ray list nodes` is a client of the same dashboard API, so it
 		// only helps when the host lacks an HTTP client; it starts a
 		// Python process inside the head container and changes nothing.
@@ -342,24 +446,57 @@ func writeHead(b *strings.Builder, spec HostSpec) {
 		}
 		b.WriteString("else\n")
 		b.WriteString("\trf_skip 'ray.nodes source=dashboard' 'neither curl nor wget is installed'\n")
-		b.WriteString("fi\n")
 	}
-	if hc := spec.HeadContainer; hc != "" && validContainer(hc) {
-		for _, name := range validOnly(spec.Serves, validServeName) {
-			// The record and pid rayform wrote beside the serve process;
-			// reading them changes nothing.
-			dir := ServeDir + "/serve-" + name
-			inner := "cat " + dir + ".json && { kill -0 \"$(cat " + dir + ".pid)\" 2>/dev/null && echo alive || echo dead; }"
-			b.WriteString("if [ \"$rf_dok\" = 1 ]; then\n")
-			b.WriteString("\trf_sec " + shell.Quote(secServe+" name="+name) + " rf_x docker exec " + shell.Quote(hc) + " sh -c " + shell.Quote(inner) + "\n")
-			b.WriteString("fi\n")
-		}
-	}
+	b.WriteString("fi\n")
+	writeServes(b, spec)
 	if spec.ServePort > 0 {
 		base := fmt.Sprintf("http://127.0.0.1:%d", spec.ServePort)
-		b.WriteString("rf_sec \"vllm.health via=$rf_via\" rf_http " + shell.Quote(base+"/health") + "\n")
-		b.WriteString("rf_sec \"vllm.models via=$rf_via\" rf_http " + shell.Quote(base+"/v1/models") + "\n")
+		b.WriteString("if [ \"$rf_via\" != curl ]; then\n")
+		b.WriteString("\trf_sec \"vllm.health via=$rf_via\" rf_http " + shell.Quote(base+"/health") + "\n")
+		b.WriteString("\trf_sec \"vllm.models via=$rf_via\" rf_http " + shell.Quote(base+"/v1/models") + "\n")
+		b.WriteString("fi\n")
 	}
+}
+
+// httpGet is one loopback URL the head's probe fetches, and the section its
+// answer goes to.
+type httpGet struct{ section, url string }
+
+// curlWriteOut frames one transfer of writeCurlAll as a section: the body
+// (already printed by curl), the status code as the last stdout line (as
+// rf_http prints it), curl's error message as stderr and its exit code for
+// this transfer as the section's exit code; then the next section's begin
+// line, if any. %{errormsg} and %{exitcode} need curl 7.75 (2021).
+func curlWriteOut(next string) string {
+	w := "\\n%{http_code}\\n" + marker + " stderr\\n%{errormsg}\\n" + marker + " end %{exitcode}\\n"
+	if next != "" {
+		w += marker + " begin " + next + "\\n"
+	}
+	return w
+}
+
+// writeCurlAll fetches every URL with one curl process (one transfer per
+// URL, separated by --next, each bounded by -m 2), each answer framed as
+// its own section by curl's --write-out, so the parser reads them exactly
+// as it reads rf_http's. -q keeps a ~/.curlrc from changing the output.
+func writeCurlAll(b *strings.Builder, gets []httpGet) {
+	if len(gets) == 0 {
+		b.WriteString("\t:\n")
+		return
+	}
+	b.WriteString("\tprintf '%s begin %s\\n' \"$M\" " + shell.Quote(gets[0].section) + "\n")
+	b.WriteString("\tcurl -q")
+	for i, g := range gets {
+		if i > 0 {
+			b.WriteString(" --next")
+		}
+		next := ""
+		if i+1 < len(gets) {
+			next = gets[i+1].section
+		}
+		b.WriteString(" -sS -m 2 -w " + shell.Quote(curlWriteOut(next)) + " " + shell.Quote(g.url))
+	}
+	b.WriteString(" </dev/null 2>/dev/null\n")
 }
 
 // PeerScript returns the second-round probe for one host: the route to,
@@ -410,11 +547,44 @@ func hasTCP(checks []check) bool {
 	return false
 }
 
+// writeIPBatch adds the first round's network section: one `ip -j -force
+// -batch -` process answers `addr show`, `route show`, the route to
+// internetProbeAddr and the route to every distinct peer address, one JSON
+// array per line (see parseIPBatch). ip cannot hang (it asks the kernel over
+// netlink), so it runs without timeout(1).
+func writeIPBatch(b *strings.Builder, checks []check) {
+	addrs := distinctAddrs(checks)
+	var cmds strings.Builder
+	cmds.WriteString("addr show\nroute show\nroute get " + internetProbeAddr + "\n")
+	for _, a := range addrs {
+		cmds.WriteString("route get " + a + "\n")
+	}
+	name := secIPBatch
+	if len(addrs) > 0 {
+		name += " addrs=" + strings.Join(addrs, ",")
+	}
+	b.WriteString("rf_sec " + shell.Quote(name) + " rf_ip " + shell.Quote(cmds.String()) + "\n")
+}
+
 // writeChecks adds the route lookups of every distinct address, batched in
 // one `ip -j -force -batch -` (one process however many peers: N peers
 // would otherwise cost N processes per host, N² across the cluster), and
 // one TCP connect per distinct address and port.
 func writeChecks(b *strings.Builder, checks []check) {
+	addrs := distinctAddrs(checks)
+	if len(addrs) > 0 {
+		var cmds strings.Builder
+		for _, a := range addrs {
+			cmds.WriteString("route get " + a + "\n")
+		}
+		b.WriteString("rf_routes() { printf '%s' \"$1\" | ip -j -force -batch -; }\n")
+		b.WriteString("rf_sec " + shell.Quote(secRouteBatch+" addrs="+strings.Join(addrs, ",")) + " rf_routes " + shell.Quote(cmds.String()) + "\n")
+	}
+	writeTCPChecks(b, checks)
+}
+
+// distinctAddrs returns the checks' addresses, each once, in order.
+func distinctAddrs(checks []check) []string {
 	seen := map[string]bool{}
 	var addrs []string
 	for _, c := range checks {
@@ -424,14 +594,12 @@ func writeChecks(b *strings.Builder, checks []check) {
 			addrs = append(addrs, a)
 		}
 	}
-	if len(addrs) > 0 {
-		var cmds strings.Builder
-		for _, a := range addrs {
-			cmds.WriteString("route get " + a + "\n")
-		}
-		b.WriteString("rf_routes() { printf '%s' \"$1\" | ip -j -force -batch -; }\n")
-		b.WriteString("rf_sec " + shell.Quote(secRouteBatch+" addrs="+strings.Join(addrs, ",")) + " rf_routes " + shell.Quote(cmds.String()) + "\n")
-	}
+	return addrs
+}
+
+// writeTCPChecks adds one TCP connect per distinct address and port.
+func writeTCPChecks(b *strings.Builder, checks []check) {
+	seen := map[string]bool{}
 	for _, c := range checks {
 		if c.port <= 0 || c.port > 65535 {
 			continue

@@ -35,8 +35,14 @@ type HostSpec struct {
 	// Images are the image references the host's containers need.
 	Images []string
 	// Containers are the names the host's containers should have; they are
-	// inspected even when they lack rayform's labels (a name conflict).
+	// listed even when they lack rayform's labels (a name conflict).
 	Containers []string
+	// SpecHashes maps a container name to the rayform.spec-hash label a
+	// container of that name carries when it is exactly as wanted. Such a
+	// container, running, is known from `docker ps` alone: the probe skips
+	// its `docker inspect`, and the image inspection too when every
+	// container of the host is current. Every other container is inspected.
+	SpecHashes map[string]string
 	// EnvKeys is the allow-list of container environment variables whose
 	// values are kept; nil means DefaultEnvKeys. Every other value is
 	// redacted on the host and never reaches rayform.
@@ -55,6 +61,13 @@ type HostSpec struct {
 	// Serves names the vllm_serve processes whose records (written by
 	// apply under ServeDir inside HeadContainer) are read.
 	Serves []string
+	// ServeHostDir is the host directory bind-mounted as ServeDir into
+	// HeadContainer: the probe reads the records and tests the serves'
+	// locks there, without a docker exec (see serve_probe.go). It must be
+	// absolute, of letters, digits and "._/-", without a ".." component;
+	// "" (or an invalid one, which Validate reports and ProbeScript leaves
+	// out) reads them with docker exec in HeadContainer.
+	ServeHostDir string
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -87,6 +100,11 @@ type Peer struct {
 	// Port, when non-zero, is also checked with a TCP connect (for example
 	// the head's GCS port, 6379).
 	Port int
+	// Assumed marks Addr as a guess (the address the peer had when it was
+	// last applied, from the state): round 1 checks it, and when the
+	// peer's own facts show another address, round 2 checks that one
+	// instead and the guess's checks are dropped.
+	Assumed bool
 }
 
 // DefaultEnvKeys returns the container environment variables whose values
@@ -190,8 +208,16 @@ func (hs HostSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("container %q: not a container name", n))
 		}
 	}
+	for n, h := range hs.SpecHashes {
+		if !validContainer(n) || !validLabelValue(h) {
+			errs = append(errs, fmt.Errorf("spec hash %q of container %q: want a container name and letters, digits, '_', '.', '-'", h, n))
+		}
+	}
 	if hs.HeadContainer != "" && !validContainer(hs.HeadContainer) {
 		errs = append(errs, fmt.Errorf("head container %q: not a container name", hs.HeadContainer))
+	}
+	if hs.ServeHostDir != "" && !validServeHostDir(hs.ServeHostDir) {
+		errs = append(errs, fmt.Errorf("serve host dir %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", hs.ServeHostDir))
 	}
 	for _, k := range hs.EnvKeys {
 		if !validEnvKey(k) {
@@ -263,8 +289,9 @@ func (f Fabric) addrIn(facts *HostFacts) (netip.Addr, bool) {
 }
 
 // ServeDir is where, inside the head container, apply records each serve
-// process: serve-NAME.json (resource and spec hash), serve-NAME.pid and
-// serve-NAME.log.
-const ServeDir = "/tmp/rayform"
+// process: serve-NAME.json (resource and spec hash), serve-NAME.pid,
+// serve-NAME.lock (locked for the process's life), serve-NAME.log. It is
+// bind-mounted from the host (HostSpec.ServeHostDir).
+const ServeDir = "/tmp/rayform/serve"
 
 func validServeName(s string) bool { return len(s) <= 64 && wordOf(s, "_-") }

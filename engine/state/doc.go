@@ -25,9 +25,11 @@
 //	    "ray_cluster.main": {
 //	      "type": "ray_cluster",
 //	      "hosts": [
-//	        {"node": "spark1", "host": "10.1.230.180", "user": "aurora", "port": 22},
+//	        {"node": "spark1", "host": "10.1.230.180", "user": "aurora", "port": 22,
+//	         "fabric_address": "192.168.200.12", "fabric_interface": "enp1s0f1np1"},
 //	        {"node": "spark2", "host": "10.1.230.181", "user": "aurora", "port": 22,
-//	         "bastion": "aurora@10.1.230.180:22"}
+//	         "bastion": "aurora@10.1.230.180:22",
+//	         "fabric_address": "192.168.200.13", "fabric_interface": "enp1s0f1np1"}
 //	      ],
 //	      "container": "rayform-main",
 //	      "applied_at": "2025-06-01T12:00:00Z"
@@ -53,6 +55,13 @@
 //     SSH connected to, "user" and "port" the SSH user and port, "bastion"
 //     the jump hosts in OpenSSH ProxyJump syntax ("user@host:port",
 //     comma-separated), resolved when the resource was applied.
+//     "fabric_address" and "fabric_interface" are the node's address on its
+//     cluster's network and the interface holding it, as the hosts showed
+//     them after the last apply. They are a cache, not truth: plan assumes
+//     them to check the routes between peers in its first round trip and to
+//     skip inspecting containers that run as wanted, and verifies them
+//     against each host's own facts (a wrong guess costs one more round
+//     trip, never a wrong plan).
 //
 // Unknown fields, trailing data and empty files are errors: the state is
 // never silently read as empty. A missing file is an empty state with a

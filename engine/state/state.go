@@ -51,6 +51,12 @@ type Host struct {
 	User    string `json:"user,omitempty"`    // SSH user
 	Port    int    `json:"port,omitempty"`    // SSH port
 	Bastion string `json:"bastion,omitempty"` // jump hosts, OpenSSH ProxyJump syntax
+	// FabricAddress and FabricInterface are the node's address on its
+	// cluster's network and the interface holding it, as last observed by
+	// apply. Plan assumes them until the host's own facts say otherwise,
+	// which lets it observe a converged cluster in one round trip.
+	FabricAddress   string `json:"fabric_address,omitempty"`
+	FabricInterface string `json:"fabric_interface,omitempty"`
 }
 
 // New returns an empty state for project with a fresh random lineage.

@@ -343,7 +343,7 @@ func TestNoRoomForSecrets(t *testing.T) {
 	}{
 		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources"}},
 		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "AppliedAt"}},
-		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion"}},
+		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion", "FabricAddress", "FabricInterface"}},
 	}
 	for _, tt := range tests {
 		var got []string

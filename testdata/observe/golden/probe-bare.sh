@@ -36,6 +36,14 @@ rf_mem() {
 		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
 	done </proc/meminfo
 }
+# rf_ip CMDS: ip's answers to the batch of commands CMDS, one JSON line each.
+rf_ip() {
+	if ! command -v ip >/dev/null 2>&1; then
+		printf 'rayform: ip: not installed\n' >&2
+		return 127
+	fi
+	printf '%s' "$1" | ip -j -force -batch -
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -58,11 +66,15 @@ rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
 rf_sec meta rf_meta
-rf_sec ip.addr rf_x ip -j addr show
-rf_sec ip.route rf_x ip -j route show
-rf_sec ip.default rf_x ip -j route get 8.8.8.8
+rf_sec ip.batch rf_ip 'addr show
+route show
+route get 8.8.8.8
+'
 rf_sec rdma rf_rdma
 rf_sec meminfo rf_mem
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 rf_sec docker.version rf_x docker version --format '{{json .}}'
+rf_dok=0
+if [ "$rf_rc" = 0 ]; then rf_dok=1; fi
+rf_need=1
 printf '%s done\n' "$M"

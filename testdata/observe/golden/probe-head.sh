@@ -36,6 +36,14 @@ rf_mem() {
 		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
 	done </proc/meminfo
 }
+# rf_ip CMDS: ip's answers to the batch of commands CMDS, one JSON line each.
+rf_ip() {
+	if ! command -v ip >/dev/null 2>&1; then
+		printf 'rayform: ip: not installed\n' >&2
+		return 127
+	fi
+	printf '%s' "$1" | ip -j -force -batch -
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -54,46 +62,78 @@ rf_rdma() {
 		printf '%s port %s ==> %s (%s)\n' "${rf_d##*/}" "${rf_p##*/}" "${rf_n:--}" "$rf_s"
 	done
 }
-rf_pfmt='{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}}}'
+rf_pfmt='{{if or (eq (.Label "rayform.project") "spark") (eq .Names "rayform-ray-head")}}{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}},"Current":false}{{end}}'
 rf_ifmt='{"Id":{{json .Id}},"RepoTags":{{json .RepoTags}},"Architecture":{{json .Architecture}},"Config":{"Entrypoint":{{json .Config.Entrypoint}},"Cmd":{{json .Config.Cmd}},"Labels":{{json .Config.Labels}},"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{json (index (split $e "=") 0)}}{{end}}]}}'
 rf_cfmt='{"Id":{{json .Id}},"Name":{{json .Name}},"Image":{{json .Image}},"RestartCount":{{json .RestartCount}},"State":{{json .State}},"Config":{"Image":{{json .Config.Image}},"Labels":{{json .Config.Labels}},"Entrypoint":{{json .Config.Entrypoint}},"Cmd":[{{$s := false}}{{range $i, $a := .Config.Cmd}}{{if $i}},{{end}}{{$f := index (split $a "=") 0}}{{if $s}}"(sensitive value)"{{else if and (ne $f $a) (eq $f "--api-key" "--hf-token" "--token")}}{{json (printf "%s=(sensitive value)" $f)}}{{else}}{{json $a}}{{end}}{{$s = eq $a "--api-key" "--hf-token" "--token"}}{{end}}],"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{$k := index (split $e "=") 0}}{{if eq $k "GLOO_SOCKET_IFNAME" "MASTER_ADDR" "MASTER_PORT" "NCCL_DEBUG" "NCCL_IB_DISABLE" "NCCL_IB_GID_INDEX" "NCCL_IB_HCA" "NCCL_SOCKET_IFNAME" "OMPI_MCA_btl_tcp_if_include" "RAY_ADDRESS" "RAY_memory_monitor_refresh_ms" "RAY_memory_usage_threshold" "TP_SOCKET_IFNAME" "UCX_NET_DEVICES" "VLLM_HOST_IP" "VLLM_PORT"}}{{json $e}}{{else}}{{json $k}}{{end}}{{end}}]},"HostConfig":{"NetworkMode":{{json .HostConfig.NetworkMode}},"IpcMode":{{json .HostConfig.IpcMode}},"Privileged":{{json .HostConfig.Privileged}},"ShmSize":{{json .HostConfig.ShmSize}},"DeviceRequests":{{json .HostConfig.DeviceRequests}}}}'
 # rf_image REF: the image's config (env names only) and build history.
 rf_image() {
-	if [ "$rf_dok" != 1 ]; then
-		rf_skip "docker.image ref=$1" 'docker unavailable'
-		return
-	fi
 	rf_sec "docker.image ref=$1" rf_x docker image inspect --format "$rf_ifmt" "$1"
 	if [ "$rf_rc" = 0 ]; then
 		rf_sec "docker.history ref=$1" rf_x docker image history --no-trunc --format '{{json .CreatedBy}}' "$1"
 	fi
 }
-# rf_containers PROJECT [NAME...]: docker ps of the project's containers,
-# then docker inspect of them and of the named ones.
+# rf_split OUTPUT: print its JSON lines, keep the others in rf_err.
+rf_split() {
+	rf_ifs=$IFS
+	IFS='
+'
+	for rf_l in $1; do
+		case $rf_l in
+		'{'*) printf '%s\n' "$rf_l" ;;
+		*) rf_err="$rf_err$rf_l
+" ;;
+		esac
+	done
+	IFS=$rf_ifs
+}
+# rf_containers SECTION NAME...: the section of docker ps, then (after a
+# "part inspect" line, printed only when ps succeeded) docker inspect of
+# the containers that are not current.
 rf_containers() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	rf_err=
+	rf_need=0
 	rf_ids=
-	if [ -n "$1" ]; then
-		rf_o=$(rf_x docker ps -a --no-trunc --filter "label=rayform.project=$1" --format "$rf_pfmt") || return
-		if [ -n "$rf_o" ]; then printf '%s\n' "$rf_o"; fi
+	rf_o=$(rf_x docker ps -a --no-trunc --format "$rf_pfmt" 2>&1 </dev/null)
+	rf_rc=$?
+	rf_dok=0
+	if [ "$rf_rc" = 0 ]; then
+		rf_dok=1
+		rf_split "$rf_o"
 		rf_ifs=$IFS
 		IFS='
 '
 		for rf_l in $rf_o; do
-			rf_l=${rf_l#*\"ID\":\"}
-			rf_ids="$rf_ids ${rf_l%%\"*}"
+			case $rf_l in
+			'{'*'"Current":true'*) ;;
+			'{'*)
+				rf_need=1
+				rf_l=${rf_l#*\"ID\":\"}
+				rf_ids="$rf_ids ${rf_l%%\"*}"
+				;;
+			esac
 		done
 		IFS=$rf_ifs
+		for rf_n in "$@"; do
+			case $rf_o in *"\"Names\":\"$rf_n\""*) ;; *) rf_need=1 ;; esac
+		done
+		printf '%s part inspect\n' "$M"
+		if [ -n "$rf_ids" ]; then
+			rf_o=$(rf_x docker inspect --type container --format "$rf_cfmt" $rf_ids 2>&1 </dev/null)
+			rf_rc=$?
+			rf_split "$rf_o"
+		fi
+	else
+		rf_err=$rf_o
 	fi
-	shift
-	printf '%s part inspect\n' "$M"
-	if [ -z "$rf_ids" ] && [ $# = 0 ]; then return 0; fi
-	rf_x docker inspect --type container --format "$rf_cfmt" $rf_ids "$@"
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_err" "$M" "$rf_rc"
 }
 rf_via=none
 if command -v curl >/dev/null 2>&1; then rf_via=curl; elif command -v wget >/dev/null 2>&1; then rf_via=wget; fi
 rf_http() {
 	case $rf_via in
-	curl) rf_x curl -sS -m 2 -w '\n%{http_code}' "$1" ;;
+	curl) rf_x curl -q -sS -m 2 -w '\n%{http_code}' "$1" ;;
 	wget) rf_x wget -S -T 2 -O - "$1" ;;
 	*)
 		printf 'rayform: neither curl nor wget is installed\n' >&2
@@ -105,31 +145,34 @@ rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
 rf_sec meta rf_meta
-rf_sec ip.addr rf_x ip -j addr show
-rf_sec ip.route rf_x ip -j route show
-rf_sec ip.default rf_x ip -j route get 8.8.8.8
-rf_routes() { printf '%s' "$1" | ip -j -force -batch -; }
-rf_sec 'route.batch addrs=192.168.200.13' rf_routes 'route get 192.168.200.13
+rf_sec 'ip.batch addrs=192.168.200.13' rf_ip 'addr show
+route show
+route get 8.8.8.8
+route get 192.168.200.13
 '
 rf_sec rdma rf_rdma
 rf_sec meminfo rf_mem
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
-rf_sec docker.version rf_x docker version --format '{{json .}}'
-rf_dok=0
-if [ "$rf_rc" = 0 ]; then rf_dok=1; fi
-rf_image hellohal2064/vllm-qwen3.5-gb10:latest
-if [ "$rf_dok" = 1 ]; then
-	rf_sec 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' rf_containers spark rayform-ray-head
+rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' rayform-ray-head
+if [ "$rf_dok" != 1 ]; then
+	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'docker unavailable'
+elif [ "$rf_need" = 1 ]; then
+	rf_image hellohal2064/vllm-qwen3.5-gb10:latest
 else
-	rf_skip 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' 'docker unavailable'
+	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'containers current'
 fi
-if [ "$rf_via" != none ]; then
-	rf_sec "ray.nodes source=dashboard via=$rf_via" rf_http 'http://127.0.0.1:8265/api/v0/nodes?limit=1000'
+if [ "$rf_via" = curl ]; then
+	printf '%s begin %s\n' "$M" 'ray.nodes source=dashboard via=curl'
+	curl -q -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n@@rayform@@ begin vllm.health via=curl\n' 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' --next -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n@@rayform@@ begin vllm.models via=curl\n' http://127.0.0.1:8000/health --next -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n' http://127.0.0.1:8000/v1/models </dev/null 2>/dev/null
+elif [ "$rf_via" = wget ]; then
+	rf_sec 'ray.nodes source=dashboard via=wget' rf_http 'http://127.0.0.1:8265/api/v0/nodes?limit=1000'
 elif [ "$rf_dok" = 1 ]; then
 	rf_sec 'ray.nodes source=cli' rf_x docker exec rayform-ray-head ray list nodes --format json --limit 1000
 else
 	rf_skip 'ray.nodes source=dashboard' 'neither curl nor wget is installed'
 fi
-rf_sec "vllm.health via=$rf_via" rf_http http://127.0.0.1:8000/health
-rf_sec "vllm.models via=$rf_via" rf_http http://127.0.0.1:8000/v1/models
+if [ "$rf_via" != curl ]; then
+	rf_sec "vllm.health via=$rf_via" rf_http http://127.0.0.1:8000/health
+	rf_sec "vllm.models via=$rf_via" rf_http http://127.0.0.1:8000/v1/models
+fi
 printf '%s done\n' "$M"
