@@ -329,7 +329,16 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	if !strings.Contains(r.stderr, "mutating=false") {
 		t.Fatal("the debug log shows no commands at all: the mutation check proves nothing")
 	}
-	mustCode(t, "plan after apply", plan(), exitOK)
+	// Apply recorded each node's fabric address: the converged cluster is
+	// observed in one round trip per host, peers' routes included.
+	r = plan()
+	mustCode(t, "plan after apply", r, exitOK)
+	if m := roundTripsRE.FindStringSubmatch(r.stdout); m == nil || m[1] != "2" || m[2] != "1" {
+		t.Errorf("plan of the converged cluster: %v, want 2 SSH connections and 1 round trip per host\n%s", m, r)
+	}
+	if st, err := os.ReadFile(filepath.Join(dir, ".rayform", "state.json")); err != nil || !strings.Contains(string(st), `"fabric_address": "192.168.200.13"`) {
+		t.Errorf("state after apply lacks spark2's fabric address (%v):\n%s", err, st)
+	}
 
 	// Drift: the serve process dies.
 	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
