@@ -2,7 +2,7 @@
 Command simnode is one static binary that plays, in the lab, the programs of a
 GPU node that cannot run here. It is selected by the base name of argv[0]
 (install symlinks named ray, vllm, nvidia-smi, ibdev2netdev,
-nvidia-container-runtime-hook) or invoked as `simnode <tool> args...`.
+nvidia-container-runtime-hook, flock) or invoked as `simnode <tool> args...`.
 Everything it does that crosses the network is real: the Ray GCS is a TCP
 server, raylets and vLLM workers connect to it and to each other from their
 own network namespace, so a wrong address fails because a route is missing.
@@ -95,6 +95,14 @@ nvidia-smi: --query-gpu=FIELDS --format=csv[,noheader][,nounits],
 
 ibdev2netdev [-v]: one line per RDMA port, Up/Down from the netdev's
 operstate in the current namespace.
+
+flock: util-linux's flock(1) (Debian's busybox-static has no flock applet),
+both forms, `flock [-sxun] [-w SECS] [-E CODE] [-o] [-F] FD` and
+`flock [options] FILE|DIR COMMAND [ARG...]` (or `-c COMMAND`), with its exit
+codes: 1 on a conflict under -n or -w (CODE under -E), 64 on a usage error,
+66 when the file cannot be opened, 65 when flock(2) fails, 69 when the
+command cannot be executed, else the command's status. The lock file is
+opened without close-on-exec, so the command inherits the lock.
 
 nvidia-container-runtime-hook prestart: as registered by dockerd (moby's
 daemon/nvidia_linux.go: args ["nvidia-container-runtime-hook", "prestart"],

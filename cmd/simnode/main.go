@@ -1,5 +1,6 @@
 // Command simnode plays the programs of a GPU node that cannot run here:
-// ray, vllm, nvidia-smi, ibdev2netdev and nvidia-container-runtime-hook.
+// ray, vllm, nvidia-smi, ibdev2netdev and nvidia-container-runtime-hook, and
+// util-linux's flock, which the lab image's busybox lacks.
 // See doc.go for the contract.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/rayform/rayform/cmd/simnode/internal/flock"
 	"github.com/rayform/rayform/cmd/simnode/internal/hook"
 	"github.com/rayform/rayform/cmd/simnode/internal/ibdev"
 	"github.com/rayform/rayform/cmd/simnode/internal/nvsmi"
@@ -30,6 +32,7 @@ func tools() map[string]tool {
 		"nvidia-smi":                    nvsmi.Main,
 		"ibdev2netdev":                  ibdev.Main,
 		"nvidia-container-runtime-hook": hook.Main,
+		"flock":                         flock.Main,
 		raycli.DaemonCommand:            raycli.DaemonMain,
 		raylet.WorkerCommand:            vllm.WorkerMain,
 	}

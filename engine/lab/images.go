@@ -24,7 +24,7 @@ import (
 )
 
 // Images are built here, without Docker: each layer is a deterministic tar
-// (busybox with its applets, simnode with its ray/vllm names, or an
+// (busybox with its applets, simnode with its ray/vllm/flock names, or an
 // incompressible filler) compressed into a blob in the cache directory; an
 // image is a Docker v2 schema 2 manifest over such blobs. Up then lays the
 // blobs out in the registry's filesystem storage (hard links, so a second
@@ -273,6 +273,10 @@ func simnodeEntries(simnode []byte, withRay bool) []tarEntry {
 		// --gpus containers; here it is in the image and finds the GPUs the
 		// hook copied in (without --gpus it finds no driver).
 		{name: "usr/bin/nvidia-smi", typ: tar.TypeSymlink, mode: 0o777, linkname: "/usr/local/bin/simnode"},
+		// util-linux's flock(1), which vLLM's Ubuntu images have and
+		// Debian's busybox-static lacks: rayform's serve start script
+		// holds a lock with it that the host probes.
+		{name: "usr/local/bin/flock", typ: tar.TypeSymlink, mode: 0o777, linkname: "simnode"},
 	}
 	if withRay {
 		es = append(es, tarEntry{name: "usr/local/bin/ray", typ: tar.TypeSymlink, mode: 0o777, linkname: "simnode"})
