@@ -12,12 +12,29 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
 
-// serveDir holds, inside the head container, each vllm_serve's spec, pid and
-// log: /tmp/rayform/serve-NAME.{json,pid,log,env}.
-const serveDir = "/tmp/rayform"
+// serveDir holds, inside the head container, each vllm_serve's record,
+// pid, lock, log and secret env file: serve-NAME.{json,pid,lock,log,env}.
+// Every container rayform creates bind-mounts it from ServeHostDir, so the
+// probe reads the records and tests the locks on the host, without a
+// docker exec (see observe.ServeDir).
+const serveDir = observe.ServeDir
+
+// ServeHostDir is the host directory bind-mounted as serveDir into the
+// container named container on node, for project:
+// /var/tmp/rayform/PROJECT/NODE/CONTAINER. The node is part of the path
+// because several nodes may share one filesystem (the lab's network
+// namespaces do). The container's entrypoint empties it of serve files at
+// every start: a record lives as long as its container.
+func ServeHostDir(project, node, container string) string {
+	return serveHostRoot + "/" + project + "/" + node + "/" + container
+}
+
+// serveHostRoot is where ServeHostDir's directories live on the hosts.
+const serveHostRoot = "/var/tmp/rayform"
 
 // ServeSpec is everything that defines one `vllm serve` process.
 type ServeSpec struct {
@@ -60,6 +77,7 @@ func (s ServeSpec) Hash() string {
 // Paths inside the head container.
 func (s ServeSpec) specPath() string { return serveDir + "/serve-" + s.Name + ".json" }
 func (s ServeSpec) pidPath() string  { return serveDir + "/serve-" + s.Name + ".pid" }
+func (s ServeSpec) lockPath() string { return serveDir + "/serve-" + s.Name + ".lock" }
 
 // LogPath is where the serve process writes its log.
 func (s ServeSpec) LogPath() string { return serveDir + "/serve-" + s.Name + ".log" }
@@ -73,14 +91,36 @@ type ServeRecord struct {
 }
 
 // StartScript runs inside the head container (docker exec -d): it records
-// the spec and pid, loads the secret env file if any, and execs vllm serve
-// with its output in the log.
+// its pid, takes the serve's lock, records the spec, loads the secret env
+// file if any, and execs vllm serve with its output in the log.
+//
+// The lock is how the host tells whether the serve runs without entering
+// the container: an exclusive flock(1) on serve-NAME.lock, taken on fd 9,
+// which stays open across the exec, so vllm serve (and every process it
+// forks) holds it for exactly its life, and the probe's `flock -n -s` on
+// the host fails while it does. A shared lock on the directory itself
+// (fd 8) keeps systemd-tmpfiles from ageing the records away from under a
+// running serve (it skips locked directories). An image without flock
+// still starts the serve, without the lock file: the probe then asks the
+// container (docker exec, kill -0 of the pid). If an earlier serve of the
+// same name still holds the lock (still exiting), the script says so in
+// the log and waits for it.
 func (s ServeSpec) StartScript() string {
 	rec, _ := json.Marshal(ServeRecord{Resource: s.Resource, SpecHash: s.Hash(), Attrs: s.Attrs})
+	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", serveDir, serveDir)
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > %s\n", shell.Quote(string(rec)), s.specPath())
 	fmt.Fprintf(&b, "echo $$ > %s\n", s.pidPath())
+	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", serveDir, lock)
+	b.WriteString("\tflock -s 8\n")
+	b.WriteString("\tif ! flock -n 9; then\n")
+	fmt.Fprintf(&b, "\t\techo 'rayform: waiting for the lock of vllm serve %s: an earlier one still holds it' >> %s\n", s.Name, log)
+	fmt.Fprintf(&b, "\t\tflock 9 || { echo 'rayform: cannot lock %s: liveness is read with docker exec' >> %s; exec 9>&-; rm -f %s; }\n", lock, log, lock)
+	b.WriteString("\tfi\n")
+	b.WriteString("else\n")
+	fmt.Fprintf(&b, "\techo 'rayform: no lock for vllm serve %s (is flock(1) installed in the image?): liveness is read with docker exec' >> %s\n", s.Name, log)
+	b.WriteString("fi\n")
+	fmt.Fprintf(&b, "printf '%%s\\n' %s > %s\n", shell.Quote(string(rec)), s.specPath())
 	if len(s.SecretEnv) > 0 {
 		fmt.Fprintf(&b, "set -a; . %s; set +a; rm -f %s\n", s.envPath(), s.envPath())
 	}
@@ -92,7 +132,7 @@ func (s ServeSpec) StartScript() string {
 			words[i] = shell.Quote(a)
 		}
 	}
-	fmt.Fprintf(&b, "exec %s > %s 2>&1\n", strings.Join(words, " "), s.LogPath())
+	fmt.Fprintf(&b, "exec %s >> %s 2>&1\n", strings.Join(words, " "), log)
 	return b.String()
 }
 

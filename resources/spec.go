@@ -67,6 +67,13 @@ type ContainerSpec struct {
 	DashboardPort int      `json:"dashboard_port"`
 	// NonCarryOver lists env names vLLM must not copy from the driver.
 	NonCarryOver []string `json:"non_carry_over"`
+	// ServeDir is the container's directory of serve records (see
+	// serveDir), bind-mounted from ServeHostDir(project, Node, Name) on the
+	// host; "" mounts nothing. It is part of the hash, so a container
+	// created before records were kept on the host is replaced; the host
+	// side is determined by the project (which owns the container), Node
+	// and Name.
+	ServeDir string `json:"serve_dir,omitempty"`
 }
 
 // Hash is a stable digest of the spec. Secret values enter it only through
@@ -122,11 +129,18 @@ func (s ContainerSpec) RayStartArgs() []string {
 // ray_non_carry_over_env_vars.json.
 const vllmConfigRoot = "/tmp/rayform/vllm-config"
 
-// EntrypointScript writes vLLM's non-carry-over list, then execs ray start.
+// EntrypointScript writes vLLM's non-carry-over list and removes the serve
+// files of the container's previous life (a record belongs to the
+// container's run: a restarted container runs no serve), then execs ray
+// start.
 func (s ContainerSpec) EntrypointScript() string {
 	list, _ := json.Marshal(s.NonCarryOver)
-	return fmt.Sprintf("mkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
-		vllmConfigRoot, list, vllmConfigRoot)
+	clean := ""
+	if s.ServeDir != "" {
+		clean = fmt.Sprintf("mkdir -p %[1]s && rm -f %[1]s/serve-* && ", s.ServeDir)
+	}
+	return fmt.Sprintf("%smkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
+		clean, vllmConfigRoot, list, vllmConfigRoot)
 }
 
 // RunArgs is the `docker run` command line, without secrets: sensitive
@@ -150,6 +164,9 @@ func (s ContainerSpec) RunArgs(project, envFile string) []string {
 	}
 	if envFile != "" {
 		args = append(args, "--env-file", envFile)
+	}
+	if s.ServeDir != "" {
+		args = append(args, "-v", ServeHostDir(project, s.Node, s.Name)+":"+s.ServeDir)
 	}
 	for _, v := range s.Volumes {
 		args = append(args, "-v", v)
@@ -229,6 +246,7 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
 			NonCarryOver:  NetworkEnvKeys(),
+			ServeDir:      serveDir,
 		})
 	}
 	return specs

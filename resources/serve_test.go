@@ -1,0 +1,160 @@
+package resources
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestServeHostDirMount(t *testing.T) {
+	spec := pairSpecs("192.168.200.12")[0]
+	args := spec.RunArgs("lab", "")
+	i := slices.Index(args, "/var/tmp/rayform/lab/spark1/rayform-main:/tmp/rayform/serve")
+	if i < 1 || args[i-1] != "-v" {
+		t.Fatalf("docker run does not mount the serve dir from the host:\n%q", args)
+	}
+	if got := ServeHostDir("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
+		t.Fatalf("ServeHostDir = %q", got)
+	}
+	if ep := spec.EntrypointScript(); !strings.HasPrefix(ep, "mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {
+		t.Fatalf("the entrypoint does not clear the serve files of a previous run: %s", ep)
+	}
+	// A container from before the mount existed has another spec hash, so
+	// the plan replaces it.
+	old := spec
+	old.ServeDir = ""
+	if old.Hash() == spec.Hash() {
+		t.Fatal("the serve mount is not part of the spec hash")
+	}
+	if slices.ContainsFunc(old.RunArgs("lab", ""), func(a string) bool { return strings.Contains(a, "/var/tmp/rayform") }) {
+		t.Fatal("a spec without ServeDir mounts a serve dir")
+	}
+}
+
+// startServe runs spec's StartScript with sh, with its serve directory
+// moved to dir and a PATH of bin, as docker exec -d would in the head
+// container. The fake vllm on PATH says "ready" on the fifo, then reads
+// stdin (so it lives until killed); startServe returns once it has.
+func startServe(t *testing.T, spec ServeSpec, dir, bin string) *exec.Cmd {
+	t.Helper()
+	fifo := filepath.Join(dir, "ready.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vllm := "#!/bin/sh\necho ready > " + fifo + "\nexec cat\n"
+	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(vllm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.ReplaceAll(spec.StartScript(), serveDir, dir)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = []string{"PATH=" + bin}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	f, err := os.Open(fifo) // blocks until vllm opens it for writing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if line, err := bufio.NewReader(f).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("vllm: %q, %v", line, err)
+	}
+	return cmd
+}
+
+// hostLockTest is the probe's test of the lock on the host: 75 while
+// locked, 0 when free.
+func hostLockTest(t *testing.T, lock string) int {
+	t.Helper()
+	err := exec.Command("sh", "-c", `flock -n -s -E 75 9 9<"$1"`, "probe", lock).Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+// linkTools returns a directory of links to the named tools.
+func linkTools(t *testing.T, tools ...string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
+// TestStartScriptHoldsTheLock runs the serve start script through sh with
+// util-linux's flock(1): the exec'd vllm holds the lock for its life.
+func TestStartScriptHoldsTheLock(t *testing.T) {
+	bin := linkTools(t, "flock", "cat", "mkdir", "rm")
+	dir := t.TempDir()
+	spec := ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Args: []string{"vllm", "serve", "m"}}
+	cmd := startServe(t, spec, dir, bin)
+
+	rec, err := os.ReadFile(filepath.Join(dir, "serve-qwen.json"))
+	if err != nil || !strings.Contains(string(rec), `"spec_hash":"`+spec.Hash()+`"`) {
+		t.Fatalf("record: %q, %v", rec, err)
+	}
+	pid, err := os.ReadFile(filepath.Join(dir, "serve-qwen.pid"))
+	if err != nil || strings.TrimSpace(string(pid)) != strconv.Itoa(cmd.Process.Pid) {
+		t.Fatalf("pid file %q, %v; want the pid of the exec'd process %d", pid, err, cmd.Process.Pid)
+	}
+	lock := filepath.Join(dir, "serve-qwen.lock")
+	if code := hostLockTest(t, lock); code != 75 {
+		t.Fatalf("while vllm runs the host's flock test exits %d, want 75", code)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := hostLockTest(t, lock); code != 0 {
+		t.Fatalf("after vllm was killed the host's flock test exits %d, want 0", code)
+	}
+	if log, _ := os.ReadFile(filepath.Join(dir, "serve-qwen.log")); len(log) != 0 {
+		t.Fatalf("unexpected log: %s", log)
+	}
+}
+
+// TestStartScriptWithoutFlock: an image without flock still starts the
+// serve, says so in the log and leaves no lock file (the probe then asks
+// the container).
+func TestStartScriptWithoutFlock(t *testing.T) {
+	bin := linkTools(t, "cat", "mkdir", "rm")
+	dir := t.TempDir()
+	spec := ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Args: []string{"vllm", "serve", "m"}}
+	startServe(t, spec, dir, bin)
+	if _, err := os.Stat(filepath.Join(dir, "serve-qwen.lock")); !os.IsNotExist(err) {
+		t.Fatalf("a lock file exists without flock: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "serve-qwen.json")); err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, "serve-qwen.log"))
+	if !strings.Contains(string(log), "rayform: no lock for vllm serve qwen") {
+		t.Fatalf("log: %q", log)
+	}
+}
