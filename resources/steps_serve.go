@@ -111,7 +111,8 @@ func (r *serveRun) stopStep() apply.Step {
 }
 
 // forgetStep removes the serve's record, pid and env file so that nothing
-// claims the process any more.
+// claims the process any more (they live in the host directory the head
+// container mounts, see ServeHostDir; the lock file stays, as in start).
 func (r *serveRun) forgetStep() apply.Step {
 	return apply.Step{
 		Name: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),
@@ -138,6 +139,8 @@ func (r *serveRun) startStep() apply.Step {
 func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	node, c := r.node(), r.spec.Container
 	// A previous log or pid must not be mistaken for the new process's.
+	// The lock file stays: a serve of the same name still exiting holds
+	// it, and the new one must wait on that same file (see StartScript).
 	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
 		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
 	}

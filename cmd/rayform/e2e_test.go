@@ -340,13 +340,24 @@ func TestE2EApplyLifecycle(t *testing.T) {
 		t.Errorf("state after apply lacks spark2's fabric address (%v):\n%s", err, st)
 	}
 
+	// The serve's record is on the host, and its lock (held by vllm serve
+	// in the container) tells the host whether it runs.
+	hostLock := "flock -n -s -E 75 9 9</var/tmp/rayform/" + filepath.Base(dir) + "/spark1/rayform-spark/serve-qwen.lock; echo $?"
+	if out, err := l.ssh("spark1", hostLock); err != nil || strings.TrimSpace(out) != "75" {
+		t.Fatalf("the host's flock test of the running serve: %q, %v; want 75", out, err)
+	}
+
 	// Drift: the serve process dies.
-	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
 		t.Fatalf("killing vllm serve: %v\n%s", err, out)
 	}
 	waitFor(t, "vllm serve to exit", 30*time.Second, func() bool {
-		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve-qwen.pid) 2>/dev/null || echo gone'")
+		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve/serve-qwen.pid) 2>/dev/null || echo gone'")
 		return strings.Contains(out, "gone")
+	})
+	waitFor(t, "the host's flock test to see the serve gone", 30*time.Second, func() bool {
+		out, err := l.ssh("spark1", hostLock)
+		return err == nil && strings.TrimSpace(out) == "0"
 	})
 	r = plan()
 	mustCode(t, "plan after the serve died", r, exitChanges)
@@ -391,7 +402,7 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	mustCode(t, "plan after repairing the head", plan(), exitOK)
 
 	// Two applies at once: the second fails fast naming the first.
-	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
 		t.Fatalf("killing vllm serve: %v\n%s", err, out)
 	}
 	first, firstOut := l.start("-chdir="+dir, "apply", "-auto-approve")
@@ -435,11 +446,11 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	mustCode(t, "plan after the serve update", plan(), exitOK)
 
 	// Ctrl-C once: the running step finishes, no new step starts.
-	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve-qwen.pid)'"); err != nil {
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
 		t.Fatalf("killing vllm serve: %v\n%s", err, out)
 	}
 	waitFor(t, "vllm serve to exit", 30*time.Second, func() bool {
-		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve-qwen.pid) 2>/dev/null || echo gone'")
+		out, _ := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -0 $(cat /tmp/rayform/serve/serve-qwen.pid) 2>/dev/null || echo gone'")
 		return strings.Contains(out, "gone")
 	})
 	interrupted, intOut := l.start("-chdir="+dir, "apply", "-auto-approve")

@@ -6,7 +6,10 @@
 // default route's source address (the one Ray would auto-detect), RDMA ports,
 // memory, GPUs (unified memory on GB10), Docker's availability, the images
 // asked for, rayform's containers (with secret environment values redacted on
-// the host), and on the head Ray's node table and vLLM's health and models.
+// the host), and on the head Ray's node table, vLLM's health and models and
+// the records of the serve processes (read on the host, from the directory
+// the head container bind-mounts, with their liveness from a flock(1) test
+// of the lock each serve holds: see serve_probe.go).
 // Parse turns that output into HostFacts; a section that failed on the host
 // carries an Err and never spoils the others. Observe probes all hosts in
 // parallel and, only where a peer's fabric address must first be learned from
@@ -15,6 +18,7 @@
 //
 // Every command observe issues is marked non-mutating and changes nothing on
 // the host: every tool is optional (a missing one is reported in its
-// section), nothing is written, not even a temporary file, and no container
-// is created or started.
+// section), nothing is written, not even a temporary file (the serve locks
+// are opened read-only by the shell, never created), and no container is
+// created or started.
 package observe
