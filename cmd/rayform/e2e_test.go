@@ -95,7 +95,15 @@ func (l *e2eLab) ssh(node, command string) (string, error) {
 // plus body, and returns its path.
 func (l *e2eLab) config(body string) string {
 	l.t.Helper()
-	dir := l.t.TempDir()
+	// The directory's name is the project, which names the serve records'
+	// directory on the hosts (/var/tmp/rayform/PROJECT/NODE/CONTAINER).
+	// Every lab shares this machine's filesystem, so the lab's name is part
+	// of it: labs of tests run at the same time never share records.
+	tmp := l.t.TempDir()
+	dir := filepath.Join(tmp, l.name+"-"+filepath.Base(tmp))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		l.t.Fatal(err)
+	}
 	nodes := ""
 	for i, name := range []string{"spark1", "spark2"} {
 		nodes += fmt.Sprintf("node %q {\n  host          = \"10.1.230.%d\"\n  user          = \"root\"\n  identity_file = %q\n  gpus          = 1\n}\n\n",
