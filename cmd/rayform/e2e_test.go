@@ -104,6 +104,7 @@ func (l *e2eLab) config(body string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		l.t.Fatal(err)
 	}
+	l.t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + filepath.Base(dir)) })
 	nodes := ""
 	for i, name := range []string{"spark1", "spark2"} {
 		nodes += fmt.Sprintf("node %q {\n  host          = \"10.1.230.%d\"\n  user          = \"root\"\n  identity_file = %q\n  gpus          = 1\n}\n\n",
