@@ -8,7 +8,8 @@ rf_serve() {
 	if [ ! -f "$2/serve-$1.lock" ]; then
 		printf 'rayform: %s: no lock file\n' "$2/serve-$1.lock" >&2
 	elif command -v flock >/dev/null 2>&1; then
-		rf_x flock -n -s -E 75 9 9<"$2/serve-$1.lock"
+		# -n: flock cannot block, so no timeout(1) around it.
+		flock -n -s -E 75 9 9<"$2/serve-$1.lock"
 		case $? in
 		75) echo alive; return 0 ;;
 		0) echo dead; return 0 ;;
