@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/planfile"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -80,6 +81,10 @@ type applyRequest struct {
 func (s *session) apply(ctx context.Context, req applyRequest) int {
 	c := s.c
 	s.timeouts = req.timeouts
+	// Every host's handshake overlaps with taking the locks on the heads:
+	// without this the workers would only be dialled once the locks are
+	// held, and a no-op apply would cost a handshake more than plan.
+	s.connectAhead(ctx)
 	release, err := s.lockClusters(ctx)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
@@ -191,6 +196,16 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		plan.WriteEvent(c.stdout, e)
 	}
 	return exitOK
+}
+
+// connectAhead starts dialling every host apply will observe, in the
+// background; the first command on each connection waits for its dial.
+func (s *session) connectAhead(ctx context.Context) {
+	for host := range resources.ObserveSpec(s.cfg, s.st, s.project).Hosts {
+		if conn, ok := s.conns[host]; ok {
+			go func() { _ = transport.Connect(ctx, conn) }()
+		}
+	}
 }
 
 // lockClusters takes every cluster's lock on its head host. A held lock
