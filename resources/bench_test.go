@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -242,4 +243,29 @@ func TestConvergedClusterPlansEmpty(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	checkNoChanges(t, resources.Plan(resources.PlanInput{Config: cfg, Facts: c.facts, Project: benchProject}).Plan)
+}
+
+// BenchmarkObserveSpec64 is what plan computes before the first probe of a
+// converged 64-node cluster: the observe spec with the fabric addresses the
+// state recorded, which evaluates the configuration with them to give each
+// probe its containers' wanted spec hashes.
+func BenchmarkObserveSpec64(b *testing.B) {
+	c := convergedCluster(b, 64)
+	rc := c.loaded.RayClusters["main"]
+	st, err := state.New(benchProject)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := state.Resource{Type: "ray_cluster", Container: resources.ContainerName(rc)}
+	for _, node := range rc.Nodes() {
+		r.Hosts = append(r.Hosts, state.Host{Node: node, FabricAddress: c.addrs[node].String(), FabricInterface: "ib0"})
+	}
+	st.Set(rc.Addr, r)
+	if spec := resources.ObserveSpec(c.loaded, st, benchProject); len(spec.Hosts[rc.Head].SpecHashes) != 1 {
+		b.Fatalf("head spec hashes %v, want the head container's", spec.Hosts[rc.Head].SpecHashes)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		resources.ObserveSpec(c.loaded, st, benchProject)
+	}
 }

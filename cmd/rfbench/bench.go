@@ -516,7 +516,7 @@ func (b *bench) endToEnd(ctx context.Context, r *shapeRun, res *result) error {
 // micro runs the Go micro-benchmarks of the hot paths and prints them.
 func (b *bench) micro(ctx context.Context) error {
 	fmt.Fprintln(b.stdout, "\nGo micro-benchmarks:")
-	p, err := measure(ctx, 10*time.Minute, "go", "test", "-run", "^$", "-bench", "Load64|Plan64|Parse$|Observe64", "-benchmem",
+	p, err := measure(ctx, 10*time.Minute, "go", "test", "-run", "^$", "-bench", "Load64|Plan64|Parse$|Observe64|ObserveSpec64", "-benchmem",
 		"./engine/config", "./resources", "./engine/observe")
 	if err != nil {
 		return fmt.Errorf("go test -bench: %w", err)
