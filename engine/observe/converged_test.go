@@ -297,4 +297,12 @@ func TestProbeIPBatchHere(t *testing.T) {
 	if len(f.Links.List) == 0 || f.Addresses.Err != "" {
 		t.Errorf("links %+v addresses %+v", f.Links, f.Addresses)
 	}
+	// The architecture read without uname (where the kernel offers it) is
+	// uname's.
+	if arch, err := exec.Command("uname", "-m").Output(); err == nil && f.Arch != strings.TrimSpace(string(arch)) {
+		t.Errorf("arch %q, uname -m says %q", f.Arch, strings.TrimSpace(string(arch)))
+	}
+	if f.Memory.TotalBytes == 0 || f.Memory.Err != "" {
+		t.Errorf("memory %+v", f.Memory)
+	}
 }

@@ -106,13 +106,32 @@ rf_skip() {
 `
 
 // hostHelpers are the helpers of the first-round probe.
-const hostHelpers = `rf_meta() {
+const hostHelpers = `# rf_bsec NAME FUNC: a section of shell builtins only (no tool to capture the
+# stderr of, so no subshell); a failed redirection is reported on stdout.
+rf_bsec() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	"$@" 2>/dev/null
+	rf_rc=$?
+	printf '\n%s stderr\n\n%s end %d\n' "$M" "$M" "$rf_rc"
+}
+rf_meta() {
 	rf_h=
 	if [ -r /proc/sys/kernel/hostname ]; then read -r rf_h </proc/sys/kernel/hostname; fi
 	printf 'hostname=%s\n' "$rf_h"
-	printf 'arch=%s\n' "$(uname -m 2>/dev/null)"
+	# /proc/sys/kernel/arch (Linux 6.1) spares a process.
+	if [ -r /proc/sys/kernel/arch ]; then
+		read -r rf_a </proc/sys/kernel/arch
+	else
+		rf_a=$(uname -m 2>/dev/null)
+	fi
+	printf 'arch=%s\n' "$rf_a"
 }
 rf_mem() {
+	if [ ! -r /proc/meminfo ]; then
+		printf '/proc/meminfo: not readable\n'
+		return 1
+	fi
 	while IFS= read -r rf_l; do
 		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
 	done </proc/meminfo
@@ -382,11 +401,11 @@ func ProbeScript(spec HostSpec) string {
 	writeTimeout(&b, spec.CommandTimeout)
 
 	b.WriteString("printf '%s probe " + strconv.Itoa(probeVersion) + "\\n' \"$M\"\n")
-	b.WriteString("rf_sec meta rf_meta\n")
+	b.WriteString("rf_bsec meta rf_meta\n")
 	writeIPBatch(&b, checks)
 	writeTCPChecks(&b, checks)
 	b.WriteString("rf_sec rdma rf_rdma\n")
-	b.WriteString("rf_sec meminfo rf_mem\n")
+	b.WriteString("rf_bsec meminfo rf_mem\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
 	if listing {
 		// docker ps is the daemon check too (see dockerHelpers).

@@ -25,13 +25,32 @@ rf_sec() {
 rf_skip() {
 	printf '%s begin %s\n%s skip %s\n' "$M" "$1" "$M" "$2"
 }
+# rf_bsec NAME FUNC: a section of shell builtins only (no tool to capture the
+# stderr of, so no subshell); a failed redirection is reported on stdout.
+rf_bsec() {
+	printf '%s begin %s\n' "$M" "$1"
+	shift
+	"$@" 2>/dev/null
+	rf_rc=$?
+	printf '\n%s stderr\n\n%s end %d\n' "$M" "$M" "$rf_rc"
+}
 rf_meta() {
 	rf_h=
 	if [ -r /proc/sys/kernel/hostname ]; then read -r rf_h </proc/sys/kernel/hostname; fi
 	printf 'hostname=%s\n' "$rf_h"
-	printf 'arch=%s\n' "$(uname -m 2>/dev/null)"
+	# /proc/sys/kernel/arch (Linux 6.1) spares a process.
+	if [ -r /proc/sys/kernel/arch ]; then
+		read -r rf_a </proc/sys/kernel/arch
+	else
+		rf_a=$(uname -m 2>/dev/null)
+	fi
+	printf 'arch=%s\n' "$rf_a"
 }
 rf_mem() {
+	if [ ! -r /proc/meminfo ]; then
+		printf '/proc/meminfo: not readable\n'
+		return 1
+	fi
 	while IFS= read -r rf_l; do
 		case $rf_l in MemTotal:* | MemAvailable:*) printf '%s\n' "$rf_l" ;; esac
 	done </proc/meminfo
@@ -145,14 +164,14 @@ rf_http() {
 rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
-rf_sec meta rf_meta
+rf_bsec meta rf_meta
 rf_sec 'ip.batch addrs=192.168.200.13' rf_ip 'addr show
 route show
 route get 8.8.8.8
 route get 192.168.200.13
 '
 rf_sec rdma rf_rdma
-rf_sec meminfo rf_mem
+rf_bsec meminfo rf_mem
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_HOST_IP,VLLM_PORT' rayform-ray-head
 if [ "$rf_dok" != 1 ]; then
