@@ -28,9 +28,31 @@ const serveDir = observe.ServeDir
 // /var/tmp/rayform/PROJECT/NODE/CONTAINER. The node is part of the path
 // because several nodes may share one filesystem (the lab's network
 // namespaces do). The container's entrypoint empties it of serve files at
-// every start: a record lives as long as its container.
+// every start: a record lives as long as its container. Each name becomes
+// one path segment (see pathSegment): a node of a for_each block, named
+// like gpu["h1"], is a valid node but not a file name.
 func ServeHostDir(project, node, container string) string {
-	return serveHostRoot + "/" + project + "/" + node + "/" + container
+	return serveHostRoot + "/" + pathSegment(project) + "/" + pathSegment(node) + "/" + pathSegment(container)
+}
+
+// pathSegment turns name into one path segment of letters, digits, '.',
+// '_' and '-': every other byte becomes '_', and a name that had to change
+// (or is "", "." or "..") gets a short digest of the original appended, so
+// different names never share a directory.
+func pathSegment(name string) string {
+	b := []byte(name)
+	changed := name == "" || name == "." || name == ".."
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+			changed = true
+		}
+	}
+	if !changed {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return string(b) + "-" + hex.EncodeToString(sum[:4])
 }
 
 // serveHostRoot is where ServeHostDir's directories live on the hosts.

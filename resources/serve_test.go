@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/rayform/rayform/engine/observe"
 )
 
 func TestServeHostDirMount(t *testing.T) {
@@ -156,5 +158,27 @@ func TestStartScriptWithoutFlock(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(dir, "serve-qwen.log"))
 	if !strings.Contains(string(log), "rayform: no lock for vllm serve qwen") {
 		t.Fatalf("log: %q", log)
+	}
+}
+
+// TestServeHostDirOfAnyNode: every node name, including for_each keys like
+// gpu["h1"], gives a directory the probe accepts, and different names give
+// different directories.
+func TestServeHostDirOfAnyNode(t *testing.T) {
+	nodes := []string{"spark1", `gpu["h1"]`, `gpu["h 1"]`, `gpu["h_1"]`, `gpu_"h1"_`, ".", "..", "", "a/b", "a_b"}
+	seen := map[string]string{}
+	for _, n := range nodes {
+		dir := ServeHostDir("lab", n, "rayform-main")
+		spec := observe.HostSpec{ServeHostDir: dir}
+		if err := spec.Validate(); err != nil {
+			t.Errorf("node %q: %s: %v", n, dir, err)
+		}
+		if strings.Count(dir, "/") != 6 {
+			t.Errorf("node %q: %s is not one segment per name", n, dir)
+		}
+		if other, ok := seen[dir]; ok {
+			t.Errorf("nodes %q and %q share %s", other, n, dir)
+		}
+		seen[dir] = n
 	}
 }
