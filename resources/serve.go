@@ -32,7 +32,12 @@ const serveDir = observe.ServeDir
 // one path segment (see pathSegment): a node of a for_each block, named
 // like gpu["h1"], is a valid node but not a file name.
 func ServeHostDir(project, node, container string) string {
-	return serveHostRoot + "/" + pathSegment(project) + "/" + pathSegment(node) + "/" + pathSegment(container)
+	return ServeHostProjectDir(project) + "/" + pathSegment(node) + "/" + pathSegment(container)
+}
+
+// ServeHostProjectDir is the parent of every ServeHostDir of project.
+func ServeHostProjectDir(project string) string {
+	return serveHostRoot + "/" + pathSegment(project)
 }
 
 // pathSegment turns name into one path segment of letters, digits, '.',

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/resources"
 )
 
 // bench is one rfbench run.
@@ -310,7 +311,9 @@ func (b *bench) labDown(ctx context.Context, name string) error {
 	if p.exit != 0 {
 		return fmt.Errorf("lab down failed (exit %d): %s", p.exit, tail(p.stderr, 2000))
 	}
-	return nil
+	// The serve records of the benchmark's project, bind-mounted from this
+	// machine's /var/tmp (the lab's hosts share its filesystem).
+	return os.RemoveAll(resources.ServeHostProjectDir(projectName))
 }
 
 // negotiated runs the kex helper in the client namespace against the head.
