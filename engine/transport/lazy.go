@@ -22,6 +22,7 @@ type lazyConn struct {
 	conn    Conn
 	dialing chan struct{} // closed when the dial in flight ends
 	err     error         // the outcome of the last dial, for its waiters
+	waiters int           // calls waiting for the dial in flight
 }
 
 func (l *lazyConn) get(ctx context.Context) (Conn, error) {
@@ -31,14 +32,19 @@ func (l *lazyConn) get(ctx context.Context) (Conn, error) {
 		return l.conn, nil
 	}
 	if wait := l.dialing; wait != nil {
+		l.waiters++
 		l.mu.Unlock()
 		select {
 		case <-wait:
 		case <-ctx.Done():
+			l.mu.Lock()
+			l.waiters--
+			l.mu.Unlock()
 			return nil, ctx.Err()
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		l.waiters--
 		if l.conn != nil {
 			return l.conn, nil
 		}

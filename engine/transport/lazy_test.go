@@ -3,8 +3,6 @@ package transport_test
 import (
 	"context"
 	"errors"
-	"runtime"
-	"sync"
 	"testing"
 
 	"github.com/rayform/rayform/engine/transport"
@@ -52,83 +50,5 @@ func TestLazyReturnsDialError(t *testing.T) {
 	}
 	if c.Stats() != (transport.Stats{}) {
 		t.Fatal("stats of an undialled conn are not zero")
-	}
-}
-
-// blockingDialer dials only when released, counting dials.
-type blockingDialer struct {
-	release chan struct{}
-	mu      sync.Mutex
-	dials   int
-	err     error
-}
-
-func (d *blockingDialer) Dial(ctx context.Context, host string) (transport.Conn, error) {
-	d.mu.Lock()
-	d.dials++
-	d.mu.Unlock()
-	<-d.release
-	if d.err != nil {
-		return nil, d.err
-	}
-	return local.New(local.Options{Host: host}), nil
-}
-
-// TestLazyConnectIsShared: Connect dials ahead of use, and a call made
-// while that dial is in flight waits for it instead of dialling again,
-// whether it succeeds or fails.
-func TestLazyConnectIsShared(t *testing.T) {
-	for _, dialErr := range []error{nil, errors.New("no route to host")} {
-		d := &blockingDialer{release: make(chan struct{}), err: dialErr}
-		c := transport.Lazy(d, "spark1")
-		connected := make(chan error, 1)
-		go func() { connected <- transport.Connect(context.Background(), c) }()
-		// Wait until the dial is in flight, then start a Run that must
-		// join it.
-		for {
-			d.mu.Lock()
-			n := d.dials
-			d.mu.Unlock()
-			if n == 1 {
-				break
-			}
-			runtime.Gosched()
-		}
-		ran := make(chan error, 1)
-		go func() {
-			_, err := c.Run(context.Background(), transport.Cmd{Script: "true"})
-			ran <- err
-		}()
-		close(d.release)
-		if err := <-connected; !errors.Is(err, dialErr) {
-			t.Errorf("Connect = %v, want %v", err, dialErr)
-		}
-		if err := <-ran; !errors.Is(err, dialErr) {
-			t.Errorf("Run during the dial = %v, want %v", err, dialErr)
-		}
-		if d.dials != 1 {
-			t.Errorf("dialled %d times, want 1 (dial error %v)", d.dials, dialErr)
-		}
-	}
-}
-
-func TestLazyWaitHonoursContext(t *testing.T) {
-	d := &blockingDialer{release: make(chan struct{})}
-	defer close(d.release)
-	c := transport.Lazy(d, "spark1")
-	go func() { _ = transport.Connect(context.Background(), c) }()
-	for {
-		d.mu.Lock()
-		n := d.dials
-		d.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		runtime.Gosched()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := c.Run(ctx, transport.Cmd{Script: "true"}); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run with a cancelled context while dialling = %v", err)
 	}
 }
