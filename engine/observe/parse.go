@@ -933,56 +933,15 @@ func rayQuantity(raw json.RawMessage) (float64, bool) {
 }
 
 // parseRouteBatch reads `ip -j -force -batch -` of one "route get" per
-// address: a JSON array line per answered lookup (matched by its dst), and
-// on stderr, for each failed one, the kernel's message followed by
-// "Command failed -:N" (N is the 1-based line of the batch).
+// address of the section's addrs attribute (see splitIPBatch).
 func parseRouteBatch(s *section) []RouteCheck {
 	addrs := strings.Split(s.attr("addrs"), ",")
+	parts := splitIPBatch(s, len(addrs))
 	out := make([]RouteCheck, len(addrs))
 	for i, a := range addrs {
-		out[i] = RouteCheck{Addr: parseAddrOrZero(a)}
-	}
-	if s.skipped != "" || !s.complete {
-		for i := range out {
-			out[i].Err = s.failure()
-		}
-		return out
-	}
-	answered := map[string]ipRouteJSON{}
-	for line := range strings.SplitSeq(string(s.stdout), "\n") {
-		var raw []ipRouteJSON
-		if json.Unmarshal([]byte(strings.TrimSpace(line)), &raw) == nil && len(raw) > 0 {
-			answered[raw[0].Dst] = raw[0]
-		}
-	}
-	failed := map[int]string{}
-	prev := ""
-	for line := range strings.SplitSeq(string(s.stderr), "\n") {
-		line = strings.TrimSpace(line)
-		if n, ok := strings.CutPrefix(line, "Command failed -:"); ok {
-			if i, err := strconv.Atoi(n); err == nil {
-				failed[i] = prev
-			}
-			continue
-		}
-		if line != "" {
-			prev = line
-		}
-	}
-	for i := range out {
-		if msg, ok := failed[i+1]; ok {
-			out[i].Err = msg
-			continue
-		}
-		r, ok := answered[addrs[i]]
-		if !ok {
-			out[i].Err = lastLine(s.stderr)
-			if out[i].Err == "" {
-				out[i].Err = "ip route get: no answer"
-			}
-			continue
-		}
-		out[i].Dev, out[i].Src, out[i].Gateway = r.Dev, parseAddrOrZero(r.PrefSrc), parseAddrOrZero(r.Gateway)
+		p := parts[i]
+		p.attrs = []string{"addr=" + a}
+		out[i] = parseRouteGet(&p)
 	}
 	return out
 }

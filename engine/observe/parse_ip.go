@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -9,7 +10,8 @@ import (
 // one section per batch command (n commands): the i-th section's stdout is
 // the JSON line answering command i, or, for a command ip reported as
 // failed ("Command failed -:LINE" on stderr, after the command's own
-// message), empty with rc 1 and that message as stderr. Answered commands
+// message), empty with rc 1 and that message as stderr. It serves the first
+// round's batch (parseIPBatch) and the second round's (parseRouteBatch). Answered commands
 // print exactly one line each, in order, so the answers are matched to the
 // commands that did not fail. When the whole section failed (ip missing,
 // probe killed), every command gets the section's failure.
@@ -37,16 +39,9 @@ func splitIPBatch(s *section, n int) []section {
 		}
 	}
 	var answers [][]byte
-	rest := s.stdout
-	for len(rest) > 0 {
-		line := rest
-		if k := indexNL(rest); k >= 0 {
-			line, rest = rest[:k], rest[k+1:]
-		} else {
-			rest = nil
-		}
-		if t := strings.TrimSpace(string(line)); t != "" {
-			answers = append(answers, []byte(t))
+	for line := range bytes.SplitSeq(s.stdout, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			answers = append(answers, t)
 		}
 	}
 	next := 0
@@ -71,15 +66,6 @@ func splitIPBatch(s *section, n int) []section {
 		}
 	}
 	return out
-}
-
-func indexNL(b []byte) int {
-	for i, c := range b {
-		if c == '\n' {
-			return i
-		}
-	}
-	return -1
 }
 
 // parseIPBatch fills the network facts from the first round's ip batch:
