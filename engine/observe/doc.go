@@ -4,16 +4,20 @@
 // Per host, one exec of a generated POSIX sh probe (ProbeScript) prints every
 // fact the plan needs as framed sections: addresses, links and routes, the
 // default route's source address (the one Ray would auto-detect), RDMA ports,
-// memory, GPUs (unified memory on GB10), Docker's availability, the images
-// asked for, rayform's containers (with secret environment values redacted on
-// the host), and on the head Ray's node table, vLLM's health and models and
+// memory, GPUs (unified memory on GB10), rayform's containers (one `docker
+// ps`, which also proves the daemon answers; a container running with the
+// spec hash it should have is known from its ps line, the others are
+// inspected with secret environment values redacted on the host), the images
+// asked for (only when some container is missing or not current), and on
+// the head Ray's node table, vLLM's health and models (one curl) and
 // the records of the serve processes (read on the host, from the directory
 // the head container bind-mounts, with their liveness from a flock(1) test
 // of the lock each serve holds: see serve_probe.go).
 // Parse turns that output into HostFacts; a section that failed on the host
 // carries an Err and never spoils the others. Observe probes all hosts in
 // parallel and, only where a peer's fabric address must first be learned from
-// that peer, makes a second round trip (PeerScript) to check routes and TCP
+// that peer (it was neither declared nor rightly assumed from the state),
+// makes a second round trip (PeerScript) to check routes and TCP
 // reachability to it.
 //
 // Every command observe issues is marked non-mutating and changes nothing on
