@@ -179,6 +179,11 @@ func (e *StepEnv) removeContainer(ctx context.Context, rm Removal) error {
 	if _, err := e.mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !isNoSuch(err) {
 		return fmt.Errorf("removing %s on %s: %w", rm.Container, rm.Node, err)
 	}
+	// The serve records the container bind-mounted from the host go with
+	// it. Best effort: the files belong to the container's user, so an SSH
+	// user other than root may not remove them; a container of the same
+	// name started later clears them at its start anyway.
+	_, _ = e.mutate(ctx, rm.Node, "rm", "-rf", "--", ServeHostDir(e.Project, rm.Node, rm.Container))
 	return nil
 }
 

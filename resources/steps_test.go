@@ -125,7 +125,8 @@ func TestClusterSteps(t *testing.T) {
 				}
 				line := c.Cmd.String()
 				mut := strings.Contains(line, "docker run") || strings.Contains(line, "docker stop") ||
-					strings.Contains(line, "docker rm") || strings.Contains(line, "docker pull")
+					strings.Contains(line, "docker rm") || strings.Contains(line, "docker pull") ||
+					strings.HasPrefix(line, "rm -rf -- /var/tmp/rayform/")
 				if mut != c.Cmd.Mutating {
 					t.Errorf("%q: Mutating = %v", line, c.Cmd.Mutating)
 				}

@@ -5,7 +5,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -490,6 +492,12 @@ func TestE2EApplyLifecycle(t *testing.T) {
 		out, err := l.ssh(node, "docker ps -a --filter label=rayform.managed=true --format '{{.Names}}'; echo end")
 		if err != nil || strings.TrimSpace(out) != "end" {
 			t.Errorf("rayform containers left on %s after destroy: %v\n%s", node, err, out)
+		}
+		// Their serve record directories went with them (the lab's SSH
+		// user is root, so the host may remove the container's files).
+		hostDir := "/var/tmp/rayform/" + filepath.Base(dir) + "/" + node + "/rayform-spark"
+		if _, err := os.Stat(hostDir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s left after destroy (stat: %v)", hostDir, err)
 		}
 	}
 	out, err = l.ssh("spark2", "docker inspect -f '{{.State.Running}}' bystander")
