@@ -198,13 +198,13 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	return exitOK
 }
 
-// connectAhead starts dialling every host apply will observe, in the
-// background; the first command on each connection waits for its dial.
+// connectAhead starts dialling, in the background, every host of the
+// session (the configuration's nodes and the state's hosts: exactly the
+// hosts apply observes); the first command on each connection waits for
+// its dial.
 func (s *session) connectAhead(ctx context.Context) {
-	for host := range resources.ObserveSpec(s.cfg, s.st, s.project).Hosts {
-		if conn, ok := s.conns[host]; ok {
-			go func() { _ = transport.Connect(ctx, conn) }()
-		}
+	for _, conn := range s.conns {
+		go func() { _ = transport.Connect(ctx, conn) }()
 	}
 }
 

@@ -119,7 +119,7 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 				continue
 			}
 			addr, err := peerAddr(spec, facts, p.Host)
-			if p.Assumed && p.Addr.IsValid() {
+			if p.Assumed {
 				if err == nil && addr == p.Addr {
 					continue // the guess checked in round 1 was right
 				}
