@@ -118,6 +118,12 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 		r := <-done
 		running--
 		resolve(r.node, r.err)
+		if ctx.Err() != nil {
+			// Cancelled while r ran: the loop's top cancels every node not
+			// yet started, dependents of a failed r included, so the
+			// outcome does not depend on which running call returns first.
+			continue
+		}
 		if r.err != nil {
 			g.skipDependents(r.node, resolved, resolve)
 			continue
