@@ -1,65 +1,24 @@
-// Package argparse parses command lines the way Python's argparse does for
-// vLLM's CLI (FlexibleArgumentParser: no abbreviations, underscores in long
-// options accepted as dashes), with argparse's exact error lines:
+// Package argparse parses command lines the way Python 3.12's argparse does
+// for vLLM's CLI (FlexibleArgumentParser: underscores in long options
+// accepted as dashes, dotted JSON keys; argparse: unambiguous prefixes,
+// --opt=value, the last value wins), with argparse's exact error lines:
 //
 //	usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...
 //	vllm: error: unrecognized arguments: --foo
 package argparse
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rayform/rayform/engine/vllmcli"
 )
 
-// Kind is how an option consumes values.
-type Kind int
-
-// Option kinds.
-const (
-	// One takes exactly one value.
-	One Kind = iota
-	// Many takes one or more values (nargs='+').
-	Many
-	// StoreTrue takes none.
-	StoreTrue
-	// BoolOpt is argparse.BooleanOptionalAction: --x / --no-x.
-	BoolOpt
-	// Optional takes zero or one value (nargs='?').
-	Optional
-)
-
-// Type validates a value.
-type Type int
-
-// Value types.
-const (
-	Str Type = iota
-	Int
-	Float
-	// HumanInt accepts vLLM's human-readable integers (32k, 1M).
-	HumanInt
-)
-
-// Option is one optional argument.
-type Option struct {
-	Names   []string // "--tensor-parallel-size", "-tp"
-	Kind    Kind
-	Type    Type
-	Choices []string
-	Default string
-}
-
-// Dest is the attribute name: the first long name, without dashes, with
-// '-' replaced by '_'.
-func (o *Option) Dest() string {
-	for _, n := range o.Names {
-		if strings.HasPrefix(n, "--") {
-			return strings.ReplaceAll(n[2:], "-", "_")
-		}
-	}
-	return strings.TrimLeft(o.Names[0], "-")
-}
+// Option is one optional argument (vllmcli's table entry).
+type Option = vllmcli.Option
 
 // Parser is one (sub)parser.
 type Parser struct {
@@ -70,7 +29,7 @@ type Parser struct {
 	// TopProg and TopUsage are the parent parser's, used for
 	// "unrecognized arguments" (reported by the top-level parser).
 	TopProg, TopUsage string
-	Options           []Option
+	Options           vllmcli.Set
 	// Positional is the name of the single optional positional ("model_tag").
 	Positional string
 }
@@ -135,88 +94,58 @@ func (r *Result) Float(dest string) float64 {
 	return f
 }
 
-// ParseHumanInt parses vLLM's human-readable integers: "32768", "25.6k"
-// (lower-case suffixes are powers of 1000) and "1K" (upper-case, powers of
-// 1024), as documented for --max-model-len.
+// ParseHumanInt parses vLLM's human_readable_int (argparse_utils.py): a
+// plain integer, or a number with one suffix, k/m/g/t powers of 1000
+// (decimals allowed: "25.6k") or K/M/G/T powers of 1024 (integers only).
 func ParseHumanInt(s string) (int, error) {
 	s = strings.TrimSpace(s)
-	mult := 1
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'k':
-			mult = 1000
-		case 'K':
-			mult = 1024
-		case 'm':
-			mult = 1000 * 1000
-		case 'M':
-			mult = 1024 * 1024
-		case 'g':
-			mult = 1000 * 1000 * 1000
-		case 'G':
-			mult = 1024 * 1024 * 1024
+	if m := humanInt.FindStringSubmatch(s); m != nil {
+		suffix := m[2]
+		if strings.Contains("kmgt", suffix) {
+			f, err := strconv.ParseFloat(m[1], 64)
+			exp := strings.Index("kmgt", suffix) + 1
+			mult := 1.0
+			for range exp {
+				mult *= 1000
+			}
+			return int(f * mult), err
 		}
-		if mult != 1 {
-			s = s[:len(s)-1]
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			return 0, fmt.Errorf("Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", suffix, m[1], strings.ToLower(suffix))
 		}
+		return n << (10 * (strings.Index("KMGT", suffix) + 1)), nil
 	}
-	if mult == 1 {
-		return strconv.Atoi(s)
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return 0, err
-	}
-	return int(f * float64(mult)), nil
+	return strconv.Atoi(s)
 }
 
-func (p *Parser) lookup(name string) (*Option, bool) {
-	if strings.HasPrefix(name, "--") {
-		name = "--" + strings.ReplaceAll(name[2:], "_", "-")
-	}
-	for i := range p.Options {
-		o := &p.Options[i]
-		for _, n := range o.Names {
-			if n == name {
-				return o, true
-			}
-			if o.Kind == BoolOpt && strings.HasPrefix(n, "--") && name == "--no-"+n[2:] {
-				return o, false
-			}
-		}
-	}
-	return nil, false
-}
+var humanInt = regexp.MustCompile(`^(\d+(?:\.\d+)?)([kKmMgGtT])$`)
 
 func (p *Parser) fail(msg string) *Error {
 	return &Error{Usage: p.Usage, Prog: p.Prog, Msg: msg}
 }
 
-// label is argparse's name for an option in errors: its option strings
-// joined by '/' (BooleanOptionalAction adds the --no- forms).
-func label(o *Option) string {
-	names := append([]string(nil), o.Names...)
-	if o.Kind == BoolOpt {
-		for _, n := range o.Names {
-			if strings.HasPrefix(n, "--") {
-				names = append(names, "--no-"+n[2:])
-			}
-		}
-	}
-	return strings.Join(names, "/")
-}
+func label(o *Option) string { return o.Label() }
 
 func (p *Parser) check(o *Option, v string) *Error {
 	switch o.Type {
-	case Int:
-		if _, err := strconv.Atoi(v); err != nil {
+	case vllmcli.Int:
+		if _, err := strconv.Atoi(strings.TrimSpace(v)); err != nil {
 			return p.fail(fmt.Sprintf("argument %s: invalid int value: %s", label(o), pyRepr(v)))
 		}
-	case HumanInt:
+	case vllmcli.HumanInt:
 		if _, err := ParseHumanInt(v); err != nil {
 			return p.fail(fmt.Sprintf("argument %s: invalid human_readable_int value: %s", label(o), pyRepr(v)))
 		}
-	case Float:
+	case vllmcli.JSON:
+		if !json.Valid([]byte(v)) && !strings.HasPrefix(strings.TrimSpace(v), "{") {
+			// union_dict_and_str: a non-JSON-object value is kept as a string.
+			break
+		}
+		if !json.Valid([]byte(v)) {
+			return p.fail(fmt.Sprintf("argument %s: invalid loads value: %s", label(o), pyRepr(v)))
+		}
+	case vllmcli.Float:
 		if _, err := strconv.ParseFloat(v, 64); err != nil {
 			return p.fail(fmt.Sprintf("argument %s: invalid float value: %s", label(o), pyRepr(v)))
 		}
@@ -252,104 +181,204 @@ func isOption(s string) bool {
 	return true
 }
 
+// taskHint is what vLLM's FlexibleArgumentParser.error adds when `vllm
+// serve` is given the removed --task option.
+const taskHint = "\n\nHint: --task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward."
+
+var (
+	taskArg = regexp.MustCompile(`^--task(=.+|$)`)
+	taskMsg = regexp.MustCompile(`(^|\s)--task(=|\s|$)`)
+)
+
+// preprocess does what FlexibleArgumentParser.parse_args does before
+// argparse sees the words: underscores to dashes in long option names,
+// -O<level> to --optimization-level, and dotted JSON keys (--opt.key v)
+// folded into one --opt argument appended at the end.
+func preprocess(args []string) []string {
+	var out, dotted []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(append(out, args[i:]...), dotted...)
+		case strings.HasPrefix(a, "--"):
+			a = vllmcli.Normalize(a)
+			name, _, hasVal := strings.Cut(a, "=")
+			if key, _, ok := strings.Cut(name, "."); ok {
+				if !hasVal && i+1 < len(args) {
+					i++
+				}
+				if !contains(dotted, key) {
+					dotted = append(dotted, key)
+				}
+				continue
+			}
+			out = append(out, a)
+		case strings.HasPrefix(a, "-O") && a != "-O":
+			lvl := a[2:]
+			if strings.HasPrefix(lvl, "=") {
+				lvl = lvl[1:]
+			}
+			out = append(out, "--optimization-level", lvl)
+		case a == "-O" && i+1 < len(args) && len(args[i+1]) == 1 && strings.Contains("0123", args[i+1]):
+			out = append(out, "--optimization-level")
+		default:
+			out = append(out, a)
+		}
+	}
+	for _, k := range dotted {
+		out = append(out, k, "{}")
+	}
+	return out
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
 // Parse parses args (after the subcommand name).
 func (p *Parser) Parse(args []string) (*Result, *Error) {
+	showTaskHint := false
+	for _, a := range args {
+		if taskArg.MatchString(a) {
+			showTaskHint = true
+		}
+	}
+	words := preprocess(args)
+	// argparse classifies every word first; an ambiguous prefix is an error
+	// wherever it stands.
+	matches := make([]vllmcli.Match, len(words))
+	isOpt := make([]bool, len(words))
+	for i, w := range words {
+		if w == "--" {
+			break
+		}
+		if w == "-h" || w == "--help" {
+			return &Result{Help: true}, nil
+		}
+		m := p.Options.Resolve(w)
+		if len(m.Ambiguous) > 0 {
+			return nil, p.fail(fmt.Sprintf("ambiguous option: %s could match %s", w, strings.Join(m.Ambiguous, ", ")))
+		}
+		matches[i], isOpt[i] = m, m.Option != nil || m.Unknown
+	}
 	r := &Result{vals: map[string][]string{}}
 	var extras []string
-	add := func(o *Option, v string) {
+	add := func(o *Option, vals ...string) {
 		d := o.Dest()
 		if _, ok := r.vals[d]; !ok {
 			r.set = append(r.set, d)
 		}
-		r.vals[d] = append(r.vals[d], v)
+		if o.Action == vllmcli.Append {
+			r.vals[d] = append(r.vals[d], vals...)
+		} else {
+			r.vals[d] = vals
+		}
+	}
+	positional := func(w string, afterUnknown bool) {
+		if r.Positional == "" && p.Positional != "" && !afterUnknown {
+			r.Positional = w
+			return
+		}
+		extras = append(extras, w)
 	}
 	afterUnknown := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			rest := args[i+1:]
-			if r.Positional == "" && len(rest) > 0 && p.Positional != "" {
-				r.Positional, rest = rest[0], rest[1:]
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w == "--" {
+			for _, rest := range words[i+1:] {
+				positional(rest, false)
 			}
-			extras = append(extras, rest...)
 			break
 		}
-		if a == "-h" || a == "--help" {
-			r.Help = true
-			return r, nil
-		}
-		if !isOption(a) {
-			if r.Positional == "" && p.Positional != "" && !afterUnknown {
-				r.Positional = a
-				continue
-			}
-			extras = append(extras, a)
+		if !isOpt[i] {
+			positional(w, afterUnknown)
 			continue
 		}
-		afterUnknown = false
-		name, val, hasVal := strings.Cut(a, "=")
-		o, on := p.lookup(name)
-		if o == nil {
-			extras = append(extras, a)
+		m := matches[i]
+		if m.Unknown {
+			extras = append(extras, w)
 			afterUnknown = r.Positional != ""
 			continue
 		}
-		switch o.Kind {
-		case StoreTrue, BoolOpt:
-			if hasVal {
-				return nil, p.fail(fmt.Sprintf("argument %s: ignored explicit argument %s", label(o), pyRepr(val)))
+		afterUnknown = false
+		o := m.Option
+		next := func() (string, bool) {
+			if i+1 < len(words) && !isOpt[i+1] && words[i+1] != "--" {
+				i++
+				return words[i], true
 			}
-			if on {
-				add(o, "True")
-			} else {
-				add(o, "False")
+			return "", false
+		}
+		switch o.Action {
+		case vllmcli.StoreTrue, vllmcli.BoolOpt:
+			if m.HasValue {
+				return nil, p.fail(fmt.Sprintf("argument %s: ignored explicit argument %s", label(o), pyRepr(m.Value)))
 			}
-		case One:
-			if !hasVal {
-				if i+1 >= len(args) || isOption(args[i+1]) {
+			add(o, pyBool(!m.Negated))
+		case vllmcli.Store, vllmcli.Append:
+			val, ok := m.Value, m.HasValue
+			if !ok {
+				if val, ok = next(); !ok {
 					return nil, p.fail(fmt.Sprintf("argument %s: expected one argument", label(o)))
 				}
-				i++
-				val = args[i]
 			}
 			if err := p.check(o, val); err != nil {
 				return nil, err
 			}
 			add(o, val)
-		case Optional:
-			if !hasVal && i+1 < len(args) && !isOption(args[i+1]) {
-				i++
-				val = args[i]
-				hasVal = true
+		case vllmcli.MaybeOne:
+			val, ok := m.Value, m.HasValue
+			if !ok {
+				val, ok = next()
 			}
-			if !hasVal {
-				val = o.Default
-			}
-			if err := p.check(o, val); err != nil {
+			if !ok {
+				val = "True"
+			} else if err := p.check(o, val); err != nil {
 				return nil, err
 			}
 			add(o, val)
-		case Many:
+		case vllmcli.Many:
 			var vals []string
-			if hasVal {
-				vals = append(vals, val)
+			if m.HasValue {
+				vals = append(vals, m.Value)
 			}
-			for i+1 < len(args) && !isOption(args[i+1]) {
-				i++
-				vals = append(vals, args[i])
+			for {
+				v, ok := next()
+				if !ok {
+					break
+				}
+				vals = append(vals, v)
 			}
 			if len(vals) == 0 {
 				return nil, p.fail(fmt.Sprintf("argument %s: expected at least one argument", label(o)))
 			}
-			d := o.Dest()
-			if _, ok := r.vals[d]; !ok {
-				r.set = append(r.set, d)
+			for _, v := range vals {
+				if err := p.check(o, v); err != nil {
+					return nil, err
+				}
 			}
-			r.vals[d] = vals
+			add(o, vals...)
 		}
 	}
 	if len(extras) > 0 {
-		return nil, &Error{Usage: p.TopUsage, Prog: p.TopProg, Msg: "unrecognized arguments: " + strings.Join(extras, " ")}
+		msg := "unrecognized arguments: " + strings.Join(extras, " ")
+		if showTaskHint && taskMsg.MatchString(msg) {
+			msg += taskHint
+		}
+		return nil, &Error{Usage: p.TopUsage, Prog: p.TopProg, Msg: msg}
 	}
 	return r, nil
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
 }

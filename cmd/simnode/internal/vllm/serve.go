@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/openai"
 	"github.com/rayform/rayform/cmd/simnode/internal/pylog"
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
+	"github.com/rayform/rayform/engine/vllmcli"
 )
 
 // defaultModel is what `vllm serve` serves without a model argument.
@@ -38,13 +39,13 @@ func nonDefaultArgs(parser *argparse.Parser, res *argparse.Result, model string)
 		o := types[d]
 		var v any = res.Get(d)
 		switch {
-		case o.Kind == argparse.Many:
+		case o.Action == vllmcli.Many || o.Action == vllmcli.Append:
 			v = res.List(d)
-		case o.Kind == argparse.StoreTrue || o.Kind == argparse.BoolOpt:
+		case o.Action == vllmcli.StoreTrue || o.Action == vllmcli.BoolOpt:
 			v = res.Bool(d)
-		case o.Type == argparse.Int || o.Type == argparse.HumanInt:
+		case o.Type == vllmcli.Int || o.Type == vllmcli.HumanInt:
 			v = res.Int(d)
-		case o.Type == argparse.Float:
+		case o.Type == vllmcli.Float:
 			v = res.Float(d)
 		}
 		kv = append(kv, pylog.Pair{Key: d, Value: v})

@@ -36,6 +36,10 @@ func TestRejections(t *testing.T) {
 		{"missing-value", []string{"serve", "m", "--port"}, 2},
 		{"bad-subcommand", []string{"srve", "m"}, 2},
 		{"bool-with-value", []string{"serve", "m", "--enforce-eager=1"}, 2},
+		{"ambiguous-prefix", []string{"serve", "m", "--max-num", "8"}, 2},
+		{"task-hint", []string{"serve", "m", "--task", "embed"}, 2},
+		{"log-outputs-value", []string{"serve", "m", "--enable-log-outputs", "true"}, 2},
+		{"no-form-of-store-true", []string{"serve", "m", "--no-disable-log-stats"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,14 +53,102 @@ func TestRejections(t *testing.T) {
 	}
 }
 
+// flagTable reads a tab-separated table of testdata/simnode/vllm.
+func flagTable(t *testing.T, name string) [][]string {
+	t.Helper()
+	b, err := os.ReadFile(golden.Path("vllm", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(string(b), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			rows = append(rows, strings.Split(line, "\t"))
+		}
+	}
+	if len(rows) < 10 {
+		t.Fatalf("%s has %d rows", name, len(rows))
+	}
+	return rows
+}
+
+// sampleValue is a value of the table's type column.
+func sampleValue(typ string) string {
+	switch {
+	case strings.HasPrefix(typ, "choice:"):
+		c, _, _ := strings.Cut(strings.TrimPrefix(typ, "choice:"), ",")
+		return c
+	case typ == "int":
+		return "1"
+	case typ == "float":
+		return "0.5"
+	case typ == "human_int":
+		return "32k"
+	case typ == "json":
+		return `{"a": 1}`
+	}
+	return "x"
+}
+
+// Every option of the cited 0.17.1 list is accepted in every spelling
+// argparse takes: as listed, with underscores, as --opt=value, and the
+// --no- form of each BooleanOptionalAction.
+func TestServeAcceptsEveryRealFlag(t *testing.T) {
+	for _, row := range flagTable(t, "serve-flags.txt") {
+		names, action, typ := strings.Fields(row[0]), row[1], row[2]
+		var forms [][]string
+		for _, n := range names {
+			switch action {
+			case "store_true", "boolean_optional":
+				forms = append(forms, []string{n})
+				if action == "boolean_optional" && strings.HasPrefix(n, "--") {
+					forms = append(forms, []string{"--no-" + n[2:]}, []string{"--no_" + strings.ReplaceAll(n[2:], "-", "_")})
+				}
+			case "nargs?":
+				forms = append(forms, []string{n}, []string{n, sampleValue(typ)})
+			default:
+				forms = append(forms, []string{n, sampleValue(typ)})
+				if strings.HasPrefix(n, "--") {
+					forms = append(forms, []string{n + "=" + sampleValue(typ)}, []string{"--" + strings.ReplaceAll(n[2:], "-", "_"), sampleValue(typ)})
+				}
+			}
+		}
+		for _, f := range forms {
+			args := append([]string{"Qwen/Qwen3-0.6B"}, f...)
+			if _, err := serveParser().Parse(args); err != nil {
+				t.Errorf("vllm serve %s: rejected (%s), real vLLM %s accepts it (%s)", strings.Join(args, " "), err.Msg, Version, row[3])
+			}
+		}
+	}
+}
+
+// Options removed before 0.17.1, invented ones, and --no- forms of plain
+// switches fail as real vLLM fails: argparse's "unrecognized arguments" from
+// the top-level parser, exit 2.
+func TestServeRejectsRemovedFlags(t *testing.T) {
+	for _, row := range flagTable(t, "serve-removed.txt") {
+		word := row[0]
+		var out, errb bytes.Buffer
+		p := &sim.Proc{Args: []string{"serve", "Qwen/Qwen3-0.6B", word}, Env: sim.Env{}, Stdout: &out, Stderr: &errb, Now: time.Now}
+		code := Main(context.Background(), p)
+		want := "usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: unrecognized arguments: " + word + "\n"
+		if word == "--task" {
+			want = strings.TrimSuffix(want, "\n") + "\n\nHint: --task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward.\n"
+		}
+		if code != 2 || errb.String() != want {
+			t.Errorf("vllm serve M %s (%s, %s): exit %d, stderr\n%s\nwant exit 2, stderr\n%s", word, row[1], row[2], code, errb.String(), want)
+		}
+	}
+}
+
 func TestAcceptedSpellings(t *testing.T) {
 	p := serveParser()
-	res, err := p.Parse([]string{"M", "-tp", "2", "--pipeline_parallel_size=2", "--max-model-len", "32k", "--served-model-name", "a", "b", "--no-enforce-eager", "--gpu-memory-utilization", "0.85"})
+	res, err := p.Parse([]string{"M", "-tp", "2", "--pipeline_parallel=2", "--max-model", "32k", "--served-model-name", "a", "b", "--no-enforce-eager", "--gpu-memory-utilization", "0.85", "--port", "1", "--port=8001"})
 	if err != nil {
 		t.Fatal(err.Format())
 	}
 	if res.Positional != "M" || res.Int("tensor_parallel_size") != 2 || res.Int("pipeline_parallel_size") != 2 || res.Int("max_model_len") != 32000 ||
-		strings.Join(res.List("served_model_name"), ",") != "a,b" || res.Bool("enforce_eager") || res.Float("gpu_memory_utilization") != 0.85 {
+		strings.Join(res.List("served_model_name"), ",") != "a,b" || res.Bool("enforce_eager") || res.Float("gpu_memory_utilization") != 0.85 || res.Int("port") != 8001 {
 		t.Errorf("unexpected parse: %+v", res)
 	}
 }
