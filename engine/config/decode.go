@@ -376,13 +376,7 @@ func (b *blockEval) checkRayCluster(rc *RayCluster) {
 			b.errorAt("volumes", "Invalid volume", fmt.Sprintf("volumes[%d] is %q; a volume is SOURCE:/container/path[:OPTIONS], like \"/data/hf:/root/.cache/huggingface\".", i, v))
 		}
 	}
-	for _, a := range rc.DockerArgs {
-		flag, _, _ := strings.Cut(a, "=")
-		switch flag {
-		case "--name", "--network", "--net", "--gpus", "-d", "--detach":
-			b.errorAt("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q, which rayform sets itself (container_name, host networking, all GPUs, detached). Remove it.", a))
-		}
-	}
+	b.checkDockerArgs(rc.DockerArgs)
 }
 
 // pinnedEnv lists the environment variables rayform sets in every Ray
@@ -414,23 +408,6 @@ func (b *blockEval) checkEnv(attr string, env map[string]string) {
 	}
 }
 
-// servedFlags maps the vllm serve flags rayform sets to the arguments that
-// control them.
-func servedFlags() map[string]string {
-	return map[string]string{
-		"--tensor-parallel-size":         "tensor_parallel_size",
-		"-tp":                            "tensor_parallel_size",
-		"--pipeline-parallel-size":       "pipeline_parallel_size",
-		"-pp":                            "pipeline_parallel_size",
-		"--gpu-memory-utilization":       "gpu_memory_utilization",
-		"--max-model-len":                "max_model_len",
-		"--port":                         "port",
-		"--served-model-name":            "served_model_name",
-		"--model":                        "model",
-		"--distributed-executor-backend": "cluster (rayform always uses ray)",
-	}
-}
-
 // checkServe checks a vllm_serve's arguments on their own.
 func (b *blockEval) checkServe(s *VLLMServe) {
 	if _, ok := b.raw["model"]; ok && strings.TrimSpace(s.Model) == "" {
@@ -441,11 +418,5 @@ func (b *blockEval) checkServe(s *VLLMServe) {
 			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
 	}
 	b.checkEnv("env", s.Env)
-	flags := servedFlags()
-	for _, a := range s.ExtraArgs {
-		flag, _, _ := strings.Cut(a, "=")
-		if attr, ok := flags[flag]; ok {
-			b.errorAt("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q; set %s instead, so that rayform can check it.", a, attr))
-		}
-	}
+	b.checkExtraArgs(s.ExtraArgs)
 }
