@@ -1,0 +1,177 @@
+package dataplane
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/transport/local"
+	"github.com/rayform/rayform/resources/diagnose"
+)
+
+// A rank's output as check.py prints it (torch 1.13, two nodes of the lab).
+const healthyOut = `W1201 12:40:01.000000 1 socket.cpp:558] [c10d] some unrelated warning
+RAYFORM_CHECK {"backends": {"gloo": {"addr": "192.168.200.13", "algbw_gbps": 0.3, "busbw_gbps": 0.3, "bytes": 8388608, "connections": 1, "iface": "enp1s0f1np1", "iters": 5, "ok": true, "peers": ["192.168.200.12"], "time_s": 0.027}}, "elapsed_s": 4.7, "env": {"GLOO_SOCKET_IFNAME": "enp1s0f1np1"}, "import_s": 3.4, "link": {"iface": "enp1s0f1np1", "speed_mbps": 10000}, "master": "192.168.200.12:29417", "node": "spark2", "ok": true, "phase": "done", "rank": 1, "rendezvous_s": 1.06, "store_s": 1.0, "torch": "1.13.0a0", "version": 1, "world_size": 2}
+`
+
+func TestParseResult(t *testing.T) {
+	r, err := ParseResult([]byte(healthyOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.Backends["gloo"]
+	if !r.OK || r.Rank != 1 || r.RendezvousS != 1.06 || g == nil || g.Iface != "enp1s0f1np1" || g.BusBWGBps != 0.3 || *r.Link.SpeedMbps != 10000 {
+		t.Errorf("parsed %+v (gloo %+v)", r, g)
+	}
+	for _, bad := range []string{"", "Traceback ...\n", "RAYFORM_CHECK {not json\n"} {
+		if _, err := ParseResult([]byte(bad)); err == nil {
+			t.Errorf("ParseResult(%q) = nil error", bad)
+		}
+	}
+}
+
+func report(t *testing.T, addr string, outs ...string) *Report {
+	t.Helper()
+	rep := &Report{Port: 29417, Master: netip.MustParseAddr("192.168.200.12")}
+	for i, out := range outs {
+		n := NodeReport{Node: []string{"spark1", "spark2"}[i], Addr: netip.MustParseAddr(addr), Iface: "enp1s0f1np1", Output: []byte(out)}
+		n.Result, _ = ParseResult([]byte(out))
+		rep.Nodes = append(rep.Nodes, n)
+	}
+	return rep
+}
+
+func TestProblems(t *testing.T) {
+	moved := strings.ReplaceAll(healthyOut, `"addr": "192.168.200.13"`, `"addr": "192.168.200.23"`)
+	slow := strings.ReplaceAll(healthyOut, `"busbw_gbps": 0.3`, `"busbw_gbps": 0.01`)
+	failed := `RAYFORM_CHECK {"ok": false, "rank": 1, "world_size": 2, "phase": "rendezvous", "error": "TimeoutError: The client socket has timed out after 15s while trying to connect to (192.168.200.12, 29417)."}` + "\n"
+	for _, tc := range []struct {
+		name, addr, out string
+		want            string // "" for none
+		warning, ok     bool
+	}{
+		{"healthy", "192.168.200.13", healthyOut, "", false, true},
+		{"moved", "192.168.200.13", moved, "spark1: Gloo used 192.168.200.23 (enp1s0f1np1), not the node's fabric address 192.168.200.13", false, false},
+		{"slow", "192.168.200.13", slow, "Gloo bus bandwidth 0.010 GB/s is 0.8% of the enp1s0f1np1 link speed of 10 Gb/s", true, true},
+		{"failed", "192.168.200.13", failed, "spark1: the c10d rendezvous failed: TimeoutError: The client socket has timed out", false, false},
+		{"no python", "192.168.200.13", `OCI runtime exec failed: exec failed: unable to start container process: exec: "python3": executable file not found in $PATH: unknown`, "spark1: the check did not run: the image has no python3", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := report(t, tc.addr, tc.out)
+			ps := rep.Problems()
+			if rep.OK() != tc.ok {
+				t.Errorf("OK() = %v, want %v; problems %+v", rep.OK(), tc.ok, ps)
+			}
+			if tc.want == "" {
+				if len(ps) != 0 {
+					t.Errorf("problems %+v, want none", ps)
+				}
+				return
+			}
+			if len(ps) != 1 || !strings.Contains(ps[0].Text, tc.want) || ps[0].Warning != tc.warning {
+				t.Errorf("problems %+v, want one (warning %v) containing %q", ps, tc.warning, tc.want)
+			}
+			tbl := rep.Table()
+			if !strings.HasPrefix(tbl, "NODE ") || !strings.Contains(tbl, "spark1") {
+				t.Errorf("table:\n%s", tbl)
+			}
+		})
+	}
+}
+
+func TestTable(t *testing.T) {
+	rep := report(t, "192.168.200.13", healthyOut)
+	got := rep.Table()
+	for _, want := range []string{"BACKEND", "RENDEZVOUS", "BUSBW", "LINK",
+		"spark1  gloo     192.168.200.13  enp1s0f1np1  1.06 s      0.300 GB/s  10 Gb/s  ok"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// torchPython returns a python3 that imports torch.distributed with Gloo
+// (Debian's python3-torch), or skips.
+func torchPython(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "python3"} {
+		path, err := exec.LookPath(p)
+		if err != nil {
+			continue
+		}
+		if exec.Command(path, "-c", "import torch.distributed as d; assert d.is_gloo_available()").Run() == nil {
+			return path
+		}
+	}
+	t.Skip("no python3 with torch (apt-get install python3-torch)")
+	return ""
+}
+
+// TestCheckLoopback runs the embedded script through Run: two ranks on this
+// machine over loopback, real torch c10d and Gloo.
+func TestCheckLoopback(t *testing.T) {
+	py := torchPython(t)
+	t.Setenv("GLOO_SOCKET_IFNAME", "lo")
+	lo := netip.MustParseAddr("127.0.0.1")
+	nodes := []Node{
+		{Name: "a", Conn: local.New(local.Options{Host: "a"}), Addr: lo, Iface: "lo"},
+		{Name: "b", Conn: local.New(local.Options{Host: "b"}), Addr: lo, Iface: "lo"},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep := Run(ctx, nodes, Options{Python: py, Timeout: 30 * time.Second, SizeMiB: 1, Iters: 2})
+	for _, n := range rep.Nodes {
+		if n.Result == nil || !n.Result.OK {
+			t.Fatalf("%s: %v\n%s", n.Node, n.Err, n.Output)
+		}
+		g := n.Result.Backends["gloo"]
+		if g == nil || g.Addr != "127.0.0.1" || g.Iface != "lo" || g.BusBWGBps <= 0 || g.Connections < 1 {
+			t.Errorf("%s: gloo %+v", n.Node, g)
+		}
+		if n.Result.RendezvousS <= 0 || n.Result.WorldSize != 2 {
+			t.Errorf("%s: result %+v", n.Node, n.Result)
+		}
+	}
+	if !rep.OK() {
+		t.Errorf("problems: %+v", rep.Problems())
+	}
+	t.Logf("\n%s", rep.Table())
+}
+
+// TestCheckStandaloneFailsFast runs check.py as the lead runs it on a GPU
+// machine (python3 check.py, settings from the environment): a
+// GLOO_SOCKET_IFNAME that names no interface fails at once with Gloo's own
+// text, which diagnose classifies.
+func TestCheckStandaloneFailsFast(t *testing.T) {
+	py := torchPython(t)
+	cmd := exec.Command(py, filepath.Join(".", "check.py"), "--timeout", "20")
+	cmd.Env = append(os.Environ(), "RANK=0", "WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29499", "GLOO_SOCKET_IFNAME=rfnosuch0")
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1\n%s", err, out)
+	}
+	r, perr := ParseResult(out)
+	if perr != nil || r.OK || r.Phase != "gloo" || !strings.Contains(r.Error, "Unable to find address for: rfnosuch0") {
+		t.Fatalf("result %+v (%v)\n%s", r, perr, out)
+	}
+	rep := &Report{Nodes: []NodeReport{{Node: "spark1", Output: out, Result: r}}}
+	d := diagnose.Classify(diagnose.Input{Logs: rep.Logs()})
+	if d.Cause != diagnose.GlooInterface || !strings.Contains(d.Title, "rfnosuch0") {
+		t.Errorf("diagnosis %s: %s", d.Cause, d.Title)
+	}
+}
+
+func TestScriptIsEmbedded(t *testing.T) {
+	disk, err := os.ReadFile("check.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(disk) != string(Script) || !strings.Contains(string(Script), ResultPrefix) {
+		t.Error("Script is not check.py")
+	}
+}

@@ -1,0 +1,354 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/resources/diagnose"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout = 15 * time.Second
+	DefaultSizeMiB = 8.0
+	DefaultIters   = 5
+	// slack is added to the script's own deadline for the SSH session and
+	// docker exec around it.
+	slack = 15 * time.Second
+)
+
+// Bandwidth below these shares of the link speed is a warning. Gloo runs
+// its reduction on the CPU and rarely fills a fast link; NCCL should.
+const (
+	LowShareGloo = 0.05
+	LowShareNCCL = 0.25
+)
+
+// Options tune one run.
+type Options struct {
+	// Port is the rendezvous port on the head; 0 draws one with PickPort.
+	Port int
+	// Timeout bounds the rendezvous and each collective (the script exits
+	// by itself after 3 x Timeout); default DefaultTimeout.
+	Timeout time.Duration
+	// SizeMiB is the all_reduce buffer; default DefaultSizeMiB.
+	SizeMiB float64
+	// Iters is the number of timed all_reduce calls; default DefaultIters.
+	Iters int
+	// Backends is check.py's --backends; default "auto" (Gloo, plus NCCL
+	// where CUDA is available).
+	Backends string
+	// Python is the interpreter inside the container; default "python3".
+	Python string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.SizeMiB <= 0 {
+		o.SizeMiB = DefaultSizeMiB
+	}
+	if o.Iters <= 0 {
+		o.Iters = DefaultIters
+	}
+	if o.Backends == "" {
+		o.Backends = "auto"
+	}
+	if o.Python == "" {
+		o.Python = "python3"
+	}
+	return o
+}
+
+// Node is one rank: where its Ray container runs (Container "" runs on the
+// host itself) and the fabric address and interface rayform expects its
+// data plane to use.
+type Node struct {
+	Name      string
+	Conn      transport.Conn
+	Container string
+	Addr      netip.Addr
+	Iface     string
+}
+
+// NodeReport is one rank's outcome.
+type NodeReport struct {
+	Node   string
+	Addr   netip.Addr // expected fabric address
+	Iface  string     // expected fabric interface
+	Result *Result    // nil when no result line came back
+	Output []byte     // stdout then stderr of the process (its backends' own lines)
+	Err    error      // the command's error, if any
+}
+
+// Report is the outcome of one run.
+type Report struct {
+	Master  netip.Addr
+	Port    int
+	Nodes   []NodeReport
+	Elapsed time.Duration
+}
+
+// Command returns the command that runs rank on node: check.py fed on
+// stdin to the container's python (docker exec -i, so the container's own
+// environment applies), with NCCL_DEBUG=INFO so that NCCL names the
+// interface it uses. A node without a container runs python on the host,
+// under env NAME=VALUE arguments.
+func Command(n Node, rank, world int, master netip.Addr, port int, o Options) transport.Cmd {
+	o = o.withDefaults()
+	env := []string{"NCCL_DEBUG=INFO", "RAYFORM_CHECK_NODE=" + n.Name}
+	if n.Iface != "" {
+		env = append(env, "RAYFORM_CHECK_IFACE="+n.Iface)
+	}
+	var argv []string
+	if n.Container != "" {
+		argv = []string{"docker", "exec", "-i"}
+		for _, e := range env {
+			argv = append(argv, "-e", e)
+		}
+		argv = append(argv, n.Container)
+	} else {
+		argv = append([]string{"env"}, env...)
+	}
+	argv = append(argv, o.Python, "-")
+	argv = append(argv, Args(rank, world, master, port, o)...)
+	return transport.Cmd{Argv: argv, Stdin: bytes.NewReader(Script), Timeout: 3*o.Timeout + slack}
+}
+
+// Run runs one rank per node at once, nodes[0] (the head) serving the
+// rendezvous on its fabric address. Every process is bounded by its own
+// deadline; Run returns when all are done.
+func Run(ctx context.Context, nodes []Node, o Options) *Report {
+	o = o.withDefaults()
+	if o.Port == 0 {
+		o.Port = PickPort()
+	}
+	rep := &Report{Port: o.Port, Nodes: make([]NodeReport, len(nodes))}
+	if len(nodes) == 0 {
+		return rep
+	}
+	rep.Master = nodes[0].Addr
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nr := NodeReport{Node: n.Name, Addr: n.Addr, Iface: n.Iface}
+			if n.Conn == nil {
+				nr.Err = fmt.Errorf("%s: no connection", n.Name)
+				rep.Nodes[i] = nr
+				return
+			}
+			res, err := n.Conn.Run(ctx, Command(n, i, len(nodes), rep.Master, o.Port, o))
+			nr.Output = append(append([]byte{}, res.Stdout...), res.Stderr...)
+			nr.Result, _ = ParseResult(res.Stdout)
+			nr.Err = err
+			rep.Nodes[i] = nr
+		}()
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(start)
+	return rep
+}
+
+// Problem is a failure, or a warning, found in a report.
+type Problem struct {
+	Node    string
+	Backend string // "gloo" or "nccl" when the problem is one backend's
+	Warning bool
+	Text    string
+}
+
+// Problems lists what went wrong, node by node: a rank without a result, a
+// failed rank (its phase and torch's error), a backend whose connections
+// used another address than the node's fabric address, and (warnings)
+// bandwidth far below the link speed.
+func (r *Report) Problems() []Problem {
+	var ps []Problem
+	fail := func(node, backend, format string, args ...any) {
+		ps = append(ps, Problem{Node: node, Backend: backend, Text: fmt.Sprintf(format, args...)})
+	}
+	for _, n := range r.Nodes {
+		res := n.Result
+		switch {
+		case res == nil:
+			fail(n.Node, "", "%s: the check did not run: %s", n.Node, noResult(n))
+			continue
+		case !res.OK:
+			fail(n.Node, "", "%s: %s failed: %s", n.Node, phaseName(res.Phase), res.Error)
+			continue
+		}
+		for _, name := range backendOrder(res.Backends) {
+			b := res.Backends[name]
+			if n.Addr.IsValid() && b.Addr != "" && b.Addr != n.Addr.String() {
+				fail(n.Node, name, "%s: %s used %s%s, not the node's fabric address %s (the address Ray and vLLM were given: VLLM_HOST_IP, --node-ip-address)",
+					n.Node, backendName(name), b.Addr, ifaceSuffix(b.Iface), n.Addr)
+			} else if n.Iface != "" && b.Iface != "" && b.Iface != n.Iface {
+				fail(n.Node, name, "%s: %s used interface %s, not the fabric interface %s", n.Node, backendName(name), b.Iface, n.Iface)
+			}
+			if res.Link != nil && res.Link.SpeedMbps != nil && b.BusBWGBps > 0 && res.WorldSize > 1 {
+				link := float64(*res.Link.SpeedMbps) / 8000 // GB/s
+				share := LowShareGloo
+				if name == "nccl" {
+					share = LowShareNCCL
+				}
+				if b.BusBWGBps < share*link {
+					ps = append(ps, Problem{Node: n.Node, Backend: name, Warning: true, Text: fmt.Sprintf(
+						"%s: %s bus bandwidth %.3f GB/s is %.1f%% of the %s link speed of %s (%s); below %.0f%% points at a slow path (a fallback interface, a lower link rate, a congested or misconfigured fabric)",
+						n.Node, backendName(name), b.BusBWGBps, 100*b.BusBWGBps/link, res.Link.Iface, speed(*res.Link.SpeedMbps), gbps(link), 100*share)})
+				}
+			}
+		}
+	}
+	return ps
+}
+
+// OK reports whether the report has no failure (warnings allowed).
+func (r *Report) OK() bool {
+	for _, p := range r.Problems() {
+		if !p.Warning {
+			return false
+		}
+	}
+	return true
+}
+
+func noResult(n NodeReport) string {
+	out := string(n.Output)
+	switch {
+	case strings.Contains(out, `"python3": executable file not found`) || strings.Contains(out, "python3: not found") ||
+		strings.Contains(out, "python3: No such file"):
+		return "the image has no python3"
+	case n.Err != nil:
+		return n.Err.Error()
+	}
+	return "no result line in its output"
+}
+
+func phaseName(p string) string {
+	switch p {
+	case "import":
+		return "importing torch"
+	case "rendezvous":
+		return "the c10d rendezvous"
+	case "gloo":
+		return "Gloo"
+	case "nccl":
+		return "NCCL"
+	}
+	return "the check (" + p + ")"
+}
+
+func backendName(b string) string {
+	switch b {
+	case "gloo":
+		return "Gloo"
+	case "nccl":
+		return "NCCL"
+	}
+	return b
+}
+
+func backendOrder(m map[string]*Backend) []string {
+	var out []string
+	for _, k := range []string{"gloo", "nccl"} {
+		if m[k] != nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func ifaceSuffix(i string) string {
+	if i == "" {
+		return ""
+	}
+	return " (" + i + ")"
+}
+
+func speed(mbps int) string {
+	if mbps >= 1000 && mbps%1000 == 0 {
+		return fmt.Sprintf("%d Gb/s", mbps/1000)
+	}
+	return fmt.Sprintf("%d Mb/s", mbps)
+}
+
+func gbps(v float64) string { return fmt.Sprintf("%.3g GB/s", v) }
+
+// Table renders one line per node and backend: the address and interface
+// the backend used, the rendezvous time, the bus bandwidth next to the link
+// speed, and the status.
+func (r *Report) Table() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	problems := r.Problems()
+	fmt.Fprintln(tw, "NODE\tBACKEND\tADDRESS\tINTERFACE\tRENDEZVOUS\tBUSBW\tLINK\tSTATUS")
+	for _, n := range r.Nodes {
+		res := n.Result
+		if res == nil || !res.OK || len(res.Backends) == 0 {
+			phase, rdv := "-", "-"
+			if res != nil {
+				phase = phaseName(res.Phase)
+				if res.RendezvousS > 0 {
+					rdv = fmt.Sprintf("%.2f s", res.RendezvousS)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\t-\t-\tFAILED (%s)\n", n.Node, rdv, phase)
+			continue
+		}
+		link := "-"
+		if res.Link != nil && res.Link.SpeedMbps != nil {
+			link = speed(*res.Link.SpeedMbps)
+		}
+		for _, name := range backendOrder(res.Backends) {
+			be := res.Backends[name]
+			status := "ok"
+			for _, p := range problems {
+				if p.Node == n.Node && p.Backend == name {
+					if !p.Warning {
+						status = "FAILED"
+					} else if status == "ok" {
+						status = "slow"
+					}
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f s\t%.3f GB/s\t%s\t%s\n", n.Node, name, orDash(be.Addr), orDash(be.Iface), res.RendezvousS, be.BusBWGBps, link, status)
+		}
+	}
+	tw.Flush()
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// Source names a rank's output among the logs handed to diagnose.
+const Source = "data-plane check"
+
+// Logs returns every rank's output as a log for diagnose.Classify, head
+// first, each with its failure text (when the command itself failed) after
+// the output.
+func (r *Report) Logs() []diagnose.Log {
+	logs := make([]diagnose.Log, 0, len(r.Nodes))
+	for _, n := range r.Nodes {
+		text := append([]byte{}, n.Output...)
+		if n.Result == nil && n.Err != nil {
+			text = append(text, []byte("\n"+n.Err.Error()+"\n")...)
+		}
+		logs = append(logs, diagnose.Log{Host: n.Node, Source: Source, Text: text})
+	}
+	return logs
+}
