@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/plan"
@@ -29,6 +30,10 @@ type serveRun struct {
 	w    *Work
 	s    *ServeWork
 	spec ServeSpec
+	// readyTimeout and exited say how the start ended, for the diagnosis:
+	// rayform stopped waiting after readyTimeout, or found the process gone.
+	readyTimeout time.Duration
+	exited       bool
 }
 
 func serveSteps(e *StepEnv, w *Work) []apply.Step {
@@ -180,12 +185,14 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 		case p.fatal != "":
 			return false, fmt.Errorf("vllm serve %s failed on %s: %s", r.spec.Name, node, p.fatal)
 		case state == "dead":
+			r.exited = true
 			return false, fmt.Errorf("vllm serve %s (pid %s) exited on %s before it was ready", r.spec.Name, pid, node)
 		}
 		return false, nil
 	})
 	if errors.Is(err, errTimedOut) {
 		err = fmt.Errorf("vllm serve %s on %s is not ready after %s (ready_timeout)", r.spec.Name, node, timeout)
+		r.readyTimeout = timeout
 	}
 	if err != nil {
 		return r.diagnose(ctx, err)
@@ -379,6 +386,9 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	if d.HeadNode == "" {
 		d.HeadNode = node
 	}
+	d.ServePort = r.spec.Port
+	d.ReadyTimeout = r.readyTimeout
+	d.ProcessExited = r.exited
 	return diagnosed(err, logs, d)
 }
 

@@ -22,17 +22,30 @@
 //  1. GPURuntime      docker cannot give the container a GPU: nothing ran
 //  2. ImagePull       the image never arrived: nothing ran
 //  3. RayMissing      the container ran but has no ray: no cluster
-//  4. GCSUnreachable  a worker never joined: placement groups cannot fill
-//  5. NCCLInterface   a named interface does not exist: a certain config error
-//  6. GlooInterface   (same, for Gloo)
-//  7. C10dUnreachable workers cannot reach the TCPStore master
-//  8. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  9. PlacementGroup  the placement group never filled
-//  10. FreeMemory     vLLM's startup check: less free than requested
-//  11. RayOOM         Ray's memory monitor killed a worker
-//  12. CUDAOOM        torch ran out of device memory
-//  13. EngineCore     vLLM's wrapper error with no recognised cause above it
-//  14. Unknown        nothing recognised: the last meaningful lines
+//  4. VLLMArgs        vLLM's argument parser refused the command line
+//  5. AddrInUse       a port rayform starts something on is taken
+//  6. ArchUnsupported the image's vLLM does not know the model's architecture
+//  7. GCSUnreachable  a worker never joined: placement groups cannot fill
+//  8. NCCLInterface   a named interface does not exist: a certain config error
+//  9. GlooInterface   (same, for Gloo)
+//  10. C10dUnreachable workers cannot reach the TCPStore master (retries
+//     exhausted, or no route: one refused try=0 is routine, the master is
+//     not listening yet)
+//  11. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
+//     0 died (a consequence: a cause that kills a process wins over it)
+//  12. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  13. PlacementGroup the placement group never filled
+//  14. FreeMemory     vLLM's startup check: less free than requested
+//  15. RayOOM         Ray's memory monitor killed a worker
+//  16. CUDAOOM        torch ran out of device memory
+//  17. ServeKilled    the serve process was stopped from outside
+//  18. EngineCore     vLLM's wrapper error with no recognised cause above it
+//  19. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  20. Unknown        nothing recognised: the last meaningful lines
+//
+// Stack frames of every format (Python "File ...", torch "frame #13:",
+// c10's "# 0  c10::...", glog "@ 0x...", "Exception raised from ...
+// (most recent call first):") are never evidence.
 //
 // Within one cause the earliest matching line (in input order of the logs)
 // is the primary evidence.
@@ -40,6 +53,7 @@ package diagnose
 
 import (
 	"net/netip"
+	"time"
 )
 
 // Cause is the classified root cause of a failure. Its value is a stable,
@@ -83,6 +97,22 @@ const (
 	// EngineCore: vLLM's engine core failed to start and nothing more
 	// specific was recognised.
 	EngineCore Cause = "engine-core-failed"
+	// VLLMArgs: vLLM's argument parser refused the command line
+	// ("unrecognized arguments", "ambiguous option", an invalid value).
+	VLLMArgs Cause = "unrecognized-arguments"
+	// AddrInUse: a port the process binds is already taken.
+	AddrInUse Cause = "address-in-use"
+	// ArchUnsupported: the image's vLLM cannot load the model's
+	// architecture (vLLM older than the model).
+	ArchUnsupported Cause = "model-arch-unsupported"
+	// NCCLPeer: a rank lost the c10d store of rank 0 while setting up NCCL:
+	// rank 0 exited.
+	NCCLPeer Cause = "nccl-peer-lost"
+	// ServeKilled: the serve process was stopped from outside (a signal).
+	ServeKilled Cause = "serve-killed"
+	// ReadyTimeout: rayform's ready_timeout ran out while vLLM was still
+	// starting.
+	ReadyTimeout Cause = "ready-timeout"
 )
 
 // Log is one log read from one host.
@@ -122,6 +152,19 @@ type Context struct {
 	// Cluster, Network and Serve are the resource addresses to name in fixes
 	// (e.g. "ray_cluster.main", "network.fabric", "vllm_serve.qwen").
 	Cluster, Network, Serve string
+	// VLLMVersion is the vLLM version in the image, when known.
+	VLLMVersion string
+	// ServePort is the vllm_serve's port (0 if unknown).
+	ServePort int
+	// PortHolders names, per port, the process a probe found listening on
+	// it (e.g. "pid 4121 python3 (an earlier vllm serve)").
+	PortHolders map[int]string
+	// ReadyTimeout is set when rayform stopped waiting for vllm serve
+	// after this long (its ready_timeout); the process was still running.
+	ReadyTimeout time.Duration
+	// ProcessExited is set when rayform found the serve process gone
+	// before it was ready.
+	ProcessExited bool
 }
 
 // Input is what Classify reads.
@@ -167,7 +210,7 @@ type Diagnosis struct {
 // connects to, so that its "Connection refused" follows from them.
 func killsProcess(c Cause) bool {
 	switch c {
-	case RayOOM, CUDAOOM, FreeMemory:
+	case RayOOM, CUDAOOM, FreeMemory, ServeKilled:
 		return true
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -94,12 +95,14 @@ func discreteCtx() Context {
 
 // fixtureCase is one real-log fixture with the context it is read in.
 type fixtureCase struct {
-	name    string   // golden file name
-	fixture string   // testdata/diagnose/<fixture>.log
-	ctx     Context  // what rayform knows
-	cause   Cause    // expected root cause
-	also    []Cause  // expected consequences
-	want    []string // substrings the rendered text must contain
+	name    string  // golden file name
+	fixture string  // testdata/diagnose/<fixture>.log
+	ctx     Context // what rayform knows
+	cause   Cause   // expected root cause
+	// noEvidence: the logs hold nothing that can be evidence (frames only).
+	noEvidence bool
+	also       []Cause  // expected consequences
+	want       []string // substrings the rendered text must contain
 }
 
 func fixtureCases() []fixtureCase {
@@ -185,7 +188,7 @@ func fixtureCases() []fixtureCase {
 			want: []string{"9.73 GiB free on cuda:0", "page cache", "Free the memory first", "drop_caches"},
 		},
 		{
-			name: "nccl-interface", fixture: "nccl-interface", ctx: spark, cause: NCCLInterface,
+			name: "nccl-interface", fixture: "nccl-interface", ctx: spark, cause: NCCLInterface, also: []Cause{NCCLPeer},
 			want: []string{"NCCL_SOCKET_IFNAME=eth9 matches no interface on spark1", "fabric interface is enp1s0f1np1", "NCCL_SOCKET_IFNAME=enp1s0f1np1"},
 		},
 		{
@@ -230,8 +233,52 @@ func fixtureCases() []fixtureCase {
 			want: []string{"engine core failed to start on spark1", "RuntimeError: Engine core initialization failed"},
 		},
 		{
-			name: "unknown", fixture: "unknown", ctx: spark, cause: Unknown,
-			want: []string{"no known failure pattern in the logs of spark1", "Model architectures ['Qwen2_5_VLForConditionalGeneration'] failed to be inspected", "ValidationError: 1 validation error for ModelConfig"},
+			name: "model-arch-unsupported", fixture: "model-arch-unsupported", ctx: with(spark, func(c *Context) { c.VLLMVersion = "0.14.1" }), cause: ArchUnsupported,
+			want: []string{"vLLM 0.14.1 in hellohal2064/vllm-qwen3.5-gb10 on spark1 cannot load the model's architecture ['Qwen2_5_VLForConditionalGeneration']", "failed to be inspected", "vllm --version"},
+		},
+		{
+			name: "unknown", fixture: "unknown", ctx: discreteCtx(), cause: Unknown,
+			want: []string{"no known failure pattern in the logs of gpu1", "EngineCore exiting.", "destroy_process_group() was not called"},
+		},
+		{
+			name: "unknown-frames-only", fixture: "unknown-frames-only", ctx: spark, cause: Unknown, noEvidence: true,
+			want: []string{"only stack frames", "frame #13"},
+		},
+		{
+			name: "nccl-peer-lost", fixture: "nccl-peer-lost", ctx: spark, cause: NCCLPeer,
+			want: []string{"rank 1 on spark2 lost rank 0 while setting up NCCL: rank 0 on spark1 exited first", "Failed to recv, got 0 bytes", "rank 0's log on spark1"},
+		},
+		{
+			name: "nccl-peer-timeout", fixture: "nccl-peer-timeout", ctx: spark, cause: NCCLPeer,
+			want: []string{"rank 1 on spark2 timed out waiting for rank 0's NCCL id", "wait timeout after 600000ms"},
+		},
+		{
+			name: "unrecognized-arguments", fixture: "unrecognized-arguments", ctx: with(spark, func(c *Context) { c.VLLMVersion = "0.15.0" }), cause: VLLMArgs,
+			want: []string{"vLLM 0.15.0 in hellohal2064/vllm-qwen3.5-gb10 on spark1 does not know --temperature", "Remove or rename --temperature in extra_args on vllm_serve.qwen"},
+		},
+		{
+			name: "address-in-use", fixture: "address-in-use", ctx: with(spark, func(c *Context) { c.PortHolders = map[int]string{8000: "pid 4121 (python3, an earlier vllm serve)"} }), cause: AddrInUse,
+			want: []string{"port 8000 is already in use on spark1", "held by pid 4121 (python3, an earlier vllm serve)", "choose another port on vllm_serve.qwen"},
+		},
+		{
+			name: "address-in-use-unprobed", fixture: "address-in-use", ctx: spark, cause: AddrInUse,
+			want: []string{"port 8000 is already in use on spark1", "ss -ltnp 'sport = :8000'"},
+		},
+		{
+			name: "serve-killed", fixture: "serve-killed", ctx: discreteCtx(), cause: ServeKilled,
+			want: []string{"vllm serve on gpu1 was stopped from outside (SIGTERM)", "KeyboardInterrupt: terminated", "docker events"},
+		},
+		{
+			name: "serve-killed-silently", fixture: "unknown", ctx: with(discreteCtx(), func(c *Context) { c.ProcessExited = true }), cause: ServeKilled,
+			want: []string{"disappeared without an error: it was killed (SIGKILL)", "dmesg"},
+		},
+		{
+			name: "ready-timeout", fixture: "ready-timeout", ctx: with(spark, func(c *Context) { c.ReadyTimeout = 10 * time.Minute }), cause: ReadyTimeout,
+			want: []string{"was still starting when ready_timeout (10m0s) ran out", "21% Completed | 3/14", "Raise ready_timeout on vllm_serve.qwen"},
+		},
+		{
+			name: "ready-timeout-not-c10d", fixture: "ready-timeout", ctx: spark, cause: Unknown,
+			want: []string{"retrying (try=0"},
 		},
 	}
 }
@@ -252,8 +299,8 @@ func TestClassifyFixtures(t *testing.T) {
 			if !slices.Equal(d.Also, tc.also) {
 				t.Errorf("also = %v, want %v", d.Also, tc.also)
 			}
-			if len(d.Evidence) == 0 {
-				t.Fatal("no evidence")
+			if (len(d.Evidence) == 0) != tc.noEvidence {
+				t.Fatalf("%d evidence lines, want none: %v", len(d.Evidence), tc.noEvidence)
 			}
 			assertVerbatim(t, logs, d.Evidence)
 			text := d.Text()
@@ -336,7 +383,10 @@ func TestPrecedence(t *testing.T) {
 		{"free memory beats engine wrapper", []string{"free-memory"}, FreeMemory, []Cause{EngineCore}},
 		{"c10d beats placement group", []string{"placement-group", "c10d-unreachable"}, C10dUnreachable, []Cause{PlacementGroup}},
 		{"worker join beats placement group", []string{"placement-group", "gcs-unreachable"}, GCSUnreachable, []Cause{PlacementGroup}},
-		{"nccl interface beats c10d", []string{"c10d-unreachable-worker", "nccl-interface"}, NCCLInterface, []Cause{C10dUnreachable}},
+		{"nccl interface beats c10d", []string{"c10d-unreachable-worker", "nccl-interface"}, NCCLInterface, []Cause{C10dUnreachable, NCCLPeer}},
+		{"rank 0's cause beats the peer's lost store", []string{"nccl-peer-lost", "nccl-interface"}, NCCLInterface, []Cause{NCCLPeer}},
+		{"ray oom beats the peer's lost store it caused", []string{"nccl-peer-lost", "ray-oom"}, RayOOM, []Cause{NCCLPeer, EngineCore}},
+		{"arguments beat everything that follows", []string{"unrecognized-arguments", "c10d-unreachable"}, VLLMArgs, []Cause{C10dUnreachable}},
 		{"image pull beats ray missing", []string{"ray-missing", "image-pull-denied"}, ImagePull, []Cause{RayMissing}},
 		{"gpu runtime beats everything", []string{"ray-oom", "c10d-unreachable", "gpu-runtime", "image-pull-registry"}, GPURuntime, []Cause{ImagePull, C10dUnreachable, RayOOM, EngineCore}},
 		{"ray missing beats gcs", []string{"gcs-unreachable", "ray-missing"}, RayMissing, []Cause{GCSUnreachable}},
@@ -373,8 +423,8 @@ func reversed(logs []Log) []Log {
 
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
-	want := []Cause{GPURuntime, ImagePull, RayMissing, GCSUnreachable, NCCLInterface, GlooInterface, C10dUnreachable,
-		DuplicateNodeIP, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, EngineCore}
+	want := []Cause{GPURuntime, ImagePull, RayMissing, VLLMArgs, AddrInUse, ArchUnsupported, GCSUnreachable, NCCLInterface, GlooInterface, C10dUnreachable,
+		NCCLPeer, DuplicateNodeIP, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {
 		got = append(got, r.cause)
@@ -402,6 +452,24 @@ func TestVariants(t *testing.T) {
 			[]string{"[W socket.cpp:663] [c10d] The client socket has failed to connect to xxx:48247 (errno: 110 - Connection timed out).",
 				"[E socket.cpp:719] [c10d] The client socket has failed to connect to any network address of (x.x.x.x, 48247)."},
 			C10dUnreachable, "x.x.x.x:48247"},
+		{"argparse invalid value", "simnode's golden, in Python argparse's wording (constructed)",
+			[]string{"usage: vllm serve [model_tag] [options]", "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'two'"},
+			VLLMArgs, "refused the serve command line: argument --tensor-parallel-size/-tp: invalid int value: 'two'"},
+		{"unrecognized on vllm 0.15", "vllm-project/vllm-omni#1364",
+			[]string{"usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...", "vllm: error: unrecognized arguments: --omni"},
+			VLLMArgs, "does not know --omni"},
+		{"unrecognized on vllm 0.8.5", "vllm-project/vllm#18538",
+			[]string{"vllm: error: unrecognized arguments: --enable-reasoning --reasoning-parser deepseek_r1"},
+			VLLMArgs, "does not know --enable-reasoning, --reasoning-parser"},
+		{"python errno 98", "vllm-project/vllm#11617",
+			[]string{"OSError: [Errno 98] Address already in use"},
+			AddrInUse, "a port is already in use"},
+		{"c10d master port in use", "vllm-project/vllm#11617",
+			[]string{"RuntimeError: The server socket has failed to listen on any local network address. useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"},
+			AddrInUse, "already in use"},
+		{"architecture not supported", "constructed from the wording of vLLM registry.py's unsupported-architecture error",
+			[]string{"ValueError: Model architectures ['Qwen3_5MoeForConditionalGeneration'] are not supported for now."},
+			ArchUnsupported, "['Qwen3_5MoeForConditionalGeneration']"},
 		{"c10d store timeout on master", "eugr/spark-vllm-docker#335",
 			[]string{"torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/2 clients joined."},
 			C10dUnreachable, "1/2 clients joined"},
@@ -497,9 +565,15 @@ func TestEngineCoreShowsContext(t *testing.T) {
 		t.Fatalf("cause = %q", d.Cause)
 	}
 	assertVerbatim(t, logs, d.Evidence)
-	if len(d.Evidence) != 3 || !strings.Contains(d.Evidence[0].Line, "Engine core initialization failed") ||
-		!strings.Contains(d.Evidence[2].Line, "Value error, Model architectures") {
+	if len(d.Evidence) < 3 || !strings.Contains(d.Evidence[0].Line, "Engine core initialization failed") {
 		t.Errorf("evidence = %+v", d.Evidence)
+	}
+	joined := ""
+	for _, e := range d.Evidence {
+		joined += e.Line + "\n"
+	}
+	if !strings.Contains(joined, "destroy_process_group") || strings.Contains(joined, "frame #") {
+		t.Errorf("evidence lacks the context line or quotes a stack frame:\n%s", joined)
 	}
 }
 

@@ -22,16 +22,22 @@ func rules() []rule {
 		{GPURuntime, matchGPURuntime, buildGPURuntime},
 		{ImagePull, matchImagePull, buildImagePull},
 		{RayMissing, matchRayMissing, buildRayMissing},
+		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},
+		{AddrInUse, matchAddrInUse, buildAddrInUse},
+		{ArchUnsupported, matchArch, buildArch},
 		{GCSUnreachable, matchGCS, buildGCS},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
 		{C10dUnreachable, matchC10d, buildC10d},
+		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
 		{PlacementGroup, matchPG, buildPG},
 		{FreeMemory, matchFreeMemory, buildFreeMemory},
 		{RayOOM, matchRayOOM, buildRayOOM},
 		{CUDAOOM, matchCUDAOOM, buildCUDAOOM},
+		{ServeKilled, matchKilled, buildKilled},
 		{EngineCore, matchEngineCore, buildEngineCore},
+		{ReadyTimeout, matchAny, buildReadyTimeout},
 	}
 }
 
@@ -416,7 +422,44 @@ func matchC10d(b string) bool {
 		"The client socket has timed out after") || c10dClientsRE.MatchString(b)
 }
 
+// c10dRetryRE is TCPStore's retry line; c10dFinalRE its giving up.
+var (
+	c10dRetryRE = regexp.MustCompile(`retrying \(try=(\d+)`)
+	c10dFinalRE = regexp.MustCompile(`timed out \(try=\d+|DistNetworkError|The client socket has timed out after|clients joined`)
+)
+
+// c10dRoutine reports whether the c10d lines of hits are the routine first
+// refusals of a client that starts before its master listens: a retry at
+// try=0 or 1, connection refused, and no giving up. A serve stopped then
+// (ready_timeout, killed) leaves exactly these lines.
+func c10dRoutine(s *scan, hits []int) bool {
+	maxTry := -1
+	for _, j := range hits {
+		b := s.lines[j].body
+		if c10dFinalRE.MatchString(b) {
+			return false
+		}
+		if m := c10dRetryRE.FindStringSubmatch(b); m != nil {
+			if n, _ := strconv.Atoi(m[1]); n > maxTry {
+				maxTry = n
+			}
+		}
+	}
+	if maxTry < 0 || maxTry >= 2 {
+		return false
+	}
+	for j := range s.lines {
+		if m := c10dErrnoRE.FindStringSubmatch(s.lines[j].body); m != nil && strings.Contains(s.lines[j].body, "[c10d]") && m[1] != "111" {
+			return false // no route, timeout: never routine
+		}
+	}
+	return true
+}
+
 func buildC10d(s *scan, hits []int) (Diagnosis, bool) {
+	if c10dRoutine(s, hits) {
+		return Diagnosis{}, false
+	}
 	i := hits[0]
 	for _, j := range hits {
 		if strings.Contains(s.lines[j].body, "network address of (") {
@@ -504,6 +547,61 @@ func buildC10d(s *scan, hits []int) (Diagnosis, bool) {
 		d.Fix = c.bindingFix(ip)
 	}
 	d.Explanation = strings.Join(why, "\n")
+	return d, true
+}
+
+// ---- NCCL peer lost rank 0 -------------------------------------------------
+
+var (
+	ncclUniqueIDRE = regexp.MustCompile(`\[(\d+)\] is setting up NCCL communicator and retr(?:ie|ei)ving ncclUniqueId from \[0\] via c10d key-value store by key '([^']*)', but store->get\('[^']*'\) got (?:error|exception): (.*)`)
+	rankTagRE      = regexp.MustCompile(`^\[rank(\d+)\]:`)
+)
+
+func matchNCCLPeer(b string) bool {
+	return ncclUniqueIDRE.MatchString(b) || (strings.Contains(b, "recvValueWithTimeout failed") && strings.Contains(b, "Connection was likely closed"))
+}
+
+func buildNCCLPeer(s *scan, hits []int) (Diagnosis, bool) {
+	var ev []Evidence
+	rank, got := "", ""
+	first := hits[0]
+	for _, j := range hits {
+		if m := ncclUniqueIDRE.FindStringSubmatch(s.lines[j].body); m != nil && rank == "" {
+			rank, got = m[1], m[3]
+			first = j
+		}
+	}
+	ev = append(ev, s.evidence(first))
+	for _, j := range hits {
+		if j != first && len(ev) < 3 && !ncclUniqueIDRE.MatchString(s.lines[j].body) {
+			ev = append(ev, s.evidence(j))
+		}
+	}
+	if rank == "" {
+		if m := rankTagRE.FindStringSubmatch(s.lines[first].text); m != nil {
+			rank = m[1]
+		}
+	}
+	host := s.nodeOf(first)
+	c := s.ctx
+	who := "a rank"
+	if rank != "" {
+		who = "rank " + rank
+	}
+	head := orDefault(c.HeadNode, "the head")
+	d := Diagnosis{
+		Title:    who + onHost(host) + " lost rank 0 while setting up NCCL: rank 0" + onHost(c.HeadNode) + " exited first",
+		Evidence: ev,
+		Explanation: "Rank 0 creates NCCL's unique id and serves it to the other ranks from the c10d key-value store it hosts. " + who + " was reading it when the connection closed " +
+			"(\"Failed to recv, got 0 bytes. Connection was likely closed\"): rank 0's process had ended. This line is the consequence; the cause is in rank 0's log on " + head +
+			" (the vllm serve log and the Ray head container), which rayform could not classify.",
+		Fix:         "Read rank 0's log on " + head + " (`docker logs` of the head container, the vllm serve log) for the first error; an NCCL or Gloo interface name, the memory monitor, or CUDA memory are the usual causes.",
+		consequence: true,
+	}
+	if strings.Contains(got, "wait timeout") || strings.Contains(got, "Socket Timeout") || strings.Contains(got, "Timeout waiting") {
+		d.Title = who + onHost(host) + " timed out waiting for rank 0's NCCL id: rank 0" + onHost(c.HeadNode) + " never published it"
+		d.Explanation = "Rank 0 creates NCCL's unique id and publishes it in the c10d store; " + who + " waited the whole timeout (" + got + "). Rank 0 hung or failed before NCCL's bootstrap (its log on " + head + " shows where)."
+	}
 	return d, true
 }
 
@@ -943,6 +1041,13 @@ func (s *scan) unknown() Diagnosis {
 		for _, j := range t {
 			d.Evidence = append(d.Evidence, s.evidence(j))
 		}
+	}
+	if len(d.Evidence) == 0 {
+		d.Title = "the logs of " + strings.Join(hosts, ", ") + " hold only stack frames"
+		d.Explanation = "Every line rayform read is a stack frame (Python \"File ...\", torch \"frame #13: ...\", C++ backtraces), which says where a process was, not why it failed; frames are never evidence. " +
+			"The message that names the error was printed before these lines, or to another log."
+		d.Fix = "Read more of the log on each host (docker logs <container> without a tail limit) for the first exception message above the frames."
+		return d
 	}
 	d.Title = "no known failure pattern in the logs of " + strings.Join(hosts, ", ")
 	d.Explanation = fmt.Sprintf("None of the %d failure patterns rayform knows matched. The last lines that say something are shown (traceback frames and progress bars left out); the root cause is often earlier in the log.", len(rules()))

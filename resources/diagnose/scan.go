@@ -41,9 +41,14 @@ var (
 		`|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?` + // ERROR 06-30 13:53:19 [core.py:515]
 		`|\[[\w.]+:\d+\] ?` + // [multiproc_executor.py:492]
 		`)`)
-	frameRE    = regexp.MustCompile(`^\s*File "[^"]*", line \d+`)
+	frameRE    = regexp.MustCompile(`^\s*(?:\[rank\d+\]:\s*)?File "[^"]*", line \d+`)
 	progressRE = regexp.MustCompile(`\d+%\s*(?:Completed\s*)?\|.*\d+/\d+|it/s\]|s/it\]|█`)
 	cppFrameRE = regexp.MustCompile(`^@\s+0x[0-9a-fA-F]+\s`)
+	// Stack frames of other formats: torch's "frame #13: <fn> + 0x1f (0x7f in lib.so)",
+	// c10's "# 0  c10::get_backtrace", gdb's "#0  0x00007f in f ()", glog's
+	// "PC: @ 0x7f", torch's "Exception raised from run at socket.cpp:820
+	// (most recent call first):" header and "<omitting python frames>".
+	otherFrameRE = regexp.MustCompile(`^(?:\[rank\d+\]:\s*)?(?:frame #\d+: |#\s?\d+\s+\S|PC: @\s+0x|<omitting python frames>|Exception raised from \S+ at \S+ \(most recent call first\):)`)
 )
 
 // newScan splits and cleans every log of in.
@@ -164,6 +169,7 @@ func (s *scan) markNoise() []bool {
 			strings.Contains(b, "The above exception was the direct cause"),
 			strings.HasPrefix(strings.TrimSpace(b), "*** StackTrace Information ***"),
 			cppFrameRE.MatchString(strings.TrimSpace(b)),
+			otherFrameRE.MatchString(strings.TrimSpace(b)),
 			isProgress(b):
 			n[i] = true
 		case frameRE.MatchString(b):

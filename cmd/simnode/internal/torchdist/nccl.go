@@ -45,9 +45,16 @@ func ncclError(kind, last string) error {
 	return &PyError{Type: "torch.distributed.DistBackendError", Msg: fmt.Sprintf("NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3135, %s, NCCL version %s\n%sLast error:\n%s", kind, NCCLVersion, kindLine(kind), last)}
 }
 
+// kindLine is torch's getNcclErrorDetailStr interpretation of the
+// ncclResult, printed between the NCCL error and "Last error:".
 func kindLine(kind string) string {
-	if strings.HasPrefix(kind, "remote process") {
+	switch {
+	case strings.HasPrefix(kind, "remote process"):
 		return "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+	case strings.HasPrefix(kind, "invalid usage"):
+		return "ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\n"
+	case strings.HasPrefix(kind, "unhandled system error"):
+		return "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n"
 	}
 	return ""
 }
@@ -104,7 +111,8 @@ func NCCLInit(ctx context.Context, e *Env, cfg NCCLConfig, s *Store, rank, world
 	if err != nil {
 		la, ra := s.LocalAddr()
 		fmt.Fprintln(e.Log, "[rank"+strconv.Itoa(rank)+"]:"+pylog.Glog(e.Now(), 'W', "TCPStore.cpp:138", fmt.Sprintf("[c10d] recvValueWithTimeout failed on SocketImpl(fd=48, addr=%s, remote=%s): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?", la, ra)))
-		return &PyError{Type: "torch.distributed.DistNetworkError", Msg: "Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?"}
+		// ProcessGroupNCCL's broadcastUniqueNCCLID wraps the store error.
+		return &PyError{Type: "torch.distributed.DistBackendError", Msg: fmt.Sprintf("[%d] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?", rank)}
 	}
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp4", peer)

@@ -1,0 +1,271 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/vllmcli"
+)
+
+// matchAny selects every meaningful line: for rules decided by the context
+// (rayform's own timeout, a process found gone) rather than by one line.
+func matchAny(string) bool { return true }
+
+// ---- vLLM's argument parser -------------------------------------------------
+
+var (
+	// argparse's error line: "vllm: error: unrecognized arguments: --x 1",
+	// "vllm serve: error: ambiguous option: ...", "... invalid int value".
+	argErrorRE  = regexp.MustCompile(`^(vllm(?: serve)?|api_server\.py): error: (.*)$`)
+	unrecArgsRE = regexp.MustCompile(`^unrecognized arguments: (.*)$`)
+	// "vLLM API server version 0.11.2" (printed only when parsing succeeded,
+	// e.g. by an earlier run in the same log).
+	vllmVersionRE = regexp.MustCompile(`vLLM API server version (\S+)`)
+)
+
+func matchVLLMArgs(b string) bool { return argErrorRE.MatchString(b) }
+
+func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[len(hits)-1]
+	m := argErrorRE.FindStringSubmatch(s.lines[i].body)
+	host := s.nodeOf(i)
+	c := s.ctx
+	version := c.VLLMVersion
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi && version == ""; j++ {
+		if v := vllmVersionRE.FindStringSubmatch(s.lines[j].body); v != nil {
+			version = v[1]
+		}
+	}
+	in := "the vLLM in " + c.image()
+	if version != "" {
+		in = "vLLM " + version + " in " + c.image()
+	}
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	u := unrecArgsRE.FindStringSubmatch(m[2])
+	if u == nil {
+		d.Title = in + onHost(host) + " refused the serve command line: " + m[2]
+		d.Explanation = "vLLM's argument parser stops before anything starts; the message names the option and the value it could not take."
+		d.Fix = "Correct that option in extra_args on " + c.serve() + " (check it against `vllm serve --help` in " + c.image() + ")."
+		return d, true
+	}
+	var flags []string
+	for _, w := range strings.Fields(u[1]) {
+		if strings.HasPrefix(w, "-") {
+			flags = append(flags, w)
+		}
+	}
+	what := u[1]
+	if len(flags) > 0 {
+		what = strings.Join(flags, ", ")
+	}
+	d.Title = in + onHost(host) + " does not know " + what
+	var why []string
+	why = append(why, "argparse refused \""+u[1]+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
+	if version != "" && version != vllmcli.Version {
+		var known []string
+		opts := vllmcli.ServeOptions()
+		for _, f := range flags {
+			if r := opts.Resolve(vllmcli.Normalize(f)); r.Option != nil {
+				known = append(known, f)
+			}
+		}
+		if len(known) > 0 {
+			why = append(why, "vLLM "+vllmcli.Version+" has "+strings.Join(known, ", ")+"; the image's "+version+" does not.")
+		}
+	}
+	d.Explanation = strings.Join(why, "\n")
+	d.Fix = "Remove or rename " + what + " in extra_args on " + c.serve() + ", or use an image whose vLLM has it (`docker run --rm " + c.image() + " vllm serve --help=all`)."
+	return d, true
+}
+
+// ---- a port already taken ---------------------------------------------------
+
+var (
+	bindAddrRE = regexp.MustCompile(`bind on address \('([^']*)', (\d+)\)`)
+	bindToRE   = regexp.MustCompile(`[Ff]ailed to bind to address (\S+):(\d+)`)
+	rayAtRE    = regexp.MustCompile(`Ray is trying to start at (\S+?):(\d+), but is already running at (\S+)\.`)
+)
+
+func matchAddrInUse(b string) bool {
+	return containsAny(b, "Address already in use", "address already in use", "EADDRINUSE", "Failed to bind to address", "but is already running at")
+}
+
+func buildAddrInUse(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	c := s.ctx
+	port, what := 0, ""
+	switch {
+	case bindAddrRE.MatchString(b):
+		port, _ = strconv.Atoi(bindAddrRE.FindStringSubmatch(b)[2])
+		what = "vLLM's API server"
+	case bindToRE.MatchString(b):
+		port, _ = strconv.Atoi(bindToRE.FindStringSubmatch(b)[2])
+		what = "Ray's GCS"
+	case rayAtRE.MatchString(b):
+		m := rayAtRE.FindStringSubmatch(b)
+		port, _ = strconv.Atoi(m[2])
+		what = "Ray (already running at " + m[3] + ")"
+	case strings.Contains(b, "The server socket has failed to listen"):
+		what = "the c10d store (torch.distributed's master port)"
+	case c.ServePort > 0 && strings.Contains(b, "[Errno 98]"):
+		// vLLM binds its serve socket first thing; a bare errno 98 from
+		// the API server is its port.
+		port, what = c.ServePort, "vLLM's API server"
+	}
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	title := "a port is already in use"
+	if port > 0 {
+		title = "port " + strconv.Itoa(port) + " is already in use"
+	}
+	d.Title = title + onHost(host)
+	holder := c.PortHolders[port]
+	var why []string
+	on := ""
+	if port > 0 {
+		on = " on port " + strconv.Itoa(port)
+	}
+	why = append(why, orDefault(what, "The process")+" could not listen"+on+": another process holds it.")
+	if holder != "" {
+		why = append(why, "It is held by "+holder+".")
+	} else if port > 0 {
+		why = append(why, "Find the holder with: ss -ltnp 'sport = :"+strconv.Itoa(port)+"'")
+	}
+	d.Explanation = strings.Join(why, " ")
+	switch {
+	case what == "vLLM's API server":
+		d.Fix = "Stop what holds the port on " + orDefault(host, "the head") + " (an earlier vllm serve, another server), or choose another port on " + c.serve() + "."
+	case strings.HasPrefix(what, "Ray"):
+		d.Fix = "Stop the other Ray (`ray stop` in that container, or remove a stale container) on " + orDefault(host, "the head") + ", or change port on " + c.cluster() + "."
+	default:
+		d.Fix = "Stop the process that holds the port on " + orDefault(host, "the host") + ", then re-run rayform apply."
+	}
+	return d, true
+}
+
+// ---- architecture unknown to the image's vLLM ---------------------------------
+
+var archRE = regexp.MustCompile(`Model architectures? (\[[^\]]*\]) (failed to be inspected|are not supported for now|is not supported)`)
+
+func matchArch(b string) bool { return archRE.MatchString(b) }
+
+func buildArch(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	m := archRE.FindStringSubmatch(s.lines[i].body)
+	host := s.nodeOf(i)
+	c := s.ctx
+	in := "the vLLM in " + c.image()
+	if c.VLLMVersion != "" {
+		in = "vLLM " + c.VLLMVersion + " in " + c.image()
+	}
+	return Diagnosis{
+		Title:    in + onHost(host) + " cannot load the model's architecture " + m[1],
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "vLLM looks the architecture named in the model's config.json up in its model registry; \"" + m[2] + "\" means this vLLM has no (working) implementation of it: " +
+			"the model is newer than the image's vLLM, or model files were copied between vLLM versions whose base classes differ.",
+		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.image() + " vllm --version` shows what the image has.",
+	}, true
+}
+
+// ---- serve stopped from outside ---------------------------------------------
+
+// matchKilled matches vLLM's SIGTERM handler (raise KeyboardInterrupt
+// ("terminated")); a process found gone with no error line at all was
+// killed (SIGKILL prints nothing).
+func matchKilled(b string) bool { return true }
+
+func buildKilled(s *scan, hits []int) (Diagnosis, bool) {
+	for _, i := range hits {
+		if strings.TrimSpace(s.lines[i].body) == "KeyboardInterrupt: terminated" {
+			host := s.nodeOf(i)
+			ev := []Evidence{s.evidence(i)}
+			if p := s.lastProgress(i); p >= 0 {
+				ev = append(ev, s.evidence(p))
+			}
+			return Diagnosis{
+				Title:    "vllm serve" + onHost(host) + " was stopped from outside (SIGTERM) while starting",
+				Evidence: ev,
+				Explanation: "vLLM's API server turns SIGTERM into KeyboardInterrupt(\"terminated\"): something outside vLLM stopped it — `docker stop`/`docker restart` of the container, a second rayform apply or destroy, " +
+					"or a person. Nothing in vLLM failed.",
+				Fix: "Find who stopped it on " + orDefault(host, "the head") + " (`docker events --since 1h`, another rayform run on this state), then re-run rayform apply.",
+			}, true
+		}
+	}
+	if !s.ctx.ProcessExited {
+		return Diagnosis{}, false
+	}
+	for _, i := range hits {
+		if looksLikeError(s.lines[i].body) {
+			return Diagnosis{}, false
+		}
+	}
+	last := hits[len(hits)-1]
+	host := s.host(last)
+	return Diagnosis{
+		Title:    "vllm serve" + onHost(host) + " disappeared without an error: it was killed (SIGKILL)",
+		Evidence: []Evidence{s.evidence(last)},
+		Explanation: "The process is gone and its log ends without an exception: a SIGKILL leaves no line. The kernel's OOM killer (host RAM), `docker kill`/`docker rm -f`, " +
+			"or `kill -9` did it. The last line it printed is shown.",
+		Fix: "On " + orDefault(host, "the head") + ": `dmesg | grep -i -e oom -e 'killed process'` for the OOM killer, `docker events --since 1h` for docker; then re-run rayform apply.",
+	}, true
+}
+
+// errorWordRE finds lines that report a failure.
+var errorWordRE = regexp.MustCompile(`Error\b|Exception\b|\bERROR\b|Traceback|\bFAILED\b|failed|Killed`)
+
+func looksLikeError(b string) bool { return errorWordRE.MatchString(b) }
+
+// ---- ready_timeout ----------------------------------------------------------
+
+func buildReadyTimeout(s *scan, hits []int) (Diagnosis, bool) {
+	c := s.ctx
+	if c.ReadyTimeout <= 0 {
+		return Diagnosis{}, false
+	}
+	last := hits[len(hits)-1]
+	host := s.host(last)
+	var ev []Evidence
+	p := -1
+	for j := len(s.lines) - 1; j >= 0 && p < 0; j-- {
+		if isProgress(s.lines[j].body) {
+			p = j
+		}
+	}
+	if p >= 0 {
+		ev = append(ev, s.evidence(p))
+	}
+	if p != last {
+		ev = append(ev, s.evidence(last))
+	}
+	stage := "no progress line"
+	if p >= 0 {
+		stage = "its last progress: " + strings.TrimSpace(s.lines[p].body)
+	}
+	return Diagnosis{
+		Title:    fmt.Sprintf("vllm serve%s was still starting when ready_timeout (%s) ran out", onHost(host), c.ReadyTimeout),
+		Evidence: ev,
+		Explanation: "No error: vLLM was still working (" + stage + "). Downloading and loading large weights, torch.compile and CUDA graph capture can take longer than ready_timeout, " +
+			"most of all on the first run (empty Hugging Face cache) or on slow storage. rayform stopped waiting.",
+		Fix: "Raise ready_timeout on " + c.serve() + " (e.g. \"30m\" for a first download of a large model), or pre-download the weights into a volume; re-run rayform apply.",
+	}, true
+}
+
+// lastProgress returns the last progress-bar line of line i's log at or
+// before i (-1 if none): progress bars are noise for matching, but the last
+// one says how far a startup got.
+func (s *scan) lastProgress(i int) int {
+	if i < 0 {
+		return -1
+	}
+	lo, _ := s.logSpan(i)
+	for j := i; j >= lo; j-- {
+		if isProgress(s.lines[j].body) {
+			return j
+		}
+	}
+	return -1
+}
