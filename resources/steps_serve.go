@@ -183,14 +183,17 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 		case p.up:
 			return true, nil
 		case p.fatal != "":
+			p.failed()
 			return false, fmt.Errorf("vllm serve %s failed on %s: %s", r.spec.Name, node, p.fatal)
 		case state == "dead":
+			p.failed()
 			r.exited = true
 			return false, fmt.Errorf("vllm serve %s (pid %s) exited on %s before it was ready", r.spec.Name, pid, node)
 		}
 		return false, nil
 	})
 	if errors.Is(err, errTimedOut) {
+		p.failed()
 		err = fmt.Errorf("vllm serve %s on %s is not ready after %s (ready_timeout)", r.spec.Name, node, timeout)
 		r.readyTimeout = timeout
 	}
@@ -423,17 +426,64 @@ var serveFatal = []string{
 
 // serveProgress turns vLLM's log into progress lines: a weight-loading bar,
 // CUDA graph capture, milestones; it notes readiness and fatal lines.
+// Known-harmless lines — c10d's first refused connection (the master is not
+// listening yet; torch prints a garbage IPv6 address in it) and every rank's
+// repeat of a milestone — are held back and shown only if the start fails.
+// Bars complete before the milestone that ends them.
 type serveProgress struct {
 	progress func(string)
 	throttle throttle
 	buf      []byte
 	seen     map[string]bool
-	up       bool
-	fatal    string
+	held     []string
+	// bars maps a bar's phase to its last state, for completing it.
+	bars  map[string]barState
+	up    bool
+	fatal string
+}
+
+// barState is the last line seen of one progress bar.
+type barState struct {
+	total int
+	done  bool // 100% shown
 }
 
 func newServeProgress(progress func(string), t throttle) *serveProgress {
-	return &serveProgress{progress: progress, throttle: t, seen: map[string]bool{}}
+	return &serveProgress{progress: progress, throttle: t, seen: map[string]bool{}, bars: map[string]barState{}}
+}
+
+// failed shows the lines held back, once: the start failed, so they may
+// matter.
+func (p *serveProgress) failed() {
+	for _, l := range p.held {
+		p.progress(l)
+	}
+	p.held = nil
+}
+
+// barLine shows one state of a bar unless the bar already completed.
+func (p *serveProgress) barLine(phase, label string, n, total, pct int) {
+	st := p.bars[phase]
+	if st.done {
+		return
+	}
+	final := n == total
+	p.bars[phase] = barState{total: total, done: final}
+	if p.throttle.allow(phase, final) {
+		p.progress(fmt.Sprintf("%s %d/%d %s %d%%", label, n, total, bar(pct), pct))
+	}
+}
+
+// completeBars shows 100% for the bars of phases a milestone ends (another
+// rank's line can reach the log before this rank's last bar).
+func (p *serveProgress) completeBars(match func(phase string) bool, label func(phase string) string) {
+	for _, phase := range sortedKeys(p.bars) {
+		st := p.bars[phase]
+		if !st.done && match(phase) {
+			p.bars[phase] = barState{total: st.total, done: true}
+			p.progress(fmt.Sprintf("%s %d/%d %s 100%%", label(phase), st.total, st.total, bar(100)))
+		}
+	}
 }
 
 // feed consumes more log bytes; an incomplete last line waits for the rest.
@@ -458,18 +508,14 @@ func (p *serveProgress) line(l string) {
 		pct, _ := strconv.Atoi(m[2])
 		n, _ := strconv.Atoi(m[3])
 		total, _ := strconv.Atoi(m[4])
-		if p.throttle.allow("weights", n == total) {
-			p.progress(fmt.Sprintf("Loading weights: shards %d/%d %s %d%%", n, total, bar(pct), pct))
-		}
+		p.barLine("weights", "Loading weights: shards", n, total, pct)
 		return
 	}
 	if m := graphsRE.FindStringSubmatch(l); m != nil {
 		pct, _ := strconv.Atoi(m[2])
 		n, _ := strconv.Atoi(m[3])
 		total, _ := strconv.Atoi(m[4])
-		if p.throttle.allow(m[1], n == total) {
-			p.progress(fmt.Sprintf("%s: %d/%d %s %d%%", m[1], n, total, bar(pct), pct))
-		}
+		p.barLine(m[1], m[1]+":", n, total, pct)
 		return
 	}
 	body := vllmPrefix.ReplaceAllString(l, "")
@@ -479,16 +525,28 @@ func (p *serveProgress) line(l string) {
 			return
 		}
 	}
-	if strings.Contains(body, "[c10d]") && strings.Contains(body, "failed to connect") && !p.seen["c10d"] {
-		p.seen["c10d"] = true
-		p.progress("warning: " + body)
+	if strings.Contains(body, "[c10d]") && strings.Contains(body, "failed to connect") {
+		if !p.seen["c10d"] {
+			p.seen["c10d"] = true
+			p.held = append(p.held, "warning: "+body)
+		}
 		return
 	}
 	for _, m := range serveMilestones {
 		if strings.Contains(body, m) {
-			if !p.seen[body] {
-				p.seen[body] = true
+			switch m {
+			case "Loading weights took", "Model loading took":
+				p.completeBars(func(ph string) bool { return ph == "weights" }, func(string) string { return "Loading weights: shards" })
+			case "Graph capturing finished":
+				p.completeBars(func(ph string) bool { return ph != "weights" }, func(ph string) string { return ph + ":" })
+			}
+			if !p.seen[m] {
+				p.seen[m] = true
 				p.progress(body)
+			} else if !p.seen[body] {
+				// Another rank's copy of a milestone already shown.
+				p.seen[body] = true
+				p.held = append(p.held, body)
 			}
 			if m == "Application startup complete." {
 				p.up = true
