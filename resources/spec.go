@@ -61,7 +61,6 @@ type ContainerSpec struct {
 	// the host through a 0600 env file, never on a command line.
 	SecretEnv     []string `json:"secret_env,omitempty"`
 	Volumes       []string `json:"volumes,omitempty"`
-	ShmSize       string   `json:"shm_size,omitempty"`
 	DockerArgs    []string `json:"docker_args,omitempty"`
 	Port          int      `json:"port"`
 	DashboardPort int      `json:"dashboard_port"`
@@ -149,9 +148,6 @@ func (s ContainerSpec) RunArgs(project, envFile string) []string {
 	args := []string{"docker", "run", "-d", "--name", s.Name,
 		"--network", "host", "--ipc", "host", "--gpus", "all",
 		"--restart", "no"}
-	if s.ShmSize != "" {
-		args = append(args, "--shm-size", s.ShmSize)
-	}
 	labels := s.Labels(project)
 	for _, k := range sortedKeys(labels) {
 		args = append(args, "--label", k+"="+labels[k])
@@ -241,7 +237,6 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 			Env:           env,
 			SecretEnv:     secret,
 			Volumes:       rc.Volumes,
-			ShmSize:       rc.ShmSize,
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,

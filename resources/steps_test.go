@@ -28,7 +28,7 @@ func pairSpecs(ip1 string) []ContainerSpec {
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			ShmSize: "10.24g", NonCarryOver: NetworkEnvKeys(), ServeDir: serveDir}
+			NonCarryOver: NetworkEnvKeys(), ServeDir: serveDir}
 	}
 	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
@@ -81,7 +81,7 @@ func TestClusterSteps(t *testing.T) {
 			setup: func(l *fakeLab) {
 				l.run(pairSpecs("192.168.200.12")[0])
 				stale := pairSpecs("192.168.200.12")[1]
-				stale.ShmSize = "1g"
+				stale.Volumes = []string{"/old:/old"}
 				l.run(stale)
 			},
 			work: pairWork(plan.Update, pairSpecs("192.168.200.12"), []string{"spark2"}, "spark2"),

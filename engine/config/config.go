@@ -149,6 +149,10 @@ type Node struct {
 	Bastion      string            // name of the node to jump through, "" for none
 	GPUs         int               // declared GPUs
 	Labels       map[string]string // free-form
+	// FabricInterface is the node's own interface on the fabric of its
+	// cluster's network ("" = the network's); the network's interface map
+	// may name it too, but not differently.
+	FabricInterface string
 }
 
 // Network is the fabric every layer of a Ray cluster must bind to.

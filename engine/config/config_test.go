@@ -411,7 +411,7 @@ ray_cluster "solo" {
 			want: map[string]string{
 				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
 				"VLLM_HOST_IP": "192.168.200.12", "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"TP_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "enp1s0f1np1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
+				"TP_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
 			},
 		},
 		{
@@ -419,7 +419,7 @@ ray_cluster "solo" {
 			want: map[string]string{
 				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
 				"VLLM_HOST_IP": "192.168.200.13", "NCCL_SOCKET_IFNAME": "enp1s0f0np0", "GLOO_SOCKET_IFNAME": "enp1s0f0np0",
-				"TP_SOCKET_IFNAME": "enp1s0f0np0", "UCX_NET_DEVICES": "enp1s0f0np0", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
+				"TP_SOCKET_IFNAME": "enp1s0f0np0", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
 			},
 		},
 		{name: "address off the fabric", node: "a", addr: "10.1.230.180", wantErr: "not in 192.168.200.0/24"},
@@ -632,5 +632,22 @@ output "token" {
 	}
 	if !cfg.Locals["env"].Sensitive {
 		t.Errorf("local.env must be sensitive")
+	}
+}
+
+// UCX names RDMA devices <hca>:<port>; a netdev name would limit it to TCP.
+func TestUCXDevices(t *testing.T) {
+	for _, tt := range []struct {
+		hcas []string
+		want string
+	}{
+		{[]string{"mlx5_0"}, "mlx5_0:1"},
+		{[]string{"mlx5_0:2", "rocep1s0f1"}, "mlx5_0:2,rocep1s0f1:1"},
+		{[]string{"=mlx5_0"}, "mlx5_0:1"},
+		{[]string{"^mlx5_1"}, ""},
+	} {
+		if got := ucxDevices(tt.hcas); got != tt.want {
+			t.Errorf("ucxDevices(%q) = %q, want %q", tt.hcas, got, tt.want)
+		}
 	}
 }

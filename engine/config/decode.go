@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"math/big"
 	"regexp"
 	"strings"
@@ -23,6 +24,12 @@ func (b *blockEval) errorAt(attr, summary, detail string) {
 		Detail:   detail,
 		Subject:  &rng,
 	})
+}
+
+// warnAt reports a warning at attr.
+func (b *blockEval) warnAt(attr, summary, detail string) {
+	rng := b.decl.Range(attr)
+	b.diags = append(b.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: detail, Subject: &rng})
 }
 
 // failed reports whether an error was already reported within attr's
@@ -296,21 +303,87 @@ func (b *blockEval) decodeInterface(n *Network, members []string, checkKeys bool
 		}
 		n.Interfaces[k.AsString()] = e.AsString()
 	}
-	for _, node := range sortedKeys(n.Interfaces) {
-		if msg := checkIfname(n.Interfaces[node]); msg != "" {
-			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", node, n.Interfaces[node], msg))
+	for _, key := range sortedKeys(n.Interfaces) {
+		if msg := checkIfname(n.Interfaces[key]); msg != "" {
+			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", key, n.Interfaces[key], msg))
 		}
-		if !checkKeys || contains(members, node) {
+		if !checkKeys || contains(members, key) {
 			continue
 		}
-		detail := fmt.Sprintf("The interface map names %q, which is not a node of any Ray cluster on network.%s", node, n.Name)
-		if len(members) > 0 {
+		// A for_each key names the instance of that key, when exactly one
+		// node of the network has it: { for k, h in var.hosts : k => h.iface }.
+		var byKey []string
+		for _, m := range members {
+			if node := b.e.known[m]; node != nil && node.Key == key {
+				byKey = append(byKey, m)
+			}
+		}
+		if len(byKey) == 1 {
+			if iface, dup := n.Interfaces[byKey[0]]; dup && iface != n.Interfaces[key] {
+				b.errorAt("interface", "Conflicting interfaces", fmt.Sprintf("The interface map gives %s both %q (as %q) and %q (as %q); keep one key.", byKey[0], n.Interfaces[key], key, iface, byKey[0]))
+			}
+			n.Interfaces[byKey[0]] = n.Interfaces[key]
+			delete(n.Interfaces, key)
+			continue
+		}
+		detail := fmt.Sprintf("The interface map names %q, which is not a node of any Ray cluster on network.%s", key, n.Name)
+		switch {
+		case len(byKey) > 1:
+			detail = fmt.Sprintf("The interface map names %q, the for_each key of several nodes on network.%s (%s); key the map by node name instead.", key, n.Name, strings.Join(byKey, ", "))
+		case len(members) > 0:
 			detail += fmt.Sprintf(" (its nodes are %s).", strings.Join(members, ", "))
-		} else {
+		default:
 			detail += "; no cluster uses this network."
 		}
-		detail += didYouMean(node, members, "%q") + " Keys are node names; an instance of a for_each block is named like gpu[\"h1\"]."
+		if len(byKey) == 0 {
+			if b.computed("interface") {
+				detail += " A computed map's keys must be node names, or the for_each keys of the node blocks; " +
+					"or give each node its own interface with fabric_interface in the node block (fabric_interface = each.value.iface)."
+			} else {
+				var keys []string
+				for _, m := range members {
+					keys = append(keys, m)
+					if node := b.e.known[m]; node != nil && node.Key != "" {
+						keys = append(keys, node.Key)
+					}
+				}
+				detail += didYouMean(key, keys, "%q") + " Keys are node names, or the for_each key of one node."
+			}
+		}
 		b.errorAt("interface", "Interface for a node not on this network", detail)
+	}
+}
+
+// computed reports whether attr's expression builds its value (a for
+// expression or a function call) rather than writing it out.
+func (b *blockEval) computed(attr string) bool {
+	a, ok := b.it.attrs[attr]
+	if !ok {
+		return false
+	}
+	switch a.Expr.(type) {
+	case *hclsyntax.ForExpr, *hclsyntax.FunctionCallExpr:
+		return true
+	}
+	return false
+}
+
+// foldNodeInterfaces adds the fabric_interface of each node of the network
+// to its interface map; a node the map names differently is an error.
+func (b *blockEval) foldNodeInterfaces(n *Network, members []string, nodes map[string]*Node) {
+	for _, m := range members {
+		node := nodes[m]
+		if node == nil || node.FabricInterface == "" {
+			continue
+		}
+		if iface, ok := n.Interfaces[m]; ok && iface != node.FabricInterface {
+			b.errorAt("interface", "Conflicting interfaces", fmt.Sprintf("The interface map gives %s %q, but node %s declares fabric_interface = %q. Keep one.", m, iface, m, node.FabricInterface))
+			continue
+		}
+		if n.Interfaces == nil {
+			n.Interfaces = map[string]string{}
+		}
+		n.Interfaces[m] = node.FabricInterface
 	}
 }
 
@@ -362,6 +435,8 @@ func (b *blockEval) checkRayCluster(rc *RayCluster) {
 	}
 	if rc.ShmSize != "" && !matches(shmSizePattern, rc.ShmSize) {
 		b.errorAt("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
+	} else if rc.ShmSize != "" {
+		b.warnAt("shm_size", "shm_size has no effect", "rayform runs the Ray containers with --ipc host (NCCL and vLLM share memory across processes through it), so /dev/shm is the host's and docker ignores --shm-size. rayform does not pass it; remove shm_size.")
 	}
 	if !matches(containerNamePattern, rc.ContainerName) {
 		b.errorAt("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))

@@ -92,6 +92,7 @@ func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Varia
 		return cfg, append(diags, cross...)
 	}
 	second := newEvaluator(mod, vars, varDecls, facts, networkMembers(cfg))
+	second.known = cfg.Nodes
 	cfg, diags = second.run()
 	return cfg, append(diags, cross...)
 }
@@ -120,8 +121,11 @@ type evaluator struct {
 	vars    map[string]cty.Value
 	facts   Facts
 	members map[string][]string // nil in the first pass
-	funcs   map[string]function.Function
-	cfg     *Config
+	// known are the first pass's nodes (nil in the first pass): their
+	// for_each keys and fabric_interface, for the networks' interfaces.
+	known map[string]*Node
+	funcs map[string]function.Function
+	cfg   *Config
 
 	// Exported values by block name, as expressions see them.
 	locals, nodes, networks, clusters, serves map[string]cty.Value
@@ -485,6 +489,12 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 		GPUs:         b.integer("gpus", 0, 0, 1<<20),
 		Labels:       b.strMap("labels"),
 	}
+	n.FabricInterface = b.str("fabric_interface", "")
+	if _, ok := b.raw["fabric_interface"]; ok {
+		if msg := checkIfname(n.FabricInterface); msg != "" {
+			b.errorAt("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
+		}
+	}
 	if _, ok := b.raw["host"]; ok && strings.TrimSpace(n.Host) == "" {
 		b.errorAt("host", "Empty host", "host must be an SSH address (a name or an IP address) or a Host alias from ~/.ssh/config.")
 	}
@@ -548,6 +558,9 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		}
 	}
 	b.decodeInterface(n, e.members[it.name], e.members != nil)
+	if e.members != nil {
+		b.foldNodeInterfaces(n, e.members[it.name], e.known)
+	}
 	for i, hca := range n.IBHCA {
 		if strings.TrimSpace(hca) == "" || strings.ContainsAny(hca, " \t,") {
 			b.errorAt("ib_hca", "Invalid InfiniBand device", fmt.Sprintf("ib_hca[%d] is %q; each element must be one HCA name such as \"mlx5_0\" or \"mlx5_0:1\" (rayform joins them with commas for NCCL_IB_HCA).", i, hca))

@@ -24,7 +24,8 @@ func (n *Network) InterfaceFor(node string) string {
 //	NCCL_SOCKET_IFNAME  the fabric interface
 //	GLOO_SOCKET_IFNAME  the fabric interface
 //	TP_SOCKET_IFNAME    the fabric interface
-//	UCX_NET_DEVICES     the fabric interface
+//	UCX_NET_DEVICES     the fabric interface; with ib_hca, the RDMA devices
+//	                    as UCX names them, <hca>:<port> (port 1 unless given)
 //	NCCL_IB_HCA         ib_hca joined with commas (only when ib_hca is set)
 //
 // addr is the node's observed address on the network; observedIface is the
@@ -49,8 +50,30 @@ func (n *Network) NodeEnv(node string, addr netip.Addr, observedIface string) (m
 	}
 	if len(n.IBHCA) > 0 {
 		env["NCCL_IB_HCA"] = strings.Join(n.IBHCA, ",")
+		if dev := ucxDevices(n.IBHCA); dev != "" {
+			env["UCX_NET_DEVICES"] = dev
+		}
 	}
 	return env, nil
+}
+
+// ucxDevices is UCX_NET_DEVICES for the HCAs NCCL_IB_HCA names: UCX takes
+// RDMA devices as <hca>:<port> (a netdev name limits UCX to TCP). NCCL's
+// "=" (exact match) prefix is dropped; an exclusion list ("^mlx5_1") has no
+// UCX form, so "" keeps the netdev.
+func ucxDevices(hcas []string) string {
+	var out []string
+	for _, h := range hcas {
+		h = strings.TrimPrefix(h, "=")
+		if strings.HasPrefix(h, "^") {
+			return ""
+		}
+		if !strings.Contains(h, ":") {
+			h += ":1"
+		}
+		out = append(out, h)
+	}
+	return strings.Join(out, ",")
 }
 
 // ContainerEnv returns the whole environment of the Ray container of a

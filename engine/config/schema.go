@@ -43,6 +43,7 @@ func kindSpecs(kind string) []attrSpec {
 			{name: "bastion", typ: dyn, ref: true},
 			{name: "gpus", typ: num},
 			{name: "labels", typ: strMap},
+			{name: "fabric_interface", typ: str},
 		}
 	case kindNetwork:
 		return []attrSpec{

@@ -56,7 +56,9 @@ network "ib" {
   ib_hca = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
   mtu    = 4092
   # The IPoIB interface that carries the fabric addresses, the same on
-  # every server. A map { "h100[\"h1\"]" = "ib0", ... } pins it per node.
+  # every server. Where names differ, a map keyed by the for_each keys
+  # ({ h1 = "ib0", h2 = "ib1" }) or fabric_interface in the node block pins
+  # it per node.
   interface = "ib0"
 }
 
@@ -65,7 +67,6 @@ ray_cluster "main" {
   head     = node.h100[local.head_key]
   workers  = [for k, n in node.h100 : n if k != local.head_key]
   network  = network.ib
-  shm_size = "64g"
   volumes  = ["/data/hf:/root/.cache/huggingface"]
   env = {
     HF_TOKEN = var.hf_token

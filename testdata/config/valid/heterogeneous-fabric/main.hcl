@@ -1,0 +1,35 @@
+# Three hosts whose fabric interfaces have three different names, written
+# the natural way: the interface map keyed by the for_each keys, PP = 3.
+variable "hosts" {
+  default = {
+    gx1 = { host = "10.1.230.180", iface = "enp1s0f0np0" }
+    gx2 = { host = "10.1.230.181", iface = "enp1s0f1np1" }
+    gx3 = { host = "10.1.230.182", iface = "ib0" }
+  }
+}
+
+node "gx" {
+  for_each = var.hosts
+  host     = each.value.host
+  gpus     = 1
+}
+
+network "fabric" {
+  cidr      = "192.168.200.0/24"
+  interface = { for k, h in var.hosts : k => h.iface }
+  ib_hca    = ["mlx5_0"]
+}
+
+ray_cluster "main" {
+  image    = "img"
+  head     = node.gx["gx1"]
+  workers  = [node.gx["gx2"], node.gx["gx3"]]
+  network  = network.fabric
+  shm_size = "16g"
+}
+
+vllm_serve "qwen" {
+  cluster                = ray_cluster.main
+  model                  = "Qwen/Qwen3-0.6B"
+  pipeline_parallel_size = 3
+}
