@@ -346,9 +346,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 		}
 		if !p.managed(oc.c) {
 			foreign = true
-			p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
-				fmt.Sprintf("It runs %s (%s). rayform never touches containers it did not create.", oc.c.Image, oc.c.State),
-				fmt.Sprintf("remove it yourself (ssh %s docker rm -f %s) if it is a leftover, or set container_name on the cluster", node, name))
+			p.foreignContainer(addr, node, name, oc.c)
 			continue
 		}
 		if i == 0 {
@@ -428,6 +426,23 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Cluster: work, Hosts: nodes}
 	}
+}
+
+// foreignContainer reports a container in the way that this project did
+// not create. One carrying rayform's labels for another project is most
+// likely this very deployment applied from another checkout (the project
+// defaults to the configuration directory's name) and may be serving: the
+// fix names the project to declare and never suggests removing it.
+func (p *planner) foreignContainer(addr, node, name string, c observe.Container) {
+	if other := c.Labels[LabelProject]; c.Labels[LabelManaged] == "true" && other != "" {
+		p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.in.Project),
+			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, firstNonEmpty(c.Labels[LabelResource], "no resource label")),
+			fmt.Sprintf("if it is this deployment, declare rayform { project = %q } in the configuration; if it is another one, set container_name on this cluster", other))
+		return
+	}
+	p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
+		fmt.Sprintf("It runs %s (%s). rayform never touches containers it did not create.", c.Image, c.State),
+		fmt.Sprintf("remove it yourself (ssh %s docker rm -f %s) if it is a leftover, or set container_name on the cluster", node, name))
 }
 
 // strayRemovals are managed containers of the cluster on nodes not in it.

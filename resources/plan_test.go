@@ -34,6 +34,7 @@ type planCase struct {
 	// want are lines the text rendering must contain; wantAction the
 	// action of each named resource.
 	want       []string
+	notWant    []string
 	wantAction map[string]plan.Action
 	wantErrors int
 }
@@ -123,6 +124,20 @@ func planCases() []planCase {
 			},
 			want:       []string{"Error: Ray's memory monitor is on for unified memory", "vLLM will take 0.90 × 119.70 = 107.73 GiB", "memory_monitor = false"},
 			wantErrors: 1},
+		// The same configuration applied from another checkout: the head's
+		// container carries rayform's labels for another project. It is
+		// recognised, and the fix never removes it.
+		{name: "other-project",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				head := f.Hosts[`gpu["h1"]`]
+				for i := range head.Containers.List {
+					head.Containers.List[i].Labels["rayform.project"] = "checkout-a"
+				}
+			},
+			want: []string{`belongs to rayform project "checkout-a", not "` + benchProject + `"`,
+				`declare rayform { project = "checkout-a" }`},
+			notWant:    []string{"docker rm"},
+			wantErrors: 1},
 	}
 }
 
@@ -165,6 +180,11 @@ func TestPlanGolden(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(txt.String(), w) {
 					t.Errorf("plan lacks %q\n%s", w, txt.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(txt.String(), w) {
+					t.Errorf("plan contains %q\n%s", w, txt.String())
 				}
 			}
 			for addr, want := range tc.wantAction {

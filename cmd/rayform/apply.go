@@ -47,9 +47,11 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	planPath := fs.Arg(0)
-	if opts.json && !*autoApprove && planPath == "" {
-		fmt.Fprintln(c.stderr, "Error: Plan file or auto-approve required\n\nrayform cannot ask for interactive approval when -json is set. Use -auto-approve or apply a saved plan.")
-		return exitError
+	if !*autoApprove && planPath == "" {
+		if why := noPromptReason(&opts); why != "" {
+			fmt.Fprintf(c.stderr, "Error: Plan file or auto-approve required\n\nrayform cannot ask for interactive approval when %s. Use -auto-approve or apply a saved plan.\n", why)
+			return exitError
+		}
 	}
 	var saved *planfile.File
 	if planPath != "" {
@@ -99,7 +101,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	}
 	var destroyGraph *dag.Graph
 	if req.destroy {
-		obs.result, destroyGraph = resources.DestroyWork(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project})
+		destroyGraph = s.destroyPlan(obs)
 	}
 	p := obs.result.Plan
 	if req.saved != nil {
@@ -167,7 +169,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitError
 	}
 	if req.destroy {
-		again.result, _ = resources.DestroyWork(resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project})
+		s.destroyPlan(again)
 	}
 	if again.result.Plan.HasChanges() {
 		var left []string
@@ -196,6 +198,44 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		plan.WriteEvent(c.stdout, e)
 	}
 	return exitOK
+}
+
+// destroyPlan replaces obs's plan with the destruction of every resource
+// (resources.DestroyWork), narrowed with -target to the targets and what
+// depends on them, as Terraform's destroy -target does: destroying a
+// vllm_serve never takes its ray_cluster with it. It returns the order of
+// the walk.
+func (s *session) destroyPlan(obs *observed) *dag.Graph {
+	res, g := resources.DestroyWork(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project})
+	obs.result = res
+	if len(s.opts.targets) == 0 {
+		return g
+	}
+	keep := map[string]bool{}
+	for _, t := range s.opts.targets {
+		keep[t] = true
+	}
+	for _, n := range obs.cfg.Graph().WithDependents(s.opts.targets) {
+		keep[n] = true
+	}
+	keepOnly(res, keep)
+	return g
+}
+
+// keepOnly drops from res every change and piece of work not in keep.
+func keepOnly(res *resources.Result, keep map[string]bool) {
+	changes := res.Plan.Changes[:0]
+	for _, ch := range res.Plan.Changes {
+		if keep[ch.Address] {
+			changes = append(changes, ch)
+		}
+	}
+	res.Plan.Changes = changes
+	for addr := range res.Work {
+		if !keep[addr] {
+			delete(res.Work, addr)
+		}
+	}
 }
 
 // connectAhead starts dialling, in the background, every host of the
@@ -252,6 +292,18 @@ func lockHolder() string {
 	}
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s@%s pid=%d rayform apply", who, host, os.Getpid())
+}
+
+// noPromptReason says why apply or destroy cannot ask for approval ("" when
+// it can): -json owns stdout, -input=false forbids prompts.
+func noPromptReason(opts *runOptions) string {
+	switch {
+	case opts.json:
+		return "-json is set"
+	case !opts.input:
+		return "-input=false is set"
+	}
+	return ""
 }
 
 // confirm asks Terraform's question; only "yes" approves.

@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
+
+	"github.com/rayform/rayform/engine/config"
 )
 
 // Exit codes shared by every command.
@@ -165,7 +168,16 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return cmd.run(ctx, c, rest[1:])
 		}
 	}
-	fmt.Fprintf(stderr, "Error: unknown command %q\n\n", name)
+	names := make([]string, 0, len(commands()))
+	for _, cmd := range commands() {
+		names = append(names, cmd.name)
+	}
+	sort.Strings(names)
+	if s := config.Suggest(name, names); s != "" {
+		fmt.Fprintf(stderr, "Error: unknown command %q. Did you mean %q?\n\n", name, s)
+	} else {
+		fmt.Fprintf(stderr, "Error: unknown command %q\n\n", name)
+	}
 	usage(stderr)
 	return exitError
 }
@@ -192,6 +204,17 @@ Run "rayform <command> -help" for a command's options.
 func newFlagSet(c *cli, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
+	// -no-color is global, but Terraform users put it after the command.
+	fs.BoolFunc("no-color", "disable colour in output (also a global option, and NO_COLOR=1)", func(v string) error {
+		off, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		if off {
+			c.color = false
+		}
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(c.stderr, "Usage: rayform %s\n\n", synopsis)
 		fmt.Fprintln(c.stderr, "Options:")

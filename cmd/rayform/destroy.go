@@ -19,8 +19,8 @@ func runDestroy(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: destroy takes no arguments (got %q)\n", fs.Args())
 		return exitError
 	}
-	if opts.json && !*autoApprove {
-		fmt.Fprintln(c.stderr, "Error: -auto-approve required\n\nrayform cannot ask for interactive approval when -json is set.")
+	if why := noPromptReason(&opts); why != "" && !*autoApprove {
+		fmt.Fprintf(c.stderr, "Error: -auto-approve required\n\nrayform cannot ask for interactive approval when %s.\n", why)
 		return exitError
 	}
 	s, code := openSession(c, &opts)

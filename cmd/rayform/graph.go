@@ -17,7 +17,7 @@ func runGraph(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: graph takes no arguments (got %q); use -chdir=DIR to graph another directory\n", strings.Join(fs.Args(), " "))
 		return exitError
 	}
-	cfg, diags := loadConfig(c, &vars)
+	cfg, diags := loadConfigChecking(c, &vars)
 	writeDiagnostics(c, c.stderr, cfg.Files, diags)
 	if diags.HasErrors() {
 		return exitError

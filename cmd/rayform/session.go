@@ -32,6 +32,7 @@ type runOptions struct {
 	stateFile     string
 	json          bool
 	noLock        bool
+	input         bool
 }
 
 // stringList is a repeatable string flag.
@@ -47,7 +48,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.trustNewHosts, "trust-new-hosts", false, "record unknown SSH host keys in known_hosts instead of refusing them (like StrictHostKeyChecking=accept-new); a changed key is always refused")
 	fs.StringVar(&o.sshConfig, "ssh-config", "", "read SSH client settings from `FILE` instead of ~/.ssh/config")
 	fs.StringVar(&o.knownHosts, "known-hosts", "", "check host keys against `FILE` instead of ~/.ssh/known_hosts")
-	fs.StringVar(&o.project, "project", "", "label rayform's containers with project `NAME` (default: the configuration directory's name)")
+	fs.StringVar(&o.project, "project", "", "label rayform's containers with project `NAME` (default: the configuration's rayform { project = ... }, then the name the state recorded, then the configuration directory's name)")
+	fs.BoolVar(&o.input, "input", true, "ask for input (-input=false: never prompt; apply and destroy then need -auto-approve or a saved plan)")
 	fs.StringVar(&o.stateFile, "state", state.DefaultPath, "local state `FILE`, relative to the configuration directory")
 	fs.BoolVar(&o.json, "json", false, "print machine-readable NDJSON events instead of text")
 }
@@ -85,15 +87,6 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		return nil, exitError
 	}
 	writeDiagnostics(c, c.stderr, cfg.Files, diags)
-	project := opts.project
-	if project == "" {
-		abs, err := filepath.Abs(c.dir)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: %v\n", err)
-			return nil, exitError
-		}
-		project = sanitizeProject(filepath.Base(abs))
-	}
 	statePath := opts.stateFile
 	if !filepath.IsAbs(statePath) {
 		statePath = filepath.Join(c.dir, statePath)
@@ -103,15 +96,49 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return nil, exitError
 	}
-	if st.Project == "" {
-		st.Project = project
+	project, err := resolveProject(c.dir, opts.project, cfg, st)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return nil, exitError
 	}
+	st.Project = project
 	s := &session{c: c, opts: opts, cfg: cfg, st: st, project: project, conns: map[string]transport.Conn{}}
 	if err := s.prepareDialer(); err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return nil, exitError
 	}
 	return s, exitOK
+}
+
+// resolveProject decides the deployment's project name, the label that
+// tells this deployment's containers from any other's. In order: the
+// -project flag, the configuration's `rayform { project = "NAME" }`, the
+// name the state recorded at the last apply, and last the configuration
+// directory's name (which changes with where the repository is cloned,
+// hence the documented advice to declare it). A declared name that differs
+// from the one the state recorded for applied resources is refused: it
+// would disown the running containers.
+func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) (string, error) {
+	applied := st.Project != "" && len(st.Addresses()) > 0
+	switch {
+	case flagValue != "":
+		if !config.ValidProject(flagValue) {
+			return "", fmt.Errorf("-project %q: a project name holds only letters, digits, '-', '_' and '.', starting with a letter or digit", flagValue)
+		}
+		return flagValue, nil
+	case cfg.Project != "":
+		if applied && st.Project != cfg.Project {
+			return "", fmt.Errorf("%s: the configuration declares project %q, but the state records that its resources were applied as project %q: containers are found by this name, so changing it would disown them.\n\nSet project = %q back, or destroy with it first and then apply under the new name", cfg.ProjectRange, cfg.Project, st.Project, st.Project)
+		}
+		return cfg.Project, nil
+	case st.Project != "":
+		return st.Project, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return sanitizeProject(filepath.Base(abs)), nil
 }
 
 // sanitizeProject keeps a project name usable as a docker label value.
@@ -263,18 +290,7 @@ func (s *session) applyTargets(cfg *config.Config, res *resources.Result) error 
 	for _, n := range g.Subgraph(s.opts.targets).Nodes() {
 		keep[n] = true
 	}
-	changes := res.Plan.Changes[:0]
-	for _, ch := range res.Plan.Changes {
-		if keep[ch.Address] {
-			changes = append(changes, ch)
-		}
-	}
-	res.Plan.Changes = changes
-	for addr := range res.Work {
-		if !keep[addr] {
-			delete(res.Work, addr)
-		}
-	}
+	keepOnly(res, keep)
 	return nil
 }
 

@@ -49,7 +49,20 @@ func (v *varFlags) options() config.Options {
 
 // loadConfig loads the configuration in the working directory.
 func loadConfig(c *cli, vars *varFlags) (*config.Config, hcl.Diagnostics) {
-	cfg, diags := config.Load(c.dir, vars.options())
+	return loadConfigWith(c, vars.options())
+}
+
+// loadConfigChecking loads the configuration for checking only (validate,
+// graph): a variable without a value is unknown, not an error, so CI can
+// check a configuration without its secrets.
+func loadConfigChecking(c *cli, vars *varFlags) (*config.Config, hcl.Diagnostics) {
+	opts := vars.options()
+	opts.UnknownVariables = true
+	return loadConfigWith(c, opts)
+}
+
+func loadConfigWith(c *cli, opts config.Options) (*config.Config, hcl.Diagnostics) {
+	cfg, diags := config.Load(c.dir, opts)
 	c.log.Debug("loaded configuration", "dir", c.dir, "files", len(cfg.Files), "diagnostics", len(diags))
 	return cfg, diags
 }
@@ -84,7 +97,7 @@ func runValidate(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: validate takes no arguments (got %q); use -chdir=DIR to validate another directory\n", strings.Join(fs.Args(), " "))
 		return exitError
 	}
-	cfg, diags := loadConfig(c, &vars)
+	cfg, diags := loadConfigChecking(c, &vars)
 	if *asJSON {
 		b, err := json.MarshalIndent(validateJSON(cfg.Files, diags), "", "  ")
 		if err != nil {

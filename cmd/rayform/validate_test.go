@@ -62,6 +62,11 @@ func TestValidateCommand(t *testing.T) {
 		{"dgx spark pair", "examples/dgx-spark-pair", nil, 0, "Success! The configuration is valid.\n", ""},
 		{"h100 pipeline", "examples/h100-4x8-pp", nil, 0, "Success! The configuration is valid.\n", ""},
 		{"single node with -var", "examples/single-node", []string{"-var", "host=10.0.0.5", "-var=gpus=4"}, 0, "Success!", ""},
+		// Like Terraform's validate, without values: unknown, so CI can
+		// validate without the secrets.
+		{"required variables without values", "testdata/config/cli/secrets-required", nil, 0, "Success! The configuration is valid.\n", ""},
+		{"required variables, validation rule via -var", "testdata/config/cli/secrets-required", []string{"-var", "gpus=0"}, 1, "", "gpus must be positive"},
+		{"single node, -no-color after the command", "examples/single-node", []string{"-no-color"}, 0, "Success!", ""},
 		{"variable validation via -var", "examples/single-node", []string{"-var", "gpus=0"}, 1, "", "Error: Invalid value for variable"},
 		{"undeclared -var", "examples/single-node", []string{"-var", "hots=x"}, 1, "", "Error: Value for undeclared variable"},
 		{"missing var file", "examples/single-node", []string{"-var-file", "nope.rfvars"}, 1, "", "Failed to read variables file"},

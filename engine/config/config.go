@@ -30,6 +30,13 @@ type Config struct {
 	Serves      map[string]*VLLMServe
 	Outputs     map[string]*Output
 
+	// Project is the deployment's name from the `rayform { project = ... }`
+	// block, "" when the configuration does not declare one (the CLI then
+	// falls back to the state's record, then the directory's name).
+	// ProjectRange is where it is declared.
+	Project      string
+	ProjectRange hcl.Range
+
 	// Facts are the observed facts this configuration was evaluated with.
 	Facts Facts
 

@@ -143,16 +143,18 @@ func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*V
 		members: members,
 		funcs:   Functions(mod.baseDir),
 		cfg: &Config{
-			Variables:   varDecls,
-			Locals:      map[string]*Local{},
-			Nodes:       map[string]*Node{},
-			Networks:    map[string]*Network{},
-			RayClusters: map[string]*RayCluster{},
-			Serves:      map[string]*VLLMServe{},
-			Outputs:     map[string]*Output{},
-			Facts:       facts,
-			mod:         mod,
-			vars:        vars,
+			Variables:    varDecls,
+			Locals:       map[string]*Local{},
+			Nodes:        map[string]*Node{},
+			Networks:     map[string]*Network{},
+			RayClusters:  map[string]*RayCluster{},
+			Serves:       map[string]*VLLMServe{},
+			Outputs:      map[string]*Output{},
+			Facts:        facts,
+			Project:      mod.project,
+			ProjectRange: mod.projectRange,
+			mod:          mod,
+			vars:         vars,
 		},
 		locals:    map[string]cty.Value{},
 		nodes:     map[string]cty.Value{},
@@ -758,6 +760,12 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 			if _, ok := pv.Marks[Sensitive]; ok {
 				b.decl.Sensitive = append(b.decl.Sensitive, formatPath(spec.name, pv.Path))
 			}
+		}
+		if !spec.ref && !unmarked.IsWhollyKnown() && !spec.unknownOK && e.mod.unknownVars {
+			// Checking without variable values: an argument that depends
+			// on one is unknown, and checked as if it were not set.
+			b.decl.Unknown = append(b.decl.Unknown, spec.name)
+			continue
 		}
 		if !spec.ref && !unmarked.IsWhollyKnown() {
 			if !spec.unknownOK {

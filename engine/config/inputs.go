@@ -110,6 +110,16 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 			v.Source = raw[name].source
 		case d.def != cty.NilVal:
 			val, valRange, v.Source = d.def, d.defRange.Ptr(), "default"
+		case opts.UnknownVariables:
+			// Unknown, as in Terraform's validate: its validation rules
+			// cannot be checked without a value.
+			v.Value = cty.UnknownVal(d.typ)
+			if d.sensitive {
+				values[name] = v.Value.Mark(Sensitive)
+			} else {
+				values[name] = v.Value
+			}
+			continue
 		default:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,

@@ -25,6 +25,13 @@ type Options struct {
 	Env []string
 	// BaseDir resolves relative paths in file(). Load defaults it to dir.
 	BaseDir string
+	// UnknownVariables gives a variable without a value an unknown value
+	// instead of the "No value for required variable" error, as
+	// Terraform's validate does: validate and graph check a configuration
+	// without its secrets (in CI, say). Values that depend on an unknown
+	// variable are then unknown wherever they are used, and the result is
+	// only good for checking, never for planning.
+	UnknownVariables bool
 }
 
 // VarArg is one -var NAME=VALUE (File false) or -var-file FILE (File true).
@@ -98,6 +105,7 @@ func LoadFiles(files map[string][]byte, opts Options) (*Config, hcl.Diagnostics)
 		return cfg, diags
 	}
 	mod.baseDir = opts.BaseDir
+	mod.unknownVars = opts.UnknownVariables
 	diags = append(diags, mod.analyze()...)
 	if !diags.HasErrors() {
 		order, more := mod.orderItems()
@@ -133,10 +141,16 @@ func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 
 // module is the parsed, not yet evaluated configuration.
 type module struct {
-	baseDir   string
-	items     map[string]*item // by block-level address
-	order     []string         // addresses in declaration order
-	evalOrder []string         // addresses in dependency order
+	// unknownVars is Options.UnknownVariables.
+	unknownVars bool
+	baseDir     string
+	// project and projectRange come from the `rayform` block.
+	project      string
+	projectRange hcl.Range
+	settingsSeen *hcl.Range
+	items        map[string]*item // by block-level address
+	order        []string         // addresses in declaration order
+	evalOrder    []string         // addresses in dependency order
 }
 
 // item is one block-level object: a variable, a local value, an output or a
@@ -186,10 +200,72 @@ func parseModule(p *hclparse.Parser, files map[string][]byte) (*module, hcl.Diag
 		content, more := f.Body.Content(rootSchema())
 		diags = append(diags, more...)
 		for _, b := range content.Blocks {
+			if b.Type == kindSettings {
+				diags = append(diags, mod.addSettings(b)...)
+				continue
+			}
 			diags = append(diags, mod.addBlock(b)...)
 		}
 	}
 	return mod, diags
+}
+
+// addSettings decodes the `rayform { project = "NAME" }` block. Like
+// Terraform's settings block it is read before anything is evaluated, so
+// its values must be literals.
+func (m *module) addSettings(b *hcl.Block) hcl.Diagnostics {
+	if m.settingsSeen != nil {
+		return hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate rayform block",
+			Detail:   fmt.Sprintf("A rayform block was already declared at %s. A configuration has at most one; merge them.", *m.settingsSeen),
+			Subject:  b.DefRange.Ptr(),
+		}}
+	}
+	m.settingsSeen = b.DefRange.Ptr()
+	content, diags := b.Body.Content(settingsSchema())
+	a, ok := content.Attributes["project"]
+	if !ok || diags.HasErrors() {
+		return diags
+	}
+	v, more := a.Expr.Value(nil)
+	if more.HasErrors() || !v.IsKnown() || v.IsNull() || v.Type() != cty.String {
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid project name",
+			Detail:   "The project must be a literal string, like project = \"gx\": it names the deployment before anything else is evaluated, so it cannot refer to variables.",
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	name := v.AsString()
+	if !ValidProject(name) {
+		return append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid project name",
+			Detail:   fmt.Sprintf("The project %q must start with a letter or digit and hold only letters, digits, '-', '_' and '.': it labels every container rayform creates.", name),
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	m.project, m.projectRange = name, a.Expr.Range()
+	return diags
+}
+
+// ValidProject reports whether name can be a project name: a docker label
+// value and a path segment, letters, digits, '-', '_' and '.', starting
+// with a letter or digit.
+func ValidProject(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	for i, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && (r == '-' || r == '_' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (m *module) add(it *item) hcl.Diagnostics {

@@ -14,6 +14,9 @@ const (
 	kindNetwork    = "network"
 	kindRayCluster = "ray_cluster"
 	kindVLLMServe  = "vllm_serve"
+	// kindSettings is the top-level `rayform { project = "NAME" }` block,
+	// like Terraform's `terraform {}` settings block.
+	kindSettings = "rayform"
 )
 
 // attrSpec describes one argument of a block.
@@ -95,6 +98,7 @@ func kindSpecs(kind string) []attrSpec {
 func rootSchema() *hcl.BodySchema {
 	label := []string{"name"}
 	return &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+		{Type: kindSettings},
 		{Type: kindVariable, LabelNames: label},
 		{Type: "locals"},
 		{Type: kindOutput, LabelNames: label},
@@ -115,6 +119,11 @@ func blockSchema(kind string) *hcl.BodySchema {
 		s.Attributes = append(s.Attributes, hcl.AttributeSchema{Name: "for_each"})
 	}
 	return s
+}
+
+// settingsSchema is the body of the `rayform` block.
+func settingsSchema() *hcl.BodySchema {
+	return &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "project"}}}
 }
 
 func variableSchema() *hcl.BodySchema {

@@ -16,6 +16,11 @@ func suggest(given string, candidates []string) string {
 	return best
 }
 
+// Suggest returns the candidate closest to given when it is close enough to
+// be a plausible misspelling (an edit distance below 3), or "". The CLI uses
+// it for mistyped commands.
+func Suggest(given string, candidates []string) string { return suggest(given, candidates) }
+
 // didYouMean formats a suggestion as a sentence to append to a detail, or ""
 // when there is none. format receives the suggestion, e.g. "node.%s".
 func didYouMean(given string, candidates []string, format string) string {

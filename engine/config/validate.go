@@ -51,14 +51,16 @@ func validateConfig(cfg *Config) hcl.Diagnostics {
 		}
 		total := 0
 		var parts []string
+		gpusUnknown := s.IsUnknown("tensor_parallel_size") || s.IsUnknown("pipeline_parallel_size")
 		for _, n := range rc.Nodes() {
 			if node := cfg.Nodes[n]; node != nil {
+				gpusUnknown = gpusUnknown || node.IsUnknown("gpus")
 				total += node.GPUs
 				parts = append(parts, fmt.Sprintf("%s: %d", n, node.GPUs))
 			}
 		}
 		need := s.TensorParallelSize * s.PipelineParallelSize
-		if need > total {
+		if need > total && !gpusUnknown {
 			attr := "tensor_parallel_size"
 			if _, ok := s.AttrRanges[attr]; !ok {
 				attr = "pipeline_parallel_size"

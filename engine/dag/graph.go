@@ -195,6 +195,31 @@ func (g *Graph) Subgraph(targets []string) *Graph {
 	return sub
 }
 
+// WithDependents returns, sorted, the targets that are in g and every node
+// that depends on them, directly or not: what Terraform's destroy -target
+// destroys (a target's dependencies are left alone).
+func (g *Graph) WithDependents(targets []string) []string {
+	seen := map[string]struct{}{}
+	var stack []string
+	for _, t := range targets {
+		if g.Has(t) {
+			stack = append(stack, t)
+		}
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if _, ok := seen[n]; ok {
+			continue
+		}
+		seen[n] = struct{}{}
+		for d := range g.rdeps[n] {
+			stack = append(stack, d)
+		}
+	}
+	return sortedKeys(seen)
+}
+
 // DOT renders the graph in Graphviz DOT, in the style of `terraform graph`:
 // graph attributes, then every node as a labelled box, then every edge
 // (dependent -> dependency), all sorted so the output is byte-for-byte

@@ -1,0 +1,11 @@
+rayform {
+  project = "my project"
+}
+
+rayform {
+  project = "gx"
+}
+
+node "a" {
+  host = "h"
+}
