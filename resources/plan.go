@@ -28,6 +28,10 @@ type PlanInput struct {
 	Project string
 	// RefreshOnly reports drift and plans no action.
 	RefreshOnly bool
+	// Replace holds the addresses of resources to replace even though
+	// they match the configuration (apply -replace=ADDRESS): a ray_cluster
+	// recreates every container, a vllm_serve restarts its process.
+	Replace map[string]bool
 }
 
 // Result is a plan plus the work apply needs to carry it out.
@@ -386,6 +390,10 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
 		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
 	}
+	if p.in.Replace[addr] && !foreign && missing < len(specs) {
+		replace = true
+		reasons = append(reasons, "replacement requested with -replace")
+	}
 	// Managed containers of this cluster on nodes no longer in it.
 	for _, r := range p.strayRemovals(rc, name) {
 		work.Remove = append(work.Remove, r)
@@ -671,6 +679,9 @@ func (p *planner) serve(sv *config.VLLMServe) {
 			action = plan.Replace
 			reasons = append(reasons, "its Ray cluster is replaced")
 		}
+	case p.in.Replace[addr] && rec.Found:
+		action = plan.Replace
+		reasons = append(reasons, "replacement requested with -replace")
 	case !rec.Found:
 		action = plan.Create
 		if p.stateHas(addr) {

@@ -31,6 +31,8 @@ type planCase struct {
 	config func(string) string
 	facts  func(*observe.Facts, map[string]netip.Addr)
 	state  func(*state.State)
+	// replace is PlanInput.Replace (apply -replace).
+	replace []string
 	// want are lines the text rendering must contain; wantAction the
 	// action of each named resource.
 	want       []string
@@ -124,6 +126,12 @@ func planCases() []planCase {
 			},
 			want:       []string{"Error: Ray's memory monitor is on for unified memory", "vLLM will take 0.90 × 119.70 = 107.73 GiB", "memory_monitor = false"},
 			wantErrors: 1},
+		{name: "replace-serve", replace: []string{"vllm_serve.llama"},
+			want:       []string{"# vllm_serve.llama must be replaced", "replacement requested with -replace", "Plan: 1 to add, 0 to change, 1 to destroy."},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.Replace}},
+		{name: "replace-cluster", replace: []string{"ray_cluster.main"},
+			want:       []string{"# ray_cluster.main must be replaced", "replacement requested with -replace", "its Ray cluster is replaced"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
 		// The same configuration applied from another checkout: the head's
 		// container carries rayform's labels for another project. It is
 		// recognised, and the fix never removes it.
@@ -169,7 +177,11 @@ func TestPlanGolden(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("config with facts: %s", diags.Error())
 			}
-			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+			replace := map[string]bool{}
+			for _, a := range tc.replace {
+				replace[a] = true
+			}
+			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject, Replace: replace})
 			var txt, js bytes.Buffer
 			if err := plan.RenderText(&txt, res.Plan, plan.TextOptions{}); err != nil {
 				t.Fatal(err)

@@ -61,14 +61,19 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			return exitError
 		}
 		saved = f
+		if len(opts.targets) > 0 || len(opts.replace) > 0 {
+			fmt.Fprintln(c.stderr, "Error: -target and -replace cannot be given with a saved plan: the plan already records its own")
+			return exitError
+		}
 		opts.targets = append(opts.targets, f.Targets...)
+		opts.replace = append(opts.replace, f.Replace...)
 	}
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	return s.apply(ctx, applyRequest{autoApprove: *autoApprove || saved != nil, saved: saved, timeouts: defaultApplyTimeouts()})
+	return s.apply(ctx, applyRequest{autoApprove: *autoApprove || saved != nil, saved: saved, destroy: saved != nil && saved.Destroy, timeouts: defaultApplyTimeouts()})
 }
 
 type applyRequest struct {

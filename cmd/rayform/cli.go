@@ -101,6 +101,8 @@ func commands() []command {
 		{"destroy", "Stop and remove everything rayform created", runDestroy},
 		{"fmt", "Rewrite configuration files to canonical format", runFmt},
 		{"graph", "Print the dependency graph in DOT format", runGraph},
+		{"output", "Print the outputs of the last apply, without contacting hosts", runOutput},
+		{"show", "Print a saved plan (or the state's resources), as text or JSON", runShow},
 		{"lab", "Manage the local test lab (Linux, root)", runLab},
 		{"version", "Print the rayform version", runVersion},
 	}

@@ -15,6 +15,10 @@ func runDestroy(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	opts.noLock = !*lockFlag
+	if len(opts.replace) > 0 {
+		fmt.Fprintln(c.stderr, "Error: destroy does not take -replace")
+		return exitError
+	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(c.stderr, "Error: destroy takes no arguments (got %q)\n", fs.Args())
 		return exitError

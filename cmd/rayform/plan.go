@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,8 +24,13 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no changes, 1 on error, 2 when there are changes")
 	out := fs.String("out", "", "save the plan to `FILE`; \"rayform apply FILE\" applies exactly it, or refuses if the hosts changed since")
 	refreshOnly := fs.Bool("refresh-only", false, "report only what changed on the hosts outside rayform (drift); plan no action")
+	destroy := fs.Bool("destroy", false, "plan the destruction of every resource, as destroy would (with -target: the targets and what depends on them)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *destroy && (*refreshOnly || len(opts.replace) > 0) {
+		fmt.Fprintln(c.stderr, "Error: -destroy cannot be combined with -refresh-only or -replace")
+		return exitError
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(c.stderr, "Error: plan takes no arguments (got %q)\n", fs.Args())
@@ -40,13 +46,16 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
+	if *destroy {
+		s.destroyPlan(obs)
+	}
 	p := obs.result.Plan
 	if err := renderPlan(c, &opts, s, obs, *out); err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
 	if *out != "" && len(p.Errors()) == 0 {
-		if err := savePlan(s, obs, *out); err != nil {
+		if err := savePlan(s, obs, *out, *destroy); err != nil {
 			fmt.Fprintf(c.stderr, "Error: saving the plan: %v\n", err)
 			return exitError
 		}
@@ -127,7 +136,8 @@ func current(s *session, obs *observed) planfile.Current {
 
 func planned(opts *runOptions, p *plan.Plan) planfile.Planned {
 	c := p.Counts()
-	out := planfile.Planned{Targets: append([]string{}, opts.targets...), Summary: planfile.Summary{Add: c.Add, Change: c.Change, Destroy: c.Destroy}}
+	out := planfile.Planned{Targets: append([]string{}, opts.targets...), Replace: append([]string(nil), opts.replace...),
+		Summary: planfile.Summary{Add: c.Add, Change: c.Change, Destroy: c.Destroy}}
 	for _, ch := range p.Changes {
 		if ch.Action != plan.NoOp {
 			out.Changes = append(out.Changes, planfile.Change{Addr: ch.Address, Action: string(ch.Action)})
@@ -137,8 +147,25 @@ func planned(opts *runOptions, p *plan.Plan) planfile.Planned {
 	return out
 }
 
-func savePlan(s *session, obs *observed, path string) error {
-	f, err := planfile.New(current(s, obs), planned(s.opts, obs.result.Plan), planfile.Options{})
+// savePlan writes the plan to path, with its text and -json renderings
+// for show.
+func savePlan(s *session, obs *observed, path string, destroy bool) error {
+	pl := planned(s.opts, obs.result.Plan)
+	pl.Destroy = destroy
+	var txt, js bytes.Buffer
+	if err := plan.RenderText(&txt, obs.result.Plan, plan.TextOptions{}); err != nil {
+		return err
+	}
+	if err := plan.RenderJSON(&js, obs.result.Plan, plan.JSONOptions{Version: version}); err != nil {
+		return err
+	}
+	pl.Rendered = txt.String()
+	for _, line := range bytes.Split(bytes.TrimSpace(js.Bytes()), []byte("\n")) {
+		if len(line) > 0 {
+			pl.RenderedJSON = append(pl.RenderedJSON, json.RawMessage(line))
+		}
+	}
+	f, err := planfile.New(current(s, obs), pl, planfile.Options{})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ type runOptions struct {
 	vars          varFlags
 	parallelism   int
 	targets       stringList
+	replace       stringList
 	trustNewHosts bool
 	sshConfig     string
 	knownHosts    string
@@ -44,7 +45,8 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 func (o *runOptions) register(fs *flag.FlagSet) {
 	o.vars.register(fs)
 	fs.IntVar(&o.parallelism, "parallelism", 0, "limit the number of hosts and resources worked on at once to `N` (default: every host at once when observing, which is read-only; 10 when applying)")
-	fs.Var(&o.targets, "target", "limit the operation to resource `ADDRESS` and its dependencies (repeatable)")
+	fs.Var(&o.targets, "target", "limit the operation to resource `ADDRESS` and its dependencies (repeatable; for destroy, the resource and what depends on it)")
+	fs.Var(&o.replace, "replace", "replace resource `ADDRESS` even if it matches the configuration: a vllm_serve restarts its process, a ray_cluster recreates its containers and its serves (repeatable)")
 	fs.BoolVar(&o.trustNewHosts, "trust-new-hosts", false, "record unknown SSH host keys in known_hosts instead of refusing them (like StrictHostKeyChecking=accept-new); a changed key is always refused")
 	fs.StringVar(&o.sshConfig, "ssh-config", "", "read SSH client settings from `FILE` instead of ~/.ssh/config")
 	fs.StringVar(&o.knownHosts, "known-hosts", "", "check host keys against `FILE` instead of ~/.ssh/known_hosts")
@@ -269,7 +271,14 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
 		return nil, errors.New("the configuration is invalid with the observed facts")
 	}
-	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly})
+	replace := map[string]bool{}
+	for _, a := range s.opts.replace {
+		if !strings.HasPrefix(a, "ray_cluster.") && !strings.HasPrefix(a, "vllm_serve.") || !cfg.Graph().Has(a) {
+			return nil, fmt.Errorf("-replace %s: no such ray_cluster or vllm_serve in the configuration", a)
+		}
+		replace[a] = true
+	}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace})
 	if len(s.opts.targets) > 0 {
 		if err := s.applyTargets(cfg, res); err != nil {
 			return nil, err

@@ -30,7 +30,11 @@
 //	  "state_lineage": "5f0c2a9e-7d1b-4c43-9a6e-2b8f1d0e3c47",
 //	  "state_serial": 3,
 //	  "summary": {"add": 1, "change": 0, "destroy": 0},
-//	  "changes": [{"addr": "vllm_serve.qwen", "action": "create"}]
+//	  "changes": [{"addr": "vllm_serve.qwen", "action": "create"}],
+//	  "destroy": false,
+//	  "replace": ["vllm_serve.qwen"],
+//	  "rendered": "rayform will perform the following actions: …",
+//	  "rendered_json": [{"type": "version", …}, {"type": "planned_change", …}]
 //	}
 //
 // Fields:
@@ -59,4 +63,10 @@
 //     against (serial 0: no state had been saved yet).
 //   - summary, changes: what the plan showed, for display and for
 //     [File.CheckChanges].
+//   - destroy, replace: the plan's -destroy and -replace options (absent
+//     when unset); apply of the file applies them.
+//   - rendered, rendered_json: the plan as `rayform plan` printed it, as
+//     text without colour and as its -json events (one object per event),
+//     for `rayform show FILE`. Neither holds a sensitive value, as the
+//     plan's own output does not.
 package planfile

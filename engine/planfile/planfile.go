@@ -38,6 +38,15 @@ type File struct {
 	StateSerial         uint64                     `json:"state_serial"`
 	Summary             Summary                    `json:"summary"`
 	Changes             []Change                   `json:"changes"`
+	// Destroy marks a plan -destroy: apply of it destroys.
+	Destroy bool `json:"destroy,omitempty"`
+	// Replace lists the -replace addresses the plan was made with.
+	Replace []string `json:"replace,omitempty"`
+	// Rendered and RenderedJSON are the plan as plan showed it, as text
+	// (without colour) and as its -json events, for `rayform show`. Like
+	// the plan's output they hold no sensitive value.
+	Rendered     string            `json:"rendered,omitempty"`
+	RenderedJSON []json.RawMessage `json:"rendered_json,omitempty"`
 }
 
 // Summary counts the plan's changes as the plan summary line does.
@@ -81,6 +90,12 @@ type Planned struct {
 	Targets []string
 	Summary Summary
 	Changes []Change
+	// Destroy and Replace are the plan's -destroy and -replace options.
+	Destroy bool
+	Replace []string
+	// Rendered and RenderedJSON are the plan's text and -json renderings.
+	Rendered     string
+	RenderedJSON []json.RawMessage
 }
 
 // Options supplies the clock and the randomness of [New]; zero values use
@@ -114,6 +129,10 @@ func New(cur Current, p Planned, opts Options) (*File, error) {
 		StateSerial:         cur.StateSerial,
 		Summary:             p.Summary,
 		Changes:             append([]Change{}, p.Changes...),
+		Destroy:             p.Destroy,
+		Replace:             append([]string(nil), p.Replace...),
+		Rendered:            p.Rendered,
+		RenderedJSON:        append([]json.RawMessage(nil), p.RenderedJSON...),
 	}
 	for name, v := range cur.Variables {
 		c, err := compact(v)
