@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,6 +110,17 @@ func (s ServeSpec) lockPath() string { return serveDir + "/serve-" + s.Name + ".
 // LogPath is where the serve process writes its log.
 func (s ServeSpec) LogPath() string { return serveDir + "/serve-" + s.Name + ".log" }
 func (s ServeSpec) envPath() string { return serveDir + "/serve-" + s.Name + ".env" }
+
+// HostLogPath and HostPidPath are LogPath and the pid file as the head host
+// sees them (under ServeHostDir), for reading without a docker exec.
+func (s ServeSpec) HostLogPath(project string) string {
+	return ServeHostDir(project, s.Node, s.Container) + "/" + path.Base(s.LogPath())
+}
+
+// HostPidPath: see HostLogPath. The file's mtime is when the serve started.
+func (s ServeSpec) HostPidPath(project string) string {
+	return ServeHostDir(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
+}
 
 // ServeRecord is what rayform writes next to the process for drift detection.
 type ServeRecord struct {

@@ -167,7 +167,9 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitError
 	}
 
-	// Converged? Re-observe: anything left to do is an error.
+	// Converged? Re-observe: anything left to do is an error. A -replace
+	// is done once replaced.
+	s.opts.replace = nil
 	again, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: re-observing after apply: %v\n", err)

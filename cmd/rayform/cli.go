@@ -103,6 +103,8 @@ func commands() []command {
 		{"graph", "Print the dependency graph in DOT format", runGraph},
 		{"output", "Print the outputs of the last apply, without contacting hosts", runOutput},
 		{"show", "Print a saved plan (or the state's resources), as text or JSON", runShow},
+		{"status", "Observe the hosts once and show the clusters' and serves' health", runStatus},
+		{"logs", "Print or follow a serve's or a cluster's logs, prefixed by node", runLogs},
 		{"lab", "Manage the local test lab (Linux, root)", runLab},
 		{"version", "Print the rayform version", runVersion},
 	}

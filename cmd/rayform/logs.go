@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources"
+)
+
+// runLogs prints (or follows) a resource's logs over the session's SSH
+// connections, each line prefixed by its node: a vllm_serve's log file on
+// its head, a ray_cluster's containers' logs (docker logs) on every node.
+func runLogs(ctx context.Context, c *cli, args []string) int {
+	var opts runOptions
+	fs := newFlagSet(c, "logs", "logs [options] ADDRESS\n\n  Print the logs of ADDRESS, each line prefixed by its node: for a vllm_serve,\n  the vllm serve log on its head; for a ray_cluster, its containers' logs\n  (docker logs) on every node. -f follows them until Ctrl-C.")
+	opts.register(fs)
+	node := fs.String("node", "", "only the logs of node `NAME`")
+	follow := fs.Bool("f", false, "follow the logs as they grow, until interrupted")
+	tail := fs.Int("tail", 100, "print the last `N` lines of each log first (-1: all)")
+	since := fs.String("since", "", "ray_cluster only: logs since `D`, a duration (10m) or a timestamp (2026-12-01T10:00:00Z), as docker logs --since takes")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(c.stderr, "Error: logs takes one argument, a resource address (vllm_serve.NAME or ray_cluster.NAME)")
+		return exitError
+	}
+	addr := fs.Arg(0)
+	s, code := openSession(c, &opts)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	cmds, err := logCommands(s, addr, *node, *follow, *tail, *since)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(cmds))
+	width := 0
+	for _, lc := range cmds {
+		width = max(width, len(lc.node))
+	}
+	for i, lc := range cmds {
+		conn, ok := s.conns[lc.node]
+		if !ok {
+			errs[i] = fmt.Errorf("no SSH settings for node %s", lc.node)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prefix := fmt.Sprintf("%-*s | ", width, lc.node)
+			out := &prefixWriter{mu: &mu, w: c.stdout, prefix: prefix}
+			errw := &prefixWriter{mu: &mu, w: c.stderr, prefix: prefix}
+			_, err := conn.Run(ctx, transport.Cmd{Script: lc.script, Stdout: out, Stderr: errw})
+			out.flush()
+			errw.flush()
+			if err != nil && ctx.Err() == nil {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// logCommand is the command that prints one log on one node.
+type logCommand struct {
+	node, script string
+}
+
+// logCommands builds the commands for addr's logs.
+func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since string) ([]logCommand, error) {
+	tailArg := "all"
+	if tail >= 0 {
+		tailArg = strconv.Itoa(tail)
+	}
+	var out []logCommand
+	switch {
+	case strings.HasPrefix(addr, "vllm_serve."):
+		name := strings.TrimPrefix(addr, "vllm_serve.")
+		sv := s.cfg.Serves[name]
+		if sv == nil {
+			return nil, fmt.Errorf("%s: no such vllm_serve in the configuration", addr)
+		}
+		if since != "" {
+			return nil, fmt.Errorf("-since applies to ray_cluster logs (docker logs); the serve log is a file: use -tail")
+		}
+		rc := s.cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			return nil, fmt.Errorf("%s: its cluster %s is not in the configuration", addr, sv.Cluster)
+		}
+		if onlyNode != "" && onlyNode != rc.Head {
+			return nil, fmt.Errorf("%s runs on its cluster's head, %s, not on %s", addr, rc.Head, onlyNode)
+		}
+		spec := resources.ServeSpec{Name: sv.Name, Container: resources.ContainerName(rc), Node: rc.Head}
+		path := spec.HostLogPath(s.project)
+		argv := []string{"tail", "-n", strings.Replace(tailArg, "all", "+1", 1)}
+		if follow {
+			argv = append(argv, "-F")
+		}
+		argv = append(argv, path)
+		// The log lives on the head host (bind-mounted into the
+		// container): read it there, no docker exec.
+		script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
+			shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
+		out = append(out, logCommand{node: rc.Head, script: script})
+	case strings.HasPrefix(addr, "ray_cluster."):
+		rc := s.cfg.RayClusters[strings.TrimPrefix(addr, "ray_cluster.")]
+		if rc == nil {
+			return nil, fmt.Errorf("%s: no such ray_cluster in the configuration", addr)
+		}
+		found := false
+		for _, n := range rc.Nodes() {
+			if onlyNode != "" && n != onlyNode {
+				continue
+			}
+			found = true
+			argv := []string{"docker", "logs", "--tail", tailArg}
+			if since != "" {
+				argv = append(argv, "--since", since)
+			}
+			if follow {
+				argv = append(argv, "-f")
+			}
+			argv = append(argv, resources.ContainerName(rc))
+			out = append(out, logCommand{node: n, script: shell.Join(argv)})
+		}
+		if !found {
+			return nil, fmt.Errorf("-node %s is not a node of %s (%s)", onlyNode, addr, strings.Join(rc.Nodes(), ", "))
+		}
+	default:
+		return nil, fmt.Errorf("%s: logs takes a vllm_serve.NAME or ray_cluster.NAME address", addr)
+	}
+	return out, nil
+}
+
+// prefixWriter writes complete lines to w, each prefixed, under a mutex
+// shared by every node's writers, so lines of different nodes never mix.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		p.mu.Lock()
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.mu.Unlock()
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// flush writes a last line without a newline.
+func (p *prefixWriter) flush() {
+	if len(p.buf) > 0 {
+		p.mu.Lock()
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.mu.Unlock()
+		p.buf = nil
+	}
+}
