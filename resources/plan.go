@@ -693,6 +693,11 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	case !rec.Alive:
 		action = plan.Replace
 		drift = append(drift, "the vllm serve process is not running")
+	case head.VLLM.Health.TimedOut:
+		// The port is open (weights are loaded: vLLM opens it last) but
+		// nothing answers: hung, not starting.
+		action = plan.Replace
+		drift = append(drift, "vLLM /health did not answer within 2s: the vllm serve process runs but is hung")
 	case head.VLLM.Health.Refused || head.VLLM.Health.Status == 0:
 		p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
 	case head.VLLM.Health.Status != 200:

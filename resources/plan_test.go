@@ -132,6 +132,17 @@ func planCases() []planCase {
 		{name: "replace-cluster", replace: []string{"ray_cluster.main"},
 			want:       []string{"# ray_cluster.main must be replaced", "replacement requested with -replace", "its Ray cluster is replaced"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
+		// A serve that listens but does not answer /health is hung: drift,
+		// repaired by replacing it; not "still starting".
+		{name: "hung-serve",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				head := f.Hosts[`gpu["h1"]`]
+				head.VLLM.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
+				head.VLLM.ModelsCheck = head.VLLM.Health
+			},
+			want:       []string{"Objects have changed outside of rayform", "the vllm serve process runs but is hung", "# vllm_serve.llama must be replaced"},
+			notWant:    []string{"still starting"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.Replace}},
 		// The same configuration applied from another checkout: the head's
 		// container carries rayform's labels for another project. It is
 		// recognised, and the fix never removes it.

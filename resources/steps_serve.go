@@ -88,7 +88,9 @@ func (r *serveRun) stopStep() apply.Step {
 		},
 		Run: func(ctx context.Context, progress func(string)) error {
 			for _, sig := range []string{"TERM", "KILL"} {
-				script := fmt.Sprintf(`kill -%s "$(cat %s)" 2>/dev/null; true`, sig, shell.Quote(r.spec.pidPath()))
+				// SIGCONT after it: a stopped (hung) process only acts on
+				// SIGTERM once continued.
+				script := fmt.Sprintf(`kill -%s "$(cat %s)" 2>/dev/null; kill -CONT "$(cat %[2]s)" 2>/dev/null; true`, sig, shell.Quote(r.spec.pidPath()))
 				if _, err := r.exec(ctx, script, true); err != nil {
 					if isNoSuch(err) {
 						return nil

@@ -147,6 +147,24 @@ func TestE2EDayTwo(t *testing.T) {
 		mustCode(t, "plan after -replace", run("plan", "-detailed-exitcode"), exitOK)
 	})
 
+	t.Run("hung serve", func(t *testing.T) {
+		// SIGSTOP: the process lives and its port accepts connections,
+		// but nothing answers. Unhealthy, drift, repaired by apply.
+		if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill -STOP $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
+			t.Fatalf("stopping vllm serve: %v\n%s", err, out)
+		}
+		r := run("status")
+		mustCode(t, "status of a hung serve", r, exitUnhealthy)
+		mustContain(t, "status of a hung serve", r.stdout, "NOT HEALTHY", "health    hung")
+		r = run("plan", "-detailed-exitcode")
+		mustCode(t, "plan of a hung serve", r, exitChanges)
+		mustContain(t, "plan of a hung serve", r.stdout, "the vllm serve process runs but is hung", "# vllm_serve.qwen must be replaced")
+		r = run("apply", "-auto-approve")
+		mustCode(t, "apply repairing the hung serve", r, exitOK)
+		mustContain(t, "apply repairing the hung serve", r.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
+		mustCode(t, "status after the repair", run("status"), exitOK)
+	})
+
 	planFile := filepath.Join(t.TempDir(), "destroy.plan")
 	t.Run("plan -destroy and show", func(t *testing.T) {
 		r := run("plan", "-destroy", "-target=vllm_serve.qwen", "-detailed-exitcode")

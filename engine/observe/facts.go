@@ -375,8 +375,13 @@ type HTTPCheck struct {
 	Status int `json:"status,omitempty"`
 	// Refused is true when nothing listens on the port (for vLLM: not
 	// started, or still loading weights).
-	Refused bool   `json:"refused,omitempty"`
-	Err     string `json:"err,omitempty"`
+	Refused bool `json:"refused,omitempty"`
+	// TimedOut is true when the port accepted the connection but no
+	// response came within the probe's bound (2 s): for vLLM, a process
+	// that listens but is hung (stopped, deadlocked), not one loading
+	// weights, whose port is still closed.
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Err      string `json:"err,omitempty"`
 }
 
 // Model is one entry of vLLM's /v1/models.

@@ -781,6 +781,7 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 			body = body[:k]
 		}
 		hc.Refused = s.rc == 7
+		hc.TimedOut = s.rc == 28 // CURLE_OPERATION_TIMEDOUT
 	case "wget":
 		// wget -S prints each response's status line on stderr.
 		for line := range strings.SplitSeq(string(s.stderr), "\n") {
@@ -790,6 +791,7 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 			}
 		}
 		hc.Refused = hc.Status == 0 && bytes.Contains(s.stderr, []byte("Connection refused"))
+		hc.TimedOut = hc.Status == 0 && bytes.Contains(s.stderr, []byte("timed out"))
 	}
 	switch {
 	case hc.Refused:
