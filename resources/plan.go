@@ -690,6 +690,12 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	case rec.SpecHash != spec.Hash():
 		action = plan.Replace
 		reasons = append(reasons, "the serve arguments changed")
+	case clusterAction == plan.Update:
+		// A container of a node it spans is restarted or removed: on
+		// real vLLM the serve's workers die with it, so the serve is
+		// replaced too (apply stops it before the cluster changes).
+		action = plan.Replace
+		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(p.changedNodes(rc), ", ")+")")
 	case !rec.Alive:
 		action = plan.Replace
 		drift = append(drift, "the vllm serve process is not running")
@@ -724,6 +730,23 @@ func (p *planner) serve(sv *config.VLLMServe) {
 		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
 			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout}}
 	}
+}
+
+// changedNodes are the nodes whose container the cluster's work starts or
+// removes, sorted.
+func (p *planner) changedNodes(rc *config.RayCluster) []string {
+	w := p.res.Work[rc.Addr]
+	if w == nil || w.Cluster == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for n := range w.Cluster.Start {
+		set[n] = true
+	}
+	for _, rm := range w.Cluster.Remove {
+		set[rm.Node] = true
+	}
+	return sortedKeys(set)
 }
 
 func modelsDrift(v observe.VLLM, spec ServeSpec) string {

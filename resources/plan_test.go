@@ -132,6 +132,20 @@ func planCases() []planCase {
 		{name: "replace-cluster", replace: []string{"ray_cluster.main"},
 			want:       []string{"# ray_cluster.main must be replaced", "replacement requested with -replace", "its Ray cluster is replaced"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Replace, "vllm_serve.llama": plan.Replace}},
+		// A worker's container exited: restarting it alone would leave the
+		// serve that spans it broken on real vLLM, so the serve is replaced
+		// too.
+		{name: "worker-exited",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				hf := f.Hosts[`gpu["h3"]`]
+				for i := range hf.Containers.List {
+					c := &hf.Containers.List[i]
+					c.Running, c.State, c.ExitCode, c.Status = false, "exited", 137, "Exited (137) 1 minute ago"
+				}
+			},
+			want: []string{"# ray_cluster.main will be updated in-place", "# vllm_serve.llama must be replaced",
+				`its Ray cluster restarts or removes a node it spans (gpu["h3"])`},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Update, "vllm_serve.llama": plan.Replace}},
 		// A serve that listens but does not answer /health is hung: drift,
 		// repaired by replacing it; not "still starting".
 		{name: "hung-serve",

@@ -48,6 +48,18 @@ func serveSteps(e *StepEnv, w *Work) []apply.Step {
 	return append(steps, r.startStep(), r.completionStep())
 }
 
+// ServeStopSteps are the steps that stop w's serve process, alone: apply
+// runs them before its cluster's containers change (a worker under a
+// pipeline-parallel serve must not go away under a running serve), then
+// Steps(w), whose stop step then finds the process gone.
+func ServeStopSteps(env *StepEnv, w *Work) []apply.Step {
+	if w == nil || w.Serve == nil || !w.Serve.Stop {
+		return nil
+	}
+	r := &serveRun{e: env.withDefaults(), w: w, s: w.Serve, spec: w.Serve.Spec}
+	return []apply.Step{r.stopStep()}
+}
+
 // node is the head node the serve runs on.
 func (r *serveRun) node() string { return r.spec.Node }
 

@@ -370,7 +370,42 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph) (*dag.Graph
 			g.Connect(cl, sv)
 		}
 	}
+	if destroyGraph == nil {
+		s.stopServesFirst(obs, g, work)
+	}
 	return g, work
+}
+
+// stopServesFirst stops each serve that is replaced along with its
+// cluster's containers before the cluster changes: a worker under a
+// running serve must not go away (nor restart) under it. The stop is a
+// node of its own, "ADDRESS#stop", that the cluster depends on; the
+// serve's own stop step then finds the process gone.
+func (s *session) stopServesFirst(obs *observed, g *dag.Graph, work map[string]*apply.Resource) {
+	for _, sv := range obs.cfg.Serves {
+		w := obs.result.Work[sv.Addr]
+		rc := obs.cfg.RayClusters[sv.Cluster]
+		if w == nil || w.Action != plan.Replace || rc == nil {
+			continue
+		}
+		cw := obs.result.Work[rc.Addr]
+		if cw == nil || cw.Action == plan.NoOp {
+			continue
+		}
+		r := work[sv.Addr]
+		if r == nil || len(r.Steps) == 0 {
+			continue
+		}
+		env := &resources.StepEnv{Conns: s.conns, Project: s.project, Poll: s.timeouts.poll, Parallelism: s.applyParallelism(), Log: s.c.log.Named("apply")}
+		steps := resources.ServeStopSteps(env, w)
+		if len(steps) == 0 {
+			continue
+		}
+		stop := sv.Addr + "#stop"
+		work[stop] = &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: steps}
+		g.Add(stop)
+		g.Connect(rc.Addr, stop)
+	}
 }
 
 // hooks renders apply progress as text or NDJSON.

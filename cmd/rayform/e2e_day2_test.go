@@ -165,6 +165,29 @@ func TestE2EDayTwo(t *testing.T) {
 		mustCode(t, "status after the repair", run("status"), exitOK)
 	})
 
+	t.Run("worker restart", func(t *testing.T) {
+		// The serve spans both nodes (tensor_parallel_size = 2): a worker
+		// that went away takes the serve with it on real vLLM. apply
+		// stops the serve before the cluster changes, and starts it
+		// again after.
+		if out, err := l.ssh("spark2", "docker stop rayform-spark"); err != nil {
+			t.Fatalf("stopping the worker: %v\n%s", err, out)
+		}
+		r := run("plan", "-detailed-exitcode")
+		mustCode(t, "plan after the worker stopped", r, exitChanges)
+		mustContain(t, "plan after the worker stopped", r.stdout, "# ray_cluster.spark will be updated in-place",
+			"# vllm_serve.qwen must be replaced", "its Ray cluster restarts or removes a node it spans (spark2)")
+		r = run("apply", "-auto-approve")
+		mustCode(t, "apply after the worker stopped", r, exitOK)
+		stop := strings.Index(r.stdout, "vllm_serve.qwen: stop vllm serve qwen")
+		worker := strings.Index(r.stdout, "ray_cluster.spark: Modifying")
+		start := strings.Index(r.stdout, "vllm_serve.qwen: start vllm serve qwen")
+		if stop < 0 || worker < 0 || start < 0 || !(stop < worker && worker < start) {
+			t.Errorf("apply did not stop the serve (at %d), then restart the worker (at %d), then start the serve (at %d):\n%s", stop, worker, start, r.stdout)
+		}
+		mustCode(t, "plan after the repair", run("plan", "-detailed-exitcode"), exitOK)
+	})
+
 	planFile := filepath.Join(t.TempDir(), "destroy.plan")
 	t.Run("plan -destroy and show", func(t *testing.T) {
 		r := run("plan", "-destroy", "-target=vllm_serve.qwen", "-detailed-exitcode")
