@@ -235,9 +235,15 @@ func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
 		fmt.Fprintf(c.stdout, "images:           %s (Ray + vLLM), %s (no Ray), %s (large)\n", l.Images["ray-vllm"], l.Images["no-ray"], l.Images["big"])
 	}
 	fmt.Fprintf(c.stdout, "ssh:              ip netns exec %s ssh -F %s %s\n", l.ClientNetns, l.SSHConfig, l.Nodes[0].Name)
-	fmt.Fprintf(c.stdout, "rayform:          rayform lab exec -name %s client -- rayform -chdir %s plan\n", l.Name, l.Dir)
-	fmt.Fprintf(c.stdout, "                  (= ip netns exec %s env HOME=%s rayform -chdir %s plan)\n", l.ClientNetns, l.ClientHome, l.Dir)
-	fmt.Fprintf(c.stdout, "tear down:        rayform lab down -name %s\n", l.Name)
+	// The hints name this very binary: the lab's commands run with a
+	// minimal PATH, where a rayform from ./bin is not found.
+	self := "rayform"
+	if exe, err := os.Executable(); err == nil {
+		self = exe
+	}
+	fmt.Fprintf(c.stdout, "rayform:          %s lab exec -name %s client -- %s -chdir %s plan\n", self, l.Name, self, l.Dir)
+	fmt.Fprintf(c.stdout, "                  (= ip netns exec %s env HOME=%s %s -chdir %s plan)\n", l.ClientNetns, l.ClientHome, self, l.Dir)
+	fmt.Fprintf(c.stdout, "tear down:        %s lab down -name %s\n", self, l.Name)
 }
 
 func labDown(ctx context.Context, c *cli, args []string) int {

@@ -128,7 +128,9 @@ func TestLabCommand(t *testing.T) {
 		want     []string
 	}{
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
-			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", "rayform lab exec -name " + name + " client -- rayform -chdir " + labDir + " plan"}},
+			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", rayform + " lab exec -name " + name + " client -- " + rayform + " -chdir " + labDir + " plan"}},
+		// The printed hint works as printed (validate: this lab has no docker).
+		{[]string{"lab", "exec", "-name", name, "client", "--", rayform, "-chdir", labDir, "validate"}, 0, []string{"Success! The configuration is valid."}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  on", "All processes are up."}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "hostname"}, 0, []string{"spark2"}},

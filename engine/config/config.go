@@ -236,6 +236,9 @@ type VLLMServe struct {
 	// Endpoint is the OpenAI base URL, "" until the head's address is
 	// observed.
 	Endpoint string
+	// PublicEndpoint is the same URL on the head node's host (its SSH
+	// address as configured), known from the configuration alone.
+	PublicEndpoint string
 }
 
 // sortedKeys returns the keys of m in order.

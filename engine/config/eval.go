@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -701,6 +702,19 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		s.Endpoint = "http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(s.Port)).String() + "/v1"
 		endpoint = cty.StringVal(s.Endpoint)
 	}
+	// The same port on the head's SSH address: what the operator's machine
+	// can usually reach (vLLM listens on every address of the host).
+	publicEndpoint := cty.UnknownVal(cty.String).RefineNotNull()
+	if rc := e.cfg.RayClusters[s.Cluster]; rc != nil {
+		if head := e.cfg.Nodes[rc.Head]; head != nil && head.Host != "" && !head.IsUnknown("host") {
+			host := head.Host
+			if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+				host = "[" + host + "]"
+			}
+			s.PublicEndpoint = "http://" + host + ":" + strconv.Itoa(s.Port) + "/v1"
+			publicEndpoint = cty.StringVal(s.PublicEndpoint)
+		}
+	}
 	e.cfg.Serves[it.name] = s
 	e.serves[it.name] = cty.ObjectVal(map[string]cty.Value{
 		"id":                     cty.StringVal(addr),
@@ -712,6 +726,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		"tensor_parallel_size":   cty.NumberIntVal(int64(s.TensorParallelSize)),
 		"pipeline_parallel_size": cty.NumberIntVal(int64(s.PipelineParallelSize)),
 		"endpoint":               endpoint,
+		"public_endpoint":        publicEndpoint,
 	})
 	return b.diags
 }

@@ -241,7 +241,7 @@ func exportAttrs(kind string) []string {
 	case kindRayCluster:
 		return []string{"id", "name", "image", "head", "workers", "network", "port", "dashboard_port", "container_name", "address", "head_ip", "dashboard_url"}
 	case kindVLLMServe:
-		return []string{"id", "name", "cluster", "model", "served_model_name", "port", "tensor_parallel_size", "pipeline_parallel_size", "endpoint"}
+		return []string{"id", "name", "cluster", "model", "served_model_name", "port", "tensor_parallel_size", "pipeline_parallel_size", "endpoint", "public_endpoint"}
 	}
 	return nil
 }

@@ -90,5 +90,10 @@ func (l *Lab) rayformHCL() string {
 	w("output \"endpoint\" {")
 	w("  value = vllm_serve.qwen.endpoint")
 	w("}")
+	w("")
+	w("# The head's management address: reachable from the client namespace.")
+	w("output \"public_endpoint\" {")
+	w("  value = vllm_serve.qwen.public_endpoint")
+	w("}")
 	return b.String()
 }

@@ -38,6 +38,12 @@ func (l *Lab) Command(ctx context.Context, node string, argv ...string) (*exec.C
 	if term := os.Getenv("TERM"); term != "" {
 		env = append(env, "TERM="+term)
 	}
+	// Input variables reach rayform in the lab as they would outside it.
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "RAYFORM_VAR_") || strings.HasPrefix(kv, "NO_COLOR=") || strings.HasPrefix(kv, "RAYFORM_LOG=") {
+			env = append(env, kv)
+		}
+	}
 	if node == ClientName {
 		cmd := exec.CommandContext(ctx, ip, append([]string{"netns", "exec", l.ClientNetns}, argv...)...)
 		cmd.Env = append(env, "HOME="+l.ClientHome)

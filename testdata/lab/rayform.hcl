@@ -44,3 +44,8 @@ vllm_serve "qwen" {
 output "endpoint" {
   value = vllm_serve.qwen.endpoint
 }
+
+# The head's management address: reachable from the client namespace.
+output "public_endpoint" {
+  value = vllm_serve.qwen.public_endpoint
+}
