@@ -28,18 +28,29 @@ fuzz: ## Short fuzz runs of the parsers
 golden: ## Rewrite golden files from the current output
 	$(GO) test -count=1 ./... -update
 
-LAB_DIR := /tmp/rayform-lab-rflab
+# LAB names the demo's lab (make demo LAB=mine); its directory is
+# /tmp/rayform-lab-$(LAB).
+LAB      ?= rflab
+LAB_DIR  := /tmp/rayform-lab-$(LAB)
+RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
 
-demo: build ## Bring up a 2-node lab (root, Linux) and run plan and apply against it
-	./bin/rayform lab up -simnode $(CURDIR)/bin/simnode
-	./bin/rayform lab exec client -- $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
-	./bin/rayform lab exec client -- $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
-	@echo
-	@echo "The lab stays up: try '$(CURDIR)/bin/rayform lab exec client -- $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan',"
-	@echo "then 'make demo-down' to remove it."
+demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name), apply, show status and a curl that works
+	./.ci/install-deps lab
+	$(MAKE) build
+	./bin/rayform lab up -name $(LAB) -simnode $(CURDIR)/bin/simnode
+	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
+	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
+	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status
+	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw public_endpoint) && \
+	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"qwen3.5-122b\",\"prompt\":\"Hello\",\"max_tokens\":8}'" && \
+	  $(RF_CLIENT) sh -c "$$req" >/dev/null && \
+	  echo && echo "The lab $(LAB) is up and serving. From its client namespace:" && echo && \
+	  echo "  sudo $(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \
+	  echo "Then: $(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status   (or logs vllm_serve.qwen, plan, ...)" && \
+	  echo "Remove it with: make demo-down LAB=$(LAB)"
 
-demo-down: build ## Remove the demo lab
-	./bin/rayform lab down
+demo-down: build ## Remove the demo lab (LAB=name)
+	./bin/rayform lab down -name $(LAB)
 
 bench: build ## Benchmarks: rayform against the OpenSSH floor and Ansible (root; BENCHFLAGS='-nodes 64 -reps 3', see BENCHMARKS.md)
 	$(GO) run ./cmd/rfbench -rayform $(BIN)/rayform -simnode $(BIN)/simnode -micro $(BENCHFLAGS)

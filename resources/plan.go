@@ -152,6 +152,7 @@ func (p *planner) nodes() {
 	for _, n := range sortedNodes(p.cfg) {
 		addr := n.Addr
 		if err, ok := p.facts.Errors[n.Name]; ok {
+			p.res.Plan.Unreachable = append(p.res.Plan.Unreachable, n.Name)
 			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("cannot observe %s", n.Name), err.Error(),
 				"check that `ssh "+sshTarget(n)+"` works from this machine (host key in known_hosts, key in the agent or identity_file)")
 			continue

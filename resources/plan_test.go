@@ -2,6 +2,7 @@ package resources_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"net/netip"
 	"os"
@@ -146,6 +147,15 @@ func planCases() []planCase {
 			want: []string{"# ray_cluster.main will be updated in-place", "# vllm_serve.llama must be replaced",
 				`its Ray cluster restarts or removes a node it spans (gpu["h3"])`},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Update, "vllm_serve.llama": plan.Replace}},
+		// A host that cannot be observed: an error, and counted in the
+		// summary a drift cron alerts on.
+		{name: "unreachable-worker",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				delete(f.Hosts, `gpu["h3"]`)
+				f.Errors = map[string]error{`gpu["h3"]`: errors.New(`connect root@10.1.230.12:22: dial tcp 10.1.230.12:22: connect: no route to host`)}
+			},
+			want:       []string{`Error: cannot observe gpu["h3"]`},
+			wantErrors: 1},
 		// A serve that listens but does not answer /health is hung: drift,
 		// repaired by replacing it; not "still starting".
 		{name: "hung-serve",

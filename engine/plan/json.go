@@ -63,7 +63,7 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 	}
 	events := []Event{VersionEvent(now(), opts.Version)}
 	for _, d := range p.Drift {
-		e := NewEvent(now(), "info", "resource_drift", fmt.Sprintf("%s: Drift detected (%s)", d.Address, d.Summary))
+		e := NewEvent(now(), "warn", "resource_drift", fmt.Sprintf("%s: Drift detected (%s)", d.Address, d.Summary))
 		typ, name := splitAddress(d.Address)
 		e["change"] = map[string]any{
 			"resource": resourceJSON(d.Address, typ, name),
@@ -133,6 +133,9 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 	}
 	sum := NewEvent(now(), "info", "change_summary", msg)
 	sum["changes"] = map[string]any{"add": c.Add, "change": c.Change, "remove": c.Destroy, "operation": op}
+	// What a drift cron alerts on, in one place.
+	unreachable := append([]string{}, p.Unreachable...)
+	sum["health"] = map[string]any{"drift": len(p.Drift), "errors": len(p.Errors()), "unreachable": len(unreachable), "unreachable_hosts": unreachable}
 	events = append(events, sum)
 	for _, e := range events {
 		if err := WriteEvent(w, e); err != nil {

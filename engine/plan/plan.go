@@ -141,6 +141,9 @@ type Plan struct {
 	Outputs  []OutputChange
 	// RefreshOnly plans report drift and take no action.
 	RefreshOnly bool
+	// Unreachable lists, sorted, the hosts that could not be observed
+	// (each also has an error finding).
+	Unreachable []string
 }
 
 // Counts is the summary line's arithmetic, Terraform's: a replace counts as
