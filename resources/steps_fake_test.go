@@ -118,6 +118,8 @@ type fakeHost struct {
 	serve fakeServe
 	// models is /v1/models' body.
 	models string
+	// ss is what `ss -Hltnp` prints; vllmVersion what `vllm --version` does.
+	ss, vllmVersion string
 }
 
 // fakeLab is a set of fake hosts sharing one Ray cluster.
@@ -205,6 +207,8 @@ func (l *fakeLab) handle(h *fakeHost, cmd transport.Cmd, stdin []byte) transport
 		return fakeOK("")
 	case at(0) == "curl":
 		return l.curl(h, a)
+	case at(0) == "ss":
+		return fakeOK(h.ss)
 	case at(0) != "docker":
 		return fakeFail(127, a[0]+": not found")
 	case at(1) == "inspect":
@@ -322,6 +326,8 @@ func (l *fakeLab) exec(h *fakeHost, a []string, stdin []byte) transport.Result {
 		return fakeOK("")
 	case a[0] == "tail":
 		return fakeOK(string(sv.log))
+	case a[0] == "vllm" && len(a) > 1 && a[1] == "--version":
+		return fakeOK(h.vllmVersion + "\n")
 	case detach:
 		sv.exists, sv.alive, sv.log = true, true, nil
 		return fakeOK("")

@@ -406,7 +406,48 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	d.ServePort = r.spec.Port
 	d.ReadyTimeout = r.readyTimeout
 	d.ProcessExited = r.exited
+	// What the log alone cannot say, asked of the host where it matters.
+	if bytes.Contains(text, []byte("already in use")) || bytes.Contains(text, []byte("Errno 98")) {
+		if holder := r.portHolder(ctx, node, r.spec.Port); holder != "" {
+			d.PortHolders = map[int]string{r.spec.Port: holder}
+		}
+	}
+	if bytes.Contains(text, []byte(": error: ")) && d.VLLMVersion == "" {
+		d.VLLMVersion = r.vllmVersion(ctx, node, c)
+	}
 	return diagnosed(err, logs, d)
+}
+
+// ssUsersRE finds the first process of ss -p's users:(("name",pid=N,fd=M)).
+var ssUsersRE = regexp.MustCompile(`users:\(\("([^"]*)",pid=(\d+)`)
+
+// portHolder names the process listening on port on node ("pid 4121
+// (python3)"), or "" when the probe cannot tell. The containers share the
+// host's network, so the host's ss sees their sockets.
+func (r *serveRun) portHolder(ctx context.Context, node string, port int) string {
+	res, err := r.e.read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
+	if err != nil {
+		return ""
+	}
+	if m := ssUsersRE.FindStringSubmatch(string(res.Stdout)); m != nil {
+		return "pid " + m[2] + " (" + m[1] + ")"
+	}
+	return ""
+}
+
+// vllmVersionRE is `vllm --version`'s answer.
+var vllmVersionRE = regexp.MustCompile(`(?m)^(\d+\.\d+(?:\.\d+)?\S*)\s*$`)
+
+// vllmVersion asks the image's vLLM for its version ("" when it cannot).
+func (r *serveRun) vllmVersion(ctx context.Context, node, container string) string {
+	res, err := r.e.read(ctx, node, "docker", "exec", container, "vllm", "--version")
+	if err != nil {
+		return ""
+	}
+	if m := vllmVersionRE.FindStringSubmatch(string(res.Stdout)); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // Progress lines of vLLM's startup (reference §3.6).

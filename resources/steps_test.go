@@ -709,3 +709,44 @@ func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 		t.Errorf("held back lines after a failure:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantHeld, "\n"))
 	}
 }
+
+// A failed start asks the host what the log cannot say: who holds the
+// serve's port (ss on the head: the containers share its network), and
+// the image's vLLM version when vLLM refused its command line.
+func TestServeFailureProbesTheHost(t *testing.T) {
+	tests := []struct {
+		name, log   string
+		ss, version string
+		cause       diagnose.Cause
+		wants       []string
+	}{
+		{"port held", "error while attempting to bind on address ('0.0.0.0', 8000): address already in use\n",
+			`LISTEN 0      2048         0.0.0.0:8000      0.0.0.0:*    users:(("python3",pid=4121,fd=20))` + "\n", "",
+			diagnose.AddrInUse, []string{"port 8000 is already in use on spark1", "held by pid 4121 (python3)"}},
+		{"image's vLLM lacks an option", "usage: vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ...\nvllm: error: unrecognized arguments: --kv-cache-memory-bytes 4G\n",
+			"", "0.10.1",
+			diagnose.VLLMArgs, []string{"vLLM 0.10.1 in", "does not know --kv-cache-memory-bytes", "vLLM 0.17.1 has --kv-cache-memory-bytes; the image's 0.10.1 does not."}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newFakeLab(t, "spark1", "spark2")
+			l.run(pairSpecs("192.168.200.12")...)
+			h := l.hosts["spark1"]
+			h.serve.chunks = [][]byte{[]byte(tt.log)}
+			h.serve.die = true
+			h.ss, h.vllmVersion = tt.ss, tt.version
+			env := l.env()
+			env.ServeNodes = map[string][]string{"vllm_serve.qwen": {"spark1", "spark2"}}
+			_, err := walkWork(t, env, qwenWork(plan.Create, qwenServe(), false))
+			var de *DiagnosedError
+			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
+				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)
+			}
+			for _, w := range tt.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%s", w, err)
+				}
+			}
+		})
+	}
+}
