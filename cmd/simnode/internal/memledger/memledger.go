@@ -8,6 +8,7 @@
 package memledger
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,9 +79,24 @@ func (l *Ledger) Remove(pid int) {
 	}
 }
 
+// alive reports whether pid is a running process: a zombie (killed, not
+// yet reaped — common right after `ray stop --force` on a loaded machine)
+// holds no memory, as a dead CUDA process frees its device memory.
 func alive(pid int) bool {
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) STATE ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	switch b[i+2] {
+	case 'Z', 'X', 'x':
+		return false
+	}
+	return true
 }
 
 // Entries returns the entries of live processes, largest system usage
