@@ -2,6 +2,7 @@ package resources
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
@@ -53,9 +54,11 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 				hs.Head = true
 				hs.HeadContainer = container
 				hs.DashboardPort = rc.DashboardPort
+				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				for _, sv := range sortedServes(cfg) {
 					if sv.Cluster == rc.Name {
 						hs.ServePort = sv.Port
+						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
 						hs.Serves = appendUnique(hs.Serves, sv.Name)
 						hs.ServeHostDir = ServeHostDir(project, node, container)
 					}
@@ -263,4 +266,14 @@ func sortedNodes(cfg *config.Config) []*config.Node {
 		out = append(out, cfg.Nodes[k])
 	}
 	return out
+}
+
+// appendUniqueInt appends each of vs not yet in list.
+func appendUniqueInt(list []int, vs ...int) []int {
+	for _, v := range vs {
+		if !slices.Contains(list, v) {
+			list = append(list, v)
+		}
+	}
+	return list
 }

@@ -387,6 +387,11 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			}
 		}
 	}
+	if !foreign && work.Start[rc.Head] {
+		if oc := p.container(rc.Head, name); !(oc.found && oc.c.Running && p.managed(oc.c)) {
+			p.portsFree(addr, rc.Head, "The Ray head of "+addr, []portUse{{rc.Port, "port"}, {rc.DashboardPort, "dashboard_port"}})
+		}
+	}
 	// Ray's own node table: every node ALIVE under its fabric address.
 	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
 		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
@@ -716,6 +721,9 @@ func (p *planner) serve(sv *config.VLLMServe) {
 			drift = append(drift, d)
 		}
 	}
+	if action != plan.NoOp && head != nil && !(rec.Found && rec.Alive) {
+		p.portsFree(addr, rc.Head, "The vllm serve of "+addr, []portUse{{sv.Port, "port"}})
+	}
 	attrs := serveAttrs(sv, spec, action, rec)
 	if len(drift) > 0 {
 		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
@@ -730,6 +738,45 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
 			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout}}
+	}
+}
+
+// portUse is a port a resource will listen on and the argument that sets
+// it.
+type portUse struct {
+	port int
+	attr string
+}
+
+// portsFree reports, as errors, the ports that something already listens
+// on at node, where what (of resource addr) is about to listen: with host
+// networking it would fail to bind ("address already in use"). It names
+// the holder as ss shows it (often a second deployment on the same nodes).
+func (p *planner) portsFree(addr, node, what string, uses []portUse) {
+	hf := p.host(node)
+	if hf == nil {
+		return
+	}
+	for _, u := range uses {
+		ls := hf.Listening.On(u.port)
+		if u.port == 0 || len(ls) == 0 {
+			continue
+		}
+		var holders []string
+		for _, l := range ls {
+			h := l.Addr
+			if l.Process != "" {
+				h += fmt.Sprintf(" by %s (pid %d)", l.Process, l.PID)
+			}
+			holders = append(holders, h)
+		}
+		detail := fmt.Sprintf("Something already listens on %s on %s. %s would fail to start there with \"address already in use\": rayform's containers use the host's network.",
+			strings.Join(holders, ", "), node, what)
+		if ls[0].Process == "" {
+			detail += " (ss names the process only to root or its owner.)"
+		}
+		p.finding(plan.Error, addr, node, fmt.Sprintf("port %d on %s is already in use", u.port, node), detail,
+			fmt.Sprintf("stop what holds it, or set %s = <a free port> on %s", u.attr, addr))
 	}
 }
 

@@ -147,6 +147,25 @@ func planCases() []planCase {
 			want: []string{"# ray_cluster.main will be updated in-place", "# vllm_serve.llama must be replaced",
 				`its Ray cluster restarts or removes a node it spans (gpu["h3"])`},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Update, "vllm_serve.llama": plan.Replace}},
+		// A second deployment on the same nodes holds the ports: plan
+		// names the holders instead of apply failing to bind.
+		{name: "ports-taken",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				head := f.Hosts[`gpu["h1"]`]
+				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				serveOff(f)
+				head.Listening = observe.ListenFacts{List: []observe.Listener{
+					{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", PID: 4242},
+					{Port: 8000, Addr: "0.0.0.0:8000", Process: "python3", PID: 777},
+				}}
+			},
+			want: []string{`Error: port 6379 on gpu["h1"] is already in use`, `0.0.0.0:6379 by gcs_server (pid 4242)`,
+				"set port = <a free port> on ray_cluster.main",
+				`Error: port 8000 on gpu["h1"] is already in use`, "set port = <a free port> on vllm_serve.llama"},
+			wantErrors: 2},
 		// A host that cannot be observed: an error, and counted in the
 		// summary a drift cron alerts on.
 		{name: "unreachable-worker",

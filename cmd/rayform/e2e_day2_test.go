@@ -134,6 +134,16 @@ func TestE2EDayTwo(t *testing.T) {
 		if strings.Contains(r.stdout, "docker rm") {
 			t.Errorf("the plan suggests removing a rayform container:\n%s", r.stdout)
 		}
+		// A second deployment on the same nodes, under its own name: it
+		// would fail to bind the ports the first one holds. Plan says so,
+		// naming what holds them.
+		second := strings.Replace(body, `project = "`+project+`"`, `project = "`+project+`-b"`, 1)
+		second = strings.Replace(second, "memory_monitor = false", "memory_monitor = false\n  container_name = \"rayform-second\"", 1)
+		t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + project + "-b") })
+		r = l.rayform("", "-chdir="+l.config(second), "plan")
+		mustCode(t, "plan of a second deployment", r, exitError)
+		mustContain(t, "plan of a second deployment", r.stdout, "port 6379 on spark1 is already in use", "port 8265 on spark1 is already in use",
+			"port 8000 on spark1 is already in use", "by simnode (pid")
 	})
 
 	t.Run("replace", func(t *testing.T) {

@@ -61,8 +61,11 @@ type HostFacts struct {
 	// auto-detection makes (see ProbeScript).
 	DefaultRoute DefaultRoute `json:"default_route"`
 	RDMA         RDMAFacts    `json:"rdma"`
-	Memory       Memory       `json:"memory"`
-	GPUs         GPUFacts     `json:"gpus"`
+	// Listening are the listeners on HostSpec.Ports (absent when the
+	// spec asked for none).
+	Listening ListenFacts `json:"listening,omitzero"`
+	Memory    Memory      `json:"memory"`
+	GPUs      GPUFacts    `json:"gpus"`
 	// UnifiedMemory is true when a GPU reports no dedicated memory ([N/A]
 	// on GB10): GPU and CPU share Memory, and Ray's memory monitor sees the
 	// model's weights as host memory.
@@ -185,6 +188,34 @@ type RDMADevice struct {
 	Port   int    `json:"port"`
 	NetDev string `json:"netdev"` // e.g. enp1s0f1np1
 	Up     bool   `json:"up"`
+}
+
+// ListenFacts are the listening TCP sockets on the ports the spec asked
+// about.
+type ListenFacts struct {
+	List []Listener `json:"list,omitempty"`
+	Err  string     `json:"err,omitempty"`
+}
+
+// Listener is one listening TCP socket, as ss -ltnp shows it.
+type Listener struct {
+	Port int    `json:"port"`
+	Addr string `json:"addr"` // the local address as ss prints it, e.g. "0.0.0.0:6379"
+	// Process and PID name the owner; empty when ss could not see it
+	// (another user's process, without root).
+	Process string `json:"process,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+}
+
+// On returns the listeners on port.
+func (l ListenFacts) On(port int) []Listener {
+	var out []Listener
+	for _, x := range l.List {
+		if x.Port == port {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // RDMAFacts is the host's RDMA ports (empty on a host without RDMA).

@@ -50,6 +50,8 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.RDMA = parseRDMA(s)
 		case secMem:
 			f.Memory = parseMeminfo(s)
+		case secListen:
+			f.Listening = parseListen(s)
 		case secGPU:
 			f.GPUs, f.UnifiedMemory = parseGPUs(s)
 		case secDocker:
@@ -946,4 +948,50 @@ func parseRouteBatch(s *section) []RouteCheck {
 		out[i] = parseRouteGet(&p)
 	}
 	return out
+}
+
+// parseListen reads `ss -Hltnp` (State Recv-Q Send-Q Local Peer Process),
+// keeping the listeners on the section's ports:
+//
+//	LISTEN 0 4096 0.0.0.0:6379 0.0.0.0:* users:(("gcs_server",pid=4242,fd=7))
+func parseListen(s *section) ListenFacts {
+	if msg := s.failure(); msg != "" {
+		return ListenFacts{Err: "ss -ltnp: " + msg}
+	}
+	want := map[int]bool{}
+	for _, p := range strings.Split(s.attr("ports"), ",") {
+		if n, err := strconv.Atoi(p); err == nil {
+			want[n] = true
+		}
+	}
+	var lf ListenFacts
+	for line := range strings.SplitSeq(string(s.stdout), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "LISTEN" {
+			continue
+		}
+		local := f[3]
+		i := strings.LastIndexByte(local, ':')
+		if i < 0 {
+			continue
+		}
+		port, err := strconv.Atoi(local[i+1:])
+		if err != nil || !want[port] {
+			continue
+		}
+		l := Listener{Port: port, Addr: local}
+		if len(f) > 5 {
+			users := strings.Join(f[5:], " ")
+			if _, rest, ok := strings.Cut(users, `(("`); ok {
+				name, rest, _ := strings.Cut(rest, `"`)
+				l.Process = name
+				if _, pid, ok := strings.Cut(rest, "pid="); ok {
+					pid, _, _ = strings.Cut(pid, ",")
+					l.PID, _ = strconv.Atoi(pid)
+				}
+			}
+		}
+		lf.List = append(lf.List, l)
+	}
+	return lf
 }

@@ -55,6 +55,7 @@ const (
 	secHealth     = "vllm.health"
 	secModels     = "vllm.models"
 	secServe      = "serve.record"
+	secListen     = "listen"
 )
 
 // skipCurrent is the reason an image is not inspected: every container of
@@ -407,6 +408,13 @@ func ProbeScript(spec HostSpec) string {
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_bsec meminfo rf_mem\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
+	if len(spec.Ports) > 0 {
+		ports := make([]string, len(spec.Ports))
+		for i, p := range spec.Ports {
+			ports[i] = strconv.Itoa(p)
+		}
+		b.WriteString("rf_sec " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + " rf_x ss -Hltnp\n")
+	}
 	if listing {
 		// docker ps is the daemon check too (see dockerHelpers).
 		name := secContainers + " envkeys=" + strings.Join(spec.envKeys(), ",")

@@ -75,6 +75,12 @@ type HostSpec struct {
 	// Peers are the hosts this one must reach over the fabric.
 	Peers []Peer
 
+	// Ports are the TCP ports rayform's containers and serves will listen
+	// on at this host (the Ray head's GCS and dashboard, the serves'): the
+	// probe lists which of them something already listens on, and what
+	// (ss -ltnp), so plan can name it before apply fails to bind.
+	Ports []int
+
 	// CommandTimeout bounds each tool the probe runs; zero means
 	// DefaultCommandTimeout.
 	CommandTimeout time.Duration
@@ -211,6 +217,11 @@ func (hs HostSpec) Validate() error {
 	for n, h := range hs.SpecHashes {
 		if !validContainer(n) || !validLabelValue(h) {
 			errs = append(errs, fmt.Errorf("spec hash %q of container %q: want a container name and letters, digits, '_', '.', '-'", h, n))
+		}
+	}
+	for _, p := range hs.Ports {
+		if p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("port %d: out of range", p))
 		}
 	}
 	if hs.HeadContainer != "" && !validContainer(hs.HeadContainer) {
