@@ -21,7 +21,13 @@ func TestE2EDayTwo(t *testing.T) {
 	l := startLab(t, "rfe2eday2")
 	project := l.name + "-day2"
 	t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + project) })
-	body := "rayform {\n  project = \"" + project + "\"\n}\n\n" + clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
+	// Pipeline parallel across the two nodes: the serve spans the worker.
+	pp := strings.Replace(clusterConfig("enp1s0f1np1", seedImage, false, 0.85),
+		"tensor_parallel_size   = 2", "tensor_parallel_size   = 1\n  pipeline_parallel_size = 2", 1)
+	if !strings.Contains(pp, "pipeline_parallel_size = 2") {
+		t.Fatal("the e2e configuration changed: no tensor_parallel_size = 2 to turn into PP=2")
+	}
+	body := "rayform {\n  project = \"" + project + "\"\n}\n\n" + pp
 	dir := l.config(body)
 	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
 	headID := func(t *testing.T) string {
@@ -127,7 +133,7 @@ func TestE2EDayTwo(t *testing.T) {
 		// Without the declaration the project is the directory's name:
 		// the running containers are recognised as rayform's, of the
 		// other project, and never offered for removal.
-		undeclared := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+		undeclared := l.config(pp)
 		r = l.rayform("", "-chdir="+undeclared, "plan")
 		mustCode(t, "plan of the undeclared copy", r, exitError)
 		mustContain(t, "plan of the undeclared copy", r.stdout, `belongs to rayform project "`+project+`"`, `declare rayform { project = "`+project+`" }`)
@@ -176,7 +182,7 @@ func TestE2EDayTwo(t *testing.T) {
 	})
 
 	t.Run("worker restart", func(t *testing.T) {
-		// The serve spans both nodes (tensor_parallel_size = 2): a worker
+		// The serve spans both nodes (pipeline_parallel_size = 2): a worker
 		// that went away takes the serve with it on real vLLM. apply
 		// stops the serve before the cluster changes, and starts it
 		// again after.
