@@ -323,6 +323,8 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	}
 	var reasons []string
 	var drift []string
+	// driftHost is the node of the first drift found: where to look.
+	driftHost := ""
 	replace := false
 	foreign := false
 	missing := 0
@@ -346,6 +348,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			}
 			if p.stateHas(addr) {
 				drift = append(drift, fmt.Sprintf("container %s on %s is gone", name, node))
+				driftHost = firstNonEmpty(driftHost, node)
 			}
 			continue
 		}
@@ -373,12 +376,14 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			// Managed labels but no spec hash: recreated by hand.
 			work.Start[node] = true
 			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.c, spec)))
+			driftHost = firstNonEmpty(driftHost, node)
 		case oc.c.SpecHash != spec.Hash():
 			work.Start[node] = true
 			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, specDiff(oc.c, spec)))
 		case !oc.c.Running:
 			work.Start[node] = true
 			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.c.State, oc.c.ExitCode))
+			driftHost = firstNonEmpty(driftHost, node)
 		}
 		if work.Start[node] {
 			work.Remove = append(work.Remove, Removal{Node: node, Container: name})
@@ -394,7 +399,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	}
 	// Ray's own node table: every node ALIVE under its fabric address.
 	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
-		p.checkRayTable(rc, head, specs, work, &drift, &replace, beforeIPs)
+		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, beforeIPs)
 	}
 	if p.in.Replace[addr] && !foreign && missing < len(specs) {
 		replace = true
@@ -430,7 +435,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	}
 	p.clusterAction[rc.Name] = action
 	if len(drift) > 0 {
-		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; "),
+		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: firstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
 			Attrs: p.clusterDriftAttrs(specs, beforeIPs)})
 	}
 	rcChange := plan.ResourceChange{Address: addr, Type: "ray_cluster", Name: rc.Name, Action: action, Hosts: nodes,
@@ -473,11 +478,12 @@ func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
 	return out
 }
 
-func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, replace *bool, beforeIPs map[string]cty.Value) {
+func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, beforeIPs map[string]cty.Value) {
 	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.container(rc.Head, ContainerName(rc)); oc.found && oc.c.Running && !work.Start[rc.Head] {
 			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*driftHost = firstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
 		return
@@ -495,11 +501,13 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 			return
 		}
 		*drift = append(*drift, "Ray's node table has no ALIVE head")
+		*driftHost = firstNonEmpty(*driftHost, rc.Head)
 		*replace = true
 		return
 	}
 	if want != "" && headNode.NodeIP != want {
 		*drift = append(*drift, fmt.Sprintf("ray head registered as %s; want %s", headNode.NodeIP, want))
+		*driftHost = firstNonEmpty(*driftHost, rc.Head)
 		beforeIPs[rc.Head] = cty.StringVal(headNode.NodeIP)
 		*replace = true
 		return
@@ -516,10 +524,12 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 		switch {
 		case !ok:
 			*drift = append(*drift, fmt.Sprintf("%s is not ALIVE in Ray's node table under %s", spec.Node, spec.NodeIP))
+			*driftHost = firstNonEmpty(*driftHost, spec.Node)
 			work.Start[spec.Node] = true
 			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
 		case spec.GPUs > 0 && int(n.GPUs()) != spec.GPUs:
 			*drift = append(*drift, fmt.Sprintf("Ray sees %g GPUs on %s; want %d", n.GPUs(), spec.Node, spec.GPUs))
+			*driftHost = firstNonEmpty(*driftHost, spec.Node)
 			work.Start[spec.Node] = true
 			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
 		}

@@ -144,7 +144,8 @@ func planCases() []planCase {
 					c.Running, c.State, c.ExitCode, c.Status = false, "exited", 137, "Exited (137) 1 minute ago"
 				}
 			},
-			want: []string{"# ray_cluster.main will be updated in-place", "# vllm_serve.llama must be replaced",
+			// The drift names the node where the problem is, not the head.
+			want: []string{`# on gpu["h3"]: container rayform-main on gpu["h3"] is exited`, "# ray_cluster.main will be updated in-place", "# vllm_serve.llama must be replaced",
 				`its Ray cluster restarts or removes a node it spans (gpu["h3"])`},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Update, "vllm_serve.llama": plan.Replace}},
 		// A second deployment on the same nodes holds the ports: plan
