@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -800,7 +801,18 @@ func (r *clusterRun) diagnose(ctx context.Context, err error) error {
 			srcs = append(srcs, logSource{node: node, container: r.spec[node].Name, source: "ray worker container"})
 		}
 	}
-	return diagnosed(err, r.e.containerLogs(ctx, srcs), r.dctx())
+	logs := r.e.containerLogs(ctx, srcs)
+	d := r.dctx()
+	for _, l := range logs {
+		// Ray's GCS could not bind its port on the head: ask who holds it.
+		if l.Host == r.head.Node && (bytes.Contains(l.Text, []byte("Failed to bind to address")) || bytes.Contains(l.Text, []byte("already in use"))) {
+			if holder := r.e.portHolder(ctx, r.head.Node, r.head.Port); holder != "" {
+				d.PortHolders = map[int]string{r.head.Port: holder}
+			}
+			break
+		}
+	}
+	return diagnosed(err, logs, d)
 }
 
 // dctx is the diagnose context with this cluster's own facts filled in.

@@ -408,7 +408,7 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	d.ProcessExited = r.exited
 	// What the log alone cannot say, asked of the host where it matters.
 	if bytes.Contains(text, []byte("already in use")) || bytes.Contains(text, []byte("Errno 98")) {
-		if holder := r.portHolder(ctx, node, r.spec.Port); holder != "" {
+		if holder := r.e.portHolder(ctx, node, r.spec.Port); holder != "" {
 			d.PortHolders = map[int]string{r.spec.Port: holder}
 		}
 	}
@@ -424,8 +424,8 @@ var ssUsersRE = regexp.MustCompile(`users:\(\("([^"]*)",pid=(\d+)`)
 // portHolder names the process listening on port on node ("pid 4121
 // (python3)"), or "" when the probe cannot tell. The containers share the
 // host's network, so the host's ss sees their sockets.
-func (r *serveRun) portHolder(ctx context.Context, node string, port int) string {
-	res, err := r.e.read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
+func (e *StepEnv) portHolder(ctx context.Context, node string, port int) string {
+	res, err := e.read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
 	if err != nil {
 		return ""
 	}

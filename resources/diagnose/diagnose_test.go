@@ -277,6 +277,10 @@ func fixtureCases() []fixtureCase {
 			want: []string{"was still starting when ready_timeout (10m0s) ran out", "21% Completed | 3/14", "Raise ready_timeout on vllm_serve.qwen"},
 		},
 		{
+			name: "ready-timeout-then-stopped", fixture: "serve-killed", ctx: with(discreteCtx(), func(c *Context) { c.ReadyTimeout = 5 * time.Minute }), cause: ReadyTimeout,
+			want: []string{"was still starting when ready_timeout (5m0s) ran out", "100% Completed | 4/4"},
+		},
+		{
 			name: "ready-timeout-not-c10d", fixture: "ready-timeout", ctx: spark, cause: Unknown,
 			want: []string{"retrying (try=0"},
 		},

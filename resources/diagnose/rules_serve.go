@@ -179,6 +179,11 @@ func buildArch(s *scan, hits []int) (Diagnosis, bool) {
 func matchKilled(b string) bool { return true }
 
 func buildKilled(s *scan, hits []int) (Diagnosis, bool) {
+	if s.ctx.ReadyTimeout > 0 {
+		// The process was still running when rayform gave up: a stop that
+		// followed is rayform's, not the cause.
+		return Diagnosis{}, false
+	}
 	for _, i := range hits {
 		if strings.TrimSpace(s.lines[i].body) == "KeyboardInterrupt: terminated" {
 			host := s.nodeOf(i)

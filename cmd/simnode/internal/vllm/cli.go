@@ -9,6 +9,7 @@ package vllm
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -72,7 +73,22 @@ func Main(ctx context.Context, p *sim.Proc) int {
 		fmt.Fprintf(p.Stdout, "usage: %s\n\nStart the vLLM OpenAI Compatible API server.\n", serveUsage)
 		return 0
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(signalled{s})
+		case <-ctx.Done():
+		}
+	}()
 	return serve(ctx, p, parser, res)
 }
+
+// signalled is the cancellation cause of a serve stopped by a signal.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string { return "received " + s.sig.String() }

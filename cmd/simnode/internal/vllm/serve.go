@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rayform/rayform/cmd/simnode/internal/argparse"
@@ -175,7 +176,7 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 	core.Info("core.py:94", "Initializing a V1 LLM engine (v%s) with config: model='%s', speculative_config=None, tokenizer='%s', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, trust_remote_code=%s, dtype=torch.bfloat16, max_seq_len=%d, download_dir=None, load_format=auto, tensor_parallel_size=%d, pipeline_parallel_size=%d, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager=%s, kv_cache_dtype=%s, device_config=cuda, seed=0, served_model_name=%s, enable_prefix_caching=True, enable_chunked_prefill=True",
 		Version, model, model, pyBool(res.Bool("trust_remote_code")), maxLen, tp, pp, pyBool(enforceEager), orDefault(res.Get("kv_cache_dtype"), "auto"), served[0])
 	if err := sleepCtx(ctx, tm.Get("engine_init")); err != nil {
-		return 1
+		return interrupted(ctx, api)
 	}
 	spec := WorkerSpec{
 		Model: model, WeightsMiB: int64(m.WeightsGiB * 1024 / float64(world)), Shards: m.Shards, Utilization: util, EnforceEager: enforceEager,
@@ -192,7 +193,7 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 	kvTokens, err := initEngine(ctx, p, ex, core, spec)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 1
+			return interrupted(ctx, api)
 		}
 		var ee *engineError
 		lines := []string{err.Error()}
@@ -264,6 +265,29 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 	case err := <-errc:
 		return apiFail("OSError", err.Error())
 	}
+}
+
+// interrupted ends a serve stopped by a signal while it initialises: vLLM's
+// run_server turns SIGTERM into KeyboardInterrupt("terminated") until
+// uvicorn takes over (vllm-project/vllm#17386, #15997); SIGINT is Python's
+// own KeyboardInterrupt.
+func interrupted(ctx context.Context, api *plog) int {
+	var s signalled
+	if !errors.As(context.Cause(ctx), &s) {
+		return 1
+	}
+	api.Raw("Traceback (most recent call last):")
+	for _, l := range []string{`  File "/usr/local/bin/vllm", line 10, in <module>`, "    sys.exit(main())",
+		`  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/cli/main.py", line 73, in main`, "    args.dispatch_function(args)"} {
+		api.Raw(l)
+	}
+	if s.sig == syscall.SIGTERM {
+		api.Raw(`    raise KeyboardInterrupt("terminated")`)
+		api.Raw("KeyboardInterrupt: terminated")
+		return 1
+	}
+	api.Raw("KeyboardInterrupt")
+	return 1
 }
 
 func pyBool(b bool) string {

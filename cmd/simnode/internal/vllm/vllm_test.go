@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -227,4 +228,50 @@ func TestGetIPPrefersVLLMHostIP(t *testing.T) {
 	if !strings.Contains(out.String(), "The environment variable HOST_IP is deprecated and ignored") {
 		t.Errorf("no HOST_IP deprecation warning: %q", out.String())
 	}
+}
+
+// A SIGTERM while vLLM initialises ends it the way vLLM's run_server does:
+// KeyboardInterrupt("terminated") (vllm-project/vllm#17386, #15997).
+func TestSIGTERMWhileStarting(t *testing.T) {
+	var out bytes.Buffer
+	lw := &lockedWriter{w: &out}
+	env := sim.Env{"SIMNODE_HARDWARE": golden.Path("hardware", "h200x2.json"), "SIMNODE_STATE_DIR": t.TempDir(), "SIMNODE_ENGINE_INIT": "1h"}
+	p := &sim.Proc{Args: []string{"serve", "Qwen/Qwen3-0.6B", "--port", "0"}, Env: env, Stdout: lw, Stderr: lw, Now: time.Now, Pid: 7}
+	code := make(chan int, 1)
+	go func() { code <- Main(context.Background(), p) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(lw.String(), "Initializing a V1 LLM engine") {
+		if time.Now().After(deadline) {
+			t.Fatalf("vllm serve did not reach engine initialisation:\n%s", lw.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-code; c != 1 {
+		t.Errorf("exit %d, want 1", c)
+	}
+	for _, want := range []string{"(APIServer pid=7) Traceback (most recent call last):", `(APIServer pid=7)     raise KeyboardInterrupt("terminated")`, "(APIServer pid=7) KeyboardInterrupt: terminated\n"} {
+		if !strings.Contains(lw.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, lw.String())
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
