@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -418,9 +419,6 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	return diagnosed(err, logs, d)
 }
 
-// ssUsersRE finds the first process of ss -p's users:(("name",pid=N,fd=M)).
-var ssUsersRE = regexp.MustCompile(`users:\(\("([^"]*)",pid=(\d+)`)
-
 // portHolder names the process listening on port on node ("pid 4121
 // (python3)"), or "" when the probe cannot tell. The containers share the
 // host's network, so the host's ss sees their sockets.
@@ -429,8 +427,10 @@ func (e *StepEnv) portHolder(ctx context.Context, node string, port int) string 
 	if err != nil {
 		return ""
 	}
-	if m := ssUsersRE.FindStringSubmatch(string(res.Stdout)); m != nil {
-		return "pid " + m[2] + " (" + m[1] + ")"
+	for _, l := range observe.ParseListeners(string(res.Stdout), map[int]bool{port: true}) {
+		if l.PID > 0 {
+			return "pid " + strconv.Itoa(l.PID) + " (" + l.Process + ")"
+		}
 	}
 	return ""
 }

@@ -964,8 +964,17 @@ func parseListen(s *section) ListenFacts {
 			want[n] = true
 		}
 	}
-	var lf ListenFacts
-	for line := range strings.SplitSeq(string(s.stdout), "\n") {
+	return ListenFacts{List: ParseListeners(string(s.stdout), want)}
+}
+
+// ParseListeners reads the lines of `ss -Hltnp` (State Recv-Q Send-Q Local
+// Peer Process) and returns the listeners on ports (every port when ports is
+// nil), with the owner ss shows:
+//
+//	LISTEN 0 4096 0.0.0.0:6379 0.0.0.0:* users:(("gcs_server",pid=4242,fd=7))
+func ParseListeners(out string, ports map[int]bool) []Listener {
+	var list []Listener
+	for line := range strings.SplitSeq(out, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 5 || f[0] != "LISTEN" {
 			continue
@@ -976,7 +985,7 @@ func parseListen(s *section) ListenFacts {
 			continue
 		}
 		port, err := strconv.Atoi(local[i+1:])
-		if err != nil || !want[port] {
+		if err != nil || (ports != nil && !ports[port]) {
 			continue
 		}
 		l := Listener{Port: port, Addr: local}
@@ -991,7 +1000,7 @@ func parseListen(s *section) ListenFacts {
 				}
 			}
 		}
-		lf.List = append(lf.List, l)
+		list = append(list, l)
 	}
-	return lf
+	return list
 }
