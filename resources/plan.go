@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/dataplane"
 )
 
 // PlanInput is everything a plan is computed from. Planning does no I/O.
@@ -83,6 +84,9 @@ type ServeWork struct {
 	Start        bool
 	HeadIP       netip.Addr
 	ReadyTimeout time.Duration
+	// Check are the ranks of the data-plane check that runs before the
+	// serve starts (CheckNodes); nil when it is off.
+	Check []dataplane.Node
 }
 
 // memoryHeadroomLimit is the share of memory below Ray's kill threshold
@@ -747,7 +751,8 @@ func (p *planner) serve(sv *config.VLLMServe) {
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
-			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout}}
+			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces)}}
 	}
 }
 

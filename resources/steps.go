@@ -15,6 +15,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 )
 
@@ -70,6 +71,9 @@ type StepEnv struct {
 	// serve without an entry reads the logs of every node in Conns that
 	// has the container.
 	ServeNodes map[string][]string
+	// Dataplane tunes the data-plane check before a serve starts (zero:
+	// dataplane's defaults).
+	Dataplane dataplane.Options
 	// Log receives debug lines; nil discards them.
 	Log hclog.Logger
 	// Now and Sleep are the clock; nil means the real one. Tests inject a

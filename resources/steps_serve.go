@@ -46,6 +46,9 @@ func serveSteps(e *StepEnv, w *Work) []apply.Step {
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, r.forgetStep())
 	}
+	if len(r.s.Check) > 0 {
+		steps = append(steps, r.dataplaneStep())
+	}
 	return append(steps, r.startStep(), r.completionStep())
 }
 

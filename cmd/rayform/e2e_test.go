@@ -133,6 +133,8 @@ ray_cluster "spark" {
   workers        = [node.spark2]
   network        = network.fabric
   memory_monitor = %v
+  # The lab image of these tests has no torch (see dataplane_e2e_test.go).
+  dataplane_check = false
 }
 
 vllm_serve "qwen" {

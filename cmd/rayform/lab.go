@@ -138,6 +138,7 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	simnode := fs.String("simnode", "", "simnode binary `PATH` (default: simnode next to rayform, then $PATH)")
 	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
 	bigMiB := fs.Int("big-image-mib", lab.DefaultBigImageMiB, "size in `MiB` of the large image's filler layer")
+	torch := fs.Bool("torch", false, "put this machine's python3 and python3-torch into the Ray image (real PyTorch for the data-plane check; about 600 MiB per node)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -148,7 +149,7 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	cfg := lab.Config{
 		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
 		FabricMTU: *mtu, GPUs: gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
-		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB,
+		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB, Torch: *torch,
 	}
 	for _, kv := range timing {
 		k, v, ok := strings.Cut(kv, "=")

@@ -91,6 +91,7 @@ func clusterHCL(l *lab.Lab, forEach bool) string {
 	w("  workers        = %s", workers)
 	w("  network        = network.fabric")
 	w("  memory_monitor = false")
+	w("  dataplane_check = false # the lab image has no python3 and torch")
 	w("}")
 	w("")
 	tp, pp := 0, 1

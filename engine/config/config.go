@@ -194,11 +194,15 @@ type RayCluster struct {
 	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
 	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
 	MemoryMonitor bool
-	ShmSize       string // docker --shm-size, "" = not set
-	Env           map[string]string
-	Volumes       []string // docker -v specs
-	DockerArgs    []string // extra docker run arguments
-	ContainerName string   // default "rayform-<name>"
+	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
+	// across every node, resources/dataplane) before vllm serve starts.
+	// Default true; false for images without Python and torch.
+	DataplaneCheck bool
+	ShmSize        string // docker --shm-size, "" = not set
+	Env            map[string]string
+	Volumes        []string // docker -v specs
+	DockerArgs     []string // extra docker run arguments
+	ContainerName  string   // default "rayform-<name>"
 	// HeadAddress is the head's observed fabric address; invalid until
 	// observed.
 	HeadAddress netip.Addr

@@ -609,19 +609,20 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 	e.refEdges(it, addr)
 	b := e.evalBlock(it, e.ctx(), addr)
 	rc := &RayCluster{
-		Name:          it.name,
-		Image:         b.str("image", ""),
-		Head:          b.nodeRef("head"),
-		Workers:       b.nodeRefs("workers"),
-		Network:       b.blockRef("network", kindNetwork),
-		Port:          b.integer("port", 6379, 1, 65535),
-		DashboardPort: b.integer("dashboard_port", 8265, 1, 65535),
-		MemoryMonitor: b.boolean("memory_monitor", true),
-		ShmSize:       b.str("shm_size", ""),
-		Env:           b.strMap("env"),
-		Volumes:       b.strList("volumes"),
-		DockerArgs:    b.strList("docker_args"),
-		ContainerName: b.str("container_name", "rayform-"+it.name),
+		Name:           it.name,
+		Image:          b.str("image", ""),
+		Head:           b.nodeRef("head"),
+		Workers:        b.nodeRefs("workers"),
+		Network:        b.blockRef("network", kindNetwork),
+		Port:           b.integer("port", 6379, 1, 65535),
+		DashboardPort:  b.integer("dashboard_port", 8265, 1, 65535),
+		MemoryMonitor:  b.boolean("memory_monitor", true),
+		DataplaneCheck: b.boolean("dataplane_check", true),
+		ShmSize:        b.str("shm_size", ""),
+		Env:            b.strMap("env"),
+		Volumes:        b.strList("volumes"),
+		DockerArgs:     b.strList("docker_args"),
+		ContainerName:  b.str("container_name", "rayform-"+it.name),
 	}
 	b.checkRayCluster(rc)
 	for _, n := range append([]string{rc.Head}, rc.Workers...) {

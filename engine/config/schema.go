@@ -64,6 +64,7 @@ func kindSpecs(kind string) []attrSpec {
 			{name: "port", typ: num},
 			{name: "dashboard_port", typ: num},
 			{name: "memory_monitor", typ: cty.Bool},
+			{name: "dataplane_check", typ: cty.Bool},
 			{name: "shm_size", typ: str},
 			{name: "env", typ: strMap, unknownOK: true},
 			{name: "volumes", typ: strList, unknownOK: true},

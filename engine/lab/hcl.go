@@ -11,7 +11,8 @@ import (
 // examples/dgx-spark-pair: the nodes over SSH (root with the lab's key; the
 // host keys are in the lab's known_hosts, which ssh_config names), the fabric
 // network, a Ray cluster of every node on the lab's Ray + vLLM image and a
-// vLLM server.
+// vLLM server. Without Torch the image cannot run the data-plane check, which
+// is turned off.
 func (l *Lab) rayformHCL() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -65,6 +66,10 @@ func (l *Lab) rayformHCL() string {
 	w("  workers        = [%s]", strings.Join(workers, ", "))
 	w("  network        = network.fabric")
 	w("  memory_monitor = false")
+	if !l.Torch {
+		w("  # The lab image has no python3 and torch (lab up -torch adds them).")
+		w("  dataplane_check = false")
+	}
 	w("}")
 	w("")
 	w("vllm_serve \"qwen\" {")

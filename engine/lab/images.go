@@ -147,6 +147,22 @@ func (c imageCache) prune(keep string) {
 	}
 }
 
+// pruneOthers removes the layers whose keys start with prefix but are not
+// prefix+keep (an old torch layer after the packages changed).
+func (c imageCache) pruneOthers(prefix, keep string) {
+	metas, _ := filepath.Glob(filepath.Join(c.dir, "layers", prefix+"*.json"))
+	for _, m := range metas {
+		if filepath.Base(m) == prefix+keep+".json" {
+			continue
+		}
+		var ref blobRef
+		if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &ref) == nil && ref.Digest != "" {
+			_ = os.Remove(c.blobPath(ref.Digest))
+		}
+		_ = os.Remove(m)
+	}
+}
+
 // putBlob stores small content (configs, manifests) in the cache.
 func (c imageCache) putBlob(data []byte) (blobRef, error) {
 	sum := sha256.Sum256(data)
@@ -320,8 +336,10 @@ type imageDef struct {
 	cmd        []string
 }
 
-// buildImages builds (or finds cached) the lab's three images.
-func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int) ([]builtImage, error) {
+// buildImages builds (or finds cached) the lab's three images. With torch,
+// ImageRayVLLM and ImageBig also carry this machine's python3 and
+// python3-torch (see torch.go).
+func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, torch bool) ([]builtImage, error) {
 	cache := imageCache{dir: cacheDir}
 	if err := checkStatic(busyboxPath, "busybox"); err != nil {
 		return nil, err
@@ -364,12 +382,31 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 	if err != nil {
 		return nil, err
 	}
+	rayLayers := []blobRef{base, withRay}
+	if torch {
+		key, err := torchKey()
+		if err != nil {
+			return nil, err
+		}
+		layer, err := cache.layer(imageFormat+"-torch-"+key, gzip.BestSpeed, func(tw *tar.Writer) error {
+			set, err := collectTorch(ctx)
+			if err != nil {
+				return err
+			}
+			return set.write(tw)
+		})
+		if err != nil {
+			return nil, err
+		}
+		rayLayers = append(rayLayers, layer)
+		cache.pruneOthers(imageFormat+"-torch-", key)
+	}
 	cache.prune(imageFormat + "-")
 	defs := []imageDef{
-		{role: "ray-vllm", name: ImageRayVLLM, layers: []blobRef{base, withRay}, cmd: []string{"/bin/bash"}},
+		{role: "ray-vllm", name: ImageRayVLLM, layers: rayLayers, cmd: []string{"/bin/bash"}},
 		{role: "no-ray", name: ImageNoRay, extraTags: []string{"latest"}, layers: []blobRef{base, noRay},
 			entrypoint: []string{"vllm", "serve"}},
-		{role: "big", name: ImageBig, layers: []blobRef{base, withRay, filler}, cmd: []string{"/bin/bash"}},
+		{role: "big", name: ImageBig, layers: append(append([]blobRef{}, rayLayers...), filler), cmd: []string{"/bin/bash"}},
 	}
 	var images []builtImage
 	for _, d := range defs {

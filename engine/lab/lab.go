@@ -94,6 +94,12 @@ type Config struct {
 	Cut []string
 	// BigImageMiB is the size of ImageBig's filler layer (default 256).
 	BigImageMiB int
+	// Torch puts this machine's python3 and python3-torch (Debian's CPU
+	// build, real c10d and Gloo) into ImageRayVLLM and ImageBig, so that
+	// rayform's data-plane check runs real PyTorch in the Ray containers
+	// (about 600 MiB per node unpacked). Without it the lab's rayform.hcl
+	// turns the check off.
+	Torch bool
 	// Simnode is the simnode binary (built with CGO_ENABLED=0). Required.
 	Simnode string
 	// Busybox is a statically linked busybox (default /usr/bin/busybox).

@@ -29,7 +29,9 @@ type Lab struct {
 	// Images maps a role (ray-vllm, no-ray, big) to the image name to use.
 	Images map[string]string `json:"images,omitempty"`
 	Docker bool              `json:"docker"`
-	Nodes  []Node            `json:"nodes"`
+	// Torch is set when the Ray image has python3 and torch (Config.Torch).
+	Torch bool   `json:"torch,omitempty"`
+	Nodes []Node `json:"nodes"`
 	// Delay and Loss are applied to every node's management egress.
 	Delay time.Duration `json:"delay_ns,omitempty"`
 	Loss  float64       `json:"loss_percent,omitempty"`

@@ -147,6 +147,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		ClientIP:         ClientIP(),
 		FabricNetns:      cfg.Name + "-fabric",
 		Docker:           !cfg.NoDocker,
+		Torch:            cfg.Torch && !cfg.NoDocker,
 		Nodes:            nodes,
 		Delay:            cfg.Delay,
 		Loss:             cfg.Loss,
@@ -183,7 +184,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 	if l.Docker {
 		go func() {
 			var err error
-			images, err = buildImages(ctx, cfg.CacheDir, cfg.Busybox, simnode, cfg.BigImageMiB)
+			images, err = buildImages(ctx, cfg.CacheDir, cfg.Busybox, simnode, cfg.BigImageMiB, cfg.Torch)
 			imgErr <- err
 		}()
 	} else {

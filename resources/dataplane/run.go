@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -47,6 +48,9 @@ type Options struct {
 	Backends string
 	// Python is the interpreter inside the container; default "python3".
 	Python string
+	// Env is added to every rank's environment (docker exec -e), over the
+	// container's own: to try a setting before pinning it.
+	Env map[string]string
 }
 
 func (o Options) withDefaults() Options {
@@ -108,6 +112,9 @@ func Command(n Node, rank, world int, master netip.Addr, port int, o Options) tr
 	if n.Iface != "" {
 		env = append(env, "RAYFORM_CHECK_IFACE="+n.Iface)
 	}
+	for _, k := range sortedKeys(o.Env) {
+		env = append(env, k+"="+o.Env[k])
+	}
 	var argv []string
 	if n.Container != "" {
 		argv = []string{"docker", "exec", "-i"}
@@ -162,10 +169,10 @@ func Run(ctx context.Context, nodes []Node, o Options) *Report {
 
 // Problem is a failure, or a warning, found in a report.
 type Problem struct {
-	Node    string
-	Backend string // "gloo" or "nccl" when the problem is one backend's
-	Warning bool
-	Text    string
+	Node    string `json:"node"`
+	Backend string `json:"backend,omitempty"` // "gloo" or "nccl" when the problem is one backend's
+	Warning bool   `json:"warning"`
+	Text    string `json:"text"`
 }
 
 // Problems lists what went wrong, node by node: a rank without a result, a
@@ -194,6 +201,9 @@ func (r *Report) Problems() []Problem {
 					n.Node, backendName(name), b.Addr, ifaceSuffix(b.Iface), n.Addr)
 			} else if n.Iface != "" && b.Iface != "" && b.Iface != n.Iface {
 				fail(n.Node, name, "%s: %s used interface %s, not the fabric interface %s", n.Node, backendName(name), b.Iface, n.Iface)
+			} else if pinned := res.Env["VLLM_HOST_IP"]; pinned != "" && b.Addr != "" && b.Addr != pinned {
+				fail(n.Node, name, "%s: %s used %s%s, but the container was started with VLLM_HOST_IP=%s (the address Ray registered the node under): the fabric address moved since",
+					n.Node, backendName(name), b.Addr, ifaceSuffix(b.Iface), pinned)
 			}
 			if res.Link != nil && res.Link.SpeedMbps != nil && b.BusBWGBps > 0 && res.WorldSize > 1 {
 				link := float64(*res.Link.SpeedMbps) / 8000 // GB/s
@@ -339,16 +349,31 @@ func orDash(s string) string {
 const Source = "data-plane check"
 
 // Logs returns every rank's output as a log for diagnose.Classify, head
-// first, each with its failure text (when the command itself failed) after
-// the output.
+// first: torch's and the backends' own lines (the result line, which
+// quotes them, left out), then the failure of the command itself when it
+// did not run.
 func (r *Report) Logs() []diagnose.Log {
 	logs := make([]diagnose.Log, 0, len(r.Nodes))
 	for _, n := range r.Nodes {
-		text := append([]byte{}, n.Output...)
+		var text []byte
+		for _, line := range bytes.SplitAfter(n.Output, []byte("\n")) {
+			if !bytes.Contains(line, []byte(ResultPrefix)) {
+				text = append(text, line...)
+			}
+		}
 		if n.Result == nil && n.Err != nil {
 			text = append(text, []byte("\n"+n.Err.Error()+"\n")...)
 		}
 		logs = append(logs, diagnose.Log{Host: n.Node, Source: Source, Text: text})
 	}
 	return logs
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

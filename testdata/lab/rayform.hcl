@@ -30,6 +30,8 @@ ray_cluster "spark" {
   workers        = [node.spark2]
   network        = network.fabric
   memory_monitor = false
+  # The lab image has no python3 and torch (lab up -torch adds them).
+  dataplane_check = false
 }
 
 vllm_serve "qwen" {

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/diagnose"
+)
+
+// runCheck runs the data-plane check on running clusters.
+func runCheck(ctx context.Context, c *cli, args []string) int {
+	var opts runOptions
+	fs := newFlagSet(c, "check", "check [options] [CLUSTER...]\n\n"+
+		"  Run the data-plane check on running Ray clusters (all, or the named ones):\n"+
+		"  one torch process per node inside its Ray container, a c10d rendezvous on\n"+
+		"  the head's fabric address, a Gloo and (with GPUs) an NCCL all_reduce. Prints\n"+
+		"  the address and interface each backend used, the rendezvous time and the\n"+
+		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.")
+	opts.register(fs)
+	timeout := fs.Duration("timeout", dataplane.DefaultTimeout, "bound on the rendezvous and on each collective")
+	size := fs.Float64("size-mb", dataplane.DefaultSizeMiB, "all_reduce buffer in `MiB`")
+	backends := fs.String("backends", "auto", "`LIST` of gloo, nccl; auto = gloo, plus nccl where CUDA is available")
+	var env stringList
+	fs.Var(&env, "env", "add `NAME=VALUE` to the check's environment over the container's (try a setting, e.g. NCCL_IB_HCA, before pinning it; repeatable)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	o := dataplane.Options{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(c.stderr, "Error: -env %q: want NAME=VALUE\n", kv)
+			return exitError
+		}
+		o.Env[k] = v
+	}
+	s, code := openSession(c, &opts)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	clusters, err := checkClusters(s.cfg, fs.Args())
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	obs, err := s.observeAndPlan(ctx, true)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
+	}
+	addrs, ifaces := resources.FabricAddrs(obs.cfg, obs.facts)
+	env0 := &resources.StepEnv{Conns: s.conns, Dataplane: o}
+	failed := false
+	var reports []checkJSON
+	for _, name := range clusters {
+		rc := obs.cfg.RayClusters[name]
+		nodes := resources.CheckNodes(obs.cfg, rc, addrs, ifaces)
+		if !nodes[0].Addr.IsValid() {
+			fmt.Fprintf(c.stderr, "Error: %s: the head %s has no observed fabric address (run rayform plan)\n", rc.Addr, rc.Head)
+			failed = true
+			continue
+		}
+		if !opts.json {
+			fmt.Fprintf(c.stdout, "%s: data-plane check on %d nodes, rendezvous on %s...\n", rc.Addr, len(nodes), nodes[0].Addr)
+		}
+		rep, err := resources.RunCheck(ctx, env0, nodes)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %s: %v\n", rc.Addr, err)
+			failed = true
+			continue
+		}
+		dctx := resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, &resources.Work{Type: "ray_cluster", Address: rc.Addr})
+		var cerr error
+		if !rep.OK() {
+			failed = true
+			cerr = resources.CheckError(rep, dctx, "the cluster's collectives would fail")
+		}
+		if opts.json {
+			reports = append(reports, toCheckJSON(rc.Addr, rep, cerr))
+			continue
+		}
+		fmt.Fprint(c.stdout, rep.Table())
+		for _, p := range rep.Problems() {
+			if p.Warning {
+				fmt.Fprintf(c.stdout, "Warning: %s\n", p.Text)
+			}
+		}
+		if cerr != nil {
+			fmt.Fprintf(c.stdout, "\nError: %s\n", cerr)
+		} else {
+			fmt.Fprintf(c.stdout, "%s: data plane ok (rendezvous port %d, %.1fs)\n", rc.Addr, rep.Port, rep.Elapsed.Seconds())
+		}
+	}
+	if opts.json {
+		enc := json.NewEncoder(c.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+	}
+	if failed {
+		return exitError
+	}
+	return exitOK
+}
+
+// checkClusters returns the names of the clusters to check: the named
+// ones (NAME or ray_cluster.NAME), or every cluster with workers.
+func checkClusters(cfg *config.Config, args []string) ([]string, error) {
+	var names []string
+	if len(args) == 0 {
+		for name, rc := range cfg.RayClusters {
+			if len(rc.Workers) > 0 {
+				names = append(names, name)
+			}
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			return nil, errors.New("no ray_cluster with workers in the configuration: the data-plane check needs two nodes or more")
+		}
+		return names, nil
+	}
+	for _, a := range args {
+		name := strings.TrimPrefix(a, "ray_cluster.")
+		if _, ok := cfg.RayClusters[name]; !ok {
+			return nil, fmt.Errorf("no ray_cluster %q in the configuration", name)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// checkJSON is one cluster's report in check -json.
+type checkJSON struct {
+	Cluster   string              `json:"cluster"`
+	OK        bool                `json:"ok"`
+	Master    string              `json:"master"`
+	ElapsedS  float64             `json:"elapsed_s"`
+	Nodes     []checkNodeJSON     `json:"nodes"`
+	Problems  []dataplane.Problem `json:"problems"`
+	Error     string              `json:"error,omitempty"`
+	Diagnosis *diagnose.Diagnosis `json:"diagnosis,omitempty"`
+}
+
+type checkNodeJSON struct {
+	Node   string            `json:"node"`
+	Addr   string            `json:"fabric_addr"`
+	Iface  string            `json:"fabric_iface"`
+	Result *dataplane.Result `json:"result"`
+	Error  string            `json:"error,omitempty"`
+}
+
+func toCheckJSON(addr string, rep *dataplane.Report, cerr error) checkJSON {
+	out := checkJSON{Cluster: addr, OK: cerr == nil, Master: fmt.Sprintf("%s:%d", rep.Master, rep.Port),
+		ElapsedS: rep.Elapsed.Seconds(), Problems: rep.Problems()}
+	if out.Problems == nil {
+		out.Problems = []dataplane.Problem{}
+	}
+	for _, n := range rep.Nodes {
+		nj := checkNodeJSON{Node: n.Node, Addr: n.Addr.String(), Iface: n.Iface, Result: n.Result}
+		if n.Err != nil {
+			nj.Error = n.Err.Error()
+		}
+		out.Nodes = append(out.Nodes, nj)
+	}
+	var de *resources.DiagnosedError
+	if errors.As(cerr, &de) {
+		out.Error = de.Err.Error()
+		out.Diagnosis = &de.Diagnosis
+	}
+	return out
+}
