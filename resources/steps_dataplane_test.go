@@ -16,7 +16,7 @@ import (
 
 // Result lines as check.py prints them (torch 1.13 in the lab's image).
 const (
-	dpHealthy = `RAYFORM_CHECK {"backends": {"gloo": {"addr": "%ADDR%", "algbw_gbps": 0.3, "busbw_gbps": 0.3, "bytes": 8388608, "connections": 1, "iface": "enp1s0f1np1", "iters": 5, "ok": true, "peers": ["192.168.200.12"], "time_s": 0.027}}, "env": {"GLOO_SOCKET_IFNAME": "enp1s0f1np1", "VLLM_HOST_IP": "%ADDR%"}, "link": {"iface": "enp1s0f1np1", "speed_mbps": 10000}, "master": "192.168.200.12:29417", "node": "%NODE%", "ok": true, "phase": "done", "rank": 0, "rendezvous_s": 0.5, "torch": "1.13.0a0", "version": 1, "world_size": 2}` + "\n"
+	dpHealthy    = `RAYFORM_CHECK {"backends": {"gloo": {"addr": "%ADDR%", "algbw_gbps": 0.3, "busbw_gbps": 0.3, "bytes": 8388608, "connections": 1, "iface": "enp1s0f1np1", "iters": 5, "ok": true, "peers": ["192.168.200.12"], "time_s": 0.027}}, "env": {"GLOO_SOCKET_IFNAME": "enp1s0f1np1", "VLLM_HOST_IP": "%ADDR%"}, "link": {"iface": "enp1s0f1np1", "speed_mbps": 10000}, "master": "192.168.200.12:29417", "node": "%NODE%", "ok": true, "phase": "done", "rank": 0, "rendezvous_s": 0.5, "torch": "1.13.0a0", "version": 1, "world_size": 2}` + "\n"
 	dpGlooStderr = `Traceback (most recent call last):
   File "<stdin>", line 346, in main
 RuntimeError: [enforce fail at ./gloo/transport/tcp/device.cc:80] ifa != nullptr. Unable to find address for: eth9
