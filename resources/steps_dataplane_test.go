@@ -1,15 +1,18 @@
 package resources
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 )
@@ -24,12 +27,54 @@ RuntimeError: [enforce fail at ./gloo/transport/tcp/device.cc:80] ifa != nullptr
 	dpGlooFailed = `RAYFORM_CHECK {"env": {"GLOO_SOCKET_IFNAME": "eth9"}, "error": "RuntimeError: [enforce fail at ./gloo/transport/tcp/device.cc:80] ifa != nullptr. Unable to find address for: eth9", "master": "192.168.200.12:29417", "node": "spark2", "ok": false, "phase": "gloo", "rank": 1, "world_size": 2}` + "\n"
 )
 
-func dpHost(t *testing.T, node, addr string, res transport.Result) *transporttest.Fake {
-	f := transporttest.NewFake(t, node)
+// dpConn plays one node for the check's runner: it reads check.py from
+// stdin, prints the ready line, waits for "go" and answers with res.
+type dpConn struct {
+	t     *testing.T
+	host  string
+	res   transport.Result
+	mu    sync.Mutex
+	calls []transport.Cmd
+	got   []byte // what came on stdin before "go"
+}
+
+func dpHost(t *testing.T, node, addr string, res transport.Result) *dpConn {
 	r := strings.NewReplacer("%ADDR%", addr, "%NODE%", node)
 	res.Stdout = []byte(r.Replace(string(res.Stdout)))
-	f.Expect(transporttest.Contains("rayform-main python3 -")).ReturnResult(res).Times(1)
-	return f
+	return &dpConn{t: t, host: node, res: res}
+}
+
+func (c *dpConn) Host() string { return c.host }
+func (c *dpConn) Upload(context.Context, string, []byte, uint32) error {
+	return errors.New("no upload")
+}
+func (c *dpConn) Stats() transport.Stats { return transport.Stats{} }
+func (c *dpConn) Close() error           { return nil }
+
+func (c *dpConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, cmd)
+	c.mu.Unlock()
+	script := make([]byte, len(dataplane.Script))
+	if _, err := io.ReadFull(cmd.Stdin, script); err != nil {
+		return transport.Result{}, err
+	}
+	c.got = script
+	if c.res.ExitCode == 127 { // docker exec found no python3: nothing started
+		return c.res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: c.res}
+	}
+	if cmd.Stdout != nil {
+		fmt.Fprintln(cmd.Stdout, dataplane.ReadyLine)
+	}
+	line, _ := bufio.NewReader(cmd.Stdin).ReadString('\n')
+	if line != "go\n" {
+		res := transport.Result{ExitCode: 3, Stdout: []byte(`RAYFORM_CHECK {"ok": false, "phase": "ready", "error": "cancelled before the rendezvous"}` + "\n")}
+		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
+	}
+	if c.res.ExitCode != 0 {
+		return c.res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: c.res}
+	}
+	return c.res, nil
 }
 
 func dpWork() *Work {
@@ -68,10 +113,10 @@ func TestDataplaneStep(t *testing.T) {
 			}
 			var progress []string
 			err := steps[0].Run(context.Background(), func(s string) { progress = append(progress, s) })
-			for _, f := range []*transporttest.Fake{f1, f2} {
-				c := f.Calls()
-				if len(c) != 1 || string(c[0].Stdin) != string(dataplane.Script) || c[0].Cmd.Mutating {
-					t.Errorf("%s: calls %s, want one read-only docker exec with check.py on stdin", f.Host(), f.Transcript())
+			for _, c := range []*dpConn{f1, f2} {
+				if len(c.calls) != 1 || string(c.got) != string(dataplane.Script) || c.calls[0].Mutating ||
+					!strings.HasPrefix(c.calls[0].String(), "docker exec -i ") || !strings.Contains(c.calls[0].String(), " rayform-main python3 -c ") {
+					t.Errorf("%s: calls %v, want one read-only docker exec of python3 with check.py on stdin", c.host, c.calls)
 				}
 			}
 			out := strings.Join(progress, "\n")
@@ -91,8 +136,12 @@ func TestDataplaneStep(t *testing.T) {
 			if !strings.Contains(err.Error(), "vllm serve qwen was not started") || !strings.Contains(err.Error(), "spark2: ") {
 				t.Errorf("error:\n%v", err)
 			}
-			if tc.name == "no python3" && !strings.Contains(err.Error(), "dataplane_check = false on ray_cluster.main") {
-				t.Errorf("error:\n%v", err)
+			if tc.name == "no python3" {
+				// spark2 ended before it was ready: spark1 was cancelled
+				// instead of waiting for a rendezvous that cannot happen.
+				if !strings.Contains(err.Error(), "dataplane_check = false on ray_cluster.main") || !strings.Contains(err.Error(), "spark1: waiting for the other nodes failed: cancelled") {
+					t.Errorf("error:\n%v", err)
+				}
 			}
 		})
 	}

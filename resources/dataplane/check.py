@@ -26,7 +26,13 @@ Standalone use (every value from an argument or the environment):
 It writes no file, binds only the master port (rank 0, the TCPStore) and
 the ephemeral ports the backends pick, allocates one buffer of --size-mb
 (at most 1024 MiB), and exits by itself after --deadline seconds
-(default 3 x --timeout).
+(default 3 x --timeout; a watchdog thread, then SIGALRM's default action,
+so that a call blocked in C++ cannot outlive it).
+
+With --ready-go (how rayform runs it) every rank imports torch first,
+prints "RAYFORM_CHECK_READY" and waits for a line "go" on stdin, so that the
+rendezvous starts on every node at once however long each import took
+(end of input instead of "go" cancels it, exit status 3).
 """
 
 import argparse
@@ -35,6 +41,7 @@ import fcntl
 import json
 import os
 import re
+import select
 import signal
 import socket
 import struct
@@ -44,6 +51,7 @@ import time
 import traceback
 
 PREFIX = "RAYFORM_CHECK "
+READY = "RAYFORM_CHECK_READY"
 SCRIPT_VERSION = 1
 
 # Result of this rank; printed once, on success, failure or deadline.
@@ -91,6 +99,10 @@ def parse_args(argv):
                    help="interface whose link speed to report; default: the one Gloo's connections use (env RAYFORM_CHECK_IFACE)")
     p.add_argument("--node", default=e("RAYFORM_CHECK_NODE", ""), help="a name for this node in the result (env RAYFORM_CHECK_NODE)")
     p.add_argument("--device", type=int, default=env_int("LOCAL_RANK", 0), help="CUDA device for NCCL (env LOCAL_RANK)")
+    p.add_argument("--ready-go", action="store_true", default=os.environ.get("RAYFORM_CHECK_READY_GO", "") == "1",
+                   help="after importing torch print %s and wait for a line 'go' on stdin (env RAYFORM_CHECK_READY_GO=1)" % READY)
+    p.add_argument("--import-timeout", type=float, default=env_float("RAYFORM_CHECK_IMPORT_TIMEOUT", 120.0),
+                   help="seconds allowed for importing torch (and waiting for 'go'), on top of --deadline")
     a = p.parse_args(argv)
     bad = []
     if a.world_size < 1:
@@ -298,6 +310,67 @@ def measure(dist, torch, group, world, nbytes, iters, device, sync):
             "algbw_gbps": round(algbw, 4), "busbw_gbps": round(busbw, 4)}
 
 
+class Watchdog:
+    """Ends the check at its deadline even while the main thread is blocked
+    in C++ holding the GIL (a TCPStore waiting for its clients does): a
+    forked child waits for the deadline, prints the result line with the
+    phase the parent last reported and kills the parent. SIGALRM's default
+    action, armed a few seconds later, is the last resort."""
+
+    def __init__(self, seconds, t0):
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(int(seconds) + 5)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(w)
+            self._child(r, seconds, t0)
+        os.close(r)
+        self.w = w
+
+    def _child(self, r, seconds, t0):
+        phase = result.get("phase")
+        until = time.monotonic() + seconds
+        while True:
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            if select.select([r], [], [], left)[0]:
+                data = os.read(r, 4096)
+                if not data:
+                    os._exit(0)  # the parent finished
+                phase = data.decode().strip().split("\n")[-1]
+        result["phase"] = phase
+        result["error"] = "deadline: the check did not finish within %gs (phase %s)" % (seconds, phase)
+        result["elapsed_s"] = round(time.monotonic() - t0, 3)
+        sys.stdout.write(PREFIX + json.dumps(result, sort_keys=True) + "\n")
+        sys.stdout.flush()
+        try:
+            os.kill(os.getppid(), signal.SIGKILL)
+        finally:
+            os._exit(124)
+
+    def phase(self, name):
+        result["phase"] = name
+        try:
+            os.write(self.w, (name + "\n").encode())
+        except OSError:
+            pass
+
+    def stop(self):
+        signal.alarm(0)
+        os.close(self.w)
+
+
+def has_key(store, key):
+    """Whether key is set (torch 1.13's Store has no check() in Python)."""
+    try:
+        store.wait([key], datetime.timedelta(milliseconds=10))
+        return True
+    except RuntimeError:
+        return False
+
+
 def main(argv):
     a = parse_args(argv)
     t0 = time.monotonic()
@@ -308,13 +381,16 @@ def main(argv):
                                            "NCCL_IB_DISABLE", "NCCL_NET", "VLLM_HOST_IP") if k in os.environ},
     })
 
-    def on_deadline(signum, frame):
-        result["error"] = "deadline: the check did not finish within %gs (phase %s)" % (a.deadline, result.get("phase"))
-        result["elapsed_s"] = round(time.monotonic() - t0, 3)
-        emit(124)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(int(a.import_timeout + a.deadline) + 5)  # the import and the wait for "go"
 
-    signal.signal(signal.SIGALRM, on_deadline)
-    signal.setitimer(signal.ITIMER_REAL, a.deadline)
+    def wait_for_go():
+        sys.stdout.write(READY + "\n")
+        sys.stdout.flush()
+        line = sys.stdin.readline()
+        if line.strip() != "go":
+            result["error"] = "cancelled before the rendezvous: the runner stopped the check (another rank failed first)"
+            emit(3)
 
     import torch
     import torch.distributed as dist
@@ -334,15 +410,30 @@ def main(argv):
     timeout = datetime.timedelta(seconds=a.timeout)
     nbytes = int(a.size_mb * (1 << 20))
     ifaces = interface_addrs()
+    if a.ready_go:
+        result["phase"] = "ready"
+        wait_for_go()
+    watchdog = Watchdog(a.deadline, t0)
 
     # c10d rendezvous: rank 0 serves the TCPStore, every rank connects and
     # the Gloo default group is built over it (a full mesh of connections).
-    result["phase"] = "rendezvous"
+    watchdog.phase("rendezvous")
     t1 = time.monotonic()
-    store = dist.TCPStore(a.master_addr, a.master_port, a.world_size, a.rank == 0, timeout, True)
+    store = dist.TCPStore(a.master_addr, a.master_port, a.world_size, a.rank == 0, timeout, False)
+    # Every rank checks in under its own key and waits for all of them, so
+    # that the master names who is missing instead of failing later.
+    keys = ["rayform_check/rank/%d" % r for r in range(a.world_size)]
+    store.set(keys[a.rank], result["node"])
+    try:
+        store.wait(keys, timeout)
+    except RuntimeError as e:
+        missing = [str(r) for r, k in enumerate(keys) if not has_key(store, k)]
+        raise RuntimeError("c10d rendezvous on %s:%d: timed out after %gs waiting for clients. %d/%d clients joined (missing ranks: %s): %s"
+                           % (a.master_addr, a.master_port, a.timeout, a.world_size - len(missing), a.world_size,
+                              ", ".join(missing), e)) from None
     result["store_s"] = round(time.monotonic() - t1, 3)
     before = own_connections()
-    result["phase"] = "gloo"
+    watchdog.phase("gloo")
     dist.init_process_group("gloo", store=store, rank=a.rank, world_size=a.world_size, timeout=timeout)
     result["rendezvous_s"] = round(time.monotonic() - t1, 3)
     after = own_connections()
@@ -357,7 +448,7 @@ def main(argv):
     result["link"] = {"iface": link_iface, "speed_mbps": link_speed(link_iface)}
 
     if "nccl" in wanted:
-        result["phase"] = "nccl"
+        watchdog.phase("nccl")
         torch.cuda.set_device(a.device)
         known = own_connections()
         with Capture() as cap:
@@ -369,10 +460,11 @@ def main(argv):
         nccl["ok"] = True
         result["backends"]["nccl"] = nccl
 
-    result["phase"] = "done"
+    watchdog.phase("done")
     dist.barrier()
     dist.destroy_process_group()
     del store
+    watchdog.stop()
     result["ok"] = True
     result["elapsed_s"] = round(time.monotonic() - t0, 3)
     emit(0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"sort"
 	"strings"
@@ -20,6 +21,9 @@ const (
 	DefaultTimeout = 15 * time.Second
 	DefaultSizeMiB = 8.0
 	DefaultIters   = 5
+	// DefaultImportTimeout is generous: torch's import alone takes seconds
+	// per process, more with many processes on few cores.
+	DefaultImportTimeout = 2 * time.Minute
 	// slack is added to the script's own deadline for the SSH session and
 	// docker exec around it.
 	slack = 15 * time.Second
@@ -46,6 +50,9 @@ type Options struct {
 	// Backends is check.py's --backends; default "auto" (Gloo, plus NCCL
 	// where CUDA is available).
 	Backends string
+	// ImportTimeout bounds a rank's start: docker exec, python and the
+	// import of torch; default DefaultImportTimeout.
+	ImportTimeout time.Duration
 	// Python is the interpreter inside the container; default "python3".
 	Python string
 	// Env is added to every rank's environment (docker exec -e), over the
@@ -68,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Python == "" {
 		o.Python = "python3"
+	}
+	if o.ImportTimeout <= 0 {
+		o.ImportTimeout = DefaultImportTimeout
 	}
 	return o
 }
@@ -95,17 +105,30 @@ type NodeReport struct {
 
 // Report is the outcome of one run.
 type Report struct {
-	Master  netip.Addr
-	Port    int
-	Nodes   []NodeReport
+	Master netip.Addr
+	Port   int
+	Nodes  []NodeReport
+	// Ready is when every rank had imported torch (0 when not all did);
+	// Elapsed is the whole run.
+	Ready   time.Duration
 	Elapsed time.Duration
 }
 
-// Command returns the command that runs rank on node: check.py fed on
-// stdin to the container's python (docker exec -i, so the container's own
-// environment applies), with NCCL_DEBUG=INFO so that NCCL names the
-// interface it uses. A node without a container runs python on the host,
-// under env NAME=VALUE arguments.
+// bootstrap is the python program of the command line: it reads check.py
+// (its size is the first argument) from stdin and runs it, leaving the rest
+// of stdin for the "go" line.
+const bootstrap = `import sys; n = int(sys.argv.pop(1)); exec(compile(sys.stdin.buffer.read(n), "check.py", "exec"), {"__name__": "__main__"})`
+
+// ReadyLine is what a rank run with --ready-go prints once torch is
+// imported; it then waits for "go" on stdin.
+const ReadyLine = "RAYFORM_CHECK_READY"
+
+// Command returns the command that runs rank on node: a bootstrap that
+// reads check.py from stdin, in the container's python (docker exec -i, so
+// the container's own environment applies), with NCCL_DEBUG=INFO so that
+// NCCL names the interface it uses, and --ready-go. A node without a
+// container runs python on the host, under env NAME=VALUE arguments. The
+// caller feeds Script then "go\n" (Run does).
 func Command(n Node, rank, world int, master netip.Addr, port int, o Options) transport.Cmd {
 	o = o.withDefaults()
 	env := []string{"NCCL_DEBUG=INFO", "RAYFORM_CHECK_NODE=" + n.Name}
@@ -125,14 +148,41 @@ func Command(n Node, rank, world int, master netip.Addr, port int, o Options) tr
 	} else {
 		argv = append([]string{"env"}, env...)
 	}
-	argv = append(argv, o.Python, "-")
+	argv = append(argv, o.Python, "-c", bootstrap, fmt.Sprint(len(Script)), "--ready-go",
+		"--import-timeout", fmt.Sprint(o.ImportTimeout.Seconds()))
 	argv = append(argv, Args(rank, world, master, port, o)...)
-	return transport.Cmd{Argv: argv, Stdin: bytes.NewReader(Script), Timeout: 3*o.Timeout + slack}
+	return transport.Cmd{Argv: argv, Timeout: o.ImportTimeout + 3*o.Timeout + slack}
+}
+
+// readyWatch is a rank's stdout as it arrives: it closes ready when the
+// rank prints ReadyLine.
+type readyWatch struct {
+	mu    sync.Mutex
+	buf   []byte
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (w *readyWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if bytes.Contains(w.buf, []byte(ReadyLine)) {
+		w.once.Do(func() { close(w.ready) })
+		w.buf = nil
+	} else if len(w.buf) > 4096 {
+		w.buf = w.buf[len(w.buf)-len(ReadyLine):]
+	}
+	return len(p), nil
 }
 
 // Run runs one rank per node at once, nodes[0] (the head) serving the
-// rendezvous on its fabric address. Every process is bounded by its own
-// deadline; Run returns when all are done.
+// rendezvous on its fabric address. Every rank imports torch first; when
+// all are ready Run sends "go" to each, so that the rendezvous starts on
+// every node at once and its timeout does not count the imports. A rank
+// that ends (or does not get ready within ImportTimeout) before that
+// cancels the others. Every process is bounded by its own deadline; Run
+// returns when all are done.
 func Run(ctx context.Context, nodes []Node, o Options) *Report {
 	o = o.withDefaults()
 	if o.Port == 0 {
@@ -145,22 +195,67 @@ func Run(ctx context.Context, nodes []Node, o Options) *Report {
 	rep.Master = nodes[0].Addr
 	start := time.Now()
 	var wg sync.WaitGroup
+	ended := make(chan struct{}, len(nodes))
+	readies := make([]chan struct{}, len(nodes))
+	controls := make([]*io.PipeWriter, len(nodes))
 	for i, n := range nodes {
+		nr := NodeReport{Node: n.Name, Addr: n.Addr, Iface: n.Iface}
+		if n.Conn == nil {
+			nr.Err = fmt.Errorf("%s: no connection", n.Name)
+			rep.Nodes[i] = nr
+			ended <- struct{}{}
+			continue
+		}
+		watch := &readyWatch{ready: make(chan struct{})}
+		readies[i] = watch.ready
+		pr, pw := io.Pipe()
+		controls[i] = pw
+		cmd := Command(n, i, len(nodes), rep.Master, o.Port, o)
+		cmd.Stdin = io.MultiReader(bytes.NewReader(Script), pr)
+		cmd.Stdout = watch
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nr := NodeReport{Node: n.Name, Addr: n.Addr, Iface: n.Iface}
-			if n.Conn == nil {
-				nr.Err = fmt.Errorf("%s: no connection", n.Name)
-				rep.Nodes[i] = nr
-				return
-			}
-			res, err := n.Conn.Run(ctx, Command(n, i, len(nodes), rep.Master, o.Port, o))
+			res, err := n.Conn.Run(ctx, cmd)
+			pr.Close()
 			nr.Output = append(append([]byte{}, res.Stdout...), res.Stderr...)
 			nr.Result, _ = ParseResult(res.Stdout)
 			nr.Err = err
 			rep.Nodes[i] = nr
+			ended <- struct{}{}
 		}()
+	}
+	ready := make(chan struct{})
+	go func() {
+		for _, r := range readies {
+			if r != nil {
+				<-r
+			}
+		}
+		close(ready)
+	}()
+	timer := time.NewTimer(o.ImportTimeout + slack)
+	defer timer.Stop()
+	startLine := "go\n"
+	select {
+	case <-ready:
+		rep.Ready = time.Since(start)
+	case <-ended:
+		startLine = "" // a rank ended before the rendezvous: cancel the others
+	case <-timer.C:
+		startLine = ""
+	case <-ctx.Done():
+		startLine = ""
+	}
+	for _, pw := range controls {
+		if pw != nil {
+			go func() {
+				if startLine != "" {
+					_, _ = io.WriteString(pw, startLine)
+				}
+				pw.Close()
+			}()
+		}
 	}
 	wg.Wait()
 	rep.Elapsed = time.Since(start)
@@ -248,6 +343,8 @@ func phaseName(p string) string {
 	switch p {
 	case "import":
 		return "importing torch"
+	case "ready":
+		return "waiting for the other nodes"
 	case "rendezvous":
 		return "the c10d rendezvous"
 	case "gloo":
