@@ -41,6 +41,8 @@ ray_cluster "het" {
   workers        = [node.gx["gx2"], node.gx["gx3"]]
   network        = network.fabric
   memory_monitor = false
+  # The lab image of this test has no torch (see dataplane_e2e_test.go).
+  dataplane_check = false
 }
 
 vllm_serve "qwen" {
