@@ -62,7 +62,7 @@ func (r *serveRun) dataplaneStep() apply.Step {
 				}
 			}
 			if rep.OK() {
-				progress(fmt.Sprintf("data plane ok on %d nodes (rendezvous port %d, %.1fs)", len(rep.Nodes), rep.Port, rep.Elapsed.Seconds()))
+				progress(fmt.Sprintf("data plane ok on %d nodes (rendezvous port %d; %s)", len(rep.Nodes), rep.Port, rep.Timing()))
 				return nil
 			}
 			d := r.e.Diagnose

@@ -96,7 +96,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		if cerr != nil {
 			fmt.Fprintf(c.stdout, "\nError: %s\n", cerr)
 		} else {
-			fmt.Fprintf(c.stdout, "%s: data plane ok (rendezvous port %d, %.1fs)\n", rc.Addr, rep.Port, rep.Elapsed.Seconds())
+			fmt.Fprintf(c.stdout, "%s: data plane ok (rendezvous port %d; %s)\n", rc.Addr, rep.Port, rep.Timing())
 		}
 	}
 	if opts.json {

@@ -317,6 +317,16 @@ func (r *Report) Problems() []Problem {
 	return ps
 }
 
+// Timing is one line on where the time went: the start of every rank
+// (docker exec, python, importing torch), then the rendezvous and the
+// collectives.
+func (r *Report) Timing() string {
+	if r.Ready <= 0 {
+		return fmt.Sprintf("%.1fs", r.Elapsed.Seconds())
+	}
+	return fmt.Sprintf("%.1fs: torch imported on every node after %.1fs, rendezvous and all_reduce %.1fs", r.Elapsed.Seconds(), r.Ready.Seconds(), (r.Elapsed - r.Ready).Seconds())
+}
+
 // OK reports whether the report has no failure (warnings allowed).
 func (r *Report) OK() bool {
 	for _, p := range r.Problems() {
