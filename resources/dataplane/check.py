@@ -265,8 +265,8 @@ class Capture:
         return False
 
 
-NCCL_BOOTSTRAP_RE = re.compile(r"NCCL INFO Bootstrap : Using (\S+?):(\S+?)<")
-NCCL_NET_RE = re.compile(r"NCCL INFO NET/(\w+) ?: Using (.*)")
+NCCL_BOOTSTRAP_RE = re.compile(r"NCCL INFO Bootstrap ?: ?Using (\S+?):(\S+?)<")
+NCCL_NET_RE = re.compile(r"NCCL INFO NET/(\w+) ?: ?Using (.*)")
 NCCL_VERSION_RE = re.compile(r"NCCL version (\S+)")
 
 
