@@ -120,6 +120,8 @@ type fakeHost struct {
 	models string
 	// ss is what `ss -Hltnp` prints; vllmVersion what `vllm --version` does.
 	ss, vllmVersion string
+	// headExits, when set, is the log of a head container that exits at once.
+	headExits string
 }
 
 // fakeLab is a set of fake hosts sharing one Ray cluster.
@@ -266,6 +268,10 @@ func (l *fakeLab) handle(h *fakeHost, cmd transport.Cmd, stdin []byte) transport
 		}
 		h.containers[name] = &fakeContainer{labels: labels, running: true, joinPolls: join,
 			logs: "Local node IP: " + labels[LabelNodeIP] + "\n--------------------\nRay runtime started.\n--------------------\n"}
+		if h.headExits != "" && labels[LabelRole] == "head" {
+			c := h.containers[name]
+			c.running, c.exitCode, c.logs = false, 1, h.headExits
+		}
 		return fakeOK("4f1c2b3a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a\n")
 	case at(1) == "exec":
 		return l.exec(h, a[2:], stdin)

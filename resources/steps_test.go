@@ -750,3 +750,22 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 		})
 	}
 }
+
+// A head whose GCS cannot bind its port: the diagnosis names the port and
+// asks the head's ss who holds it.
+func TestHeadPortHeldIsDiagnosed(t *testing.T) {
+	l := newFakeLab(t, "spark1", "spark2")
+	h := l.hosts["spark1"]
+	h.headExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
+	h.ss = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
+	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
+	var de *DiagnosedError
+	if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.AddrInUse {
+		t.Fatalf("err = %v, want an %s diagnosis", err, diagnose.AddrInUse)
+	}
+	for _, want := range []string{"port 6379 is already in use on spark1", "held by pid 4242 (gcs_server)", "change port on ray_cluster.main"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%s", want, err)
+		}
+	}
+}
