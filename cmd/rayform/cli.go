@@ -240,6 +240,28 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	return exitOK, true
 }
 
+// parseInterspersed is parseFlags for commands that take a positional
+// argument (logs ADDRESS, output NAME, show PLAN): flags may come before
+// or after it, as people type them (rayform logs vllm_serve.qwen -f). The
+// positional arguments are returned in order; "--" ends the flags.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
+	var pos []string
+	for {
+		if code, ok := parseFlags(fs, args); !ok {
+			return nil, code, false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, exitOK, true
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), exitOK, true
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

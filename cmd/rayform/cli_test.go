@@ -158,3 +158,30 @@ func TestDestroyTargetKeepsDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestParseInterspersed checks that logs, output and show take their flags
+// before or after the positional argument, and that "--" ends the flags.
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantPos []string
+		wantF   bool
+		wantN   string
+	}{
+		{[]string{"vllm_serve.qwen", "-f", "-tail", "3"}, []string{"vllm_serve.qwen"}, true, "3"},
+		{[]string{"-f", "vllm_serve.qwen"}, []string{"vllm_serve.qwen"}, true, "100"},
+		{[]string{"a", "-tail=5", "b"}, []string{"a", "b"}, false, "5"},
+		{[]string{"--", "-f"}, []string{"-f"}, false, "100"},
+		{nil, nil, false, "100"},
+	}
+	for _, tt := range tests {
+		c := &cli{stderr: os.Stderr}
+		fs := newFlagSet(c, "logs", "logs")
+		f := fs.Bool("f", false, "")
+		n := fs.String("tail", "100", "")
+		pos, code, ok := parseInterspersed(fs, tt.args)
+		if !ok || strings.Join(pos, " ") != strings.Join(tt.wantPos, " ") || *f != tt.wantF || *n != tt.wantN {
+			t.Errorf("%q: pos %q, -f %v, -tail %s (ok %v, code %d); want %q, %v, %s", tt.args, pos, *f, *n, ok, code, tt.wantPos, tt.wantF, tt.wantN)
+		}
+	}
+}

@@ -87,7 +87,7 @@ func TestE2EDayTwo(t *testing.T) {
 	})
 
 	t.Run("logs", func(t *testing.T) {
-		r := run("logs", "-tail", "3", "vllm_serve.qwen")
+		r := run("logs", "vllm_serve.qwen", "-tail", "3") // flags after the address, as people type them
 		mustCode(t, "logs of the serve", r, exitOK)
 		lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
 		if len(lines) != 3 {

@@ -26,14 +26,15 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 	follow := fs.Bool("f", false, "follow the logs as they grow, until interrupted")
 	tail := fs.Int("tail", 100, "print the last `N` lines of each log first (-1: all)")
 	since := fs.String("since", "", "ray_cluster only: logs since `D`, a duration (10m) or a timestamp (2026-12-01T10:00:00Z), as docker logs --since takes")
-	if code, ok := parseFlags(fs, args); !ok {
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fmt.Fprintln(c.stderr, "Error: logs takes one argument, a resource address (vllm_serve.NAME or ray_cluster.NAME)")
 		return exitError
 	}
-	addr := fs.Arg(0)
+	addr := pos[0]
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code

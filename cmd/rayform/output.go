@@ -28,14 +28,18 @@ func runOutput(_ context.Context, c *cli, args []string) int {
 	asJSON := fs.Bool("json", false, "print the outputs as JSON: {\"NAME\": {\"sensitive\": BOOL, \"type\": TYPE, \"value\": VALUE}}, or NAME's value")
 	raw := fs.Bool("raw", false, "print NAME's value as is, without quotes (strings, numbers and bools only), for shell scripts")
 	stateFile := fs.String("state", state.DefaultPath, "local state `FILE`, relative to the configuration directory")
-	if code, ok := parseFlags(fs, args); !ok {
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
 		return code
 	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(c.stderr, "Error: output takes at most one argument, an output's name (got %q)\n", fs.Args())
+	if len(pos) > 1 {
+		fmt.Fprintf(c.stderr, "Error: output takes at most one argument, an output's name (got %q)\n", pos)
 		return exitError
 	}
-	name := fs.Arg(0)
+	name := ""
+	if len(pos) > 0 {
+		name = pos[0]
+	}
 	if *raw && name == "" {
 		fmt.Fprintln(c.stderr, "Error: -raw needs an output name: rayform output -raw NAME")
 		return exitError

@@ -49,6 +49,7 @@ func TestOutputCommand(t *testing.T) {
 		{name: "all", args: nil, contains: []string{`endpoint = "http://192.168.200.12:8000/v1"`, `ray_address = "192.168.200.12:6379"`, `"spark2" = "192.168.200.13"`}},
 		{name: "one", args: []string{"endpoint"}, stdout: "\"http://192.168.200.12:8000/v1\"\n"},
 		{name: "raw", args: []string{"-raw", "endpoint"}, stdout: "http://192.168.200.12:8000/v1"},
+		{name: "raw after the name", args: []string{"endpoint", "-raw"}, stdout: "http://192.168.200.12:8000/v1"},
 		{name: "raw of a map", args: []string{"-raw", "fabric_addresses"}, wantCode: exitError, stderr: "Unsupported value for raw output"},
 		{name: "json one", args: []string{"-json", "ray_address"}, stdout: "\"192.168.200.12:6379\"\n"},
 		{name: "misspelled", args: []string{"endpont"}, wantCode: exitError, stderr: `Did you mean "endpoint"?`},

@@ -18,24 +18,25 @@ func runShow(_ context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "show", "show [options] [PLAN]\n\n  Print the saved plan PLAN (from plan -out) as plan showed it, or without PLAN\n  the resources the state records (where each was applied).")
 	asJSON := fs.Bool("json", false, "print the plan's -json events (NDJSON), or the state as JSON")
 	stateFile := fs.String("state", state.DefaultPath, "local state `FILE`, relative to the configuration directory")
-	if code, ok := parseFlags(fs, args); !ok {
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
 		return code
 	}
-	if fs.NArg() > 1 {
-		fmt.Fprintf(c.stderr, "Error: show takes at most one argument, a saved plan (got %q)\n", fs.Args())
+	if len(pos) > 1 {
+		fmt.Fprintf(c.stderr, "Error: show takes at most one argument, a saved plan (got %q)\n", pos)
 		return exitError
 	}
-	if fs.NArg() == 0 {
+	if len(pos) == 0 {
 		return showState(c, *stateFile, *asJSON)
 	}
-	f, err := planfile.Read(fs.Arg(0))
+	f, err := planfile.Read(pos[0])
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
 	if *asJSON {
 		if len(f.RenderedJSON) == 0 {
-			fmt.Fprintf(c.stderr, "Error: %s holds no rendered plan (it was saved by an older rayform)\n", fs.Arg(0))
+			fmt.Fprintf(c.stderr, "Error: %s holds no rendered plan (it was saved by an older rayform)\n", pos[0])
 			return exitError
 		}
 		for _, e := range f.RenderedJSON {
@@ -43,7 +44,7 @@ func runShow(_ context.Context, c *cli, args []string) int {
 			// printed it.
 			var line bytes.Buffer
 			if err := json.Compact(&line, e); err != nil {
-				fmt.Fprintf(c.stderr, "Error: %s: %v\n", fs.Arg(0), err)
+				fmt.Fprintf(c.stderr, "Error: %s: %v\n", pos[0], err)
 				return exitError
 			}
 			fmt.Fprintf(c.stdout, "%s\n", line.Bytes())
@@ -51,7 +52,7 @@ func runShow(_ context.Context, c *cli, args []string) int {
 		return exitOK
 	}
 	fmt.Fprintf(c.stdout, "Saved plan %s, made %s by rayform v%s against state serial %d.\n",
-		fs.Arg(0), f.CreatedAt.Format("2006-01-02 15:04:05 MST"), f.RayformVersion, f.StateSerial)
+		pos[0], f.CreatedAt.Format("2006-01-02 15:04:05 MST"), f.RayformVersion, f.StateSerial)
 	var opts []string
 	if f.Destroy {
 		opts = append(opts, "-destroy")
