@@ -15,6 +15,12 @@
 #   rayform -chdir=examples/dgx-spark-pair validate
 #   rayform -chdir=examples/dgx-spark-pair plan
 
+# The deployment's name: rayform's containers carry it, and find it again
+# from any checkout of this configuration.
+rayform {
+  project = "spark-pair"
+}
+
 node "spark1" {
   host = "10.1.230.180"
   user = "aurora"
@@ -54,6 +60,11 @@ vllm_serve "qwen" {
 output "endpoint" {
   description = "OpenAI-compatible base URL, on the head's fabric address."
   value       = vllm_serve.qwen.endpoint
+}
+
+output "public_endpoint" {
+  description = "The same URL on the head's SSH address: reachable from the operator's machine."
+  value       = vllm_serve.qwen.public_endpoint
 }
 
 output "ray_address" {
