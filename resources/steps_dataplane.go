@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 
 	"github.com/rayform/rayform/engine/apply"
@@ -34,6 +35,15 @@ func CheckNodes(cfg *config.Config, rc *config.RayCluster, addrs map[string]neti
 			iface = nw.InterfaceFor(s.Node)
 		}
 		nodes = append(nodes, dataplane.Node{Name: s.Node, Container: s.Name, Addr: addrs[s.Node], Iface: iface})
+	}
+	if len(nodes) > 0 {
+		nodes[0].Busy = []int{rc.Port, rc.DashboardPort}
+		for _, sv := range cfg.Serves {
+			if sv.Cluster == rc.Name {
+				nodes[0].Busy = append(nodes[0].Busy, sv.Port)
+			}
+		}
+		sort.Ints(nodes[0].Busy)
 	}
 	return nodes
 }

@@ -410,6 +410,12 @@ def main(argv):
     timeout = datetime.timedelta(seconds=a.timeout)
     nbytes = int(a.size_mb * (1 << 20))
     ifaces = interface_addrs()
+    store = None
+    if a.rank == 0:
+        # The master binds its port before reporting ready: a port in use
+        # fails now ("Address already in use"), and the runner picks another.
+        result["phase"] = "rendezvous"
+        store = dist.TCPStore(a.master_addr, a.master_port, a.world_size, True, timeout, False)
     if a.ready_go:
         result["phase"] = "ready"
         wait_for_go()
@@ -419,7 +425,8 @@ def main(argv):
     # the Gloo default group is built over it (a full mesh of connections).
     watchdog.phase("rendezvous")
     t1 = time.monotonic()
-    store = dist.TCPStore(a.master_addr, a.master_port, a.world_size, a.rank == 0, timeout, False)
+    if store is None:
+        store = dist.TCPStore(a.master_addr, a.master_port, a.world_size, False, timeout, False)
     # Every rank checks in under its own key and waits for all of them, so
     # that the master names who is missing instead of failing later.
     keys = ["rayform_check/rank/%d" % r for r in range(a.world_size)]

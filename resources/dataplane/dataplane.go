@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -44,8 +45,15 @@ const (
 	PortMax = 29499
 )
 
-// PickPort draws a rendezvous port from [PortMin, PortMax].
-func PickPort() int { return PortMin + rand.IntN(PortMax-PortMin+1) }
+// PickPort draws a rendezvous port from [PortMin, PortMax], none of avoid.
+func PickPort(avoid ...int) int {
+	for {
+		p := PortMin + rand.IntN(PortMax-PortMin+1)
+		if !slices.Contains(avoid, p) || len(avoid) > PortMax-PortMin {
+			return p
+		}
+	}
+}
 
 // Result is one rank's result line.
 type Result struct {

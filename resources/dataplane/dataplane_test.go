@@ -1,15 +1,22 @@
 package dataplane
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/local"
 	"github.com/rayform/rayform/resources/diagnose"
 )
@@ -173,5 +180,78 @@ func TestScriptIsEmbedded(t *testing.T) {
 	}
 	if string(disk) != string(Script) || !strings.Contains(string(Script), ResultPrefix) {
 		t.Error("Script is not check.py")
+	}
+}
+
+// portConn plays a rank whose master port is taken on the first attempt.
+type portConn struct {
+	host  string
+	mu    sync.Mutex
+	ports []string
+}
+
+func (c *portConn) Host() string { return c.host }
+func (c *portConn) Upload(context.Context, string, []byte, uint32) error {
+	return errors.New("no upload")
+}
+func (c *portConn) Stats() transport.Stats { return transport.Stats{} }
+func (c *portConn) Close() error           { return nil }
+
+func (c *portConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	port, rank := "", ""
+	for i, a := range cmd.Argv {
+		switch a {
+		case "--master-port":
+			port = cmd.Argv[i+1]
+		case "--rank":
+			rank = cmd.Argv[i+1]
+		}
+	}
+	c.mu.Lock()
+	c.ports = append(c.ports, port)
+	first := len(c.ports) == 1
+	c.mu.Unlock()
+	if _, err := io.ReadFull(cmd.Stdin, make([]byte, len(Script))); err != nil {
+		return transport.Result{}, err
+	}
+	fail := func(out string, code int) (transport.Result, error) {
+		res := transport.Result{ExitCode: code, Stdout: []byte(out)}
+		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
+	}
+	if rank == "0" && first {
+		return fail(`RAYFORM_CHECK {"ok": false, "rank": 0, "phase": "rendezvous", "error": "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to 0.0.0.0:`+port+` (errno: 98 - Address already in use)."}`+"\n", 1)
+	}
+	fmt.Fprintln(cmd.Stdout, ReadyLine)
+	if line, _ := bufio.NewReader(cmd.Stdin).ReadString('\n'); line != "go\n" {
+		return fail(`RAYFORM_CHECK {"ok": false, "rank": `+rank+`, "phase": "ready", "error": "cancelled"}`+"\n", 3)
+	}
+	return transport.Result{Stdout: []byte(strings.ReplaceAll(healthyOut, `"rank": 1`, `"rank": `+rank))}, nil
+}
+
+// TestRunPicksAnotherPort: the head's rank cannot bind the rendezvous port
+// (something listens there): the others are cancelled before the
+// rendezvous and the check runs again on another port, never one of the
+// head's busy ports.
+func TestRunPicksAnotherPort(t *testing.T) {
+	a, b := &portConn{host: "spark1"}, &portConn{host: "spark2"}
+	var busy []int
+	for p := PortMin; p <= PortMax-10; p++ {
+		busy = append(busy, p)
+	}
+	nodes := []Node{
+		{Name: "spark1", Conn: a, Container: "c", Busy: busy},
+		{Name: "spark2", Conn: b, Container: "c"},
+	}
+	rep := Run(context.Background(), nodes, Options{})
+	if len(a.ports) != 2 || len(b.ports) != 2 || a.ports[0] == a.ports[1] || a.ports[1] != b.ports[1] || a.ports[1] != fmt.Sprint(rep.Port) {
+		t.Fatalf("ports: head %v, worker %v, report %d", a.ports, b.ports, rep.Port)
+	}
+	for _, p := range a.ports {
+		if n, _ := strconv.Atoi(p); n <= PortMax-10 {
+			t.Errorf("port %s is one of the head's busy ports", p)
+		}
+	}
+	if !rep.OK() {
+		t.Errorf("second attempt: %+v", rep.Problems())
 	}
 }

@@ -91,6 +91,9 @@ type Node struct {
 	Container string
 	Addr      netip.Addr
 	Iface     string
+	// Busy are ports this node's Ray and vLLM listen on; the rendezvous
+	// port (on the head, nodes[0]) is never one of them.
+	Busy []int
 }
 
 // NodeReport is one rank's outcome.
@@ -176,18 +179,41 @@ func (w *readyWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Run runs one rank per node at once, nodes[0] (the head) serving the
+// Run runs the check (runOnce); when the head could not bind the
+// rendezvous port (something else listens there) it runs it again on
+// another port, up to twice.
+func Run(ctx context.Context, nodes []Node, o Options) *Report {
+	var avoid []int
+	if len(nodes) > 0 {
+		avoid = append(avoid, nodes[0].Busy...)
+	}
+	for attempt := 0; ; attempt++ {
+		oo := o
+		if oo.Port == 0 {
+			oo.Port = PickPort(avoid...)
+		}
+		rep := runOnce(ctx, nodes, oo)
+		if attempt == 2 || o.Port != 0 || len(rep.Nodes) == 0 || !rep.Nodes[0].portInUse() {
+			return rep
+		}
+		avoid = append(avoid, oo.Port)
+	}
+}
+
+// portInUse reports whether the rank failed to bind the rendezvous port.
+func (n NodeReport) portInUse() bool {
+	return n.Result != nil && !n.Result.OK && strings.Contains(n.Result.Error, "Address already in use")
+}
+
+// runOnce runs one rank per node at once, nodes[0] (the head) serving the
 // rendezvous on its fabric address. Every rank imports torch first; when
 // all are ready Run sends "go" to each, so that the rendezvous starts on
 // every node at once and its timeout does not count the imports. A rank
 // that ends (or does not get ready within ImportTimeout) before that
 // cancels the others. Every process is bounded by its own deadline; Run
 // returns when all are done.
-func Run(ctx context.Context, nodes []Node, o Options) *Report {
+func runOnce(ctx context.Context, nodes []Node, o Options) *Report {
 	o = o.withDefaults()
-	if o.Port == 0 {
-		o.Port = PickPort()
-	}
 	rep := &Report{Port: o.Port, Nodes: make([]NodeReport, len(nodes))}
 	if len(nodes) == 0 {
 		return rep
