@@ -102,6 +102,24 @@ func TestE2EDataplaneCheck(t *testing.T) {
 		defer l.netns(t, "fabric", "bridge", "link", "set", "dev", "spark2-f", "state", "3")
 		stopped(t, "c10d", "spark2")
 	})
+	t.Run("fabric link of spark2 down after Ray is up (lab cut)", func(t *testing.T) {
+		if out, err := exec.Command(filepath.Join(l.bin, "rayform"), "lab", "cut", "-name", l.name, "spark2").CombinedOutput(); err != nil {
+			t.Fatalf("lab cut: %v\n%s", err, out)
+		}
+		defer exec.Command(filepath.Join(l.bin, "rayform"), "lab", "uncut", "-name", l.name, "spark2").Run()
+		// apply's plan sees the link down and stops before any step;
+		// rayform check, which does not stop at plan findings, fails the
+		// rendezvous.
+		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+		mustCode(t, "apply", r, exitError)
+		mustContain(t, "apply", r.stdout, "fabric interface enp1s0f1np1 is down on spark2")
+		if serveStarted(dir) {
+			t.Errorf("vllm serve started with spark2 cut off:\n%s", r)
+		}
+		r = l.rayform("", "-chdir="+dir, "check")
+		mustCode(t, "check", r, exitError)
+		mustContain(t, "check", r.stdout, "data-plane check failed", "spark2: the c10d rendezvous failed", "Cause: ")
+	})
 	t.Run("GLOO_SOCKET_IFNAME names no interface", func(t *testing.T) {
 		r := l.rayform("", "-chdir="+dir, "check", "-env", "GLOO_SOCKET_IFNAME=rfnosuch0")
 		mustCode(t, "check", r, exitError)
