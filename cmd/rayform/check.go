@@ -11,7 +11,6 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // runCheck runs the data-plane check on running clusters.
@@ -148,7 +147,23 @@ type checkJSON struct {
 	Nodes     []checkNodeJSON     `json:"nodes"`
 	Problems  []dataplane.Problem `json:"problems"`
 	Error     string              `json:"error,omitempty"`
-	Diagnosis *diagnose.Diagnosis `json:"diagnosis,omitempty"`
+	Diagnosis *diagnosisJSON      `json:"diagnosis,omitempty"`
+}
+
+// diagnosisJSON is a diagnose.Diagnosis in check -json.
+type diagnosisJSON struct {
+	Cause       string         `json:"cause"`
+	Title       string         `json:"title"`
+	Evidence    []evidenceJSON `json:"evidence"`
+	Explanation string         `json:"explanation"`
+	Fix         string         `json:"fix"`
+}
+
+type evidenceJSON struct {
+	Host   string `json:"host"`
+	Source string `json:"source"`
+	Line   string `json:"line"`
+	LineNo int    `json:"line_no"`
 }
 
 type checkNodeJSON struct {
@@ -175,7 +190,11 @@ func toCheckJSON(addr string, rep *dataplane.Report, cerr error) checkJSON {
 	var de *resources.DiagnosedError
 	if errors.As(cerr, &de) {
 		out.Error = de.Err.Error()
-		out.Diagnosis = &de.Diagnosis
+		d := de.Diagnosis
+		out.Diagnosis = &diagnosisJSON{Cause: string(d.Cause), Title: d.Title, Explanation: d.Explanation, Fix: d.Fix, Evidence: []evidenceJSON{}}
+		for _, e := range d.Evidence {
+			out.Diagnosis.Evidence = append(out.Diagnosis.Evidence, evidenceJSON{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
+		}
 	}
 	return out
 }

@@ -124,6 +124,24 @@ func TestE2EDataplaneCheck(t *testing.T) {
 		r := l.rayform("", "-chdir="+dir, "check", "-env", "GLOO_SOCKET_IFNAME=rfnosuch0")
 		mustCode(t, "check", r, exitError)
 		mustContain(t, "check", r.stdout, "Unable to find address for: rfnosuch0", "Cause: GLOO_SOCKET_IFNAME=rfnosuch0 matches no interface", "Fix: ")
+
+		r = l.rayform("", "-chdir="+dir, "check", "-json", "-env", "GLOO_SOCKET_IFNAME=rfnosuch0")
+		mustCode(t, "check -json", r, exitError)
+		var reps []struct {
+			OK        bool `json:"ok"`
+			Diagnosis struct {
+				Cause    string `json:"cause"`
+				Evidence []struct {
+					Line string `json:"line"`
+				} `json:"evidence"`
+			} `json:"diagnosis"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil || len(reps) != 1 {
+			t.Fatalf("check -json: %v\n%s", err, r.stdout)
+		}
+		if d := reps[0].Diagnosis; reps[0].OK || d.Cause != "gloo-interface" || len(d.Evidence) == 0 || !strings.Contains(d.Evidence[0].Line, "rfnosuch0") {
+			t.Errorf("check -json: %+v", reps[0])
+		}
 	})
 	t.Run("healthy", func(t *testing.T) {
 		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
