@@ -82,10 +82,6 @@ type ServeSpec struct {
 	Attrs map[string]json.RawMessage `json:"attrs,omitempty"`
 }
 
-// secretArgPrefix marks, in Args, an argument whose value is sensitive: it
-// is passed as "$RAYFORM_ARG_<i>" from the env file, never on a command line.
-const secretArgPrefix = "\x00"
-
 // Hash is a stable digest of the spec; secret values enter only hashed.
 func (s ServeSpec) Hash() string {
 	c := s
@@ -129,9 +125,9 @@ type ServeRecord struct {
 	Attrs    map[string]json.RawMessage `json:"attrs,omitempty"`
 }
 
-// StartScript runs inside the head container (docker exec -d): it records
-// its pid, takes the serve's lock, records the spec, loads the secret env
-// file if any, and execs vllm serve with its output in the log.
+// StartScript runs inside the head container, started by ExecArgs with the
+// secret env already loaded: it records its pid, takes the serve's lock,
+// records the spec, and execs vllm serve with its output in the log (0600).
 //
 // The lock is how the host tells whether the serve runs without entering
 // the container: an exclusive flock(1) on serve-NAME.lock, taken on fd 9,
@@ -149,6 +145,7 @@ func (s ServeSpec) StartScript() string {
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", serveDir, serveDir)
+	fmt.Fprintf(&b, "(umask 077 && : >> %s)\n", log)
 	fmt.Fprintf(&b, "echo $$ > %s\n", s.pidPath())
 	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", serveDir, lock)
 	b.WriteString("\tflock -s 8\n")
@@ -160,18 +157,7 @@ func (s ServeSpec) StartScript() string {
 	fmt.Fprintf(&b, "\techo 'rayform: no lock for vllm serve %s (is flock(1) installed in the image?): liveness is read with docker exec' >> %s\n", s.Name, log)
 	b.WriteString("fi\n")
 	fmt.Fprintf(&b, "printf '%%s\\n' %s > %s\n", shell.Quote(string(rec)), s.specPath())
-	if len(s.SecretEnv) > 0 {
-		fmt.Fprintf(&b, "set -a; . %s; set +a; rm -f %s\n", s.envPath(), s.envPath())
-	}
-	words := make([]string, len(s.Args))
-	for i, a := range s.Args {
-		if strings.HasPrefix(a, secretArgPrefix) {
-			words[i] = `"$` + strings.TrimPrefix(a, secretArgPrefix) + `"`
-		} else {
-			words[i] = shell.Quote(a)
-		}
-	}
-	fmt.Fprintf(&b, "exec %s >> %s 2>&1\n", strings.Join(words, " "), log)
+	fmt.Fprintf(&b, "exec %s >> %s 2>&1\n", shell.Join(s.Args), log)
 	return b.String()
 }
 
@@ -207,12 +193,18 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	var secret []string
 	for i, a := range sv.ExtraArgs {
 		if sv.IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
-			key := fmt.Sprintf("RAYFORM_ARG_%d", i)
-			env[key] = a
-			secret = append(secret, key)
-			a = secretArgPrefix + key
+			// validate refuses it (see config's checkServe): a command line
+			// is readable by every user of the host.
+			return ServeSpec{}, fmt.Errorf("%s: extra_args[%d] is sensitive; a sensitive value must not be on vLLM's command line (use api_key or env)", sv.Addr, i)
 		}
 		args = append(args, a)
+	}
+	if sv.APIKey != "" {
+		// vLLM reads its API key from VLLM_API_KEY when --api-key is not
+		// given: the key stays out of argv and out of vLLM's
+		// "non-default args" log line.
+		env["VLLM_API_KEY"] = sv.APIKey
+		secret = append(secret, "VLLM_API_KEY")
 	}
 	for k, v := range sv.Env {
 		env[k] = v
@@ -242,20 +234,27 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	return spec, nil
 }
 
-// ExecArgs is the docker exec command that starts the serve process
-// detached; non-secret env goes as -e, secrets through the env file.
+// ExecArgs is the docker exec command that starts the serve process in
+// the background: non-secret env goes as -e, and the secret env is read
+// from the command's stdin (SecretEnvFile) into the environment of the
+// shell that starts the serve, so that no file on the host or in the
+// container ever holds it and no command line shows it.
 func (s ServeSpec) ExecArgs() []string {
-	args := []string{"docker", "exec", "-d"}
+	args := []string{"docker", "exec", "-i"}
 	for _, k := range sortedKeys(s.Env) {
 		if !contains(s.SecretEnv, k) {
 			args = append(args, "-e", k+"="+s.Env[k])
 		}
 	}
-	return append(args, s.Container, "sh", "-c", s.StartScript())
+	return append(args, s.Container, "sh", "-c", serveLauncher, "rayform-serve", s.StartScript())
 }
 
-// SecretEnvFile renders the sensitive variables for the env file written
-// into the container (through stdin) before the start.
+// serveLauncher loads the secret env from stdin and starts the StartScript
+// ($1) detached from the docker exec session, which then ends.
+const serveLauncher = `set -a; . /dev/stdin; set +a; sh -c "$1" </dev/null >/dev/null 2>&1 &`
+
+// SecretEnvFile renders the sensitive variables as shell assignments, sent
+// on the stdin of the start command (see ExecArgs).
 func (s ServeSpec) SecretEnvFile() []byte {
 	var b strings.Builder
 	for _, k := range s.SecretEnv {

@@ -143,7 +143,8 @@ func (s ContainerSpec) EntrypointScript() string {
 }
 
 // RunArgs is the `docker run` command line, without secrets: sensitive
-// variables are read from envFile (written 0600 beforehand) when non-empty.
+// variables are read from envFile when non-empty (/dev/stdin: the docker
+// CLI reads it and sends the values to the daemon).
 func (s ContainerSpec) RunArgs(project, envFile string) []string {
 	args := []string{"docker", "run", "-d", "--name", s.Name,
 		"--network", "host", "--ipc", "host", "--gpus", "all",

@@ -476,22 +476,18 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 		spec.Name, node, state, orNone(labels[LabelSpecHash]), spec.Hash())
 }
 
-// start writes the secret env file if any, runs the container and removes
-// the file again; it returns the container id.
+// start runs the container and returns its id. The secret env, if any, is
+// read by the docker CLI from its stdin (--env-file /dev/stdin): no file on
+// the host ever holds it, so no path (failure, interrupt, kill -9) can
+// leave one behind.
 func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
-	envFile := ""
+	cmd := transport.Cmd{Argv: spec.RunArgs(r.e.Project, ""), Mutating: true}
 	if len(spec.SecretEnv) > 0 {
-		path, err := r.e.uploadSecretEnv(ctx, node, spec.Name+".env", spec.SecretEnvFile())
-		if err != nil {
-			return "", err
-		}
-		envFile = path
-		defer func() {
-			_, _ = r.e.mutate(context.WithoutCancel(ctx), node, "rm", "-f", path)
-		}()
+		cmd.Argv = spec.RunArgs(r.e.Project, "/dev/stdin")
+		cmd.Stdin = bytes.NewReader(spec.SecretEnvFile())
 	}
-	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project, envFile), Mutating: true})
+	res, err := r.e.run(ctx, node, cmd)
 	if err != nil {
 		if exitCode(err) < 0 {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
@@ -501,29 +497,6 @@ func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 			[]diagnose.Log{{Host: node, Source: "docker run", Text: text}}, r.dctx())
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
-}
-
-// secretDirScript creates ~/.rayform (0700) on the host and prints its
-// absolute path.
-const secretDirScript = `d="$HOME/.rayform" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd -P`
-
-// uploadSecretEnv writes data as a 0600 file under the SSH user's
-// ~/.rayform and returns its absolute path.
-func (e *StepEnv) uploadSecretEnv(ctx context.Context, node, name string, data []byte) (string, error) {
-	res, err := e.run(ctx, node, transport.Cmd{Script: secretDirScript, Mutating: true})
-	if err != nil {
-		return "", fmt.Errorf("creating ~/.rayform on %s: %w", node, err)
-	}
-	dir := strings.TrimSpace(string(res.Stdout))
-	if !strings.HasPrefix(dir, "/") {
-		return "", fmt.Errorf("creating ~/.rayform on %s: unexpected output %q", node, dir)
-	}
-	path := dir + "/" + name
-	conn := e.Conns[node]
-	if err := conn.Upload(ctx, path, data, 0o600); err != nil {
-		return "", fmt.Errorf("uploading the secret env file %s to %s: %w", path, node, err)
-	}
-	return path, nil
 }
 
 func shortID(id string) string {

@@ -283,8 +283,6 @@ func (l *fakeLab) handle(h *fakeHost, cmd transport.Cmd, stdin []byte) transport
 // script answers a shell script run on the host.
 func (l *fakeLab) script(h *fakeHost, s string) transport.Result {
 	switch {
-	case s == secretDirScript:
-		return fakeOK("/home/ops/.rayform\n")
 	case strings.HasPrefix(s, "docker logs --tail 400 "):
 		name := strings.TrimSuffix(strings.TrimPrefix(s, "docker logs --tail 400 "), " 2>&1")
 		if c := h.containers[name]; c != nil {
@@ -337,8 +335,11 @@ func (l *fakeLab) exec(h *fakeHost, a []string, stdin []byte) transport.Result {
 	case detach:
 		sv.exists, sv.alive, sv.log = true, true, nil
 		return fakeOK("")
-	case interactive:
+	case interactive && a[0] == "sh" && len(a) > 3 && a[3] == "rayform-serve":
+		// ExecArgs: the launcher reads the secret env from stdin and
+		// starts the serve in the background.
 		sv.envFile = stdin
+		sv.exists, sv.alive, sv.log = true, true, nil
 		return fakeOK("")
 	}
 	script := a[len(a)-1]

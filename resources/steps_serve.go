@@ -167,15 +167,7 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
 		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
 	}
-	if len(r.spec.SecretEnv) > 0 {
-		script := "umask 077; mkdir -p " + serveDir + "; cat > " + shell.Quote(r.spec.envPath())
-		_, err := r.e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "exec", "-i", c, "sh", "-c", script},
-			Stdin: bytes.NewReader(r.spec.SecretEnvFile()), Mutating: true})
-		if err != nil {
-			return fmt.Errorf("writing the secret env file of vllm serve %s on %s: %w", r.spec.Name, node, err)
-		}
-	}
-	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Mutating: true}); err != nil {
+	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Stdin: bytes.NewReader(r.spec.SecretEnvFile()), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
 	timeout := r.s.ReadyTimeout
@@ -355,19 +347,12 @@ func (r *serveRun) completionStep() apply.Step {
 // apiKey is the key vLLM requires on /v1 routes (--api-key or
 // VLLM_API_KEY), "" when none.
 func (s ServeSpec) apiKey() string {
-	resolve := func(a string) string {
-		if k, ok := strings.CutPrefix(a, secretArgPrefix); ok {
-			return s.Env[k]
-		}
-		return a
-	}
 	for i, a := range s.Args {
-		a = resolve(a)
 		if v, ok := strings.CutPrefix(a, "--api-key="); ok {
 			return v
 		}
 		if a == "--api-key" && i+1 < len(s.Args) {
-			return resolve(s.Args[i+1])
+			return s.Args[i+1]
 		}
 	}
 	return s.Env["VLLM_API_KEY"]

@@ -3,16 +3,23 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/plan"
@@ -37,11 +44,10 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "apply", "apply [options] [PLAN]\n\n  Observe the hosts, show the plan, ask for confirmation, and make the hosts\n  match the configuration, verifying every step. With PLAN (from plan -out),\n  apply exactly that plan, or refuse if the hosts changed since.")
 	opts.register(fs)
 	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
-	lockFlag := fs.Bool("lock", true, "hold each cluster's lock on its head host while applying (-lock=false to skip)")
+	opts.registerLock(fs, "applying")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	opts.noLock = !*lockFlag
 	if fs.NArg() > 1 {
 		fmt.Fprintf(c.stderr, "Error: apply takes at most one argument, a saved plan (got %q)\n", fs.Args())
 		return exitError
@@ -76,6 +82,16 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	return s.apply(ctx, applyRequest{autoApprove: *autoApprove || saved != nil, saved: saved, destroy: saved != nil && saved.Destroy, timeouts: defaultApplyTimeouts()})
 }
 
+// registerLock registers -lock and -lock-timeout (apply and destroy).
+func (o *runOptions) registerLock(fs *flag.FlagSet, doing string) {
+	fs.BoolFunc("lock", "hold each cluster's lock on its head host while "+doing+" (default true; -lock=false to skip)", func(v string) error {
+		b, err := strconv.ParseBool(v)
+		o.noLock = !b
+		return err
+	})
+	fs.DurationVar(&o.lockTimeout, "lock-timeout", 0, "wait up to `DURATION` for a lock another rayform holds (default: fail at once)")
+}
+
 type applyRequest struct {
 	autoApprove bool
 	saved       *planfile.File
@@ -92,16 +108,50 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	// without this the workers would only be dialled once the locks are
 	// held, and a no-op apply would cost a handshake more than plan.
 	s.connectAhead(ctx)
-	release, err := s.lockClusters(ctx)
+	op := "apply"
+	if req.destroy {
+		op = "destroy"
+	}
+	// Two runs sharing the state file never interleave their saves.
+	unlockState, err := state.Lock(s.statePath(), lockHolder(op), s.opts.lockTimeout)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n\nAnother rayform run uses this state file. Wait for it to finish (-lock-timeout=DURATION waits for it).\n", err)
+		return exitError
+	}
+	defer unlockState()
+	locks, err := s.lockClusters(ctx, op)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	defer release()
+	defer locks.release()
+	// A lost lock stops the run: every change first checks the locks (so
+	// none is made after the loss is known), and the loss cancels what is
+	// in flight.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-locks.lost:
+			s.c.log.Warn("cluster lock lost", "error", locks.Err())
+			cancel(locks.Err())
+		case <-ctx.Done():
+		}
+	}()
+	for name, conn := range s.conns {
+		s.conns[name] = transport.Guard(conn, locks.Err)
+	}
+	// lockErr prefers the lost lock over the error it caused.
+	lockErr := func(err error) error {
+		if lerr := locks.Err(); lerr != nil {
+			return fmt.Errorf("%w\n\nrayform stopped: without the lock another rayform may be changing the cluster, so no further change was made. Run apply again to converge", lerr)
+		}
+		return err
+	}
 
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		fmt.Fprintf(c.stderr, "Error: %v\n", lockErr(err))
 		return exitError
 	}
 	var destroyGraph *dag.Graph
@@ -157,23 +207,40 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	defer c.setInterruptHandler(nil)
 
 	g, work := s.applyGraph(obs, destroyGraph)
-	hooks := s.hooks()
+	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
 	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
-	if err := s.recordState(obs, walkErr); err != nil {
-		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+	// Re-observe whatever the outcome: the state records what the hosts
+	// show, and a successful walk must have converged.
+	// A -replace is done once replaced.
+	s.opts.replace = nil
+	again, againErr := s.reobserve(ctx, locks)
+	saveErr := s.recordState(obs, again, hooks.completed())
+	if saveErr != nil {
+		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", saveErr)
+	}
+	if lerr := locks.Err(); lerr != nil {
+		s.reportFailure(walkErr)
+		fmt.Fprintf(c.stderr, "\nError: %v\n", lockErr(lerr))
+		return exitError
 	}
 	if walkErr != nil {
 		s.reportFailure(walkErr)
 		return exitError
 	}
-
-	// Converged? Re-observe: anything left to do is an error. A -replace
-	// is done once replaced.
-	s.opts.replace = nil
-	again, err := s.observeAndPlan(ctx, false)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "Error: re-observing after apply: %v\n", err)
+	if saveErr != nil {
 		return exitError
+	}
+	if againErr != nil {
+		fmt.Fprintf(c.stderr, "Error: re-observing after apply: %v\n", againErr)
+		return exitError
+	}
+	// The plan against the state as now recorded.
+	again.result = resources.Plan(resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project})
+	if len(s.opts.targets) > 0 {
+		if err := s.applyTargets(again.cfg, again.result); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
 	}
 	if req.destroy {
 		s.destroyPlan(again)
@@ -190,6 +257,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	}
 	if err := s.recordFabric(again); err != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+		return exitError
 	}
 	counts := p.Counts()
 	if !s.opts.json {
@@ -245,6 +313,41 @@ func keepOnly(res *resources.Result, keep map[string]bool) {
 	}
 }
 
+// reobserve observes the hosts after the walk. A run whose lock was lost
+// still observes (read-only, bounded by a minute); one cut short by a
+// second interrupt does not.
+func (s *session) reobserve(ctx context.Context, locks *clusterLocks) (*observed, error) {
+	if ctx.Err() != nil {
+		if locks.Err() == nil {
+			return nil, context.Cause(ctx)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+	}
+	return s.observeAndPlan(ctx, false)
+}
+
+// completedHooks notes which resources the walk completed.
+type completedHooks struct {
+	apply.Hooks
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func (h *completedHooks) ResourceComplete(addr string, action plan.Action, elapsed time.Duration) {
+	h.mu.Lock()
+	h.done[addr] = true
+	h.mu.Unlock()
+	h.Hooks.ResourceComplete(addr, action, elapsed)
+}
+
+func (h *completedHooks) completed() map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.done)
+}
+
 // connectAhead starts dialling, in the background, every host of the
 // session (the configuration's nodes and the state's hosts: exactly the
 // hosts apply observes); the first command on each connection waits for
@@ -255,19 +358,38 @@ func (s *session) connectAhead(ctx context.Context) {
 	}
 }
 
-// lockClusters takes every cluster's lock on its head host. A held lock
-// fails at once, naming the holder.
-func (s *session) lockClusters(ctx context.Context) (func(), error) {
-	if s.opts.noLock {
-		return func() {}, nil
-	}
-	holder := lockHolder()
-	var held []*lock.Lock
-	release := func() {
-		for _, l := range held {
-			l.Release()
+// clusterLocks are the cluster locks one apply or destroy holds.
+type clusterLocks struct {
+	held []*lock.Lock
+	// lost is closed when any of them is lost.
+	lost chan struct{}
+	once sync.Once
+}
+
+// Err is nil while every lock is held, else the first loss's cause.
+func (l *clusterLocks) Err() error {
+	for _, h := range l.held {
+		if err := h.Err(); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+func (l *clusterLocks) release() {
+	for _, h := range l.held {
+		h.Release()
+	}
+}
+
+// lockClusters takes every cluster's lock on its head host. A held lock
+// fails at once naming the holder, or after -lock-timeout.
+func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, error) {
+	locks := &clusterLocks{lost: make(chan struct{})}
+	if s.opts.noLock {
+		return locks, nil
+	}
+	holder := lockHolder(op)
 	names := make([]string, 0, len(s.cfg.RayClusters))
 	for name := range s.cfg.RayClusters {
 		names = append(names, name)
@@ -279,26 +401,50 @@ func (s *session) lockClusters(ctx context.Context) (func(), error) {
 		if !ok {
 			continue
 		}
-		l, err := lock.Acquire(ctx, conn, s.project+"-"+name, holder)
+		var told bool
+		l, err := lock.Acquire(ctx, conn, lockName(s.project, name), lock.Options{
+			Holder: holder,
+			Wait:   s.opts.lockTimeout,
+			Waiting: func(h *lock.HeldError) {
+				if !told {
+					told = true
+					fmt.Fprintf(s.c.stderr, "Waiting up to %s for the lock of ray_cluster.%s: %v\n", s.opts.lockTimeout, name, h)
+				}
+			},
+			Broke: func(record string) {
+				fmt.Fprintf(s.c.stderr, "Warning: broke the stale lock of ray_cluster.%s on %s (its holder %q stopped renewing it for more than %s)\n",
+					name, rc.Head, record, lock.DefaultLease)
+			},
+		})
 		if err != nil {
-			release()
+			locks.release()
 			if errors.Is(err, lock.ErrHeld) {
-				return nil, fmt.Errorf("%w\n\nAnother rayform is applying to ray_cluster.%s. Wait for it to finish (the lock is released when its SSH session ends), or run with -lock=false if you are sure it is gone", err, name)
+				return nil, fmt.Errorf("%w\n\nAnother rayform is working on ray_cluster.%s. Wait for it to finish (-lock-timeout=DURATION waits for it); a holder that vanished loses the lock %s after its last renewal. If you are sure it is gone, run rayform force-unlock %s",
+					err, name, lock.DefaultLease, name)
 			}
 			return nil, fmt.Errorf("locking ray_cluster.%s on %s: %w", name, rc.Head, err)
 		}
-		held = append(held, l)
+		locks.held = append(locks.held, l)
+		go func() {
+			<-l.Lost()
+			locks.once.Do(func() { close(locks.lost) })
+		}()
 	}
-	return release, nil
+	return locks, nil
 }
 
-func lockHolder() string {
+// lockName is the name of a cluster's lock on its head host.
+func lockName(project, cluster string) string { return project + "-" + cluster }
+
+// lockHolder describes this process in the lock's holder record: who,
+// where, and the command (apply or destroy).
+func lockHolder(op string) string {
 	who := "unknown"
 	if u, err := user.Current(); err == nil {
 		who = u.Username
 	}
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s pid=%d rayform apply", who, host, os.Getpid())
+	return fmt.Sprintf("%s@%s pid=%d rayform %s", who, host, os.Getpid(), op)
 }
 
 // noPromptReason says why apply or destroy cannot ask for approval ("" when
@@ -416,62 +562,149 @@ func (s *session) hooks() apply.Hooks {
 	return newTextHooks(s.c.stdout, s.c.color)
 }
 
-// recordState writes down where each applied resource lives, and forgets
-// destroyed ones, whatever the walk's outcome for the others.
-func (s *session) recordState(obs *observed, walkErr error) error {
-	failed := map[string]bool{}
-	var se *apply.StepError
-	for _, e := range unwrapAll(walkErr) {
-		if errors.As(e, &se) {
-			failed[se.Address] = true
+// recordState makes the state record what the hosts show after the run,
+// whatever way it ended: again is the hosts re-observed after the walk.
+// Where that observation is missing (the run was cut short), only the
+// resources the walk completed are recorded (created or updated, or
+// forgotten when destroyed); nothing that did not happen is. It saves the
+// state only when it changed.
+func (s *session) recordState(obs, again *observed, completed map[string]bool) error {
+	before, err := json.Marshal(s.st.Resources)
+	if err != nil {
+		return err
+	}
+	if again != nil {
+		s.reconcileState(again)
+	} else {
+		for addr, w := range obs.result.Work {
+			if !completed[addr] {
+				continue
+			}
+			if w.Action == plan.Delete {
+				s.st.Remove(addr)
+				continue
+			}
+			r := state.Resource{Type: w.Type, AppliedAt: time.Now()}
+			if w.Cluster != nil {
+				r.Container = w.Cluster.Name
+				if len(w.Cluster.Specs) > 0 {
+					r.Container = w.Cluster.Specs[0].Name
+				}
+			}
+			if w.Serve != nil {
+				r.Container = w.Serve.Spec.Container
+			}
+			old, _ := s.st.Get(addr)
+			for _, node := range w.Hosts {
+				if h, ok := s.stateHost(obs.cfg, old, node); ok {
+					r.Hosts = append(r.Hosts, h)
+				}
+			}
+			s.st.Set(addr, r)
 		}
 	}
-	changed := false
-	for addr, w := range obs.result.Work {
-		if failed[addr] {
-			continue
-		}
-		if w.Action == plan.Delete {
-			s.st.Remove(addr)
-			changed = true
-			continue
-		}
-		r := state.Resource{Type: w.Type, AppliedAt: time.Now().UTC().Truncate(time.Second)}
-		if w.Cluster != nil {
-			r.Container = w.Cluster.Name
-			if len(w.Cluster.Specs) > 0 {
-				r.Container = w.Cluster.Specs[0].Name
-			}
-		}
-		if w.Serve != nil {
-			r.Container = w.Serve.Spec.Container
-		}
-		for _, node := range w.Hosts {
-			h := state.Host{Node: node}
-			if n := obs.cfg.Nodes[node]; n != nil {
-				h.Host, h.User, h.Port, h.Bastion = n.Host, n.User, n.Port, n.Bastion
-			}
-			r.Hosts = append(r.Hosts, h)
-		}
-		s.st.Set(addr, r)
-		changed = true
+	after, err := json.Marshal(s.st.Resources)
+	if err != nil {
+		return err
 	}
-	if !changed {
+	if string(before) == string(after) {
 		return nil
 	}
 	return s.saveState()
 }
 
+// reconcileState sets the state to the project's resources the observation
+// shows: each present resource on the nodes holding it, each absent one
+// forgotten, except where a node it was recorded on could not be observed
+// (what that node holds is unknown, so its record stays).
+func (s *session) reconcileState(again *observed) {
+	in := resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project}
+	present, unknown := resources.PresentResources(in)
+	for _, addr := range s.st.Addresses() {
+		if _, ok := present[addr]; ok {
+			continue
+		}
+		old, _ := s.st.Get(addr)
+		keep := false
+		for _, h := range old.Hosts {
+			if unknown[h.Node] || again.facts.Hosts[h.Node] == nil {
+				keep = true
+			}
+		}
+		if !keep {
+			s.st.Remove(addr)
+		}
+	}
+	for addr, p := range present {
+		old, had := s.st.Get(addr)
+		r := state.Resource{Type: p.Type, Container: p.Container, AppliedAt: old.AppliedAt}
+		if !had || r.AppliedAt.IsZero() {
+			r.AppliedAt = time.Now()
+		}
+		for _, node := range p.Nodes {
+			if h, ok := s.stateHost(again.cfg, old, node); ok {
+				r.Hosts = append(r.Hosts, h)
+			}
+		}
+		// A node recorded before but not observed now may still hold it.
+		for _, h := range old.Hosts {
+			if (unknown[h.Node] || again.facts.Hosts[h.Node] == nil) && !slices.Contains(p.Nodes, h.Node) {
+				r.Hosts = append(r.Hosts, h)
+			}
+		}
+		if len(r.Hosts) > 0 {
+			s.st.Set(addr, r)
+		}
+	}
+}
+
+// stateHost returns the SSH coordinates of node for a state record: from
+// the configuration, else from the resource's earlier record. A node known
+// to neither cannot be reached again and is not recorded.
+func (s *session) stateHost(cfg *config.Config, old state.Resource, node string) (state.Host, bool) {
+	var prev state.Host
+	for _, h := range old.Hosts {
+		if h.Node == node {
+			prev = h
+		}
+	}
+	if n := cfg.Nodes[node]; n != nil {
+		h := state.Host{Node: node, Host: n.Host, User: n.User, Port: n.Port, Bastion: n.Bastion}
+		if h.Host == prev.Host {
+			h.FabricAddress, h.FabricInterface = prev.FabricAddress, prev.FabricInterface
+		}
+		return h, h.Host != ""
+	}
+	if prev.Host != "" {
+		return prev, true
+	}
+	for _, addr := range s.st.Addresses() {
+		r, _ := s.st.Get(addr)
+		for _, h := range r.Hosts {
+			if h.Node == node && h.Host != "" {
+				return state.Host{Node: node, Host: h.Host, User: h.User, Port: h.Port, Bastion: h.Bastion}, true
+			}
+		}
+	}
+	return state.Host{}, false
+}
+
 // saveState writes the state file (atomically, 0600).
 func (s *session) saveState() error {
-	path := s.opts.stateFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(s.c.dir, path)
-	}
+	path := s.statePath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return s.st.Save(path)
+}
+
+// statePath is the state file's path.
+func (s *session) statePath() string {
+	path := s.opts.stateFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(s.c.dir, path)
+	}
+	return path
 }
 
 // recordFabric writes down each applied node's fabric address and

@@ -100,6 +100,7 @@ func commands() []command {
 		{"apply", "Make the hosts match the configuration, verifying every step", runApply},
 		{"destroy", "Stop and remove everything rayform created", runDestroy},
 		{"check", "Run the data-plane check (torch c10d, Gloo, NCCL) on running clusters", runCheck},
+		{"force-unlock", "Free a cluster's lock whose holder is gone", runForceUnlock},
 		{"fmt", "Rewrite configuration files to canonical format", runFmt},
 		{"graph", "Print the dependency graph in DOT format", runGraph},
 		{"output", "Print the outputs of the last apply, without contacting hosts", runOutput},

@@ -10,11 +10,10 @@ func runDestroy(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "destroy", "destroy [options]\n\n  Stop every vllm serve process and remove every container rayform created for\n  this configuration (and for resources removed from it), serves first. Containers\n  rayform did not create are never touched.")
 	opts.register(fs)
 	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
-	lockFlag := fs.Bool("lock", true, "hold each cluster's lock on its head host while destroying (-lock=false to skip)")
+	opts.registerLock(fs, "destroying")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	opts.noLock = !*lockFlag
 	if len(opts.replace) > 0 {
 		fmt.Fprintln(c.stderr, "Error: destroy does not take -replace")
 		return exitError

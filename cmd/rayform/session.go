@@ -34,6 +34,7 @@ type runOptions struct {
 	json          bool
 	noLock        bool
 	input         bool
+	lockTimeout   time.Duration
 }
 
 // stringList is a repeatable string flag.

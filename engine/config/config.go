@@ -236,7 +236,10 @@ type VLLMServe struct {
 	Port                 int // default 8000
 	Env                  map[string]string
 	ExtraArgs            []string
-	ReadyTimeout         time.Duration // default 30m
+	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
+	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
+	APIKey       string
+	ReadyTimeout time.Duration // default 30m
 	// Endpoint is the OpenAI base URL, "" until the head's address is
 	// observed.
 	Endpoint string

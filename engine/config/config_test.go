@@ -598,7 +598,8 @@ ray_cluster "c" {
 vllm_serve "s" {
   cluster    = ray_cluster.c
   model      = "m"
-  extra_args = ["--api-key", var.token]
+  extra_args = ["--enforce-eager"]
+  api_key    = var.token
 }
 output "token" {
   value     = var.token
@@ -619,7 +620,7 @@ output "token" {
 		{&rc.Decl, `env`, true},
 		{&rc.Decl, `env["PLAIN"]`, false},
 		{&rc.Decl, `image`, false},
-		{&s.Decl, `extra_args[1]`, true},
+		{&s.Decl, `api_key`, true},
 		{&s.Decl, `extra_args[0]`, false},
 	}
 	for _, c := range checks {
@@ -627,7 +628,7 @@ output "token" {
 			t.Errorf("%s: IsSensitive(%s) = %v, want %v (sensitive paths %v)", c.d.Addr, c.path, got, c.want, c.d.Sensitive)
 		}
 	}
-	if rc.Env["HF_TOKEN"] != "s3cret" {
+	if rc.Env["HF_TOKEN"] != "s3cret" || s.APIKey != "s3cret" {
 		t.Errorf("the decoded value must stay usable; env = %v", rc.Env)
 	}
 	if !cfg.Locals["env"].Sensitive {

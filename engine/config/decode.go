@@ -480,7 +480,26 @@ func (b *blockEval) checkEnv(attr string, env map[string]string) {
 		if from, ok := pinned[k]; ok {
 			b.errorAt(attr, "Environment variable managed by rayform", fmt.Sprintf("%s sets %s, which rayform sets on every node from %s. Remove it from %s; change the network or cluster argument instead.", attr, k, from, attr))
 		}
+		// The value itself is never quoted: it may be a secret.
+		if bad := envValueProblem(env[k]); bad != "" {
+			b.errorAt(attr, "Environment variable value cannot be passed intact",
+				fmt.Sprintf("The value of %s[%q] contains %s. Remove it from the value.", attr, k, bad))
+		}
 	}
+}
+
+// envValueProblem names the character that keeps an environment value
+// from passing through an env file intact, or "".
+func envValueProblem(v string) string {
+	switch {
+	case strings.Contains(v, "\n"):
+		return "a newline: docker's --env-file ends a value at the end of its line, so the rest would arrive as other variables (\"x\\nLD_PRELOAD=/x.so\" would set LD_PRELOAD in every container)"
+	case strings.Contains(v, "\r"):
+		return "a carriage return: docker's --env-file and the shell read it differently, so the value that arrives would not be the one planned"
+	case strings.Contains(v, "\x00"):
+		return "a NUL byte, which ends a string in a process's environment: the value would arrive cut short"
+	}
+	return ""
 }
 
 // checkServe checks a vllm_serve's arguments on their own.
@@ -494,4 +513,10 @@ func (b *blockEval) checkServe(s *VLLMServe) {
 	}
 	b.checkEnv("env", s.Env)
 	b.checkExtraArgs(s.ExtraArgs)
+	if _, ok := s.Env["VLLM_API_KEY"]; ok && s.APIKey != "" {
+		b.errorAt("api_key", "API key set twice", "Both api_key and env[\"VLLM_API_KEY\"] are set; keep api_key.")
+	}
+	if bad := envValueProblem(s.APIKey); bad != "" {
+		b.errorAt("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
+	}
 }

@@ -687,6 +687,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		Port:                 b.integer("port", 8000, 1, 65535),
 		Env:                  b.strMap("env"),
 		ExtraArgs:            b.strList("extra_args"),
+		APIKey:               b.str("api_key", ""),
 		ReadyTimeout:         b.duration("ready_timeout", "30m"),
 	}
 	s.ServedModelName = b.str("served_model_name", s.Model)

@@ -36,6 +36,11 @@ func (b *blockEval) checkExtraArgs(args []string) {
 		if a == "--" {
 			return
 		}
+		if b.decl.IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
+			b.errorAt("extra_args", "Sensitive value in extra_args",
+				fmt.Sprintf("extra_args[%d] is sensitive, but extra_args become vLLM's command line, which every user of the host can read (/proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"). For the API key set api_key = ... (rayform passes it as VLLM_API_KEY in the environment); pass other secrets through env, e.g. env = { HF_TOKEN = var.hf_token }.", i))
+			continue
+		}
 		if b.decl.IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
 			continue
 		}
@@ -49,6 +54,11 @@ func (b *blockEval) checkExtraArgs(args []string) {
 			continue
 		}
 		if m.Option == nil {
+			continue
+		}
+		if m.Option.Long() == "--api-key" {
+			b.errorAt("extra_args", "API key in extra_args",
+				fmt.Sprintf("extra_args contains %q, which puts the key on vLLM's command line (readable in /proc/PID/cmdline and printed in vLLM's log). Set api_key = ... instead: rayform passes it as VLLM_API_KEY in the environment.", a))
 			continue
 		}
 		how, ok := managed[m.Option.Long()]

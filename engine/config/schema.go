@@ -83,6 +83,7 @@ func kindSpecs(kind string) []attrSpec {
 			{name: "port", typ: num},
 			{name: "env", typ: strMap, unknownOK: true},
 			{name: "extra_args", typ: strList, unknownOK: true},
+			{name: "api_key", typ: str},
 			{name: "ready_timeout", typ: str},
 		}
 	case kindOutput:

@@ -156,7 +156,8 @@ func (s *State) check() error {
 // directory if needed, and increments the serial. If the file at path was
 // saved by another run since this state was loaded (a different lineage, or
 // a serial other than this state's), Save returns an error wrapping
-// [ErrConflict] and leaves the file alone. On any error the state in memory
+// [ErrConflict] and leaves the file alone. A state that Load would refuse
+// (a host without an address, say) is never written. On any error the state in memory
 // and the file on disk are unchanged.
 func (s *State) Save(path string) error {
 	if err := s.checkOnDisk(path); err != nil {
@@ -167,6 +168,9 @@ func (s *State) Save(path string) error {
 	next.Serial++
 	if next.Resources == nil {
 		next.Resources = map[string]Resource{}
+	}
+	if err := next.check(); err != nil {
+		return fmt.Errorf("writing state %s: refusing to write a state that could not be read back: %w", path, err)
 	}
 	data, err := json.MarshalIndent(&next, "", "  ")
 	if err != nil {

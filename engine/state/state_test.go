@@ -380,3 +380,46 @@ func TestNewLineage(t *testing.T) {
 		t.Error("NewLineage from a short reader succeeded")
 	}
 }
+
+func TestLockSerialisesRuns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".rayform", "state.json")
+	unlock, err := Lock(path, "alice@laptop pid=1 rayform destroy", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Lock(path, "bob pid=2 rayform apply", 0)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "is held by alice@laptop pid=1 rayform destroy since") {
+		t.Fatalf("second Lock = %v, want ErrLocked naming the holder", err)
+	}
+	unlock()
+	again, err := Lock(path, "bob pid=2 rayform apply", 0)
+	if err != nil {
+		t.Fatalf("Lock after unlock: %v", err)
+	}
+	again()
+}
+
+// Finding 5: no sequence of saves makes the state unreadable; a record
+// Load would refuse is an error at Save and the file keeps its content.
+func TestSaveRefusesAnUnreadableState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	st, err := New("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Set("ray_cluster.main", Resource{Type: "ray_cluster", Hosts: []Host{{Node: "spark1", Host: "10.0.0.1"}}})
+	if err := st.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	st.Set("vllm_serve.qwen", Resource{Type: "vllm_serve", Hosts: []Host{{Node: "spark1"}}})
+	if err := st.Save(path); err == nil || !strings.Contains(err.Error(), "host 0 has no address") {
+		t.Fatalf("Save of a host without an address = %v, want a refusal", err)
+	}
+	loaded, err := Load(path)
+	if err != nil {
+		t.Fatalf("the state became unreadable: %v", err)
+	}
+	if _, ok := loaded.Get("ray_cluster.main"); !ok || loaded.Serial != 1 {
+		t.Fatalf("state after the refused save: %+v", loaded)
+	}
+}

@@ -1,0 +1,102 @@
+package resources
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/rayform/rayform/engine/observe"
+)
+
+// Present is what the observed hosts show of one resource of the project.
+type Present struct {
+	Type string
+	// Nodes are the nodes holding one of its containers (a ray_cluster) or
+	// running it (a vllm_serve), sorted.
+	Nodes []string
+	// Container is its container's name (a vllm_serve's is its cluster's
+	// head container).
+	Container string
+}
+
+// PresentResources reads from in.Facts which of the project's resources
+// exist on the hosts: every container with the project's labels (in any
+// state: an exited container still belongs to its resource), and every
+// serve of the configuration or the state whose process runs. Unknown
+// reports the nodes whose containers could not be read: what they hold is
+// unknown, not absent.
+func PresentResources(in PlanInput) (present map[string]Present, unknown map[string]bool) {
+	present, unknown = map[string]Present{}, map[string]bool{}
+	facts := in.Facts
+	if facts == nil {
+		facts = &observe.Facts{}
+	}
+	known := func(node string) (*observe.HostFacts, bool) {
+		hf := facts.Hosts[node]
+		if hf == nil || hf.Err != "" || facts.Errors[node] != nil || hf.Containers.Err != "" {
+			unknown[node] = true
+			return nil, false
+		}
+		return hf, true
+	}
+	add := func(addr, typ, node, container string) {
+		p := present[addr]
+		p.Type = typ
+		if p.Container == "" {
+			p.Container = container
+		}
+		for _, n := range p.Nodes {
+			if n == node {
+				return
+			}
+		}
+		p.Nodes = append(p.Nodes, node)
+		sort.Strings(p.Nodes)
+		present[addr] = p
+	}
+	for _, node := range sortedKeys(facts.Hosts) {
+		hf, ok := known(node)
+		if !ok {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			addr := c.Labels[LabelResource]
+			if c.Labels[LabelManaged] != "true" || c.Labels[LabelProject] != in.Project || !strings.HasPrefix(addr, "ray_cluster.") {
+				continue
+			}
+			add(addr, "ray_cluster", node, c.Name)
+		}
+	}
+	// Serves are found where the configuration or the state says they run.
+	type serveAt struct{ name, node, container string }
+	serves := map[string]serveAt{}
+	if in.State != nil {
+		for _, addr := range in.State.Addresses() {
+			r, _ := in.State.Get(addr)
+			if typ, name := splitAddr(addr); typ == "vllm_serve" && len(r.Hosts) > 0 {
+				serves[addr] = serveAt{name, r.Hosts[0].Node, r.Container}
+			}
+		}
+	}
+	if in.Config != nil {
+		for _, sv := range sortedServes(in.Config) {
+			if rc := in.Config.RayClusters[sv.Cluster]; rc != nil {
+				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
+			}
+		}
+	}
+	for _, addr := range sortedKeys(serves) {
+		s := serves[addr]
+		if _, ok := facts.Hosts[s.node]; !ok {
+			unknown[s.node] = true
+			continue
+		}
+		hf, ok := known(s.node)
+		if !ok {
+			continue
+		}
+		if rec := hf.Serves[s.name]; rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+			add(addr, "vllm_serve", s.node, s.container)
+		}
+	}
+	return present, unknown
+}
