@@ -125,9 +125,10 @@ type ServeRecord struct {
 	Attrs    map[string]json.RawMessage `json:"attrs,omitempty"`
 }
 
-// StartScript runs inside the head container, started by ExecArgs with the
-// secret env already loaded: it records its pid, takes the serve's lock,
-// records the spec, and execs vllm serve with its output in the log (0600).
+// StartScript runs inside the head container (ExecArgs, with the secret
+// env already in its environment): it records its pid, takes the serve's
+// lock, records the spec, and execs vllm serve with its output in the log
+// (0600).
 //
 // The lock is how the host tells whether the serve runs without entering
 // the container: an exclusive flock(1) on serve-NAME.lock, taken on fd 9,
@@ -234,31 +235,37 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	return spec, nil
 }
 
-// ExecArgs is the docker exec command that starts the serve process in
-// the background: non-secret env goes as -e, and the secret env is read
-// from the command's stdin (SecretEnvFile) into the environment of the
-// shell that starts the serve, so that no file on the host or in the
-// container ever holds it and no command line shows it.
+// ExecArgs is the docker exec command that starts the serve process
+// detached: non-secret env goes as -e NAME=VALUE, secret env as -e NAME,
+// which the docker CLI fills from its own environment: run it with
+// SecretEnv's values as the command's Env (the transport sends them on
+// stdin), so that no command line and no file ever holds them.
 func (s ServeSpec) ExecArgs() []string {
-	args := []string{"docker", "exec", "-i"}
+	args := []string{"docker", "exec", "-d"}
 	for _, k := range sortedKeys(s.Env) {
-		if !contains(s.SecretEnv, k) {
+		if contains(s.SecretEnv, k) {
+			args = append(args, "-e", k)
+		} else {
 			args = append(args, "-e", k+"="+s.Env[k])
 		}
 	}
-	return append(args, s.Container, "sh", "-c", serveLauncher, "rayform-serve", s.StartScript())
+	return append(args, s.Container, "sh", "-c", s.StartScript())
 }
 
-// serveLauncher loads the secret env from stdin and starts the StartScript
-// ($1) detached from the docker exec session, which then ends.
-const serveLauncher = `set -a; . /dev/stdin; set +a; sh -c "$1" </dev/null >/dev/null 2>&1 &`
+// SecretEnvValues returns the sensitive variables and their values: the Env
+// of the command running ExecArgs.
+func (s ServeSpec) SecretEnvValues() map[string]string {
+	return secretValues(s.Env, s.SecretEnv)
+}
 
-// SecretEnvFile renders the sensitive variables as shell assignments, sent
-// on the stdin of the start command (see ExecArgs).
-func (s ServeSpec) SecretEnvFile() []byte {
-	var b strings.Builder
-	for _, k := range s.SecretEnv {
-		fmt.Fprintf(&b, "%s=%s\n", k, shell.Quote(s.Env[k]))
+// secretValues picks the secret keys' values out of env.
+func secretValues(env map[string]string, secret []string) map[string]string {
+	if len(secret) == 0 {
+		return nil
 	}
-	return []byte(b.String())
+	out := make(map[string]string, len(secret))
+	for _, k := range secret {
+		out[k] = env[k]
+	}
+	return out
 }

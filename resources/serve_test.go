@@ -16,7 +16,7 @@ import (
 
 func TestServeHostDirMount(t *testing.T) {
 	spec := pairSpecs("192.168.200.12")[0]
-	args := spec.RunArgs("lab", "")
+	args := spec.RunArgs("lab")
 	i := slices.Index(args, "/var/tmp/rayform/lab/spark1/rayform-main:/tmp/rayform/serve")
 	if i < 1 || args[i-1] != "-v" {
 		t.Fatalf("docker run does not mount the serve dir from the host:\n%q", args)
@@ -34,7 +34,7 @@ func TestServeHostDirMount(t *testing.T) {
 	if old.Hash() == spec.Hash() {
 		t.Fatal("the serve mount is not part of the spec hash")
 	}
-	if slices.ContainsFunc(old.RunArgs("lab", ""), func(a string) bool { return strings.Contains(a, "/var/tmp/rayform") }) {
+	if slices.ContainsFunc(old.RunArgs("lab"), func(a string) bool { return strings.Contains(a, "/var/tmp/rayform") }) {
 		t.Fatal("a spec without ServeDir mounts a serve dir")
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/rayform/rayform/engine/config"
 )
@@ -142,10 +141,12 @@ func (s ContainerSpec) EntrypointScript() string {
 		clean, vllmConfigRoot, list, vllmConfigRoot)
 }
 
-// RunArgs is the `docker run` command line, without secrets: sensitive
-// variables are read from envFile when non-empty (/dev/stdin: the docker
-// CLI reads it and sends the values to the daemon).
-func (s ContainerSpec) RunArgs(project, envFile string) []string {
+// RunArgs is the `docker run` command line, without secrets: a sensitive
+// variable is passed as -e NAME, which the docker CLI fills from its own
+// environment; run it with SecretEnvValues as the command's Env (the
+// transport sends them on stdin), so no command line and no file on the
+// host ever holds them.
+func (s ContainerSpec) RunArgs(project string) []string {
 	args := []string{"docker", "run", "-d", "--name", s.Name,
 		"--network", "host", "--ipc", "host", "--gpus", "all",
 		"--restart", "no"}
@@ -155,12 +156,10 @@ func (s ContainerSpec) RunArgs(project, envFile string) []string {
 	}
 	for _, k := range sortedKeys(s.Env) {
 		if contains(s.SecretEnv, k) {
+			args = append(args, "-e", k)
 			continue
 		}
 		args = append(args, "-e", k+"="+s.Env[k])
-	}
-	if envFile != "" {
-		args = append(args, "--env-file", envFile)
 	}
 	if s.ServeDir != "" {
 		args = append(args, "-v", ServeHostDir(project, s.Node, s.Name)+":"+s.ServeDir)
@@ -173,15 +172,10 @@ func (s ContainerSpec) RunArgs(project, envFile string) []string {
 	return append(args, s.RayStartArgs()...)
 }
 
-// SecretEnvFile renders the sensitive variables as a docker --env-file.
-func (s ContainerSpec) SecretEnvFile() []byte {
-	var b strings.Builder
-	keys := append([]string(nil), s.SecretEnv...)
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, s.Env[k])
-	}
-	return []byte(b.String())
+// SecretEnvValues returns the sensitive variables and their values: the
+// Env of the command running RunArgs.
+func (s ContainerSpec) SecretEnvValues() map[string]string {
+	return secretValues(s.Env, s.SecretEnv)
 }
 
 // ClusterSpecs returns the desired container of every node of a cluster,

@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -476,18 +475,13 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 		spec.Name, node, state, orNone(labels[LabelSpecHash]), spec.Hash())
 }
 
-// start runs the container and returns its id. The secret env, if any, is
-// read by the docker CLI from its stdin (--env-file /dev/stdin): no file on
-// the host ever holds it, so no path (failure, interrupt, kill -9) can
-// leave one behind.
+// start runs the container and returns its id. The secret env, if any,
+// reaches the docker CLI in its environment (see RunArgs): no file on the
+// host ever holds it, so no path (failure, interrupt, kill -9) can leave
+// one behind.
 func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
-	cmd := transport.Cmd{Argv: spec.RunArgs(r.e.Project, ""), Mutating: true}
-	if len(spec.SecretEnv) > 0 {
-		cmd.Argv = spec.RunArgs(r.e.Project, "/dev/stdin")
-		cmd.Stdin = bytes.NewReader(spec.SecretEnvFile())
-	}
-	res, err := r.e.run(ctx, node, cmd)
+	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
 	if err != nil {
 		if exitCode(err) < 0 {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)

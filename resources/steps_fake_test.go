@@ -335,11 +335,8 @@ func (l *fakeLab) exec(h *fakeHost, a []string, stdin []byte) transport.Result {
 	case detach:
 		sv.exists, sv.alive, sv.log = true, true, nil
 		return fakeOK("")
-	case interactive && a[0] == "sh" && len(a) > 3 && a[3] == "rayform-serve":
-		// ExecArgs: the launcher reads the secret env from stdin and
-		// starts the serve in the background.
+	case interactive:
 		sv.envFile = stdin
-		sv.exists, sv.alive, sv.log = true, true, nil
 		return fakeOK("")
 	}
 	script := a[len(a)-1]

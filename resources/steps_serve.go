@@ -167,7 +167,7 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
 		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
 	}
-	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Stdin: bytes.NewReader(r.spec.SecretEnvFile()), Mutating: true}); err != nil {
+	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
 	timeout := r.s.ReadyTimeout

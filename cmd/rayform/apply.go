@@ -178,6 +178,14 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitError
 	}
 	if !p.HasChanges() && len(obs.result.Work) == 0 {
+		// Nothing to do: the state still records what the hosts show (an
+		// earlier run may have been cut short before it could).
+		if req.saved == nil && len(s.opts.targets) == 0 {
+			if err := s.recordState(obs, obs, nil); err != nil {
+				fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+				return exitError
+			}
+		}
 		if !s.opts.json {
 			verb := "Apply"
 			if req.destroy {

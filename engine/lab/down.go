@@ -152,13 +152,19 @@ func labNetns(name string) []string {
 
 // labProcs finds the lab's live processes (not this process or its ancestors).
 func labProcs(name, dir string, nsNames []string) []procInfo {
+	return procsOf(dir, nsNames, func(pid int) bool { return inLabCgroup(pid, "/"+name+"-spark") })
+}
+
+// procsOf lists the processes (other than this one and its ancestors) in
+// one of the network namespaces nsNames, running from dir, or for which
+// inCgroup holds.
+func procsOf(dir string, nsNames []string, inCgroup func(pid int) bool) []procInfo {
 	nsIDs := map[string]bool{}
 	for _, ns := range nsNames {
 		if ino, err := nsInode(netnsPath(ns)); err == nil {
 			nsIDs[fmt.Sprintf("net:[%d]", ino)] = true
 		}
 	}
-	cgPrefix := "/" + name + "-spark"
 	skip := ancestors()
 	return listProcs(func(pid int, cmdline string) bool {
 		if skip[pid] {
@@ -167,7 +173,7 @@ func labProcs(name, dir string, nsNames []string) []procInfo {
 		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && nsIDs[link] {
 			return true
 		}
-		if inLabCgroup(pid, cgPrefix) {
+		if inCgroup(pid) {
 			return true
 		}
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))

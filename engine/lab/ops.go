@@ -249,9 +249,11 @@ func (l *Lab) links(ctx context.Context, n Node, state string) error {
 // killNode kills whatever still runs on node (containers included) and
 // detaches dockerd's mounts, keeping its data.
 func (l *Lab) killNode(ctx context.Context, n Node) error {
-	procs := labProcs(l.Name, n.Dir, []string{n.Netns})
+	// Only this node's: its namespace, its directory, and the cgroup parent
+	// its dockerd puts containers in (not every node's, as the lab-wide
+	// cgroup prefix would match).
 	cg := "/" + l.Name + "-" + n.Name
-	procs = append(procs, listProcs(func(pid int, _ string) bool { return inCgroupExactly(pid, cg) })...)
+	procs := procsOf(n.Dir, []string{n.Netns}, func(pid int) bool { return inCgroupExactly(pid, cg) })
 	if err := killAndWait(ctx, procs, syscall.SIGKILL, 0); err != nil {
 		return fmt.Errorf("stop processes of %s: %w", n.Name, err)
 	}

@@ -232,9 +232,17 @@ func TestTwoNodeLab(t *testing.T) {
 }
 
 // TestNodeLifecycle reboots and powers off a node, and checks a node without
-// the NVIDIA container toolkit.
+// the NVIDIA container toolkit. The other node's containers live through
+// both (issue 12, finding 10: they were killed with the node's).
 func TestNodeLifecycle(t *testing.T) {
-	l := upLab(t, Config{Name: testLabName("rfl-life"), Nodes: 1, Overrides: []string{"spark1.toolkit=false"}})
+	l := upLab(t, Config{Name: testLabName("rfl-life"), Nodes: 2, Overrides: []string{"spark1.toolkit=false"}})
+	sshOK(t, l, "spark2", "docker run -d --name neighbour --stop-timeout 1 "+ImageRayVLLM+" sleep 600")
+	neighbourRuns := func(t *testing.T, after string) {
+		t.Helper()
+		if out := sshOK(t, l, "spark2", `docker inspect -f '{{.State.Status}}' neighbour`); strings.TrimSpace(out) != "running" {
+			t.Errorf("spark2's container after %s of spark1: %q, want running", after, out)
+		}
+	}
 	ctx := context.Background()
 
 	t.Run("--gpus without the toolkit fails as docker does", func(t *testing.T) {
@@ -258,6 +266,7 @@ func TestNodeLifecycle(t *testing.T) {
 		if err := l.Health(ctx); err != nil {
 			t.Errorf("Health after reboot: %v", err)
 		}
+		neighbourRuns(t, "a reboot")
 	})
 
 	t.Run("power off", func(t *testing.T) {
@@ -274,6 +283,7 @@ func TestNodeLifecycle(t *testing.T) {
 		if err := l.Health(ctx); err != nil {
 			t.Errorf("Health with a node off: %v", err)
 		}
+		neighbourRuns(t, "a power-off")
 	})
 
 	t.Run("power on keeps state", func(t *testing.T) {
