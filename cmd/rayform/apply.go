@@ -113,12 +113,14 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		op = "destroy"
 	}
 	// Two runs sharing the state file never interleave their saves.
-	unlockState, err := state.Lock(s.statePath(), lockHolder(op), s.opts.lockTimeout)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "Error: %v\n\nAnother rayform run uses this state file. Wait for it to finish (-lock-timeout=DURATION waits for it).\n", err)
-		return exitError
+	if !s.opts.noLock {
+		unlockState, err := state.Lock(s.statePath(), lockHolder(op), s.opts.lockTimeout)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n\nAnother rayform run uses this state file. Wait for it to finish (-lock-timeout=DURATION waits for it).\n", err)
+			return exitError
+		}
+		defer unlockState()
 	}
-	defer unlockState()
 	locks, err := s.lockClusters(ctx, op)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stateAddrs reads the addresses and hosts the state file records.
@@ -102,6 +104,32 @@ func TestE2EStateMatchesTheHosts(t *testing.T) {
 	if got := stateAddrs(t, dir); !equalAddrs(got, want) {
 		t.Errorf("state after a no-op apply = %v, want %v", got, want)
 	}
+
+	// A save that fails is an error (finding 9): another run (here, a hand
+	// edit standing for one run with -lock=false) saved the state while
+	// this apply worked.
+	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
+		t.Fatalf("killing vllm serve: %v\n%s", err, out)
+	}
+	busy, busyOut := l.start("-chdir="+dir, "apply", "-auto-approve", "-lock=false")
+	waitFor(t, "the apply to start the serve", time.Minute, func() bool { return strings.Contains(busyOut.String(), "start vllm serve qwen") })
+	statePath := filepath.Join(dir, ".rayform", "state.json")
+	b, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumped := regexp.MustCompile(`"serial": (\d+)`).ReplaceAllString(string(b), `"serial": 999`)
+	if err := os.WriteFile(statePath, []byte(bumped), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.Wait(); err == nil {
+		t.Errorf("an apply whose state save failed exited 0\n%s", busyOut)
+	}
+	mustContain(t, "apply whose save failed", busyOut.String(), "Error: saving state", "another rayform run saved it in between")
+	if strings.Contains(busyOut.String(), "Apply complete!") {
+		t.Errorf("an apply whose state save failed said it completed\n%s", busyOut)
+	}
+	mustCode(t, "apply after the failed save", apply(), exitOK)
 
 	// The serve block removed: plan destroys the serve, apply stops it.
 	write(strings.Split(good, "vllm_serve \"qwen\"")[0])

@@ -1,0 +1,168 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/lab"
+)
+
+// TestE2ESecretsStaySecret gives a sensitive token to the cluster's env,
+// the serve's env and the serve's api_key, and looks for it everywhere it
+// must not be (issue 12, findings 6-8): plan text, plan -json, the saved
+// plan, the state, trace logs, error output, every process's argv on the
+// nodes while apply runs, and the files rayform writes on the hosts (serve
+// logs and records, the SSH user's home) after success, failure and kill
+// -9. vLLM must still get the key: /v1/models refuses a request without it.
+func TestE2ESecretsStaySecret(t *testing.T) {
+	l := startLab(t, "rfe2esec")
+	var b [12]byte
+	rand.Read(b[:])
+	secret := "rfSECRET" + hex.EncodeToString(b[:])
+	varFile := filepath.Join(t.TempDir(), "secret.rfvars")
+	if err := os.WriteFile(varFile, []byte(fmt.Sprintf("token = %q\n", secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	body := `
+variable "token" {
+  type      = string
+  sensitive = true
+}
+` + strings.Replace(strings.Replace(clusterConfig("enp1s0f1np1", seedImage, false, 0.85),
+		"  memory_monitor = false\n", "  memory_monitor = false\n  env            = { HF_TOKEN = var.token }\n", 1),
+		"  ready_timeout          = \"2m\"\n", "  ready_timeout          = \"2m\"\n  api_key                = var.token\n  env                    = { HF_TOKEN = var.token }\n", 1)
+	dir := l.config(body)
+	project := filepath.Base(dir)
+	lb, err := lab.Load(l.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var seen []string // everything to scan, with where it came from
+	keep := func(where, text string) { seen = append(seen, where+"\x00"+text) }
+	run := func(what string, args ...string) result {
+		t.Helper()
+		r := l.rayform("", append([]string{"-chdir=" + dir, "-log-level=trace"}, append(args, "-var-file="+varFile)...)...)
+		keep(what, r.stdout+r.stderr)
+		return r
+	}
+	// psWhile samples every process's argv on both nodes until stop.
+	psWhile := func(stop <-chan struct{}) *sync.WaitGroup {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				for _, node := range []string{"spark1", "spark2"} {
+					out, _ := l.ssh(node, "ps -eo args")
+					keep(fmt.Sprintf("ps on %s (sample %d)", node, n), out)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}()
+		return &wg
+	}
+	// hostFiles keeps every file rayform may write on the hosts: the SSH
+	// user's home and the project's serve records and logs, and checks the
+	// serve logs are 0600.
+	hostFiles := func(when string) {
+		t.Helper()
+		roots := []string{"/var/tmp/rayform/" + project}
+		for _, n := range lb.Nodes {
+			roots = append(roots, n.Home)
+		}
+		for _, root := range roots {
+			filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || !d.Type().IsRegular() {
+					return nil
+				}
+				b, _ := os.ReadFile(p)
+				keep(when+": "+p, string(b))
+				if strings.HasSuffix(p, ".log") && strings.Contains(p, "/serve-") {
+					if fi, err := os.Stat(p); err == nil && fi.Mode().Perm() != 0o600 {
+						t.Errorf("%s: serve log %s has mode %04o, want 0600", when, p, fi.Mode().Perm())
+					}
+				}
+				return nil
+			})
+		}
+	}
+
+	planFile := filepath.Join(t.TempDir(), "secret.plan")
+	mustCode(t, "plan -out", run("plan", "plan", "-out", planFile), exitOK)
+	mustCode(t, "plan -json", run("plan -json", "plan", "-json"), exitOK)
+	pf, err := os.ReadFile(planFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep("saved plan", string(pf))
+
+	// A successful apply, watched by ps on the nodes.
+	stop := make(chan struct{})
+	wg := psWhile(stop)
+	r := run("apply", "apply", planFile)
+	close(stop)
+	wg.Wait()
+	mustCode(t, "apply", r, exitOK)
+	st, _ := os.ReadFile(filepath.Join(dir, ".rayform", "state.json"))
+	keep("state", string(st))
+	hostFiles("after success")
+	// vLLM got the key: without it /v1/models is refused.
+	if out, _ := l.ssh("spark1", "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models"); strings.TrimSpace(out) != "401" {
+		t.Errorf("/v1/models without the API key answered %q, want 401", out)
+	}
+
+	// A failing apply (the model does not fit in 5% of the memory) and its
+	// error output.
+	mustCode(t, "plan again", run("plan after apply", "plan", "-detailed-exitcode"), exitOK)
+	src, _ := os.ReadFile(filepath.Join(dir, "main.hcl"))
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(strings.Replace(string(src), "gpu_memory_utilization = 0.85", "gpu_memory_utilization = 0.05", 1)), 0o644)
+	r = run("failing apply", "apply", "-auto-approve")
+	t.Logf("the failing apply exited %d", r.code)
+	hostFiles("after a failed apply")
+	os.WriteFile(filepath.Join(dir, "main.hcl"), src, 0o644)
+
+	// kill -9 while the workers start.
+	mustCode(t, "destroy", run("destroy", "destroy", "-auto-approve"), exitOK)
+	killed, killedOut := l.start("-chdir="+dir, "-log-level=trace", "apply", "-auto-approve", "-var-file="+varFile)
+	stop = make(chan struct{})
+	wg = psWhile(stop)
+	waitFor(t, "the apply to start the workers", 2*time.Minute, func() bool { return strings.Contains(killedOut.String(), "start ray workers") })
+	killed.Process.Kill()
+	killed.Wait()
+	close(stop)
+	wg.Wait()
+	keep("killed apply", killedOut.String())
+	hostFiles("after kill -9")
+	mustCode(t, "apply after kill -9", run("apply after kill -9", "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after kill -9", run("plan after kill -9", "plan", "-detailed-exitcode"), exitOK)
+	hostFiles("after the last apply")
+
+	scanned := 0
+	for _, s := range seen {
+		where, text, _ := strings.Cut(s, "\x00")
+		scanned += len(text)
+		if i := strings.Index(text, secret); i >= 0 {
+			lo, hi := max(0, i-120), min(len(text), i+len(secret)+40)
+			t.Errorf("the secret appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], secret, "<SECRET>"))
+		}
+	}
+	if scanned == 0 || !strings.Contains(strings.Join(seen, ""), "vllm serve") {
+		t.Fatal("nothing of substance was scanned: the test proves nothing")
+	}
+	t.Logf("scanned %d texts, %d bytes", len(seen), scanned)
+}
