@@ -18,7 +18,9 @@ import (
 )
 
 // serveDir holds, inside the head container, each vllm_serve's record,
-// pid, lock, log and secret env file: serve-NAME.{json,pid,lock,log,env}.
+// pid, lock and log: serve-NAME.{json,pid,lock,log} (and serve-NAME.env,
+// the secret env file of rayform versions before issue 12, which apply and
+// destroy remove).
 // Every container rayform creates bind-mounts it from ServeHostDir, so the
 // probe reads the records and tests the locks on the host, without a
 // docker exec (see observe.ServeDir).

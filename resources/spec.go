@@ -56,8 +56,9 @@ type ContainerSpec struct {
 	HeadAddr string            `json:"head_addr"` // ip:port of the GCS
 	GPUs     int               `json:"gpus"`
 	Env      map[string]string `json:"env"`
-	// SecretEnv lists the keys of Env whose values are sensitive; they go to
-	// the host through a 0600 env file, never on a command line.
+	// SecretEnv lists the keys of Env whose values are sensitive; they reach
+	// the host in the docker command's environment (see RunArgs), never on a
+	// command line or in a file.
 	SecretEnv     []string `json:"secret_env,omitempty"`
 	Volumes       []string `json:"volumes,omitempty"`
 	DockerArgs    []string `json:"docker_args,omitempty"`

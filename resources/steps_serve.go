@@ -133,9 +133,10 @@ func (r *serveRun) stopStep() apply.Step {
 	}
 }
 
-// forgetStep removes the serve's record, pid and env file so that nothing
-// claims the process any more (they live in the host directory the head
-// container mounts, see ServeHostDir; the lock file stays, as in start).
+// forgetStep removes the serve's record and pid (and an older version's
+// env file) so that nothing claims the process any more (they live in the
+// host directory the head container mounts, see ServeHostDir; the lock file
+// stays, as in start).
 func (r *serveRun) forgetStep() apply.Step {
 	return apply.Step{
 		Name: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),

@@ -493,9 +493,9 @@ func (b *blockEval) checkEnv(attr string, env map[string]string) {
 func envValueProblem(v string) string {
 	switch {
 	case strings.Contains(v, "\n"):
-		return "a newline: docker's --env-file ends a value at the end of its line, so the rest would arrive as other variables (\"x\\nLD_PRELOAD=/x.so\" would set LD_PRELOAD in every container)"
+		return "a newline: an environment file (docker's --env-file, systemd's EnvironmentFile) ends a value at the end of its line, so wherever the value is written to one the rest arrives as other variables (\"x\\nLD_PRELOAD=/x.so\" sets LD_PRELOAD)"
 	case strings.Contains(v, "\r"):
-		return "a carriage return: docker's --env-file and the shell read it differently, so the value that arrives would not be the one planned"
+		return "a carriage return: environment files and shells read it differently, so the value that arrives would not be the one planned"
 	case strings.Contains(v, "\x00"):
 		return "a NUL byte, which ends a string in a process's environment: the value would arrive cut short"
 	}
