@@ -52,7 +52,8 @@ variable "token" {
 	keep := func(where, text string) { seen = append(seen, where+"\x00"+text) }
 	run := func(what string, args ...string) result {
 		t.Helper()
-		r := l.rayform("", append([]string{"-chdir=" + dir, "-log-level=trace"}, append(args, "-var-file="+varFile)...)...)
+		argv := append([]string{"-chdir=" + dir, "-log-level=trace", args[0], "-var-file=" + varFile}, args[1:]...)
+		r := l.rayform("", argv...)
 		keep(what, r.stdout+r.stderr)
 		return r
 	}
@@ -138,7 +139,7 @@ variable "token" {
 
 	// kill -9 while the workers start.
 	mustCode(t, "destroy", run("destroy", "destroy", "-auto-approve"), exitOK)
-	killed, killedOut := l.start("-chdir="+dir, "-log-level=trace", "apply", "-auto-approve", "-var-file="+varFile)
+	killed, killedOut := l.start("-chdir="+dir, "-log-level=trace", "apply", "-var-file="+varFile, "-auto-approve")
 	stop = make(chan struct{})
 	wg = psWhile(stop)
 	waitFor(t, "the apply to start the workers", 2*time.Minute, func() bool { return strings.Contains(killedOut.String(), "start ray workers") })
