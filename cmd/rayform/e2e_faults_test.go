@@ -1,0 +1,56 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestE2EInterruptedRunsConverge stops an apply from nothing in every way
+// a client can stop — kill -9 as each step starts, and Ctrl-C twice — and
+// checks each time that the next apply converges, plan then has no
+// changes, and no lock is left behind (issue 12, "Done when").
+func TestE2EInterruptedRunsConverge(t *testing.T) {
+	l := startLab(t, "rfe2ekill")
+	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	converge := func(t *testing.T) {
+		t.Helper()
+		// The killed client's connection closes at once, and its locks
+		// with it; the wait only covers sshd noticing.
+		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-lock-timeout=1m")
+		mustCode(t, "apply after the interruption", r, exitOK)
+		mustCode(t, "plan after the interruption", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
+	}
+	// stopAt starts an apply from nothing and stops it with sig(s) as soon
+	// as step starts.
+	stopAt := func(t *testing.T, step string, sigs ...os.Signal) string {
+		t.Helper()
+		mustCode(t, "destroy before", l.rayform("", "-chdir="+dir, "destroy", "-auto-approve", "-lock-timeout=1m"), exitOK)
+		cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+		waitFor(t, "step "+step, 2*time.Minute, func() bool { return strings.Contains(out.String(), ": "+step) })
+		for _, sig := range sigs {
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cmd.Wait(); err == nil {
+			t.Fatalf("an apply stopped at %q exited 0\n%s", step, out)
+		}
+		return out.String()
+	}
+	for _, step := range []string{"image ", "check that", "start ray head", "reach the GCS", "start ray workers", "verify Ray's node table", "start vllm serve", "test a completion"} {
+		t.Run("kill -9 at "+strings.TrimSpace(step), func(t *testing.T) {
+			stopAt(t, step, syscall.SIGKILL)
+			converge(t)
+		})
+	}
+	t.Run("Ctrl-C twice", func(t *testing.T) {
+		out := stopAt(t, "start ray workers", os.Interrupt, os.Interrupt)
+		mustContain(t, "apply interrupted twice", out, "Two interrupts received. Exiting immediately.")
+		converge(t)
+	})
+}
