@@ -69,6 +69,7 @@ func entriesAfter(stderr, marker string) ([]string, bool) {
 //   - the head's SSH connection drops mid-apply: the apply stops naming the
 //     lost lock and changes nothing after it knew; a destroy started
 //     meanwhile either finds the lock held or runs alone;
+//   - a worker's SSH connection drops mid-apply;
 //   - a stuck apply (stopped) holds the lock: destroy is refused naming
 //     "rayform apply"; force-unlock shows the holder and frees it after yes;
 //   - the client vanishes mid-apply (packets dropped, then killed, so the
@@ -118,6 +119,24 @@ func TestE2ELock(t *testing.T) {
 		}
 		if err := destroy.Wait(); err != nil && !strings.Contains(destroyOut.String(), "is held by") {
 			t.Errorf("the concurrent destroy failed for another reason than the lock: %v\n%s", err, destroyOut)
+		}
+		converges(t)
+	})
+
+	t.Run("worker connection drops", func(t *testing.T) {
+		first, out := midApply(t)
+		sessions := l.sshSessions("spark2")
+		if len(sessions) == 0 {
+			t.Fatal("no SSH session to spark2 found while apply runs")
+		}
+		for _, pid := range sessions {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		// Whether the step in flight failed (naming spark2) or the
+		// transport's next command reconnected, the run ends and the
+		// next one converges.
+		if err := first.Wait(); err != nil && !strings.Contains(out.String(), "spark2") {
+			t.Errorf("the failed apply does not name spark2\n%s", out)
 		}
 		converges(t)
 	})
