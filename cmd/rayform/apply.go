@@ -130,6 +130,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	// A lost lock stops the run: every change first checks the locks (so
 	// none is made after the loss is known), and the loss cancels what is
 	// in flight.
+	interrupted := ctx.Done() // closed by the second Ctrl-C
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -223,7 +224,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	// show, and a successful walk must have converged.
 	// A -replace is done once replaced.
 	s.opts.replace = nil
-	again, againErr := s.reobserve(ctx, locks)
+	again, againErr := s.reobserve(ctx, interrupted)
 	saveErr := s.recordState(obs, again, hooks.completed())
 	if saveErr != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", saveErr)
@@ -325,12 +326,14 @@ func keepOnly(res *resources.Result, keep map[string]bool) {
 
 // reobserve observes the hosts after the walk. A run whose lock was lost
 // still observes (read-only, bounded by a minute); one cut short by a
-// second interrupt does not.
-func (s *session) reobserve(ctx context.Context, locks *clusterLocks) (*observed, error) {
+// second interrupt (interrupted closed) does not.
+func (s *session) reobserve(ctx context.Context, interrupted <-chan struct{}) (*observed, error) {
+	select {
+	case <-interrupted:
+		return nil, errors.New("interrupted")
+	default:
+	}
 	if ctx.Err() != nil {
-		if locks.Err() == nil {
-			return nil, context.Cause(ctx)
-		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()

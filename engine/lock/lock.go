@@ -199,8 +199,9 @@ func leaseSeconds(d time.Duration) string {
 
 // Acquire takes the lock called name on conn's host. While another holds
 // it, Acquire tries again every opts.Poll for up to opts.Wait, then fails
-// with a *HeldError naming the holder. The lock lasts until Release, ctx's
-// cancellation, the connection's end or an unanswered renewal; watch Lost.
+// with a *HeldError naming the holder. The lock lasts until Release or ctx's
+// cancellation (which give it up), or until it is lost: the connection's
+// end or an unanswered renewal; watch Lost.
 func Acquire(ctx context.Context, conn transport.Conn, name string, opts Options) (*Lock, error) {
 	opts = opts.withDefaults()
 	deadline := time.Now().Add(opts.Wait)
@@ -259,7 +260,7 @@ func acquireOnce(ctx context.Context, conn transport.Conn, name string, opts Opt
 			if broke != "" && opts.Broke != nil {
 				opts.Broke(broke)
 			}
-			go l.hold(out, opts)
+			go l.hold(ctx, out, opts)
 			return l, nil
 		case strings.HasPrefix(line, "BROKE "):
 			broke = strings.TrimPrefix(line, "BROKE ")
@@ -292,7 +293,7 @@ func acquireOnce(ctx context.Context, conn transport.Conn, name string, opts Opt
 
 // hold renews the lease until Release, and marks the lock lost when the
 // holder's command ends or a renewal goes unanswered for half a lease.
-func (l *Lock) hold(out *bufio.Reader, opts Options) {
+func (l *Lock) hold(ctx context.Context, out *bufio.Reader, opts Options) {
 	acks := make(chan struct{}, 1)
 	go func() {
 		for {
@@ -335,6 +336,9 @@ func (l *Lock) hold(out *bufio.Reader, opts Options) {
 			return
 		case err := <-l.done:
 			l.done <- err // for Release
+			if ctx.Err() != nil {
+				return // given up with ctx, as documented: not lost
+			}
 			if err == nil {
 				err = errors.New("the holder exited")
 			}
