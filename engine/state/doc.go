@@ -6,10 +6,12 @@
 // drifted, is read from the hosts on every plan. What the hosts cannot tell
 // is where to look for a resource that is no longer in the configuration:
 // once a block is deleted (or its nodes are), no config names the hosts it
-// ran on. The state file records, for every applied resource, the hosts it
-// was applied to, with enough SSH coordinates to reach them without the
-// configuration, so that plan can say "will be destroyed" for a removed
-// resource and apply or destroy can find and remove it.
+// ran on. The state file records, for every resource of the project the
+// hosts showed when apply or destroy last observed them (after the walk,
+// whatever its outcome), the hosts holding it, with enough SSH coordinates
+// to reach them without the configuration, so that plan can say "will be
+// destroyed" for a removed resource and apply or destroy can find and
+// remove it. It never records what did not happen.
 //
 // # File format
 //
@@ -74,5 +76,8 @@
 // Saves are atomic (see [jsonfile.WriteAtomic]): a temporary file in the same
 // directory, synced, renamed over the old file, directory synced. A save
 // refuses to overwrite a state file that another run saved after this one
-// was loaded (different lineage or serial), instead of losing its records.
+// was loaded (different lineage or serial), instead of losing its records,
+// and never writes a state that Load would refuse. [Lock] takes the state
+// file's local lock (an flock on state.json.lock) for the length of an apply
+// or destroy, so that two runs sharing a state file never interleave.
 package state
