@@ -148,7 +148,7 @@ func (s ServeSpec) StartScript() string {
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", serveDir, serveDir)
-	fmt.Fprintf(&b, "(umask 077 && : >> %s)\n", log)
+	fmt.Fprintf(&b, "(umask 077 && : >> %s && { [ -z \"$RAYFORM_LOG_OWNER\" ] || chown \"$RAYFORM_LOG_OWNER\" %s 2>/dev/null; }; true)\n", log, log)
 	fmt.Fprintf(&b, "echo $$ > %s\n", s.pidPath())
 	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", serveDir, lock)
 	b.WriteString("\tflock -s 8\n")
@@ -242,8 +242,15 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 // which the docker CLI fills from its own environment: run it with
 // SecretEnv's values as the command's Env (the transport sends them on
 // stdin), so that no command line and no file ever holds them.
-func (s ServeSpec) ExecArgs() []string {
+//
+// logOwner, when not empty, is the uid the log is given to (the SSH user's,
+// so that it can read the log on the host, as `rayform logs` does, while
+// the file stays 0600).
+func (s ServeSpec) ExecArgs(logOwner string) []string {
 	args := []string{"docker", "exec", "-d"}
+	if logOwner != "" {
+		args = append(args, "-e", "RAYFORM_LOG_OWNER="+logOwner)
+	}
 	for _, k := range sortedKeys(s.Env) {
 		if contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)

@@ -168,7 +168,14 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
 		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
 	}
-	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
+	// The log is 0600, given to the SSH user (see ExecArgs).
+	owner := ""
+	if res, err := r.e.run(ctx, node, transport.Cmd{Argv: []string{"id", "-u"}}); err == nil {
+		if id := strings.TrimSpace(string(res.Stdout)); id != "" && strings.Trim(id, "0123456789") == "" {
+			owner = id
+		}
+	}
+	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
 	timeout := r.s.ReadyTimeout
