@@ -4,6 +4,8 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,6 +50,37 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 			converge(t)
 		})
 	}
+	// faultAt starts an apply from nothing and runs fault as soon as step
+	// starts; the apply must fail naming what, then the next converges.
+	faultAt := func(t *testing.T, step string, fault func(), what string) {
+		t.Helper()
+		mustCode(t, "destroy before", l.rayform("", "-chdir="+dir, "destroy", "-auto-approve", "-lock-timeout=1m"), exitOK)
+		cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+		waitFor(t, "step "+step, 2*time.Minute, func() bool { return strings.Contains(out.String(), ": "+step) })
+		fault()
+		if err := cmd.Wait(); err == nil {
+			t.Fatalf("apply exited 0 after the fault at %q\n%s", step, out)
+		}
+		mustContain(t, "apply hit by the fault", out.String(), what)
+	}
+	t.Run("worker powers off during Ray start and comes back", func(t *testing.T) {
+		labOp := func(op string) {
+			if o, err := exec.Command(filepath.Join(l.bin, "rayform"), "lab", op, "-name", l.name, "spark2").CombinedOutput(); err != nil {
+				t.Fatalf("lab %s spark2: %v\n%s", op, err, o)
+			}
+		}
+		faultAt(t, "start ray workers", func() { labOp("poweroff") }, "spark2")
+		labOp("poweron")
+		converge(t)
+	})
+	t.Run("head container killed while the serve loads", func(t *testing.T) {
+		faultAt(t, "start vllm serve", func() {
+			if o, err := l.ssh("spark1", "docker kill rayform-spark"); err != nil {
+				t.Fatalf("docker kill: %v\n%s", err, o)
+			}
+		}, "vllm_serve.qwen")
+		converge(t)
+	})
 	t.Run("Ctrl-C twice", func(t *testing.T) {
 		out := stopAt(t, "start ray workers", os.Interrupt, os.Interrupt)
 		mustContain(t, "apply interrupted twice", out, "Two interrupts received. Exiting immediately.")
