@@ -312,7 +312,7 @@ func (r *Report) Problems() []Problem {
 			fail(n.Node, "", "%s: the check did not run: %s", n.Node, noResult(n))
 			continue
 		case !res.OK:
-			fail(n.Node, "", "%s: %s failed: %s", n.Node, phaseName(res.Phase), res.Error)
+			fail(n.Node, "", "%s: %s failed: %s", n.Node, phaseName(res.Phase), errorText(res.Error))
 			continue
 		}
 		for _, name := range backendOrder(res.Backends) {
@@ -341,6 +341,21 @@ func (r *Report) Problems() []Problem {
 		}
 	}
 	return ps
+}
+
+// errorText is torch's error without the C++ stack it carries (the
+// "Exception raised from ..." line and its "frame #N:" lines), which names
+// no cause and would bury the one line that does.
+func errorText(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "frame #") || strings.HasPrefix(t, "Exception raised from ") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }
 
 // Timing is one line on where the time went: the start of every rank
