@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -222,8 +223,14 @@ func (p *planner) networks() {
 					continue
 				}
 				if !link.Up() {
-					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node),
-						"operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want))
+					detail, fix := "operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want)
+					if slices.Contains(link.Flags, "UP") {
+						// Administratively up, no link: the kernel says
+						// NO-CARRIER. Setting it up again changes nothing.
+						detail = "operstate " + link.OperState + ", flags " + strings.Join(link.Flags, ",") + ": the interface is up but has no carrier"
+						fix = fmt.Sprintf("no carrier on %s: check the cable and the switch port it is plugged into", want)
+					}
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node), detail, fix)
 				}
 				if nw.MTU > 0 && link.MTU != nw.MTU {
 					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("MTU of %s on %s is %d, want %d", want, node, link.MTU, nw.MTU),

@@ -114,6 +114,23 @@ func planCases() []planCase {
 			},
 			want:       []string{`Error: gpu["h2"] routes to gpu["h1"] (192.168.0.10) via eth0, not the fabric interface ib0`, "asymmetric routing"},
 			wantErrors: 1},
+		// A fabric port with its interface administratively up but no
+		// link (cable, switch port: the kernel's NO-CARRIER) is not fixed
+		// by "ip link set up"; one set down is.
+		{name: "fabric-no-carrier",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				setLink(f.Hosts[`gpu["h2"]`], "ib0", "DOWN", "NO-CARRIER", "BROADCAST", "MULTICAST", "UP")
+			},
+			want:       []string{`Error: fabric interface ib0 is down on gpu["h2"]`, "no carrier on ib0: check the cable and the switch port"},
+			notWant:    []string{"ip link set ib0 up"},
+			wantErrors: 1},
+		{name: "fabric-admin-down",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				setLink(f.Hosts[`gpu["h2"]`], "ib0", "DOWN", "BROADCAST", "MULTICAST")
+			},
+			want:       []string{`Error: fabric interface ib0 is down on gpu["h2"]`, "sudo ip link set ib0 up"},
+			notWant:    []string{"no carrier"},
+			wantErrors: 1},
 		{name: "memory-monitor-on-uma",
 			config: func(s string) string {
 				s = strings.Replace(s, "memory_monitor = false", "memory_monitor = true", 1)
@@ -299,5 +316,14 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from golden (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+// setLink sets the operstate and flags of hf's link name.
+func setLink(hf *observe.HostFacts, name, operstate string, flags ...string) {
+	for i, l := range hf.Links.List {
+		if l.Name == name {
+			hf.Links.List[i].OperState, hf.Links.List[i].Flags = operstate, flags
+		}
 	}
 }

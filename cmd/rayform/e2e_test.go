@@ -569,7 +569,7 @@ func TestE2EApplyStopsAtTheRightStep(t *testing.T) {
 		dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
 		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
 		mustCode(t, "apply", r, exitError)
-		mustContain(t, "apply", r.stdout, "fabric interface enp1s0f1np1 is down on spark2")
+		mustContain(t, "apply", r.stdout, "fabric interface enp1s0f1np1 is down on spark2", "no carrier on enp1s0f1np1: check the cable and the switch port")
 		noContainers(t)
 	})
 }
