@@ -21,7 +21,8 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		"  one torch process per node inside its Ray container, a c10d rendezvous on\n"+
 		"  the head's fabric address, a Gloo and (with GPUs) an NCCL all_reduce. Prints\n"+
 		"  the address and interface each backend used, the rendezvous time and the\n"+
-		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.")
+		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.\n"+
+		"  Without CLUSTER, clusters with dataplane_check = false are left out.")
 	opts.register(fs)
 	timeout := fs.Duration("timeout", dataplane.DefaultTimeout, "bound on the rendezvous and on each collective")
 	size := fs.Float64("size-mb", dataplane.DefaultSizeMiB, "all_reduce buffer in `MiB`")
@@ -117,12 +118,20 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 func checkClusters(cfg *config.Config, args []string) ([]string, error) {
 	var names []string
 	if len(args) == 0 {
+		off := 0
 		for name, rc := range cfg.RayClusters {
-			if len(rc.Workers) > 0 {
+			switch {
+			case len(rc.Workers) == 0:
+			case !rc.DataplaneCheck:
+				off++
+			default:
 				names = append(names, name)
 			}
 		}
 		sort.Strings(names)
+		if len(names) == 0 && off > 0 {
+			return nil, errors.New("every ray_cluster with workers has dataplane_check = false: name one (rayform check NAME) to run the check on it anyway")
+		}
 		if len(names) == 0 {
 			return nil, errors.New("no ray_cluster with workers in the configuration: the data-plane check needs two nodes or more")
 		}
