@@ -178,7 +178,7 @@ func convergedCluster(tb testing.TB, n int) converged {
 	for k, v := range serve.Attrs {
 		attrs[k] = string(v)
 	}
-	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Alive: true}}
+	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 

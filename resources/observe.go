@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -161,9 +162,8 @@ func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces m
 	return out
 }
 
-// FabricAddrs reads each cluster node's fabric address from the facts: the
-// first address inside the network's CIDR on the pinned interface (or on
-// any interface when none is pinned), and that interface.
+// FabricAddrs reads each cluster node's fabric address from the facts (see
+// observe.Fabric.Find), and the interface holding it.
 func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
@@ -173,13 +173,9 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 			if hf == nil {
 				continue
 			}
-			want := nw.InterfaceFor(node)
-			for _, a := range hf.Addresses.In(nw.CIDR) {
-				if want == "" || a.Interface == want {
-					addrs[node] = a.Prefix.Addr()
-					ifaces[node] = a.Interface
-					break
-				}
+			fab := observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
+			if a, iface, ok := fab.Find(hf); ok {
+				addrs[node], ifaces[node] = a, iface
 			}
 		}
 	}
@@ -198,13 +194,9 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 	return addrs, ifaces
 }
 
-// ContainerName is the name of a cluster's container on every node.
-func ContainerName(rc *config.RayCluster) string {
-	if rc.ContainerName != "" {
-		return rc.ContainerName
-	}
-	return "rayform-" + rc.Name
-}
+// ContainerName is the name of a cluster's container on every node (its
+// container_name; the configuration gives it its default).
+func ContainerName(rc *config.RayCluster) string { return rc.ContainerName }
 
 func configHas(cfg *config.Config, addr string) bool {
 	typ, name := splitAddr(addr)
@@ -237,7 +229,7 @@ func appendUnique(list []string, s string) []string {
 
 func sortedClusters(cfg *config.Config) []*config.RayCluster {
 	out := make([]*config.RayCluster, 0, len(cfg.RayClusters))
-	for _, k := range sortedKeys(cfg.RayClusters) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		out = append(out, cfg.RayClusters[k])
 	}
 	return out
@@ -245,7 +237,7 @@ func sortedClusters(cfg *config.Config) []*config.RayCluster {
 
 func sortedServes(cfg *config.Config) []*config.VLLMServe {
 	out := make([]*config.VLLMServe, 0, len(cfg.Serves))
-	for _, k := range sortedKeys(cfg.Serves) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		out = append(out, cfg.Serves[k])
 	}
 	return out
@@ -253,14 +245,14 @@ func sortedServes(cfg *config.Config) []*config.VLLMServe {
 
 func sortedNetworks(cfg *config.Config) []*config.Network {
 	out := make([]*config.Network, 0, len(cfg.Networks))
-	for _, k := range sortedKeys(cfg.Networks) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
 }
 
 func sortedNodes(cfg *config.Config) []*config.Node {
-	names := sortedKeys(cfg.Nodes)
+	names := slices.Sorted(maps.Keys(cfg.Nodes))
 	out := make([]*config.Node, 0, len(names))
 	for _, k := range names {
 		out = append(out, cfg.Nodes[k])

@@ -3,8 +3,8 @@ package resources
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sort"
@@ -311,6 +311,23 @@ func (p *planner) container(node, name string) observedContainer {
 	return observedContainer{c: c, found: ok}
 }
 
+// clusterContainer is the cluster's container on node: the one with the
+// cluster's container name, or else a managed one labelled with the
+// cluster's address (created under the container_name it had before).
+func (p *planner) clusterContainer(rc *config.RayCluster, node string) observedContainer {
+	if oc := p.container(node, ContainerName(rc)); oc.found {
+		return oc
+	}
+	if hf := p.host(node); hf != nil {
+		for _, c := range hf.Containers.List {
+			if p.managed(c) && c.Labels[LabelResource] == rc.Addr {
+				return observedContainer{c: c, found: true}
+			}
+		}
+	}
+	return observedContainer{}
+}
+
 func (p *planner) managed(c observe.Container) bool {
 	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
 }
@@ -340,17 +357,22 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	foreign := false
 	missing := 0
 	observed := 0
-	var beforeImage cty.Value = cty.NullVal(cty.String)
-	beforeIPs := map[string]cty.Value{}
-	beforeMonitor := cty.NullVal(cty.Bool)
-	var runningWorkers []cty.Value
+	schema := clusterSchema()
+	nw := p.cfg.Networks[rc.Network]
+	after := map[string]attrValues{}
+	for _, spec := range specs {
+		after[spec.Node] = normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
+	}
+	// before holds, per node, the attributes its container was created
+	// with (read from its record).
+	before := map[string]attrValues{}
 	for i, spec := range specs {
 		node := spec.Node
 		if p.host(node) == nil {
 			continue
 		}
 		observed++
-		oc := p.container(node, name)
+		oc := p.clusterContainer(rc, node)
 		if !oc.found {
 			missing++
 			work.Start[node] = true
@@ -368,19 +390,13 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			p.foreignContainer(addr, node, name, oc.c)
 			continue
 		}
-		if i == 0 {
-			beforeImage = cty.StringVal(oc.c.Image)
-			if oc.c.Inspected || oc.c.SpecHash != spec.Hash() {
-				beforeMonitor = cty.BoolVal(oc.c.Env["RAY_memory_monitor_refresh_ms"] != "0")
-			} else {
-				// Known from docker ps alone: it is the spec.
-				beforeMonitor = cty.BoolVal(spec.Env["RAY_memory_monitor_refresh_ms"] != "0")
-			}
-		} else if oc.c.Running {
-			runningWorkers = append(runningWorkers, cty.StringVal(node))
+		rec, recorded := containerRecord(oc.c)
+		if !recorded && oc.c.SpecHash == spec.Hash() {
+			// Known from the hash alone: it is the spec.
+			rec, recorded = after[node], true
 		}
-		if ip := oc.c.Labels[LabelNodeIP]; ip != "" {
-			beforeIPs[node] = cty.StringVal(ip)
+		if recorded {
+			before[node] = rec
 		}
 		switch {
 		case oc.c.SpecHash == "":
@@ -390,17 +406,32 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			driftHost = firstNonEmpty(driftHost, node)
 		case oc.c.SpecHash != spec.Hash():
 			work.Start[node] = true
-			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, specDiff(oc.c, spec)))
+			what := specDiff(oc.c, spec)
+			if recorded {
+				what = ""
+				if paths := changedPaths(schema, rec, after[node]); len(paths) > 0 {
+					what = ": " + strings.Join(paths, ", ")
+				}
+			}
+			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, what))
 		case !oc.c.Running:
 			work.Start[node] = true
 			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.c.State, oc.c.ExitCode))
 			driftHost = firstNonEmpty(driftHost, node)
 		}
 		if work.Start[node] {
-			work.Remove = append(work.Remove, Removal{Node: node, Container: name})
+			work.Remove = append(work.Remove, Removal{Node: node, Container: oc.c.Name})
 			if i == 0 {
 				replace = true
 			}
+		}
+		if !recorded {
+			// Made by a rayform that kept no record: what docker shows.
+			rec = attrValues{"image": cty.StringVal(oc.c.Image)}
+			if n, ok := after[node]["node"]; ok {
+				rec["node"] = withAddress(n, oc.c.Labels[LabelNodeIP])
+			}
+			before[node] = rec
 		}
 	}
 	if !foreign && work.Start[rc.Head] {
@@ -408,9 +439,10 @@ func (p *planner) cluster(rc *config.RayCluster) {
 			p.portsFree(addr, rc.Head, "The Ray head of "+addr, []portUse{{rc.Port, "port"}, {rc.DashboardPort, "dashboard_port"}})
 		}
 	}
+	rayObserved := map[string]map[string]string{}
 	// Ray's own node table: every node ALIVE under its fabric address.
 	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
-		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, beforeIPs)
+		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, rayObserved)
 	}
 	if p.in.Replace[addr] && !foreign && missing < len(specs) {
 		replace = true
@@ -420,9 +452,12 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	for _, r := range p.strayRemovals(rc, name) {
 		work.Remove = append(work.Remove, r)
 		reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", r.Node))
-		oc := p.container(r.Node, name)
-		beforeIPs[r.Node] = cty.StringVal(oc.c.Labels[LabelNodeIP])
-		runningWorkers = append(runningWorkers, cty.StringVal(r.Node))
+		oc := p.clusterContainer(rc, r.Node)
+		rec, ok := containerRecord(oc.c)
+		if !ok {
+			rec = attrValues{"node": withAddress(after[rc.Head]["node"], oc.c.Labels[LabelNodeIP])}
+		}
+		before[r.Node] = rec
 	}
 	action := plan.NoOp
 	switch {
@@ -436,8 +471,8 @@ func (p *planner) cluster(rc *config.RayCluster) {
 		work.Remove = nil
 		for _, spec := range specs {
 			work.Start[spec.Node] = true
-			if oc := p.container(spec.Node, name); oc.found && p.managed(oc.c) {
-				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: name})
+			if oc := p.clusterContainer(rc, spec.Node); oc.found && p.managed(oc.c) {
+				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: oc.c.Name})
 			}
 		}
 		work.Remove = append(work.Remove, p.strayRemovals(rc, name)...)
@@ -447,11 +482,11 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	p.clusterAction[rc.Name] = action
 	if len(drift) > 0 {
 		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: firstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
-			Attrs: p.clusterDriftAttrs(specs, beforeIPs)})
+			Attrs: clusterDriftAttrs(specs, rayObserved)})
 	}
 	rcChange := plan.ResourceChange{Address: addr, Type: "ray_cluster", Name: rc.Name, Action: action, Hosts: nodes,
 		Reasons: append(drift, reasons...)}
-	rcChange.Attrs = p.clusterAttrs(rc, specs, action, beforeImage, beforeIPs, beforeMonitor, runningWorkers)
+	rcChange.Attrs = clusterAttrs(rc, specs, action, before, after, rayObserved)
 	p.res.Plan.Changes = append(p.res.Plan.Changes, rcChange)
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Cluster: work, Hosts: nodes}
@@ -478,73 +513,136 @@ func (p *planner) foreignContainer(addr, node, name string, c observe.Container)
 // strayRemovals are managed containers of the cluster on nodes not in it.
 func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
 	var out []Removal
-	for _, node := range sortedKeys(p.facts.Hosts) {
-		if contains(rc.Nodes(), node) {
-			continue
-		}
-		if oc := p.container(node, name); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
-			out = append(out, Removal{Node: node, Container: name})
-		}
+	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+		out = append(out, p.strayRemovalsOn(rc, node)...)
 	}
 	return out
 }
 
-func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, beforeIPs map[string]cty.Value) {
+// strayRemovalsOn is the cluster's managed container on node when node is
+// not in the cluster.
+func (p *planner) strayRemovalsOn(rc *config.RayCluster, node string) []Removal {
+	if contains(rc.Nodes(), node) {
+		return nil
+	}
+	if oc := p.clusterContainer(rc, node); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
+		return []Removal{{Node: node, Container: oc.c.Name}}
+	}
+	return nil
+}
+
+// checkRayTable judges Ray's node table (judgeRayTable, as apply's
+// verification does): a difference on the head replaces the cluster, one
+// on a worker restarts that worker, and an ALIVE node that is none of the
+// cluster's is an error. rayObserved collects, per node, what Ray reports
+// where it differs from the declaration ("address", "gpus").
+func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
 	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
-		if oc := p.container(rc.Head, ContainerName(rc)); oc.found && oc.c.Running && !work.Start[rc.Head] {
+		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
 			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
 			*driftHost = firstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
 		return
 	}
-	alive := head.RayNodes.Alive()
-	var headNode *observe.RayNode
-	for i := range alive {
-		if alive[i].IsHead {
-			headNode = &alive[i]
+	// When the head restarts, every node registers anew: only what the
+	// table says of the head is worth reporting.
+	headRestarts := work.Start[rc.Head]
+	unknownAddr := false
+	for _, s := range specs {
+		unknownAddr = unknownAddr || s.NodeIP == ""
+	}
+	owners := p.addressOwners(rc)
+	observed := func(node, attr, v string) {
+		if rayObserved[node] == nil {
+			rayObserved[node] = map[string]string{}
 		}
+		rayObserved[node][attr] = v
 	}
-	want := specs[0].NodeIP
-	if headNode == nil {
-		if work.Start[rc.Head] {
-			return
-		}
-		*drift = append(*drift, "Ray's node table has no ALIVE head")
-		*driftHost = firstNonEmpty(*driftHost, rc.Head)
-		*replace = true
-		return
-	}
-	if want != "" && headNode.NodeIP != want {
-		*drift = append(*drift, fmt.Sprintf("ray head registered as %s; want %s", headNode.NodeIP, want))
-		*driftHost = firstNonEmpty(*driftHost, rc.Head)
-		beforeIPs[rc.Head] = cty.StringVal(headNode.NodeIP)
-		*replace = true
-		return
-	}
-	byIP := map[string]observe.RayNode{}
-	for _, n := range alive {
-		byIP[n.NodeIP] = n
-	}
-	for _, spec := range specs[1:] {
-		if spec.NodeIP == "" || work.Start[spec.Node] {
+	for _, d := range judgeRayTable(specs, head.RayNodes.List) {
+		if headRestarts && !d.Head {
 			continue
 		}
-		n, ok := byIP[spec.NodeIP]
-		switch {
-		case !ok:
-			*drift = append(*drift, fmt.Sprintf("%s is not ALIVE in Ray's node table under %s", spec.Node, spec.NodeIP))
-			*driftHost = firstNonEmpty(*driftHost, spec.Node)
-			work.Start[spec.Node] = true
-			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
-		case spec.GPUs > 0 && int(n.GPUs()) != spec.GPUs:
-			*drift = append(*drift, fmt.Sprintf("Ray sees %g GPUs on %s; want %d", n.GPUs(), spec.Node, spec.GPUs))
-			*driftHost = firstNonEmpty(*driftHost, spec.Node)
-			work.Start[spec.Node] = true
-			work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: ContainerName(rc)})
+		node := d.Node
+		if node == "" {
+			node = owners[d.IP]
+			if node == "" && unknownAddr {
+				// Perhaps the node whose address is not known yet.
+				continue
+			}
+			if node == "" {
+				p.finding(plan.Error, rc.Addr, rc.Head, d.Reason,
+					"Ray's node table on "+rc.Head+" has a node that is none of the cluster's: another host joined this head, or a node registered under an address rayform does not know.",
+					"stop Ray on that host (ray stop), or declare it as a worker of "+rc.Addr)
+				continue
+			}
+			if !contains(rc.Nodes(), node) {
+				// A node that left the cluster: its container is removed
+				// (see strayRemovals), which takes it out of the table.
+				if len(p.strayRemovalsOn(rc, node)) == 0 {
+					p.finding(plan.Error, rc.Addr, rc.Head, d.Reason, fmt.Sprintf("%s runs Ray in this cluster but is not one of its nodes, and rayform did not start it there.", node),
+						fmt.Sprintf("stop Ray on %s (ray stop), or declare it as a worker of %s", node, rc.Addr))
+				}
+				continue
+			}
+			observed(node, "address", d.IP)
+		} else if d.Attr != "" {
+			observed(node, d.Attr, d.Observed)
+		}
+		if work.Start[node] && node != rc.Head {
+			// Restarted anyway; the difference is still drift, unless it
+			// comes from an address not known yet.
+			if nodeIP(specs, node) != "" {
+				*drift = append(*drift, d.Reason)
+				*driftHost = firstNonEmpty(*driftHost, node)
+			}
+			continue
+		}
+		*drift = append(*drift, d.Reason)
+		*driftHost = firstNonEmpty(*driftHost, node)
+		if d.Head || node == rc.Head {
+			*replace = true
+			continue
+		}
+		work.Start[node] = true
+		name := ContainerName(rc)
+		if oc := p.clusterContainer(rc, node); oc.found {
+			name = oc.c.Name
+		}
+		work.Remove = append(work.Remove, Removal{Node: node, Container: name})
+	}
+}
+
+// nodeIP is the fabric address node's spec starts Ray with.
+func nodeIP(specs []ContainerSpec, node string) string {
+	for _, s := range specs {
+		if s.Node == node {
+			return s.NodeIP
 		}
 	}
+	return ""
+}
+
+// addressOwners maps every address a node is known by (its SSH address,
+// the addresses its host holds, the address its container of the cluster
+// was started with) to the node.
+func (p *planner) addressOwners(rc *config.RayCluster) map[string]string {
+	out := map[string]string{}
+	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+		if n := p.cfg.Nodes[node]; n != nil {
+			out[n.Host] = node
+		}
+		if hf := p.host(node); hf != nil {
+			for _, a := range hf.Addresses.List {
+				out[a.Prefix.Addr().String()] = node
+			}
+		}
+		if oc := p.clusterContainer(rc, node); oc.found && oc.c.Labels[LabelNodeIP] != "" {
+			out[oc.c.Labels[LabelNodeIP]] = node
+		}
+	}
+	return out
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -566,7 +664,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 	if ip := c.Labels[LabelNodeIP]; ip != spec.NodeIP {
 		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
 	}
-	for _, k := range sortedKeys(spec.Env) {
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		if contains(spec.SecretEnv, k) || !c.Inspected {
 			continue
 		}
@@ -604,50 +702,101 @@ func strVal(s string) cty.Value {
 	return cty.StringVal(s)
 }
 
-func (p *planner) clusterAttrs(rc *config.RayCluster, specs []ContainerSpec, action plan.Action, beforeImage cty.Value, beforeIPs map[string]cty.Value, beforeMonitor cty.Value, runningWorkers []cty.Value) []plan.AttrChange {
+// clusterAttrs lists the cluster's attributes, before (from the
+// containers' records) and after (from the specs); the per-node values are
+// gathered in "nodes". rayObserved are the values Ray's node table reports
+// where they differ from the record: the table is the truth.
+func clusterAttrs(rc *config.RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrValues, rayObserved map[string]map[string]string) []plan.AttrChange {
 	if len(specs) == 0 {
 		return nil
 	}
-	afterIPs := map[string]cty.Value{}
+	afterRes := attrValues{}
+	for k, v := range after[rc.Head] {
+		afterRes[k] = v
+	}
+	afterNodes := map[string]cty.Value{}
 	for _, s := range specs {
-		afterIPs[s.Node] = strVal(s.NodeIP)
+		afterNodes[s.Node] = after[s.Node]["node"]
 	}
-	var workers []cty.Value
-	for _, w := range rc.Workers {
-		workers = append(workers, cty.StringVal(w))
-	}
-	create := action == plan.Create
-	before := func(v cty.Value, t cty.Type) cty.Value {
-		if create || v == cty.NilVal {
-			return cty.NullVal(t)
+	delete(afterRes, "node")
+	afterRes["nodes"] = cty.MapVal(afterNodes)
+	beforeRes := attrValues{}
+	if action != plan.Create {
+		// The head's record speaks for the cluster; a worker's, when the
+		// head has none.
+		src := before[rc.Head]
+		for _, s := range specs {
+			if src == nil {
+				src = before[s.Node]
+			}
 		}
-		return v
-	}
-	attrs := []plan.AttrChange{
-		{Name: "image", Before: before(beforeImage, cty.String), After: cty.StringVal(rc.Image), ForcesReplacement: true},
-		{Name: "head", Before: before(cty.StringVal(rc.Head), cty.String), After: cty.StringVal(rc.Head), ForcesReplacement: true},
-		{Name: "head_node_ip", Before: before(ipOrNull(beforeIPs[rc.Head]), cty.String), After: strVal(specs[0].NodeIP), ForcesReplacement: true},
-		{Name: "workers", Before: before(listOrEmpty(runningWorkers), cty.List(cty.String)), After: listOrEmpty(workers)},
-		{Name: "node_ips", Before: before(mapOrNull(beforeIPs), cty.Map(cty.String)), After: cty.MapVal(afterIPs)},
-		{Name: "memory_monitor", Before: before(beforeMonitor, cty.Bool), After: cty.BoolVal(rc.MemoryMonitor), ForcesReplacement: true},
-		{Name: "port", Before: before(cty.NumberIntVal(int64(rc.Port)), cty.Number), After: cty.NumberIntVal(int64(rc.Port))},
-		{Name: "container_name", Before: before(cty.StringVal(ContainerName(rc)), cty.String), After: cty.StringVal(ContainerName(rc))},
-	}
-	if len(rc.Env) > 0 {
-		env := map[string]cty.Value{}
-		for k, v := range rc.Env {
-			env[k] = cty.StringVal(v)
+		for k, v := range src {
+			beforeRes[k] = v
 		}
-		attrs = append(attrs, plan.AttrChange{Name: "env", Before: before(cty.MapVal(env), cty.Map(cty.String)), After: cty.MapVal(env), Sensitive: rc.IsSensitive("env")})
+		// What no record says is taken as unchanged.
+		for k, v := range afterRes {
+			if _, ok := beforeRes[k]; !ok {
+				beforeRes[k] = v
+			}
+		}
+		delete(beforeRes, "node")
+		nodes := map[string]cty.Value{}
+		for n, vals := range before {
+			if v, ok := vals["node"]; ok {
+				if ip, ok := rayObserved[n]["address"]; ok {
+					v = withAddress(v, ip)
+				}
+				if g, ok := rayObserved[n]["gpus"]; ok {
+					v = withGPUs(v, g)
+				}
+				nodes[n] = v
+			}
+		}
+		beforeRes["nodes"] = cty.NullVal(cty.Map(nodeAttrType()))
+		if len(nodes) > 0 {
+			beforeRes["nodes"] = cty.MapVal(nodes)
+		}
 	}
-	return attrs
+	return attrChanges(clusterPlanSchema(), beforeRes, afterRes)
 }
 
-func ipOrNull(v cty.Value) cty.Value {
-	if v == cty.NilVal {
-		return cty.NullVal(cty.String)
+// withAddress is a node object with its address replaced (unknown when
+// ip is empty).
+func withAddress(node cty.Value, ip string) cty.Value {
+	if node == cty.NilVal || !node.Type().IsObjectType() {
+		return node
 	}
-	return v
+	m := node.AsValueMap()
+	m["address"] = strVal(ip)
+	return cty.ObjectVal(m)
+}
+
+// withGPUs is a node object with its GPU count replaced.
+func withGPUs(node cty.Value, gpus string) cty.Value {
+	if node == cty.NilVal || !node.Type().IsObjectType() {
+		return node
+	}
+	v, err := cty.ParseNumberVal(gpus)
+	if err != nil {
+		return node
+	}
+	m := node.AsValueMap()
+	m["gpus"] = v
+	return cty.ObjectVal(m)
+}
+
+// containerRecord reads the attributes a container was created with from
+// its LabelAttrs label.
+func containerRecord(c observe.Container) (attrValues, bool) {
+	l, ok := c.Labels[LabelAttrs]
+	if !ok {
+		return nil, false
+	}
+	rec, ok := decodeRecordLabel(l)
+	if !ok {
+		return nil, false
+	}
+	return decodeAttrs(clusterSchema(), rawAttrs(rec), rec.Sensitive), true
 }
 
 func listOrEmpty(vs []cty.Value) cty.Value {
@@ -657,18 +806,11 @@ func listOrEmpty(vs []cty.Value) cty.Value {
 	return cty.ListVal(vs)
 }
 
-func mapOrNull(m map[string]cty.Value) cty.Value {
-	if len(m) == 0 {
-		return cty.NullVal(cty.Map(cty.String))
-	}
-	return cty.MapVal(m)
-}
-
-func (p *planner) clusterDriftAttrs(specs []ContainerSpec, observedIPs map[string]cty.Value) []plan.AttrChange {
+func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]string) []plan.AttrChange {
 	var attrs []plan.AttrChange
 	for _, s := range specs {
-		if v, ok := observedIPs[s.Node]; ok && s.NodeIP != "" && v.AsString() != s.NodeIP {
-			attrs = append(attrs, plan.AttrChange{Name: "node_ip[" + strconv.Quote(s.Node) + "]", Before: cty.StringVal(s.NodeIP), After: v})
+		if v, ok := rayObserved[s.Node]["address"]; ok && s.NodeIP != "" && v != s.NodeIP {
+			attrs = append(attrs, plan.AttrChange{Name: "node_ip[" + strconv.Quote(s.Node) + "]", Before: cty.StringVal(s.NodeIP), After: cty.StringVal(v)})
 		}
 	}
 	return attrs
@@ -749,11 +891,6 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	if len(drift) > 0 {
 		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
-	for i := range attrs {
-		if action == plan.Replace && attrs[i].Changed() {
-			attrs[i].ForcesReplacement = true
-		}
-	}
 	p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: "vllm_serve", Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
@@ -816,7 +953,7 @@ func (p *planner) changedNodes(rc *config.RayCluster) []string {
 	for _, rm := range w.Cluster.Remove {
 		set[rm.Node] = true
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 func modelsDrift(v observe.VLLM, spec ServeSpec) string {
@@ -841,104 +978,19 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
 func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ServeRecord) []plan.AttrChange {
-	after := ServeAttrs(sv, spec)
-	keys := sortedKeys(after)
-	order := []string{"model", "served_model_name", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization", "max_model_len", "port", "extra_args"}
-	sort.SliceStable(keys, func(i, j int) bool { return indexOf(order, keys[i]) < indexOf(order, keys[j]) })
-	var attrs []plan.AttrChange
-	for _, k := range keys {
-		a := plan.AttrChange{Name: k, After: after[k], Before: cty.NullVal(after[k].Type())}
-		if action != plan.Create {
-			a.Before = a.After
-			if raw, ok := rec.Attrs[k]; ok {
-				if v, err := jsonToCty(raw, after[k].Type()); err == nil {
-					a.Before = v
-				}
+	schema := serveSchema()
+	after := normalize(schema, serveRecordValues(sv))
+	before := attrValues{}
+	if action != plan.Create {
+		before = decodeAttrs(schema, rec.Attrs, rec.Sensitive)
+		// What the record does not say is taken as unchanged.
+		for k, v := range after {
+			if _, ok := before[k]; !ok {
+				before[k] = v
 			}
 		}
-		attrs = append(attrs, a)
 	}
-	endpoint := cty.UnknownVal(cty.String)
-	if sv.Endpoint != "" {
-		endpoint = cty.StringVal(sv.Endpoint)
-	}
-	before := cty.NullVal(cty.String)
-	if action != plan.Create {
-		before = endpoint
-	}
-	attrs = append(attrs, plan.AttrChange{Name: "endpoint", Before: before, After: endpoint})
-	if len(spec.Env) > 0 {
-		env := map[string]cty.Value{}
-		for k, v := range spec.Env {
-			env[k] = cty.StringVal(v)
-		}
-		b := cty.NullVal(cty.Map(cty.String))
-		if action != plan.Create {
-			b = cty.MapVal(env)
-		}
-		attrs = append(attrs, plan.AttrChange{Name: "env", Before: b, After: cty.MapVal(env), Sensitive: len(spec.SecretEnv) > 0})
-	}
-	return attrs
-}
-
-func indexOf(list []string, s string) int {
-	for i, x := range list {
-		if x == s {
-			return i
-		}
-	}
-	return len(list)
-}
-
-// ServeAttrs are the non-sensitive attributes recorded beside the serve
-// process and shown in plans.
-func ServeAttrs(sv *config.VLLMServe, spec ServeSpec) map[string]cty.Value {
-	m := map[string]cty.Value{
-		"model":                  cty.StringVal(sv.Model),
-		"served_model_name":      cty.StringVal(spec.ServedName),
-		"tensor_parallel_size":   cty.NumberIntVal(int64(max(sv.TensorParallelSize, 1))),
-		"pipeline_parallel_size": cty.NumberIntVal(int64(max(sv.PipelineParallelSize, 1))),
-		"gpu_memory_utilization": cty.NumberFloatVal(sv.GPUMemoryUtilization),
-		"port":                   cty.NumberIntVal(int64(sv.Port)),
-	}
-	if sv.MaxModelLen > 0 {
-		m["max_model_len"] = cty.NumberIntVal(int64(sv.MaxModelLen))
-	}
-	if len(sv.ExtraArgs) > 0 && !sv.IsSensitive("extra_args") {
-		var vs []cty.Value
-		for _, a := range sv.ExtraArgs {
-			vs = append(vs, cty.StringVal(a))
-		}
-		m["extra_args"] = cty.ListVal(vs)
-	}
-	return m
-}
-
-func jsonToCty(raw string, t cty.Type) (cty.Value, error) {
-	switch {
-	case t == cty.String:
-		var s string
-		err := json.Unmarshal([]byte(raw), &s)
-		return cty.StringVal(s), err
-	case t == cty.Number:
-		var f float64
-		err := json.Unmarshal([]byte(raw), &f)
-		if f == float64(int64(f)) {
-			return cty.NumberIntVal(int64(f)), err
-		}
-		return cty.NumberFloatVal(f), err
-	case t.IsListType():
-		var l []string
-		if err := json.Unmarshal([]byte(raw), &l); err != nil {
-			return cty.NilVal, err
-		}
-		var vs []cty.Value
-		for _, s := range l {
-			vs = append(vs, cty.StringVal(s))
-		}
-		return listOrEmpty(vs), nil
-	}
-	return cty.NilVal, fmt.Errorf("unsupported type %s", t.FriendlyName())
+	return attrChanges(schema, before, after)
 }
 
 // capacity checks TP×PP against the GPUs Ray will see on the cluster.
@@ -1064,11 +1116,74 @@ func stringVals(ss []string) []cty.Value {
 	return out
 }
 
+// outputs lists the root outputs with what applying the plan does to
+// them: created with a resource they refer to (or, for one that refers to
+// none, on a first apply), updated when what they show of those resources
+// changes, and left alone (not shown as a change) otherwise.
 func (p *planner) outputs() {
-	for _, name := range sortedKeys(p.cfg.Outputs) {
-		o := p.cfg.Outputs[name]
-		p.res.Plan.Outputs = append(p.res.Plan.Outputs, plan.OutputChange{Name: name, Value: o.Value, Sensitive: o.Sensitive})
+	changes := map[string]plan.ResourceChange{}
+	for _, ch := range p.res.Plan.Changes {
+		changes[ch.Address] = ch
 	}
+	exported := map[string]map[string]bool{"ray_cluster": exportedAttrs(clusterPlanSchema()), "vllm_serve": exportedAttrs(serveSchema())}
+	first := p.in.State == nil || len(p.in.State.Addresses()) == 0
+	g := p.cfg.Graph()
+	for _, name := range slices.Sorted(maps.Keys(p.cfg.Outputs)) {
+		o := p.cfg.Outputs[name]
+		oc := plan.OutputChange{Name: name, Value: o.Value, Sensitive: o.Sensitive, Action: plan.NoOp}
+		// An output that is one attribute of a resource it refers to
+		// changes with that attribute; any other changes when the resource
+		// is created or one of its exported attributes changes.
+		onResources := false
+		var same, changed []plan.AttrChange
+		for _, dep := range g.DependenciesOf("output." + name) {
+			ch, ok := changes[dep]
+			if !ok {
+				continue
+			}
+			onResources = true
+			if ch.Action == plan.Create {
+				oc.Action = plan.Create
+			}
+			for _, a := range ch.Attrs {
+				if !exported[ch.Type][a.Name] {
+					continue
+				}
+				if a.After.RawEquals(o.Value) {
+					same = append(same, a)
+				}
+				if a.Changed() {
+					changed = append(changed, a)
+				}
+			}
+		}
+		switch {
+		case oc.Action == plan.Create:
+		case !onResources:
+			if first {
+				oc.Action = plan.Create
+			}
+		case len(same) > 0:
+			for _, a := range same {
+				if a.Changed() {
+					oc.Action, oc.Before = plan.Update, a.Before
+				}
+			}
+		case len(changed) > 0:
+			oc.Action = plan.Update
+		}
+		p.res.Plan.Outputs = append(p.res.Plan.Outputs, oc)
+	}
+}
+
+func exportedAttrs(schema []attr) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range schema {
+		if a.exported {
+			out[a.name] = true
+		}
+	}
+	return out
 }
 
 // HostFingerprints digests, per host, the facts a plan depends on, so a

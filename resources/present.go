@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -53,7 +55,7 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		sort.Strings(p.Nodes)
 		present[addr] = p
 	}
-	for _, node := range sortedKeys(facts.Hosts) {
+	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		hf, ok := known(node)
 		if !ok {
 			continue
@@ -84,7 +86,7 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 			}
 		}
 	}
-	for _, addr := range sortedKeys(serves) {
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
 		s := serves[addr]
 		if _, ok := facts.Hosts[s.node]; !ok {
 			unknown[s.node] = true

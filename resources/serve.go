@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
-	ctyjson "github.com/zclconf/go-cty/cty/json"
+	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
@@ -79,19 +81,22 @@ type ServeSpec struct {
 	// ServedName and MaxModelLen are what /v1/models must report.
 	ServedName  string `json:"served_name"`
 	MaxModelLen int    `json:"max_model_len,omitempty"`
-	// Attrs are the non-sensitive attributes, as JSON, recorded beside the
-	// process so a later plan can show what changed.
-	Attrs map[string]json.RawMessage `json:"attrs,omitempty"`
+	// Attrs are the attributes, as JSON, recorded beside the process so a
+	// later plan can show what changed: sensitive values only as digests,
+	// their paths in Sensitive (see serveRecordValues). They are derived
+	// from the rest, so they are not part of the hash.
+	Attrs     map[string]json.RawMessage `json:"attrs,omitempty"`
+	Sensitive []string                   `json:"sensitive,omitempty"`
 }
 
 // Hash is a stable digest of the spec; secret values enter only hashed.
 func (s ServeSpec) Hash() string {
 	c := s
+	c.Attrs, c.Sensitive = nil, nil
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if contains(s.SecretEnv, k) {
-			sum := sha256.Sum256([]byte(v))
-			v = "sha256:" + hex.EncodeToString(sum[:8])
+			v = secretDigest(v)
 		}
 		c.Env[k] = v
 	}
@@ -120,13 +125,6 @@ func (s ServeSpec) HostPidPath(project string) string {
 	return ServeHostDir(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
 }
 
-// ServeRecord is what rayform writes next to the process for drift detection.
-type ServeRecord struct {
-	Resource string                     `json:"resource"`
-	SpecHash string                     `json:"spec_hash"`
-	Attrs    map[string]json.RawMessage `json:"attrs,omitempty"`
-}
-
 // StartScript runs inside the head container (ExecArgs, with the secret
 // env already in its environment): it records its pid, takes the serve's
 // lock, records the spec, and execs vllm serve with its output in the log
@@ -144,7 +142,7 @@ type ServeRecord struct {
 // same name still holds the lock (still exiting), the script says so in
 // the log and waits for it.
 func (s ServeSpec) StartScript() string {
-	rec, _ := json.Marshal(ServeRecord{Resource: s.Resource, SpecHash: s.Hash(), Attrs: s.Attrs})
+	rec, _ := json.Marshal(observe.Record{Resource: s.Resource, SpecHash: s.Hash(), Attrs: s.Attrs, Sensitive: s.Sensitive})
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", serveDir, serveDir)
@@ -170,10 +168,7 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)
 	}
-	name := rc.ContainerName
-	if name == "" {
-		name = "rayform-" + rc.Name
-	}
+	name := ContainerName(rc)
 	served := sv.ServedModelName
 	if served == "" {
 		served = sv.Model
@@ -227,14 +222,33 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 		Port:        sv.Port,
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
-		Attrs:       map[string]json.RawMessage{},
 	}
-	for k, v := range ServeAttrs(sv, spec) {
-		if b, err := ctyjson.Marshal(v, v.Type()); err == nil {
-			spec.Attrs[k] = b
+	known := attrValues{}
+	for k, v := range serveRecordValues(sv) {
+		if v.IsWhollyKnown() {
+			known[k] = v
 		}
 	}
+	rec := known.record()
+	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
+}
+
+// serveSchema is the vllm_serve's attributes as plans show them and serve
+// records keep them: its applied arguments (config.Schema), then the
+// endpoint they give.
+func serveSchema() []attr {
+	return append(argAttrs("vllm_serve"), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
+}
+
+// serveRecordValues are the serve's attributes as its record keeps them.
+func serveRecordValues(sv *config.VLLMServe) attrValues {
+	vals := argValues("vllm_serve", &sv.Decl)
+	vals["endpoint"] = cty.UnknownVal(cty.String)
+	if sv.Endpoint != "" {
+		vals["endpoint"] = cty.StringVal(sv.Endpoint)
+	}
+	return vals
 }
 
 // ExecArgs is the docker exec command that starts the serve process
@@ -251,7 +265,7 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 	if logOwner != "" {
 		args = append(args, "-e", "RAYFORM_LOG_OWNER="+logOwner)
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 		} else {

@@ -9,11 +9,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 )
 
 // Container labels rayform sets on every container it creates. A container
@@ -28,21 +31,6 @@ const (
 	LabelHead     = "rayform.head"      // head address "ip:port"
 	LabelSpecHash = "rayform.spec-hash" // hash of the ContainerSpec
 )
-
-// NetworkEnvKeys returns the variables a network binding pins on every
-// node. They differ per host, so they are also listed in vLLM's
-// ray_non_carry_over_env_vars.json: the head's values must not overwrite a
-// worker's.
-func NetworkEnvKeys() []string {
-	return []string{
-		"VLLM_HOST_IP",
-		"NCCL_SOCKET_IFNAME",
-		"GLOO_SOCKET_IFNAME",
-		"TP_SOCKET_IFNAME",
-		"UCX_NET_DEVICES",
-		"NCCL_IB_HCA",
-	}
-}
 
 // ContainerSpec is everything that defines one Ray container on one node.
 // Its hash, stored as a label, is how drift in the definition is detected.
@@ -69,10 +57,13 @@ type ContainerSpec struct {
 	// ServeDir is the container's directory of serve records (see
 	// serveDir), bind-mounted from ServeHostDir(project, Node, Name) on the
 	// host; "" mounts nothing. It is part of the hash, so a container
-	// created before records were kept on the host is replaced; the host
-	// side is determined by the project (which owns the container), Node
-	// and Name.
+	// without the mount is replaced; the host side is determined by the
+	// project (which owns the container), Node and Name.
 	ServeDir string `json:"serve_dir,omitempty"`
+	// Record is the cluster's attributes as this container applies them,
+	// carried as the LabelAttrs label. It is derived from the fields above
+	// and the cluster, so it is not part of the hash.
+	Record observe.Record `json:"-"`
 }
 
 // Hash is a stable digest of the spec. Secret values enter it only through
@@ -82,8 +73,7 @@ func (s ContainerSpec) Hash() string {
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if contains(s.SecretEnv, k) {
-			sum := sha256.Sum256([]byte(v))
-			v = "sha256:" + hex.EncodeToString(sum[:8])
+			v = secretDigest(v)
 		}
 		c.Env[k] = v
 	}
@@ -94,7 +84,7 @@ func (s ContainerSpec) Hash() string {
 
 // Labels returns the labels the container carries.
 func (s ContainerSpec) Labels(project string) map[string]string {
-	return map[string]string{
+	labels := map[string]string{
 		LabelManaged:  "true",
 		LabelProject:  project,
 		LabelResource: s.Resource,
@@ -104,6 +94,10 @@ func (s ContainerSpec) Labels(project string) map[string]string {
 		LabelHead:     s.HeadAddr,
 		LabelSpecHash: s.Hash(),
 	}
+	if len(s.Record.Attrs) > 0 {
+		labels[LabelAttrs] = encodeRecordLabel(s.Record)
+	}
+	return labels
 }
 
 // RayStartArgs is the `ray start` command line the container runs.
@@ -152,10 +146,10 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		"--network", "host", "--ipc", "host", "--gpus", "all",
 		"--restart", "no"}
 	labels := s.Labels(project)
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		args = append(args, "--label", k+"="+labels[k])
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 			continue
@@ -188,10 +182,8 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 	if headIP.IsValid() {
 		headAddr = netip.AddrPortFrom(headIP, uint16(rc.Port)).String()
 	}
-	name := rc.ContainerName
-	if name == "" {
-		name = "rayform-" + rc.Name
-	}
+	name := ContainerName(rc)
+	nw := cfg.Networks[rc.Network]
 	var specs []ContainerSpec
 	for i, node := range rc.Nodes() {
 		role := "worker"
@@ -221,7 +213,7 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 		if n := cfg.Nodes[node]; n != nil {
 			gpus = n.GPUs
 		}
-		specs = append(specs, ContainerSpec{
+		specs = append(specs, withRecord(rc, ContainerSpec{
 			Resource:      rc.Addr,
 			Node:          node,
 			Role:          role,
@@ -236,9 +228,9 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
-			NonCarryOver:  NetworkEnvKeys(),
+			NonCarryOver:  config.NetworkEnvKeys(),
 			ServeDir:      serveDir,
-		})
+		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs
 }
@@ -267,13 +259,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

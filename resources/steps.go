@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -252,7 +254,7 @@ func (d *doneSet) add(node, msg string) {
 func (d *doneSet) report(progress func(string)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, n := range sortedKeys(d.lines) {
+	for _, n := range slices.Sorted(maps.Keys(d.lines)) {
 		for _, l := range d.lines[n] {
 			progress(l)
 		}

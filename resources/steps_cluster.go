@@ -6,14 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -80,7 +82,7 @@ func removalsByNode(rems []Removal) ([]string, map[string][]Removal) {
 	for _, rm := range rems {
 		m[rm.Node] = append(m[rm.Node], rm)
 	}
-	return sortedKeys(m), m
+	return slices.Sorted(maps.Keys(m)), m
 }
 
 // removeStep stops and removes the containers that must go. It re-reads
@@ -607,7 +609,7 @@ func (r *clusterRun) verifyTable(ctx context.Context) error {
 			return false, nil
 		}
 		lastErr = ""
-		last = compareTable(r.c.Specs, rows)
+		last = reasons(judgeRayTable(r.c.Specs, rows))
 		if len(last) == 0 {
 			return true, nil
 		}
@@ -661,67 +663,8 @@ func (e *StepEnv) containerRunning(ctx context.Context, node, container string) 
 	return nil
 }
 
-// compareTable lists how Ray's ALIVE nodes differ from the declared ones.
-func compareTable(specs []ContainerSpec, rows []rayNodeRow) []string {
-	byIP := map[string][]rayNodeRow{}
-	for _, n := range rows {
-		if n.State == "ALIVE" {
-			byIP[n.NodeIP] = append(byIP[n.NodeIP], n)
-		}
-	}
-	declared := map[string]bool{}
-	var diffs []string
-	for _, s := range specs {
-		if s.NodeIP == "" {
-			continue
-		}
-		declared[s.NodeIP] = true
-		rs := byIP[s.NodeIP]
-		switch {
-		case len(rs) == 0:
-			diffs = append(diffs, fmt.Sprintf("%s (%s) is not ALIVE", s.Node, s.NodeIP))
-			continue
-		case len(rs) > 1:
-			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE %d times", s.Node, s.NodeIP, len(rs)))
-		}
-		n := rs[0]
-		if s.Role == "head" && !n.IsHead {
-			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE but not the head", s.Node, s.NodeIP))
-		}
-		if s.Role != "head" && n.IsHead {
-			diffs = append(diffs, fmt.Sprintf("%s (%s) is ALIVE as a head, want a worker", s.Node, s.NodeIP))
-		}
-		if s.GPUs > 0 && n.GPUs != float64(s.GPUs) {
-			diffs = append(diffs, fmt.Sprintf("%s (%s) has %g GPUs in Ray, want %d", s.Node, s.NodeIP, n.GPUs, s.GPUs))
-		}
-	}
-	var extra []string
-	for ip := range byIP {
-		if !declared[ip] {
-			extra = append(extra, ip)
-		}
-	}
-	sort.Strings(extra)
-	for _, ip := range extra {
-		role := "a worker"
-		if byIP[ip][0].IsHead {
-			role = "the head"
-		}
-		diffs = append(diffs, fmt.Sprintf("%s is ALIVE as %s but is no declared node's fabric address", ip, role))
-	}
-	return diffs
-}
-
-// rayNodeRow is what the steps read of one row of Ray's node table.
-type rayNodeRow struct {
-	NodeIP string
-	IsHead bool
-	State  string
-	GPUs   float64
-}
-
 // rayNodes reads Ray's node table inside the head container.
-func (r *clusterRun) rayNodes(ctx context.Context) ([]rayNodeRow, error) {
+func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
 	res, err := r.e.run(ctx, r.head.Node, transport.Cmd{
 		Argv:    []string{"docker", "exec", r.head.Name, "ray", "list", "nodes", "--format", "json", "--limit", "1000"},
 		Timeout: rayListTimeout,
@@ -729,35 +672,7 @@ func (r *clusterRun) rayNodes(ctx context.Context) ([]rayNodeRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseRayNodes(res.Stdout)
-}
-
-// parseRayNodes decodes `ray list nodes --format json`, skipping anything
-// printed before the JSON array.
-func parseRayNodes(out []byte) ([]rayNodeRow, error) {
-	s := string(out)
-	i := strings.Index(s, "[")
-	if i < 0 {
-		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(s))
-	}
-	var raw []struct {
-		NodeIP    string                     `json:"node_ip"`
-		IsHead    bool                       `json:"is_head_node"`
-		State     string                     `json:"state"`
-		Resources map[string]json.RawMessage `json:"resources_total"`
-	}
-	if err := json.NewDecoder(strings.NewReader(s[i:])).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("ray list nodes: %w", err)
-	}
-	rows := make([]rayNodeRow, 0, len(raw))
-	for _, n := range raw {
-		row := rayNodeRow{NodeIP: n.NodeIP, IsHead: n.IsHead, State: n.State}
-		if g, ok := n.Resources["GPU"]; ok {
-			_ = json.Unmarshal(g, &row.GPUs)
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
+	return observe.ParseRayNodeList(res.Stdout)
 }
 
 // diagnose reads the head's and the started workers' container logs and

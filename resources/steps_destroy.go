@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,7 +74,7 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 	}
 	// Containers of this project the hosts report, by resource address.
 	found := map[string][]Removal{}
-	for _, node := range sortedKeys(facts.Hosts) {
+	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		hf := facts.Hosts[node]
 		if hf == nil {
 			continue
@@ -102,7 +104,7 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 			}
 		}
 	}
-	for _, addr := range sortedKeys(clusters) {
+	for _, addr := range slices.Sorted(maps.Keys(clusters)) {
 		g.Add(addr)
 		rems := found[addr]
 		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
@@ -119,7 +121,7 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 			Cluster: &ClusterWork{Name: name, Start: map[string]bool{}, Remove: rems}}
 		res.Plan.Changes = append(res.Plan.Changes, destroyChange(addr, "ray_cluster", name, action, hosts, len(rems) > 0))
 	}
-	for _, addr := range sortedKeys(serves) {
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
 		g.Add(addr)
 		sw := serves[addr]
 		if c := serveCluster[addr]; c != "" {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -388,9 +390,9 @@ func (l *fakeLab) rayList() transport.Result {
 		Labels    map[string]string `json:"labels"`
 	}
 	rows := []row{}
-	for _, n := range sortedKeys(l.hosts) {
+	for _, n := range slices.Sorted(maps.Keys(l.hosts)) {
 		h := l.hosts[n]
-		for _, cn := range sortedKeys(h.containers) {
+		for _, cn := range slices.Sorted(maps.Keys(h.containers)) {
 			c := h.containers[cn]
 			if !c.running || c.labels[LabelManaged] != "true" {
 				continue
@@ -435,7 +437,7 @@ func (l *fakeLab) curl(h *fakeHost, a []string) transport.Result {
 // transcript renders every host's calls, hosts sorted.
 func (l *fakeLab) transcript() string {
 	var b strings.Builder
-	for _, n := range sortedKeys(l.hosts) {
+	for _, n := range slices.Sorted(maps.Keys(l.hosts)) {
 		fmt.Fprintf(&b, "== %s\n%s", n, l.hosts[n].fake.Transcript())
 	}
 	return b.String()
@@ -444,7 +446,7 @@ func (l *fakeLab) transcript() string {
 // calls returns every call of every host.
 func (l *fakeLab) calls() []transporttest.Call {
 	var out []transporttest.Call
-	for _, n := range sortedKeys(l.hosts) {
+	for _, n := range slices.Sorted(maps.Keys(l.hosts)) {
 		out = append(out, l.hosts[n].fake.Calls()...)
 	}
 	return out

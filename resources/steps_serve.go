@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -380,7 +382,7 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	srcs := []logSource{{node: node, container: c, source: "ray head container"}}
 	nodes, known := r.e.ServeNodes[r.w.Address]
 	if !known {
-		nodes = sortedKeys(r.e.Conns)
+		nodes = slices.Sorted(maps.Keys(r.e.Conns))
 	}
 	for _, n := range nodes {
 		if n != node {
@@ -528,7 +530,7 @@ func (p *serveProgress) barLine(phase, label string, n, total, pct int) {
 // completeBars shows 100% for the bars of phases a milestone ends (another
 // rank's line can reach the log before this rank's last bar).
 func (p *serveProgress) completeBars(match func(phase string) bool, label func(phase string) string) {
-	for _, phase := range sortedKeys(p.bars) {
+	for _, phase := range slices.Sorted(maps.Keys(p.bars)) {
 		st := p.bars[phase]
 		if !st.done && match(phase) {
 			p.bars[phase] = barState{total: st.total, done: true}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -28,7 +29,7 @@ func pairSpecs(ip1 string) []ContainerSpec {
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			NonCarryOver: NetworkEnvKeys(), ServeDir: serveDir}
+			NonCarryOver: config.NetworkEnvKeys(), ServeDir: serveDir}
 	}
 	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
@@ -269,46 +270,32 @@ func TestVerifyTableTimesOut(t *testing.T) {
 	}
 }
 
-func TestCompareTable(t *testing.T) {
+func TestJudgeRayTable(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
-	head := rayNodeRow{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", GPUs: 1}
-	worker := rayNodeRow{NodeIP: "192.168.200.13", State: "ALIVE", GPUs: 1}
+	gpus := func(n float64) map[string]float64 { return map[string]float64{"GPU": n} }
+	head := observe.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
+	worker := observe.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
 	tests := []struct {
 		name string
-		rows []rayNodeRow
+		rows []observe.RayNode
 		want []string
 	}{
-		{"as declared", []rayNodeRow{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
-		{"worker missing", []rayNodeRow{head}, []string{"spark2 (192.168.200.13) is not ALIVE"}},
-		{"head elsewhere", []rayNodeRow{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", GPUs: 1}, worker},
-			[]string{"spark1 (192.168.200.12) is not ALIVE", "10.1.230.180 is ALIVE as the head but is no declared node's fabric address"}},
-		{"gpus", []rayNodeRow{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
-		{"twice", []rayNodeRow{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
+		{"as declared", []observe.RayNode{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
+		{"worker missing", []observe.RayNode{head}, []string{"spark2 (192.168.200.13) is not ALIVE in Ray's node table"}},
+		{"head elsewhere", []observe.RayNode{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", Resources: gpus(1)}, worker},
+			[]string{"ray head registered as 10.1.230.180; want 192.168.200.12"}},
+		{"gpus", []observe.RayNode{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
+		{"twice", []observe.RayNode{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
+		{"undeclared", []observe.RayNode{head, worker, {NodeIP: "10.1.230.181", State: "ALIVE"}},
+			[]string{"10.1.230.181 is ALIVE as a worker but is no declared node's fabric address"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := compareTable(specs, tt.rows)
+			got := reasons(judgeRayTable(specs, tt.rows))
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestParseRayNodes(t *testing.T) {
-	out := []byte("2026-04-08 23:30:00,000 WARNING a noise line\n" +
-		`[{"node_id":"a","node_ip":"192.168.200.12","is_head_node":true,"state":"ALIVE","resources_total":{"CPU":20.0,"GPU":1.0,"memory":"85.123 GiB"}},` +
-		`{"node_id":"b","node_ip":"192.168.200.13","is_head_node":false,"state":"DEAD","resources_total":{}}]` + "\n")
-	rows, err := parseRayNodes(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []rayNodeRow{{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", GPUs: 1}, {NodeIP: "192.168.200.13", State: "DEAD"}}
-	if len(rows) != 2 || rows[0] != want[0] || rows[1] != want[1] {
-		t.Errorf("rows = %+v, want %+v", rows, want)
-	}
-	if _, err := parseRayNodes([]byte("ConnectionError: Could not find any running Ray instance.")); err == nil {
-		t.Error("no error for output without JSON")
 	}
 }
 

@@ -172,7 +172,7 @@ func TestE2EPlanFindsTheSeedsMistakes(t *testing.T) {
 		want     []string
 	}{
 		{"empty cluster plans a create", clusterConfig("enp1s0f1np1", seedImage, false, 0.85), exitChanges,
-			[]string{"# ray_cluster.spark will be created", `+ head_node_ip   = "192.168.200.12"`, "Plan: 2 to add, 0 to change, 0 to destroy."}},
+			[]string{"# ray_cluster.spark will be created", `+ address   = "192.168.200.12"`, `+ "NCCL_SOCKET_IFNAME" = "enp1s0f1np1"`, "Plan: 2 to add, 0 to change, 0 to destroy."}},
 		{"fabric interface that does not exist", clusterConfig("eth9", seedImage, false, 0.85), exitError,
 			[]string{"Error: interface eth9 does not exist on spark1", "enp1s0f1np1"}},
 		{"memory monitor on unified memory", clusterConfig("enp1s0f1np1", seedImage, true, 0.90), exitError,

@@ -2,7 +2,6 @@ package config
 
 import (
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 
@@ -70,6 +69,11 @@ type Decl struct {
 	// Unknown lists attribute paths whose values are known only after
 	// observing the hosts; their Go fields hold zero values until then.
 	Unknown []string
+	// Args holds every argument of the block's [Schema] as decoded:
+	// defaults applied, references as the names they resolve to, null for
+	// an unset argument without a default. Values are unmarked (see
+	// Sensitive) and may be unknown before the hosts are observed.
+	Args map[string]cty.Value
 }
 
 // Range returns the range of attribute attr, or the block's DeclRange when
@@ -246,14 +250,4 @@ type VLLMServe struct {
 	// PublicEndpoint is the same URL on the head node's host (its SSH
 	// address as configured), known from the configuration alone.
 	PublicEndpoint string
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -232,7 +234,7 @@ func TestExampleGraph(t *testing.T) {
 // dump renders a configuration deterministically for golden files.
 func dump(c *Config) string {
 	var b strings.Builder
-	for _, name := range sortedKeys(c.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		v := c.Variables[name]
 		val := v.Value
 		if v.Sensitive {
@@ -240,7 +242,7 @@ func dump(c *Config) string {
 		}
 		fmt.Fprintf(&b, "var.%s = %s (%s)\n", name, FormatValue(val), v.Source)
 	}
-	for _, name := range sortedKeys(c.Locals) {
+	for _, name := range slices.Sorted(maps.Keys(c.Locals)) {
 		l := c.Locals[name]
 		val := l.Value
 		if l.Sensitive {
@@ -258,32 +260,32 @@ func dump(c *Config) string {
 		}
 		b.WriteString("\n")
 	}
-	for _, name := range sortedKeys(c.Nodes) {
+	for _, name := range slices.Sorted(maps.Keys(c.Nodes)) {
 		n := c.Nodes[name]
 		fmt.Fprintf(&b, "%s block=%s key=%q host=%q user=%q port=%d identity_file=%q bastion=%q gpus=%d labels=%v\n",
 			n.Addr, n.Block, n.Key, n.Host, n.User, n.Port, n.IdentityFile, n.Bastion, n.GPUs, n.Labels)
 		decl(&n.Decl)
 	}
-	for _, name := range sortedKeys(c.Networks) {
+	for _, name := range slices.Sorted(maps.Keys(c.Networks)) {
 		n := c.Networks[name]
 		fmt.Fprintf(&b, "%s cidr=%s interface=%q interfaces=%v ib_hca=%q mtu=%d nodes=%v addresses=%v\n",
 			n.Addr, n.CIDR, n.Interface, n.Interfaces, n.IBHCA, n.MTU, n.Nodes, n.Addresses)
 		decl(&n.Decl)
 	}
-	for _, name := range sortedKeys(c.RayClusters) {
+	for _, name := range slices.Sorted(maps.Keys(c.RayClusters)) {
 		r := c.RayClusters[name]
 		addr, _ := r.Address()
 		fmt.Fprintf(&b, "%s image=%q head=%q workers=%q network=%q port=%d dashboard_port=%d memory_monitor=%t shm_size=%q env=%v volumes=%q docker_args=%q container_name=%q address=%q\n",
 			r.Addr, r.Image, r.Head, r.Workers, r.Network, r.Port, r.DashboardPort, r.MemoryMonitor, r.ShmSize, r.Env, r.Volumes, r.DockerArgs, r.ContainerName, addr)
 		decl(&r.Decl)
 	}
-	for _, name := range sortedKeys(c.Serves) {
+	for _, name := range slices.Sorted(maps.Keys(c.Serves)) {
 		s := c.Serves[name]
 		fmt.Fprintf(&b, "%s cluster=%q model=%q served_model_name=%q tp=%d pp=%d gpu_memory_utilization=%g max_model_len=%d port=%d env=%v extra_args=%q ready_timeout=%s endpoint=%q\n",
 			s.Addr, s.Cluster, s.Model, s.ServedModelName, s.TensorParallelSize, s.PipelineParallelSize, s.GPUMemoryUtilization, s.MaxModelLen, s.Port, s.Env, s.ExtraArgs, s.ReadyTimeout, s.Endpoint)
 		decl(&s.Decl)
 	}
-	for _, name := range sortedKeys(c.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(c.Outputs)) {
 		o := c.Outputs[name]
 		val := o.Value
 		if o.Sensitive {

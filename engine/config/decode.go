@@ -3,8 +3,10 @@ package config
 import (
 	"fmt"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"maps"
 	"math/big"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,55 +58,118 @@ func (b *blockEval) known(attr string) (cty.Value, bool) {
 	return v, true
 }
 
-func (b *blockEval) str(attr, def string) string {
-	v, ok := b.known(attr)
-	if !ok {
-		return def
+// spec is attr's entry in the block type's schema.
+func (b *blockEval) spec(attr string) Arg {
+	for _, a := range kindSpecs(b.it.kind) {
+		if a.Name == attr {
+			return a
+		}
 	}
-	return v.AsString()
+	return Arg{Name: attr}
 }
 
-func (b *blockEval) boolean(attr string, def bool) bool {
+// record keeps attr's decoded value (default applied, references as
+// names) in Decl.Args.
+func (b *blockEval) record(attr string, v cty.Value) {
+	if b.decl.Args == nil {
+		b.decl.Args = map[string]cty.Value{}
+	}
+	b.decl.Args[attr] = v
+}
+
+// str decodes a string, or the schema's default.
+func (b *blockEval) str(attr string) string {
+	def := ""
+	if d := b.spec(attr).Default; d != cty.NilVal {
+		def = d.AsString()
+	}
+	return b.strOr(attr, def)
+}
+
+// strOr decodes a string, or def (a default computed from other values).
+func (b *blockEval) strOr(attr, def string) string {
+	s := def
+	if v, ok := b.known(attr); ok {
+		s = v.AsString()
+	}
+	if s == "" {
+		b.record(attr, cty.NullVal(cty.String))
+	} else {
+		b.record(attr, cty.StringVal(s))
+	}
+	return s
+}
+
+// boolean decodes a bool, or the schema's default (false without one).
+func (b *blockEval) boolean(attr string) bool {
 	v, ok := b.known(attr)
 	if !ok {
-		return def
+		v = b.spec(attr).Default
+		if v == cty.NilVal {
+			v = cty.False
+		}
 	}
+	b.record(attr, v)
 	return v.True()
 }
 
-func (b *blockEval) float(attr string, def float64) float64 {
+// float decodes a number, or the schema's default (0 without one).
+func (b *blockEval) float(attr string) float64 {
 	v, ok := b.known(attr)
 	if !ok {
-		return def
+		v = b.spec(attr).Default
+		if v == cty.NilVal {
+			b.record(attr, cty.NullVal(cty.Number))
+			return 0
+		}
 	}
+	b.record(attr, v)
 	f, _ := v.AsBigFloat().Float64()
 	return f
 }
 
-// integer decodes a whole number in [lo, hi], or def when attr is not set.
-func (b *blockEval) integer(attr string, def, lo, hi int) int {
+// integer decodes a whole number within the schema's range, or the
+// schema's default (0 without one).
+func (b *blockEval) integer(attr string) int {
+	spec := b.spec(attr)
+	def := 0
+	if spec.Default != cty.NilVal {
+		d, _ := spec.Default.AsBigFloat().Int64()
+		def = int(d)
+	}
+	defVal := func() int {
+		if spec.Default == cty.NilVal {
+			b.record(attr, cty.NullVal(cty.Number))
+		} else {
+			b.record(attr, spec.Default)
+		}
+		return def
+	}
 	v, ok := b.known(attr)
 	if !ok {
-		return def
+		return defVal()
 	}
 	bf := v.AsBigFloat()
 	if !bf.IsInt() {
 		b.errorAt(attr, "Invalid whole number", fmt.Sprintf("%s must be a whole number; got %s.", attr, bf.Text('f', -1)))
-		return def
+		return defVal()
 	}
-	if bf.Cmp(big.NewFloat(float64(lo))) < 0 || bf.Cmp(big.NewFloat(float64(hi))) > 0 {
-		b.errorAt(attr, "Value out of range", fmt.Sprintf("%s must be between %d and %d; got %s.", attr, lo, hi, bf.Text('f', -1)))
-		return def
+	if spec.Max > 0 && (bf.Cmp(big.NewFloat(spec.Min)) < 0 || bf.Cmp(big.NewFloat(spec.Max)) > 0) {
+		b.errorAt(attr, "Value out of range", fmt.Sprintf("%s must be between %d and %d; got %s.", attr, int64(spec.Min), int64(spec.Max), bf.Text('f', -1)))
+		return defVal()
 	}
 	n, _ := bf.Int64()
+	b.record(attr, cty.NumberIntVal(n))
 	return int(n)
 }
 
 func (b *blockEval) strList(attr string) []string {
 	v, ok := b.known(attr)
 	if !ok {
+		b.record(attr, cty.NullVal(cty.List(cty.String)))
 		return nil
 	}
+	b.record(attr, v)
 	out := make([]string, 0, v.LengthInt())
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
@@ -120,8 +185,10 @@ func (b *blockEval) strList(attr string) []string {
 func (b *blockEval) strMap(attr string) map[string]string {
 	v, ok := b.known(attr)
 	if !ok {
+		b.record(attr, cty.NullVal(cty.Map(cty.String)))
 		return nil
 	}
+	b.record(attr, v)
 	out := make(map[string]string, v.LengthInt())
 	for it := v.ElementIterator(); it.Next(); {
 		k, e := it.Element()
@@ -134,8 +201,9 @@ func (b *blockEval) strMap(attr string) map[string]string {
 	return out
 }
 
-func (b *blockEval) duration(attr, def string) time.Duration {
-	s := b.str(attr, def)
+// duration decodes a duration, or the schema's default.
+func (b *blockEval) duration(attr string) time.Duration {
+	s := b.str(attr)
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		why := "it must be longer than zero"
@@ -180,6 +248,19 @@ func refTarget(v cty.Value) (kind, name string, ok bool) {
 
 // nodeRef decodes an argument that refers to one node, returning its name.
 func (b *blockEval) nodeRef(attr string) string {
+	name := b.nodeRefName(attr)
+	b.record(attr, optStr(name))
+	return name
+}
+
+func optStr(s string) cty.Value {
+	if s == "" {
+		return cty.NullVal(cty.String)
+	}
+	return cty.StringVal(s)
+}
+
+func (b *blockEval) nodeRefName(attr string) string {
 	v, ok := b.known(attr)
 	if !ok {
 		return ""
@@ -196,6 +277,20 @@ func (b *blockEval) nodeRef(attr string) string {
 // nodeRefs decodes an argument that refers to any number of nodes: a list,
 // set or tuple of nodes, or a for_each node block (all its instances).
 func (b *blockEval) nodeRefs(attr string) []string {
+	names := b.nodeRefNames(attr)
+	if len(names) == 0 {
+		b.record(attr, cty.NullVal(cty.List(cty.String)))
+		return names
+	}
+	vs := make([]cty.Value, len(names))
+	for i, n := range names {
+		vs[i] = cty.StringVal(n)
+	}
+	b.record(attr, cty.ListVal(vs))
+	return names
+}
+
+func (b *blockEval) nodeRefNames(attr string) []string {
 	v, ok := b.known(attr)
 	if !ok {
 		return nil
@@ -223,6 +318,12 @@ func (b *blockEval) nodeRefs(attr string) []string {
 
 // blockRef decodes an argument that refers to one block of kind.
 func (b *blockEval) blockRef(attr, kind string) string {
+	name := b.blockRefName(attr, kind)
+	b.record(attr, optStr(name))
+	return name
+}
+
+func (b *blockEval) blockRefName(attr, kind string) string {
 	v, ok := b.known(attr)
 	if !ok {
 		return ""
@@ -303,7 +404,7 @@ func (b *blockEval) decodeInterface(n *Network, members []string, checkKeys bool
 		}
 		n.Interfaces[k.AsString()] = e.AsString()
 	}
-	for _, key := range sortedKeys(n.Interfaces) {
+	for _, key := range slices.Sorted(maps.Keys(n.Interfaces)) {
 		if msg := checkIfname(n.Interfaces[key]); msg != "" {
 			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", key, n.Interfaces[key], msg))
 		}
@@ -457,22 +558,18 @@ func (b *blockEval) checkRayCluster(rc *RayCluster) {
 // pinnedEnv lists the environment variables rayform sets in every Ray
 // container, with the argument that controls each.
 func pinnedEnv() map[string]string {
-	return map[string]string{
-		"VLLM_HOST_IP":                  "the network's address of each node",
-		"NCCL_SOCKET_IFNAME":            "the network's interface",
-		"GLOO_SOCKET_IFNAME":            "the network's interface",
-		"TP_SOCKET_IFNAME":              "the network's interface",
-		"UCX_NET_DEVICES":               "the network's interface",
-		"NCCL_IB_HCA":                   "the network's ib_hca",
-		"RAY_memory_monitor_refresh_ms": "the Ray cluster's memory_monitor",
+	out := map[string]string{"RAY_memory_monitor_refresh_ms": "the Ray cluster's memory_monitor"}
+	for _, p := range networkPins() {
+		out[p.key] = p.from
 	}
+	return out
 }
 
 // checkEnv checks environment variable names and rejects the ones rayform
 // pins.
 func (b *blockEval) checkEnv(attr string, env map[string]string) {
 	pinned := pinnedEnv()
-	for _, k := range sortedKeys(env) {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !matches(envNamePattern, k) {
 			b.errorAt(attr, "Invalid environment variable name", fmt.Sprintf("%q is not a valid environment variable name: use letters, digits and underscores, not starting with a digit.", k))
 			continue

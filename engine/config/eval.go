@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,8 +18,8 @@ import (
 	"github.com/rayform/rayform/engine/dag"
 )
 
-// evalOrder orders the block-level items so that every item comes after the
-// items it refers to, and reports dependency cycles.
+// orderItems orders the block-level items so that every item comes after
+// the items it refers to, and reports dependency cycles.
 func (m *module) orderItems() ([]string, hcl.Diagnostics) {
 	g := dag.New()
 	for _, addr := range m.order {
@@ -101,7 +103,7 @@ func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Varia
 // networkMembers maps each network to the sorted nodes of its clusters.
 func networkMembers(cfg *Config) map[string][]string {
 	out := map[string][]string{}
-	for _, name := range sortedKeys(cfg.Networks) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out[name] = []string{}
 	}
 	for _, rc := range cfg.RayClusters {
@@ -313,7 +315,7 @@ func (e *evaluator) refEdges(it *item, from string) {
 func (e *evaluator) finishGraph() {
 	e.cfg.edges = e.edges
 	deps := func(addr string) []string {
-		out := sortedKeys(e.edges[addr])
+		out := slices.Sorted(maps.Keys(e.edges[addr]))
 		if len(out) == 0 {
 			return nil
 		}
@@ -365,8 +367,8 @@ func (e *evaluator) evalOutput(it *item) hcl.Diagnostics {
 	b := e.evalBlock(it, e.ctx(), it.addr)
 	o := &Output{
 		Name:        it.name,
-		Description: b.str("description", ""),
-		Sensitive:   b.boolean("sensitive", false),
+		Description: b.str("description"),
+		Sensitive:   b.boolean("sensitive"),
 		Value:       b.raw["value"],
 		DeclRange:   it.declRange,
 		ValueRange:  b.decl.Range("value"),
@@ -484,15 +486,15 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 		Name:         name,
 		Block:        it.name,
 		Key:          key,
-		Host:         b.str("host", ""),
-		User:         b.str("user", ""),
-		Port:         b.integer("port", 0, 1, 65535),
-		IdentityFile: b.str("identity_file", ""),
+		Host:         b.str("host"),
+		User:         b.str("user"),
+		Port:         b.integer("port"),
+		IdentityFile: b.str("identity_file"),
 		Bastion:      b.nodeRef("bastion"),
-		GPUs:         b.integer("gpus", 0, 0, 1<<20),
+		GPUs:         b.integer("gpus"),
 		Labels:       b.strMap("labels"),
 	}
-	n.FabricInterface = b.str("fabric_interface", "")
+	n.FabricInterface = b.str("fabric_interface")
 	if _, ok := b.raw["fabric_interface"]; ok {
 		if msg := checkIfname(n.FabricInterface); msg != "" {
 			b.errorAt("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
@@ -541,7 +543,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 	n := &Network{
 		Name:  it.name,
 		IBHCA: b.strList("ib_hca"),
-		MTU:   b.integer("mtu", 0, 68, 65535),
+		MTU:   b.integer("mtu"),
 	}
 	if s, ok := b.raw["cidr"]; ok {
 		p, err := netip.ParsePrefix(s.AsString())
@@ -610,19 +612,19 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 	b := e.evalBlock(it, e.ctx(), addr)
 	rc := &RayCluster{
 		Name:           it.name,
-		Image:          b.str("image", ""),
+		Image:          b.str("image"),
 		Head:           b.nodeRef("head"),
 		Workers:        b.nodeRefs("workers"),
 		Network:        b.blockRef("network", kindNetwork),
-		Port:           b.integer("port", 6379, 1, 65535),
-		DashboardPort:  b.integer("dashboard_port", 8265, 1, 65535),
-		MemoryMonitor:  b.boolean("memory_monitor", true),
-		DataplaneCheck: b.boolean("dataplane_check", true),
-		ShmSize:        b.str("shm_size", ""),
+		Port:           b.integer("port"),
+		DashboardPort:  b.integer("dashboard_port"),
+		MemoryMonitor:  b.boolean("memory_monitor"),
+		DataplaneCheck: b.boolean("dataplane_check"),
+		ShmSize:        b.str("shm_size"),
 		Env:            b.strMap("env"),
 		Volumes:        b.strList("volumes"),
 		DockerArgs:     b.strList("docker_args"),
-		ContainerName:  b.str("container_name", "rayform-"+it.name),
+		ContainerName:  b.strOr("container_name", "rayform-"+it.name),
 	}
 	b.checkRayCluster(rc)
 	for _, n := range append([]string{rc.Head}, rc.Workers...) {
@@ -679,18 +681,18 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 	s := &VLLMServe{
 		Name:                 it.name,
 		Cluster:              b.blockRef("cluster", kindRayCluster),
-		Model:                b.str("model", ""),
-		TensorParallelSize:   b.integer("tensor_parallel_size", 1, 1, 1<<20),
-		PipelineParallelSize: b.integer("pipeline_parallel_size", 1, 1, 1<<20),
-		GPUMemoryUtilization: b.float("gpu_memory_utilization", 0.9),
-		MaxModelLen:          b.integer("max_model_len", 0, 1, 1<<40),
-		Port:                 b.integer("port", 8000, 1, 65535),
+		Model:                b.str("model"),
+		TensorParallelSize:   b.integer("tensor_parallel_size"),
+		PipelineParallelSize: b.integer("pipeline_parallel_size"),
+		GPUMemoryUtilization: b.float("gpu_memory_utilization"),
+		MaxModelLen:          b.integer("max_model_len"),
+		Port:                 b.integer("port"),
 		Env:                  b.strMap("env"),
 		ExtraArgs:            b.strList("extra_args"),
-		APIKey:               b.str("api_key", ""),
-		ReadyTimeout:         b.duration("ready_timeout", "30m"),
+		APIKey:               b.str("api_key"),
+		ReadyTimeout:         b.duration("ready_timeout"),
 	}
-	s.ServedModelName = b.str("served_model_name", s.Model)
+	s.ServedModelName = b.strOr("served_model_name", s.Model)
 	b.checkServe(s)
 	if s.Cluster != "" {
 		e.connect(addr, "ray_cluster."+s.Cluster)
@@ -753,21 +755,21 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		raw:  map[string]cty.Value{},
 	}
 	for _, spec := range kindSpecs(it.kind) {
-		a, ok := it.attrs[spec.name]
+		a, ok := it.attrs[spec.Name]
 		if !ok {
 			continue
 		}
-		b.decl.AttrRanges[spec.name] = a.Expr.Range()
+		b.decl.AttrRanges[spec.Name] = a.Expr.Range()
 		val, diags := a.Expr.Value(ctx)
 		b.diags = append(b.diags, diags...)
 		if diags.HasErrors() || val.IsNull() {
 			continue
 		}
-		if spec.typ != cty.DynamicPseudoType {
-			conv, err := convert.Convert(val, spec.typ)
+		if spec.Type != cty.DynamicPseudoType {
+			conv, err := convert.Convert(val, spec.Type)
 			if err != nil {
-				b.errorAt(spec.name, "Incorrect attribute value type",
-					fmt.Sprintf("Inappropriate value for attribute %q: %s.", spec.name, errText(err)))
+				b.errorAt(spec.Name, "Incorrect attribute value type",
+					fmt.Sprintf("Inappropriate value for attribute %q: %s.", spec.Name, errText(err)))
 				continue
 			}
 			val = conv
@@ -775,28 +777,28 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		unmarked, pvm := val.UnmarkDeepWithPaths()
 		for _, pv := range pvm {
 			if _, ok := pv.Marks[Sensitive]; ok {
-				b.decl.Sensitive = append(b.decl.Sensitive, formatPath(spec.name, pv.Path))
+				b.decl.Sensitive = append(b.decl.Sensitive, FormatPath(spec.Name, pv.Path))
 			}
 		}
-		if !spec.ref && !unmarked.IsWhollyKnown() && !spec.unknownOK && e.mod.unknownVars {
+		if !spec.Ref && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
 			// Checking without variable values: an argument that depends
 			// on one is unknown, and checked as if it were not set.
-			b.decl.Unknown = append(b.decl.Unknown, spec.name)
+			b.decl.Unknown = append(b.decl.Unknown, spec.Name)
 			continue
 		}
-		if !spec.ref && !unmarked.IsWhollyKnown() {
-			if !spec.unknownOK {
-				b.errorAt(spec.name, "Value not known before observing the hosts",
-					fmt.Sprintf("The value of %s depends on facts rayform learns only by observing the hosts (such as fabric addresses), but it must be known from the configuration alone.", spec.name))
+		if !spec.Ref && !unmarked.IsWhollyKnown() {
+			if !spec.UnknownOK {
+				b.errorAt(spec.Name, "Value not known before observing the hosts",
+					fmt.Sprintf("The value of %s depends on facts rayform learns only by observing the hosts (such as fabric addresses), but it must be known from the configuration alone.", spec.Name))
 				continue
 			}
-			b.decl.Unknown = append(b.decl.Unknown, unknownPaths(spec.name, unmarked)...)
+			b.decl.Unknown = append(b.decl.Unknown, unknownPaths(spec.Name, unmarked)...)
 		}
 		if unmarked.IsNull() {
 			continue
 		}
-		b.vals[spec.name] = val
-		b.raw[spec.name] = unmarked
+		b.vals[spec.Name] = val
+		b.raw[spec.Name] = unmarked
 	}
 	sort.Strings(b.decl.Sensitive)
 	sort.Strings(b.decl.Unknown)

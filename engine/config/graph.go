@@ -1,6 +1,10 @@
 package config
 
-import "github.com/rayform/rayform/engine/dag"
+import (
+	"github.com/rayform/rayform/engine/dag"
+	"maps"
+	"slices"
+)
 
 // Graph returns the configuration's dependency graph. Its nodes are the
 // addresses of every variable (var.NAME), local value (local.NAME), node
@@ -13,10 +17,10 @@ import "github.com/rayform/rayform/engine/dag"
 // its bastion.
 func (c *Config) Graph() *dag.Graph {
 	g := dag.New()
-	for _, name := range sortedKeys(c.Variables) {
+	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		g.Add("var." + name)
 	}
-	for _, name := range sortedKeys(c.Locals) {
+	for _, name := range slices.Sorted(maps.Keys(c.Locals)) {
 		g.Add("local." + name)
 	}
 	for _, n := range c.Nodes {
@@ -31,11 +35,11 @@ func (c *Config) Graph() *dag.Graph {
 	for _, s := range c.Serves {
 		g.Add(s.Addr)
 	}
-	for _, name := range sortedKeys(c.Outputs) {
+	for _, name := range slices.Sorted(maps.Keys(c.Outputs)) {
 		g.Add("output." + name)
 	}
-	for _, from := range sortedKeys(c.edges) {
-		for _, to := range sortedKeys(c.edges[from]) {
+	for _, from := range slices.Sorted(maps.Keys(c.edges)) {
+		for _, to := range slices.Sorted(maps.Keys(c.edges[from])) {
 			g.Connect(from, to)
 		}
 	}

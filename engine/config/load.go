@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -185,7 +187,7 @@ type validationDecl struct {
 func parseModule(p *hclparse.Parser, files map[string][]byte) (*module, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	mod := &module{items: map[string]*item{}}
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		var f *hcl.File
 		var more hcl.Diagnostics
 		if strings.HasSuffix(name, ".json") {

@@ -16,6 +16,31 @@ func (n *Network) InterfaceFor(node string) string {
 	return n.Interface
 }
 
+// networkPins lists, in order, the environment variables a network pins in
+// the Ray container of each node, with the argument that sets each.
+func networkPins() []struct{ key, from string } {
+	return []struct{ key, from string }{
+		{"VLLM_HOST_IP", "the network's address of each node"},
+		{"NCCL_SOCKET_IFNAME", "the network's interface"},
+		{"GLOO_SOCKET_IFNAME", "the network's interface"},
+		{"TP_SOCKET_IFNAME", "the network's interface"},
+		{"UCX_NET_DEVICES", "the network's interface"},
+		{"NCCL_IB_HCA", "the network's ib_hca"},
+	}
+}
+
+// NetworkEnvKeys returns the variables a network binding pins on every
+// node ([Network.NodeEnv]). They differ per host, so they are also listed
+// in vLLM's ray_non_carry_over_env_vars.json: the head's values must not
+// overwrite a worker's.
+func NetworkEnvKeys() []string {
+	var out []string
+	for _, p := range networkPins() {
+		out = append(out, p.key)
+	}
+	return out
+}
+
 // NodeEnv returns the environment variables the network pins in the Ray
 // container on node, so that Ray, vLLM, NCCL, Gloo, TensorPipe and UCX all
 // use the fabric:

@@ -26,7 +26,7 @@ func TestReadmeDocumentsLanguage(t *testing.T) {
 	for _, kind := range []string{kindNode, kindNetwork, kindRayCluster, kindVLLMServe, kindOutput, kindVariable} {
 		want["`"+kind+` "NAME"`+"`"] = nil
 		for _, a := range kindSpecs(kind) {
-			want[kind] = append(want[kind], "`"+a.name+"`")
+			want[kind] = append(want[kind], "`"+a.Name+"`")
 		}
 		for _, a := range exportAttrs(kind) {
 			want[kind+" export"] = append(want[kind+" export"], "`"+a+"`")

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -16,7 +18,7 @@ func validateConfig(cfg *Config) hcl.Diagnostics {
 	}
 
 	owner := map[string]string{} // node → cluster
-	for _, name := range sortedKeys(cfg.RayClusters) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]
 		claim := func(node, attr string) {
 			if prev, ok := owner[node]; ok {
@@ -43,7 +45,7 @@ func validateConfig(cfg *Config) hcl.Diagnostics {
 	}
 
 	ports := map[string]string{} // "cluster:port" → serve
-	for _, name := range sortedKeys(cfg.Serves) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		s := cfg.Serves[name]
 		rc := cfg.RayClusters[s.Cluster]
 		if rc == nil {

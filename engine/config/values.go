@@ -110,8 +110,9 @@ func isIdentifier(s string) bool {
 	return true
 }
 
-// formatPath renders an attribute path like `env["HF_TOKEN"]`.
-func formatPath(attr string, p cty.Path) string {
+// FormatPath renders the path p below attribute attr as configurations
+// write it: env["HF_TOKEN"], extra_args[2], node.address.
+func FormatPath(attr string, p cty.Path) string {
 	var b strings.Builder
 	b.WriteString(attr)
 	for _, step := range p {
@@ -140,7 +141,7 @@ func unknownPaths(attr string, v cty.Value) []string {
 	var out []string
 	_ = cty.Walk(v, func(p cty.Path, v cty.Value) (bool, error) {
 		if !v.IsKnown() {
-			out = append(out, formatPath(attr, p))
+			out = append(out, FormatPath(attr, p))
 			return false, nil
 		}
 		return true, nil

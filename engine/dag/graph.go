@@ -11,6 +11,7 @@ package dag
 import (
 	"container/heap"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -64,13 +65,13 @@ func (g *Graph) Has(node string) bool {
 func (g *Graph) Len() int { return len(g.nodes) }
 
 // Nodes returns every node, sorted.
-func (g *Graph) Nodes() []string { return sortedKeys(g.nodes) }
+func (g *Graph) Nodes() []string { return slices.Sorted(maps.Keys(g.nodes)) }
 
 // DependenciesOf returns the nodes n directly depends on, sorted.
-func (g *Graph) DependenciesOf(n string) []string { return sortedKeys(g.deps[n]) }
+func (g *Graph) DependenciesOf(n string) []string { return slices.Sorted(maps.Keys(g.deps[n])) }
 
 // DependentsOf returns the nodes that directly depend on n, sorted.
-func (g *Graph) DependentsOf(n string) []string { return sortedKeys(g.rdeps[n]) }
+func (g *Graph) DependentsOf(n string) []string { return slices.Sorted(maps.Keys(g.rdeps[n])) }
 
 // TopoOrder returns every node with dependencies before dependents. Among
 // nodes whose dependencies are all placed, the lexically smallest comes
@@ -217,7 +218,7 @@ func (g *Graph) WithDependents(targets []string) []string {
 			stack = append(stack, d)
 		}
 	}
-	return sortedKeys(seen)
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // DOT renders the graph in Graphviz DOT, in the style of `terraform graph`:
@@ -246,15 +247,6 @@ func (g *Graph) DOT() string {
 func dotQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
-}
-
-func sortedKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // stringHeap is a min-heap of strings for lexical tie-breaking.

@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // stdPath is the PATH after a node's bin directory.
@@ -46,10 +48,10 @@ func ensureKey(path, comment string) (string, error) {
 		return "", fmt.Errorf("encode public key %s: %w", path, err)
 	}
 	line := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))) + " " + comment
-	if err := writeFileAtomic(path, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := jsonfile.WriteAtomic(path, pem.EncodeToMemory(block), 0o600); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(path+".pub", []byte(line+"\n"), 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(path+".pub", []byte(line+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub))), nil

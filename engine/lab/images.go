@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // Images are built here, without Docker: each layer is a deterministic tar
@@ -112,7 +114,7 @@ func (c imageCache) layer(key string, level int, fill func(*tar.Writer) error) (
 		return blobRef{}, fmt.Errorf("store layer %s: %w", key, err)
 	}
 	b, _ := json.Marshal(ref)
-	if err := writeFileAtomic(meta, b, 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(meta, b, 0o644); err != nil {
 		return blobRef{}, err
 	}
 	return ref, nil
@@ -174,7 +176,7 @@ func (c imageCache) putBlob(data []byte) (blobRef, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return blobRef{}, fmt.Errorf("image cache: %w", err)
 	}
-	return ref, writeFileAtomic(path, data, 0o644)
+	return ref, jsonfile.WriteAtomic(path, data, 0o644)
 }
 
 type countWriter struct{ n int64 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // Every node shares this machine's /proc, so /proc/meminfo would show the
@@ -42,7 +44,7 @@ func (n Node) writeMeminfo() error {
 	if err != nil {
 		return fmt.Errorf("read /proc/meminfo: %w", err)
 	}
-	if err := writeFileAtomic(n.meminfoPath(), renderMeminfo(string(host), n.memoryMiB()), 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(n.meminfoPath(), renderMeminfo(string(host), n.memoryMiB()), 0o644); err != nil {
 		return fmt.Errorf("write meminfo of %s: %w", n.Name, err)
 	}
 	return nil

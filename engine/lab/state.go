@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // StateFile is the name of the topology file in the lab directory.
@@ -130,29 +132,5 @@ func (l *Lab) save() error {
 	if err != nil {
 		return fmt.Errorf("encode lab state: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(l.Dir, StateFile), append(b, '\n'), 0o644)
-}
-
-// writeFileAtomic writes data to a temporary file next to path and renames it.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("chmod %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return jsonfile.WriteAtomic(filepath.Join(l.Dir, StateFile), append(b, '\n'), 0o644)
 }

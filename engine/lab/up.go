@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // tools are the host programs the lab runs, resolved to absolute paths.
@@ -666,13 +668,13 @@ func dockerPing(ctx context.Context, n Node) error {
 
 // writeClientFiles writes ssh_config, known_hosts and rayform.hcl.
 func (l *Lab) writeClientFiles(hostKeys map[string]string) error {
-	if err := writeFileAtomic(l.SSHConfig, []byte(l.sshConfig()), 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(l.SSHConfig, []byte(l.sshConfig()), 0o644); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(l.KnownHosts, []byte(l.knownHosts(hostKeys)), 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(l.KnownHosts, []byte(l.knownHosts(hostKeys)), 0o644); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(l.RayformHCL, []byte(l.rayformHCL()), 0o644); err != nil {
+	if err := jsonfile.WriteAtomic(l.RayformHCL, []byte(l.rayformHCL()), 0o644); err != nil {
 		return err
 	}
 	// The client's home: ~/.ssh holds the lab's ssh config, known_hosts and

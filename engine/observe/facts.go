@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"encoding/json"
 	"errors"
 	"net/netip"
 	"slices"
@@ -455,6 +456,18 @@ type TCPCheck struct {
 	Err  string     `json:"err,omitempty"`
 }
 
+// Record is what apply writes beside an object it created (a serve's record
+// file, a container's label) so that a later plan can tell what the object
+// was made from: the spec's hash and the attributes as applied.
+type Record struct {
+	Resource string `json:"resource,omitempty"`
+	SpecHash string `json:"spec_hash,omitempty"`
+	// Attrs are the attribute values as JSON; a sensitive value appears
+	// only as its digest, and its path is in Sensitive.
+	Attrs     map[string]json.RawMessage `json:"attrs,omitempty"`
+	Sensitive []string                   `json:"sensitive,omitempty"`
+}
+
 // ServeRecord is what apply wrote beside a vllm serve process, and whether
 // that process still runs.
 type ServeRecord struct {
@@ -463,9 +476,12 @@ type ServeRecord struct {
 	Found    bool   `json:"found"`
 	Resource string `json:"resource,omitempty"`
 	SpecHash string `json:"spec_hash,omitempty"`
-	// Attrs are the serve's non-sensitive attributes as last applied, each
-	// as JSON text, for showing what changed.
+	// Attrs are the serve's attributes as last applied, each as JSON text,
+	// for showing what changed; sensitive values appear only as digests.
 	Attrs map[string]string `json:"attrs,omitempty"`
-	Alive bool              `json:"alive"`
-	Err   string            `json:"err,omitempty"`
+	// Sensitive lists the paths of Attrs holding such digests, e.g.
+	// `env["HF_TOKEN"]`.
+	Sensitive []string `json:"sensitive,omitempty"`
+	Alive     bool     `json:"alive"`
+	Err       string   `json:"err,omitempty"`
 }

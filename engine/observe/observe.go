@@ -201,7 +201,7 @@ func peerAddr(spec Spec, facts *Facts, host string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("fabric address of %s unknown: %s was not observed", host, host)
 	}
 	fab := spec.Hosts[host].Fabric
-	if a, ok := fab.addrIn(pf); ok {
+	if a, _, ok := fab.Find(pf); ok {
 		return a, nil
 	}
 	where := "its fabric"

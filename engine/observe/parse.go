@@ -766,7 +766,7 @@ func onlyNoSuchContainer(stderr []byte) bool {
 	return any
 }
 
-// httpResult is the outcome of rf_http.
+// parseHTTP reads the outcome of rf_http: the status and the body.
 func parseHTTP(s *section) (HTTPCheck, []byte) {
 	var hc HTTPCheck
 	if s.skipped != "" || !s.complete {
@@ -876,11 +876,37 @@ func parseRayNodes(s *section) RayNodeFacts {
 			rn.Err = msg
 			return rn
 		}
-		if err := json.Unmarshal(firstJSON(s.stdout), &rows); err != nil {
-			rn.Err = "ray list nodes: " + err.Error()
+		list, err := ParseRayNodeList(s.stdout)
+		if err != nil {
+			rn.Err = err.Error()
 			return rn
 		}
+		rn.List = list
+		return rn
 	}
+	rn.List = rayNodes(rows)
+	return rn
+}
+
+// ParseRayNodeList decodes the output of `ray list nodes --format json`,
+// skipping anything Ray printed before the JSON (log lines, warnings). It
+// is the one reader of that output, for observe and for apply's checks.
+func ParseRayNodeList(out []byte) ([]RayNode, error) {
+	js := firstJSON(out)
+	if len(js) == 0 || js[0] != '[' && js[0] != '{' {
+		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(string(out)))
+	}
+	var rows []rayNodeJSON
+	// Decode the first value only: Ray may log after it too.
+	if err := json.NewDecoder(bytes.NewReader(js)).Decode(&rows); err != nil {
+		return nil, fmt.Errorf("ray list nodes: %w", err)
+	}
+	return rayNodes(rows), nil
+}
+
+// rayNodes converts the rows of Ray's node table.
+func rayNodes(rows []rayNodeJSON) []RayNode {
+	var list []RayNode
 	for _, r := range rows {
 		n := RayNode{NodeID: r.NodeID, NodeIP: r.NodeIP, IsHead: r.IsHead, State: r.State,
 			NodeName: r.NodeName, Labels: r.Labels}
@@ -895,9 +921,9 @@ func parseRayNodes(s *section) RayNodeFacts {
 				}
 			}
 		}
-		rn.List = append(rn.List, n)
+		list = append(list, n)
 	}
-	return rn
+	return list
 }
 
 // rayQuantity decodes a resources_total value: a number, or a humanized

@@ -22,8 +22,8 @@ import (
 // (flock(1) given a file name would create a missing one), and the shared,
 // non-blocking lock, released at once, changes nothing.
 //
-// The probe asks the container instead (docker exec, the old way: cat of
-// the record, kill -0 of the pid) only when it must: liveness alone when
+// The probe asks the container instead (docker exec: cat of the record,
+// kill -0 of the pid) only when it must: liveness alone when
 // the host lacks flock(1) or the record has no lock file (an image without
 // flock: the serve ran without the lock), the whole record when the host
 // directory does not exist (a container created before records were kept
@@ -32,8 +32,8 @@ import (
 // The section's stdout is the same either way: the record's JSON line, then
 // "alive" or "dead".
 
-// legacyServeDir is where containers created before ServeDir existed keep
-// their serve records.
+// legacyServeDir is where a container without the ServeDir mount (one
+// whose spec has no serve_dir) keeps its serve records.
 const legacyServeDir = "/tmp/rayform"
 
 // serveHelpers define rf_serve and rf_sexec; they need rf_x and rf_dok.
@@ -131,16 +131,12 @@ func parseServe(s *section) ServeRecord {
 		r.Err = s.failure()
 		return r
 	}
-	var rec struct {
-		Resource string                     `json:"resource"`
-		SpecHash string                     `json:"spec_hash"`
-		Attrs    map[string]json.RawMessage `json:"attrs"`
-	}
+	var rec Record
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		r.Err = "serve record: " + err.Error()
 		return r
 	}
-	r.Found, r.Resource, r.SpecHash = true, rec.Resource, rec.SpecHash
+	r.Found, r.Resource, r.SpecHash, r.Sensitive = true, rec.Resource, rec.SpecHash, rec.Sensitive
 	for k, v := range rec.Attrs {
 		if r.Attrs == nil {
 			r.Attrs = map[string]string{}

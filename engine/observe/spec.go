@@ -115,7 +115,8 @@ type Peer struct {
 
 // DefaultEnvKeys returns the container environment variables whose values
 // are not secret and matter to the plan: the networking binding of Ray,
-// vLLM, NCCL, Gloo, TensorPipe and UCX, and Ray's memory monitor.
+// vLLM, NCCL, Gloo, TensorPipe and UCX, Ray's memory monitor, and
+// VLLM_CONFIG_ROOT (which rayform sets in every container).
 func DefaultEnvKeys() []string {
 	return []string{
 		"GLOO_SOCKET_IFNAME",
@@ -132,6 +133,7 @@ func DefaultEnvKeys() []string {
 		"RAY_memory_usage_threshold",
 		"TP_SOCKET_IFNAME",
 		"UCX_NET_DEVICES",
+		"VLLM_CONFIG_ROOT",
 		"VLLM_HOST_IP",
 		"VLLM_PORT",
 	}
@@ -276,13 +278,17 @@ func (hs HostSpec) envKeys() []string {
 	return slices.Compact(out)
 }
 
-// fabricAddr returns the host's fabric address found in facts.
-func (f Fabric) addrIn(facts *HostFacts) (netip.Addr, bool) {
+// Find returns the host's fabric address in facts and the interface
+// holding it: Address when set; else the first address on Interface (any
+// interface when none is pinned) inside CIDR, or without a CIDR the
+// interface's IPv4 address. It is the one rule for choosing a node's
+// fabric address, for observe's peer checks and for the plan.
+func (f Fabric) Find(facts *HostFacts) (netip.Addr, string, bool) {
 	if f.Address.IsValid() {
-		return f.Address, true
+		return f.Address, f.Interface, true
 	}
 	if f.Interface == "" && !f.CIDR.IsValid() {
-		return netip.Addr{}, false
+		return netip.Addr{}, "", false
 	}
 	for _, a := range facts.Addresses.List {
 		if f.Interface != "" && a.Interface != f.Interface {
@@ -294,9 +300,9 @@ func (f Fabric) addrIn(facts *HostFacts) (netip.Addr, bool) {
 		if !a.Prefix.Addr().Is4() && !f.CIDR.IsValid() {
 			continue // without a CIDR, take the interface's IPv4 address
 		}
-		return a.Prefix.Addr(), true
+		return a.Prefix.Addr(), a.Interface, true
 	}
-	return netip.Addr{}, false
+	return netip.Addr{}, "", false
 }
 
 // ServeDir is where, inside the head container, apply records each serve

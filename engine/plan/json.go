@@ -111,7 +111,11 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 	if len(p.Outputs) > 0 {
 		outs := map[string]any{}
 		for _, o := range p.Outputs {
-			entry := map[string]any{"sensitive": o.Sensitive}
+			action := o.Action
+			if action == "" {
+				action = Create
+			}
+			entry := map[string]any{"sensitive": o.Sensitive, "action": string(action)}
 			if !o.Sensitive {
 				entry["value"] = jsonValue(o.Value)
 			}
@@ -166,8 +170,15 @@ func attrsJSON(attrs []AttrChange) []map[string]any {
 		if a.Sensitive {
 			m["sensitive"] = true
 		} else {
-			m["before"] = jsonValue(a.Before)
-			m["after"] = jsonValue(a.After)
+			var bs, as any
+			m["before"], bs = maskedJSON(a.Before)
+			m["after"], as = maskedJSON(a.After)
+			if bs != nil {
+				m["before_sensitive"] = bs
+			}
+			if as != nil {
+				m["after_sensitive"] = as
+			}
 			if !a.After.IsWhollyKnown() {
 				m["after_unknown"] = true
 			}
@@ -178,6 +189,47 @@ func attrsJSON(attrs []AttrChange) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// maskedJSON converts a value to plain JSON with every marked (sensitive)
+// part replaced by null, and returns beside it where those parts are, as
+// Terraform's before_sensitive/after_sensitive do: true for a masked value,
+// a map or list of the same shape for a collection holding some, nil when
+// nothing is masked.
+func maskedJSON(v cty.Value) (any, any) {
+	if v.IsMarked() {
+		return nil, true
+	}
+	if !v.ContainsMarked() {
+		return jsonValue(v), nil
+	}
+	t := v.Type()
+	switch {
+	case t.IsMapType() || t.IsObjectType():
+		vals, sens := map[string]any{}, map[string]any{}
+		for it := v.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			val, s := maskedJSON(ev)
+			vals[k.AsString()] = val
+			if s != nil {
+				sens[k.AsString()] = s
+			}
+		}
+		return vals, sens
+	case isSeq(t):
+		var vals, sens []any
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			val, s := maskedJSON(ev)
+			vals = append(vals, val)
+			if s == nil {
+				s = false
+			}
+			sens = append(sens, s)
+		}
+		return vals, sens
+	}
+	return nil, true
 }
 
 // jsonValue converts a cty value to plain JSON; unknown and marked values

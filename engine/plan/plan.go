@@ -54,7 +54,9 @@ func (a Action) description() string {
 
 // AttrChange is one attribute of a resource, before and after. A null
 // Before means the attribute is new; a null After means it goes away. An
-// unknown After renders as "(known after apply)".
+// unknown After renders as "(known after apply)". Elements of a collection
+// marked (cty marks) are sensitive one by one: they render as "(sensitive
+// value)" while their siblings show, as Terraform masks map elements.
 type AttrChange struct {
 	Name   string    `json:"name"`
 	Before cty.Value `json:"-"`
@@ -126,12 +128,23 @@ type Finding struct {
 	Fix      string   `json:"fix,omitempty"`
 }
 
-// OutputChange is one root output's value.
+// OutputChange is one root output's value and what applying the plan does
+// to it.
 type OutputChange struct {
-	Name      string    `json:"name"`
+	Name string `json:"name"`
+	// Action is Create for a new value, Update for a changed one, Delete
+	// for a value that goes away and NoOp for one that stays as it is (not
+	// shown as a change). "" is taken as Create.
+	Action Action `json:"action,omitempty"`
+	// Before is the value before, when known (an Update's); cty.NilVal
+	// otherwise.
+	Before    cty.Value `json:"-"`
 	Value     cty.Value `json:"-"`
 	Sensitive bool      `json:"sensitive,omitempty"`
 }
+
+// Changes reports whether applying the plan changes the output.
+func (o OutputChange) Changes() bool { return o.Action != NoOp }
 
 // Plan is the whole plan.
 type Plan struct {

@@ -184,13 +184,11 @@ func renderAttrs(b *strings.Builder, action Action, attrs []AttrChange, pt paint
 	var names []string
 	hidden := 0
 	for _, a := range attrs {
+		if a.Before.IsNull() && a.After.IsNull() || action == Create && a.After.IsNull() || action == Delete && a.Before.IsNull() {
+			// Not set: nothing to create or destroy, nothing to count.
+			continue
+		}
 		show := action == Create || action == Delete || a.Changed()
-		if action == Create && a.After.IsNull() {
-			show = false
-		}
-		if action == Delete && a.Before.IsNull() {
-			show = false
-		}
 		if !show {
 			hidden++
 			continue
@@ -474,17 +472,34 @@ func padRight(s string, width int) string {
 }
 
 func renderOutputs(b *strings.Builder, p *Plan, pt painter) {
-	if len(p.Outputs) == 0 {
+	var shown []OutputChange
+	for _, o := range p.Outputs {
+		if o.Changes() {
+			shown = append(shown, o)
+		}
+	}
+	if len(shown) == 0 {
 		return
 	}
 	b.WriteString("\nChanges to Outputs:\n")
-	names := make([]string, len(p.Outputs))
-	for i, o := range p.Outputs {
+	names := make([]string, len(shown))
+	for i, o := range shown {
 		names[i] = o.Name
 	}
 	names = alignLabels(names)
-	for i, o := range p.Outputs {
-		fmt.Fprintf(b, "  %s %s = %s\n", pt.paint(ansiGreen, "+"), names[i], formatValue(o.Value, o.Sensitive, "    ", "+", pt))
+	for i, o := range shown {
+		switch o.Action {
+		case Update:
+			v := formatValue(o.Value, o.Sensitive, "    ", "~", pt)
+			if o.Before != cty.NilVal {
+				v = formatChange(AttrChange{Before: o.Before, After: o.Value, Sensitive: o.Sensitive}, "    ", pt)
+			}
+			fmt.Fprintf(b, "  %s %s = %s\n", pt.paint(ansiYellow, "~"), names[i], v)
+		case Delete:
+			fmt.Fprintf(b, "  %s %s = %s -> null\n", pt.paint(ansiRed, "-"), names[i], formatValue(o.Value, o.Sensitive, "    ", "-", pt))
+		default:
+			fmt.Fprintf(b, "  %s %s = %s\n", pt.paint(ansiGreen, "+"), names[i], formatValue(o.Value, o.Sensitive, "    ", "+", pt))
+		}
 	}
 }
 

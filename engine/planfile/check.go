@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -95,7 +97,7 @@ func (f *File) configDiffs(cur Current) ([]string, error) {
 		}
 	}
 	name := func(n string) string { return fmt.Sprintf("variable %q", n) }
-	for _, n := range sortedKeys(union(f.Variables, cur.Variables)) {
+	for _, n := range slices.Sorted(maps.Keys(union(f.Variables, cur.Variables))) {
 		was, inPlan := f.Variables[n]
 		v, inCur := cur.Variables[n]
 		switch {
@@ -124,7 +126,7 @@ func (f *File) configDiffs(cur Current) ([]string, error) {
 			}
 		}
 	}
-	for _, n := range sortedKeys(union(f.SensitiveVariables, cur.Sensitive)) {
+	for _, n := range slices.Sorted(maps.Keys(union(f.SensitiveVariables, cur.Sensitive))) {
 		was, inPlan := f.SensitiveVariables[n]
 		v, inCur := cur.Sensitive[n]
 		switch {
@@ -166,7 +168,7 @@ func (f *File) observedDiff(now map[string]string) string {
 // changed", "y was added", "z was removed", in name order.
 func setDiff(was, now map[string]string, label func(string) string) []string {
 	var diffs []string
-	for _, n := range sortedKeys(union(was, now)) {
+	for _, n := range slices.Sorted(maps.Keys(union(was, now))) {
 		a, inWas := was[n]
 		b, inNow := now[n]
 		switch {
@@ -209,7 +211,7 @@ func (f *File) CheckChanges(changes []Change) error {
 		now[c.Addr] = c.Action
 	}
 	var diffs []string
-	for _, a := range sortedKeys(union(was, now)) {
+	for _, a := range slices.Sorted(maps.Keys(union(was, now))) {
 		w, inWas := was[a]
 		n, inNow := now[a]
 		switch {

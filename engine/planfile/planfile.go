@@ -9,8 +9,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -198,22 +199,12 @@ func frame(w io.Writer, name string, value []byte) {
 	io.WriteString(w, "\n")
 }
 
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // ConfigHash returns the SHA-256 over every file's name and content, in
 // name order, as "sha256:<hex>". files maps each configuration file's path,
 // relative to the configuration directory, to its content.
 func ConfigHash(files map[string][]byte) string {
 	h := sha256.New()
-	for _, name := range sortedKeys(files) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		frame(h, name, files[name])
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
@@ -223,7 +214,7 @@ func ConfigHash(files map[string][]byte) string {
 // observed facts per host) into one, as "sha256:<hex>".
 func Fingerprint(parts map[string]string) string {
 	h := sha256.New()
-	for _, name := range sortedKeys(parts) {
+	for _, name := range slices.Sorted(maps.Keys(parts)) {
 		frame(h, name, []byte(parts[name]))
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))

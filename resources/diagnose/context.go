@@ -2,10 +2,11 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -23,12 +24,12 @@ type owner struct {
 
 // ownerOf looks ip up in the declared fabric and management addresses.
 func (c Context) ownerOf(ip string) owner {
-	for _, n := range sortedKeys(c.NodeAddrs) {
+	for _, n := range slices.Sorted(maps.Keys(c.NodeAddrs)) {
 		if c.NodeAddrs[n] == ip {
 			return owner{n, "fabric"}
 		}
 	}
-	for _, n := range sortedKeys(c.MgmtAddrs) {
+	for _, n := range slices.Sorted(maps.Keys(c.MgmtAddrs)) {
 		if c.MgmtAddrs[n] == ip {
 			return owner{n, "management"}
 		}
@@ -108,7 +109,7 @@ func (c Context) bindingFix(headHint string) string {
 	fmt.Fprintf(&b, "Bind Ray and vLLM to %s on every node: set network = %s on %s — rayform then starts Ray with --node-ip-address=<fabric IP> and sets VLLM_HOST_IP=<fabric IP> in each node's container — and run rayform apply to recreate the containers.",
 		net, orDefault(c.Network, "network.<fabric>"), c.cluster())
 	head := c.head(headHint)
-	nodes := sortedKeys(c.NodeAddrs)
+	nodes := slices.Sorted(maps.Keys(c.NodeAddrs))
 	if len(nodes) == 0 {
 		b.WriteString("\nBy hand: ray start --node-ip-address=<this node's fabric IP> on head and workers (workers with --address=<head fabric IP>:" + fmt.Sprint(c.rayPort()) + "), and VLLM_HOST_IP=<this node's fabric IP> in every container.")
 		return b.String()
@@ -139,16 +140,6 @@ func (c Context) bindingFix(headHint string) string {
 		fmt.Fprintf(&b, "\n  %-*s  NCCL_SOCKET_IFNAME=%s GLOO_SOCKET_IFNAME=%s", w+1, "all:", c.FabricInterface, c.FabricInterface)
 	}
 	return b.String()
-}
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // without returns list without x.

@@ -1,0 +1,252 @@
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// attr describes one attribute of a kind as plans show it and records keep
+// it: its type, whether a change to it forces the resource's replacement,
+// whether other blocks can refer to it, whether it may hold a sensitive
+// value, and what it means.
+type attr struct {
+	name string
+	typ  cty.Type
+	// forcesReplacement: a change restarts the resource's main process
+	// (the head container, the serve process).
+	forcesReplacement bool
+	// exported: other blocks and outputs can refer to it.
+	exported bool
+	// maySensitive: its elements may come from sensitive variables; such
+	// values are recorded and compared only as digests.
+	maySensitive bool
+	// sensitive: always recorded and compared as a digest, and masked.
+	sensitive   bool
+	description string
+}
+
+// argAttrs are the applied arguments of a block type's schema as plan
+// attributes.
+func argAttrs(kind string) []attr {
+	var out []attr
+	for _, a := range config.Schema(kind) {
+		if a.Applied {
+			out = append(out, attr{name: a.Name, typ: a.ValueType(), forcesReplacement: a.ForcesReplacement,
+				exported: a.Exported, maySensitive: a.MaySensitive, sensitive: a.Sensitive, description: a.Description})
+		}
+	}
+	return out
+}
+
+// argValues are the values of a block's applied arguments as decoded
+// (config.Decl.Args): an empty collection is null (not set), and every
+// string a sensitive variable gave is replaced by its digest, marked.
+func argValues(kind string, d *config.Decl) attrValues {
+	out := attrValues{}
+	for _, a := range argAttrs(kind) {
+		v, ok := d.Args[a.name]
+		if !ok || v.IsNull() || v.IsKnown() && v.CanIterateElements() && v.LengthInt() == 0 {
+			out[a.name] = cty.NullVal(a.typ)
+			continue
+		}
+		if a.maySensitive || a.sensitive {
+			v, _ = cty.Transform(v, func(p cty.Path, ev cty.Value) (cty.Value, error) {
+				if ev.Type() == cty.String && ev.IsKnown() && !ev.IsNull() && (a.sensitive || d.IsSensitive(config.FormatPath(a.name, p))) {
+					return sensitiveString(ev.AsString()), nil
+				}
+				return ev, nil
+			})
+		}
+		out[a.name] = v
+	}
+	return out
+}
+
+// attrValues are a resource's attribute values by name. Sensitive elements
+// hold the digest of their value (see secretDigest), marked with
+// config.Sensitive.
+type attrValues map[string]cty.Value
+
+// secretDigest is how a sensitive value is hashed wherever rayform records
+// or compares one without keeping it: spec hashes, container labels, serve
+// records, plans.
+func secretDigest(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// sensitiveString is the digest of a sensitive value, marked.
+func sensitiveString(v string) cty.Value {
+	return cty.StringVal(secretDigest(v)).Mark(config.Sensitive)
+}
+
+// stringMap converts a map; an empty map is null (not set).
+func stringMap(m map[string]string) cty.Value {
+	if len(m) == 0 {
+		return cty.NullVal(cty.Map(cty.String))
+	}
+	out := make(map[string]cty.Value, len(m))
+	for k, v := range m {
+		out[k] = cty.StringVal(v)
+	}
+	return cty.MapVal(out)
+}
+
+// record encodes values as apply records them.
+func (v attrValues) record() observe.Record {
+	rec := observe.Record{Attrs: map[string]json.RawMessage{}}
+	for _, name := range slices.Sorted(maps.Keys(v)) {
+		val, pvs := v[name].UnmarkDeepWithPaths()
+		b, err := ctyjson.Marshal(val, val.Type())
+		if err != nil {
+			continue
+		}
+		rec.Attrs[name] = b
+		for _, pv := range pvs {
+			rec.Sensitive = append(rec.Sensitive, config.FormatPath(name, pv.Path))
+		}
+	}
+	sort.Strings(rec.Sensitive)
+	return rec
+}
+
+// decodeAttrs reads recorded values back with the types of schema; an
+// attribute absent from the record or unreadable is absent from the result.
+func decodeAttrs(schema []attr, raw map[string]string, sensitive []string) attrValues {
+	out := attrValues{}
+	sens := map[string]bool{}
+	for _, s := range sensitive {
+		sens[s] = true
+	}
+	for _, a := range schema {
+		text, ok := raw[a.name]
+		if !ok {
+			continue
+		}
+		v, err := ctyjson.Unmarshal([]byte(text), a.typ)
+		if err != nil {
+			continue
+		}
+		if len(sens) > 0 {
+			v, _ = cty.Transform(v, func(p cty.Path, ev cty.Value) (cty.Value, error) {
+				if sens[config.FormatPath(a.name, p)] {
+					return ev.Mark(config.Sensitive), nil
+				}
+				return ev, nil
+			})
+		}
+		out[a.name] = v
+	}
+	return out
+}
+
+// encodeRecordLabel is a record as a container label value: base64url of
+// its JSON, so that docker ps's comma-joined label list stays parseable.
+func encodeRecordLabel(rec observe.Record) string {
+	b, _ := json.Marshal(rec)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeRecordLabel reads a label written by encodeRecordLabel.
+func decodeRecordLabel(s string) (observe.Record, bool) {
+	var rec observe.Record
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || json.Unmarshal(b, &rec) != nil {
+		return observe.Record{}, false
+	}
+	return rec, true
+}
+
+// rawAttrs is a record's attributes as text, the form observe reports.
+func rawAttrs(rec observe.Record) map[string]string {
+	out := make(map[string]string, len(rec.Attrs))
+	for k, v := range rec.Attrs {
+		out[k] = string(v)
+	}
+	return out
+}
+
+// attrChanges lists schema's attributes from before to after. A name
+// absent from before is null there (the resource is created); a name
+// absent from after is left out.
+func attrChanges(schema []attr, before, after attrValues) []plan.AttrChange {
+	var out []plan.AttrChange
+	for _, a := range schema {
+		av, ok := after[a.name]
+		if !ok {
+			continue
+		}
+		bv, ok := before[a.name]
+		if !ok {
+			bv = cty.NullVal(av.Type())
+		}
+		out = append(out, plan.AttrChange{Name: a.name, Before: bv, After: av, ForcesReplacement: a.forcesReplacement})
+	}
+	return out
+}
+
+// changedPaths names what differs between before and after, down to map
+// elements and object attributes (env["FOO"], node.interface); lists are
+// named whole. Only attributes present on both sides are compared.
+func changedPaths(schema []attr, before, after attrValues) []string {
+	var out []string
+	for _, a := range schema {
+		bv, okB := before[a.name]
+		av, okA := after[a.name]
+		if !okB || !okA {
+			continue
+		}
+		out = append(out, diffPaths(a.name, bv, av)...)
+	}
+	return out
+}
+
+func diffPaths(path string, b, a cty.Value) []string {
+	if b.RawEquals(a) {
+		return nil
+	}
+	if b.IsNull() || a.IsNull() || !b.IsKnown() || !a.IsKnown() || b.IsMarked() || a.IsMarked() {
+		return []string{path}
+	}
+	t := a.Type()
+	if !(t.IsMapType() || t.IsObjectType()) || !b.Type().Equals(t) {
+		return []string{path}
+	}
+	bm, am := b.AsValueMap(), a.AsValueMap()
+	keys := map[string]bool{}
+	for k := range bm {
+		keys[k] = true
+	}
+	for k := range am {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		sub := path + "[" + strconv.Quote(k) + "]"
+		if t.IsObjectType() {
+			sub = path + "." + k
+		}
+		bv, okB := bm[k]
+		av, okA := am[k]
+		switch {
+		case !okB || !okA:
+			out = append(out, sub)
+		default:
+			out = append(out, diffPaths(sub, bv, av)...)
+		}
+	}
+	return out
+}

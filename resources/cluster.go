@@ -1,0 +1,128 @@
+package resources
+
+import (
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// LabelAttrs carries, on every container rayform creates, the cluster's
+// attributes as applied (see clusterRecordValues), so that a later plan
+// shows each changed attribute with its value before.
+const LabelAttrs = "rayform.attrs"
+
+// nodeAttrType is the per-node part of a ray_cluster: what the network
+// pins on the node, and the GPUs Ray is started with there. It is the "node" attribute of a container's record and
+// one element of the plan's "nodes" map.
+func nodeAttrType() cty.Type {
+	return cty.Object(map[string]cty.Type{
+		"address":   cty.String,
+		"interface": cty.String,
+		"env":       cty.Map(cty.String),
+		"gpus":      cty.Number,
+	})
+}
+
+// clusterSchema is the ray_cluster's attributes as container labels
+// record them: its applied arguments (config.Schema), then the node's own
+// values.
+func clusterSchema() []attr {
+	return append(argAttrs("ray_cluster"),
+		attr{name: "node", typ: nodeAttrType(), description: "what the network pins on the node"})
+}
+
+// clusterPlanSchema is clusterSchema as plans list it: the per-node
+// records gathered into one map by node name.
+func clusterPlanSchema() []attr {
+	var out []attr
+	for _, a := range clusterSchema() {
+		if a.name == "node" {
+			a = attr{name: "nodes", typ: cty.Map(nodeAttrType()), exported: true, description: "per node, what the network pins there"}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// clusterRecordValues are the attributes of rc as the container of spec
+// records them: the cluster's arguments and the node's pinned values.
+func clusterRecordValues(rc *config.RayCluster, spec ContainerSpec, iface string) attrValues {
+	pinned := map[string]string{}
+	for _, k := range config.NetworkEnvKeys() {
+		if v, ok := spec.Env[k]; ok {
+			pinned[k] = v
+		}
+	}
+	env := stringMap(pinned)
+	if rc.Network == "" {
+		iface = ""
+	} else if spec.NodeIP == "" {
+		// Pinned once the node's fabric address is observed.
+		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
+	}
+	vals := argValues("ray_cluster", &rc.Decl)
+	vals["node"] = cty.ObjectVal(map[string]cty.Value{
+		"address":   strVal(spec.NodeIP),
+		"interface": optStringUnknown(iface, rc.Network != ""),
+		"env":       env,
+		"gpus":      cty.NumberIntVal(int64(spec.GPUs)),
+	})
+	return vals
+}
+
+// optStringUnknown is s; when s is empty, unknown if it will be known
+// after observing (known), else null.
+func optStringUnknown(s string, known bool) cty.Value {
+	switch {
+	case s != "":
+		return cty.StringVal(s)
+	case known:
+		return cty.UnknownVal(cty.String)
+	}
+	return cty.NullVal(cty.String)
+}
+
+// normalize gives values the exact form a record reads back as (numbers,
+// empty collections), so that an unchanged attribute compares equal to its
+// record. Values not wholly known stay as they are.
+func normalize(schema []attr, v attrValues) attrValues {
+	known := attrValues{}
+	for k, val := range v {
+		if val.IsWhollyKnown() {
+			known[k] = val
+		}
+	}
+	rec := known.record()
+	out := decodeAttrs(schema, rawAttrs(rec), rec.Sensitive)
+	for k, val := range v {
+		if _, ok := out[k]; !ok {
+			out[k] = val
+		}
+	}
+	return out
+}
+
+// withRecord fills the spec's record of its cluster's attributes (the
+// LabelAttrs label).
+func withRecord(rc *config.RayCluster, spec ContainerSpec, iface string) ContainerSpec {
+	vals := clusterRecordValues(rc, spec, iface)
+	known := attrValues{}
+	for k, v := range vals {
+		if v.IsWhollyKnown() {
+			known[k] = v
+		}
+	}
+	spec.Record = known.record()
+	return spec
+}
+
+// nodeIface is the interface the network pins on node, or else the one
+// observed holding its address.
+func nodeIface(nw *config.Network, node string, observed map[string]string) string {
+	if nw != nil {
+		if i := nw.InterfaceFor(node); i != "" {
+			return i
+		}
+	}
+	return observed[node]
+}
