@@ -77,6 +77,31 @@ func (b *blockEval) record(attr string, v cty.Value) {
 	b.decl.Args[attr] = v
 }
 
+// decodeRest decodes, by their schema type, the arguments the block's own
+// code did not, so that every argument's value (default applied, range
+// checked) is in Decl.Args: code that needs a new argument reads it there.
+func (b *blockEval) decodeRest() {
+	for _, a := range kindSpecs(b.it.kind) {
+		if _, done := b.decl.Args[a.Name]; done || a.Ref {
+			continue
+		}
+		switch t := a.Type; {
+		case t == cty.String:
+			b.str(a.Name)
+		case t == cty.Bool:
+			b.boolean(a.Name)
+		case t == cty.Number && (a.Max > 0 || a.Default != cty.NilVal && a.Default.AsBigFloat().IsInt()):
+			b.integer(a.Name)
+		case t == cty.Number:
+			b.float(a.Name)
+		case t.Equals(cty.List(cty.String)):
+			b.strList(a.Name)
+		case t.Equals(cty.Map(cty.String)):
+			b.strMap(a.Name)
+		}
+	}
+}
+
 // str decodes a string, or the schema's default.
 func (b *blockEval) str(attr string) string {
 	def := ""

@@ -509,6 +509,7 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 	if n.Bastion != "" {
 		e.connect(addr, "node."+n.Bastion)
 	}
+	b.decodeRest()
 	n.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return cty.NilVal, b.diags
@@ -571,6 +572,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 			b.errorAt("ib_hca", "Invalid InfiniBand device", fmt.Sprintf("ib_hca[%d] is %q; each element must be one HCA name such as \"mlx5_0\" or \"mlx5_0:1\" (rayform joins them with commas for NCCL_IB_HCA).", i, hca))
 		}
 	}
+	b.decodeRest()
 	n.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
@@ -635,6 +637,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 	if rc.Network != "" {
 		e.connect(addr, "network."+rc.Network)
 	}
+	b.decodeRest()
 	rc.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
@@ -697,6 +700,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 	if s.Cluster != "" {
 		e.connect(addr, "ray_cluster."+s.Cluster)
 	}
+	b.decodeRest()
 	s.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
