@@ -5,6 +5,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
 )
 
@@ -17,9 +18,9 @@ func DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]
 	var sv *config.VLLMServe
 	switch w.Type {
 	case "ray_cluster":
-		rc = cfg.RayClusters[nameOf(w.Address)]
+		rc = cfg.RayClusters[plan.ParseAddress(w.Address).Instance()]
 	case "vllm_serve":
-		sv = cfg.Serves[nameOf(w.Address)]
+		sv = cfg.Serves[plan.ParseAddress(w.Address).Instance()]
 		if sv != nil {
 			rc = cfg.RayClusters[sv.Cluster]
 		}

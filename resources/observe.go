@@ -7,6 +7,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 )
 
@@ -92,7 +93,7 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
 					hs.Head = true
 					hs.HeadContainer = r.Container
-					hs.Serves = appendUnique(hs.Serves, nameOf(addr))
+					hs.Serves = appendUnique(hs.Serves, plan.ParseAddress(addr).Instance())
 					hs.ServeHostDir = ServeHostDir(project, h.Node, r.Container)
 				}
 				spec.Hosts[h.Node] = hs
@@ -199,7 +200,8 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 func ContainerName(rc *config.RayCluster) string { return rc.ContainerName }
 
 func configHas(cfg *config.Config, addr string) bool {
-	typ, name := splitAddr(addr)
+	a := plan.ParseAddress(addr)
+	typ, name := a.Type, a.Instance()
 	switch typ {
 	case "ray_cluster":
 		return cfg.RayClusters[name] != nil
@@ -208,17 +210,6 @@ func configHas(cfg *config.Config, addr string) bool {
 	}
 	return false
 }
-
-func splitAddr(addr string) (string, string) {
-	for i := 0; i < len(addr); i++ {
-		if addr[i] == '.' {
-			return addr[:i], addr[i+1:]
-		}
-	}
-	return addr, ""
-}
-
-func nameOf(addr string) string { _, n := splitAddr(addr); return n }
 
 func appendUnique(list []string, s string) []string {
 	if s == "" || contains(list, s) {

@@ -1062,7 +1062,8 @@ func (p *planner) removed() {
 			continue
 		}
 		r, _ := p.in.State.Get(addr)
-		typ, name := splitAddr(addr)
+		pa := plan.ParseAddress(addr)
+		typ, name := pa.Type, pa.Instance()
 		var hosts []string
 		for _, h := range r.Hosts {
 			hosts = append(hosts, h.Node)

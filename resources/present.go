@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 )
 
 // Present is what the observed hosts show of one resource of the project.
@@ -74,8 +75,8 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 	if in.State != nil {
 		for _, addr := range in.State.Addresses() {
 			r, _ := in.State.Get(addr)
-			if typ, name := splitAddr(addr); typ == "vllm_serve" && len(r.Hosts) > 0 {
-				serves[addr] = serveAt{name, r.Hosts[0].Node, r.Container}
+			if a := plan.ParseAddress(addr); a.Type == "vllm_serve" && len(r.Hosts) > 0 {
+				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
 			}
 		}
 	}

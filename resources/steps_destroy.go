@@ -58,7 +58,8 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 	if st != nil {
 		for _, addr := range st.Addresses() {
 			r, _ := st.Get(addr)
-			typ, name := splitAddr(addr)
+			pa := plan.ParseAddress(addr)
+			typ, name := pa.Type, pa.Instance()
 			switch typ {
 			case "ray_cluster":
 				if _, ok := clusters[addr]; !ok {
@@ -116,7 +117,7 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 		if len(rems) == 0 {
 			action = plan.NoOp
 		}
-		_, name := splitAddr(addr)
+		name := plan.ParseAddress(addr).Instance()
 		res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Hosts: hosts,
 			Cluster: &ClusterWork{Name: name, Start: map[string]bool{}, Remove: rems}}
 		res.Plan.Changes = append(res.Plan.Changes, destroyChange(addr, "ray_cluster", name, action, hosts, len(rems) > 0))

@@ -64,7 +64,8 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 	events := []Event{VersionEvent(now(), opts.Version)}
 	for _, d := range p.Drift {
 		e := NewEvent(now(), "warn", "resource_drift", fmt.Sprintf("%s: Drift detected (%s)", d.Address, d.Summary))
-		typ, name := splitAddress(d.Address)
+		a := ParseAddress(d.Address)
+		typ, name := a.Type, a.Instance()
 		e["change"] = map[string]any{
 			"resource": resourceJSON(d.Address, typ, name),
 			"action":   string(Update),
@@ -81,7 +82,8 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 			}
 			typ, name := rc.Type, rc.Name
 			if typ == "" {
-				typ, name = splitAddress(rc.Address)
+				a := ParseAddress(rc.Address)
+				typ, name = a.Type, a.Instance()
 			}
 			e := NewEvent(now(), "info", "planned_change", fmt.Sprintf("%s: Plan to %s", rc.Address, rc.Action))
 			change := map[string]any{

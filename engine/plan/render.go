@@ -123,7 +123,8 @@ func renderDrift(b *strings.Builder, p *Plan, pt painter) {
 		if len(d.Attrs) == 0 {
 			continue
 		}
-		typ, name := splitAddress(d.Address)
+		a := ParseAddress(d.Address)
+		typ, name := a.Type, a.Instance()
 		fmt.Fprintf(b, "%s resource %q %q {\n", pt.symbol(Update), typ, name)
 		renderAttrs(b, Update, d.Attrs, pt)
 		b.WriteString("    }\n")
@@ -169,7 +170,8 @@ func renderChange(b *strings.Builder, rc ResourceChange, pt painter) {
 	}
 	typ, name := rc.Type, rc.Name
 	if typ == "" {
-		typ, name = splitAddress(rc.Address)
+		a := ParseAddress(rc.Address)
+		typ, name = a.Type, a.Instance()
 	}
 	fmt.Fprintf(b, "%s resource %q %q {\n", pt.symbol(rc.Action), typ, name)
 	renderAttrs(b, rc.Action, rc.Attrs, pt)
@@ -542,15 +544,6 @@ func withPrefix(prefix, s string) string {
 		return ""
 	}
 	return prefix + s
-}
-
-// splitAddress splits "type.name" (name may contain dots or brackets).
-func splitAddress(addr string) (string, string) {
-	typ, name, ok := strings.Cut(addr, ".")
-	if !ok {
-		return addr, ""
-	}
-	return typ, name
 }
 
 func plural(n int, noun string) string {
