@@ -182,6 +182,22 @@ func convergedCluster(tb testing.TB, n int) converged {
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 
+// planConfig loads src and evaluates it with the fabric addresses facts
+// show, as rayform plan does before planning.
+func planConfig(tb testing.TB, src string, facts *observe.Facts) *config.Config {
+	tb.Helper()
+	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		tb.Fatalf("config: %s", diags.Error())
+	}
+	addrs, _ := resources.FabricAddrs(loaded, facts)
+	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	if diags.HasErrors() {
+		tb.Fatalf("config with facts: %s", diags.Error())
+	}
+	return cfg
+}
+
 // checkNoChanges fails unless the plan is empty and error-free: the
 // benchmarks must measure the converged path, not an early exit.
 func checkNoChanges(tb testing.TB, p *plan.Plan) {

@@ -207,15 +207,7 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan) {
 	}
 	st.Set("ray_cluster.main", state.Resource{Type: "ray_cluster", Container: "rayform-main"})
 	st.Set("vllm_serve.llama", state.Resource{Type: "vllm_serve", Container: "rayform-main"})
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
-	if diags.HasErrors() {
-		t.Fatalf("config: %s", diags.Error())
-	}
-	addrs, _ := resources.FabricAddrs(loaded, cc.facts)
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
-	if diags.HasErrors() {
-		t.Fatalf("config with facts: %s", diags.Error())
-	}
+	cfg := planConfig(t, src, cc.facts)
 	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
 	var txt, js bytes.Buffer
 	if err := plan.RenderText(&txt, res.Plan, plan.TextOptions{}); err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -240,15 +239,7 @@ func TestPlanGolden(t *testing.T) {
 			if tc.state != nil {
 				tc.state(st)
 			}
-			loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
-			if diags.HasErrors() {
-				t.Fatalf("config: %s", diags.Error())
-			}
-			addrs, _ := resources.FabricAddrs(loaded, cc.facts)
-			cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
-			if diags.HasErrors() {
-				t.Fatalf("config with facts: %s", diags.Error())
-			}
+			cfg := planConfig(t, src, cc.facts)
 			replace := map[string]bool{}
 			for _, a := range tc.replace {
 				replace[a] = true

@@ -263,12 +263,3 @@ func keysOf[V any](m map[string]V) map[string]bool {
 	}
 	return out
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -5,8 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -138,7 +139,7 @@ func Command(n Node, rank, world int, master netip.Addr, port int, o Options) tr
 	if n.Iface != "" {
 		env = append(env, "RAYFORM_CHECK_IFACE="+n.Iface)
 	}
-	for _, k := range sortedKeys(o.Env) {
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
 		env = append(env, k+"="+o.Env[k])
 	}
 	var argv []string
@@ -515,13 +516,4 @@ func (r *Report) Logs() []diagnose.Log {
 		logs = append(logs, diagnose.Log{Host: n.Node, Source: Source, Text: text})
 	}
 	return logs
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
