@@ -712,13 +712,7 @@ func (s *session) saveState() error {
 }
 
 // statePath is the state file's path.
-func (s *session) statePath() string {
-	path := s.opts.stateFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(s.c.dir, path)
-	}
-	return path
-}
+func (s *session) statePath() string { return s.c.statePath(s.opts.stateFile) }
 
 // recordFabric writes down each applied node's fabric address and
 // interface as the converged hosts show them, so the next plan can assume

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +32,15 @@ const (
 var version = "0.1.0-dev"
 
 // cli is what every command receives: streams, global options and a logger.
+// statePath resolves a -state FILE: relative to the configuration
+// directory unless absolute.
+func (c *cli) statePath(file string) string {
+	if filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(c.dir, file)
+}
+
 type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer

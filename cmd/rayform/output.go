@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"path/filepath"
 	"sort"
 
 	"github.com/zclconf/go-cty/cty"
@@ -111,11 +110,7 @@ func unknownWhy() string {
 // addresses the state recorded. It returns nil and the exit code when
 // there is nothing to print or an error (printed).
 func appliedOutputs(c *cli, vars *varFlags, stateFile string) (map[string]*config.Output, int) {
-	path := stateFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(c.dir, path)
-	}
-	st, err := state.Load(path)
+	st, err := state.Load(c.statePath(stateFile))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return nil, exitError

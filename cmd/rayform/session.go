@@ -90,10 +90,7 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		return nil, exitError
 	}
 	writeDiagnostics(c, c.stderr, cfg.Files, diags)
-	statePath := opts.stateFile
-	if !filepath.IsAbs(statePath) {
-		statePath = filepath.Join(c.dir, statePath)
-	}
+	statePath := c.statePath(opts.stateFile)
 	st, err := state.Load(statePath)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)

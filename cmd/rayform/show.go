@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/rayform/rayform/engine/planfile"
@@ -80,11 +79,7 @@ func runShow(_ context.Context, c *cli, args []string) int {
 
 // showState prints the resources the state records.
 func showState(c *cli, stateFile string, asJSON bool) int {
-	path := stateFile
-	if !filepath.IsAbs(path) {
-		path = filepath.Join(c.dir, path)
-	}
-	st, err := state.Load(path)
+	st, err := state.Load(c.statePath(stateFile))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
