@@ -1,0 +1,493 @@
+package resources
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// clusterContainer is the cluster's container on node: the one with the
+// cluster's container name, or else a managed one labelled with the
+// cluster's address (created under the container_name it had before).
+func (p *planner) clusterContainer(rc *config.RayCluster, node string) observedContainer {
+	if oc := p.container(node, ContainerName(rc)); oc.found {
+		return oc
+	}
+	if hf := p.host(node); hf != nil {
+		for _, c := range hf.Containers.List {
+			if p.managed(c) && c.Labels[LabelResource] == rc.Addr {
+				return observedContainer{c: c, found: true}
+			}
+		}
+	}
+	return observedContainer{}
+}
+func (p *planner) cluster(rc *config.RayCluster) {
+	if p.clusterAction == nil {
+		p.clusterAction = map[string]plan.Action{}
+	}
+	addr := rc.Addr
+	nodes := rc.Nodes()
+	if len(rc.Workers) > 0 && rc.Network == "" {
+		p.finding(plan.Error, addr, "", "multi-node cluster without a network binding",
+			"Without a network, Ray registers each node under its default route's address and vLLM's c10d master listens there; a worker that cannot reach that address fails with \"The client socket has failed to connect to any network address of (<ip>, <port>)\" after the model starts loading.",
+			"declare a network block with the fabric's cidr and interface, and set network = network.<name> on the cluster")
+	}
+	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
+	name := ContainerName(rc)
+	work := &ClusterWork{Name: rc.Name, Specs: specs, Start: map[string]bool{}}
+	if len(specs) > 0 {
+		work.HeadAddr = specs[0].HeadAddr
+	}
+	var reasons []string
+	var drift []string
+	// driftHost is the node of the first drift found: where to look.
+	driftHost := ""
+	replace := false
+	foreign := false
+	missing := 0
+	observed := 0
+	schema := clusterSchema()
+	nw := p.cfg.Networks[rc.Network]
+	after := map[string]attrValues{}
+	for _, spec := range specs {
+		after[spec.Node] = normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
+	}
+	// before holds, per node, the attributes its container was created
+	// with (read from its record).
+	before := map[string]attrValues{}
+	for i, spec := range specs {
+		node := spec.Node
+		if p.host(node) == nil {
+			continue
+		}
+		observed++
+		oc := p.clusterContainer(rc, node)
+		if !oc.found {
+			missing++
+			work.Start[node] = true
+			if i == 0 {
+				replace = true
+			}
+			if p.stateHas(addr) {
+				drift = append(drift, fmt.Sprintf("container %s on %s is gone", name, node))
+				driftHost = firstNonEmpty(driftHost, node)
+			}
+			continue
+		}
+		if !p.managed(oc.c) {
+			foreign = true
+			p.foreignContainer(addr, node, name, oc.c)
+			continue
+		}
+		rec, recorded := containerRecord(oc.c)
+		if !recorded && oc.c.SpecHash == spec.Hash() {
+			// Known from the hash alone: it is the spec.
+			rec, recorded = after[node], true
+		}
+		if recorded {
+			before[node] = rec
+		}
+		switch {
+		case oc.c.SpecHash == "":
+			// Managed labels but no spec hash: recreated by hand.
+			work.Start[node] = true
+			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.c, spec)))
+			driftHost = firstNonEmpty(driftHost, node)
+		case oc.c.SpecHash != spec.Hash():
+			work.Start[node] = true
+			what := specDiff(oc.c, spec)
+			if recorded {
+				what = ""
+				if paths := changedPaths(schema, rec, after[node]); len(paths) > 0 {
+					what = ": " + strings.Join(paths, ", ")
+				}
+			}
+			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, what))
+		case !oc.c.Running:
+			work.Start[node] = true
+			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.c.State, oc.c.ExitCode))
+			driftHost = firstNonEmpty(driftHost, node)
+		}
+		if work.Start[node] {
+			work.Remove = append(work.Remove, Removal{Node: node, Container: oc.c.Name})
+			if i == 0 {
+				replace = true
+			}
+		}
+		if !recorded {
+			// Made by a rayform that kept no record: what docker shows.
+			rec = attrValues{"image": cty.StringVal(oc.c.Image)}
+			if n, ok := after[node]["node"]; ok {
+				rec["node"] = withAddress(n, oc.c.Labels[LabelNodeIP])
+			}
+			before[node] = rec
+		}
+	}
+	if !foreign && work.Start[rc.Head] {
+		if oc := p.container(rc.Head, name); !(oc.found && oc.c.Running && p.managed(oc.c)) {
+			p.portsFree(addr, rc.Head, "The Ray head of "+addr, []portUse{{rc.Port, "port"}, {rc.DashboardPort, "dashboard_port"}})
+		}
+	}
+	rayObserved := map[string]map[string]string{}
+	// Ray's own node table: every node ALIVE under its fabric address.
+	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
+		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, rayObserved)
+	}
+	if p.in.Replace[addr] && !foreign && missing < len(specs) {
+		replace = true
+		reasons = append(reasons, "replacement requested with -replace")
+	}
+	// Managed containers of this cluster on nodes no longer in it.
+	for _, r := range p.strayRemovals(rc, name) {
+		work.Remove = append(work.Remove, r)
+		reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", r.Node))
+		oc := p.clusterContainer(rc, r.Node)
+		rec, ok := containerRecord(oc.c)
+		if !ok {
+			rec = attrValues{"node": withAddress(after[rc.Head]["node"], oc.c.Labels[LabelNodeIP])}
+		}
+		before[r.Node] = rec
+	}
+	action := plan.NoOp
+	switch {
+	case foreign:
+		action = plan.NoOp
+	case observed > 0 && missing == len(specs) && len(work.Remove) == 0:
+		action = plan.Create
+	case replace:
+		action = plan.Replace
+		// The head goes first: every node restarts against the new head.
+		work.Remove = nil
+		for _, spec := range specs {
+			work.Start[spec.Node] = true
+			if oc := p.clusterContainer(rc, spec.Node); oc.found && p.managed(oc.c) {
+				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: oc.c.Name})
+			}
+		}
+		work.Remove = append(work.Remove, p.strayRemovals(rc, name)...)
+	case len(work.Start) > 0 || len(work.Remove) > 0:
+		action = plan.Update
+	}
+	p.clusterAction[rc.Name] = action
+	if len(drift) > 0 {
+		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: firstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
+			Attrs: clusterDriftAttrs(specs, rayObserved)})
+	}
+	rcChange := plan.ResourceChange{Address: addr, Type: "ray_cluster", Name: rc.Name, Action: action, Hosts: nodes,
+		Reasons: append(drift, reasons...)}
+	rcChange.Attrs = clusterAttrs(rc, specs, action, before, after, rayObserved)
+	p.res.Plan.Changes = append(p.res.Plan.Changes, rcChange)
+	if action != plan.NoOp {
+		p.res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Cluster: work, Hosts: nodes}
+	}
+}
+
+// foreignContainer reports a container in the way that this project did
+// not create. One carrying rayform's labels for another project is most
+// likely this very deployment applied from another checkout (the project
+// defaults to the configuration directory's name) and may be serving: the
+// fix names the project to declare and never suggests removing it.
+func (p *planner) foreignContainer(addr, node, name string, c observe.Container) {
+	if other := c.Labels[LabelProject]; c.Labels[LabelManaged] == "true" && other != "" {
+		p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.in.Project),
+			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, firstNonEmpty(c.Labels[LabelResource], "no resource label")),
+			fmt.Sprintf("if it is this deployment, declare rayform { project = %q } in the configuration; if it is another one, set container_name on this cluster", other))
+		return
+	}
+	p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
+		fmt.Sprintf("It runs %s (%s). rayform never touches containers it did not create.", c.Image, c.State),
+		fmt.Sprintf("remove it yourself (ssh %s docker rm -f %s) if it is a leftover, or set container_name on the cluster", node, name))
+}
+
+// strayRemovals are managed containers of the cluster on nodes not in it.
+func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
+	var out []Removal
+	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+		out = append(out, p.strayRemovalsOn(rc, node)...)
+	}
+	return out
+}
+
+// strayRemovalsOn is the cluster's managed container on node when node is
+// not in the cluster.
+func (p *planner) strayRemovalsOn(rc *config.RayCluster, node string) []Removal {
+	if contains(rc.Nodes(), node) {
+		return nil
+	}
+	if oc := p.clusterContainer(rc, node); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
+		return []Removal{{Node: node, Container: oc.c.Name}}
+	}
+	return nil
+}
+
+// checkRayTable judges Ray's node table (judgeRayTable, as apply's
+// verification does): a difference on the head replaces the cluster, one
+// on a worker restarts that worker, and an ALIVE node that is none of the
+// cluster's is an error. rayObserved collects, per node, what Ray reports
+// where it differs from the declaration ("address", "gpus").
+func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
+	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
+		// The head container runs but Ray does not answer: restart it.
+		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*driftHost = firstNonEmpty(*driftHost, rc.Head)
+			*replace = true
+		}
+		return
+	}
+	// When the head restarts, every node registers anew: only what the
+	// table says of the head is worth reporting.
+	headRestarts := work.Start[rc.Head]
+	unknownAddr := false
+	for _, s := range specs {
+		unknownAddr = unknownAddr || s.NodeIP == ""
+	}
+	owners := p.addressOwners(rc)
+	observed := func(node, attr, v string) {
+		if rayObserved[node] == nil {
+			rayObserved[node] = map[string]string{}
+		}
+		rayObserved[node][attr] = v
+	}
+	for _, d := range judgeRayTable(specs, head.RayNodes.List) {
+		if headRestarts && !d.Head {
+			continue
+		}
+		node := d.Node
+		if node == "" {
+			node = owners[d.IP]
+			if node == "" && unknownAddr {
+				// Perhaps the node whose address is not known yet.
+				continue
+			}
+			if node == "" {
+				p.finding(plan.Error, rc.Addr, rc.Head, d.Reason,
+					"Ray's node table on "+rc.Head+" has a node that is none of the cluster's: another host joined this head, or a node registered under an address rayform does not know.",
+					"stop Ray on that host (ray stop), or declare it as a worker of "+rc.Addr)
+				continue
+			}
+			if !contains(rc.Nodes(), node) {
+				// A node that left the cluster: its container is removed
+				// (see strayRemovals), which takes it out of the table.
+				if len(p.strayRemovalsOn(rc, node)) == 0 {
+					p.finding(plan.Error, rc.Addr, rc.Head, d.Reason, fmt.Sprintf("%s runs Ray in this cluster but is not one of its nodes, and rayform did not start it there.", node),
+						fmt.Sprintf("stop Ray on %s (ray stop), or declare it as a worker of %s", node, rc.Addr))
+				}
+				continue
+			}
+			observed(node, "address", d.IP)
+		} else if d.Attr != "" {
+			observed(node, d.Attr, d.Observed)
+		}
+		if work.Start[node] && node != rc.Head {
+			// Restarted anyway; the difference is still drift, unless it
+			// comes from an address not known yet.
+			if nodeIP(specs, node) != "" {
+				*drift = append(*drift, d.Reason)
+				*driftHost = firstNonEmpty(*driftHost, node)
+			}
+			continue
+		}
+		*drift = append(*drift, d.Reason)
+		*driftHost = firstNonEmpty(*driftHost, node)
+		if d.Head || node == rc.Head {
+			*replace = true
+			continue
+		}
+		work.Start[node] = true
+		name := ContainerName(rc)
+		if oc := p.clusterContainer(rc, node); oc.found {
+			name = oc.c.Name
+		}
+		work.Remove = append(work.Remove, Removal{Node: node, Container: name})
+	}
+}
+
+// nodeIP is the fabric address node's spec starts Ray with.
+func nodeIP(specs []ContainerSpec, node string) string {
+	for _, s := range specs {
+		if s.Node == node {
+			return s.NodeIP
+		}
+	}
+	return ""
+}
+
+// addressOwners maps every address a node is known by (its SSH address,
+// the addresses its host holds, the address its container of the cluster
+// was started with) to the node.
+func (p *planner) addressOwners(rc *config.RayCluster) map[string]string {
+	out := map[string]string{}
+	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+		if n := p.cfg.Nodes[node]; n != nil {
+			out[n.Host] = node
+		}
+		if hf := p.host(node); hf != nil {
+			for _, a := range hf.Addresses.List {
+				out[a.Prefix.Addr().String()] = node
+			}
+		}
+		if oc := p.clusterContainer(rc, node); oc.found && oc.c.Labels[LabelNodeIP] != "" {
+			out[oc.c.Labels[LabelNodeIP]] = node
+		}
+	}
+	return out
+}
+
+// specDiff names what differs between an observed container and its spec,
+// as far as the observation shows it.
+func specDiff(c observe.Container, spec ContainerSpec) string {
+	var what []string
+	if c.Image != spec.Image {
+		what = append(what, fmt.Sprintf("image %s → %s", c.Image, spec.Image))
+	}
+	if ip := c.Labels[LabelNodeIP]; ip != spec.NodeIP {
+		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
+	}
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		if contains(spec.SecretEnv, k) || !c.Inspected {
+			continue
+		}
+		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
+			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
+		} else if !ok && contains(observe.DefaultEnvKeys(), k) {
+			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
+		}
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(what, ", ")
+}
+
+// clusterAttrs lists the cluster's attributes, before (from the
+// containers' records) and after (from the specs); the per-node values are
+// gathered in "nodes". rayObserved are the values Ray's node table reports
+// where they differ from the record: the table is the truth.
+func clusterAttrs(rc *config.RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrValues, rayObserved map[string]map[string]string) []plan.AttrChange {
+	if len(specs) == 0 {
+		return nil
+	}
+	afterRes := attrValues{}
+	for k, v := range after[rc.Head] {
+		afterRes[k] = v
+	}
+	afterNodes := map[string]cty.Value{}
+	for _, s := range specs {
+		afterNodes[s.Node] = after[s.Node]["node"]
+	}
+	delete(afterRes, "node")
+	afterRes["nodes"] = cty.MapVal(afterNodes)
+	beforeRes := attrValues{}
+	if action != plan.Create {
+		// The head's record speaks for the cluster; a worker's, when the
+		// head has none.
+		src := before[rc.Head]
+		for _, s := range specs {
+			if src == nil {
+				src = before[s.Node]
+			}
+		}
+		for k, v := range src {
+			beforeRes[k] = v
+		}
+		// What no record says is taken as unchanged.
+		for k, v := range afterRes {
+			if _, ok := beforeRes[k]; !ok {
+				beforeRes[k] = v
+			}
+		}
+		delete(beforeRes, "node")
+		nodes := map[string]cty.Value{}
+		for n, vals := range before {
+			if v, ok := vals["node"]; ok {
+				if ip, ok := rayObserved[n]["address"]; ok {
+					v = withAddress(v, ip)
+				}
+				if g, ok := rayObserved[n]["gpus"]; ok {
+					v = withGPUs(v, g)
+				}
+				nodes[n] = v
+			}
+		}
+		beforeRes["nodes"] = cty.NullVal(cty.Map(nodeAttrType()))
+		if len(nodes) > 0 {
+			beforeRes["nodes"] = cty.MapVal(nodes)
+		}
+	}
+	return attrChanges(clusterPlanSchema(), beforeRes, afterRes)
+}
+
+// withAddress is a node object with its address replaced (unknown when
+// ip is empty).
+func withAddress(node cty.Value, ip string) cty.Value {
+	if node == cty.NilVal || !node.Type().IsObjectType() {
+		return node
+	}
+	m := node.AsValueMap()
+	m["address"] = strVal(ip)
+	return cty.ObjectVal(m)
+}
+
+// withGPUs is a node object with its GPU count replaced.
+func withGPUs(node cty.Value, gpus string) cty.Value {
+	if node == cty.NilVal || !node.Type().IsObjectType() {
+		return node
+	}
+	v, err := cty.ParseNumberVal(gpus)
+	if err != nil {
+		return node
+	}
+	m := node.AsValueMap()
+	m["gpus"] = v
+	return cty.ObjectVal(m)
+}
+
+// containerRecord reads the attributes a container was created with from
+// its LabelAttrs label.
+func containerRecord(c observe.Container) (attrValues, bool) {
+	l, ok := c.Labels[LabelAttrs]
+	if !ok {
+		return nil, false
+	}
+	rec, ok := decodeRecordLabel(l)
+	if !ok {
+		return nil, false
+	}
+	return decodeAttrs(clusterSchema(), rawAttrs(rec), rec.Sensitive), true
+}
+func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]string) []plan.AttrChange {
+	var attrs []plan.AttrChange
+	for _, s := range specs {
+		if v, ok := rayObserved[s.Node]["address"]; ok && s.NodeIP != "" && v != s.NodeIP {
+			attrs = append(attrs, plan.AttrChange{Name: "node_ip[" + strconv.Quote(s.Node) + "]", Before: cty.StringVal(s.NodeIP), After: cty.StringVal(v)})
+		}
+	}
+	return attrs
+}
+
+// changedNodes are the nodes whose container the cluster's work starts or
+// removes, sorted.
+func (p *planner) changedNodes(rc *config.RayCluster) []string {
+	w := p.res.Work[rc.Addr]
+	if w == nil || w.Cluster == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for n := range w.Cluster.Start {
+		set[n] = true
+	}
+	for _, rm := range w.Cluster.Remove {
+		set[rm.Node] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}

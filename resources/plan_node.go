@@ -1,0 +1,160 @@
+package resources
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// nodes checks each node: reachable, docker usable, GPUs as declared.
+func (p *planner) nodes() {
+	inCluster := map[string]bool{}
+	for _, rc := range p.cfg.RayClusters {
+		for _, n := range rc.Nodes() {
+			inCluster[n] = true
+		}
+	}
+	for _, n := range sortedNodes(p.cfg) {
+		addr := n.Addr
+		if err, ok := p.facts.Errors[n.Name]; ok {
+			p.res.Plan.Unreachable = append(p.res.Plan.Unreachable, n.Name)
+			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("cannot observe %s", n.Name), err.Error(),
+				"check that `ssh "+sshTarget(n)+"` works from this machine (host key in known_hosts, key in the agent or identity_file)")
+			continue
+		}
+		hf := p.host(n.Name)
+		if hf == nil {
+			continue
+		}
+		if inCluster[n.Name] && !hf.Docker.Available {
+			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("docker is not usable on %s", n.Name), hf.Docker.Err,
+				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
+		}
+		switch {
+		case hf.GPUs.Err != "" && n.GPUs > 0:
+			p.finding(plan.Warning, addr, n.Name, fmt.Sprintf("cannot verify the GPUs of %s", n.Name),
+				"nvidia-smi: "+hf.GPUs.Err, "install the NVIDIA driver, or check that nvidia-smi runs for the SSH user")
+		case hf.GPUs.Err == "" && len(hf.GPUs.List) != n.GPUs:
+			names := []string{}
+			for _, g := range hf.GPUs.List {
+				names = append(names, g.Name)
+			}
+			p.finding(plan.Error, addr, n.Name,
+				fmt.Sprintf("%s declares gpus = %d but nvidia-smi reports %d", n.Name, n.GPUs, len(hf.GPUs.List)),
+				strings.Join(names, ", "), fmt.Sprintf("set gpus = %d, or fix the host's driver", len(hf.GPUs.List)))
+		}
+	}
+}
+func sshTarget(n *config.Node) string {
+	t := n.Host
+	if n.User != "" {
+		t = n.User + "@" + t
+	}
+	if n.Port != 0 && n.Port != 22 {
+		t += " -p " + strconv.Itoa(n.Port)
+	}
+	return t
+}
+
+// networks checks every node of every network: its fabric address exists
+// inside the CIDR on the pinned interface, the link is up with the declared
+// MTU, no two nodes share an address, and every node routes to every peer
+// over the fabric interface.
+func (p *planner) networks() {
+	for _, nw := range sortedNetworks(p.cfg) {
+		seen := map[netip.Addr]string{}
+		for _, node := range nw.Nodes {
+			hf := p.host(node)
+			if hf == nil {
+				continue
+			}
+			want := nw.InterfaceFor(node)
+			if want != "" {
+				link, ok := hf.Links.ByName(want)
+				if !ok {
+					var names []string
+					for _, l := range hf.Links.List {
+						names = append(names, l.Name)
+					}
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("interface %s does not exist on %s", want, node),
+						"The host has: "+strings.Join(names, ", ")+".",
+						fmt.Sprintf("set the network's interface for %s to its fabric interface, e.g. interface = { %q = \"<name>\" }", node, node))
+					continue
+				}
+				if !link.Up() {
+					detail, fix := "operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want)
+					if slices.Contains(link.Flags, "UP") {
+						// Administratively up, no link: the kernel says
+						// NO-CARRIER. Setting it up again changes nothing.
+						detail = "operstate " + link.OperState + ", flags " + strings.Join(link.Flags, ",") + ": the interface is up but has no carrier"
+						fix = fmt.Sprintf("no carrier on %s: check the cable and the switch port it is plugged into", want)
+					}
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node), detail, fix)
+				}
+				if nw.MTU > 0 && link.MTU != nw.MTU {
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("MTU of %s on %s is %d, want %d", want, node, link.MTU, nw.MTU),
+						"", fmt.Sprintf("sudo ip link set %s mtu %d (and make it persistent in the host's network config)", want, nw.MTU))
+				}
+			}
+			addr, ok := p.addrs[node]
+			if !ok {
+				var on []string
+				for _, a := range hf.Addresses.In(nw.CIDR) {
+					on = append(on, a.Prefix.String()+" on "+a.Interface)
+				}
+				detail := fmt.Sprintf("No address in %s", nw.CIDR)
+				if want != "" {
+					detail += " on " + want
+				}
+				if len(on) > 0 {
+					detail += "; found " + strings.Join(on, ", ") + " instead"
+				}
+				detail += ". Ray, vLLM and NCCL would fall back to the default route's address, which the other nodes may not reach (the c10d failure)."
+				ifname := want
+				if ifname == "" {
+					ifname = "<fabric interface>"
+				}
+				p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s has no address in %s", node, nw.CIDR), detail,
+					fmt.Sprintf("assign one: sudo ip addr add %s dev %s", exampleAddr(nw.CIDR), ifname))
+				continue
+			}
+			if other, dup := seen[addr]; dup {
+				p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s and %s share the fabric address %s", other, node, addr),
+					"Ray identifies nodes by IP: two nodes with one address register as one.", "give each node its own address in "+nw.CIDR.String())
+			}
+			seen[addr] = node
+		}
+		// Routes: every node must reach every peer over the fabric.
+		for _, node := range nw.Nodes {
+			hf := p.host(node)
+			if hf == nil {
+				continue
+			}
+			iface := p.ifaces[node]
+			for _, rc := range hf.RouteChecks {
+				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+					continue
+				}
+				switch {
+				case rc.Err != "":
+					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("%s has no route to %s's fabric address %s", node, rc.Peer, rc.Addr),
+						rc.Err, fmt.Sprintf("check that %s and %s are on the same fabric subnet (%s) and the link is up", node, rc.Peer, nw.CIDR))
+				case iface != "" && rc.Dev != "" && rc.Dev != iface:
+					p.finding(plan.Error, nw.Addr, node,
+						fmt.Sprintf("%s routes to %s (%s) via %s, not the fabric interface %s", node, rc.Peer, rc.Addr, rc.Dev, iface),
+						"Traffic to the peer would leave on the wrong network (asymmetric routing); NCCL and c10d connections may hang or fail.",
+						fmt.Sprintf("remove the conflicting route on %s (ip route show to match %s) so that %s is reached via %s", node, rc.Addr, rc.Addr, iface))
+				}
+			}
+		}
+	}
+}
+func exampleAddr(cidr netip.Prefix) string {
+	a := cidr.Addr().Next()
+	return netip.PrefixFrom(a, cidr.Bits()).String()
+}
