@@ -76,6 +76,9 @@ type StepEnv struct {
 	// Dataplane tunes the data-plane check before a serve starts (zero:
 	// dataplane's defaults).
 	Dataplane dataplane.Options
+	// Checks start the ranks of data-plane checks ahead, as their
+	// containers start; nil starts each check in its own step.
+	Checks *CheckStarts
 	// Log receives debug lines; nil discards them.
 	Log hclog.Logger
 	// Now and Sleep are the clock; nil means the real one. Tests inject a

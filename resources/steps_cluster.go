@@ -439,6 +439,7 @@ func (r *clusterRun) startStep(nodes []string) apply.Step {
 				if err != nil {
 					return err
 				}
+				r.e.Checks.ContainerStarted(node, r.spec[node].Name)
 				done.add(node, fmt.Sprintf("started %s on %s (%s)", r.spec[node].Name, node, shortID(id)))
 				return nil
 			})

@@ -27,6 +27,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/dataplane"
 )
 
 // applyTimeouts are how long apply waits for Ray; tests shorten them.
@@ -217,9 +218,11 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	})
 	defer c.setInterruptHandler(nil)
 
-	g, work := s.applyGraph(obs, destroyGraph)
+	checks := resources.NewCheckStarts(ctx, s.conns, obs.result.Work, dataplane.Options{})
+	g, work := s.applyGraph(obs, destroyGraph, checks)
 	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
 	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
+	checks.Close()
 	// Re-observe whatever the outcome: the state records what the hosts
 	// show, and a successful walk must have converged.
 	// A -replace is done once replaced.
@@ -490,7 +493,9 @@ func (s *session) confirm(destroy bool) bool {
 
 // applyGraph turns the plan's work into the engine's resources, ordered by
 // the configuration's graph; removed resources are destroyed serves first.
-func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph) (*dag.Graph, map[string]*apply.Resource) {
+//
+// checks start the ranks of the data-plane checks as their containers start.
+func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *resources.CheckStarts) (*dag.Graph, map[string]*apply.Resource) {
 	g := obs.cfg.Graph()
 	if destroyGraph != nil {
 		g = destroyGraph
@@ -512,6 +517,7 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph) (*dag.Graph
 			Parallelism:     s.applyParallelism(),
 			Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
 			ServeNodes:      serveNodes,
+			Checks:          checks,
 			Log:             s.c.log.Named("apply"),
 		}
 		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: resources.Steps(env, w)}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rayform/rayform/resources"
 )
@@ -143,6 +145,28 @@ func TestE2EDataplaneCheck(t *testing.T) {
 			t.Errorf("check -json: %+v", reps[0])
 		}
 	})
+	t.Run("spark2's fabric address moves while apply runs the check", func(t *testing.T) {
+		// The plan saw 192.168.200.13 and Ray registered spark2 under it;
+		// the address moves as the check step starts (its ranks import
+		// torch for seconds before the rendezvous), so the check's Gloo
+		// connections leave from the new one.
+		cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+		waitFor(t, "the data-plane check step", 3*time.Minute, func() bool { return strings.Contains(out.String(), ": data-plane check") })
+		l.netns(t, "spark2", "ip", "addr", "del", "192.168.200.13/24", "dev", "enp1s0f1np1")
+		l.netns(t, "spark2", "ip", "addr", "add", "192.168.200.23/24", "dev", "enp1s0f1np1")
+		defer func() {
+			l.netns(t, "spark2", "ip", "addr", "del", "192.168.200.23/24", "dev", "enp1s0f1np1")
+			l.netns(t, "spark2", "ip", "addr", "add", "192.168.200.13/24", "dev", "enp1s0f1np1")
+		}()
+		if err := cmd.Wait(); err == nil {
+			t.Fatalf("apply exited 0 with spark2's fabric address moved:\n%s", out)
+		}
+		mustContain(t, "apply", out.String(), "data-plane check failed", "vllm serve qwen was not started",
+			"Gloo used 192.168.200.23", "not the node's fabric address 192.168.200.13", "Fix: Run rayform plan")
+		if serveStarted(dir) || strings.Contains(out.String(), "start vllm serve qwen") {
+			t.Errorf("vllm serve started after a failed data-plane check:\n%s", out)
+		}
+	})
 	t.Run("healthy", func(t *testing.T) {
 		r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
 		mustCode(t, "apply", r, exitOK)
@@ -198,15 +222,31 @@ func TestE2EDataplaneCheck(t *testing.T) {
 	})
 }
 
-// TestE2EDataplaneCheckThreeNodes: a healthy 3-node cluster passes the
-// check inside apply, every node on its fabric address.
+// TestE2EDataplaneCheckThreeNodes: a healthy 3-node cluster applied from
+// nothing passes the check inside apply, every node on its fabric address;
+// the check's ranks started with the containers. The nodes' own
+// environment (an env file given to docker run that names an interface
+// that does not exist for Gloo and NCCL) cannot take the data plane off
+// the fabric: rayform's pins win, in real Docker.
 func TestE2EDataplaneCheckThreeNodes(t *testing.T) {
 	requireTorch(t)
 	l := startLab(t, "rfdp3", "-torch", "-nodes", "3")
 	dir := l.labProject()
+	envFile := filepath.Join(t.TempDir(), "node.env")
+	if err := os.WriteFile(envFile, []byte("GLOO_SOCKET_IFNAME=rfnosuch0\nNCCL_SOCKET_IFNAME=rfnosuch0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hcl, _ := os.ReadFile(filepath.Join(dir, "main.hcl"))
+	forced := strings.Replace(string(hcl), "  memory_monitor = false\n", fmt.Sprintf("  memory_monitor = false\n  docker_args    = [\"--env-file\", %q]\n", envFile), 1)
+	if forced == string(hcl) {
+		t.Fatalf("no ray_cluster to add docker_args to:\n%s", hcl)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(forced), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
 	mustCode(t, "apply", r, exitOK)
-	mustContain(t, "apply", r.stdout, "RENDEZVOUS", "data plane ok on 3 nodes", "start vllm serve qwen")
+	mustContain(t, "apply", r.stdout, "RENDEZVOUS", "data plane ok on 3 nodes", "ranks started with the containers", "start vllm serve qwen")
 	checkRows(t, r.stdout, "spark1", "192.168.200.12", "spark2", "192.168.200.13", "spark3", "192.168.200.14")
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,5 +254,119 @@ func TestRunPicksAnotherPort(t *testing.T) {
 	}
 	if !rep.OK() {
 		t.Errorf("second attempt: %+v", rep.Problems())
+	}
+}
+
+// rankConn plays one rank per Run call: the behaviour of call i is
+// calls[i] ("ready": ready, then go or cancelled; "dies": exits before
+// ready, as a rank whose container was replaced). It records each call's
+// master port and what its stdin brought after the ready line.
+type rankConn struct {
+	portConn
+	calls    []string
+	launched chan struct{} // receives a value as each call starts
+	mu2      sync.Mutex
+	got      []string // "go" or "eof", per call that reached ready
+}
+
+func (c *rankConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	port, rank := "", ""
+	for i, a := range cmd.Argv {
+		switch a {
+		case "--master-port":
+			port = cmd.Argv[i+1]
+		case "--rank":
+			rank = cmd.Argv[i+1]
+		}
+	}
+	c.mu.Lock()
+	c.ports = append(c.ports, port)
+	call := c.calls[min(len(c.ports), len(c.calls))-1]
+	c.mu.Unlock()
+	if c.launched != nil {
+		c.launched <- struct{}{}
+	}
+	if _, err := io.ReadFull(cmd.Stdin, make([]byte, len(Script))); err != nil {
+		return transport.Result{}, err
+	}
+	fail := func(out string, code int) (transport.Result, error) {
+		res := transport.Result{ExitCode: code, Stdout: []byte(out)}
+		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
+	}
+	if call == "dies" {
+		return fail("Error response from daemon: container 5a1b is not running\n", 126)
+	}
+	fmt.Fprintln(cmd.Stdout, ReadyLine)
+	line, _ := bufio.NewReader(cmd.Stdin).ReadString('\n')
+	c.mu2.Lock()
+	c.got = append(c.got, map[bool]string{true: "go", false: "eof"}[line == "go\n"])
+	c.mu2.Unlock()
+	if line != "go\n" {
+		return fail(`RAYFORM_CHECK {"ok": false, "rank": `+rank+`, "phase": "ready", "error": "cancelled"}`+"\n", 3)
+	}
+	return transport.Result{Stdout: []byte(strings.ReplaceAll(healthyOut, `"rank": 1`, `"rank": `+rank))}, nil
+}
+
+// TestSessionStartedAhead: a rank launched ahead (as its container starts)
+// runs before the check is asked for; Finish launches the rest, sends "go"
+// to all on one port, and reports the run as started ahead. Launching a
+// rank twice, or a container that is not the rank's, starts nothing.
+func TestSessionStartedAhead(t *testing.T) {
+	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready"}, launched: make(chan struct{}, 4)}
+	b := &rankConn{portConn: portConn{host: "spark2"}, calls: []string{"ready"}, launched: make(chan struct{}, 4)}
+	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: b, Container: "c"}}
+	s := Start(context.Background(), nodes, Options{})
+	s.Launch("spark1", "c")
+	s.Launch("spark1", "c")
+	s.Launch("spark2", "other")
+	<-a.launched
+	if len(b.launched) != 0 {
+		t.Fatal("spark2's rank started before its container did or the check was asked for")
+	}
+	rep := Finish(context.Background(), s, nodes, Options{})
+	if !rep.OK() || !rep.Ahead || rep.Ready <= 0 || rep.Added > rep.Elapsed {
+		t.Fatalf("report: ok %v ahead %v ready %v added %v elapsed %v: %+v", rep.OK(), rep.Ahead, rep.Ready, rep.Added, rep.Elapsed, rep.Problems())
+	}
+	if len(a.ports) != 1 || len(b.ports) != 1 || a.ports[0] != b.ports[0] || a.ports[0] != fmt.Sprint(rep.Port) {
+		t.Errorf("ranks ran %v and %v, report port %d: want one run each on one port", a.ports, b.ports, rep.Port)
+	}
+	if !strings.Contains(rep.Timing(), "ranks started with the containers") {
+		t.Errorf("timing: %s", rep.Timing())
+	}
+}
+
+// TestSessionStartedAheadRankDied: a rank launched ahead ends before it is
+// ready (its container was replaced after it started): the session is
+// thrown away, its other ranks are cancelled, and the check runs anew.
+func TestSessionStartedAheadRankDied(t *testing.T) {
+	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready", "ready"}}
+	b := &rankConn{portConn: portConn{host: "spark2"}, calls: []string{"dies", "ready"}}
+	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: b, Container: "c"}}
+	s := Start(context.Background(), nodes, Options{})
+	s.Launch("spark1", "c")
+	s.Launch("spark2", "c")
+	rep := Finish(context.Background(), s, nodes, Options{})
+	if !rep.OK() || rep.Ahead {
+		t.Fatalf("report: ok %v ahead %v: %+v", rep.OK(), rep.Ahead, rep.Problems())
+	}
+	if len(a.ports) != 2 || len(b.ports) != 2 || a.ports[0] == a.ports[1] {
+		t.Errorf("ranks ran on %v and %v: want a second run on another port", a.ports, b.ports)
+	}
+	if want := []string{"eof", "go"}; !slices.Equal(a.got, want) {
+		t.Errorf("the head's rank read %v: want its first run cancelled, its second started", a.got)
+	}
+}
+
+// TestSessionClose: Close cancels the ranks of a check nobody finished
+// (the apply stopped before the serve): they read end of input, not "go".
+func TestSessionClose(t *testing.T) {
+	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready"}, launched: make(chan struct{}, 1)}
+	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: a, Container: "d"}}
+	s := Start(context.Background(), nodes, Options{})
+	s.Launch("spark1", "c")
+	<-a.launched
+	s.Close()
+	if !slices.Equal(a.got, []string{"eof"}) || len(a.ports) != 1 {
+		t.Errorf("after Close: runs %v, stdin %v; want one run, cancelled", a.ports, a.got)
 	}
 }

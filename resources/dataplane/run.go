@@ -112,10 +112,19 @@ type Report struct {
 	Master netip.Addr
 	Port   int
 	Nodes  []NodeReport
-	// Ready is when every rank had imported torch (0 when not all did);
-	// Elapsed is the whole run.
+	// Ready is when every rank had imported torch, counted from the first
+	// rank's launch (0 when not all did); Elapsed is the whole run.
 	Ready   time.Duration
 	Elapsed time.Duration
+	// Ahead is set when the ranks were launched ahead of the check, as the
+	// containers started; Waited is how long the check then still waited
+	// for them to be ready, and Added the time the check itself took, from
+	// the moment it was asked for (for a check not started ahead, Elapsed).
+	Ahead  bool
+	Waited time.Duration
+	Added  time.Duration
+	// endedEarly: a rank ended before every rank was ready.
+	endedEarly bool
 }
 
 // bootstrap is the python program of the command line: it reads check.py
@@ -180,113 +189,243 @@ func (w *readyWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Run runs the check (runOnce); when the head could not bind the
-// rendezvous port (something else listens there) it runs it again on
-// another port, up to twice.
-func Run(ctx context.Context, nodes []Node, o Options) *Report {
+// Run runs the check (Finish without ranks started ahead).
+func Run(ctx context.Context, nodes []Node, o Options) *Report { return Finish(ctx, nil, nodes, o) }
+
+// Finish completes the check: it finishes s, whose ranks were started
+// ahead of time (see [Start]), or runs a new session when s is nil. A
+// session started ahead in which a rank ended before every rank was ready
+// (its container was replaced meanwhile) is thrown away and the check runs
+// anew. When the head could not bind the rendezvous port (something else
+// listens there) the check runs again on another port, up to twice.
+func Finish(ctx context.Context, s *Session, nodes []Node, o Options) *Report {
 	var avoid []int
 	if len(nodes) > 0 {
 		avoid = append(avoid, nodes[0].Busy...)
+	}
+	if s != nil {
+		rep := s.finish(ctx)
+		if !rep.endedEarly && !rep.portInUse() {
+			return rep
+		}
+		avoid = append(avoid, s.o.Port)
+		o.Port = 0
 	}
 	for attempt := 0; ; attempt++ {
 		oo := o
 		if oo.Port == 0 {
 			oo.Port = PickPort(avoid...)
 		}
-		rep := runOnce(ctx, nodes, oo)
-		if attempt == 2 || o.Port != 0 || len(rep.Nodes) == 0 || !rep.Nodes[0].portInUse() {
+		rep := newSession(ctx, nodes, oo, false).finish(ctx)
+		if attempt == 2 || o.Port != 0 || !rep.portInUse() {
 			return rep
 		}
 		avoid = append(avoid, oo.Port)
 	}
 }
 
+// portInUse reports whether the head's rank failed to bind the rendezvous
+// port.
+func (r *Report) portInUse() bool { return len(r.Nodes) > 0 && r.Nodes[0].portInUse() }
+
 // portInUse reports whether the rank failed to bind the rendezvous port.
 func (n NodeReport) portInUse() bool {
 	return n.Result != nil && !n.Result.OK && strings.Contains(n.Result.Error, "Address already in use")
 }
 
-// runOnce runs one rank per node at once, nodes[0] (the head) serving the
-// rendezvous on its fabric address. Every rank imports torch first; when
-// all are ready Run sends "go" to each, so that the rendezvous starts on
-// every node at once and its timeout does not count the imports. A rank
-// that ends (or does not get ready within ImportTimeout) before that
-// cancels the others. Every process is bounded by its own deadline; Run
-// returns when all are done.
-func runOnce(ctx context.Context, nodes []Node, o Options) *Report {
+// AheadWait is how long a rank started ahead of time ([Start]) waits for
+// "go" on top of its import: the rest of the cluster's start, Ray's node
+// table included.
+const AheadWait = 10 * time.Minute
+
+// Session is one run of the check: one rank per node, nodes[0] (the head)
+// serving the rendezvous on its fabric address. Every rank imports torch
+// first and reports ready; once all are, the session sends "go" to each, so
+// that the rendezvous starts on every node at once and its timeout does not
+// count the imports. Ranks can be launched one by one ahead of time (as
+// each node's container starts), so that importing torch overlaps the rest
+// of the cluster's start.
+type Session struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	nodes  []Node
+	o      Options
+	ahead  bool
+	start  time.Time
+	ended  chan struct{} // one value per rank that ended
+
+	mu    sync.Mutex
+	ranks []*rankRun
+	reps  []NodeReport
+	wg    sync.WaitGroup
+}
+
+// rankRun is one launched rank.
+type rankRun struct {
+	ready   chan struct{}
+	control *io.PipeWriter
+	done    chan struct{}
+}
+
+// Start returns a session whose ranks are launched ahead of the check with
+// Launch; Finish completes it. The session's processes live until Finish
+// or Close, within ctx.
+func Start(ctx context.Context, nodes []Node, o Options) *Session {
+	if o.Port == 0 {
+		var avoid []int
+		if len(nodes) > 0 {
+			avoid = nodes[0].Busy
+		}
+		o.Port = PickPort(avoid...)
+	}
+	return newSession(ctx, nodes, o, true)
+}
+
+func newSession(ctx context.Context, nodes []Node, o Options, ahead bool) *Session {
 	o = o.withDefaults()
-	rep := &Report{Port: o.Port, Nodes: make([]NodeReport, len(nodes))}
-	if len(nodes) == 0 {
+	if ahead {
+		o.ImportTimeout += AheadWait
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Session{ctx: ctx, cancel: cancel, nodes: nodes, o: o, ahead: ahead, start: time.Now(),
+		ended: make(chan struct{}, len(nodes)), ranks: make([]*rankRun, len(nodes)), reps: make([]NodeReport, len(nodes))}
+}
+
+// Launch starts the rank on the node named node in container (one that is
+// not the node's rank's container is ignored), once.
+func (s *Session) Launch(node, container string) {
+	for i, n := range s.nodes {
+		if n.Name == node && n.Container == container {
+			s.launch(i)
+		}
+	}
+}
+
+// launch starts rank i unless it runs already.
+func (s *Session) launch(i int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ranks[i] != nil {
+		return
+	}
+	n := s.nodes[i]
+	rr := &rankRun{done: make(chan struct{})}
+	s.ranks[i] = rr
+	nr := NodeReport{Node: n.Name, Addr: n.Addr, Iface: n.Iface}
+	if n.Conn == nil {
+		nr.Err = fmt.Errorf("%s: no connection", n.Name)
+		s.reps[i] = nr
+		close(rr.done)
+		s.ended <- struct{}{}
+		return
+	}
+	watch := &readyWatch{ready: make(chan struct{})}
+	rr.ready = watch.ready
+	pr, pw := io.Pipe()
+	rr.control = pw
+	cmd := Command(n, i, len(s.nodes), s.nodes[0].Addr, s.o.Port, s.o)
+	cmd.Stdin = io.MultiReader(bytes.NewReader(Script), pr)
+	cmd.Stdout = watch
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		res, err := n.Conn.Run(s.ctx, cmd)
+		pr.Close()
+		nr.Output = append(append([]byte{}, res.Stdout...), res.Stderr...)
+		nr.Result, _ = ParseResult(res.Stdout)
+		nr.Err = err
+		s.mu.Lock()
+		s.reps[i] = nr
+		s.mu.Unlock()
+		close(rr.done)
+		s.ended <- struct{}{}
+	}()
+}
+
+// finish launches the ranks not launched yet, waits until every rank is
+// ready (at most ImportTimeout), sends "go" to each, or cancels them all
+// when a rank ended first, and waits for every process. Every process is
+// bounded by its own deadline.
+func (s *Session) finish(ctx context.Context) *Report {
+	defer s.cancel()
+	rep := &Report{Port: s.o.Port, Nodes: s.reps, Ahead: s.ahead}
+	if len(s.nodes) == 0 {
 		return rep
 	}
-	rep.Master = nodes[0].Addr
-	start := time.Now()
-	var wg sync.WaitGroup
-	ended := make(chan struct{}, len(nodes))
-	readies := make([]chan struct{}, len(nodes))
-	controls := make([]*io.PipeWriter, len(nodes))
-	for i, n := range nodes {
-		nr := NodeReport{Node: n.Name, Addr: n.Addr, Iface: n.Iface}
-		if n.Conn == nil {
-			nr.Err = fmt.Errorf("%s: no connection", n.Name)
-			rep.Nodes[i] = nr
-			ended <- struct{}{}
-			continue
-		}
-		watch := &readyWatch{ready: make(chan struct{})}
-		readies[i] = watch.ready
-		pr, pw := io.Pipe()
-		controls[i] = pw
-		cmd := Command(n, i, len(nodes), rep.Master, o.Port, o)
-		cmd.Stdin = io.MultiReader(bytes.NewReader(Script), pr)
-		cmd.Stdout = watch
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := n.Conn.Run(ctx, cmd)
-			pr.Close()
-			nr.Output = append(append([]byte{}, res.Stdout...), res.Stderr...)
-			nr.Result, _ = ParseResult(res.Stdout)
-			nr.Err = err
-			rep.Nodes[i] = nr
-			ended <- struct{}{}
-		}()
+	rep.Master = s.nodes[0].Addr
+	asked := time.Now()
+	for i := range s.nodes {
+		s.launch(i)
 	}
 	ready := make(chan struct{})
 	go func() {
-		for _, r := range readies {
-			if r != nil {
-				<-r
+		for _, r := range s.ranks {
+			if r.ready == nil {
+				return // a rank without a connection: it ended already
+			}
+			select {
+			case <-r.ready:
+			case <-s.ctx.Done():
+				return
 			}
 		}
 		close(ready)
 	}()
-	timer := time.NewTimer(o.ImportTimeout + slack)
+	timer := time.NewTimer(s.o.ImportTimeout + slack)
 	defer timer.Stop()
 	startLine := "go\n"
 	select {
 	case <-ready:
-		rep.Ready = time.Since(start)
-	case <-ended:
+	case <-s.ended:
 		startLine = "" // a rank ended before the rendezvous: cancel the others
+		rep.endedEarly = true
 	case <-timer.C:
 		startLine = ""
 	case <-ctx.Done():
 		startLine = ""
 	}
-	for _, pw := range controls {
-		if pw != nil {
+	if startLine != "" {
+		rep.Ready = time.Since(s.start)
+		rep.Waited = time.Since(asked)
+	}
+	s.signal(startLine)
+	s.wg.Wait()
+	rep.Elapsed = time.Since(s.start)
+	rep.Added = time.Since(asked)
+	s.mu.Lock()
+	rep.Nodes = append([]NodeReport(nil), s.reps...)
+	s.mu.Unlock()
+	return rep
+}
+
+// signal writes line ("" for none) to every rank's stdin and closes it:
+// a rank that reads end of input instead of "go" exits, cancelled.
+func (s *Session) signal(line string) {
+	for _, r := range s.ranks {
+		if r != nil && r.control != nil {
 			go func() {
-				if startLine != "" {
-					_, _ = io.WriteString(pw, startLine)
+				if line != "" {
+					_, _ = io.WriteString(r.control, line)
 				}
-				pw.Close()
+				r.control.Close()
 			}()
 		}
 	}
-	wg.Wait()
-	rep.Elapsed = time.Since(start)
-	return rep
+}
+
+// Close cancels the session's ranks that still wait for "go" and waits
+// for their processes; it is a no-op after Finish.
+func (s *Session) Close() {
+	s.mu.Lock()
+	ranks := slices.Clone(s.ranks)
+	s.mu.Unlock()
+	for _, r := range ranks {
+		if r != nil && r.control != nil {
+			r.control.Close()
+		}
+	}
+	s.wg.Wait()
+	s.cancel()
 }
 
 // Problem is a failure, or a warning, found in a report.
@@ -363,10 +502,14 @@ func errorText(s string) string {
 // (docker exec, python, importing torch), then the rendezvous and the
 // collectives.
 func (r *Report) Timing() string {
-	if r.Ready <= 0 {
-		return fmt.Sprintf("%.1fs", r.Elapsed.Seconds())
+	switch {
+	case r.Ready <= 0:
+		return fmt.Sprintf("%.1fs", r.Added.Seconds())
+	case r.Ahead:
+		return fmt.Sprintf("%.1fs: ranks started with the containers %.1fs earlier, torch imported on every node after %.1fs (%.1fs of it waited for here), rendezvous and all_reduce %.1fs",
+			r.Added.Seconds(), (r.Elapsed - r.Added).Seconds(), r.Ready.Seconds(), r.Waited.Seconds(), (r.Elapsed - r.Ready).Seconds())
 	}
-	return fmt.Sprintf("%.1fs: torch imported on every node after %.1fs, rendezvous and all_reduce %.1fs", r.Elapsed.Seconds(), r.Ready.Seconds(), (r.Elapsed - r.Ready).Seconds())
+	return fmt.Sprintf("%.1fs: torch imported on every node after %.1fs, rendezvous and all_reduce %.1fs", r.Added.Seconds(), r.Ready.Seconds(), (r.Elapsed - r.Ready).Seconds())
 }
 
 // OK reports whether the report has no failure (warnings allowed).
