@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rayform/rayform/engine/plan"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -240,7 +241,7 @@ func dump(c *Config) string {
 		if v.Sensitive {
 			val = val.Mark(Sensitive)
 		}
-		fmt.Fprintf(&b, "var.%s = %s (%s)\n", name, FormatValue(val), v.Source)
+		fmt.Fprintf(&b, "var.%s = %s (%s)\n", name, plan.FormatValue(val), v.Source)
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Locals)) {
 		l := c.Locals[name]
@@ -248,7 +249,7 @@ func dump(c *Config) string {
 		if l.Sensitive {
 			val = val.Mark(Sensitive)
 		}
-		fmt.Fprintf(&b, "local.%s = %s\n", name, FormatValue(val))
+		fmt.Fprintf(&b, "local.%s = %s\n", name, plan.FormatValue(val))
 	}
 	decl := func(d *Decl) {
 		fmt.Fprintf(&b, "  range=%s depends_on=%v", d.DeclRange, d.DependsOn)
@@ -291,7 +292,7 @@ func dump(c *Config) string {
 		if o.Sensitive {
 			val = val.Mark(Sensitive)
 		}
-		fmt.Fprintf(&b, "output.%s = %s\n", name, FormatValue(val))
+		fmt.Fprintf(&b, "output.%s = %s\n", name, plan.FormatValue(val))
 	}
 	b.WriteString("graph:\n")
 	g := c.Graph()
@@ -305,6 +306,7 @@ func dump(c *Config) string {
 
 // TestWithFacts checks that observed addresses make exports known.
 func TestWithFacts(t *testing.T) {
+	const unknown = "(known after apply)"
 	cfg, diags := Load(filepath.Join(repoRoot, "examples/dgx-spark-pair"), Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
@@ -317,9 +319,9 @@ func TestWithFacts(t *testing.T) {
 		{
 			name: "before observe",
 			want: map[string]string{
-				"endpoint":         UnknownText,
-				"ray_address":      UnknownText,
-				"fabric_addresses": `{ spark1 = (known after observe), spark2 = (known after observe) }`,
+				"endpoint":         unknown,
+				"ray_address":      unknown,
+				"fabric_addresses": "{\n    \"spark1\" = (known after apply)\n    \"spark2\" = (known after apply)\n}",
 			},
 		},
 		{
@@ -328,7 +330,7 @@ func TestWithFacts(t *testing.T) {
 			want: map[string]string{
 				"endpoint":         `"http://192.168.200.12:8000/v1"`,
 				"ray_address":      `"192.168.200.12:6379"`,
-				"fabric_addresses": `{ spark1 = "192.168.200.12", spark2 = (known after observe) }`,
+				"fabric_addresses": "{\n    \"spark1\" = \"192.168.200.12\"\n    \"spark2\" = (known after apply)\n}",
 			},
 		},
 		{
@@ -337,7 +339,7 @@ func TestWithFacts(t *testing.T) {
 			want: map[string]string{
 				"endpoint":         `"http://192.168.200.12:8000/v1"`,
 				"ray_address":      `"192.168.200.12:6379"`,
-				"fabric_addresses": `{ spark1 = "192.168.200.12", spark2 = "192.168.200.13" }`,
+				"fabric_addresses": "{\n    \"spark1\" = \"192.168.200.12\"\n    \"spark2\" = \"192.168.200.13\"\n}",
 			},
 		},
 	}
@@ -352,7 +354,7 @@ func TestWithFacts(t *testing.T) {
 				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 			}
 			for name, want := range tt.want {
-				if v := FormatValue(got.Outputs[name].Value); v != want {
+				if v := plan.FormatValue(got.Outputs[name].Value); v != want {
 					t.Errorf("output %s\ngot:  %s\nwant: %s", name, v, want)
 				}
 			}
@@ -361,7 +363,7 @@ func TestWithFacts(t *testing.T) {
 			}
 		})
 	}
-	if v := FormatValue(cfg.Outputs["endpoint"].Value); v != UnknownText {
+	if v := plan.FormatValue(cfg.Outputs["endpoint"].Value); v != unknown {
 		t.Errorf("WithFacts modified the receiver: endpoint = %s", v)
 	}
 }
@@ -516,8 +518,8 @@ output "x" { value = var.x }
 		if got := cfg.Variables["n"].Value; !got.RawEquals(cty.NumberIntVal(3)) {
 			t.Errorf("n = %#v, want 3", got)
 		}
-		if got := FormatValue(cfg.Variables["m"].Value); got != "{ a = 2 }" {
-			t.Errorf("m = %s, want { a = 2 }", got)
+		if got := cfg.Variables["m"].Value; !got.RawEquals(cty.MapVal(map[string]cty.Value{"a": cty.NumberIntVal(2)})) {
+			t.Errorf("m = %#v, want { a = 2 }", got)
 		}
 	})
 }
@@ -533,15 +535,15 @@ func TestFunctions(t *testing.T) {
 		{`cidrhost("fd00::/64", 5)`, `"fd00::5"`},
 		{`format("%s:%d", "h", 80)`, `"h:80"`},
 		{`join(",", ["a", "b"])`, `"a,b"`},
-		{`concat(["a"], ["b"])`, `["a", "b"]`},
-		{`merge({ a = 1 }, { b = 2 })`, `{ a = 1, b = 2 }`},
+		{`concat(["a"], ["b"])`, "[\n    \"a\",\n    \"b\",\n]"},
+		{`merge({ a = 1 }, { b = 2 })`, "{\n    a = 1\n    b = 2\n}"},
 		{`lookup({ a = "x" }, "b", "d")`, `"d"`},
 		{`length("héllo")`, `5`},
 		{`length({ a = 1, b = 2 })`, `2`},
 		{`length([1, 2, 3])`, `3`},
-		{`toset(["b", "a", "b"])`, `["a", "b"]`},
-		{`tolist(toset(["a"]))`, `["a"]`},
-		{`range(3)`, `[0, 1, 2]`},
+		{`toset(["b", "a", "b"])`, "[\n    \"a\",\n    \"b\",\n]"},
+		{`tolist(toset(["a"]))`, "[\n    \"a\",\n]"},
+		{`range(3)`, "[\n    0,\n    1,\n    2,\n]"},
 		{`file("token.txt")`, `"abc"`},
 		{`can(cidrhost("x", 1))`, `false`},
 	}
@@ -552,7 +554,7 @@ func TestFunctions(t *testing.T) {
 			if diags.HasErrors() {
 				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 			}
-			if got := FormatValue(cfg.Outputs["o"].Value); got != tt.want {
+			if got := plan.FormatValue(cfg.Outputs["o"].Value); got != tt.want {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
 		})

@@ -350,7 +350,10 @@ func valueList(v cty.Value) []cty.Value {
 }
 
 // FormatValue renders a value as HCL would write it, on one line where it is
-// a scalar.
+// a scalar and one element a line where it is a collection; sensitive values
+// (any mark) are "(sensitive value)", unknown ones "(known after apply)". It
+// is the one rendering of values: rayform output, apply's Outputs and the
+// plan's attributes all use it.
 func FormatValue(v cty.Value) string { return formatValue(v, false, "", " ", painter{}) }
 
 // formatValue renders a value; collections go multi-line with each element
@@ -367,14 +370,9 @@ func formatValue(v cty.Value, sensitive bool, indent, mark string, pt painter) s
 	t := v.Type()
 	switch {
 	case t == cty.String:
-		return fmt.Sprintf("%q", v.AsString())
+		return quote(v.AsString())
 	case t == cty.Number:
-		bf := v.AsBigFloat()
-		if bf.IsInt() {
-			i, _ := bf.Int64()
-			return fmt.Sprintf("%d", i)
-		}
-		return bf.Text('g', -1)
+		return v.AsBigFloat().Text('f', -1)
 	case t == cty.Bool:
 		if v.True() {
 			return "true"
@@ -433,7 +431,7 @@ func keyLabels(keys []string, quoteAll bool) []string {
 	labels := make([]string, len(keys))
 	for i, k := range keys {
 		if quoteAll {
-			labels[i] = strconv.Quote(k)
+			labels[i] = quote(k)
 		} else {
 			labels[i] = attrName(k)
 		}
@@ -447,7 +445,13 @@ func attrName(name string) string {
 	if hclsyntax.ValidIdentifier(name) {
 		return name
 	}
-	return strconv.Quote(name)
+	return quote(name)
+}
+
+// quote writes s as an HCL quoted string: Go's escapes, and the template
+// sequences doubled so that HCL reads back the same string.
+func quote(s string) string {
+	return strings.NewReplacer("${", "$${", "%{", "%%{").Replace(strconv.Quote(s))
 }
 
 // alignLabels pads every label to the widest of them, so the "=" after them
