@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
@@ -34,35 +35,15 @@ const serveDir = observe.ServeDir
 // because several nodes may share one filesystem (the lab's network
 // namespaces do). The container's entrypoint empties it of serve files at
 // every start: a record lives as long as its container. Each name becomes
-// one path segment (see pathSegment): a node of a for_each block, named
+// one path segment (names.Segment): a node of a for_each block, named
 // like gpu["h1"], is a valid node but not a file name.
 func ServeHostDir(project, node, container string) string {
-	return ServeHostProjectDir(project) + "/" + pathSegment(node) + "/" + pathSegment(container)
+	return ServeHostProjectDir(project) + "/" + names.Segment(node) + "/" + names.Segment(container)
 }
 
 // ServeHostProjectDir is the parent of every ServeHostDir of project.
 func ServeHostProjectDir(project string) string {
-	return serveHostRoot + "/" + pathSegment(project)
-}
-
-// pathSegment turns name into one path segment of letters, digits, '.',
-// '_' and '-': every other byte becomes '_', and a name that had to change
-// (or is "", "." or "..") gets a short digest of the original appended, so
-// different names never share a directory.
-func pathSegment(name string) string {
-	b := []byte(name)
-	changed := name == "" || name == "." || name == ".."
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '_'
-			changed = true
-		}
-	}
-	if !changed {
-		return name
-	}
-	sum := sha256.Sum256([]byte(name))
-	return string(b) + "-" + hex.EncodeToString(sum[:4])
+	return serveHostRoot + "/" + names.Segment(project)
 }
 
 // serveHostRoot is where ServeHostDir's directories live on the hosts.

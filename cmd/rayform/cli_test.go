@@ -185,3 +185,30 @@ func TestParseInterspersed(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectFromDir: a directory name that already makes a project is the
+// project it always was (containers found by it stay this deployment's);
+// any other gives a valid project name of its own.
+func TestProjectFromDir(t *testing.T) {
+	tests := []struct{ dir, want string }{
+		{"dgx-spark-pair", "dgx-spark-pair"},
+		{"checkout-b", "checkout-b"},
+		{"Pair_2.v1", "Pair_2.v1"},
+		{"proj.", "proj"},
+		{"-x-", "x"},
+		{"_lab", "lab"},
+		{"...", "rayform"},
+		{"my project", "my_project-dff9bd4a"},
+		{"my_project", "my_project"},
+		{"été", "t__-bd010c64"},
+	}
+	for _, tt := range tests {
+		got := projectFromDir(tt.dir)
+		if got != tt.want {
+			t.Errorf("projectFromDir(%q) = %q, want %q", tt.dir, got, tt.want)
+		}
+		if !config.ValidProject(got) {
+			t.Errorf("projectFromDir(%q) = %q is not a valid project", tt.dir, got)
+		}
+	}
+}

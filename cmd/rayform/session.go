@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
@@ -138,21 +139,15 @@ func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) 
 	if err != nil {
 		return "", err
 	}
-	return sanitizeProject(filepath.Base(abs)), nil
+	return projectFromDir(filepath.Base(abs)), nil
 }
 
-// sanitizeProject keeps a project name usable as a docker label value.
-func sanitizeProject(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteRune('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-_.")
+// projectFromDir is the project a configuration directory's name gives:
+// the name as one safe segment (names.Segment) without the '-', '_' and
+// '.' at its ends, as a project starts with a letter or digit; "rayform"
+// where nothing is left.
+func projectFromDir(base string) string {
+	out := strings.Trim(names.Segment(base), "-_.")
 	if out == "" {
 		return "rayform"
 	}

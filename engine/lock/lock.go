@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
@@ -171,22 +172,10 @@ r=$(cat "$f.holder" 2>/dev/null)
 `
 
 // Path returns the lock file of a lock name on the host, relative to the
-// SSH user's home.
+// SSH user's home: the name made one path segment (names.Segment), so
+// different names never share a lock file.
 func Path(name string) string {
-	return Dir + "/" + sanitize(name) + ".lock"
-}
-
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
-			b.WriteRune(r)
-		default:
-			b.WriteRune('_')
-		}
-	}
-	return b.String()
+	return Dir + "/" + names.Segment(name) + ".lock"
 }
 
 func leaseSeconds(d time.Duration) string {
@@ -229,7 +218,7 @@ func acquireOnce(ctx context.Context, conn transport.Conn, name string, opts Opt
 	outR, outW := io.Pipe()
 	l := &Lock{host: conn.Host(), name: name, stdin: stdinW, done: make(chan error, 1), stop: make(chan struct{}), lost: make(chan struct{})}
 	cmd := transport.Cmd{
-		Script: "sh -c " + shell.Quote(script) + " rayform-lock " + shell.Quote(sanitize(name)) + " " +
+		Script: "sh -c " + shell.Quote(script) + " rayform-lock " + shell.Quote(names.Segment(name)) + " " +
 			shell.Quote(opts.Holder) + " " + leaseSeconds(opts.Lease),
 		Stdin:    stdinR,
 		Stdout:   outW,
@@ -459,7 +448,7 @@ func Break(ctx context.Context, conn transport.Conn, name string, pid int) error
 
 func runInspect(ctx context.Context, conn transport.Conn, name, op string, pid int) error {
 	res, err := conn.Run(ctx, transport.Cmd{
-		Script:   "sh -c " + shell.Quote(inspectScript) + " rayform-unlock " + shell.Quote(sanitize(name)) + " " + op + " " + strconv.Itoa(pid),
+		Script:   "sh -c " + shell.Quote(inspectScript) + " rayform-unlock " + shell.Quote(names.Segment(name)) + " " + op + " " + strconv.Itoa(pid),
 		Mutating: op == "break",
 		Timeout:  30 * time.Second,
 	})
