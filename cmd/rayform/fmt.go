@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // fmtOptions are the flags of `rayform fmt`.
@@ -258,11 +259,10 @@ func fmtCaretPad(line string, col int) string {
 }
 
 // fmtWriteAtomic replaces path's content with data so that readers see
-// either the old or the new file, never a partial one: it writes a temporary
-// file in the same directory, gives it the original mode, syncs it and
-// renames it over the original. A symlink is resolved so that its target is
+// either the old or the new file, never a partial one (jsonfile.Replace),
+// keeping the original's mode. A symlink is resolved so that its target is
 // rewritten and the link itself is kept.
-func fmtWriteAtomic(path string, data []byte) (err error) {
+func fmtWriteAtomic(path string, data []byte) error {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return fmt.Errorf("resolving %s: %w", path, err)
@@ -271,32 +271,7 @@ func fmtWriteAtomic(path string, data []byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(real), "."+filepath.Base(real)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(info.Mode().Perm()); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), real); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return jsonfile.Replace(real, data, info.Mode().Perm())
 }
 
 // fmtUnifiedDiff returns a unified diff (3 lines of context, as `diff -u`)

@@ -1,6 +1,8 @@
 // Package jsonfile reads and writes the small JSON files rayform keeps on the
 // local disk (the state file and saved plans): writes are atomic, reads are
-// strict and report errors with the file name, line and column.
+// strict and report errors with the file name, line and column. Its atomic
+// write (Replace, WriteAtomic) is the one every local file write uses: rayform
+// fmt, the local transport's uploads, the lab's files.
 package jsonfile
 
 import (
@@ -15,25 +17,32 @@ import (
 	"syscall"
 )
 
-// WriteAtomic replaces the file at path with data, or leaves it untouched.
-// It writes a temporary file in the same directory (creating the directory
-// with mode 0700 if needed), syncs it, renames it over path and syncs the
-// directory, so a crash at any point leaves either the old file or the new
-// one, never a mixture. The file gets mode perm.
+// WriteAtomic replaces the file at path with data, or leaves it untouched,
+// creating the directory (mode 0700) if needed; see Replace.
 func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return Replace(path, data, perm)
+}
+
+// Replace replaces the file at path, in a directory that exists, with data,
+// or leaves it untouched. It is the one atomic write of a local file: it
+// writes a temporary file in the same directory, syncs it, renames it over
+// path and syncs the directory, so a crash at any point leaves either the
+// old file or the new one, never a mixture. The file gets mode perm. A
+// symlink at path is replaced, not followed.
+func Replace(path string, data []byte, perm fs.FileMode) error {
 	return writeAtomic(path, data, perm, func(w io.Writer, b []byte) error {
 		_, err := w.Write(b)
 		return err
 	})
 }
 
-// writeAtomic is WriteAtomic with the write of the temporary file's content
+// writeAtomic is Replace with the write of the temporary file's content
 // replaceable, so tests can make it fail half way.
 func writeAtomic(path string, data []byte, perm fs.FileMode, write func(io.Writer, []byte) error) error {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)

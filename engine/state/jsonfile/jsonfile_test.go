@@ -178,3 +178,23 @@ func TestWriteAtomicOntoDirectoryFails(t *testing.T) {
 		t.Errorf("directory holds %v, want only f.json", names)
 	}
 }
+
+// TestReplaceNeedsTheDirectory: Replace (an upload's write, like ssh's)
+// does not create a missing directory; WriteAtomic does, with mode 0700.
+func TestReplaceNeedsTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "missing")
+	if err := Replace(filepath.Join(dir, "f"), []byte("x"), 0o600); err == nil {
+		t.Fatal("Replace created a missing directory")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s exists after a failed Replace: %v", dir, err)
+	}
+	if err := WriteAtomic(filepath.Join(dir, "f"), []byte("x"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, filepath.Join(dir, "f"): 0o640} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode() != want {
+			t.Errorf("%s: %v, %v; want mode %v", path, fi.Mode(), err, want)
+		}
+	}
+}

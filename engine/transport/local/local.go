@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/rayform/rayform/engine/state/jsonfile"
 	"github.com/rayform/rayform/engine/transport"
 )
 
@@ -224,8 +224,8 @@ func (c *Conn) ctxError(line string, err error) error {
 	return fmt.Errorf("%s: %q: %w", c.host, line, err)
 }
 
-// Upload writes data to path atomically: a temp file in the same directory,
-// written, synced and chmodded, then renamed over path.
+// Upload writes data to path atomically (jsonfile.Replace): a temp file in
+// the same directory, written, chmodded and synced, then renamed over path.
 func (c *Conn) Upload(ctx context.Context, path string, data []byte, mode uint32) (err error) {
 	what := "upload " + path
 	if c.closed.Load() {
@@ -239,30 +239,7 @@ func (c *Conn) Upload(ctx context.Context, path string, data []byte, mode uint32
 	defer func() {
 		c.log.Debug("upload", "host", c.host, "path", path, "bytes", len(data), "mode", fmt.Sprintf("%04o", mode), "duration", time.Since(start), "error", err)
 	}()
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".rayform-*")
-	if err != nil {
-		return fmt.Errorf("%s: %s: %w", c.host, what, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(os.FileMode(mode & 0o7777))
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
+	if err := jsonfile.Replace(path, data, os.FileMode(mode&0o7777)); err != nil {
 		return fmt.Errorf("%s: %s: %w", c.host, what, err)
 	}
 	return nil

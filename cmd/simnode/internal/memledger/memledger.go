@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
+	"github.com/rayform/rayform/engine/state/jsonfile"
 )
 
 // Entry is one process's usage.
@@ -61,11 +62,7 @@ func (l *Ledger) Set(e Entry) error {
 		return err
 	}
 	name := filepath.Join(l.dir, fmt.Sprintf("%d_%d.json", e.PID, e.Slot))
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("memory ledger: %w", err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := jsonfile.Replace(name, b, 0o644); err != nil {
 		return fmt.Errorf("memory ledger: %w", err)
 	}
 	return nil
