@@ -128,6 +128,7 @@ type planner struct {
 func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
 	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
 }
+
 func (p *planner) host(node string) *observe.HostFacts {
 	hf := p.facts.Hosts[node]
 	if hf == nil || hf.Err != "" && !hf.Complete {
@@ -150,9 +151,11 @@ func (p *planner) container(node, name string) observedContainer {
 	c, ok := hf.Containers.ByName(name)
 	return observedContainer{c: c, found: ok}
 }
+
 func (p *planner) managed(c observe.Container) bool {
 	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
 }
+
 func firstNonEmpty(ss ...string) string {
 	for _, s := range ss {
 		if s != "" {
@@ -161,12 +164,14 @@ func firstNonEmpty(ss ...string) string {
 	}
 	return ""
 }
+
 func orNone(s string) string {
 	if s == "" {
 		return "(none)"
 	}
 	return s
 }
+
 func (p *planner) stateHas(addr string) bool {
 	if p.in.State == nil {
 		return false
@@ -174,12 +179,14 @@ func (p *planner) stateHas(addr string) bool {
 	_, ok := p.in.State.Get(addr)
 	return ok
 }
+
 func strVal(s string) cty.Value {
 	if s == "" {
 		return cty.UnknownVal(cty.String)
 	}
 	return cty.StringVal(s)
 }
+
 func listOrEmpty(vs []cty.Value) cty.Value {
 	if len(vs) == 0 {
 		return cty.ListValEmpty(cty.String)
@@ -276,12 +283,14 @@ func (p *planner) removed() {
 		p.res.Work[addr] = w
 	}
 }
+
 func firstHost(hs []state.Host) string {
 	if len(hs) == 0 {
 		return ""
 	}
 	return hs[0].Node
 }
+
 func stringVals(ss []string) []cty.Value {
 	var out []cty.Value
 	for _, s := range ss {
@@ -349,6 +358,7 @@ func (p *planner) outputs() {
 		p.res.Plan.Outputs = append(p.res.Plan.Outputs, oc)
 	}
 }
+
 func exportedAttrs(schema []attr) map[string]bool {
 	out := map[string]bool{}
 	for _, a := range schema {

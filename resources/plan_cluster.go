@@ -30,6 +30,7 @@ func (p *planner) clusterContainer(rc *config.RayCluster, node string) observedC
 	}
 	return observedContainer{}
 }
+
 func (p *planner) cluster(rc *config.RayCluster) {
 	if p.clusterAction == nil {
 		p.clusterAction = map[string]plan.Action{}
@@ -465,6 +466,7 @@ func containerRecord(c observe.Container) (attrValues, bool) {
 	}
 	return decodeAttrs(clusterSchema(), rawAttrs(rec), rec.Sensitive), true
 }
+
 func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]string) []plan.AttrChange {
 	var attrs []plan.AttrChange
 	for _, s := range specs {

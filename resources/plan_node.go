@@ -50,6 +50,7 @@ func (p *planner) nodes() {
 		}
 	}
 }
+
 func sshTarget(n *config.Node) string {
 	t := n.Host
 	if n.User != "" {
@@ -154,6 +155,7 @@ func (p *planner) networks() {
 		}
 	}
 }
+
 func exampleAddr(cidr netip.Prefix) string {
 	a := cidr.Addr().Next()
 	return netip.PrefixFrom(a, cidr.Bits()).String()

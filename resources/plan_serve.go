@@ -101,6 +101,7 @@ func (p *planner) serve(sv *config.VLLMServe) {
 				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces)}}
 	}
 }
+
 func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 	if v.ModelsCheck.Status != 200 {
 		return ""
