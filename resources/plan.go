@@ -54,6 +54,9 @@ type Work struct {
 	Serve   *ServeWork
 	// Hosts are the nodes the resource lives on (for the state file).
 	Hosts []string
+	// DestroyAfter are the resources whose destruction goes before this
+	// one's (OrderDestroy): a ray_cluster's vllm_serves.
+	DestroyAfter []string
 }
 
 // ClusterWork is the work of a ray_cluster.
@@ -230,57 +233,6 @@ func (p *planner) portsFree(addr, node, what string, uses []portUse) {
 		}
 		p.finding(plan.Error, addr, node, fmt.Sprintf("port %d on %s is already in use", u.port, node), detail,
 			fmt.Sprintf("stop what holds it, or set %s = <a free port> on %s", u.attr, addr))
-	}
-}
-
-// removed plans the destruction of resources that left the configuration,
-// from the hosts the state remembers.
-func (p *planner) removed() {
-	if p.in.State == nil {
-		return
-	}
-	for _, addr := range p.in.State.Addresses() {
-		if configHas(p.cfg, addr) {
-			continue
-		}
-		r, _ := p.in.State.Get(addr)
-		pa := plan.ParseAddress(addr)
-		typ, name := pa.Type, pa.Instance()
-		var hosts []string
-		for _, h := range r.Hosts {
-			hosts = append(hosts, h.Node)
-		}
-		w := &Work{Address: addr, Type: typ, Action: plan.Delete, Hosts: hosts}
-		found := false
-		switch typ {
-		case "ray_cluster":
-			w.Cluster = &ClusterWork{Name: name, Start: map[string]bool{}}
-			for _, h := range r.Hosts {
-				if oc := p.container(h.Node, r.Container); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == addr {
-					w.Cluster.Remove = append(w.Cluster.Remove, Removal{Node: h.Node, Container: r.Container})
-					found = true
-				}
-			}
-		case "vllm_serve":
-			if len(r.Hosts) > 0 {
-				if hf := p.host(r.Hosts[0].Node); hf != nil {
-					if rec := hf.Serves[name]; rec.Found && rec.Alive {
-						found = true
-					}
-				}
-			}
-			w.Serve = &ServeWork{Spec: ServeSpec{Resource: addr, Name: name, Container: r.Container, Node: firstHost(r.Hosts)}, Stop: true}
-		}
-		action := plan.Delete
-		if !found {
-			action = plan.NoOp
-		}
-		w.Action = action
-		p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: typ, Name: name, Action: action, Hosts: hosts,
-			Reasons: []string{"not in the configuration any more"},
-			Attrs:   []plan.AttrChange{{Name: "hosts", Before: listOrEmpty(stringVals(hosts)), After: cty.NullVal(cty.List(cty.String))}}})
-		// Even a resource already gone is forgotten by apply.
-		p.res.Work[addr] = w
 	}
 }
 

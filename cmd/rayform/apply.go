@@ -492,7 +492,8 @@ func (s *session) confirm(destroy bool) bool {
 }
 
 // applyGraph turns the plan's work into the engine's resources, ordered by
-// the configuration's graph; removed resources are destroyed serves first.
+// the configuration's graph; removed resources are destroyed in
+// resources.OrderDestroy's order (serves first).
 //
 // checks start the ranks of the data-plane checks as their containers start.
 func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *resources.CheckStarts) (*dag.Graph, map[string]*apply.Resource) {
@@ -507,7 +508,6 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 		}
 	}
 	work := map[string]*apply.Resource{}
-	var deletedServes, deletedClusters []string
 	for addr, w := range obs.result.Work {
 		env := &resources.StepEnv{
 			Conns:           s.conns,
@@ -523,19 +523,10 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: resources.Steps(env, w)}
 		if w.Action == plan.Delete && destroyGraph == nil {
 			g.Add(addr)
-			if w.Type == "vllm_serve" {
-				deletedServes = append(deletedServes, addr)
-			} else {
-				deletedClusters = append(deletedClusters, addr)
-			}
-		}
-	}
-	for _, cl := range deletedClusters {
-		for _, sv := range deletedServes {
-			g.Connect(cl, sv)
 		}
 	}
 	if destroyGraph == nil {
+		resources.OrderDestroy(g, obs.result.Work)
 		s.stopServesFirst(obs, g, work)
 	}
 	return g, work

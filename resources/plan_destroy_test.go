@@ -1,0 +1,104 @@
+package resources
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+)
+
+// TestRemovedPlannedAsDestroyed: resources that left the configuration are
+// planned as rayform destroy plans them (one planner of destruction): the
+// same removals, found by their labels on every observed host (not only the
+// hosts the state lists), and the same order, serves first (OrderDestroy),
+// also for a serve whose cluster the state does not tell.
+func TestRemovedPlannedAsDestroyed(t *testing.T) {
+	specs := pairSpecs("192.168.200.12")
+	container := func(s ContainerSpec) observe.Container {
+		return observe.Container{Name: s.Name, Labels: s.Labels(stepsProject), Running: true}
+	}
+	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
+		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0])}},
+			Serves: map[string]observe.ServeRecord{"qwen": {Found: true, Alive: true}, "other": {Found: true, Alive: true}}},
+		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[1]),
+			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: stepsCluster}}}}},
+	}}
+	st, err := state.New(stepsProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The state lists spark1 only: the worker on spark2 is found by its labels.
+	st.Set(stepsCluster, state.Resource{Type: "ray_cluster", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
+	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
+	st.Set("vllm_serve.other", state.Resource{Type: "vllm_serve", Container: "rayform-unknown", Hosts: []state.Host{{Node: "spark1"}}})
+	empty, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	in := PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject}
+	removed := Plan(in)
+	destroyed, _ := DestroyWork(in)
+
+	describe := func(w *Work) string {
+		b, _ := json.Marshal(struct {
+			Action plan.Action
+			Hosts  []string
+			Remove []Removal `json:",omitempty"`
+			After  []string  `json:",omitempty"`
+		}{w.Action, w.Hosts, removals(w), w.DestroyAfter})
+		return string(b)
+	}
+	want := map[string]string{
+		stepsCluster:       `{"Action":"delete","Hosts":["spark1","spark2"],"Remove":[{"Node":"spark1","Container":"rayform-main"},{"Node":"spark2","Container":"rayform-main"}],"After":["vllm_serve.other","vllm_serve.qwen"]}`,
+		"vllm_serve.qwen":  `{"Action":"delete","Hosts":["spark1"]}`,
+		"vllm_serve.other": `{"Action":"delete","Hosts":["spark1"]}`,
+	}
+	for name, res := range map[string]*Result{"plan of removed resources": removed, "destroy": destroyed} {
+		if len(res.Work) != len(want) {
+			t.Errorf("%s: %d works, want %d", name, len(res.Work), len(want))
+		}
+		for addr, w := range want {
+			got := res.Work[addr]
+			if got == nil {
+				t.Errorf("%s: no work for %s", name, addr)
+				continue
+			}
+			if d := describe(got); d != w {
+				t.Errorf("%s: %s\ngot:  %s\nwant: %s", name, addr, d, w)
+			}
+		}
+	}
+	for _, ch := range removed.Plan.Changes {
+		if !slices.Equal(ch.Reasons, []string{"not in the configuration any more"}) {
+			t.Errorf("%s: reasons %q", ch.Address, ch.Reasons)
+		}
+	}
+
+	// Apply's graph of the removed resources: the serves stop first.
+	g := dag.New()
+	for addr := range removed.Work {
+		g.Add(addr)
+	}
+	OrderDestroy(g, removed.Work)
+	order, err := g.TopoOrder()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sv := range []string{"vllm_serve.qwen", "vllm_serve.other"} {
+		if indexIn(order, sv) > indexIn(order, stepsCluster) {
+			t.Errorf("order %v: %s must stop before the cluster goes", order, sv)
+		}
+	}
+}
+
+func removals(w *Work) []Removal {
+	if w.Cluster == nil {
+		return nil
+	}
+	return w.Cluster.Remove
+}
