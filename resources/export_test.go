@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +46,44 @@ func VerifyRayTable(t *testing.T, specs []ContainerSpec, rows []observe.RayNode)
 		r.spec[s.Node] = s
 	}
 	return r.verifyTable(context.Background())
+}
+
+// VerifyServe runs apply's verification of a started serve (its /health
+// and /v1/models check) for spec against a head whose vLLM answers as v,
+// what observe read there, and returns its error: nil when vLLM serves as
+// declared. A health check observe could not complete answers as refused.
+func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
+	t.Helper()
+	health := "000"
+	if v.Health.Status != 0 {
+		health = strconv.Itoa(v.Health.Status)
+	}
+	models, err := json.Marshal(struct {
+		Data []observe.Model `json:"data"`
+	}{v.Models})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modelsCode := "200"
+	if v.ModelsCheck.Status != 0 {
+		modelsCode = strconv.Itoa(v.ModelsCheck.Status)
+	}
+	fake := transporttest.NewFake(t, spec.Node)
+	fake.Expect(transporttest.Any()).Do(func(ctx context.Context, cmd transport.Cmd, stdin []byte) (transport.Result, error) {
+		if len(cmd.Argv) > 0 && cmd.Argv[0] == "curl" {
+			switch url := cmd.Argv[len(cmd.Argv)-1]; {
+			case strings.HasSuffix(url, "/health"):
+				return transport.Result{Stdout: []byte(health)}, nil
+			case strings.HasSuffix(url, "/v1/models"):
+				return transport.Result{Stdout: []byte(string(models) + "\n" + modelsCode)}, nil
+			}
+		}
+		return transport.Result{}, nil
+	})
+	clock := newStepsClock()
+	env := &StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
+	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Serve: &ServeWork{Spec: spec, Start: true}}
+	r := &serveRun{e: env, w: w, s: w.Serve, spec: spec}
+	return r.verifyHTTP(context.Background())
 }

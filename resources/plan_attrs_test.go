@@ -3,11 +3,15 @@ package resources_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
@@ -132,7 +136,9 @@ func attrCases() []attrCase {
 
 // TestPlanShowsEveryAttribute changes each argument of each kind, one at a
 // time, on a converged cluster, and checks that the plan names the
-// attribute with its before and after, in text and in -json.
+// attribute with its before and after, in text and in -json, and that
+// plan and apply's verification agree: hosts that verification rejects
+// for the changed configuration are never "No changes".
 func TestPlanShowsEveryAttribute(t *testing.T) {
 	for _, tc := range attrCases() {
 		t.Run(tc.kind+"."+tc.arg, func(t *testing.T) {
@@ -155,7 +161,17 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 				}
 				return
 			}
-			txt, js, p := planText(t, src)
+			txt, js, p, cfg, facts := planText(t, src)
+			// Plan and verify agree: apply's verification, run against
+			// these hosts for this configuration, rejects only what the
+			// plan changes or refuses.
+			verr := verifyAll(t, cfg, facts)
+			if verr != nil && !p.HasChanges() && len(p.Errors()) == 0 {
+				t.Errorf("apply's verification rejects the hosts, but the plan says:\n%s\nverify: %v", txt, verr)
+			}
+			if tc.noChange != "" && verr != nil {
+				t.Errorf("changing %s needs no change (%s), but apply's verification rejects the hosts: %v", tc.arg, tc.noChange, verr)
+			}
 			for _, w := range tc.text {
 				if !strings.Contains(txt, w) {
 					t.Errorf("plan lacks %q\n%s", w, txt)
@@ -197,8 +213,9 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 }
 
 // planText plans src against the converged facts of benchConfig(3), with
-// a state that records the cluster and the serve, and renders it.
-func planText(t *testing.T, src string) (string, string, *plan.Plan) {
+// a state that records the cluster and the serve, and renders it. It
+// returns the configuration and the facts it planned with too.
+func planText(t *testing.T, src string) (string, string, *plan.Plan, *config.Config, *observe.Facts) {
 	t.Helper()
 	cc := convergedCluster(t, 3)
 	st, err := state.New(benchProject)
@@ -216,7 +233,32 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan) {
 	if err := plan.RenderJSON(&js, res.Plan, plan.JSONOptions{Version: "test", Now: func() time.Time { return time.Time{} }}); err != nil {
 		t.Fatal(err)
 	}
-	return txt.String(), js.String(), res.Plan
+	return txt.String(), js.String(), res.Plan, cfg, cc.facts
+}
+
+// verifyAll runs apply's verification of every ray_cluster (Ray's node
+// table) and vllm_serve (/health, /v1/models) of cfg against what facts
+// show on the hosts, and returns the first rejection.
+func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
+	t.Helper()
+	addrs, ifaces := resources.FabricAddrs(cfg, facts)
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), facts.Hosts[rc.Head].RayNodes.List); err != nil {
+			return fmt.Errorf("%s: %w", rc.Addr, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
+		sv := cfg.Serves[name]
+		spec, err := resources.ServeSpecFor(cfg, sv)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sv.Addr, err)
+		}
+		if err := resources.VerifyServe(t, spec, facts.Hosts[spec.Node].VLLM); err != nil {
+			return fmt.Errorf("%s: %w", sv.Addr, err)
+		}
+	}
+	return nil
 }
 
 // jsonAttr finds the changed attribute name in the planned_change events.

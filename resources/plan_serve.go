@@ -102,23 +102,13 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	}
 }
 
+// modelsDrift judges the /v1/models list observe read (judgeModels); ""
+// when it did not read one.
 func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 	if v.ModelsCheck.Status != 200 {
 		return ""
 	}
-	for _, m := range v.Models {
-		if m.ID == spec.ServedName {
-			if spec.MaxModelLen > 0 && m.MaxModelLen != spec.MaxModelLen {
-				return fmt.Sprintf("vLLM serves %s with max_model_len %d; want %d", m.ID, m.MaxModelLen, spec.MaxModelLen)
-			}
-			return ""
-		}
-	}
-	var ids []string
-	for _, m := range v.Models {
-		ids = append(ids, m.ID)
-	}
-	return fmt.Sprintf("vLLM serves %s; want %s", strings.Join(ids, ", "), spec.ServedName)
+	return judgeModels(v.Models, spec, "")
 }
 
 // serveAttrs are the serve's attributes; before values come from the record

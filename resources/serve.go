@@ -273,3 +273,23 @@ func secretValues(env map[string]string, secret []string) map[string]string {
 	}
 	return out
 }
+
+// judgeModels compares the models vLLM's /v1/models lists with the serve's
+// spec: the served model name, with its max_model_len where one is
+// declared. It is the one judgment of the list, for plan (on the list
+// observe read) and for apply's verification (on the list it reads after
+// the start): "" when they agree, else the reason, naming vLLM where
+// ("" or " on NODE").
+func judgeModels(models []observe.Model, spec ServeSpec, where string) string {
+	var ids []string
+	for _, m := range models {
+		if m.ID == spec.ServedName {
+			if spec.MaxModelLen > 0 && m.MaxModelLen != spec.MaxModelLen {
+				return fmt.Sprintf("vLLM%s serves %s with max_model_len %d; want %d", where, m.ID, m.MaxModelLen, spec.MaxModelLen)
+			}
+			return ""
+		}
+		ids = append(ids, m.ID)
+	}
+	return fmt.Sprintf("vLLM%s serves %s; want %s", where, orNone(strings.Join(ids, ", ")), spec.ServedName)
+}

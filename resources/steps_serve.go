@@ -288,25 +288,15 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
 	}
 	var models struct {
-		Data []struct {
-			ID          string `json:"id"`
-			MaxModelLen int    `json:"max_model_len"`
-		} `json:"data"`
+		Data []observe.Model `json:"data"`
 	}
 	if err := json.Unmarshal(body, &models); err != nil {
 		return fmt.Errorf("GET /v1/models on %s: %w: %s", r.node(), err, shortBody(body))
 	}
-	var ids []string
-	for _, m := range models.Data {
-		if m.ID == r.spec.ServedName {
-			if r.spec.MaxModelLen > 0 && m.MaxModelLen != r.spec.MaxModelLen {
-				return fmt.Errorf("vLLM on %s serves %s with max_model_len %d; want %d", r.node(), m.ID, m.MaxModelLen, r.spec.MaxModelLen)
-			}
-			return nil
-		}
-		ids = append(ids, m.ID)
+	if d := judgeModels(models.Data, r.spec, " on "+r.node()); d != "" {
+		return errors.New(d)
 	}
-	return fmt.Errorf("vLLM on %s serves %s; want %s", r.node(), orNone(strings.Join(ids, ", ")), r.spec.ServedName)
+	return nil
 }
 
 func shortBody(b []byte) string {
