@@ -42,7 +42,7 @@ type attr struct {
 // attributes.
 func argAttrs(kind string) []attr {
 	var out []attr
-	for _, a := range config.Schema(kind) {
+	for _, a := range kindArgs(kind) {
 		if a.Applied {
 			out = append(out, attr{name: a.Name, typ: a.ValueType(), forcesReplacement: a.ForcesReplacement,
 				exported: a.Exported, maySensitive: a.MaySensitive, sensitive: a.Sensitive, description: a.Description})

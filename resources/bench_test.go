@@ -91,7 +91,7 @@ type converged struct {
 // health.
 func convergedCluster(tb testing.TB, n int) converged {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: "."})
+	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config: %s", diags.Error())
 	}
@@ -186,7 +186,7 @@ func convergedCluster(tb testing.TB, n int) converged {
 // show, as rayform plan does before planning.
 func planConfig(tb testing.TB, src string, facts *observe.Facts) *config.Config {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
 	if diags.HasErrors() {
 		tb.Fatalf("config: %s", diags.Error())
 	}

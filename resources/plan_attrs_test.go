@@ -151,7 +151,7 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 				src = strings.Replace(src, tc.more[i], tc.more[i+1], 1)
 			}
 			if tc.configErr != "" {
-				_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+				_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
 				found := false
 				for _, d := range diags.Errs() {
 					found = found || strings.Contains(d.Error(), tc.configErr)

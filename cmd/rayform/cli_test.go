@@ -8,6 +8,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources"
 )
 
 // TestCommandFlagsTerraformStyle checks the habits a Terraform user brings:
@@ -76,7 +77,7 @@ func TestNoColorAfterCommand(t *testing.T) {
 func TestProjectIdentity(t *testing.T) {
 	load := func(t *testing.T, src string) *config.Config {
 		t.Helper()
-		cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{})
+		cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{Kinds: resources.Kinds()})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
@@ -126,7 +127,7 @@ func TestProjectIdentity(t *testing.T) {
 // the target and what depends on it, never what it depends on. Destroying
 // the serve leaves its Ray cluster; destroying the cluster takes its serve.
 func TestDestroyTargetKeepsDependencies(t *testing.T) {
-	cfg, diags := config.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{})
+	cfg, diags := config.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{Kinds: resources.Kinds()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

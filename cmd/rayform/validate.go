@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
 )
 
 // varFlags collects -var and -var-file options in command-line order, the
@@ -44,7 +45,7 @@ func (v *varFlags) register(fs *flag.FlagSet) {
 // options returns the load options: the flags in order and the
 // environment's RAYFORM_VAR_<name> values.
 func (v *varFlags) options() config.Options {
-	return config.Options{Args: v.args, Env: os.Environ()}
+	return config.Options{Args: v.args, Env: os.Environ(), Kinds: resources.Kinds()}
 }
 
 // loadConfig loads the configuration in the working directory.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/resources"
 )
 
 // handshake runs an x/crypto client against an x/crypto server over a pipe,
@@ -204,7 +205,7 @@ func TestClusterHCLLoads(t *testing.T) {
 	for _, forEach := range []bool{false, true} {
 		for _, n := range []int{2, 8, 64} {
 			src := clusterHCL(testLab(n), forEach)
-			cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+			cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
 			if diags.HasErrors() {
 				t.Fatalf("for_each=%v n=%d: %s\n%s", forEach, n, diags.Error(), src)
 			}

@@ -78,7 +78,7 @@ output "endpoint" {
 // with for_each (what every rayform command does first).
 func BenchmarkLoad64(b *testing.B) {
 	files := map[string][]byte{"main.hcl": benchConfig(64)}
-	cfg, diags := config.LoadFiles(files, config.Options{BaseDir: "."})
+	cfg, diags := loadFiles(files, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		b.Fatalf("bench config does not load: %s", diags.Error())
 	}
@@ -88,7 +88,7 @@ func BenchmarkLoad64(b *testing.B) {
 	b.SetBytes(int64(len(files["main.hcl"])))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, diags := config.LoadFiles(files, config.Options{BaseDir: "."}); diags.HasErrors() {
+		if _, diags := loadFiles(files, config.Options{BaseDir: "."}); diags.HasErrors() {
 			b.Fatal(diags.Error())
 		}
 	}

@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"bufio"
@@ -15,9 +15,24 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources"
 	"github.com/zclconf/go-cty/cty"
 )
+
+// load is config.Load with the resource kinds registered, as the CLI
+// loads configurations.
+func load(dir string, opts config.Options) (*config.Config, hcl.Diagnostics) {
+	opts.Kinds = resources.Kinds()
+	return config.Load(dir, opts)
+}
+
+// loadFiles is config.LoadFiles with the resource kinds registered.
+func loadFiles(files map[string][]byte, opts config.Options) (*config.Config, hcl.Diagnostics) {
+	opts.Kinds = resources.Kinds()
+	return config.LoadFiles(files, opts)
+}
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
@@ -26,16 +41,16 @@ const repoRoot = "../.."
 
 // caseOptions reads a test case's optional args.txt ("var NAME=VALUE" or
 // "var-file FILE" per line) and env.txt ("KEY=VALUE" per line).
-func caseOptions(t *testing.T, dir string) Options {
+func caseOptions(t *testing.T, dir string) config.Options {
 	t.Helper()
-	var opts Options
+	var opts config.Options
 	for _, line := range readLines(t, filepath.Join(dir, "args.txt")) {
 		flag, value, _ := strings.Cut(line, " ")
 		switch flag {
 		case "var":
-			opts.Args = append(opts.Args, VarArg{Value: value})
+			opts.Args = append(opts.Args, config.VarArg{Value: value})
 		case "var-file":
-			opts.Args = append(opts.Args, VarArg{File: true, Value: value})
+			opts.Args = append(opts.Args, config.VarArg{File: true, Value: value})
 		default:
 			t.Fatalf("%s/args.txt: bad line %q", dir, line)
 		}
@@ -45,10 +60,10 @@ func caseOptions(t *testing.T, dir string) Options {
 }
 
 // caseFacts reads a test case's optional facts.txt ("NODE ADDRESS" per line).
-func caseFacts(t *testing.T, dir string) (Facts, bool) {
+func caseFacts(t *testing.T, dir string) (config.Facts, bool) {
 	t.Helper()
 	lines := readLines(t, filepath.Join(dir, "facts.txt"))
-	f := Facts{FabricAddrs: map[string]netip.Addr{}}
+	f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
 	for _, line := range lines {
 		node, addr, _ := strings.Cut(line, " ")
 		f.FabricAddrs[node] = netip.MustParseAddr(addr)
@@ -78,7 +93,7 @@ func readLines(t *testing.T, path string) []string {
 
 // loadCase loads a case directory from inside it, so that file names in
 // diagnostics are relative ("main.hcl").
-func loadCase(t *testing.T, dir string) (*Config, hcl.Diagnostics) {
+func loadCase(t *testing.T, dir string) (*config.Config, hcl.Diagnostics) {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -86,10 +101,10 @@ func loadCase(t *testing.T, dir string) (*Config, hcl.Diagnostics) {
 	}
 	opts := caseOptions(t, abs)
 	t.Chdir(abs)
-	return Load(".", opts)
+	return load(".", opts)
 }
 
-func renderDiags(t *testing.T, cfg *Config, diags hcl.Diagnostics) string {
+func renderDiags(t *testing.T, cfg *config.Config, diags hcl.Diagnostics) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 78, false)
@@ -188,7 +203,7 @@ func TestValidGolden(t *testing.T) {
 func TestExamples(t *testing.T) {
 	for _, dir := range caseDirs(t, filepath.Join(repoRoot, "examples/*")) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			cfg, diags := Load(dir, Options{})
+			cfg, diags := load(dir, config.Options{})
 			if len(diags) > 0 {
 				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 			}
@@ -206,7 +221,7 @@ func TestExamples(t *testing.T) {
 
 // TestExampleGraph pins the DAG of the DGX Spark pair.
 func TestExampleGraph(t *testing.T) {
-	cfg, diags := Load(filepath.Join(repoRoot, "examples/dgx-spark-pair"), Options{})
+	cfg, diags := load(filepath.Join(repoRoot, "examples/dgx-spark-pair"), config.Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 	}
@@ -233,13 +248,13 @@ func TestExampleGraph(t *testing.T) {
 }
 
 // dump renders a configuration deterministically for golden files.
-func dump(c *Config) string {
+func dump(c *config.Config) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		v := c.Variables[name]
 		val := v.Value
 		if v.Sensitive {
-			val = val.Mark(Sensitive)
+			val = val.Mark(config.Sensitive)
 		}
 		fmt.Fprintf(&b, "var.%s = %s (%s)\n", name, plan.FormatValue(val), v.Source)
 	}
@@ -247,11 +262,11 @@ func dump(c *Config) string {
 		l := c.Locals[name]
 		val := l.Value
 		if l.Sensitive {
-			val = val.Mark(Sensitive)
+			val = val.Mark(config.Sensitive)
 		}
 		fmt.Fprintf(&b, "local.%s = %s\n", name, plan.FormatValue(val))
 	}
-	decl := func(d *Decl) {
+	decl := func(d *config.Decl) {
 		fmt.Fprintf(&b, "  range=%s depends_on=%v", d.DeclRange, d.DependsOn)
 		if len(d.Sensitive) > 0 {
 			fmt.Fprintf(&b, " sensitive=%v", d.Sensitive)
@@ -290,7 +305,7 @@ func dump(c *Config) string {
 		o := c.Outputs[name]
 		val := o.Value
 		if o.Sensitive {
-			val = val.Mark(Sensitive)
+			val = val.Mark(config.Sensitive)
 		}
 		fmt.Fprintf(&b, "output.%s = %s\n", name, plan.FormatValue(val))
 	}
@@ -307,7 +322,7 @@ func dump(c *Config) string {
 // TestWithFacts checks that observed addresses make exports known.
 func TestWithFacts(t *testing.T) {
 	const unknown = "(known after apply)"
-	cfg, diags := Load(filepath.Join(repoRoot, "examples/dgx-spark-pair"), Options{})
+	cfg, diags := load(filepath.Join(repoRoot, "examples/dgx-spark-pair"), config.Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 	}
@@ -345,7 +360,7 @@ func TestWithFacts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := Facts{FabricAddrs: map[string]netip.Addr{}}
+			f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
 			for n, a := range tt.facts {
 				f.FabricAddrs[n] = netip.MustParseAddr(a)
 			}
@@ -401,7 +416,7 @@ ray_cluster "solo" {
   env   = { FOO = "solo" }
 }
 `)}
-	cfg, diags := LoadFiles(files, Options{})
+	cfg, diags := loadFiles(files, config.Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 	}
@@ -487,20 +502,20 @@ output "x" { value = var.x }
 	env := []string{"RAYFORM_VAR_x=env", "RAYFORM_VAR_undeclared=ignored", "OTHER=1"}
 	tests := []struct {
 		name       string
-		opts       Options
+		opts       config.Options
 		want, from string
 	}{
-		{"default", Options{}, "default", "default"},
-		{"env over default", Options{Env: env}, "env", "env"},
-		{"-var over env", Options{Env: env, Args: []VarArg{{Value: "x=flag"}}}, "flag", "-var"},
-		{"later -var-file over earlier -var", Options{Env: env, Args: []VarArg{{Value: "x=flag"}, {File: true, Value: hclFile}}}, "file-hcl", hclFile},
-		{"later -var over earlier -var-file", Options{Args: []VarArg{{File: true, Value: jsonFile}, {Value: "x=flag"}}}, "flag", "-var"},
-		{"json var file", Options{Args: []VarArg{{File: true, Value: jsonFile}}}, "file-json", jsonFile},
-		{"value with equals sign", Options{Args: []VarArg{{Value: "x=a=b"}}}, "a=b", "-var"},
+		{"default", config.Options{}, "default", "default"},
+		{"env over default", config.Options{Env: env}, "env", "env"},
+		{"-var over env", config.Options{Env: env, Args: []config.VarArg{{Value: "x=flag"}}}, "flag", "-var"},
+		{"later -var-file over earlier -var", config.Options{Env: env, Args: []config.VarArg{{Value: "x=flag"}, {File: true, Value: hclFile}}}, "file-hcl", hclFile},
+		{"later -var over earlier -var-file", config.Options{Args: []config.VarArg{{File: true, Value: jsonFile}, {Value: "x=flag"}}}, "flag", "-var"},
+		{"json var file", config.Options{Args: []config.VarArg{{File: true, Value: jsonFile}}}, "file-json", jsonFile},
+		{"value with equals sign", config.Options{Args: []config.VarArg{{Value: "x=a=b"}}}, "a=b", "-var"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, diags := LoadFiles(src, tt.opts)
+			cfg, diags := loadFiles(src, tt.opts)
 			if diags.HasErrors() {
 				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 			}
@@ -511,7 +526,7 @@ output "x" { value = var.x }
 		})
 	}
 	t.Run("primitive types convert from strings, others parse as expressions", func(t *testing.T) {
-		cfg, diags := LoadFiles(src, Options{Args: []VarArg{{Value: "n=3"}, {Value: "m={ a = 1 + 1 }"}}})
+		cfg, diags := loadFiles(src, config.Options{Args: []config.VarArg{{Value: "n=3"}, {Value: "m={ a = 1 + 1 }"}}})
 		if diags.HasErrors() {
 			t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 		}
@@ -550,7 +565,7 @@ func TestFunctions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) {
 			src := map[string][]byte{"main.hcl": []byte("output \"o\" {\n  value = " + tt.expr + "\n}\n")}
-			cfg, diags := LoadFiles(src, Options{BaseDir: dir})
+			cfg, diags := loadFiles(src, config.Options{BaseDir: dir})
 			if diags.HasErrors() {
 				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 			}
@@ -569,7 +584,7 @@ func TestFunctions(t *testing.T) {
 	for _, tt := range errs {
 		t.Run(tt.expr, func(t *testing.T) {
 			src := map[string][]byte{"main.hcl": []byte("output \"o\" {\n  value = " + tt.expr + "\n}\n")}
-			cfg, diags := LoadFiles(src, Options{BaseDir: dir})
+			cfg, diags := loadFiles(src, config.Options{BaseDir: dir})
 			if !diags.HasErrors() || !strings.Contains(renderDiags(t, cfg, diags), tt.want) {
 				t.Errorf("want an error containing %q, got:\n%s", tt.want, renderDiags(t, cfg, diags))
 			}
@@ -610,13 +625,13 @@ output "token" {
   sensitive = true
 }
 `)}
-	cfg, diags := LoadFiles(src, Options{})
+	cfg, diags := loadFiles(src, config.Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
 	}
 	rc, s := cfg.RayClusters["c"], cfg.Serves["s"]
 	checks := []struct {
-		d    *Decl
+		d    *config.Decl
 		path string
 		want bool
 	}{
@@ -640,19 +655,24 @@ output "token" {
 	}
 }
 
-// UCX names RDMA devices <hca>:<port>; a netdev name would limit it to TCP.
-func TestUCXDevices(t *testing.T) {
-	for _, tt := range []struct {
-		hcas []string
-		want string
-	}{
-		{[]string{"mlx5_0"}, "mlx5_0:1"},
-		{[]string{"mlx5_0:2", "rocep1s0f1"}, "mlx5_0:2,rocep1s0f1:1"},
-		{[]string{"=mlx5_0"}, "mlx5_0:1"},
-		{[]string{"^mlx5_1"}, ""},
-	} {
-		if got := ucxDevices(tt.hcas); got != tt.want {
-			t.Errorf("ucxDevices(%q) = %q, want %q", tt.hcas, got, tt.want)
+// TestLoadWithoutKinds checks that the resource block types come only from
+// the registered kinds: without them a configuration is refused, and a
+// block type no kind registers is unsupported.
+func TestLoadWithoutKinds(t *testing.T) {
+	src := map[string][]byte{"main.hcl": []byte("node \"a\" {\n  host = \"h\"\n}\n")}
+	_, diags := config.LoadFiles(src, config.Options{})
+	if !diags.HasErrors() || diags[0].Summary != "No resource kinds" {
+		t.Errorf("LoadFiles without kinds: %v, want No resource kinds", diags)
+	}
+	var onlyNodes []config.Kind
+	for _, k := range resources.Kinds() {
+		if k.Type == "node" {
+			onlyNodes = append(onlyNodes, k)
 		}
+	}
+	src["main.hcl"] = append(src["main.hcl"], []byte("network \"f\" {\n  cidr = \"10.0.0.0/24\"\n}\n")...)
+	_, diags = config.LoadFiles(src, config.Options{Kinds: onlyNodes})
+	if !diags.HasErrors() || diags[0].Summary != "Unsupported block type" {
+		t.Errorf("a block of an unregistered kind: %v, want Unsupported block type", diags)
 	}
 }

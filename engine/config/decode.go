@@ -5,7 +5,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"maps"
 	"math/big"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -60,7 +59,7 @@ func (b *blockEval) known(attr string) (cty.Value, bool) {
 
 // spec is attr's entry in the block type's schema.
 func (b *blockEval) spec(attr string) Arg {
-	for _, a := range kindSpecs(b.it.kind) {
+	for _, a := range b.e.mod.args(b.it.kind) {
 		if a.Name == attr {
 			return a
 		}
@@ -81,7 +80,7 @@ func (b *blockEval) record(attr string, v cty.Value) {
 // code did not, so that every argument's value (default applied, range
 // checked) is in Decl.Args: code that needs a new argument reads it there.
 func (b *blockEval) decodeRest() {
-	for _, a := range kindSpecs(b.it.kind) {
+	for _, a := range b.e.mod.args(b.it.kind) {
 		if _, done := b.decl.Args[a.Name]; done || a.Ref {
 			continue
 		}
@@ -382,7 +381,7 @@ func (b *blockEval) badRef(attr string, v cty.Value, kind, example string) {
 		what = "a collection of node instances"
 		hint = " A node block with for_each stands for all its instances; pick one with its key, like node.NAME[\"key\"]."
 	}
-	b.errorAt(attr, fmt.Sprintf("Invalid %s reference", kindNoun(kind)),
+	b.errorAt(attr, fmt.Sprintf("Invalid %s reference", b.e.mod.noun(kind)),
 		fmt.Sprintf("%s must refer to a %s block, like %s, but it is %s.%s", attr, kind, example, what, hint))
 }
 
@@ -533,112 +532,4 @@ func checkIfname(name string) string {
 		return "contains a character not allowed in interface names (slash, colon or space)"
 	}
 	return ""
-}
-
-// Patterns of names and sizes Docker accepts.
-const (
-	envNamePattern       = `^[A-Za-z_][A-Za-z0-9_]*$`
-	containerNamePattern = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
-	shmSizePattern       = `^[0-9]+(\.[0-9]+)?([bkmgBKMG]|[kmgKMG][bB]|[kmgKMG]i[bB])?$`
-)
-
-func matches(pattern, s string) bool {
-	return regexp.MustCompile(pattern).MatchString(s)
-}
-
-// checkRayCluster checks a Ray cluster's arguments on their own.
-func (b *blockEval) checkRayCluster(rc *RayCluster) {
-	if _, ok := b.raw["image"]; ok && strings.TrimSpace(rc.Image) == "" {
-		b.errorAt("image", "Empty image", "image must name a container image, like \"vllm/vllm-openai:v0.11.0\".")
-	}
-	if len(rc.Workers) > 0 && rc.Network == "" && !b.failed("network") {
-		b.errorAt("network", "Multi-node cluster without a network binding",
-			fmt.Sprintf("ray_cluster.%s has workers but no network. Without a network, Ray registers each node under the address of its default route (usually the management network) and vLLM's c10d master listens there; a worker that cannot reach that address fails, after the model starts loading, with \"The client socket has failed to connect to any network address of (<ip>, <port>)\". "+
-				"Declare the fabric the nodes share as a network block, network \"fabric\" with its cidr and interface (for example cidr = \"192.168.200.0/24\" and interface = \"enp1s0f1np1\"), and set network = network.fabric in ray_cluster.%s.", rc.Name, rc.Name))
-	}
-	if rc.Port == rc.DashboardPort {
-		b.errorAt("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
-	}
-	if rc.ShmSize != "" && !matches(shmSizePattern, rc.ShmSize) {
-		b.errorAt("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
-	} else if rc.ShmSize != "" {
-		b.warnAt("shm_size", "shm_size has no effect", "rayform runs the Ray containers with --ipc host (NCCL and vLLM share memory across processes through it), so /dev/shm is the host's and docker ignores --shm-size. rayform does not pass it; remove shm_size.")
-	}
-	if !matches(containerNamePattern, rc.ContainerName) {
-		b.errorAt("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))
-	}
-	b.checkEnv("env", rc.Env)
-	for i, v := range rc.Volumes {
-		if b.decl.IsUnknown(fmt.Sprintf("volumes[%d]", i)) {
-			continue
-		}
-		parts := strings.Split(v, ":")
-		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !strings.HasPrefix(parts[1], "/") {
-			b.errorAt("volumes", "Invalid volume", fmt.Sprintf("volumes[%d] is %q; a volume is SOURCE:/container/path[:OPTIONS], like \"/data/hf:/root/.cache/huggingface\".", i, v))
-		}
-	}
-	b.checkDockerArgs(rc.DockerArgs)
-}
-
-// pinnedEnv lists the environment variables rayform sets in every Ray
-// container, with the argument that controls each.
-func pinnedEnv() map[string]string {
-	out := map[string]string{"RAY_memory_monitor_refresh_ms": "the Ray cluster's memory_monitor"}
-	for _, p := range networkPins() {
-		out[p.key] = p.from
-	}
-	return out
-}
-
-// checkEnv checks environment variable names and rejects the ones rayform
-// pins.
-func (b *blockEval) checkEnv(attr string, env map[string]string) {
-	pinned := pinnedEnv()
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if !matches(envNamePattern, k) {
-			b.errorAt(attr, "Invalid environment variable name", fmt.Sprintf("%q is not a valid environment variable name: use letters, digits and underscores, not starting with a digit.", k))
-			continue
-		}
-		if from, ok := pinned[k]; ok {
-			b.errorAt(attr, "Environment variable managed by rayform", fmt.Sprintf("%s sets %s, which rayform sets on every node from %s. Remove it from %s; change the network or cluster argument instead.", attr, k, from, attr))
-		}
-		// The value itself is never quoted: it may be a secret.
-		if bad := envValueProblem(env[k]); bad != "" {
-			b.errorAt(attr, "Environment variable value cannot be passed intact",
-				fmt.Sprintf("The value of %s[%q] contains %s. Remove it from the value.", attr, k, bad))
-		}
-	}
-}
-
-// envValueProblem names the character that keeps an environment value
-// from passing through an env file intact, or "".
-func envValueProblem(v string) string {
-	switch {
-	case strings.Contains(v, "\n"):
-		return "a newline: an environment file (docker's --env-file, systemd's EnvironmentFile) ends a value at the end of its line, so wherever the value is written to one the rest arrives as other variables (\"x\\nLD_PRELOAD=/x.so\" sets LD_PRELOAD)"
-	case strings.Contains(v, "\r"):
-		return "a carriage return: environment files and shells read it differently, so the value that arrives would not be the one planned"
-	case strings.Contains(v, "\x00"):
-		return "a NUL byte, which ends a string in a process's environment: the value would arrive cut short"
-	}
-	return ""
-}
-
-// checkServe checks a vllm_serve's arguments on their own.
-func (b *blockEval) checkServe(s *VLLMServe) {
-	if _, ok := b.raw["model"]; ok && strings.TrimSpace(s.Model) == "" {
-		b.errorAt("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
-	}
-	if _, ok := b.raw["gpu_memory_utilization"]; ok && !(s.GPUMemoryUtilization > 0 && s.GPUMemoryUtilization <= 1) {
-		b.errorAt("gpu_memory_utilization", "Invalid gpu_memory_utilization",
-			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
-	}
-	b.checkEnv("env", s.Env)
-	b.checkExtraArgs(s.ExtraArgs)
-	if _, ok := s.Env["VLLM_API_KEY"]; ok && s.APIKey != "" {
-		b.errorAt("api_key", "API key set twice", "Both api_key and env[\"VLLM_API_KEY\"] are set; keep api_key.")
-	}
-	if bad := envValueProblem(s.APIKey); bad != "" {
-		b.errorAt("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
-	}
 }

@@ -1,6 +1,17 @@
 // Package config loads, checks and evaluates rayform's configuration
 // language: HCL files (native or JSON syntax) declaring variables, locals,
-// nodes, networks, Ray clusters, vLLM servers and outputs.
+// outputs and resource blocks (nodes, networks, Ray clusters, vLLM
+// servers).
+//
+// The resource block types are not this package's: each is a [Kind]
+// registered by the caller in [Options.Kinds] (resources.Kinds()), which
+// declares its arguments as data ([Arg]: type, default, range, exported,
+// forces replacement, sensitive, description) and its own checks
+// ([Kind.Check]). Decoding, range checks, defaults, the block types the
+// parser accepts, references and exported attributes follow from the
+// registered kinds. This package still decodes the four kinds into their
+// Go structs ([Node], [Network], [RayCluster], [VLLMServe]) and computes
+// their exported values.
 //
 // The pipeline, one function per step:
 //

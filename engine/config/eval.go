@@ -130,8 +130,11 @@ type evaluator struct {
 	funcs map[string]function.Function
 	cfg   *Config
 
-	// Exported values by block name, as expressions see them.
-	locals, nodes, networks, clusters, serves map[string]cty.Value
+	// locals are the local values by name, as expressions see them.
+	locals map[string]cty.Value
+	// objects are the blocks' values by kind and name, as expressions see
+	// them.
+	objects map[string]map[string]cty.Value
 	// instances lists each node block's instance names, sorted.
 	instances map[string][]string
 	failed    map[string]bool // block-level addresses that failed
@@ -160,10 +163,7 @@ func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*V
 			vars:         vars,
 		},
 		locals:    map[string]cty.Value{},
-		nodes:     map[string]cty.Value{},
-		networks:  map[string]cty.Value{},
-		clusters:  map[string]cty.Value{},
-		serves:    map[string]cty.Value{},
+		objects:   map[string]map[string]cty.Value{},
 		instances: map[string][]string{},
 		failed:    map[string]bool{},
 		edges:     map[string]map[string]bool{},
@@ -196,6 +196,13 @@ func (e *evaluator) run() (*Config, hcl.Diagnostics) {
 				more = e.evalServe(it)
 			case kindOutput:
 				more = e.evalOutput(it)
+			default:
+				more = hcl.Diagnostics{{
+					Severity: hcl.DiagError,
+					Summary:  "Unsupported resource kind",
+					Detail:   fmt.Sprintf("The block type %q is registered, but this version of rayform cannot evaluate it.", it.kind),
+					Subject:  it.declRange.Ptr(),
+				}}
 			}
 		}
 		diags = append(diags, more...)
@@ -258,17 +265,22 @@ func describeKeys(keys []string) string {
 
 // ctx returns an evaluation context holding every value computed so far.
 func (e *evaluator) ctx() *hcl.EvalContext {
-	return &hcl.EvalContext{
-		Variables: map[string]cty.Value{
-			"var":          objectOf(e.vars),
-			"local":        objectOf(e.locals),
-			kindNode:       objectOf(e.nodes),
-			kindNetwork:    objectOf(e.networks),
-			kindRayCluster: objectOf(e.clusters),
-			kindVLLMServe:  objectOf(e.serves),
-		},
-		Functions: e.funcs,
+	vars := map[string]cty.Value{
+		"var":   objectOf(e.vars),
+		"local": objectOf(e.locals),
 	}
+	for _, kind := range e.mod.kindOrder {
+		vars[kind] = objectOf(e.objects[kind])
+	}
+	return &hcl.EvalContext{Variables: vars, Functions: e.funcs}
+}
+
+// setObject records a block's value as expressions see it.
+func (e *evaluator) setObject(kind, name string, v cty.Value) {
+	if e.objects[kind] == nil {
+		e.objects[kind] = map[string]cty.Value{}
+	}
+	e.objects[kind][name] = v
 }
 
 func objectOf(m map[string]cty.Value) cty.Value {
@@ -448,7 +460,7 @@ func (e *evaluator) evalNode(it *item) hcl.Diagnostics {
 	if it.forEach == nil {
 		val, diags := e.evalNodeInstance(it, e.ctx(), "", false)
 		if !diags.HasErrors() {
-			e.nodes[it.name] = val
+			e.setObject(kindNode, it.name, val)
 			e.instances[it.name] = []string{it.name}
 		}
 		return diags
@@ -472,7 +484,7 @@ func (e *evaluator) evalNode(it *item) hcl.Diagnostics {
 			names = append(names, instanceName(it.name, k, true))
 		}
 	}
-	e.nodes[it.name] = objectOf(objs)
+	e.setObject(kindNode, it.name, objectOf(objs))
 	e.instances[it.name] = names
 	return diags
 }
@@ -510,6 +522,7 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 		e.connect(addr, "node."+n.Bastion)
 	}
 	b.decodeRest()
+	b.check(n)
 	n.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return cty.NilVal, b.diags
@@ -573,6 +586,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		}
 	}
 	b.decodeRest()
+	b.check(n)
 	n.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
@@ -596,7 +610,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		}
 	}
 	e.cfg.Networks[it.name] = n
-	e.networks[it.name] = cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindNetwork, it.name, cty.ObjectVal(map[string]cty.Value{
 		"id":        cty.StringVal(addr),
 		"name":      cty.StringVal(it.name),
 		"cidr":      b.export("cidr", cty.String),
@@ -604,7 +618,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		"ib_hca":    b.export("ib_hca", cty.List(cty.String)),
 		"mtu":       b.export("mtu", cty.Number),
 		"addresses": addresses,
-	})
+	}))
 	return b.diags
 }
 
@@ -628,7 +642,6 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		DockerArgs:     b.strList("docker_args"),
 		ContainerName:  b.strOr("container_name", "rayform-"+it.name),
 	}
-	b.checkRayCluster(rc)
 	for _, n := range append([]string{rc.Head}, rc.Workers...) {
 		if n != "" {
 			e.connect(addr, "node."+n)
@@ -638,6 +651,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		e.connect(addr, "network."+rc.Network)
 	}
 	b.decodeRest()
+	b.check(rc)
 	rc.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
@@ -660,7 +674,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		}
 		workers = cty.ListVal(ws)
 	}
-	e.clusters[it.name] = cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindRayCluster, it.name, cty.ObjectVal(map[string]cty.Value{
 		"id":             cty.StringVal(addr),
 		"name":           cty.StringVal(it.name),
 		"image":          b.export("image", cty.String),
@@ -673,7 +687,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		"address":        address,
 		"head_ip":        headIP,
 		"dashboard_url":  dashboard,
-	})
+	}))
 	return b.diags
 }
 
@@ -696,11 +710,11 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		ReadyTimeout:         b.duration("ready_timeout"),
 	}
 	s.ServedModelName = b.strOr("served_model_name", s.Model)
-	b.checkServe(s)
 	if s.Cluster != "" {
 		e.connect(addr, "ray_cluster."+s.Cluster)
 	}
 	b.decodeRest()
+	b.check(s)
 	s.Decl = *b.decl
 	if b.diags.HasErrors() {
 		return b.diags
@@ -724,7 +738,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		}
 	}
 	e.cfg.Serves[it.name] = s
-	e.serves[it.name] = cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindVLLMServe, it.name, cty.ObjectVal(map[string]cty.Value{
 		"id":                     cty.StringVal(addr),
 		"name":                   cty.StringVal(it.name),
 		"cluster":                cty.StringVal(s.Cluster),
@@ -735,7 +749,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		"pipeline_parallel_size": cty.NumberIntVal(int64(s.PipelineParallelSize)),
 		"endpoint":               endpoint,
 		"public_endpoint":        publicEndpoint,
-	})
+	}))
 	return b.diags
 }
 
@@ -758,7 +772,7 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		vals: map[string]cty.Value{},
 		raw:  map[string]cty.Value{},
 	}
-	for _, spec := range kindSpecs(it.kind) {
+	for _, spec := range e.mod.args(it.kind) {
 		a, ok := it.attrs[spec.Name]
 		if !ok {
 			continue

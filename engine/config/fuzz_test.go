@@ -1,10 +1,12 @@
-package config
+package config_test
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/engine/config"
 )
 
 // FuzzLoadConfig loads arbitrary bytes as a configuration, in native syntax
@@ -26,7 +28,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if strings.HasPrefix(strings.TrimSpace(string(src)), "{") {
 			name = "main.hcl.json"
 		}
-		cfg, diags := LoadFiles(map[string][]byte{name: src}, Options{BaseDir: t.TempDir()})
+		cfg, diags := loadFiles(map[string][]byte{name: src}, config.Options{BaseDir: t.TempDir()})
 		if cfg == nil || cfg.Files == nil {
 			t.Fatal("LoadFiles returned no Config or no Files")
 		}
@@ -36,7 +38,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if _, err := cfg.Graph().TopoOrder(); err != nil {
 			t.Fatalf("valid configuration has a cyclic graph: %v", err)
 		}
-		if _, diags := cfg.WithFacts(Facts{}); diags.HasErrors() {
+		if _, diags := cfg.WithFacts(config.Facts{}); diags.HasErrors() {
 			t.Fatalf("re-evaluation failed: %s", diags.Error())
 		}
 	})

@@ -34,6 +34,9 @@ type Options struct {
 	// variable are then unknown wherever they are used, and the result is
 	// only good for checking, never for planning.
 	UnknownVariables bool
+	// Kinds are the resource block types the configuration may use
+	// (resources.Kinds()); loading without them is an error.
+	Kinds []Kind
 }
 
 // VarArg is one -var NAME=VALUE (File false) or -var-file FILE (File true).
@@ -101,7 +104,7 @@ func Load(dir string, opts Options) (*Config, hcl.Diagnostics) {
 // name ending in ".json" is parsed as JSON, any other as native syntax.
 func LoadFiles(files map[string][]byte, opts Options) (*Config, hcl.Diagnostics) {
 	p := hclparse.NewParser()
-	mod, diags := parseModule(p, files)
+	mod, diags := parseModule(p, files, opts.Kinds)
 	cfg := &Config{Files: p.Files()}
 	if diags.HasErrors() {
 		return cfg, diags
@@ -146,6 +149,10 @@ type module struct {
 	// unknownVars is Options.UnknownVariables.
 	unknownVars bool
 	baseDir     string
+	// kinds are the registered resource kinds by block type; kindOrder
+	// lists their types in registration order.
+	kinds     map[string]*Kind
+	kindOrder []string
 	// project and projectRange come from the `rayform` block.
 	project      string
 	projectRange hcl.Range
@@ -184,9 +191,12 @@ type validationDecl struct {
 }
 
 // parseModule parses the files and decodes the blocks' structure.
-func parseModule(p *hclparse.Parser, files map[string][]byte) (*module, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	mod := &module{items: map[string]*item{}}
+func parseModule(p *hclparse.Parser, files map[string][]byte, kinds []Kind) (*module, hcl.Diagnostics) {
+	byType, order, diags := registerKinds(kinds)
+	mod := &module{items: map[string]*item{}, kinds: byType, kindOrder: order}
+	if diags.HasErrors() {
+		return mod, diags
+	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		var f *hcl.File
 		var more hcl.Diagnostics
@@ -199,7 +209,7 @@ func parseModule(p *hclparse.Parser, files map[string][]byte) (*module, hcl.Diag
 		if f == nil || f.Body == nil {
 			continue
 		}
-		content, more := f.Body.Content(rootSchema())
+		content, more := f.Body.Content(mod.rootSchema())
 		diags = append(diags, more...)
 		for _, b := range content.Blocks {
 			if b.Type == kindSettings {
@@ -272,7 +282,7 @@ func ValidProject(name string) bool {
 
 func (m *module) add(it *item) hcl.Diagnostics {
 	if prev, ok := m.items[it.addr]; ok {
-		noun := kindNoun(it.kind)
+		noun := m.noun(it.kind)
 		what := fmt.Sprintf("A %s named %q", noun, it.name)
 		if it.kind == kindLocal {
 			what = fmt.Sprintf("A local value named %q", it.name)
@@ -312,7 +322,7 @@ func (m *module) addBlock(b *hcl.Block) hcl.Diagnostics {
 	}
 	name := b.Labels[0]
 	if !hclsyntax.ValidIdentifier(name) {
-		return append(diags, invalidName(kindNoun(b.Type), name, b.LabelRanges[0]))
+		return append(diags, invalidName(m.noun(b.Type), name, b.LabelRanges[0]))
 	}
 	it := &item{
 		kind:      b.Type,
@@ -329,7 +339,7 @@ func (m *module) addBlock(b *hcl.Block) hcl.Diagnostics {
 		it.variable = v
 		return append(diags, m.add(it)...)
 	}
-	content, more := b.Body.Content(blockSchema(b.Type))
+	content, more := b.Body.Content(m.blockSchema(b.Type))
 	diags = append(diags, more...)
 	it.attrs = content.Attributes
 	if fe, ok := content.Attributes["for_each"]; ok {

@@ -29,6 +29,18 @@ func networkPins() []struct{ key, from string } {
 	}
 }
 
+// PinnedEnv lists the environment variables rayform sets in every Ray
+// container (the network's pins and RAY_memory_monitor_refresh_ms), with
+// the argument that controls each: env, docker_args and extra_args must
+// not set them.
+func PinnedEnv() map[string]string {
+	out := map[string]string{"RAY_memory_monitor_refresh_ms": "the Ray cluster's memory_monitor"}
+	for _, p := range networkPins() {
+		out[p.key] = p.from
+	}
+	return out
+}
+
 // NetworkEnvKeys returns the variables a network binding pins on every
 // node ([Network.NodeEnv]). They differ per host, so they are also listed
 // in vLLM's ray_non_carry_over_env_vars.json: the head's values must not

@@ -41,11 +41,6 @@ func (it *item) expressions() []namedExpr {
 	return out
 }
 
-// roots are the names a reference may start with, for suggestions.
-func roots() []string {
-	return []string{"var", "local", kindNode, kindNetwork, kindRayCluster, kindVLLMServe, "each"}
-}
-
 // analyze finds every reference in every block, checks that each refers to
 // something declared, and records them on the items.
 func (m *module) analyze() hcl.Diagnostics {
@@ -131,10 +126,10 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 		}
 		return reference{}, false, nil
 	}
-	kind, ok := refRoot(root)
+	kind, ok := m.refRoot(root)
 	if !ok {
-		detail := fmt.Sprintf("There is nothing named %q. References look like var.NAME, local.NAME, node.NAME, network.NAME, ray_cluster.NAME or vllm_serve.NAME.", root)
-		if s := didYouMean(root, roots(), "%s"); s != "" {
+		detail := fmt.Sprintf("There is nothing named %q. References look like %s.", root, m.refForms())
+		if s := didYouMean(root, m.roots(), "%s"); s != "" {
 			detail += s
 		} else if s := m.declaredAddrFor(root); s != "" {
 			detail += fmt.Sprintf(" Did you mean %s?", s)
@@ -150,19 +145,19 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 	prefix := addrPrefix(kind)
 	if name == "" {
 		return errAt("Invalid reference",
-			fmt.Sprintf("A reference to a %s needs a name after the dot, like %s.NAME.", kindNoun(kind), prefix))
+			fmt.Sprintf("A reference to a %s needs a name after the dot, like %s.NAME.", m.noun(kind), prefix))
 	}
 	addr := prefix + "." + name
 	target, ok := m.items[addr]
 	if !ok {
-		return errAt(fmt.Sprintf("Reference to undeclared %s", kindNoun(kind)), m.undeclaredDetail(kind, name))
+		return errAt(fmt.Sprintf("Reference to undeclared %s", m.noun(kind)), m.undeclaredDetail(kind, name))
 	}
 	if target == it {
 		return errAt("Self-referential block",
 			fmt.Sprintf("The %s argument of %s refers to %s itself. A block cannot depend on its own values; refer to another block instead.", attr, it.addr, it.addr))
 	}
 	ref := reference{kind: kind, addr: addr, rng: rng, attr: attr}
-	if d := checkExportAttr(kind, addr, target.forEach != nil, tr); d != nil {
+	if d := checkExportAttr(kind, m.exportAttrs(kind), target.forEach != nil, tr); d != nil {
 		return reference{}, false, hcl.Diagnostics{d}
 	}
 	if kind == kindNode && len(tr) > 2 {
@@ -230,26 +225,9 @@ func instanceName(block, key string, hasKey bool) string {
 	return block + "[" + strconv.Quote(key) + "]"
 }
 
-// exportAttrs lists the attributes of a block's value in expressions, or nil
-// for variables and locals (whose values are arbitrary).
-func exportAttrs(kind string) []string {
-	switch kind {
-	case kindNode:
-		return []string{"id", "name", "key", "host", "user", "port", "identity_file", "gpus", "labels", "bastion"}
-	case kindNetwork:
-		return []string{"id", "name", "cidr", "interface", "ib_hca", "mtu", "addresses"}
-	case kindRayCluster:
-		return []string{"id", "name", "image", "head", "workers", "network", "port", "dashboard_port", "container_name", "address", "head_ip", "dashboard_url"}
-	case kindVLLMServe:
-		return []string{"id", "name", "cluster", "model", "served_model_name", "port", "tensor_parallel_size", "pipeline_parallel_size", "endpoint", "public_endpoint"}
-	}
-	return nil
-}
-
 // checkExportAttr checks the attribute a reference reads from a block,
 // e.g. "adress" in ray_cluster.main.adress.
-func checkExportAttr(kind, addr string, forEach bool, tr hcl.Traversal) *hcl.Diagnostic {
-	attrs := exportAttrs(kind)
+func checkExportAttr(kind string, attrs []string, forEach bool, tr hcl.Traversal) *hcl.Diagnostic {
 	i := 2
 	if forEach {
 		i = 3 // node.gpu["h1"].host or node.gpu.h1.host

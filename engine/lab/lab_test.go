@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
 )
 
 // TestMain lets Up re-execute this test binary as the lab's supervisor.
@@ -231,7 +232,7 @@ func TestRayformHCLValidates(t *testing.T) {
 					t.Errorf("rayform.hcl lacks %q:\n%s", w, src)
 				}
 			}
-			if _, diags := config.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{}); diags.HasErrors() {
+			if _, diags := config.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds()}); diags.HasErrors() {
 				t.Errorf("rayform.hcl does not load: %v\n%s", diags, src)
 			}
 		})

@@ -1,9 +1,10 @@
-package config
+package resources
 
 import (
 	"fmt"
 	"strings"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/vllmcli"
 )
 
@@ -29,19 +30,19 @@ func managedServeOptions() map[string]string {
 // an option rayform manages, in every spelling it accepts (underscores,
 // unambiguous prefixes, --opt=value, short aliases), and the ambiguous
 // prefixes vLLM would refuse.
-func (b *blockEval) checkExtraArgs(args []string) {
+func checkExtraArgs(b *config.Block, args []string) {
 	opts := vllmcli.ServeOptions()
 	managed := managedServeOptions()
 	for i, a := range args {
 		if a == "--" {
 			return
 		}
-		if b.decl.IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
-			b.errorAt("extra_args", "Sensitive value in extra_args",
+		if b.Decl().IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
+			b.Error("extra_args", "Sensitive value in extra_args",
 				fmt.Sprintf("extra_args[%d] is sensitive, but extra_args become vLLM's command line, which every user of the host can read (/proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"). For the API key set api_key = ... (rayform passes it as VLLM_API_KEY in the environment); pass other secrets through env, e.g. env = { HF_TOKEN = var.hf_token }.", i))
 			continue
 		}
-		if b.decl.IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
+		if b.Decl().IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
 			continue
 		}
 		word := vllmcli.Normalize(a)
@@ -50,14 +51,14 @@ func (b *blockEval) checkExtraArgs(args []string) {
 		}
 		m := opts.Resolve(word)
 		if len(m.Ambiguous) > 0 {
-			b.errorAt("extra_args", "Ambiguous vLLM option", fmt.Sprintf("extra_args contains %q, which vLLM %s's argument parser refuses as ambiguous: it could be %s. Spell the option out.", a, vllmcli.Version, strings.Join(m.Ambiguous, ", ")))
+			b.Error("extra_args", "Ambiguous vLLM option", fmt.Sprintf("extra_args contains %q, which vLLM %s's argument parser refuses as ambiguous: it could be %s. Spell the option out.", a, vllmcli.Version, strings.Join(m.Ambiguous, ", ")))
 			continue
 		}
 		if m.Option == nil {
 			continue
 		}
 		if m.Option.Long() == "--api-key" {
-			b.errorAt("extra_args", "API key in extra_args",
+			b.Error("extra_args", "API key in extra_args",
 				fmt.Sprintf("extra_args contains %q, which puts the key on vLLM's command line (readable in /proc/PID/cmdline and printed in vLLM's log). Set api_key = ... instead: rayform passes it as VLLM_API_KEY in the environment.", a))
 			continue
 		}
@@ -69,7 +70,7 @@ func (b *blockEval) checkExtraArgs(args []string) {
 		if name, _, _ := strings.Cut(a, "="); name != m.Option.Long() {
 			seen = fmt.Sprintf(", which vLLM reads as %s", m.Option.Long())
 		}
-		b.errorAt("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q%s; %s, so that rayform can check it.", a, seen, how))
+		b.Error("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q%s; %s, so that rayform can check it.", a, seen, how))
 	}
 }
 
@@ -97,18 +98,18 @@ const dockerValueShorthands = "acehlmpuvw"
 // checkDockerArgs finds the docker_args that set what rayform manages, as
 // docker's flag parser (pflag) reads them: --flag, --flag=value, -d alone
 // or in a cluster (-dit), and -e/--env with a pinned variable.
-func (b *blockEval) checkDockerArgs(args []string) {
+func checkDockerArgs(b *config.Block, args []string) {
 	managed := managedDockerFlags()
-	pinned := pinnedEnv()
+	pinned := config.PinnedEnv()
 	env := func(a, v string) {
 		name, _, _ := strings.Cut(v, "=")
 		if from, ok := pinned[name]; ok {
-			b.errorAt("docker_args", "Environment variable managed by rayform", fmt.Sprintf("docker_args contains %q, which sets %s; rayform sets it on every node from %s. Remove it; change the network or cluster argument instead.", a, name, from))
+			b.Error("docker_args", "Environment variable managed by rayform", fmt.Sprintf("docker_args contains %q, which sets %s; rayform sets it on every node from %s. Remove it; change the network or cluster argument instead.", a, name, from))
 		}
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if b.decl.IsUnknown(fmt.Sprintf("docker_args[%d]", i)) {
+		if b.Decl().IsUnknown(fmt.Sprintf("docker_args[%d]", i)) {
 			continue
 		}
 		next := func() string {
@@ -122,7 +123,7 @@ func (b *blockEval) checkDockerArgs(args []string) {
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a, "=")
 			if how, ok := managed[name]; ok {
-				b.errorAt("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q; %s.", a, how))
+				b.Error("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q; %s.", a, how))
 			}
 			if name == "--env" {
 				shown := a
@@ -136,7 +137,7 @@ func (b *blockEval) checkDockerArgs(args []string) {
 			for j := 1; j < len(a); j++ {
 				c := a[j]
 				if c == 'd' {
-					b.errorAt("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q (-d: detach); rayform runs the container detached; remove it.", a))
+					b.Error("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q (-d: detach); rayform runs the container detached; remove it.", a))
 				}
 				if strings.IndexByte(dockerValueShorthands, c) >= 0 {
 					val, shown := strings.TrimPrefix(a[j+1:], "="), a

@@ -1,0 +1,91 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// clusterKind is the ray_cluster block: Ray in one container per node.
+func clusterKind() config.Kind {
+	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
+	strList := cty.List(cty.String)
+	return config.Kind{
+		Type:    "ray_cluster",
+		Noun:    "Ray cluster",
+		Summary: "Ray in one container per node",
+		Args: []config.Arg{
+			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "container image with Ray and vLLM"},
+			{Name: "head", Type: dyn, Ref: true, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, TypeDoc: "node", ExportDoc: "node name",
+				Description: "the node running the Ray head (it contributes its GPUs too)"},
+			{Name: "workers", Type: dyn, Ref: true, Decoded: strList, Exported: true, Applied: true, TypeDoc: "nodes", ExportDoc: "node names",
+				Description: "the other nodes; a node belongs to at most one cluster and cannot be head and worker"},
+			{Name: "network", Type: dyn, Ref: true, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, TypeDoc: "network", ExportDoc: "name",
+				DefaultDoc:  "required when the cluster has workers",
+				Description: "the fabric the cluster binds to; a single-node cluster may omit it (without it, Ray and vLLM's c10d master use each node's default-route address, which workers on another network cannot reach)"},
+			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "Ray GCS port on the head"},
+			{Name: "dashboard_port", Type: num, Default: cty.NumberIntVal(8265), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "Ray dashboard port on the head"},
+			{Name: "memory_monitor", Type: boolean, Default: cty.True, Applied: true, ForcesReplacement: true, DefaultDoc: "`true` (Ray's default)",
+				Description: "Ray's memory monitor (OOM killer); `false` sets `RAY_memory_monitor_refresh_ms=0`. Turn it off on unified-memory machines such as DGX Spark, where it kills workers while weights load"},
+			{Name: "dataplane_check", Type: boolean, Default: cty.True,
+				Description: "run the data-plane check before `vllm serve` starts: one torch process per node inside its Ray container, a c10d rendezvous on the head's fabric address, a Gloo (and, with GPUs, NCCL) all_reduce; shows the interface each backend used and the bus bandwidth, and stops the apply on a failure (see `rayform check`). `false` for images without Python and torch"},
+			{Name: "shm_size", Type: str, DefaultDoc: "not set",
+				Description: "has no effect, and rayform warns: the containers run with `--ipc host`, so `/dev/shm` is the host's and docker ignores `--shm-size`; rayform does not pass it (changing it replaces nothing)"},
+			{Name: "env", Type: cty.Map(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+				Description: "extra environment variables in every container"},
+			{Name: "volumes", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+				Description: "`docker run -v` specs, `SOURCE:/container/path[:OPTIONS]`"},
+			{Name: "docker_args", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+				Description: "extra `docker run` arguments (escape hatch; not what rayform sets: `--name`, `--network`/`--net`, `--gpus`, `-d` alone or in `-dit`, `--ipc`, `--restart`, `--entrypoint`, `--shm-size`, nor `-e`/`--env` of a pinned variable)"},
+			{Name: "container_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`\"rayform-NAME\"`",
+				Description: "container name on every node"},
+		},
+		Computed: []config.Attr{
+			{Name: "address", Doc: "`\"<head fabric ip>:<port>\"` (*observe*)"},
+			{Name: "head_ip", Doc: "(*observe*)"},
+			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)"},
+		},
+		Check: checkRayCluster,
+	}
+}
+
+// checkRayCluster checks a Ray cluster's arguments on their own.
+func checkRayCluster(b *config.Block) {
+	rc := b.Value().(*config.RayCluster)
+	if b.IsSet("image") && strings.TrimSpace(rc.Image) == "" {
+		b.Error("image", "Empty image", "image must name a container image, like \"vllm/vllm-openai:v0.11.0\".")
+	}
+	if len(rc.Workers) > 0 && rc.Network == "" && !b.Failed("network") {
+		b.Error("network", "Multi-node cluster without a network binding",
+			fmt.Sprintf("ray_cluster.%s has workers but no network. Without a network, Ray registers each node under the address of its default route (usually the management network) and vLLM's c10d master listens there; a worker that cannot reach that address fails, after the model starts loading, with \"The client socket has failed to connect to any network address of (<ip>, <port>)\". "+
+				"Declare the fabric the nodes share as a network block, network \"fabric\" with its cidr and interface (for example cidr = \"192.168.200.0/24\" and interface = \"enp1s0f1np1\"), and set network = network.fabric in ray_cluster.%s.", rc.Name, rc.Name))
+	}
+	if rc.Port == rc.DashboardPort {
+		b.Error("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
+	}
+	if rc.ShmSize != "" && !matches(shmSizePattern, rc.ShmSize) {
+		b.Error("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
+	} else if rc.ShmSize != "" {
+		b.Warn("shm_size", "shm_size has no effect", "rayform runs the Ray containers with --ipc host (NCCL and vLLM share memory across processes through it), so /dev/shm is the host's and docker ignores --shm-size. rayform does not pass it; remove shm_size.")
+	}
+	if !matches(containerNamePattern, rc.ContainerName) {
+		b.Error("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))
+	}
+	checkEnv(b, "env", rc.Env)
+	for i, v := range rc.Volumes {
+		if b.Decl().IsUnknown(fmt.Sprintf("volumes[%d]", i)) {
+			continue
+		}
+		parts := strings.Split(v, ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !strings.HasPrefix(parts[1], "/") {
+			b.Error("volumes", "Invalid volume", fmt.Sprintf("volumes[%d] is %q; a volume is SOURCE:/container/path[:OPTIONS], like \"/data/hf:/root/.cache/huggingface\".", i, v))
+		}
+	}
+	checkDockerArgs(b, rc.DockerArgs)
+}

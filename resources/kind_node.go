@@ -1,0 +1,37 @@
+package resources
+
+import (
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// nodeKind is the node block: one SSH-reachable host. Its checks that
+// involve references (bastion loops) and interface names are the
+// language's (engine/config).
+func nodeKind() config.Kind {
+	str, num, dyn := cty.String, cty.Number, cty.DynamicPseudoType
+	return config.Kind{
+		Type:    "node",
+		Summary: "an SSH-reachable host",
+		ForEach: true,
+		Args: []config.Arg{
+			{Name: "host", Type: str, Required: true, Exported: true,
+				Description: "SSH address (name or IP) or a `Host` alias of `~/.ssh/config`"},
+			{Name: "user", Type: str, Exported: true, DefaultDoc: "`~/.ssh/config`, else the local user",
+				Description: "SSH user"},
+			{Name: "port", Type: num, Min: 1, Max: 65535, Exported: true, DefaultDoc: "`~/.ssh/config`, else 22",
+				Description: "SSH port (1–65535)"},
+			{Name: "identity_file", Type: str, Exported: true, DefaultDoc: "agent and `~/.ssh/config`",
+				Description: "private key file"},
+			{Name: "bastion", Type: dyn, Ref: true, Decoded: str, Exported: true, TypeDoc: "node", ExportDoc: "node name or null",
+				Description: "node to jump through (ProxyJump); chains allowed, loops are errors"},
+			{Name: "gpus", Type: num, Default: cty.NumberIntVal(0), Min: 0, Max: 1 << 20, Exported: true,
+				Description: "GPUs the node has; the cluster's nodes must declare at least `tensor_parallel_size × pipeline_parallel_size`"},
+			{Name: "labels", Type: cty.Map(str), Exported: true,
+				Description: "free-form labels"},
+			{Name: "fabric_interface", Type: str, DefaultDoc: "the network's",
+				Description: "this node's interface on the fabric of its cluster's network, e.g. `fabric_interface = each.value.iface` in a `for_each` block where names differ per host; the network's `interface` map may name the node too, but not differently"},
+		},
+	}
+}

@@ -1,0 +1,70 @@
+package resources
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// serveKind is the vllm_serve block: `vllm serve` on a cluster's head.
+func serveKind() config.Kind {
+	str, num := cty.String, cty.Number
+	return config.Kind{
+		Type:    "vllm_serve",
+		Summary: "`vllm serve` on a cluster's head",
+		Args: []config.Arg{
+			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: true, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, TypeDoc: "ray_cluster",
+				Description: "the cluster to serve on"},
+			{Name: "model", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "Hugging Face model id or path inside the container"},
+			{Name: "served_model_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`model`",
+				Description: "the model name the API reports"},
+			{Name: "tensor_parallel_size", Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "`--tensor-parallel-size`"},
+			{Name: "pipeline_parallel_size", Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "`--pipeline-parallel-size`; `tensor_parallel_size × pipeline_parallel_size` must not exceed the `gpus` of the cluster's nodes"},
+			{Name: "gpu_memory_utilization", Type: num, Default: cty.NumberFloatVal(0.9), Applied: true, ForcesReplacement: true, DefaultDoc: "`0.9` (vLLM's)",
+				Description: "fraction of each GPU's memory vLLM may use, in (0, 1]"},
+			{Name: "max_model_len", Type: num, Min: 1, Max: 1 << 40, Applied: true, ForcesReplacement: true, DefaultDoc: "the model's",
+				Description: "`--max-model-len`"},
+			{Name: "port", Type: num, Default: cty.NumberIntVal(8000), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: "API port on the head; must differ from the cluster's ports and other servers'"},
+			{Name: "env", Type: cty.Map(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+				Description: "extra environment for `vllm serve`"},
+			{Name: "extra_args", Type: cty.List(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+				Description: "extra `vllm serve` arguments (not the flags the arguments above set, nor `--host` or `--distributed-executor-backend`, in any spelling vLLM's parser accepts: `--tensor_parallel_size`, the prefix `--tensor-parallel`, `-tp`, `--port=8001`; not `--api-key`, and no sensitive value: a command line is readable by every user of the host and vLLM logs it)"},
+			{Name: "api_key", Type: str, Applied: true, ForcesReplacement: true, Sensitive: true, DefaultDoc: "not set",
+				Description: "the key vLLM requires on its `/v1` routes; passed as `VLLM_API_KEY` in the environment (on stdin, never in argv or a file); rayform's own checks send it as a header read from stdin"},
+			{Name: "ready_timeout", Type: str, Default: cty.StringVal("30m"), TypeDoc: "duration string",
+				Description: "how long to wait for the server to answer, e.g. `\"20m\"`, `\"1h30m\"`"},
+		},
+		Computed: []config.Attr{
+			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
+			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
+		},
+		Check: checkServe,
+	}
+}
+
+// checkServe checks a vllm_serve's arguments on their own.
+func checkServe(b *config.Block) {
+	s := b.Value().(*config.VLLMServe)
+	if b.IsSet("model") && strings.TrimSpace(s.Model) == "" {
+		b.Error("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
+	}
+	if b.IsSet("gpu_memory_utilization") && !(s.GPUMemoryUtilization > 0 && s.GPUMemoryUtilization <= 1) {
+		b.Error("gpu_memory_utilization", "Invalid gpu_memory_utilization",
+			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
+	}
+	checkEnv(b, "env", s.Env)
+	checkExtraArgs(b, s.ExtraArgs)
+	if _, ok := s.Env["VLLM_API_KEY"]; ok && s.APIKey != "" {
+		b.Error("api_key", "API key set twice", "Both api_key and env[\"VLLM_API_KEY\"] are set; keep api_key.")
+	}
+	if bad := envValueProblem(s.APIKey); bad != "" {
+		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
+	}
+}
