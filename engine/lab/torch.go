@@ -198,11 +198,19 @@ func torchKey() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", errNoTorch, err)
 	}
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s %d %d", py, fi.Size(), fi.ModTime().UnixNano())))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s %s %d %d", torchLayout, py, fi.Size(), fi.ModTime().UnixNano())))
 	return hex.EncodeToString(sum[:])[:16], nil
 }
 
+// torchLayout names how the layer is laid out; changing it rebuilds
+// cached layers.
+const torchLayout = "v2: regular files keep their modification time"
+
 // write writes the layer: parent directories, symlinks and files, sorted.
+// Regular files keep their modification time: Python's compiled modules
+// (__pycache__/*.pyc) record their source's, and a source with another
+// time is compiled again by every process's first import in every new
+// container (seconds of CPU each for torch), which no real image does.
 func (s *torchFileSet) write(tw *tar.Writer) error {
 	dirs := map[string]bool{}
 	for _, m := range []map[string]bool{keysOf(s.files), keysOf(s.symlinks)} {
@@ -228,12 +236,15 @@ func (s *torchFileSet) write(tw *tar.Writer) error {
 		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeSymlink, Mode: 0o777, Linkname: t}})
 	}
 	for p, fi := range s.files {
-		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size()}, src: "/" + p})
+		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size(), ModTime: fi.ModTime()}, src: "/" + p})
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	for _, e := range es {
 		h := e.hdr
-		h.Name, h.ModTime, h.Uname, h.Gname, h.Format = e.name, layerEpoch, "root", "root", tar.FormatPAX
+		h.Name, h.Uname, h.Gname, h.Format = e.name, "root", "root", tar.FormatPAX
+		if h.ModTime.IsZero() {
+			h.ModTime = layerEpoch
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
