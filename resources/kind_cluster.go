@@ -2,6 +2,8 @@ package resources
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -51,7 +53,8 @@ func clusterKind() config.Kind {
 			{Name: "head_ip", Doc: "(*observe*)"},
 			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)"},
 		},
-		Check: checkRayCluster,
+		Check:    checkRayCluster,
+		Validate: validateClusters,
 	}
 }
 
@@ -88,4 +91,35 @@ func checkRayCluster(b *config.Block) {
 		}
 	}
 	checkDockerArgs(b, rc.DockerArgs)
+}
+
+// validateClusters checks the rules between clusters and their nodes: a
+// node is in one cluster, once, and never both head and worker.
+func validateClusters(cfg *config.Config, report config.Report) {
+	owner := map[string]string{} // node → cluster
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		claim := func(node, attr string) {
+			if prev, ok := owner[node]; ok {
+				report(&rc.Decl, attr, "Node in two Ray clusters",
+					fmt.Sprintf("Node %s is already in ray_cluster.%s. A node runs one Ray container, so it can belong to one cluster only; remove it from one of them.", node, prev))
+				return
+			}
+			owner[node] = name
+		}
+		claim(rc.Head, "head")
+		seen := map[string]bool{}
+		for _, w := range rc.Workers {
+			switch {
+			case w == rc.Head:
+				report(&rc.Decl, "workers", "Node is both head and worker",
+					fmt.Sprintf("%s is the head of ray_cluster.%s and is also listed in workers. The head contributes its GPUs to the cluster already; remove it from workers.", w, name))
+			case seen[w]:
+				report(&rc.Decl, "workers", "Duplicate worker", fmt.Sprintf("%s appears more than once in the workers of ray_cluster.%s; list each node once.", w, name))
+			default:
+				seen[w] = true
+				claim(w, "workers")
+			}
+		}
+	}
 }

@@ -2,6 +2,8 @@ package resources
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -45,7 +47,8 @@ func serveKind() config.Kind {
 			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
 			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
-		Check: checkServe,
+		Check:    checkServe,
+		Validate: validateServes,
 	}
 }
 
@@ -66,5 +69,53 @@ func checkServe(b *config.Block) {
 	}
 	if bad := envValueProblem(s.APIKey); bad != "" {
 		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
+	}
+}
+
+// validateServes checks the rules between a serve and its cluster: enough
+// GPUs for its parallelism, and a port of its own on the head.
+func validateServes(cfg *config.Config, report config.Report) {
+	ports := map[string]string{} // "cluster:port" → serve
+	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
+		s := cfg.Serves[name]
+		rc := cfg.RayClusters[s.Cluster]
+		if rc == nil {
+			continue
+		}
+		total := 0
+		var parts []string
+		gpusUnknown := s.IsUnknown("tensor_parallel_size") || s.IsUnknown("pipeline_parallel_size")
+		for _, n := range rc.Nodes() {
+			if node := cfg.Nodes[n]; node != nil {
+				gpusUnknown = gpusUnknown || node.IsUnknown("gpus")
+				total += node.GPUs
+				parts = append(parts, fmt.Sprintf("%s: %d", n, node.GPUs))
+			}
+		}
+		need := s.TensorParallelSize * s.PipelineParallelSize
+		if need > total && !gpusUnknown {
+			attr := "tensor_parallel_size"
+			if _, ok := s.AttrRanges[attr]; !ok {
+				attr = "pipeline_parallel_size"
+			}
+			report(&s.Decl, attr, "Not enough GPUs",
+				fmt.Sprintf("vllm_serve.%s needs tensor_parallel_size × pipeline_parallel_size = %d × %d = %d GPUs, but the nodes of ray_cluster.%s declare %d in total (%s). Lower the parallelism, add workers to the cluster, or correct the nodes' gpus.",
+					name, s.TensorParallelSize, s.PipelineParallelSize, need, rc.Name, total, strings.Join(parts, ", ")))
+		}
+		switch s.Port {
+		case rc.Port, rc.DashboardPort:
+			which := "port"
+			if s.Port == rc.DashboardPort {
+				which = "dashboard_port"
+			}
+			report(&s.Decl, "port", "Port conflict",
+				fmt.Sprintf("Port %d is also the %s of ray_cluster.%s. vLLM's API server runs on the head with host networking, so choose another port.", s.Port, which, rc.Name))
+		}
+		key := fmt.Sprintf("%s:%d", s.Cluster, s.Port)
+		if prev, ok := ports[key]; ok {
+			report(&s.Decl, "port", "Port conflict",
+				fmt.Sprintf("vllm_serve.%s also listens on port %d on the head of ray_cluster.%s; give each server its own port.", prev, s.Port, s.Cluster))
+		}
+		ports[key] = name
 	}
 }

@@ -90,7 +90,7 @@ func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Varia
 	if diags.HasErrors() {
 		return cfg, diags
 	}
-	cross := validateConfig(cfg)
+	cross := mod.validateConfig(cfg)
 	if cross.HasErrors() {
 		return cfg, append(diags, cross...)
 	}

@@ -34,7 +34,15 @@ type Kind struct {
 	// Check checks a decoded block's values on their own (after every
 	// argument is decoded), reporting through b; nil for none.
 	Check func(b *Block)
+	// Validate checks the rules that involve other blocks, once every
+	// block is evaluated (before the second pass that learns the
+	// networks' nodes), reporting errors through report; nil for none.
+	Validate func(cfg *Config, report Report)
 }
+
+// Report reports an error at argument attr of the block declared by d
+// (at its header when attr is not set).
+type Report func(d *Decl, attr, summary, detail string)
 
 // Attr is an attribute rayform computes for a block, as expressions see
 // it.
