@@ -24,7 +24,7 @@ func nodeKind() config.Kind {
 				Description: "SSH port (1–65535)"},
 			{Name: "identity_file", Type: str, Exported: true, DefaultDoc: "agent and `~/.ssh/config`",
 				Description: "private key file"},
-			{Name: "bastion", Type: dyn, Ref: true, Decoded: str, Exported: true, TypeDoc: "node", ExportDoc: "node name or null",
+			{Name: "bastion", Type: dyn, Ref: "node", Decoded: str, Exported: true, ExportDoc: "node name or null",
 				Description: "node to jump through (ProxyJump); chains allowed, loops are errors"},
 			{Name: "gpus", Type: num, Default: cty.NumberIntVal(0), Min: 0, Max: 1 << 20, Exported: true,
 				Description: "GPUs the node has; the cluster's nodes must declare at least `tensor_parallel_size × pipeline_parallel_size`"},

@@ -18,7 +18,7 @@ func serveKind() config.Kind {
 		Type:    "vllm_serve",
 		Summary: "`vllm serve` on a cluster's head",
 		Args: []config.Arg{
-			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: true, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, TypeDoc: "ray_cluster",
+			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: "ray_cluster", Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "the cluster to serve on"},
 			{Name: "model", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "Hugging Face model id or path inside the container"},

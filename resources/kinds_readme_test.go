@@ -104,8 +104,13 @@ func kindReference(k config.Kind) string {
 
 // typeDoc is an argument's type as the README shows it.
 func typeDoc(a config.Arg) string {
-	if a.TypeDoc != "" {
+	switch {
+	case a.TypeDoc != "":
 		return a.TypeDoc
+	case a.Ref != "" && a.ValueType().IsListType():
+		return a.Ref + "s"
+	case a.Ref != "":
+		return a.Ref
 	}
 	return typeexpr.TypeString(a.Type)
 }

@@ -81,10 +81,16 @@ func (b *blockEval) record(attr string, v cty.Value) {
 // checked) is in Decl.Args: code that needs a new argument reads it there.
 func (b *blockEval) decodeRest() {
 	for _, a := range b.e.mod.args(b.it.kind) {
-		if _, done := b.decl.Args[a.Name]; done || a.Ref {
+		if _, done := b.decl.Args[a.Name]; done {
 			continue
 		}
 		switch t := a.Type; {
+		case a.Ref == kindNode && a.ValueType().IsListType():
+			b.nodeRefs(a.Name)
+		case a.Ref == kindNode:
+			b.nodeRef(a.Name)
+		case a.Ref != "":
+			b.blockRef(a.Name, a.Ref)
 		case t == cty.String:
 			b.str(a.Name)
 		case t == cty.Bool:

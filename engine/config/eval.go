@@ -631,7 +631,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		Image:          b.str("image"),
 		Head:           b.nodeRef("head"),
 		Workers:        b.nodeRefs("workers"),
-		Network:        b.blockRef("network", kindNetwork),
+		Network:        b.blockRef("network", b.spec("network").Ref),
 		Port:           b.integer("port"),
 		DashboardPort:  b.integer("dashboard_port"),
 		MemoryMonitor:  b.boolean("memory_monitor"),
@@ -697,7 +697,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 	b := e.evalBlock(it, e.ctx(), addr)
 	s := &VLLMServe{
 		Name:                 it.name,
-		Cluster:              b.blockRef("cluster", kindRayCluster),
+		Cluster:              b.blockRef("cluster", b.spec("cluster").Ref),
 		Model:                b.str("model"),
 		TensorParallelSize:   b.integer("tensor_parallel_size"),
 		PipelineParallelSize: b.integer("pipeline_parallel_size"),
@@ -798,13 +798,13 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 				b.decl.Sensitive = append(b.decl.Sensitive, FormatPath(spec.Name, pv.Path))
 			}
 		}
-		if !spec.Ref && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
+		if spec.Ref == "" && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
 			// Checking without variable values: an argument that depends
 			// on one is unknown, and checked as if it were not set.
 			b.decl.Unknown = append(b.decl.Unknown, spec.Name)
 			continue
 		}
-		if !spec.Ref && !unmarked.IsWhollyKnown() {
+		if spec.Ref == "" && !unmarked.IsWhollyKnown() {
 			if !spec.UnknownOK {
 				b.errorAt(spec.Name, "Value not known before observing the hosts",
 					fmt.Sprintf("The value of %s depends on facts rayform learns only by observing the hosts (such as fabric addresses), but it must be known from the configuration alone.", spec.Name))

@@ -35,12 +35,14 @@ type Arg struct {
 	Min, Max float64
 	// UnknownOK allows values known only after observing the hosts.
 	UnknownOK bool
-	// Ref marks a reference to another block; only the block's identity
-	// matters, so the rest of the referenced object may be unknown. It
-	// decodes to the block's name (Decoded is its type).
-	Ref bool
+	// Ref is the block type an argument refers to ("node"): only the
+	// referenced block's identity matters, so the rest of its object may
+	// be unknown. It decodes to the block's name, or with Decoded
+	// list(string) to the names of several nodes. Type is then
+	// cty.DynamicPseudoType.
+	Ref string
 	// Decoded is the type of the decoded value (Decl.Args) when it is not
-	// Type: the names a reference decodes to.
+	// Type: the name or names a reference decodes to.
 	Decoded cty.Type
 	// Exported arguments can be referred to as BLOCK.NAME.ARG.
 	Exported bool
