@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
@@ -26,5 +29,16 @@ func networkKind() config.Kind {
 		Computed: []config.Attr{
 			{Name: "addresses", Doc: "map from node name to fabric address, for the nodes of the clusters on the network (*observe*)"},
 		},
+		Check: checkNetwork,
+	}
+}
+
+// checkNetwork checks a network's arguments on their own.
+func checkNetwork(b *config.Block) {
+	n := b.Value().(*config.Network)
+	for i, hca := range n.IBHCA {
+		if strings.TrimSpace(hca) == "" || strings.ContainsAny(hca, " \t,") {
+			b.Error("ib_hca", "Invalid InfiniBand device", fmt.Sprintf("ib_hca[%d] is %q; each element must be one HCA name such as \"mlx5_0\" or \"mlx5_0:1\" (rayform joins them with commas for NCCL_IB_HCA).", i, hca))
+		}
 	}
 }

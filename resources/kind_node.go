@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"strings"
+
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
@@ -33,5 +35,14 @@ func nodeKind() config.Kind {
 			{Name: "fabric_interface", Type: str, DefaultDoc: "the network's",
 				Description: "this node's interface on the fabric of its cluster's network, e.g. `fabric_interface = each.value.iface` in a `for_each` block where names differ per host; the network's `interface` map may name the node too, but not differently"},
 		},
+		Check: checkNode,
+	}
+}
+
+// checkNode checks a node's arguments on their own.
+func checkNode(b *config.Block) {
+	n := b.Value().(*config.Node)
+	if b.IsSet("host") && strings.TrimSpace(n.Host) == "" {
+		b.Error("host", "Empty host", "host must be an SSH address (a name or an IP address) or a Host alias from ~/.ssh/config.")
 	}
 }

@@ -512,9 +512,6 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 			b.errorAt("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
 		}
 	}
-	if _, ok := b.raw["host"]; ok && strings.TrimSpace(n.Host) == "" {
-		b.errorAt("host", "Empty host", "host must be an SSH address (a name or an IP address) or a Host alias from ~/.ssh/config.")
-	}
 	if n.Bastion != "" && n.Bastion == name {
 		b.errorAt("bastion", "Bastion cycle", fmt.Sprintf("Node %s names itself as its bastion. Remove the bastion argument, or name another node to jump through.", name))
 	}
@@ -579,11 +576,6 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 	b.decodeInterface(n, e.members[it.name], e.members != nil)
 	if e.members != nil {
 		b.foldNodeInterfaces(n, e.members[it.name], e.known)
-	}
-	for i, hca := range n.IBHCA {
-		if strings.TrimSpace(hca) == "" || strings.ContainsAny(hca, " \t,") {
-			b.errorAt("ib_hca", "Invalid InfiniBand device", fmt.Sprintf("ib_hca[%d] is %q; each element must be one HCA name such as \"mlx5_0\" or \"mlx5_0:1\" (rayform joins them with commas for NCCL_IB_HCA).", i, hca))
-		}
 	}
 	b.decodeRest()
 	b.check(n)

@@ -87,7 +87,8 @@ type Block struct {
 }
 
 // Value is the decoded block: *Node, *Network, *RayCluster or *VLLMServe
-// for the kinds this package decodes into Go values.
+// for the kinds this package decodes into Go values. Its Decl is not yet
+// filled in; use [Block.Decl].
 func (b *Block) Value() any { return b.value }
 
 // Decl is the block's declaration: its ranges, decoded Args, sensitive and
