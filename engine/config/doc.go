@@ -7,9 +7,10 @@
 // registered by the caller in [Options.Kinds] (resources.Kinds()), which
 // declares its arguments as data ([Arg]: type, default, range, exported,
 // forces replacement, sensitive, description) and its own checks
-// ([Kind.Check]). Decoding, range checks, defaults, the block types the
-// parser accepts, references and exported attributes follow from the
-// registered kinds. This package still decodes the four kinds into their
+// ([Kind.Check] for one block, [Kind.Validate] for the rules between
+// blocks). Decoding, range checks, defaults, reference arguments, the
+// block types the parser accepts, reference roots and exported attributes
+// follow from the registered kinds. This package still decodes the four kinds into their
 // Go structs ([Node], [Network], [RayCluster], [VLLMServe]) and computes
 // their exported values.
 //
