@@ -49,6 +49,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 
 PREFIX = "RAYFORM_CHECK "
 READY = "RAYFORM_CHECK_READY"
@@ -321,7 +322,11 @@ class Watchdog:
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(int(seconds) + 5)
         r, w = os.pipe()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns about fork() in a process with threads
+            # (torch's); the child only waits and writes one line.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             os.close(w)
             self._child(r, seconds, t0)
