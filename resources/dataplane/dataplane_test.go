@@ -184,57 +184,13 @@ func TestScriptIsEmbedded(t *testing.T) {
 	}
 }
 
-// portConn plays a rank whose master port is taken on the first attempt.
-type portConn struct {
-	host  string
-	mu    sync.Mutex
-	ports []string
-}
-
-func (c *portConn) Host() string { return c.host }
-func (c *portConn) Upload(context.Context, string, []byte, uint32) error {
-	return errors.New("no upload")
-}
-func (c *portConn) Stats() transport.Stats { return transport.Stats{} }
-func (c *portConn) Close() error           { return nil }
-
-func (c *portConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
-	port, rank := "", ""
-	for i, a := range cmd.Argv {
-		switch a {
-		case "--master-port":
-			port = cmd.Argv[i+1]
-		case "--rank":
-			rank = cmd.Argv[i+1]
-		}
-	}
-	c.mu.Lock()
-	c.ports = append(c.ports, port)
-	first := len(c.ports) == 1
-	c.mu.Unlock()
-	if _, err := io.ReadFull(cmd.Stdin, make([]byte, len(Script))); err != nil {
-		return transport.Result{}, err
-	}
-	fail := func(out string, code int) (transport.Result, error) {
-		res := transport.Result{ExitCode: code, Stdout: []byte(out)}
-		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
-	}
-	if rank == "0" && first {
-		return fail(`RAYFORM_CHECK {"ok": false, "rank": 0, "phase": "rendezvous", "error": "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to 0.0.0.0:`+port+` (errno: 98 - Address already in use)."}`+"\n", 1)
-	}
-	fmt.Fprintln(cmd.Stdout, ReadyLine)
-	if line, _ := bufio.NewReader(cmd.Stdin).ReadString('\n'); line != "go\n" {
-		return fail(`RAYFORM_CHECK {"ok": false, "rank": `+rank+`, "phase": "ready", "error": "cancelled"}`+"\n", 3)
-	}
-	return transport.Result{Stdout: []byte(strings.ReplaceAll(healthyOut, `"rank": 1`, `"rank": `+rank))}, nil
-}
-
 // TestRunPicksAnotherPort: the head's rank cannot bind the rendezvous port
 // (something listens there): the others are cancelled before the
 // rendezvous and the check runs again on another port, never one of the
 // head's busy ports.
 func TestRunPicksAnotherPort(t *testing.T) {
-	a, b := &portConn{host: "spark1"}, &portConn{host: "spark2"}
+	a := &rankConn{host: "spark1", calls: []string{"port-in-use", "ready"}}
+	b := &rankConn{host: "spark2", calls: []string{"ready"}}
 	var busy []int
 	for p := PortMin; p <= PortMax-10; p++ {
 		busy = append(busy, p)
@@ -258,16 +214,25 @@ func TestRunPicksAnotherPort(t *testing.T) {
 }
 
 // rankConn plays one rank per Run call: the behaviour of call i is
-// calls[i] ("ready": ready, then go or cancelled; "dies": exits before
-// ready, as a rank whose container was replaced). It records each call's
-// master port and what its stdin brought after the ready line.
+// calls[i], or the last one ("ready": ready, then go or cancelled; "dies":
+// exits before ready, as a rank whose container was replaced;
+// "port-in-use": the head cannot bind the rendezvous port). It records
+// each call's master port and what its stdin brought after the ready line.
 type rankConn struct {
-	portConn
+	host     string
 	calls    []string
 	launched chan struct{} // receives a value as each call starts
-	mu2      sync.Mutex
+	mu       sync.Mutex
+	ports    []string
 	got      []string // "go" or "eof", per call that reached ready
 }
+
+func (c *rankConn) Host() string { return c.host }
+func (c *rankConn) Upload(context.Context, string, []byte, uint32) error {
+	return errors.New("no upload")
+}
+func (c *rankConn) Stats() transport.Stats { return transport.Stats{} }
+func (c *rankConn) Close() error           { return nil }
 
 func (c *rankConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
 	port, rank := "", ""
@@ -293,14 +258,17 @@ func (c *rankConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result
 		res := transport.Result{ExitCode: code, Stdout: []byte(out)}
 		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
 	}
-	if call == "dies" {
+	switch call {
+	case "dies":
 		return fail("Error response from daemon: container 5a1b is not running\n", 126)
+	case "port-in-use":
+		return fail(`RAYFORM_CHECK {"ok": false, "rank": 0, "phase": "rendezvous", "error": "RuntimeError: The server socket has failed to listen on any local network address. The server socket has failed to bind to 0.0.0.0:`+port+` (errno: 98 - Address already in use)."}`+"\n", 1)
 	}
 	fmt.Fprintln(cmd.Stdout, ReadyLine)
 	line, _ := bufio.NewReader(cmd.Stdin).ReadString('\n')
-	c.mu2.Lock()
+	c.mu.Lock()
 	c.got = append(c.got, map[bool]string{true: "go", false: "eof"}[line == "go\n"])
-	c.mu2.Unlock()
+	c.mu.Unlock()
 	if line != "go\n" {
 		return fail(`RAYFORM_CHECK {"ok": false, "rank": `+rank+`, "phase": "ready", "error": "cancelled"}`+"\n", 3)
 	}
@@ -312,8 +280,8 @@ func (c *rankConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result
 // to all on one port, and reports the run as started ahead. Launching a
 // rank twice, or a container that is not the rank's, starts nothing.
 func TestSessionStartedAhead(t *testing.T) {
-	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready"}, launched: make(chan struct{}, 4)}
-	b := &rankConn{portConn: portConn{host: "spark2"}, calls: []string{"ready"}, launched: make(chan struct{}, 4)}
+	a := &rankConn{host: "spark1", calls: []string{"ready"}, launched: make(chan struct{}, 4)}
+	b := &rankConn{host: "spark2", calls: []string{"ready"}, launched: make(chan struct{}, 4)}
 	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: b, Container: "c"}}
 	s := Start(context.Background(), nodes, Options{})
 	s.Launch("spark1", "c")
@@ -339,8 +307,8 @@ func TestSessionStartedAhead(t *testing.T) {
 // ready (its container was replaced after it started): the session is
 // thrown away, its other ranks are cancelled, and the check runs anew.
 func TestSessionStartedAheadRankDied(t *testing.T) {
-	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready", "ready"}}
-	b := &rankConn{portConn: portConn{host: "spark2"}, calls: []string{"dies", "ready"}}
+	a := &rankConn{host: "spark1", calls: []string{"ready", "ready"}}
+	b := &rankConn{host: "spark2", calls: []string{"dies", "ready"}}
 	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: b, Container: "c"}}
 	s := Start(context.Background(), nodes, Options{})
 	s.Launch("spark1", "c")
@@ -360,7 +328,7 @@ func TestSessionStartedAheadRankDied(t *testing.T) {
 // TestSessionClose: Close cancels the ranks of a check nobody finished
 // (the apply stopped before the serve): they read end of input, not "go".
 func TestSessionClose(t *testing.T) {
-	a := &rankConn{portConn: portConn{host: "spark1"}, calls: []string{"ready"}, launched: make(chan struct{}, 1)}
+	a := &rankConn{host: "spark1", calls: []string{"ready"}, launched: make(chan struct{}, 1)}
 	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: a, Container: "d"}}
 	s := Start(context.Background(), nodes, Options{})
 	s.Launch("spark1", "c")
