@@ -25,4 +25,12 @@
 // section), nothing is written, not even a temporary file (the serve locks
 // are opened read-only by the shell, never created), and no container is
 // created or started.
+//
+// Files: script.go writes the probe (its prelude, the section framework's
+// shell side and the order of the fragments), sections.go splits its output
+// into sections, parse.go dispatches each section to its parser; each
+// topic's shell fragment and its parser sit side by side: probe_net.go (ip
+// and TCP), probe_docker.go (docker version, images, containers),
+// probe_gpu.go (nvidia-smi, RDMA, memory), probe_http.go (vLLM's endpoints),
+// probe_ray.go (Ray's node table) and serve_probe.go (serve records).
 package observe

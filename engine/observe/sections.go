@@ -215,3 +215,21 @@ func lastLine(b []byte) string {
 	}
 	return string(bytes.TrimSpace(b))
 }
+
+// hasPart reports whether the section's stdout has a "part NAME" line.
+func (s *section) hasPart(name string) bool {
+	line := []byte(marker + " part " + name)
+	for rest := s.stdout; len(rest) > 0; {
+		k := bytes.IndexByte(rest, '\n')
+		cur := rest
+		if k >= 0 {
+			cur, rest = rest[:k], rest[k+1:]
+		} else {
+			rest = nil
+		}
+		if bytes.Equal(bytes.TrimRight(cur, "\r"), line) {
+			return true
+		}
+	}
+	return false
+}

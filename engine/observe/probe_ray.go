@@ -1,0 +1,137 @@
+// Ray: the parser of Ray's node table (ray list nodes --format json).
+
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+func parseRayNodes(s *section) RayNodeFacts {
+	rn := RayNodeFacts{Source: s.attr("source")}
+	var rows []rayNodeJSON
+	switch rn.Source {
+	case "dashboard":
+		hc, body := parseHTTP(s)
+		if hc.Err != "" {
+			rn.Err = "dashboard: " + hc.Err
+			return rn
+		}
+		var env struct {
+			Result bool   `json:"result"`
+			Msg    string `json:"msg"`
+			Data   struct {
+				Result struct {
+					Total              int             `json:"total"`
+					NumAfterTruncation int             `json:"num_after_truncation"`
+					Result             []rayNodeJSON   `json:"result"`
+					PartialWarning     json.RawMessage `json:"partial_failure_warning"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			rn.Err = "dashboard /api/v0/nodes: " + err.Error()
+			return rn
+		}
+		if !env.Result {
+			rn.Err = "dashboard /api/v0/nodes: " + env.Msg
+			return rn
+		}
+		r := env.Data.Result
+		rows = r.Result
+		w := strings.Trim(string(r.PartialWarning), `" `)
+		rn.Partial = r.NumAfterTruncation < r.Total || (w != "" && w != "null")
+	default: // cli
+		if msg := s.failure(); msg != "" {
+			rn.Err = msg
+			return rn
+		}
+		list, err := ParseRayNodeList(s.stdout)
+		if err != nil {
+			rn.Err = err.Error()
+			return rn
+		}
+		rn.List = list
+		return rn
+	}
+	rn.List = rayNodes(rows)
+	return rn
+}
+
+// ParseRayNodeList decodes the output of `ray list nodes --format json`,
+// skipping anything Ray printed before the JSON (log lines, warnings). It
+// is the one reader of that output, for observe and for apply's checks.
+func ParseRayNodeList(out []byte) ([]RayNode, error) {
+	js := firstJSON(out)
+	if len(js) == 0 || js[0] != '[' && js[0] != '{' {
+		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(string(out)))
+	}
+	var rows []rayNodeJSON
+	// Decode the first value only: Ray may log after it too.
+	if err := json.NewDecoder(bytes.NewReader(js)).Decode(&rows); err != nil {
+		return nil, fmt.Errorf("ray list nodes: %w", err)
+	}
+	return rayNodes(rows), nil
+}
+
+// rayNodes converts the rows of Ray's node table.
+func rayNodes(rows []rayNodeJSON) []RayNode {
+	var list []RayNode
+	for _, r := range rows {
+		n := RayNode{NodeID: r.NodeID, NodeIP: r.NodeIP, IsHead: r.IsHead, State: r.State,
+			NodeName: r.NodeName, Labels: r.Labels}
+		if r.StateMessage != nil {
+			n.StateMessage = *r.StateMessage
+		}
+		if len(r.Resources) > 0 {
+			n.Resources = make(map[string]float64, len(r.Resources))
+			for k, v := range r.Resources {
+				if f, ok := rayQuantity(v); ok {
+					n.Resources[k] = f
+				}
+			}
+		}
+		list = append(list, n)
+	}
+	return list
+}
+
+// rayQuantity decodes a resources_total value: a number, or a humanized
+// byte string ("34.758 GiB", "512.000 MiB", "100 B").
+func rayQuantity(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	num, unit, _ := strings.Cut(strings.TrimSpace(s), " ")
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, false
+	}
+	var m float64
+	switch unit {
+	case "", "B":
+		m = 1
+	case "KiB":
+		m = 1 << 10
+	case "MiB":
+		m = 1 << 20
+	case "GiB":
+		m = 1 << 30
+	case "TiB":
+		m = 1 << 40
+	case "PiB":
+		m = 1 << 50
+	default:
+		return 0, false
+	}
+	return f * m, true
+}
