@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +84,37 @@ func TestKindChecks(t *testing.T) {
 	}
 	if _, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(kindsBase)}, config.Options{BaseDir: ".", Kinds: Kinds()}); len(diags) > 0 {
 		t.Errorf("the base configuration: %v", diags)
+	}
+}
+
+// TestKindExports checks that the attributes a block's value has in
+// expressions are exactly what its kind declares (Kind.Exports, which the
+// reference check and the README use).
+func TestKindExports(t *testing.T) {
+	src := kindsBase + `
+output "node" { value = node.a }
+output "network" { value = network.fabric }
+output "ray_cluster" { value = ray_cluster.main }
+output "vllm_serve" { value = vllm_serve.s }
+`
+	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	for _, k := range Kinds() {
+		o := cfg.Outputs[k.Type]
+		if o == nil || !o.Value.Type().IsObjectType() {
+			t.Fatalf("output %s is not an object", k.Type)
+		}
+		var got []string
+		for name := range o.Value.Type().AttributeTypes() {
+			got = append(got, name)
+		}
+		want := k.Exports()
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s's value has the attributes %v; its kind exports %v", k.Type, got, want)
+		}
 	}
 }

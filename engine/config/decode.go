@@ -254,6 +254,27 @@ func (b *blockEval) export(attr string, ty cty.Type) cty.Value {
 	return cty.NullVal(ty)
 }
 
+// object is the block's value as expressions see it: attrs (what the
+// kind's decoder computes) and every exported argument of the schema that
+// attrs lacks, as set (with its marks) or as decoded (its default, or the
+// names a reference resolves to).
+func (b *blockEval) object(attrs map[string]cty.Value) cty.Value {
+	for _, a := range b.e.mod.args(b.it.kind) {
+		if _, ok := attrs[a.Name]; ok || !a.Exported {
+			continue
+		}
+		v, ok := b.vals[a.Name]
+		if !ok || a.Ref != "" {
+			v, ok = b.decl.Args[a.Name]
+		}
+		if !ok {
+			v = cty.NullVal(a.ValueType())
+		}
+		attrs[a.Name] = v
+	}
+	return cty.ObjectVal(attrs)
+}
+
 // exportOr returns attr's value with its marks, or def.
 func (b *blockEval) exportOr(attr string, def cty.Value) cty.Value {
 	if v, ok := b.vals[attr]; ok {

@@ -533,7 +533,7 @@ func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string,
 	if n.Bastion != "" {
 		bastion = cty.StringVal(n.Bastion)
 	}
-	return cty.ObjectVal(map[string]cty.Value{
+	return b.object(map[string]cty.Value{
 		"id":            cty.StringVal(addr),
 		"name":          cty.StringVal(name),
 		"key":           keyVal,
@@ -602,7 +602,7 @@ func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
 		}
 	}
 	e.cfg.Networks[it.name] = n
-	e.setObject(kindNetwork, it.name, cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindNetwork, it.name, b.object(map[string]cty.Value{
 		"id":        cty.StringVal(addr),
 		"name":      cty.StringVal(it.name),
 		"cidr":      b.export("cidr", cty.String),
@@ -666,7 +666,7 @@ func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
 		}
 		workers = cty.ListVal(ws)
 	}
-	e.setObject(kindRayCluster, it.name, cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindRayCluster, it.name, b.object(map[string]cty.Value{
 		"id":             cty.StringVal(addr),
 		"name":           cty.StringVal(it.name),
 		"image":          b.export("image", cty.String),
@@ -730,7 +730,7 @@ func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
 		}
 	}
 	e.cfg.Serves[it.name] = s
-	e.setObject(kindVLLMServe, it.name, cty.ObjectVal(map[string]cty.Value{
+	e.setObject(kindVLLMServe, it.name, b.object(map[string]cty.Value{
 		"id":                     cty.StringVal(addr),
 		"name":                   cty.StringVal(it.name),
 		"cluster":                cty.StringVal(s.Cluster),
