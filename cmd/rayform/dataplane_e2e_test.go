@@ -95,6 +95,7 @@ func TestE2EDataplaneCheck(t *testing.T) {
 		l.netns(t, "spark1", "iptables", "-A", "RFDP", "-j", "DROP")
 		l.netns(t, "spark1", "iptables", "-I", "INPUT", "-i", "enp1s0f1np1", "-j", "RFDP")
 		stopped(t, "c10d", "192.168.200.12", "clients joined")
+		l.noCheckLeft(t, "spark1", "spark2")
 	})
 	t.Run("fabric cut to spark2 at the switch after Ray is up", func(t *testing.T) {
 		// The switch stops forwarding spark2's port; the node's link stays
@@ -248,6 +249,22 @@ func TestE2EDataplaneCheckThreeNodes(t *testing.T) {
 	mustCode(t, "apply", r, exitOK)
 	mustContain(t, "apply", r.stdout, "RENDEZVOUS", "data plane ok on 3 nodes", "ranks started with the containers", "start vllm serve qwen")
 	checkRows(t, r.stdout, "spark1", "192.168.200.12", "spark2", "192.168.200.13", "spark3", "192.168.200.14")
+	l.noCheckLeft(t, "spark1", "spark2", "spark3")
+}
+
+// noCheckLeft fails when a process of the data-plane check still runs in a
+// node's Ray container (docker top lists the container's processes).
+func (l *e2eLab) noCheckLeft(t *testing.T, nodes ...string) {
+	t.Helper()
+	for _, n := range nodes {
+		out, err := l.ssh(n, "docker top rayform-spark -eo pid,args")
+		if err != nil {
+			t.Fatalf("docker top on %s: %v\n%s", n, err, out)
+		}
+		if strings.Contains(out, "--ready-go") {
+			t.Errorf("a data-plane check process is left on %s:\n%s", n, out)
+		}
+	}
 }
 
 // checkRows checks that the check's table has a gloo row per node with the

@@ -413,8 +413,10 @@ func (s *Session) signal(line string) {
 	}
 }
 
-// Close cancels the session's ranks that still wait for "go" and waits
-// for their processes; it is a no-op after Finish.
+// Close cancels the session's ranks: their input ends (a rank still
+// importing torch exits as soon as it reads it, instead of "go") and their
+// commands are cancelled, without waiting for the import; it returns once
+// every command returned. It is a no-op after Finish.
 func (s *Session) Close() {
 	s.mu.Lock()
 	ranks := slices.Clone(s.ranks)
@@ -424,8 +426,8 @@ func (s *Session) Close() {
 			r.control.Close()
 		}
 	}
-	s.wg.Wait()
 	s.cancel()
+	s.wg.Wait()
 }
 
 // Problem is a failure, or a warning, found in a report.
