@@ -216,7 +216,8 @@ func TestRunPicksAnotherPort(t *testing.T) {
 // rankConn plays one rank per Run call: the behaviour of call i is
 // calls[i], or the last one ("ready": ready, then go or cancelled; "dies":
 // exits before ready, as a rank whose container was replaced;
-// "port-in-use": the head cannot bind the rendezvous port). It records
+// "port-in-use": the head cannot bind the rendezvous port; "hangs": never
+// ready, as a rank stuck importing torch). It records
 // each call's master port and what its stdin brought after the ready line.
 type rankConn struct {
 	host     string
@@ -259,6 +260,9 @@ func (c *rankConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result
 		return res, &transport.ExitError{Host: c.host, Cmd: cmd.String(), Result: res}
 	}
 	switch call {
+	case "hangs":
+		_, _ = io.Copy(io.Discard, cmd.Stdin) // never ready: waits until its input ends
+		return fail(`RAYFORM_CHECK {"ok": false, "rank": `+rank+`, "phase": "import", "error": "cancelled"}`+"\n", 3)
 	case "dies":
 		return fail("Error response from daemon: container 5a1b is not running\n", 126)
 	case "port-in-use":
@@ -336,5 +340,32 @@ func TestSessionClose(t *testing.T) {
 	s.Close()
 	if !slices.Equal(a.got, []string{"eof"}) || len(a.ports) != 1 {
 		t.Errorf("after Close: runs %v, stdin %v; want one run, cancelled", a.ports, a.got)
+	}
+}
+
+// TestSessionStartedAheadWaitsImportTimeout: a rank started ahead that
+// never gets ready holds the check step for the caller's ImportTimeout
+// (plus the transport's slack), not for the longer timeout its process got
+// to cover the cluster's start: the check fails with the rank not ready
+// and every rank is cancelled.
+func TestSessionStartedAheadWaitsImportTimeout(t *testing.T) {
+	a := &rankConn{host: "spark1", calls: []string{"ready"}}
+	b := &rankConn{host: "spark2", calls: []string{"hangs"}}
+	nodes := []Node{{Name: "spark1", Conn: a, Container: "c"}, {Name: "spark2", Conn: b, Container: "c"}}
+	o := Options{ImportTimeout: 100 * time.Millisecond}
+	s := Start(context.Background(), nodes, o)
+	s.Launch("spark2", "c")
+	// The guard is far below AheadWait and far above ImportTimeout + slack.
+	ctx, cancel := context.WithTimeout(context.Background(), AheadWait/5)
+	defer cancel()
+	rep := Finish(ctx, s, nodes, o)
+	if ctx.Err() != nil {
+		t.Fatalf("Finish waited past %s for a rank that never got ready", AheadWait/5)
+	}
+	if rep.OK() || rep.Ready != 0 || !rep.Ahead {
+		t.Errorf("report: ok %v ready %v ahead %v; want a failed check started ahead, not every rank ready", rep.OK(), rep.Ready, rep.Ahead)
+	}
+	if !slices.Equal(a.got, []string{"eof"}) {
+		t.Errorf("the head's rank read %v; want it cancelled", a.got)
 	}
 }

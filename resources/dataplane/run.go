@@ -251,8 +251,12 @@ type Session struct {
 	nodes  []Node
 	o      Options
 	ahead  bool
-	start  time.Time
-	ended  chan struct{} // one value per rank that ended
+	// wait bounds how long finish waits for the ranks to be ready, from
+	// the moment it is called: the caller's ImportTimeout, also for ranks
+	// started ahead (whose own timeout counts the cluster's start too).
+	wait  time.Duration
+	start time.Time
+	ended chan struct{} // one value per rank that ended
 
 	mu    sync.Mutex
 	ranks []*rankRun
@@ -283,11 +287,12 @@ func Start(ctx context.Context, nodes []Node, o Options) *Session {
 
 func newSession(ctx context.Context, nodes []Node, o Options, ahead bool) *Session {
 	o = o.withDefaults()
+	wait := o.ImportTimeout
 	if ahead {
 		o.ImportTimeout += AheadWait
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Session{ctx: ctx, cancel: cancel, nodes: nodes, o: o, ahead: ahead, start: time.Now(),
+	return &Session{ctx: ctx, cancel: cancel, nodes: nodes, o: o, ahead: ahead, wait: wait, start: time.Now(),
 		ended: make(chan struct{}, len(nodes)), ranks: make([]*rankRun, len(nodes)), reps: make([]NodeReport, len(nodes))}
 }
 
@@ -343,7 +348,7 @@ func (s *Session) launch(i int) {
 }
 
 // finish launches the ranks not launched yet, waits until every rank is
-// ready (at most ImportTimeout), sends "go" to each, or cancels them all
+// ready (at most the caller's ImportTimeout from now), sends "go" to each, or cancels them all
 // when a rank ended first, and waits for every process. Every process is
 // bounded by its own deadline.
 func (s *Session) finish(ctx context.Context) *Report {
@@ -371,7 +376,7 @@ func (s *Session) finish(ctx context.Context) *Report {
 		}
 		close(ready)
 	}()
-	timer := time.NewTimer(s.o.ImportTimeout + slack)
+	timer := time.NewTimer(s.wait + slack)
 	defer timer.Stop()
 	startLine := "go\n"
 	select {
