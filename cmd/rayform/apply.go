@@ -189,6 +189,11 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
 				return exitError
 			}
+			// And each node's fabric address, which output reads.
+			if err := s.recordFabric(obs); err != nil {
+				fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+				return exitError
+			}
 		}
 		if !s.opts.json {
 			verb := "Apply"
