@@ -304,7 +304,7 @@ func (e *StepEnv) pull(ctx context.Context, node, image string, progress func(st
 	w := &lineWriter{fn: p.line}
 	res, err := e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
 	if err != nil {
-		if exitCode(err) < 0 {
+		if exitCode(err) < 0 || ctx.Err() != nil {
 			return fmt.Errorf("docker pull %s on %s: %w", image, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
@@ -487,7 +487,7 @@ func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
 	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
 	if err != nil {
-		if exitCode(err) < 0 {
+		if exitCode(err) < 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
@@ -679,6 +679,10 @@ func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
 // diagnose reads the head's and the started workers' container logs and
 // returns err with the classified root cause.
 func (r *clusterRun) diagnose(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Cancelled (an interrupt, a lost lock): no failure to classify.
+		return err
+	}
 	srcs := []logSource{{node: r.head.Node, container: r.head.Name, source: "ray head container"}}
 	for _, node := range r.started {
 		if node != r.head.Node {

@@ -361,6 +361,10 @@ func (s ServeSpec) apiKey() string {
 // diagnose reads the serve log (its last serveLogTail lines) and the
 // cluster's container logs, and returns err with the root cause.
 func (r *serveRun) diagnose(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Cancelled (an interrupt, a lost lock): no failure to classify.
+		return err
+	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
 	res, rerr := r.e.read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(serveLogTail), r.spec.LogPath())

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
@@ -206,17 +207,21 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitOK
 	}
 	if !req.autoApprove && p.HasChanges() {
-		if !s.confirm(req.destroy) {
-			fmt.Fprintln(c.stderr, "\nApply cancelled.")
+		if !s.confirm(ctx, req.destroy) {
+			// The deferred releases free the locks on the way out.
+			if req.destroy {
+				fmt.Fprintln(c.stderr, "\nDestroy cancelled.")
+			} else {
+				fmt.Fprintln(c.stderr, "\nApply cancelled.")
+			}
 			return exitError
 		}
 	}
 
 	stop := make(chan struct{})
-	var stopped bool
+	var stopped atomic.Bool
 	c.setInterruptHandler(func() {
-		if !stopped {
-			stopped = true
+		if !stopped.Swap(true) {
 			fmt.Fprintln(c.stderr, "\nInterrupt received.\nPlease wait for rayform to exit or data loss may occur.\nGracefully shutting down...")
 			close(stop)
 		}
@@ -237,13 +242,16 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	if saveErr != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", saveErr)
 	}
+	// An interrupt (Ctrl-C once: stop; twice: the context) is not a
+	// failure to diagnose: what it cut short is listed, nothing more.
+	cut := stopped.Load() || interruptedNow(interrupted)
 	if lerr := locks.Err(); lerr != nil {
-		s.reportFailure(walkErr)
+		s.reportFailure(walkErr, cut, op)
 		fmt.Fprintf(c.stderr, "\nError: %v\n", lockErr(lerr))
 		return exitError
 	}
 	if walkErr != nil {
-		s.reportFailure(walkErr)
+		s.reportFailure(walkErr, cut, op)
 		return exitError
 	}
 	if saveErr != nil {
@@ -480,20 +488,35 @@ func noPromptReason(opts *runOptions) string {
 	return ""
 }
 
-// confirm asks Terraform's question; only "yes" approves.
-func (s *session) confirm(destroy bool) bool {
+// confirm asks Terraform's question; only "yes" approves. An interrupt
+// (ctx ends: the first Ctrl-C at the prompt, or a lost lock) answers no at
+// once, without waiting for a line.
+func (s *session) confirm(ctx context.Context, destroy bool) bool {
 	c := s.c
-	if destroy {
+	switch {
+	case destroy && len(s.opts.targets) > 0:
+		fmt.Fprint(c.stdout, "\nDo you really want to destroy the targeted resources?\n  rayform will destroy the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
+	case destroy:
 		fmt.Fprint(c.stdout, "\nDo you really want to destroy all resources?\n  rayform will destroy all the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
-	} else {
+	default:
 		fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  rayform will perform the actions described above.\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
 	}
-	line, err := bufio.NewReader(c.stdin).ReadString('\n')
-	if err != nil && line == "" {
+	answer := make(chan string, 1)
+	go func() {
+		// Left blocked on stdin after an interrupt: the process exits.
+		line, err := bufio.NewReader(c.stdin).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(c.stdout)
+		}
+		answer <- line
+	}()
+	select {
+	case line := <-answer:
+		return strings.TrimSpace(line) == "yes"
+	case <-ctx.Done():
 		fmt.Fprintln(c.stdout)
 		return false
 	}
-	return strings.TrimSpace(line) == "yes"
 }
 
 // applyGraph turns the plan's work into the engine's resources, ordered by
@@ -761,10 +784,24 @@ func unwrapAll(err error) []error {
 	return []error{err}
 }
 
+// interruptedNow reports whether the second Ctrl-C came (ch closed).
+func interruptedNow(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // reportFailure prints each failed resource's error (which carries the
-// classified cause, its evidence and the fix) once.
-func (s *session) reportFailure(err error) {
+// classified cause, its evidence and the fix) once. When the run was
+// interrupted, what the interrupt cut short or kept from starting is no
+// failure: it is listed in one message, with what to do (op is "apply" or
+// "destroy").
+func (s *session) reportFailure(err error, interrupted bool, op string) {
 	c := s.c
+	var cut []string
 	for _, e := range unwrapAll(err) {
 		var se *apply.StepError
 		if errors.As(e, &se) && errors.Is(se.Err, dag.ErrSkipped) {
@@ -773,11 +810,29 @@ func (s *session) reportFailure(err error) {
 		if errors.Is(e, dag.ErrSkipped) {
 			continue
 		}
+		if interrupted && (errors.Is(e, context.Canceled) || errors.Is(e, apply.ErrInterrupted)) {
+			switch {
+			case se != nil && errors.Is(e, apply.ErrInterrupted):
+				cut = append(cut, fmt.Sprintf("%s: %s: %v", se.Address, se.Step, apply.ErrInterrupted))
+			case se != nil:
+				cut = append(cut, fmt.Sprintf("%s: %s: cut short", se.Address, se.Step))
+			}
+			// A node the walk never reached (an output, a resource with
+			// nothing to do) is not worth a line.
+			continue
+		}
 		msg := e.Error()
-		if errors.As(e, &se) {
+		if se != nil {
 			msg = fmt.Sprintf("%s: %s failed:\n\n%s", se.Address, se.Step, se.Err.Error())
 		}
 		fmt.Fprintf(c.stderr, "\n╷\n│ Error: %s\n╵\n", strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n│ "))
+	}
+	if interrupted {
+		msg := "Error: " + op + " interrupted"
+		if len(cut) > 0 {
+			msg += ":\n  " + strings.Join(cut, "\n  ")
+		}
+		fmt.Fprintf(c.stderr, "\n%s\n\nRun rayform %s again to finish.\n", msg, op)
 	}
 }
 
