@@ -228,9 +228,18 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	})
 	defer c.setInterruptHandler(nil)
 
+	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
+	// Before the first change: every command line within the hosts'
+	// limits, every image on every node that starts a container, with Ray
+	// in it. A failure here leaves everything running as it was.
+	if err := s.prepare(ctx, obs, hooks, stop); err != nil {
+		s.reportFailure(err, stopped.Load() || interruptedNow(interrupted), op)
+		fmt.Fprintf(c.stderr, "\nNothing was changed: rayform stops before removing or stopping anything when what it would start cannot start.\n")
+		return exitError
+	}
+
 	checks := resources.NewCheckStarts(ctx, s.conns, obs.result.Work, dataplane.Options{})
 	g, work := s.applyGraph(obs, destroyGraph, checks)
-	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
 	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
 	checks.Close()
 	// Re-observe whatever the outcome: the state records what the hosts
@@ -537,17 +546,11 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 	}
 	work := map[string]*apply.Resource{}
 	for addr, w := range obs.result.Work {
-		env := &resources.StepEnv{
-			Conns:           s.conns,
-			Project:         s.project,
-			Poll:            s.timeouts.poll,
-			RayReadyTimeout: s.timeouts.rayReady,
-			Parallelism:     s.applyParallelism(),
-			Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
-			ServeNodes:      serveNodes,
-			Checks:          checks,
-			Log:             s.c.log.Named("apply"),
-		}
+		env := s.stepEnv(obs, w)
+		env.ServeNodes = serveNodes
+		env.Checks = checks
+		// prepare ran the image and Ray checks.
+		env.Prepared = true
 		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: resources.Steps(env, w)}
 		if w.Action == plan.Delete && destroyGraph == nil {
 			g.Add(addr)
@@ -558,6 +561,60 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 		s.stopServesFirst(obs, g, work)
 	}
 	return g, work
+}
+
+// stepEnv is what the steps of w need from the session.
+func (s *session) stepEnv(obs *observed, w *resources.Work) *resources.StepEnv {
+	return &resources.StepEnv{
+		Conns:           s.conns,
+		Project:         s.project,
+		Poll:            s.timeouts.poll,
+		RayReadyTimeout: s.timeouts.rayReady,
+		Parallelism:     s.applyParallelism(),
+		Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
+		Log:             s.c.log.Named("apply"),
+	}
+}
+
+// prepare proves, before the walk changes anything, that what it will
+// start can start: every command line within the hosts' limits
+// (resources.CheckCommandLimits), and every resource's PrepareSteps (the
+// image on every node that starts a container, pulled in parallel while
+// the old containers keep running, and Ray in it). The first Ctrl-C
+// (stop) cancels it: nothing was changed yet.
+func (s *session) prepare(ctx context.Context, obs *observed, hooks apply.Hooks, stop <-chan struct{}) error {
+	addrs := slices.Sorted(maps.Keys(obs.result.Work))
+	var errs []error
+	for _, addr := range addrs {
+		if w := obs.result.Work[addr]; w.Action != plan.NoOp && w.Action != plan.Delete {
+			if err := resources.CheckCommandLimits(w, s.project); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var rs []*apply.Resource
+	for _, addr := range addrs {
+		w := obs.result.Work[addr]
+		if steps := resources.PrepareSteps(s.stepEnv(obs, w), w); len(steps) > 0 {
+			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action, Steps: steps})
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return apply.Prepare(ctx, rs, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
 }
 
 // stopServesFirst stops each serve that is replaced along with its
@@ -586,7 +643,7 @@ func (s *session) stopServesFirst(obs *observed, g *dag.Graph, work map[string]*
 			continue
 		}
 		stop := sv.Addr + "#stop"
-		work[stop] = &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: steps}
+		work[stop] = &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: steps, Ahead: true}
 		g.Add(stop)
 		g.Connect(rc.Addr, stop)
 	}
