@@ -196,6 +196,14 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				return exitError
 			}
 		}
+		// Nothing to change is no success while a serve does not serve
+		// yet: wait for it, up to its ready_timeout.
+		if !req.destroy {
+			if err := s.awaitStarting(ctx, obs, s.hooks(), nil); err != nil {
+				s.reportFailure(err, interruptedNow(interrupted), op)
+				return exitError
+			}
+		}
 		if !s.opts.json {
 			verb := "Apply"
 			if req.destroy {
@@ -294,6 +302,13 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	if err := s.recordFabric(again); err != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
 		return exitError
+	}
+	if !req.destroy {
+		// A serve the walk did not touch may still be starting.
+		if err := s.awaitStarting(ctx, again, hooks, stop); err != nil {
+			s.reportFailure(err, stopped.Load() || interruptedNow(interrupted), op)
+			return exitError
+		}
 	}
 	counts := p.Counts()
 	if !s.opts.json {
@@ -602,6 +617,13 @@ func (s *session) prepare(ctx context.Context, obs *observed, hooks apply.Hooks,
 			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action, Steps: steps})
 		}
 	}
+	return s.runReadOnly(ctx, rs, hooks, stop)
+}
+
+// runReadOnly runs steps that change nothing the hosts run (apply.Prepare)
+// and stops them at once on the first Ctrl-C (stop), as nothing is left
+// half done.
+func (s *session) runReadOnly(ctx context.Context, rs []*apply.Resource, hooks apply.Hooks, stop <-chan struct{}) error {
 	if len(rs) == 0 {
 		return nil
 	}
@@ -615,6 +637,26 @@ func (s *session) prepare(ctx context.Context, obs *observed, hooks apply.Hooks,
 		}
 	}()
 	return apply.Prepare(ctx, rs, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
+}
+
+// awaitStarting waits for every serve of the plan (all of the
+// configuration's, or the targeted ones) that runs but does not answer
+// yet, up to its ready_timeout, and checks /health and /v1/models: apply
+// succeeds only when every serve it leaves serves, whether or not it
+// changed anything (resources.StartingServes).
+func (s *session) awaitStarting(ctx context.Context, obs *observed, hooks apply.Hooks, stop <-chan struct{}) error {
+	planned := map[string]bool{}
+	for _, ch := range obs.result.Plan.Changes {
+		planned[ch.Address] = true
+	}
+	var rs []*apply.Resource
+	for _, w := range resources.StartingServes(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project}) {
+		if !planned[w.Address] {
+			continue
+		}
+		rs = append(rs, &apply.Resource{Address: w.Address, Action: plan.NoOp, Steps: resources.AwaitSteps(s.stepEnv(obs, w), w)})
+	}
+	return s.runReadOnly(ctx, rs, hooks, stop)
 }
 
 // stopServesFirst stops each serve that is replaced along with its
