@@ -196,6 +196,9 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				return exitError
 			}
 		}
+		if req.destroy && s.reportUnreached(obs) {
+			return exitError
+		}
 		// Nothing to change is no success while a serve does not serve
 		// yet: wait for it, up to its ready_timeout.
 		if !req.destroy {
@@ -296,7 +299,10 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				left = append(left, fmt.Sprintf("%s (%s: %s)", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
 			}
 		}
-		fmt.Fprintf(c.stderr, "Error: apply did not converge: after it, the plan still has changes:\n  %s\n", strings.Join(left, "\n  "))
+		fmt.Fprintf(c.stderr, "Error: %s did not converge: after it, the plan still has changes:\n  %s\n", op, strings.Join(left, "\n  "))
+		return exitError
+	}
+	if req.destroy && s.reportUnreached(again) {
 		return exitError
 	}
 	if err := s.recordFabric(again); err != nil {
@@ -761,15 +767,20 @@ func (s *session) reconcileState(again *observed) {
 		if _, ok := present[addr]; ok {
 			continue
 		}
+		// Gone from every node observed: what stays recorded are the
+		// nodes that could not be, which may still hold it.
 		old, _ := s.st.Get(addr)
-		keep := false
+		var keep []state.Host
 		for _, h := range old.Hosts {
 			if unknown[h.Node] || again.facts.Hosts[h.Node] == nil {
-				keep = true
+				keep = append(keep, h)
 			}
 		}
-		if !keep {
+		if len(keep) == 0 {
 			s.st.Remove(addr)
+		} else if len(keep) < len(old.Hosts) {
+			old.Hosts = keep
+			s.st.Set(addr, old)
 		}
 	}
 	for addr, p := range present {
@@ -881,6 +892,25 @@ func unwrapAll(err error) []error {
 		return out
 	}
 	return []error{err}
+}
+
+// reportUnreached tells, after a destroy, of every host it could not
+// reach and the resources left there (resources.Unreached), which the
+// state keeps; true when there is any: the destroy failed.
+func (s *session) reportUnreached(obs *observed) bool {
+	un := resources.Unreached(obs.facts, obs.result.Work)
+	if len(un) == 0 {
+		return false
+	}
+	var lines []string
+	nodes := map[string]bool{}
+	for _, u := range un {
+		lines = append(lines, fmt.Sprintf("%s on %s: %s", u.Address, u.Node, u.Why))
+		nodes[u.Node] = true
+	}
+	fmt.Fprintf(s.c.stderr, "\nError: destroy could not reach every host; what these resources have there is left, and the state keeps them:\n  %s\n\nMake %s reachable, then run rayform destroy again.\n",
+		strings.Join(lines, "\n  "), strings.Join(slices.Sorted(maps.Keys(nodes)), ", "))
+	return true
 }
 
 // interruptedNow reports whether the second Ctrl-C came (ch closed).
