@@ -129,8 +129,9 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 // can be made, and change nothing the hosts run (an image pulled next to
 // the running containers, a check in a throwaway container): every
 // resource's steps in order, resources in parallel (at most
-// opts.Parallelism), each failure a *StepError. Hooks see the steps, not
-// the resources' start and completion: nothing was replaced yet. opts.Stop
+// opts.Parallelism), each failure a *StepError. Hooks see the steps and a
+// failure (the resource's action failed, before it began), not the
+// resources' start and completion: nothing was replaced yet. opts.Stop
 // starts no new step; cancelling ctx aborts the running ones.
 func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Options) error {
 	parallelism := opts.Parallelism
@@ -146,6 +147,7 @@ func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Optio
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
+			start := time.Now()
 			for _, s := range r.Steps {
 				select {
 				case <-opts.Stop:
@@ -159,6 +161,7 @@ func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Optio
 				}
 				if err := runStep(ctx, r.Address, s, hooks); err != nil {
 					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: err}
+					hooks.ResourceErrored(r.Address, r.Action, time.Since(start), errs[i])
 					return
 				}
 			}

@@ -175,7 +175,7 @@ func TestPrepare(t *testing.T) {
 		t.Fatalf("Prepare: %v, want ray_cluster.a's image step failing", err)
 	}
 	slices.Sort(rec.events)
-	want := []string{"step ray_cluster.a image", "step ray_cluster.b image", "step ray_cluster.b ray"}
+	want := []string{"error ray_cluster.a", "step ray_cluster.a image", "step ray_cluster.b image", "step ray_cluster.b ray"}
 	if !slices.Equal(rec.events, want) {
 		t.Errorf("events %q, want %q", rec.events, want)
 	}
