@@ -651,18 +651,27 @@ func (s *session) runReadOnly(ctx context.Context, rs []*apply.Resource, hooks a
 // succeeds only when every serve it leaves serves, whether or not it
 // changed anything (resources.StartingServes).
 func (s *session) awaitStarting(ctx context.Context, obs *observed, hooks apply.Hooks, stop <-chan struct{}) error {
+	var rs []*apply.Resource
+	for _, w := range s.startingServes(obs) {
+		rs = append(rs, &apply.Resource{Address: w.Address, Action: plan.NoOp, Steps: resources.AwaitSteps(s.stepEnv(obs, w), w)})
+	}
+	return s.runReadOnly(ctx, rs, hooks, stop)
+}
+
+// startingServes are the serves of obs's plan (all of the configuration's,
+// or the targeted ones) that run but do not answer yet.
+func (s *session) startingServes(obs *observed) []*resources.Work {
 	planned := map[string]bool{}
 	for _, ch := range obs.result.Plan.Changes {
 		planned[ch.Address] = true
 	}
-	var rs []*apply.Resource
+	var out []*resources.Work
 	for _, w := range resources.StartingServes(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project}) {
-		if !planned[w.Address] {
-			continue
+		if planned[w.Address] {
+			out = append(out, w)
 		}
-		rs = append(rs, &apply.Resource{Address: w.Address, Action: plan.NoOp, Steps: resources.AwaitSteps(s.stepEnv(obs, w), w)})
 	}
-	return s.runReadOnly(ctx, rs, hooks, stop)
+	return out
 }
 
 // stopServesFirst stops each serve that is replaced along with its

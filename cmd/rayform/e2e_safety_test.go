@@ -212,12 +212,16 @@ func TestE2ESafety(t *testing.T) {
 		if strings.Contains(r.stdout, "Apply complete!") {
 			t.Errorf("apply reported success for a serve still loading\n%s", r)
 		}
+		r = run("plan", "-detailed-exitcode")
+		mustCode(t, "plan while the serve loads", r, exitChanges)
+		mustContain(t, "plan while the serve loads", r.stdout, "Not converged yet: vllm_serve.qwen is still starting")
 		// ready_timeout changes nothing on the hosts: with a longer one
 		// the same no-op apply follows the load to its end.
 		setConfig(t, slow[0], strings.Replace(slow[1], `"15s"`, `"3m"`, 1))
 		r = run("apply", "-auto-approve")
 		mustCode(t, "apply waiting long enough", r, exitOK)
 		mustContain(t, "apply waiting long enough", r.stdout, "No changes.", "Application startup complete.", "Apply complete! Resources: 0 added, 0 changed, 0 destroyed.")
+		mustCode(t, "plan once the serve answers", run("plan", "-detailed-exitcode"), exitOK)
 		setConfig(t)
 		mustCode(t, "apply back", run("apply", "-auto-approve"), exitOK)
 	})
