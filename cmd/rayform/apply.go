@@ -726,7 +726,7 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 		return err
 	}
 	if again != nil {
-		s.reconcileState(again)
+		s.reconcileState(again, completed)
 	} else {
 		for addr, w := range obs.result.Work {
 			if !completed[addr] {
@@ -768,8 +768,9 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 // reconcileState sets the state to the project's resources the observation
 // shows: each present resource on the nodes holding it, each absent one
 // forgotten, except where a node it was recorded on could not be observed
-// (what that node holds is unknown, so its record stays).
-func (s *session) reconcileState(again *observed) {
+// (what that node holds is unknown, so its record stays). A resource the
+// walk completed (created, updated or replaced) was applied now.
+func (s *session) reconcileState(again *observed, completed map[string]bool) {
 	in := resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project}
 	present, unknown := resources.PresentResources(in)
 	for _, addr := range s.st.Addresses() {
@@ -795,7 +796,7 @@ func (s *session) reconcileState(again *observed) {
 	for addr, p := range present {
 		old, had := s.st.Get(addr)
 		r := state.Resource{Type: p.Type, Container: p.Container, AppliedAt: old.AppliedAt}
-		if !had || r.AppliedAt.IsZero() {
+		if !had || r.AppliedAt.IsZero() || completed[addr] {
 			r.AppliedAt = time.Now()
 		}
 		for _, node := range p.Nodes {
