@@ -774,3 +774,76 @@ func BenchmarkClassify(b *testing.B) {
 		Classify(in)
 	}
 }
+
+// TestCUDAOOMNeverBlamesItself: torch lists every process NVML reports on
+// the GPU; inside a container NVML's pids are the host's, so the process
+// that ran out of memory is listed as "Process N" too. A listed process
+// that holds at least what this process's PyTorch holds is this process,
+// not another one to stop.
+func TestCUDAOOMNeverBlamesItself(t *testing.T) {
+	logs := readFixture(t, "cuda-oom")
+	d := Classify(Input{Logs: logs, Context: discreteCtx()})
+	if d.Cause != CUDAOOM {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	text := d.Text()
+	for _, bad := range []string{"Another process (pid 2684311)", "Stop the other process"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the OOM's own process is blamed (%q):\n%s", bad, text)
+		}
+	}
+	if !strings.Contains(text, "pid 2684311") || !strings.Contains(text, "this process") {
+		t.Errorf("text does not say pid 2684311 is this process:\n%s", text)
+	}
+}
+
+// TestCUDAOOMOtherProcess: when torch names this process separately
+// ("Including non-PyTorch memory, this process has ..."), every "Process N"
+// is another process.
+func TestCUDAOOMOtherProcess(t *testing.T) {
+	// Verbatim from a public training log (code index id 69148162635).
+	line := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 25.96 GiB. GPU 4 has a total capacity of 79.18 GiB of which 23.04 GiB is free. Process 7478 has 4.08 GiB memory in use. Including non-PyTorch memory, this process has 52.02 GiB memory in use. Of the allocated memory 45.89 GiB is allocated by PyTorch, with 1.38 MiB allocated in private pools (e.g., CUDA Graphs), and 3.01 GiB is reserved by PyTorch but unallocated."
+	d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(line + "\n")}}, Context: discreteCtx()})
+	text := d.Text()
+	if !strings.Contains(text, "Another process (pid 7478) held 4.08 GiB") || !strings.Contains(text, "this process held 52.02 GiB") {
+		t.Errorf("text:\n%s", text)
+	}
+}
+
+// TestPlacementGroupWithoutAddresses: with no node addresses in the context
+// (a hand-run deployment given to rayform diagnose) the rule cannot tell
+// whether the pinned address is declared; it must not claim it is not.
+func TestPlacementGroupWithoutAddresses(t *testing.T) {
+	logs := readFixture(t, "placement-group")
+	d := Classify(Input{Logs: logs})
+	if d.Cause != PlacementGroup {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	text := d.Text()
+	if strings.Contains(text, "not a declared address") || strings.Contains(text, "set network =") {
+		t.Errorf("claims facts about a configuration it was not given:\n%s", text)
+	}
+	for _, w := range []string{"node:10.163.194.101", "ray list nodes", "VLLM_HOST_IP"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("text lacks %q:\n%s", w, text)
+		}
+	}
+}
+
+// TestRayImportWarningAloneIsNoCause: vLLM prints "Failed to import Ray" as
+// a warning on every start without Ray; a single-node run (no Ray in the
+// context) that fails for another reason must come out unknown with its
+// lines, not "the image has no Ray".
+func TestRayImportWarningAloneIsNoCause(t *testing.T) {
+	// The warning from a vLLM issue quoted in a public note (code index id
+	// 56855166064); the error line from vllm-project/vllm#19951.
+	log := "WARNING 04-22 21:56:34 ray_utils.py:46] Failed to import Ray with ModuleNotFoundError(\"No module named 'ray'\"). For distributed inference, please install Ray with `pip install ray`.\n" +
+		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+	d := Classify(Input{Logs: []Log{{Source: "vllm serve log", Text: []byte(log)}}})
+	if d.Cause != Unknown {
+		t.Fatalf("cause = %q, want unknown:\n%s", d.Cause, d.Text())
+	}
+	if len(d.Evidence) != 2 {
+		t.Errorf("evidence = %+v, want both lines", d.Evidence)
+	}
+}

@@ -201,7 +201,23 @@ func matchRayMissing(b string) bool {
 }
 
 func buildRayMissing(s *scan, hits []int) (Diagnosis, bool) {
+	// vLLM warns "Failed to import Ray ... For distributed inference, please
+	// install Ray" on every start without Ray; a single-node run does not
+	// need it. The warning alone is a cause only where the deployment runs
+	// on Ray (rayform's context says so).
+	var strong []int
+	for _, j := range hits {
+		if !strings.Contains(s.lines[j].body, "Failed to import Ray") {
+			strong = append(strong, j)
+		}
+	}
+	if len(strong) == 0 && !s.ctx.onRay() {
+		return Diagnosis{}, false
+	}
 	i := hits[0]
+	if len(strong) > 0 {
+		i = strong[0]
+	}
 	host := s.nodeOf(i)
 	img := s.ctx.image()
 	return Diagnosis{
@@ -706,19 +722,26 @@ func buildPG(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	o := c.ownerOf(node)
 	lead := "vLLM pins its first bundle to node:<its own IP>, the IP vLLM's get_ip() returns on the head (VLLM_HOST_IP, else the default-route address). "
-	switch o.kind {
-	case "management":
+	switch {
+	case o.kind == "management":
 		f := c.NodeAddrs[o.node]
 		d.Explanation = lead + node + " is " + o.describe() + ": VLLM_HOST_IP was not set there, while Ray registered " + o.node +
 			" under " + orDefault(f, "another address") + ". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
 		d.Fix = "Make vLLM and Ray agree on " + o.node + "'s address: VLLM_HOST_IP=" + orDefault(f, "<fabric IP>") + " in its container, the address Ray registered (verify with `ray list nodes`). " +
 			"network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + " sets both."
-	case "fabric":
+	case o.kind == "fabric":
 		m := c.MgmtAddrs[o.node]
 		d.Explanation = lead + node + " is " + o.describe() + " (VLLM_HOST_IP), but Ray registered " + o.node + " under another address" +
 			ifNotEmpty(" (probably its management address "+m+", picked from the default route when --node-ip-address is not given)", m) +
 			". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
 		d.Fix = c.bindingFix(node)
+	case len(c.NodeAddrs) == 0 && len(c.MgmtAddrs) == 0:
+		// Nothing declared to compare with (a hand-run deployment): say
+		// what the lines show and how to compare, claim nothing more.
+		d.Explanation = lead + "The group waits because no Ray node offers the resource node:" + node + ": Ray registered the node vLLM runs on under another address than " + node +
+			" (Ray picks the default-route address when ray start has no --node-ip-address), or that node has not joined the cluster."
+		d.Fix = "Compare the addresses: `ray list nodes` (or `ray status`) on the head shows the IP Ray registered each node under; vLLM used " + node + ". " +
+			"Make them the same on every node: ray start --node-ip-address=<the node's IP on the network the nodes share> and VLLM_HOST_IP=<the same IP> in each node's environment, then restart Ray and vllm serve."
 	default:
 		d.Explanation = lead + node + " is not a declared address of any node, so Ray has no node with that resource."
 		d.Fix = c.bindingFix(node)
@@ -886,7 +909,73 @@ var (
 	cudaCapRE   = regexp.MustCompile(`GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free`)
 	cudaOldRE   = regexp.MustCompile(`\(GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; ([\d.]+ [KMGT]?i?B) already allocated; ([\d.]+ [KMGT]?i?B) free`)
 	cudaProcRE  = regexp.MustCompile(`Process (\d+) has ([\d.]+ [KMGT]?i?B) memory in use`)
+	cudaSelfRE  = regexp.MustCompile(`this process has ([\d.]+ [KMGT]?i?B) memory in use`)
+	cudaOwnRE   = regexp.MustCompile(`Of the allocated memory ([\d.]+ [KMGT]?i?B) is allocated by PyTorch,.*?and ([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated`)
 )
+
+// cudaProcesses reads the processes torch lists in its OOM message and
+// says which are other processes; other is true when one certainly is.
+//
+// torch prints "Process N has X memory in use" for every process NVML
+// reports on the GPU, and "Including non-PyTorch memory, this process has
+// X" for the one whose pid equals its own. Inside a container NVML reports
+// host pids, so the process that ran out of memory is listed as "Process N"
+// itself. Without the "this process" form, a listed process holding at
+// least what this process's PyTorch holds (allocated + reserved) is taken
+// to be this process; one holding less cannot be it.
+func cudaProcesses(b string) (facts []string, other bool) {
+	procs := cudaProcRE.FindAllStringSubmatch(b, -1)
+	if len(procs) == 0 {
+		return nil, false
+	}
+	if self := cudaSelfRE.FindStringSubmatch(b); self != nil {
+		for _, p := range procs {
+			facts = append(facts, "Another process (pid "+p[1]+") held "+p[2]+" on the GPU; this process held "+self[1]+".")
+		}
+		return facts, true
+	}
+	own := -1.0
+	if m := cudaOwnRE.FindStringSubmatch(b); m != nil {
+		a, okA := parseBytes(m[1])
+		r, okR := parseBytes(m[2])
+		if okA && okR {
+			own = a + r
+		}
+	}
+	for _, p := range procs {
+		held, ok := parseBytes(p[2])
+		switch {
+		case !ok || own < 0:
+			facts = append(facts, "pid "+p[1]+" held "+p[2]+" on the GPU; the message does not say whether that is this process (inside a container torch sees host pids).")
+		case held+0.01*gib >= own:
+			facts = append(facts, fmt.Sprintf("pid %s held %s on the GPU: at least the %.2f GiB this process's PyTorch holds, so it is this process itself (inside a container torch lists its host pid), not another one.", p[1], p[2], own/gib))
+		default:
+			facts = append(facts, "Another process (pid "+p[1]+") held "+p[2]+" on the GPU.")
+			other = true
+		}
+	}
+	return facts, other
+}
+
+// gib is one GiB in bytes.
+const gib = 1 << 30
+
+// parseBytes reads torch's sizes: "14.51 GiB", "738.96 MiB", "512 B".
+func parseBytes(s string) (float64, bool) {
+	num, unit, ok := strings.Cut(s, " ")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, false
+	}
+	mult := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+	if mult == 0 {
+		return 0, false
+	}
+	return v * mult, true
+}
 
 func matchCUDAOOM(b string) bool {
 	return containsAny(b, "CUDA out of memory", "CUDA error: out of memory")
@@ -909,16 +998,22 @@ func buildCUDAOOM(s *scan, hits []int) (Diagnosis, bool) {
 	if m := cudaAllocRE.FindStringSubmatch(b); m != nil {
 		title += " allocating " + m[1]
 	}
+	tooBig := false
 	if m := cudaCapRE.FindStringSubmatch(b); m != nil {
 		facts = append(facts, "GPU "+m[1]+" has "+m[2]+", of which "+m[3]+" was free.")
+		if a := cudaAllocRE.FindStringSubmatch(b); a != nil {
+			want, okW := parseBytes(a[1])
+			total, okT := parseBytes(m[2])
+			if okW && okT && want > total {
+				tooBig = true
+				facts = append(facts, "The single allocation ("+a[1]+") is larger than the whole GPU ("+m[2]+"): no memory setting makes it fit.")
+			}
+		}
 	} else if m := cudaOldRE.FindStringSubmatch(b); m != nil {
 		facts = append(facts, "GPU "+m[1]+" has "+m[2]+"; "+m[3]+" was allocated by PyTorch and "+m[4]+" free.")
 	}
-	other := false
-	if m := cudaProcRE.FindStringSubmatch(b); m != nil {
-		facts = append(facts, "Another process (pid "+m[1]+") held "+m[2]+" on the GPU.")
-		other = true
-	}
+	procFacts, other := cudaProcesses(b)
+	facts = append(facts, procFacts...)
 	phase := ""
 	lo, _ := s.logSpan(i)
 	for j := lo; j < i; j++ {
@@ -948,6 +1043,8 @@ func buildCUDAOOM(s *scan, hits []int) (Diagnosis, bool) {
 		util = fmt.Sprintf("gpu_memory_utilization (now %s, try %.2f)", strconv.FormatFloat(c.GPUMemoryUtilization, 'f', -1, 64), floor2(c.GPUMemoryUtilization-0.05))
 	}
 	switch {
+	case tooBig:
+		d.Fix = "Make the request smaller — a shorter max_model_len or fewer max-num-batched-tokens on " + c.serve() + " (for vision models, smaller images or fewer per prompt) — or spread the model over more GPUs (tensor_parallel_size)."
 	case other:
 		d.Fix = "Stop the other process on that GPU (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" + onHost(host) + "), or lower " + util + " on " + c.serve() + "."
 	case phase == "graphs":
