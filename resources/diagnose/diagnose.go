@@ -251,5 +251,8 @@ func Classify(in Input) Diagnosis {
 		best = s.unknown()
 	}
 	best.Also = also
+	// The title, explanation and fix quote parsed values (addresses,
+	// image names, URLs): no secret leaves through them either.
+	best.Title, best.Explanation, best.Fix = redact(best.Title), redact(best.Explanation), redact(best.Fix)
 	return best
 }

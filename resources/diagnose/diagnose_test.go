@@ -671,6 +671,8 @@ func TestRedact(t *testing.T) {
 		{"vllm serve m --hf-token hf_secret --port 8000", "vllm serve m --hf-token <redacted> --port 8000"},
 		{"vllm serve m --api-key=sk-123", "vllm serve m --api-key=<redacted>"},
 		{"Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.e30.x", "Authorization: Bearer <redacted>"},
+		{"Authorization: Basic dXNlcjpwYXNzd29yZA==", "Authorization: Basic <redacted>"},
+		{"headers={'authorization': 'token ghp_abc'}", "headers={'authorization': 'token <redacted>'}"},
 		{"Get https://robot:s3cr3t@registry.lab:5000/v2/", "Get https://robot:<redacted>@registry.lab:5000/v2/"},
 		{"token in prose hf_abcdefghijklmnopqrstuvwxyz012345 here", "token in prose <redacted> here"},
 		// Not secrets.
@@ -845,5 +847,20 @@ func TestRayImportWarningAloneIsNoCause(t *testing.T) {
 	}
 	if len(d.Evidence) != 2 {
 		t.Errorf("evidence = %+v, want both lines", d.Evidence)
+	}
+}
+
+// TestControlSequencesStripped: OSC titles and hyperlinks, cursor moves,
+// bells and backspaces never reach an evidence line.
+func TestControlSequencesStripped(t *testing.T) {
+	line := "\x1b]0;owned\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b[2K\x1b[1A\x07\bRuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: eth9\n"
+	d := Classify(Input{Logs: []Log{{Source: "log", Text: []byte(line)}}})
+	if d.Cause != GlooInterface {
+		t.Fatalf("cause = %q", d.Cause)
+	}
+	got := d.Evidence[0].Line
+	want := "link RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: eth9"
+	if got != want {
+		t.Errorf("evidence = %q, want %q", got, want)
 	}
 }
