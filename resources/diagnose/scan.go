@@ -255,9 +255,9 @@ var (
 	flagRE   = regexp.MustCompile(`(--[A-Za-z0-9][A-Za-z0-9\-]*)(=|\s+)([^\s'"]+)`)
 	bearerRE = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+`)
 	// Authorization: Basic dXNlcjpwYXNz, Authorization: token ghp_...
-	authRE = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:basic|token|digest)\s+)[^\s"',]+`)
-	tokenRE  = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
-	userRE   = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
+	authRE  = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:basic|token|digest)\s+)[^\s"',]+`)
+	tokenRE = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
+	userRE  = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
 )
 
 // redacted replaces a secret value.
