@@ -85,6 +85,9 @@ func (c Context) rayPort() int {
 	return defaultRayPort
 }
 
+// imageRef is the image for a command line: its name or "<image>".
+func (c Context) imageRef() string { return orDefault(c.Image, "<image>") }
+
 // onRay reports whether the context describes a deployment on Ray (a
 // cluster, a head or several nodes); a bare log's context does not.
 func (c Context) onRay() bool {

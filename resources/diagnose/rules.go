@@ -24,12 +24,18 @@ func rules() []rule {
 		{RayMissing, matchRayMissing, buildRayMissing},
 		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},
 		{AddrInUse, matchAddrInUse, buildAddrInUse},
+		{HFAccess, matchHF, buildHF},
+		{ModelTypeUnknown, matchModelType, buildModelType},
 		{ArchUnsupported, matchArch, buildArch},
+		{TPHeads, matchTPHeads, buildTPHeads},
+		{RayLocal, matchRayLocal, buildRayLocal},
 		{GCSUnreachable, matchGCS, buildGCS},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
+		{GlooMesh, matchGlooMesh, buildGlooMesh},
 		{C10dUnreachable, matchC10d, buildC10d},
 		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
+		{NCCLSystem, matchNCCLSystem, buildNCCLSystem},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
 		{PlacementGroup, matchPG, buildPG},
 		{FreeMemory, matchFreeMemory, buildFreeMemory},
@@ -811,8 +817,12 @@ func buildFreeMemory(s *scan, hits []int) (Diagnosis, bool) {
 
 var rayMemRE = regexp.MustCompile(`Memory on the node \(IP: ([0-9A-Fa-f.:]+)[^)]*\).*? was\s+([\d.]+)GB / ([\d.]+)GB \(([\d.]+)\)(?:, which exceeds the memory usage threshold of (\d+(?:\.\d+)?))?`)
 
+// rayOOMSummaryRE is the raylet's periodic summary of its kills.
+var rayOOMSummaryRE = regexp.MustCompile(`(\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\).*?at node \(ID: [0-9a-fA-F]+, IP: ([0-9A-Fa-f.:]+)\)`)
+
 func matchRayOOM(b string) bool {
-	return containsAny(b, "killed due to the node running low on memory", "NODE_OUT_OF_MEMORY")
+	return containsAny(b, "killed due to the node running low on memory", "NODE_OUT_OF_MEMORY", "killed due to memory pressure (OOM)") ||
+		(strings.Contains(b, "Memory on the node (IP:") && strings.Contains(b, "exceeds the memory usage threshold"))
 }
 
 func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
@@ -829,6 +839,18 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 	d := Diagnosis{Evidence: ev}
 	if m == nil {
 		node := s.nodeOf(i)
+		for _, j := range hits {
+			if sm := rayOOMSummaryRE.FindStringSubmatch(s.lines[j].body); sm != nil {
+				i = j
+				d.Evidence = []Evidence{s.evidence(j)}
+				where := sm[2]
+				if n := c.ownerOf(sm[2]).node; n != "" {
+					where = n + " (" + sm[2] + ")"
+				}
+				node = where
+				break
+			}
+		}
 		d.Title = "Ray's memory monitor killed a worker" + onHost(node)
 		d.Explanation = "Ray kills the most recently scheduled worker when node memory crosses RAY_memory_usage_threshold (default 0.95)."
 		d.Fix = oomFix(c, 0, 0, 0.95)
@@ -868,7 +890,7 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 		}
 		why = append(why, w+".")
 	}
-	if !c.MemoryMonitorOn {
+	if c.onRay() && !c.MemoryMonitorOn {
 		why = append(why, "The configuration turns the monitor off, yet it ran: RAY_memory_monitor_refresh_ms=0 did not reach the raylet"+onHost(node)+" — it must be in the environment of `ray start` (the Ray container), not of vllm serve.")
 	}
 	d.Explanation = strings.Join(why, "\n")
@@ -880,6 +902,12 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 // (0 if unknown), util the configured gpu_memory_utilization, thr the
 // monitor threshold.
 func oomFix(c Context, frac, util, thr float64) string {
+	if !c.onRay() {
+		// No configuration: say what holds for any Ray deployment.
+		return "Host RAM ran out on that node. Reduce what uses it beside the killed worker (other processes and containers, CPU offload, Ray's object store: ray start --object-store-memory), " +
+			"or raise RAY_memory_usage_threshold, or turn the monitor off with RAY_memory_monitor_refresh_ms=0 — both in the environment of `ray start` on every node, not of vllm serve; the kernel's OOM killer still guards the node. " +
+			"On unified-memory GPUs (GB10, GH200) vLLM's --gpu-memory-utilization is host RAM too: lower it."
+	}
 	if !c.MemoryMonitorOn {
 		return "Recreate the Ray containers of " + c.cluster() + " so every raylet starts with RAY_memory_monitor_refresh_ms=0 (rayform apply replaces them when memory_monitor = false); check with `docker inspect` that the variable is in .Config.Env on every node."
 	}

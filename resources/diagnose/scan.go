@@ -263,6 +263,17 @@ var (
 // redacted replaces a secret value.
 const redacted = "<redacted>"
 
+// redactProse hides the secrets that can reach rayform's own sentences
+// through values parsed from a log (URLs, tokens): bearer and
+// Authorization values, URL passwords, bare tokens. NAME=VALUE pairs are
+// left alone there: the fixes spell out HF_TOKEN=<a token ...> themselves.
+func redactProse(t string) string {
+	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
+	t = authRE.ReplaceAllString(t, "${1}"+redacted)
+	t = userRE.ReplaceAllString(t, "${1}"+redacted+"@")
+	return tokenRE.ReplaceAllString(t, redacted)
+}
+
 // redact hides the values of secret-looking pairs, flags, bearer tokens,
 // URL passwords and bare Hugging Face / GitHub tokens.
 func redact(t string) string {
