@@ -1051,3 +1051,17 @@ func TestFixtureSources(t *testing.T) {
 		}
 	}
 }
+
+// TestGCSPortFromLog: with no configuration, the fix names the GCS port the
+// log shows, not Ray's default.
+func TestGCSPortFromLog(t *testing.T) {
+	for f, port := range map[string]string{"gcs-unreachable": ":20000", "gcs-unreachable-fabric": ":41000"} {
+		d := Classify(Input{Logs: readFixture(t, f)})
+		if d.Cause != GCSUnreachable {
+			t.Fatalf("%s: cause = %q", f, d.Cause)
+		}
+		if !strings.Contains(d.Fix, port) || strings.Contains(d.Fix, ":6379") {
+			t.Errorf("%s: fix does not use the log's port %s: %s", f, port, d.Fix)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func buildGPURuntime(s *scan, hits []int) (Diagnosis, bool) {
 			"the NVIDIA Container Toolkit is not installed, or not configured in /etc/docker/daemon.json" + on + ". Nothing started.",
 		Fix: "On " + orDefault(host, "the host") + ": install nvidia-container-toolkit, then\n" +
 			"  sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker\n" +
-			"Check: docker run --rm --gpus all " + s.ctx.image() + " nvidia-smi",
+			"Check: docker run --rm --gpus all " + s.ctx.imageRef() + " nvidia-smi",
 	}, true
 }
 
@@ -342,7 +342,11 @@ func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
 			" in the head's firewall, and use the same image (the same Ray version) on every node."
 		return d, true
 	}
-	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + strconv.Itoa(c.rayPort())
+	gcsPort := strconv.Itoa(c.rayPort())
+	if c.RayPort == 0 && port != "" {
+		gcsPort = port // no configuration: the port the worker was given
+	}
+	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + gcsPort
 	if wip := c.NodeAddrs[worker]; wip != "" {
 		fix += " --node-ip-address=" + wip
 	}
