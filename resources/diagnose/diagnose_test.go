@@ -346,7 +346,12 @@ func fixtureCases() []fixtureCase {
 		},
 		{
 			name: "ray-local-instance", fixture: "ray-local-instance", ctx: Context{}, cause: RayLocal,
-			want: []string{"vLLM started its own local Ray", "RAY_ADDRESS=<head IP>:6379", "The number of required GPUs exceeds"},
+			want: []string{"the Ray that vLLM started for itself on node1 has fewer GPUs than it needs", "do not say whether a multi-node cluster was meant",
+				"If a Ray cluster is running", "RAY_ADDRESS=<head IP>:6379", "If this is one machine", "The number of required GPUs exceeds"},
+		},
+		{
+			name: "ray-local-instance-cluster", fixture: "ray-local-instance", ctx: sparkCtx(), cause: RayLocal,
+			want: []string{"instead of joining the cluster of spark1, spark2", "RAY_ADDRESS=192.168.200.12:6379"},
 		},
 		{
 			name: "ready-timeout-not-c10d", fixture: "ready-timeout", ctx: spark, cause: Unknown,

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -127,16 +128,31 @@ func buildRayLocal(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	host := s.nodeOf(i)
 	c := s.ctx
-	head := ""
-	if ip := c.NodeAddrs[c.HeadNode]; ip != "" {
-		head = ip
+	head := orDefault(c.NodeAddrs[c.HeadNode], "<head IP>")
+	join := "run vllm serve inside the container where `ray start --head` ran (rayform does: `docker exec` into the head's Ray container), or set RAY_ADDRESS=" + head + ":" + strconv.Itoa(c.rayPort()) +
+		" in its environment; `ray status` in the same shell must list every node and its GPUs before vllm serve starts."
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i), s.evidence(short)}}
+	if len(c.NodeAddrs) > 1 {
+		// The configuration spans nodes: the serve had to join their cluster.
+		d.Title = "vLLM started its own local Ray" + onHost(host) + " instead of joining the cluster of " + strings.Join(sortedKeys(c.NodeAddrs), ", ") + ", and that Ray has too few GPUs"
+		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` had run in this container whose session it could find. " +
+			"The new Ray has only this machine's GPUs, so the placement group for the other nodes' GPUs cannot be satisfied."
+		d.Fix = "R" + join[1:]
+		return d, true
 	}
-	return Diagnosis{
-		Title:    "vLLM started its own local Ray" + onHost(host) + " instead of joining the cluster, and that Ray has too few GPUs",
-		Evidence: []Evidence{s.evidence(i), s.evidence(short)},
-		Explanation: "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` had run in this container (or machine) whose session it could find. " +
-			"The new Ray has only this machine's GPUs, so the placement group for the other nodes' GPUs cannot be satisfied.",
-		Fix: "Run vllm serve inside the container where `ray start --head` ran (rayform does: `docker exec` into the head's Ray container), or set RAY_ADDRESS=" + orDefault(head, "<head IP>") + ":" + strconv.Itoa(c.rayPort()) +
-			" in its environment; `ray status` in the same shell must list every node and its GPUs before vllm serve starts.",
-	}, true
+	d.Title = "the Ray that vLLM started for itself" + onHost(host) + " has fewer GPUs than it needs"
+	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (no RAY_ADDRESS, no `ray start` session in this container), so it started a Ray with only this machine's visible GPUs; " +
+		"then the placement group for tensor_parallel_size × pipeline_parallel_size GPUs could not be filled. The logs do not say whether a multi-node cluster was meant."
+	d.Fix = "If a Ray cluster is running: " + join + "\nIf this is one machine: make tensor_parallel_size × pipeline_parallel_size at most the GPUs it shows (`nvidia-smi -L`; CUDA_VISIBLE_DEVICES limits them)."
+	return d, true
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
