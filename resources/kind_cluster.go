@@ -3,6 +3,7 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -53,9 +54,37 @@ func clusterKind() config.Kind {
 			{Name: "head_ip", Doc: "(*observe*)"},
 			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)"},
 		},
+		New:      func() any { return &config.RayCluster{} },
+		Decode:   decodeRayCluster,
 		Check:    checkRayCluster,
+		Compute:  computeRayCluster,
 		Validate: validateClusters,
 	}
+}
+
+// decodeRayCluster gives container_name its default, "rayform-NAME".
+func decodeRayCluster(b *config.Block) {
+	rc := b.Value().(*config.RayCluster)
+	if !b.IsSet("container_name") {
+		rc.ContainerName = "rayform-" + rc.Name
+		b.SetDefault("container_name", cty.StringVal(rc.ContainerName))
+	}
+}
+
+// computeRayCluster sets the head's fabric address from the observed
+// facts and computes address, head_ip and dashboard_url (unknown until
+// the head's address is observed).
+func computeRayCluster(b *config.Block) map[string]cty.Value {
+	rc := b.Value().(*config.RayCluster)
+	rc.HeadAddress = b.Facts().FabricAddrs[rc.Head]
+	unknown := cty.UnknownVal(cty.String).RefineNotNull()
+	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_url": unknown}
+	if a, ok := rc.Address(); ok {
+		out["address"] = cty.StringVal(a)
+		out["head_ip"] = cty.StringVal(rc.HeadAddress.String())
+		out["dashboard_url"] = cty.StringVal("http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(rc.DashboardPort)).String())
+	}
+	return out
 }
 
 // checkRayCluster checks a Ray cluster's arguments on their own.

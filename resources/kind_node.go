@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -27,7 +28,9 @@ func nodeKind() config.Kind {
 			{Name: "identity_file", Type: str, Exported: true, DefaultDoc: "agent and `~/.ssh/config`",
 				Description: "private key file"},
 			{Name: "bastion", Type: dyn, Ref: "node", Decoded: str, Exported: true, ExportDoc: "node name or null",
-				Description: "node to jump through (ProxyJump); chains allowed, loops are errors"},
+				CycleSummary: "Bastion cycle",
+				CycleDetail:  "The bastions of these nodes form a loop: %s. A chain of SSH jumps must end at a node rayform can reach directly; remove the bastion argument from one of them.",
+				Description:  "node to jump through (ProxyJump); chains allowed, loops are errors"},
 			{Name: "gpus", Type: num, Default: cty.NumberIntVal(0), Min: 0, Max: 1 << 20, Exported: true,
 				Description: "GPUs the node has; the cluster's nodes must declare at least `tensor_parallel_size × pipeline_parallel_size`"},
 			{Name: "labels", Type: cty.Map(str), Exported: true,
@@ -35,6 +38,7 @@ func nodeKind() config.Kind {
 			{Name: "fabric_interface", Type: str, DefaultDoc: "the network's",
 				Description: "this node's interface on the fabric of its cluster's network, e.g. `fabric_interface = each.value.iface` in a `for_each` block where names differ per host; the network's `interface` map may name the node too, but not differently"},
 		},
+		New:   func() any { return &config.Node{} },
 		Check: checkNode,
 	}
 }
@@ -42,6 +46,14 @@ func nodeKind() config.Kind {
 // checkNode checks a node's arguments on their own.
 func checkNode(b *config.Block) {
 	n := b.Value().(*config.Node)
+	if b.IsSet("fabric_interface") {
+		if msg := checkIfname(n.FabricInterface); msg != "" {
+			b.Error("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
+		}
+	}
+	if n.Bastion != "" && n.Bastion == n.Name {
+		b.Error("bastion", "Bastion cycle", fmt.Sprintf("Node %s names itself as its bastion. Remove the bastion argument, or name another node to jump through.", n.Name))
+	}
 	if b.IsSet("host") && strings.TrimSpace(n.Host) == "" {
 		b.Error("host", "Empty host", "host must be an SSH address (a name or an IP address) or a Host alias from ~/.ssh/config.")
 	}

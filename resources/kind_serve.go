@@ -3,7 +3,9 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -47,9 +49,50 @@ func serveKind() config.Kind {
 			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
 			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
+		New:      func() any { return &config.VLLMServe{} },
+		Decode:   decodeServe,
 		Check:    checkServe,
+		Compute:  computeServe,
 		Validate: validateServes,
 	}
+}
+
+// decodeServe gives served_model_name its default, the model.
+func decodeServe(b *config.Block) {
+	s := b.Value().(*config.VLLMServe)
+	if !b.IsSet("served_model_name") {
+		s.ServedModelName = s.Model
+		b.SetDefaultFrom("served_model_name", "model")
+	}
+}
+
+// computeServe computes endpoint (on the head's fabric address, unknown
+// until observed) and public_endpoint (on the head node's host, known
+// from the configuration).
+func computeServe(b *config.Block) map[string]cty.Value {
+	s := b.Value().(*config.VLLMServe)
+	cfg := b.Config()
+	unknown := cty.UnknownVal(cty.String).RefineNotNull()
+	out := map[string]cty.Value{"endpoint": unknown, "public_endpoint": unknown}
+	rc := cfg.RayClusters[s.Cluster]
+	if rc == nil {
+		return out
+	}
+	if rc.HeadAddress.IsValid() {
+		s.Endpoint = "http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(s.Port)).String() + "/v1"
+		out["endpoint"] = cty.StringVal(s.Endpoint)
+	}
+	// The same port on the head's SSH address: what the operator's machine
+	// can usually reach (vLLM listens on every address of the host).
+	if head := cfg.Nodes[rc.Head]; head != nil && head.Host != "" && !head.IsUnknown("host") {
+		host := head.Host
+		if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+			host = "[" + host + "]"
+		}
+		s.PublicEndpoint = "http://" + host + ":" + strconv.Itoa(s.Port) + "/v1"
+		out["public_endpoint"] = cty.StringVal(s.PublicEndpoint)
+	}
+	return out
 }
 
 // checkServe checks a vllm_serve's arguments on their own.

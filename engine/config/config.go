@@ -42,7 +42,49 @@ type Config struct {
 	mod   *module
 	vars  map[string]cty.Value       // resolved input variables, marked when sensitive
 	edges map[string]map[string]bool // instance-level dependencies, from → to
+	// blocks are the evaluated resource blocks: kind → instance name →
+	// the kind's Go value ([Kind.New]).
+	blocks map[string]map[string]any
 }
+
+// Blocks returns the evaluated blocks of kind by instance name: pointers
+// to the kind's Go values ([Kind.New]). The map is the configuration's;
+// callers must not modify it.
+func (c *Config) Blocks(kind string) map[string]any { return c.blocks[kind] }
+
+// Kinds lists the block types of the registered kinds, in registration
+// order.
+func (c *Config) Kinds() []string {
+	if c.mod == nil {
+		return nil
+	}
+	return c.mod.kindOrder
+}
+
+// add records an evaluated block.
+func (c *Config) add(kind, name string, v any) {
+	if c.blocks[kind] == nil {
+		c.blocks[kind] = map[string]any{}
+	}
+	c.blocks[kind][name] = v
+	switch v := v.(type) {
+	case *Node:
+		c.Nodes[name] = v
+	case *Network:
+		c.Networks[name] = v
+	case *RayCluster:
+		c.RayClusters[name] = v
+	case *VLLMServe:
+		c.Serves[name] = v
+	}
+}
+
+// Declarer is implemented by every kind's Go value through its embedded
+// [Decl].
+type Declarer interface{ Declaration() *Decl }
+
+// Declaration returns d, so that a value embedding a Decl is a [Declarer].
+func (d *Decl) Declaration() *Decl { return d }
 
 // Facts are what observing the hosts teaches the configuration.
 type Facts struct {
@@ -149,35 +191,36 @@ type Node struct {
 	Decl
 	// Name identifies the node everywhere: the block label ("spark1"), or
 	// for for_each instances the label and key (`gpu["h1"]`).
-	Name string
+	Name string `rayform:",name"`
 	// Block is the block label, Key the for_each key ("" without for_each).
-	Block, Key string
+	Block string `rayform:",label"`
+	Key   string `rayform:",key"`
 
-	Host         string            // SSH address or ~/.ssh/config alias
-	User         string            // "" = from ~/.ssh/config or the local user
-	Port         int               // 0 = from ~/.ssh/config or 22
-	IdentityFile string            // "" = agent and ~/.ssh/config
-	Bastion      string            // name of the node to jump through, "" for none
-	GPUs         int               // declared GPUs
-	Labels       map[string]string // free-form
+	Host         string            `rayform:"host"`          // SSH address or ~/.ssh/config alias
+	User         string            `rayform:"user"`          // "" = from ~/.ssh/config or the local user
+	Port         int               `rayform:"port"`          // 0 = from ~/.ssh/config or 22
+	IdentityFile string            `rayform:"identity_file"` // "" = agent and ~/.ssh/config
+	Bastion      string            `rayform:"bastion"`       // name of the node to jump through, "" for none
+	GPUs         int               `rayform:"gpus"`          // declared GPUs
+	Labels       map[string]string `rayform:"labels"`        // free-form
 	// FabricInterface is the node's own interface on the fabric of its
 	// cluster's network ("" = the network's); the network's interface map
 	// may name it too, but not differently.
-	FabricInterface string
+	FabricInterface string `rayform:"fabric_interface"`
 }
 
 // Network is the fabric every layer of a Ray cluster must bind to.
 type Network struct {
 	Decl
-	Name string
+	Name string `rayform:",name"`
 	CIDR netip.Prefix
 	// Interface is the interface name for every node, "" when not pinned.
 	Interface string
 	// Interfaces maps node names to interface names where they differ
 	// per host; it takes precedence over Interface.
 	Interfaces map[string]string
-	IBHCA      []string // NCCL_IB_HCA devices, empty = not pinned
-	MTU        int      // 0 = not verified
+	IBHCA      []string `rayform:"ib_hca"` // NCCL_IB_HCA devices, empty = not pinned
+	MTU        int      `rayform:"mtu"`    // 0 = not verified
 	// Nodes lists, sorted, the nodes of the Ray clusters on this network.
 	Nodes []string
 	// Addresses maps node names to their observed fabric addresses; a node
@@ -188,25 +231,25 @@ type Network struct {
 // RayCluster is a Ray cluster: one container per node, a head and workers.
 type RayCluster struct {
 	Decl
-	Name          string
-	Image         string
-	Head          string   // node name
-	Workers       []string // node names, in configuration order
-	Network       string   // network name, "" when none (allowed for a single node)
-	Port          int      // GCS port, default 6379
-	DashboardPort int      // default 8265
+	Name          string   `rayform:",name"`
+	Image         string   `rayform:"image"`
+	Head          string   `rayform:"head"`           // node name
+	Workers       []string `rayform:"workers"`        // node names, in configuration order
+	Network       string   `rayform:"network"`        // network name, "" when none (allowed for a single node)
+	Port          int      `rayform:"port"`           // GCS port, default 6379
+	DashboardPort int      `rayform:"dashboard_port"` // default 8265
 	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
 	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
-	MemoryMonitor bool
+	MemoryMonitor bool `rayform:"memory_monitor"`
 	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
 	// across every node, resources/dataplane) before vllm serve starts.
 	// Default true; false for images without Python and torch.
-	DataplaneCheck bool
-	ShmSize        string // docker --shm-size, "" = not set
-	Env            map[string]string
-	Volumes        []string // docker -v specs
-	DockerArgs     []string // extra docker run arguments
-	ContainerName  string   // default "rayform-<name>"
+	DataplaneCheck bool              `rayform:"dataplane_check"`
+	ShmSize        string            `rayform:"shm_size"` // docker --shm-size, "" = not set
+	Env            map[string]string `rayform:"env"`
+	Volumes        []string          `rayform:"volumes"`        // docker -v specs
+	DockerArgs     []string          `rayform:"docker_args"`    // extra docker run arguments
+	ContainerName  string            `rayform:"container_name"` // default "rayform-<name>"
 	// HeadAddress is the head's observed fabric address; invalid until
 	// observed.
 	HeadAddress netip.Addr
@@ -229,21 +272,21 @@ func (r *RayCluster) Address() (string, bool) {
 // VLLMServe is a `vllm serve` process on a Ray cluster's head.
 type VLLMServe struct {
 	Decl
-	Name                 string
-	Cluster              string // ray_cluster name
-	Model                string
-	ServedModelName      string // default Model
-	TensorParallelSize   int    // default 1
-	PipelineParallelSize int    // default 1
-	GPUMemoryUtilization float64
-	MaxModelLen          int // 0 = vLLM's default (the model's)
-	Port                 int // default 8000
-	Env                  map[string]string
-	ExtraArgs            []string
+	Name                 string            `rayform:",name"`
+	Cluster              string            `rayform:"cluster"` // ray_cluster name
+	Model                string            `rayform:"model"`
+	ServedModelName      string            `rayform:"served_model_name"`      // default Model
+	TensorParallelSize   int               `rayform:"tensor_parallel_size"`   // default 1
+	PipelineParallelSize int               `rayform:"pipeline_parallel_size"` // default 1
+	GPUMemoryUtilization float64           `rayform:"gpu_memory_utilization"`
+	MaxModelLen          int               `rayform:"max_model_len"` // 0 = vLLM's default (the model's)
+	Port                 int               `rayform:"port"`          // default 8000
+	Env                  map[string]string `rayform:"env"`
+	ExtraArgs            []string          `rayform:"extra_args"`
 	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
 	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
-	APIKey       string
-	ReadyTimeout time.Duration // default 30m
+	APIKey       string        `rayform:"api_key"`
+	ReadyTimeout time.Duration `rayform:"ready_timeout"` // default 30m
 	// Endpoint is the OpenAI base URL, "" until the head's address is
 	// observed.
 	Endpoint string

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -123,7 +124,7 @@ func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIfa
 	if !ok {
 		return nil, fmt.Errorf("no ray_cluster %q", cluster)
 	}
-	if !contains(rc.Nodes(), node) {
+	if !slices.Contains(rc.Nodes(), node) {
 		return nil, fmt.Errorf("ray_cluster %s: node %s is not in the cluster", cluster, node)
 	}
 	var pins map[string]string
