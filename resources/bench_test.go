@@ -79,7 +79,7 @@ output "endpoint" {
 // converged is a configuration and the facts of a cluster that matches it:
 // what rayform plan sees on a converged cluster after observing it.
 type converged struct {
-	loaded *config.Config // as loaded, before facts
+	loaded *resources.Config // as loaded, before facts
 	addrs  map[string]netip.Addr
 	facts  *observe.Facts
 }
@@ -91,7 +91,7 @@ type converged struct {
 // health.
 func convergedCluster(tb testing.TB, n int) converged {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config: %s", diags.Error())
 	}
@@ -184,9 +184,9 @@ func convergedCluster(tb testing.TB, n int) converged {
 
 // planConfig loads src and evaluates it with the fabric addresses facts
 // show, as rayform plan does before planning.
-func planConfig(tb testing.TB, src string, facts *observe.Facts) *config.Config {
+func planConfig(tb testing.TB, src string, facts *observe.Facts) *resources.Config {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		tb.Fatalf("config: %s", diags.Error())
 	}

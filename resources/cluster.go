@@ -2,8 +2,6 @@ package resources
 
 import (
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/rayform/rayform/engine/config"
 )
 
 // LabelAttrs carries, on every container rayform creates, the cluster's
@@ -46,9 +44,9 @@ func clusterPlanSchema() []attr {
 
 // clusterRecordValues are the attributes of rc as the container of spec
 // records them: the cluster's arguments and the node's pinned values.
-func clusterRecordValues(rc *config.RayCluster, spec ContainerSpec, iface string) attrValues {
+func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrValues {
 	pinned := map[string]string{}
-	for _, k := range config.NetworkEnvKeys() {
+	for _, k := range NetworkEnvKeys() {
 		if v, ok := spec.Env[k]; ok {
 			pinned[k] = v
 		}
@@ -104,7 +102,7 @@ func normalize(schema []attr, v attrValues) attrValues {
 
 // withRecord fills the spec's record of its cluster's attributes (the
 // LabelAttrs label).
-func withRecord(rc *config.RayCluster, spec ContainerSpec, iface string) ContainerSpec {
+func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec {
 	vals := clusterRecordValues(rc, spec, iface)
 	known := attrValues{}
 	for k, v := range vals {
@@ -118,7 +116,7 @@ func withRecord(rc *config.RayCluster, spec ContainerSpec, iface string) Contain
 
 // nodeIface is the interface the network pins on node, or else the one
 // observed holding its address.
-func nodeIface(nw *config.Network, node string, observed map[string]string) string {
+func nodeIface(nw *Network, node string, observed map[string]string) string {
 	if nw != nil {
 		if i := nw.InterfaceFor(node); i != "" {
 			return i

@@ -166,7 +166,7 @@ func literalHashCases() []hashCase {
 // resource and node: they pin the whole road from HCL to the label.
 func configHashCases(t *testing.T) []hashCase {
 	t.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(hashConfig)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(hashConfig)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Error())
 	}

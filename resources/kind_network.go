@@ -34,7 +34,7 @@ func networkKind() config.Kind {
 		Computed: []config.Attr{
 			{Name: "addresses", Doc: "map from node name to fabric address, for the nodes of the clusters on the network (*observe*)"},
 		},
-		New:     func() any { return &config.Network{} },
+		New:     func() any { return &Network{} },
 		Decode:  decodeNetwork,
 		Check:   checkNetwork,
 		Compute: computeNetwork,
@@ -46,7 +46,7 @@ func networkKind() config.Kind {
 // network, it checks the interface map's keys against them and adds each
 // node's fabric_interface.
 func decodeNetwork(b *config.Block) {
-	n := b.Value().(*config.Network)
+	n := b.Value().(*Network)
 	if s, ok := b.Known("cidr"); ok {
 		p, err := netip.ParsePrefix(s.AsString())
 		switch {
@@ -64,7 +64,7 @@ func decodeNetwork(b *config.Block) {
 			n.CIDR = p
 		}
 	}
-	prior := b.Prior()
+	prior := View(b.Prior())
 	if prior == nil {
 		decodeInterface(b, n, nil, nil)
 		return
@@ -75,7 +75,7 @@ func decodeNetwork(b *config.Block) {
 }
 
 // networkMembers lists, sorted, the nodes of the clusters on network name.
-func networkMembers(cfg *config.Config, name string) []string {
+func networkMembers(cfg *Config, name string) []string {
 	out := []string{}
 	for _, rc := range cfg.RayClusters {
 		if rc.Network == name {
@@ -90,11 +90,12 @@ func networkMembers(cfg *config.Config, name string) []string {
 // network's nodes are known (the second pass), then each node's observed
 // fabric address, unknown until observed.
 func computeNetwork(b *config.Block) map[string]cty.Value {
-	n := b.Value().(*config.Network)
-	if b.Prior() == nil {
+	n := b.Value().(*Network)
+	prior := View(b.Prior())
+	if prior == nil {
 		return map[string]cty.Value{"addresses": cty.UnknownVal(cty.Map(cty.String)).RefineNotNull()}
 	}
-	n.Nodes = networkMembers(b.Prior(), n.Name)
+	n.Nodes = networkMembers(prior, n.Name)
 	n.Addresses = map[string]netip.Addr{}
 	m := map[string]cty.Value{}
 	for _, node := range n.Nodes {
@@ -113,7 +114,7 @@ func computeNetwork(b *config.Block) map[string]cty.Value {
 
 // decodeInterface decodes a network's interface argument: one name, or a map
 // from node name to name. With members known it checks the map's keys.
-func decodeInterface(b *config.Block, n *config.Network, members []string, prior map[string]*config.Node) {
+func decodeInterface(b *config.Block, n *Network, members []string, prior map[string]*Node) {
 	checkKeys := prior != nil
 	v, ok := b.Known("interface")
 	if !ok {
@@ -193,7 +194,7 @@ func decodeInterface(b *config.Block, n *config.Network, members []string, prior
 
 // foldNodeInterfaces adds the fabric_interface of each node of the network
 // to its interface map; a node the map names differently is an error.
-func foldNodeInterfaces(b *config.Block, n *config.Network, members []string, nodes map[string]*config.Node) {
+func foldNodeInterfaces(b *config.Block, n *Network, members []string, nodes map[string]*Node) {
 	for _, m := range members {
 		node := nodes[m]
 		if node == nil || node.FabricInterface == "" {
@@ -225,10 +226,29 @@ func checkIfname(name string) string {
 
 // checkNetwork checks a network's arguments on their own.
 func checkNetwork(b *config.Block) {
-	n := b.Value().(*config.Network)
+	n := b.Value().(*Network)
 	for i, hca := range n.IBHCA {
 		if strings.TrimSpace(hca) == "" || strings.ContainsAny(hca, " \t,") {
 			b.Error("ib_hca", "Invalid InfiniBand device", fmt.Sprintf("ib_hca[%d] is %q; each element must be one HCA name such as \"mlx5_0\" or \"mlx5_0:1\" (rayform joins them with commas for NCCL_IB_HCA).", i, hca))
 		}
 	}
+}
+
+// Network is the fabric every layer of a Ray cluster must bind to.
+type Network struct {
+	config.Decl
+	Name string `rayform:",name"`
+	CIDR netip.Prefix
+	// Interface is the interface name for every node, "" when not pinned.
+	Interface string
+	// Interfaces maps node names to interface names where they differ
+	// per host; it takes precedence over Interface.
+	Interfaces map[string]string
+	IBHCA      []string `rayform:"ib_hca"` // NCCL_IB_HCA devices, empty = not pinned
+	MTU        int      `rayform:"mtu"`    // 0 = not verified
+	// Nodes lists, sorted, the nodes of the Ray clusters on this network.
+	Nodes []string
+	// Addresses maps node names to their observed fabric addresses; a node
+	// is absent until observed.
+	Addresses map[string]netip.Addr
 }

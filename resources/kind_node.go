@@ -38,14 +38,14 @@ func nodeKind() config.Kind {
 			{Name: "fabric_interface", Type: str, DefaultDoc: "the network's",
 				Description: "this node's interface on the fabric of its cluster's network, e.g. `fabric_interface = each.value.iface` in a `for_each` block where names differ per host; the network's `interface` map may name the node too, but not differently"},
 		},
-		New:   func() any { return &config.Node{} },
+		New:   func() any { return &Node{} },
 		Check: checkNode,
 	}
 }
 
 // checkNode checks a node's arguments on their own.
 func checkNode(b *config.Block) {
-	n := b.Value().(*config.Node)
+	n := b.Value().(*Node)
 	if b.IsSet("fabric_interface") {
 		if msg := checkIfname(n.FabricInterface); msg != "" {
 			b.Error("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
@@ -57,4 +57,28 @@ func checkNode(b *config.Block) {
 	if b.IsSet("host") && strings.TrimSpace(n.Host) == "" {
 		b.Error("host", "Empty host", "host must be an SSH address (a name or an IP address) or a Host alias from ~/.ssh/config.")
 	}
+}
+
+// Node is one SSH-reachable host. A node block with for_each yields one Node
+// per key.
+type Node struct {
+	config.Decl
+	// Name identifies the node everywhere: the block label ("spark1"), or
+	// for for_each instances the label and key (`gpu["h1"]`).
+	Name string `rayform:",name"`
+	// Block is the block label, Key the for_each key ("" without for_each).
+	Block string `rayform:",label"`
+	Key   string `rayform:",key"`
+
+	Host         string            `rayform:"host"`          // SSH address or ~/.ssh/config alias
+	User         string            `rayform:"user"`          // "" = from ~/.ssh/config or the local user
+	Port         int               `rayform:"port"`          // 0 = from ~/.ssh/config or 22
+	IdentityFile string            `rayform:"identity_file"` // "" = agent and ~/.ssh/config
+	Bastion      string            `rayform:"bastion"`       // name of the node to jump through, "" for none
+	GPUs         int               `rayform:"gpus"`          // declared GPUs
+	Labels       map[string]string `rayform:"labels"`        // free-form
+	// FabricInterface is the node's own interface on the fabric of its
+	// cluster's network ("" = the network's); the network's interface map
+	// may name it too, but not differently.
+	FabricInterface string `rayform:"fabric_interface"`
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -49,7 +50,7 @@ func serveKind() config.Kind {
 			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
 			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
-		New:      func() any { return &config.VLLMServe{} },
+		New:      func() any { return &VLLMServe{} },
 		Decode:   decodeServe,
 		Check:    checkServe,
 		Compute:  computeServe,
@@ -59,7 +60,7 @@ func serveKind() config.Kind {
 
 // decodeServe gives served_model_name its default, the model.
 func decodeServe(b *config.Block) {
-	s := b.Value().(*config.VLLMServe)
+	s := b.Value().(*VLLMServe)
 	if !b.IsSet("served_model_name") {
 		s.ServedModelName = s.Model
 		b.SetDefaultFrom("served_model_name", "model")
@@ -70,8 +71,8 @@ func decodeServe(b *config.Block) {
 // until observed) and public_endpoint (on the head node's host, known
 // from the configuration).
 func computeServe(b *config.Block) map[string]cty.Value {
-	s := b.Value().(*config.VLLMServe)
-	cfg := b.Config()
+	s := b.Value().(*VLLMServe)
+	cfg := View(b.Config())
 	unknown := cty.UnknownVal(cty.String).RefineNotNull()
 	out := map[string]cty.Value{"endpoint": unknown, "public_endpoint": unknown}
 	rc := cfg.RayClusters[s.Cluster]
@@ -97,7 +98,7 @@ func computeServe(b *config.Block) map[string]cty.Value {
 
 // checkServe checks a vllm_serve's arguments on their own.
 func checkServe(b *config.Block) {
-	s := b.Value().(*config.VLLMServe)
+	s := b.Value().(*VLLMServe)
 	if b.IsSet("model") && strings.TrimSpace(s.Model) == "" {
 		b.Error("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
 	}
@@ -117,7 +118,8 @@ func checkServe(b *config.Block) {
 
 // validateServes checks the rules between a serve and its cluster: enough
 // GPUs for its parallelism, and a port of its own on the head.
-func validateServes(cfg *config.Config, report config.Report) {
+func validateServes(c *config.Config, report config.Report) {
+	cfg := View(c)
 	ports := map[string]string{} // "cluster:port" → serve
 	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		s := cfg.Serves[name]
@@ -161,4 +163,30 @@ func validateServes(cfg *config.Config, report config.Report) {
 		}
 		ports[key] = name
 	}
+}
+
+// VLLMServe is a `vllm serve` process on a Ray cluster's head.
+type VLLMServe struct {
+	config.Decl
+	Name                 string            `rayform:",name"`
+	Cluster              string            `rayform:"cluster"` // ray_cluster name
+	Model                string            `rayform:"model"`
+	ServedModelName      string            `rayform:"served_model_name"`      // default Model
+	TensorParallelSize   int               `rayform:"tensor_parallel_size"`   // default 1
+	PipelineParallelSize int               `rayform:"pipeline_parallel_size"` // default 1
+	GPUMemoryUtilization float64           `rayform:"gpu_memory_utilization"`
+	MaxModelLen          int               `rayform:"max_model_len"` // 0 = vLLM's default (the model's)
+	Port                 int               `rayform:"port"`          // default 8000
+	Env                  map[string]string `rayform:"env"`
+	ExtraArgs            []string          `rayform:"extra_args"`
+	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
+	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
+	APIKey       string        `rayform:"api_key"`
+	ReadyTimeout time.Duration `rayform:"ready_timeout"` // default 30m
+	// Endpoint is the OpenAI base URL, "" until the head's address is
+	// observed.
+	Endpoint string
+	// PublicEndpoint is the same URL on the head node's host (its SSH
+	// address as configured), known from the configuration alone.
+	PublicEndpoint string
 }

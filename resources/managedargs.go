@@ -100,7 +100,7 @@ const dockerValueShorthands = "acehlmpuvw"
 // or in a cluster (-dit), and -e/--env with a pinned variable.
 func checkDockerArgs(b *config.Block, args []string) {
 	managed := managedDockerFlags()
-	pinned := config.PinnedEnv()
+	pinned := PinnedEnv()
 	env := func(a, v string) {
 		name, _, _ := strings.Cut(v, "=")
 		if from, ok := pinned[name]; ok {

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 )
 
@@ -51,7 +50,7 @@ func (p *planner) nodes() {
 	}
 }
 
-func sshTarget(n *config.Node) string {
+func sshTarget(n *Node) string {
 	t := n.Host
 	if n.User != "" {
 		t = n.User + "@" + t

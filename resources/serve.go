@@ -14,7 +14,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -144,7 +143,7 @@ func (s ServeSpec) StartScript() string {
 }
 
 // ServeSpecFor returns the desired serve process of a vllm_serve.
-func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
+func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)
@@ -223,7 +222,7 @@ func serveSchema() []attr {
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them.
-func serveRecordValues(sv *config.VLLMServe) attrValues {
+func serveRecordValues(sv *VLLMServe) attrValues {
 	vals := argValues("vllm_serve", &sv.Decl)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {

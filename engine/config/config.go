@@ -3,31 +3,24 @@ package config
 import (
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Config is an evaluated configuration: every block of a directory decoded
-// into plain Go values. Values known only after observing the hosts (a node's
+// into plain Go values, the resource blocks into their kinds' Go values
+// ([Config.Blocks]). Values known only after observing the hosts (a node's
 // fabric address and everything derived from it) are absent until the
 // configuration is re-evaluated with [Config.WithFacts].
-//
-// Maps are keyed by name: Nodes by node name (see [Node.Name]), the others by
-// their block label.
 type Config struct {
 	// Files holds every parsed file (configuration and variable files) by
 	// name, for rendering diagnostics with source snippets.
 	Files map[string]*hcl.File
 
-	Variables   map[string]*Variable
-	Locals      map[string]*Local
-	Nodes       map[string]*Node
-	Networks    map[string]*Network
-	RayClusters map[string]*RayCluster
-	Serves      map[string]*VLLMServe
-	Outputs     map[string]*Output
+	Variables map[string]*Variable
+	Locals    map[string]*Local
+	Outputs   map[string]*Output
 
 	// Project is the deployment's name from the `rayform { project = ... }`
 	// block, "" when the configuration does not declare one (the CLI then
@@ -67,16 +60,6 @@ func (c *Config) add(kind, name string, v any) {
 		c.blocks[kind] = map[string]any{}
 	}
 	c.blocks[kind][name] = v
-	switch v := v.(type) {
-	case *Node:
-		c.Nodes[name] = v
-	case *Network:
-		c.Networks[name] = v
-	case *RayCluster:
-		c.RayClusters[name] = v
-	case *VLLMServe:
-		c.Serves[name] = v
-	}
 }
 
 // Declarer is implemented by every kind's Go value through its embedded
@@ -183,114 +166,4 @@ type Output struct {
 	Sensitive  bool
 	DeclRange  hcl.Range
 	ValueRange hcl.Range
-}
-
-// Node is one SSH-reachable host. A node block with for_each yields one Node
-// per key.
-type Node struct {
-	Decl
-	// Name identifies the node everywhere: the block label ("spark1"), or
-	// for for_each instances the label and key (`gpu["h1"]`).
-	Name string `rayform:",name"`
-	// Block is the block label, Key the for_each key ("" without for_each).
-	Block string `rayform:",label"`
-	Key   string `rayform:",key"`
-
-	Host         string            `rayform:"host"`          // SSH address or ~/.ssh/config alias
-	User         string            `rayform:"user"`          // "" = from ~/.ssh/config or the local user
-	Port         int               `rayform:"port"`          // 0 = from ~/.ssh/config or 22
-	IdentityFile string            `rayform:"identity_file"` // "" = agent and ~/.ssh/config
-	Bastion      string            `rayform:"bastion"`       // name of the node to jump through, "" for none
-	GPUs         int               `rayform:"gpus"`          // declared GPUs
-	Labels       map[string]string `rayform:"labels"`        // free-form
-	// FabricInterface is the node's own interface on the fabric of its
-	// cluster's network ("" = the network's); the network's interface map
-	// may name it too, but not differently.
-	FabricInterface string `rayform:"fabric_interface"`
-}
-
-// Network is the fabric every layer of a Ray cluster must bind to.
-type Network struct {
-	Decl
-	Name string `rayform:",name"`
-	CIDR netip.Prefix
-	// Interface is the interface name for every node, "" when not pinned.
-	Interface string
-	// Interfaces maps node names to interface names where they differ
-	// per host; it takes precedence over Interface.
-	Interfaces map[string]string
-	IBHCA      []string `rayform:"ib_hca"` // NCCL_IB_HCA devices, empty = not pinned
-	MTU        int      `rayform:"mtu"`    // 0 = not verified
-	// Nodes lists, sorted, the nodes of the Ray clusters on this network.
-	Nodes []string
-	// Addresses maps node names to their observed fabric addresses; a node
-	// is absent until observed.
-	Addresses map[string]netip.Addr
-}
-
-// RayCluster is a Ray cluster: one container per node, a head and workers.
-type RayCluster struct {
-	Decl
-	Name          string   `rayform:",name"`
-	Image         string   `rayform:"image"`
-	Head          string   `rayform:"head"`           // node name
-	Workers       []string `rayform:"workers"`        // node names, in configuration order
-	Network       string   `rayform:"network"`        // network name, "" when none (allowed for a single node)
-	Port          int      `rayform:"port"`           // GCS port, default 6379
-	DashboardPort int      `rayform:"dashboard_port"` // default 8265
-	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
-	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
-	MemoryMonitor bool `rayform:"memory_monitor"`
-	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
-	// across every node, resources/dataplane) before vllm serve starts.
-	// Default true; false for images without Python and torch.
-	DataplaneCheck bool              `rayform:"dataplane_check"`
-	ShmSize        string            `rayform:"shm_size"` // docker --shm-size, "" = not set
-	Env            map[string]string `rayform:"env"`
-	Volumes        []string          `rayform:"volumes"`        // docker -v specs
-	DockerArgs     []string          `rayform:"docker_args"`    // extra docker run arguments
-	ContainerName  string            `rayform:"container_name"` // default "rayform-<name>"
-	// HeadAddress is the head's observed fabric address; invalid until
-	// observed.
-	HeadAddress netip.Addr
-}
-
-// Nodes returns the head followed by the workers.
-func (r *RayCluster) Nodes() []string {
-	return append([]string{r.Head}, r.Workers...)
-}
-
-// Address returns "<head fabric ip>:<port>", and false before the head's
-// address is observed.
-func (r *RayCluster) Address() (string, bool) {
-	if !r.HeadAddress.IsValid() {
-		return "", false
-	}
-	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
-}
-
-// VLLMServe is a `vllm serve` process on a Ray cluster's head.
-type VLLMServe struct {
-	Decl
-	Name                 string            `rayform:",name"`
-	Cluster              string            `rayform:"cluster"` // ray_cluster name
-	Model                string            `rayform:"model"`
-	ServedModelName      string            `rayform:"served_model_name"`      // default Model
-	TensorParallelSize   int               `rayform:"tensor_parallel_size"`   // default 1
-	PipelineParallelSize int               `rayform:"pipeline_parallel_size"` // default 1
-	GPUMemoryUtilization float64           `rayform:"gpu_memory_utilization"`
-	MaxModelLen          int               `rayform:"max_model_len"` // 0 = vLLM's default (the model's)
-	Port                 int               `rayform:"port"`          // default 8000
-	Env                  map[string]string `rayform:"env"`
-	ExtraArgs            []string          `rayform:"extra_args"`
-	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
-	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
-	APIKey       string        `rayform:"api_key"`
-	ReadyTimeout time.Duration `rayform:"ready_timeout"` // default 30m
-	// Endpoint is the OpenAI base URL, "" until the head's address is
-	// observed.
-	Endpoint string
-	// PublicEndpoint is the same URL on the head node's host (its SSH
-	// address as configured), known from the configuration alone.
-	PublicEndpoint string
 }

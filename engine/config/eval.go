@@ -140,10 +140,6 @@ func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*V
 		cfg: &Config{
 			Variables:    varDecls,
 			Locals:       map[string]*Local{},
-			Nodes:        map[string]*Node{},
-			Networks:     map[string]*Network{},
-			RayClusters:  map[string]*RayCluster{},
-			Serves:       map[string]*VLLMServe{},
 			Outputs:      map[string]*Output{},
 			Facts:        facts,
 			Project:      mod.project,
