@@ -112,7 +112,7 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 	if root == "each" {
 		if it.forEach == nil || attr == "for_each" {
 			return errAt(`Reference to "each" in context without for_each`,
-				"each.key and each.value are available only in the arguments of a node block that has for_each. Remove the reference or add for_each to the block.")
+				"each.key and each.value are available only in the arguments of a block that has for_each. Remove the reference or add for_each to the block.")
 		}
 		if len(tr) < 2 {
 			return errAt("Invalid each reference", "Use each.key or each.value.")
