@@ -84,13 +84,7 @@ func optStringUnknown(s string, known bool) cty.Value {
 // empty collections), so that an unchanged attribute compares equal to its
 // record. Values not wholly known stay as they are.
 func normalize(schema []attr, v attrValues) attrValues {
-	known := attrValues{}
-	for k, val := range v {
-		if val.IsWhollyKnown() {
-			known[k] = val
-		}
-	}
-	rec := known.record()
+	rec := v.knownRecord()
 	out := decodeAttrs(schema, rawAttrs(rec), rec.Sensitive)
 	for k, val := range v {
 		if _, ok := out[k]; !ok {
@@ -103,14 +97,7 @@ func normalize(schema []attr, v attrValues) attrValues {
 // withRecord fills the spec's record of its cluster's attributes (the
 // LabelAttrs label).
 func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec {
-	vals := clusterRecordValues(rc, spec, iface)
-	known := attrValues{}
-	for k, v := range vals {
-		if v.IsWhollyKnown() {
-			known[k] = v
-		}
-	}
-	spec.Record = known.record()
+	spec.Record = clusterRecordValues(rc, spec, iface).knownRecord()
 	return spec
 }
 

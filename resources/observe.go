@@ -119,7 +119,7 @@ func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[str
 		}
 		for _, h := range r.Hosts {
 			a, err := netip.ParseAddr(h.FabricAddress)
-			if err != nil || !contains(rc.Nodes(), h.Node) {
+			if err != nil || !slices.Contains(rc.Nodes(), h.Node) {
 				continue
 			}
 			addrs[h.Node] = a
@@ -212,7 +212,7 @@ func configHas(cfg *Config, addr string) bool {
 }
 
 func appendUnique(list []string, s string) []string {
-	if s == "" || contains(list, s) {
+	if s == "" || slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)

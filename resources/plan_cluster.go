@@ -36,11 +36,9 @@ func (p *planner) cluster(rc *RayCluster) {
 	}
 	addr := rc.Addr
 	nodes := rc.Nodes()
-	if len(rc.Workers) > 0 && rc.Network == "" {
-		p.finding(plan.Error, addr, "", "multi-node cluster without a network binding",
-			"Without a network, Ray registers each node under its default route's address and vLLM's c10d master listens there; a worker that cannot reach that address fails with \"The client socket has failed to connect to any network address of (<ip>, <port>)\" after the model starts loading.",
-			"declare a network block with the fabric's cidr and interface, and set network = network.<name> on the cluster")
-	}
+	// A cluster with workers always has a network here: the configuration
+	// refuses one without (checkRayCluster, "Multi-node cluster without a
+	// network binding").
 	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
 	name := ContainerName(rc)
 	work := &ClusterWork{Name: rc.Name, Specs: specs, Start: map[string]bool{}}
@@ -220,7 +218,7 @@ func (p *planner) strayRemovals(rc *RayCluster, name string) []Removal {
 // strayRemovalsOn is the cluster's managed container on node when node is
 // not in the cluster.
 func (p *planner) strayRemovalsOn(rc *RayCluster, node string) []Removal {
-	if contains(rc.Nodes(), node) {
+	if slices.Contains(rc.Nodes(), node) {
 		return nil
 	}
 	if oc := p.clusterContainer(rc, node); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
@@ -275,7 +273,7 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 					"stop Ray on that host (ray stop), or declare it as a worker of "+rc.Addr)
 				continue
 			}
-			if !contains(rc.Nodes(), node) {
+			if !slices.Contains(rc.Nodes(), node) {
 				// A node that left the cluster: its container is removed
 				// (see strayRemovals), which takes it out of the table.
 				if len(p.strayRemovalsOn(rc, node)) == 0 {
@@ -354,12 +352,12 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		if contains(spec.SecretEnv, k) || !c.Inspected {
+		if slices.Contains(spec.SecretEnv, k) || !c.Inspected {
 			continue
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
 			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
-		} else if !ok && contains(observe.DefaultEnvKeys(), k) {
+		} else if !ok && slices.Contains(observe.DefaultEnvKeys(), k) {
 			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
 		}
 	}

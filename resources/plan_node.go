@@ -137,7 +137,7 @@ func (p *planner) networks() {
 			}
 			iface := p.ifaces[node]
 			for _, rc := range hf.RouteChecks {
-				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+				if rc.Peer == "" || !slices.Contains(nw.Nodes, rc.Peer) {
 					continue
 				}
 				switch {

@@ -9,7 +9,6 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -75,7 +74,7 @@ func (s ServeSpec) Hash() string {
 	c.Attrs, c.Sensitive = nil, nil
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			v = secretDigest(v)
 		}
 		c.Env[k] = v
@@ -153,20 +152,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := []string{"vllm", "serve", sv.Model,
-		"--served-model-name", served,
-		"--tensor-parallel-size", strconv.Itoa(max(sv.TensorParallelSize, 1)),
-		"--pipeline-parallel-size", strconv.Itoa(max(sv.PipelineParallelSize, 1)),
-		"--gpu-memory-utilization", strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64),
-		"--host", "0.0.0.0",
-		"--port", strconv.Itoa(sv.Port),
-	}
-	if len(rc.Workers) > 0 {
-		args = append(args, "--distributed-executor-backend", "ray")
-	}
-	if sv.MaxModelLen > 0 {
-		args = append(args, "--max-model-len", strconv.Itoa(sv.MaxModelLen))
-	}
+	args := serveArgs(sv, rc)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
@@ -203,13 +189,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
 	}
-	known := attrValues{}
-	for k, v := range serveRecordValues(sv) {
-		if v.IsWhollyKnown() {
-			known[k] = v
-		}
-	}
-	rec := known.record()
+	rec := serveRecordValues(sv).knownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
 }
@@ -246,7 +226,7 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 		args = append(args, "-e", "RAYFORM_LOG_OWNER="+logOwner)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 		} else {
 			args = append(args, "-e", k+"="+s.Env[k])

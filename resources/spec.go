@@ -71,7 +71,7 @@ func (s ContainerSpec) Hash() string {
 	c := s
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			v = secretDigest(v)
 		}
 		c.Env[k] = v
@@ -149,7 +149,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		args = append(args, "--label", k+"="+labels[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 			continue
 		}
@@ -232,13 +232,4 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
