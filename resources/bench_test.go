@@ -103,7 +103,7 @@ func convergedCluster(tb testing.TB, n int) converged {
 		addrs[node] = netip.AddrFrom4([4]byte{192, 168, byte(i / 250), byte(10 + i%250)})
 		ifaces[node] = "ib0"
 	}
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config with facts: %s", diags.Error())
 	}
@@ -191,7 +191,7 @@ func planConfig(tb testing.TB, src string, facts *observe.Facts) *resources.Conf
 		tb.Fatalf("config: %s", diags.Error())
 	}
 	addrs, _ := resources.FabricAddrs(loaded, facts)
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("config with facts: %s", diags.Error())
 	}
@@ -221,7 +221,7 @@ func checkNoChanges(tb testing.TB, p *plan.Plan) {
 // planning step, given the configuration evaluated with the observed facts.
 func BenchmarkPlan64(b *testing.B) {
 	c := convergedCluster(b, 64)
-	cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: c.addrs})
+	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: c.addrs})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -241,7 +241,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
-		cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+		cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 		if diags.HasErrors() {
 			b.Fatal(diags.Error())
 		}
@@ -254,7 +254,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 func TestConvergedClusterPlansEmpty(t *testing.T) {
 	c := convergedCluster(t, 4)
 	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
-	cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -1,6 +1,8 @@
 package resources
 
 import (
+	"net/netip"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
@@ -67,9 +69,24 @@ func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagn
 	return View(cfg), diags
 }
 
+// Facts are what observing the hosts teaches the configuration: the kinds
+// read them in their hooks (factsOf) to compute what depends on the hosts.
+type Facts struct {
+	// FabricAddrs maps a node name to the node's observed address on the
+	// network of its Ray cluster.
+	FabricAddrs map[string]netip.Addr
+}
+
+// factsOf returns the facts a block is evaluated with; none before the
+// hosts are observed.
+func factsOf(b *config.Block) Facts {
+	f, _ := b.Facts().(Facts)
+	return f
+}
+
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), seen through the kinds.
-func (c *Config) WithFacts(f config.Facts) (*Config, hcl.Diagnostics) {
+func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 	out, diags := c.Config.WithFacts(f)
 	return View(out), diags
 }

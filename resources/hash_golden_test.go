@@ -175,7 +175,7 @@ func configHashCases(t *testing.T) []hashCase {
 		"spark2": netip.MustParseAddr("192.168.100.2"),
 	}
 	ifaces := map[string]string{"spark1": "enp1s0f1np1", "spark2": "enp1s0f1np1"}
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatalf("config with facts: %s", diags.Error())
 	}

@@ -76,7 +76,7 @@ func decodeRayCluster(b *config.Block) {
 // the head's address is observed).
 func computeRayCluster(b *config.Block) map[string]cty.Value {
 	rc := b.Value().(*RayCluster)
-	rc.HeadAddress = b.Facts().FabricAddrs[rc.Head]
+	rc.HeadAddress = factsOf(b).FabricAddrs[rc.Head]
 	unknown := cty.UnknownVal(cty.String).RefineNotNull()
 	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_url": unknown}
 	if a, ok := rc.Address(); ok {

@@ -99,7 +99,7 @@ func computeNetwork(b *config.Block) map[string]cty.Value {
 	n.Addresses = map[string]netip.Addr{}
 	m := map[string]cty.Value{}
 	for _, node := range n.Nodes {
-		if a, ok := b.Facts().FabricAddrs[node]; ok && a.IsValid() {
+		if a, ok := factsOf(b).FabricAddrs[node]; ok && a.IsValid() {
 			n.Addresses[node] = a
 			m[node] = cty.StringVal(a.String())
 		} else {

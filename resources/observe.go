@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -139,7 +138,7 @@ func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[stri
 	if len(addrs) == 0 {
 		return out
 	}
-	evaluated, diags := cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	evaluated, diags := cfg.WithFacts(Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		return out
 	}

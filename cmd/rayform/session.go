@@ -259,7 +259,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		s.c.log.Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", s.conns[h].Stats().Handshakes)
 	}
 	addrs, _ := resources.FabricAddrs(s.cfg, facts)
-	cfg, diags := s.cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := s.cfg.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
 		return nil, errors.New("the configuration is invalid with the observed facts")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"net/netip"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -29,8 +28,10 @@ type Config struct {
 	Project      string
 	ProjectRange hcl.Range
 
-	// Facts are the observed facts this configuration was evaluated with.
-	Facts Facts
+	// Facts are the observed facts this configuration was evaluated with,
+	// as passed to [Config.WithFacts] (nil after Load). They are opaque to
+	// this package: the kinds' hooks read them ([Block.Facts]).
+	Facts any
 
 	mod   *module
 	vars  map[string]cty.Value       // resolved input variables, marked when sensitive
@@ -68,13 +69,6 @@ type Declarer interface{ Declaration() *Decl }
 
 // Declaration returns d, so that a value embedding a Decl is a [Declarer].
 func (d *Decl) Declaration() *Decl { return d }
-
-// Facts are what observing the hosts teaches the configuration.
-type Facts struct {
-	// FabricAddrs maps a node name to the node's observed address on the
-	// network of its Ray cluster.
-	FabricAddrs map[string]netip.Addr
-}
 
 // Decl is what every evaluated block records about its source and values.
 type Decl struct {

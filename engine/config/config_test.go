@@ -58,10 +58,10 @@ func caseOptions(t *testing.T, dir string) config.Options {
 }
 
 // caseFacts reads a test case's optional facts.txt ("NODE ADDRESS" per line).
-func caseFacts(t *testing.T, dir string) (config.Facts, bool) {
+func caseFacts(t *testing.T, dir string) (resources.Facts, bool) {
 	t.Helper()
 	lines := readLines(t, filepath.Join(dir, "facts.txt"))
-	f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
+	f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
 	for _, line := range lines {
 		node, addr, _ := strings.Cut(line, " ")
 		f.FabricAddrs[node] = netip.MustParseAddr(addr)
@@ -358,7 +358,7 @@ func TestWithFacts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
+			f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
 			for n, a := range tt.facts {
 				f.FabricAddrs[n] = netip.MustParseAddr(a)
 			}

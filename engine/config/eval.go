@@ -92,7 +92,7 @@ func (m *module) cycleDiag(cycle []string) *hcl.Diagnostic {
 // block again with the first pass's result at hand ([Block.Prior]), so
 // that a block can learn what depends on it (a network the nodes of its
 // clusters).
-func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts Facts) (*Config, hcl.Diagnostics) {
+func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts any) (*Config, hcl.Diagnostics) {
 	first := newEvaluator(mod, vars, varDecls, facts, nil)
 	cfg, diags := first.run()
 	if diags.HasErrors() {
@@ -112,7 +112,7 @@ func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Varia
 type evaluator struct {
 	mod   *module
 	vars  map[string]cty.Value
-	facts Facts
+	facts any
 	// prior is the first pass's configuration; nil in the first pass.
 	prior *Config
 	funcs map[string]function.Function
@@ -130,7 +130,7 @@ type evaluator struct {
 	edges  map[string]map[string]bool
 }
 
-func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts Facts, prior *Config) *evaluator {
+func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts any, prior *Config) *evaluator {
 	return &evaluator{
 		mod:   mod,
 		vars:  vars,

@@ -135,8 +135,9 @@ func (b *Block) Config() *Config { return b.b.e.cfg }
 // first pass. The second pass is the one whose result [Load] returns.
 func (b *Block) Prior() *Config { return b.b.e.prior }
 
-// Facts are the observed facts the configuration is evaluated with.
-func (b *Block) Facts() Facts { return b.b.e.facts }
+// Facts are the observed facts the configuration is evaluated with, as
+// the caller passed them to [Config.WithFacts]; nil before any.
+func (b *Block) Facts() any { return b.b.e.facts }
 
 // IsSet reports whether argument attr is set to a known, non-null value.
 func (b *Block) IsSet(attr string) bool {
