@@ -488,8 +488,8 @@ func (e *evaluator) evalInstance(it *item, k *Kind, ctx *hcl.EvalContext, key st
 		}
 	}
 	if k.Compute != nil {
-		for n, v := range k.Compute(blk) {
-			attrs[n] = v
+		for n, val := range k.Compute(blk) {
+			attrs[n] = val
 		}
 	}
 	e.cfg.add(it.kind, name, v)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -52,9 +53,9 @@ type Kind struct {
 	// the block decoded and checked without errors; nil when Computed is
 	// empty.
 	Compute func(b *Block) map[string]cty.Value
-	// Validate checks the rules that involve other blocks, once every
-	// block is evaluated (before the second pass that learns the
-	// networks' nodes), reporting errors through report; nil for none.
+	// Validate checks the rules that involve other blocks on the result
+	// of the evaluation's first pass, before the second ([Block.Prior]),
+	// reporting errors through report; nil for none.
 	Validate func(cfg *Config, report Report)
 }
 
@@ -200,6 +201,12 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 				Summary:  "Invalid resource kinds",
 				Detail:   fmt.Sprintf("The block type %q is empty, reserved or registered twice.", k.Type),
 			}}
+		case !validNew(k.New):
+			return nil, nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid resource kinds",
+				Detail:   fmt.Sprintf("The kind %q has no Go type: its New must return a pointer to a struct that embeds config.Decl.", k.Type),
+			}}
 		}
 		byType[k.Type] = k
 		order = append(order, k.Type)
@@ -212,6 +219,17 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 		}}
 	}
 	return byType, order, nil
+}
+
+// validNew reports whether a kind's New returns a pointer to a struct
+// embedding Decl.
+func validNew(newValue func() any) bool {
+	if newValue == nil {
+		return false
+	}
+	v := newValue()
+	_, ok := v.(Declarer)
+	return ok && reflect.TypeOf(v).Kind() == reflect.Pointer && reflect.TypeOf(v).Elem().Kind() == reflect.Struct
 }
 
 // reservedType reports whether a block type belongs to the language.

@@ -267,3 +267,24 @@ output "o" {
 		t.Errorf("diagnostics:\n%s\nwant %q", diags, want)
 	}
 }
+
+// TestKindWithoutGoType checks that a kind whose New does not give a
+// pointer to a struct embedding config.Decl is refused when registered,
+// not when a block of it is evaluated.
+func TestKindWithoutGoType(t *testing.T) {
+	type plain struct{ Name string }
+	for name, newValue := range map[string]func() any{
+		"nil":         nil,
+		"no Decl":     func() any { return &plain{} },
+		"not pointer": func() any { return struct{ config.Decl }{} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := dnsKind()
+			k.New = newValue
+			_, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{Kinds: []config.Kind{k}})
+			if !diags.HasErrors() || !strings.Contains(diags.Error(), `The kind "dns_record" has no Go type`) {
+				t.Errorf("diagnostics: %v", diags)
+			}
+		})
+	}
+}
