@@ -25,7 +25,7 @@ func nodeAttrType() cty.Type {
 // record them: its applied arguments (config.Schema), then the node's own
 // values.
 func clusterSchema() []attr {
-	return append(argAttrs("ray_cluster"),
+	return append(argAttrs(KindCluster),
 		attr{name: "node", typ: nodeAttrType(), description: "what the network pins on the node"})
 }
 
@@ -58,7 +58,7 @@ func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrV
 		// Pinned once the node's fabric address is observed.
 		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
 	}
-	vals := argValues("ray_cluster", &rc.Decl)
+	vals := argValues(KindCluster, &rc.Decl)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
 		"address":   strVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),

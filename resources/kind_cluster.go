@@ -17,17 +17,17 @@ func clusterKind() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
 	strList := cty.List(cty.String)
 	return config.Kind{
-		Type:    "ray_cluster",
+		Type:    KindCluster,
 		Noun:    "Ray cluster",
 		Summary: "Ray in one container per node",
 		Args: []config.Arg{
 			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "container image with Ray and vLLM"},
-			{Name: "head", Type: dyn, Ref: "node", Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
+			{Name: "head", Type: dyn, Ref: KindNode, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
 				Description: "the node running the Ray head (it contributes its GPUs too)"},
-			{Name: "workers", Type: dyn, Ref: "node", Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
+			{Name: "workers", Type: dyn, Ref: KindNode, Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
 				Description: "the other nodes; a node belongs to at most one cluster and cannot be head and worker"},
-			{Name: "network", Type: dyn, Ref: "network", Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
+			{Name: "network", Type: dyn, Ref: KindNetwork, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
 				DefaultDoc:  "required when the cluster has workers",
 				Description: "the fabric the cluster binds to; a single-node cluster may omit it (without it, Ray and vLLM's c10d master use each node's default-route address, which workers on another network cannot reach)"},
 			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,

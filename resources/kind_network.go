@@ -19,7 +19,7 @@ import (
 // (engine/config), which knows the network's nodes.
 func networkKind() config.Kind {
 	return config.Kind{
-		Type:    "network",
+		Type:    KindNetwork,
 		Summary: "the fabric every layer must use",
 		Args: []config.Arg{
 			{Name: "cidr", Type: cty.String, Required: true, Exported: true,

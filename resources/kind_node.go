@@ -15,7 +15,7 @@ import (
 func nodeKind() config.Kind {
 	str, num, dyn := cty.String, cty.Number, cty.DynamicPseudoType
 	return config.Kind{
-		Type:    "node",
+		Type:    KindNode,
 		Summary: "an SSH-reachable host",
 		ForEach: true,
 		Args: []config.Arg{
@@ -27,7 +27,7 @@ func nodeKind() config.Kind {
 				Description: "SSH port (1–65535)"},
 			{Name: "identity_file", Type: str, Exported: true, DefaultDoc: "agent and `~/.ssh/config`",
 				Description: "private key file"},
-			{Name: "bastion", Type: dyn, Ref: "node", Decoded: str, Exported: true, ExportDoc: "node name or null",
+			{Name: "bastion", Type: dyn, Ref: KindNode, Decoded: str, Exported: true, ExportDoc: "node name or null",
 				CycleSummary: "Bastion cycle",
 				CycleDetail:  "The bastions of these nodes form a loop: %s. A chain of SSH jumps must end at a node rayform can reach directly; remove the bastion argument from one of them.",
 				Description:  "node to jump through (ProxyJump); chains allowed, loops are errors"},

@@ -18,10 +18,10 @@ import (
 func serveKind() config.Kind {
 	str, num := cty.String, cty.Number
 	return config.Kind{
-		Type:    "vllm_serve",
+		Type:    KindServe,
 		Summary: "`vllm serve` on a cluster's head",
 		Args: []config.Arg{
-			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: "ray_cluster", Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: KindCluster, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "the cluster to serve on"},
 			{Name: "model", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "Hugging Face model id or path inside the container"},

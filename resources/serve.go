@@ -198,12 +198,12 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 // records keep them: its applied arguments (config.Schema), then the
 // endpoint they give.
 func serveSchema() []attr {
-	return append(argAttrs("vllm_serve"), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
+	return append(argAttrs(KindServe), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them.
 func serveRecordValues(sv *VLLMServe) attrValues {
-	vals := argValues("vllm_serve", &sv.Decl)
+	vals := argValues(KindServe, &sv.Decl)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)
