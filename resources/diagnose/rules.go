@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -1136,7 +1137,7 @@ func (s *scan) unknown() Diagnosis {
 		if len(idx) > 0 {
 			nonEmpty++
 			name := orDefault(s.logs[k].Host, s.logs[k].Source)
-			if !contains(hosts, name) {
+			if !slices.Contains(hosts, name) {
 				hosts = append(hosts, name)
 			}
 		}
@@ -1182,14 +1183,4 @@ func (s *scan) unknown() Diagnosis {
 	d.Explanation = fmt.Sprintf("None of the %d failure patterns rayform knows matched. The last lines that say something are shown (traceback frames and progress bars left out); the root cause is often earlier in the log.", len(rules()))
 	d.Fix = "Read the complete logs on each host (docker logs <container>); if the cause is a configuration rayform manages, fix it in the configuration and re-run rayform apply."
 	return d
-}
-
-// contains reports whether list holds x.
-func contains(list []string, x string) bool {
-	for _, v := range list {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
