@@ -128,7 +128,7 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	d.Title = in + onHost(host) + " does not know " + what
 	var why []string
-	why = append(why, "argparse refused \""+u[1]+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
+	why = append(why, "argparse refused \""+redact(u[1])+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
 	if version != "" && version != vllmcli.Version {
 		var known []string
 		opts := vllmcli.ServeOptions()
