@@ -313,6 +313,10 @@ func fixtureCases() []fixtureCase {
 			want: []string{"refused the gated repository black-forest-labs/FLUX.1-dev", "Request access on https://huggingface.co/black-forest-labs/FLUX.1-dev"},
 		},
 		{
+			name: "hf-gated-403", fixture: "hf-gated-403", ctx: Context{}, cause: HFAccess,
+			want: []string{"refused the gated repository google/gemma-3-4b-pt", "valid, but its account has not been granted access (HTTP 403)", "403 Client Error"},
+		},
+		{
 			name: "hf-repo-not-found", fixture: "hf-repo-not-found", ctx: discreteCtx(), cause: HFAccess,
 			want: []string{"no repository Qwen/Qwen3.5-27B-AWQ visible", "does not reveal which", "Check the model name on vllm_serve.llama"},
 		},
