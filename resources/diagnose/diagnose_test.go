@@ -358,6 +358,14 @@ func fixtureCases() []fixtureCase {
 			want: []string{"instead of joining the cluster of spark1, spark2", "RAY_ADDRESS=192.168.200.12:6379"},
 		},
 		{
+			name: "ray-driver-no-gpu", fixture: "ray-driver-no-gpu", ctx: Context{}, cause: RayDriverNoGPU,
+			want: []string{"found none of its Ray GPU workers on its own node", "VLLM_HOST_IP, else the default-route address", "ray list nodes"},
+		},
+		{
+			name: "ray-node-gpus-reserved", fixture: "ray-node-gpus-reserved", ctx: Context{}, cause: RayDriverNoGPU,
+			want: []string{"the GPUs of 74.10.28.48 are all held by a Ray placement group", "ray list placement-groups"},
+		},
+		{
 			name: "ready-timeout-not-c10d", fixture: "ready-timeout", ctx: spark, cause: Unknown,
 			want: []string{"retrying (try=0"},
 		},
@@ -517,7 +525,7 @@ func reversed(logs []Log) []Log {
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
 	want := []Cause{GPURuntime, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
-		NCCLPeer, NCCLSystem, DuplicateNodeIP, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
+		NCCLPeer, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {
 		got = append(got, r.cause)
