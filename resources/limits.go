@@ -143,7 +143,7 @@ func listValues(b *config.Block, attr string, items []string) []argValue {
 // reference docker can pull (imageref, the parser the observation and
 // apply use), and the values docker run receives fit.
 func checkClusterLimits(b *config.Block) {
-	rc := b.Value().(*config.RayCluster)
+	rc := b.Value().(*RayCluster)
 	if b.IsSet("image") && strings.TrimSpace(rc.Image) != "" && !b.Decl().IsUnknown("image") {
 		if _, err := imageref.Parse(rc.Image); err != nil {
 			b.Error("image", "Invalid image reference", err.Error()+".")
@@ -158,7 +158,7 @@ func checkClusterLimits(b *config.Block) {
 // checkServeLimits is vllm_serve's part of the checks: the values vllm
 // serve receives in argv or its environment fit.
 func checkServeLimits(b *config.Block) {
-	s := b.Value().(*config.VLLMServe)
+	s := b.Value().(*VLLMServe)
 	vals := []argValue{
 		{attr: "model", what: "model", value: s.Model},
 		{attr: "served_model_name", what: "served_model_name", value: s.ServedModelName},

@@ -96,11 +96,11 @@ variable "serve_value" {
 }
 
 // loadWithVars loads src with the variables set (as RAYFORM_VAR_ entries).
-func loadWithVars(t *testing.T, src string, vars map[string]string) (*config.Config, hcl.Diagnostics) {
+func loadWithVars(t *testing.T, src string, vars map[string]string) (*Config, hcl.Diagnostics) {
 	t.Helper()
 	var env []string
 	for k, v := range vars {
 		env = append(env, config.EnvPrefix+k+"="+v)
 	}
-	return config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Kinds(), Env: env})
+	return LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Env: env})
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
@@ -52,7 +51,7 @@ func (p *planner) nodes() {
 	}
 }
 
-func sshTarget(n *config.Node) string {
+func sshTarget(n *Node) string {
 	t := n.Host
 	if n.User != "" {
 		t = n.User + "@" + t
@@ -138,7 +137,7 @@ func (p *planner) networks() {
 			}
 			iface := p.ifaces[node]
 			for _, rc := range hf.RouteChecks {
-				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+				if rc.Peer == "" || !slices.Contains(nw.Nodes, rc.Peer) {
 					continue
 				}
 				if _, known := p.addrs[rc.Peer]; !known && !rc.Addr.IsValid() {
@@ -171,7 +170,7 @@ func exampleAddr(cidr netip.Prefix) string {
 // interface that holds node's address in the CIDR when there is one, in
 // the form nw already uses — one string for every node (correcting it
 // fixes them all), or node's entry of the per-node map.
-func interfaceFix(nw *config.Network, node string, hf *observe.HostFacts) string {
+func interfaceFix(nw *Network, node string, hf *observe.HostFacts) string {
 	name := "<name>"
 	if in := hf.Addresses.In(nw.CIDR); len(in) > 0 {
 		name = in[0].Interface
