@@ -244,7 +244,7 @@ func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
 	addrs, ifaces := resources.FabricAddrs(cfg, facts)
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]
-		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), facts.Hosts[rc.Head].RayNodes.List); err != nil {
+		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), resources.RayTable(facts.Hosts[rc.Head], rc).List); err != nil {
 			return fmt.Errorf("%s: %w", rc.Addr, err)
 		}
 	}
@@ -254,7 +254,7 @@ func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
-		if err := resources.VerifyServe(t, spec, facts.Hosts[spec.Node].VLLM); err != nil {
+		if err := resources.VerifyServe(t, spec, resources.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
 	}

@@ -236,10 +236,11 @@ func (p *planner) strayRemovalsOn(rc *config.RayCluster, node string) []Removal 
 // cluster's is an error. rayObserved collects, per node, what Ray reports
 // where it differs from the declaration ("address", "gpus").
 func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
-	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
+	table := RayTable(head, rc)
+	if table.Err != "" || table.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
-			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(table.Err, "no node table"))
 			*driftHost = firstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
@@ -259,7 +260,7 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 		}
 		rayObserved[node][attr] = v
 	}
-	for _, d := range judgeRayTable(specs, head.RayNodes.List) {
+	for _, d := range judgeRayTable(specs, table.List) {
 		if headRestarts && !d.Head {
 			continue
 		}

@@ -33,10 +33,8 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	p.memoryMonitor(sv, rc)
 	head := p.host(rc.Head)
 	clusterAction := p.clusterAction[rc.Name]
-	var rec observe.ServeRecord
-	if head != nil {
-		rec = head.Serves[sv.Name]
-	}
+	rec := ServeRecord(head, sv.Name)
+	answer := ServeAnswer(head, sv.Port)
 	action := plan.NoOp
 	var reasons, drift []string
 	switch {
@@ -67,23 +65,19 @@ func (p *planner) serve(sv *config.VLLMServe) {
 		// replaced too (apply stops it before the cluster changes).
 		action = plan.Replace
 		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(p.changedNodes(rc), ", ")+")")
-	case !rec.Alive:
-		action = plan.Replace
-		drift = append(drift, "the vllm serve process is not running")
-	case head.VLLM.Health.TimedOut:
-		// The port is open (weights are loaded: vLLM opens it last) but
-		// nothing answers: hung, not starting.
-		action = plan.Replace
-		drift = append(drift, "vLLM /health did not answer within 2s: the vllm serve process runs but is hung")
-	case head.VLLM.Health.Refused || head.VLLM.Health.Status == 0:
-		p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
-	case head.VLLM.Health.Status != 200:
-		action = plan.Replace
-		drift = append(drift, fmt.Sprintf("vLLM /health answers %d", head.VLLM.Health.Status))
 	default:
-		if d := modelsDrift(head.VLLM, spec); d != "" {
+		switch h := JudgeServe(rec, answer, spec); h.State {
+		case HealthDown, HealthHung, HealthUnhealthy, HealthWrongModel:
 			action = plan.Replace
-			drift = append(drift, d)
+			drift = append(drift, h.Detail)
+		case HealthPortHeld:
+			// The serve runs, but another process holds its port: it can
+			// never bind it. observe did not send that process a request.
+			p.finding(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, answer.Health.HeldBy, addr),
+				fmt.Sprintf("The vllm serve process of %s runs in %s, but the process listening on port %d is not one of that container's, so vLLM cannot bind its port. rayform sent it no request.", addr, spec.Container, sv.Port),
+				fmt.Sprintf("stop what holds port %d, or set port = <a free port> on %s", sv.Port, addr))
+		case HealthStarting:
+			p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
 		}
 	}
 	if action != plan.NoOp && head != nil && !(rec.Found && rec.Alive) {
@@ -102,6 +96,49 @@ func (p *planner) serve(sv *config.VLLMServe) {
 	}
 }
 
+// The states of a serve's health (ServeHealth.State).
+const (
+	HealthOK         = "ok"
+	HealthDown       = "down"        // no serve process runs
+	HealthPortHeld   = "port held"   // another process holds its port
+	HealthHung       = "hung"        // the port is open, /health does not answer
+	HealthStarting   = "starting"    // the process runs, its port is closed
+	HealthUnhealthy  = "unhealthy"   // /health answers other than 200
+	HealthWrongModel = "wrong model" // /v1/models lists another model or length
+)
+
+// ServeHealth is the judgment of a serve from what the head's probe read.
+type ServeHealth struct {
+	State  string // one of the Health constants
+	Detail string // why, in words
+}
+
+// JudgeServe is the one judgment of a serve's health, for plan (which
+// replaces a serve that is down, hung, unhealthy or serves the wrong
+// model, and waits for one starting) and for status: the record says
+// whether the process runs, its own port's answers say how it serves.
+func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) ServeHealth {
+	h := v.Health
+	switch {
+	case !rec.Found || !rec.Alive:
+		return ServeHealth{HealthDown, "the vllm serve process is not running"}
+	case h.HeldBy != "":
+		return ServeHealth{HealthPortHeld, fmt.Sprintf("port %d is held by %s, not by the serve", spec.Port, h.HeldBy)}
+	case h.TimedOut:
+		// The port is open (weights are loaded: vLLM opens it last) but
+		// nothing answers: hung, not starting.
+		return ServeHealth{HealthHung, "vLLM /health did not answer within 2s: the vllm serve process runs but is hung"}
+	case h.Refused || h.Status == 0:
+		return ServeHealth{HealthStarting, "the process runs, its port is not open yet"}
+	case h.Status != 200:
+		return ServeHealth{HealthUnhealthy, fmt.Sprintf("vLLM /health answers %d", h.Status)}
+	}
+	if d := modelsDrift(v, spec); d != "" {
+		return ServeHealth{HealthWrongModel, d}
+	}
+	return ServeHealth{HealthOK, "/health 200"}
+}
+
 // modelsDrift judges the /v1/models list observe read (judgeModels); ""
 // when it did not read one.
 func modelsDrift(v observe.VLLM, spec ServeSpec) string {
@@ -113,7 +150,7 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
-func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ServeRecord) []plan.AttrChange {
+func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
 	after := normalize(schema, serveRecordValues(sv))
 	before := attrValues{}

@@ -44,8 +44,8 @@ type planCase struct {
 func planCases() []planCase {
 	serveOff := func(f *observe.Facts) {
 		head := f.Hosts[`gpu["h1"]`]
-		head.Serves = nil
-		head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}}
+		head.Records = nil
+		setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}})
 	}
 	return []planCase{
 		{name: "empty-cluster",
@@ -54,7 +54,7 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
@@ -65,7 +65,9 @@ func planCases() []planCase {
 		{name: "drifted-head-ip",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes.List[0].NodeIP = "10.1.230.10"
+				table := rayTable(head, benchDashPort)
+				table.List[0].NodeIP = "10.1.230.10"
+				setRayTable(head, benchDashPort, table)
 			},
 			want: []string{"Objects have changed outside of rayform", "ray head registered as 10.1.230.10; want 192.168.0.10",
 				"# ray_cluster.main must be replaced", "# vllm_serve.llama must be replaced"},
@@ -172,7 +174,7 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 				head.Listening = observe.ListenFacts{List: []observe.Listener{
 					{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", PID: 4242},
@@ -197,8 +199,10 @@ func planCases() []planCase {
 		{name: "hung-serve",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.VLLM.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
-				head.VLLM.ModelsCheck = head.VLLM.Health
+				v := serveAnswer(head, benchServePort)
+				v.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
+				v.ModelsCheck = v.Health
+				setServeAnswer(head, benchServePort, v)
 			},
 			want:       []string{"Objects have changed outside of rayform", "the vllm serve process runs but is hung", "# vllm_serve.llama must be replaced"},
 			notWant:    []string{"still starting"},

@@ -97,7 +97,7 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		if !ok {
 			continue
 		}
-		if rec := hf.Serves[s.name]; rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
 			add(addr, "vllm_serve", s.node, s.container)
 		}
 	}

@@ -26,8 +26,12 @@ import (
 // destroy remove).
 // Every container rayform creates bind-mounts it from ServeHostDir, so the
 // probe reads the records and tests the locks on the host, without a
-// docker exec (see observe.ServeDir).
-const serveDir = observe.ServeDir
+// docker exec (see observe.RecordProbe).
+const serveDir = "/tmp/rayform/serve"
+
+// legacyServeDir is where a container without the serveDir mount (one
+// whose spec has no serve_dir) keeps its serve records.
+const legacyServeDir = "/tmp/rayform"
 
 // ServeHostDir is the host directory bind-mounted as serveDir into the
 // container named container on node, for project:

@@ -155,8 +155,20 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep := buildStatus(s.project, obs)
+	for i := range rep.Serves {
+		s.serveMetrics(ctx, &rep.Serves[i], obs)
+	}
+	return rep, nil
+}
+
+// buildStatus is the report of one observation and its plan: every
+// judgment in it is the plan's (findings, drift, changes) or resources'
+// (Ray's node table, each serve's health on its own port: JudgeServe), so
+// status and plan never disagree about a fact.
+func buildStatus(project string, obs *observed) *statusReport {
 	cfg, facts, p := obs.cfg, obs.facts, obs.result.Plan
-	rep := &statusReport{Project: s.project, Problems: []string{}, Nodes: []statusNode{}, Clusters: []statusCluster{}, Serves: []statusServe{}}
+	rep := &statusReport{Project: project, Problems: []string{}, Nodes: []statusNode{}, Clusters: []statusCluster{}, Serves: []statusServe{}}
 	for _, f := range p.Findings {
 		if f.Severity == plan.Error {
 			rep.Problems = append(rep.Problems, findingLine(f))
@@ -167,7 +179,7 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	}
 	for _, ch := range p.Changes {
 		if ch.Action != plan.NoOp {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
 		}
 	}
 	names := make([]string, 0, len(cfg.Nodes))
@@ -176,14 +188,29 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		rep.Nodes = append(rep.Nodes, s.statusNode(cfg.Nodes[name], facts, obs))
+		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, obs))
 	}
 	for _, rc := range sortedClusterList(cfg) {
 		sc := statusCluster{Address: rc.Addr, Head: rc.Head, Ray: []statusRayNode{}}
 		if hf := facts.Hosts[rc.Head]; hf != nil {
-			sc.RayError = hf.RayNodes.Err
-			for _, n := range hf.RayNodes.List {
+			table := resources.RayTable(hf, rc)
+			sc.RayError = table.Err
+			alive := map[string]bool{}
+			for _, n := range table.Alive() {
+				alive[n.NodeIP] = true
+			}
+			for _, n := range table.List {
 				sc.Ray = append(sc.Ray, statusRayNode{NodeIP: n.NodeIP, State: n.State, IsHead: n.IsHead, GPUs: n.GPUs()})
+				// A DEAD row beside an ALIVE one of the same address is
+				// the node's earlier life (it restarted); alone, the node
+				// is gone from Ray.
+				if n.State != "ALIVE" && !alive[n.NodeIP] {
+					msg := fmt.Sprintf("%s: Ray node %s is %s", rc.Addr, n.NodeIP, n.State)
+					if n.StateMessage != "" {
+						msg += ": " + firstLine(n.StateMessage)
+					}
+					rep.Problems = append(rep.Problems, msg)
+				}
 			}
 			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
 		}
@@ -196,15 +223,43 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	sort.Strings(serveNames)
 	for _, name := range serveNames {
 		sv := cfg.Serves[name]
-		ss := s.statusServe(ctx, sv, obs)
-		if ss.Health != "ok" {
+		ss := statusServeOf(sv, obs)
+		if ss.Health != resources.HealthOK {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
 		}
 		rep.Serves = append(rep.Serves, ss)
 	}
 	rep.Problems = dedupe(rep.Problems)
 	rep.Healthy = len(rep.Problems) == 0
-	return rep, nil
+	return rep
+}
+
+// changeReason is why apply would change a resource: the plan's reasons,
+// else what the action itself says.
+func changeReason(ch plan.ResourceChange) string {
+	if len(ch.Reasons) > 0 {
+		return strings.Join(ch.Reasons, "; ")
+	}
+	on := ""
+	if len(ch.Hosts) > 0 {
+		on = " on " + strings.Join(ch.Hosts, ", ")
+	}
+	switch ch.Action {
+	case plan.Create:
+		return "it does not exist" + on
+	case plan.Delete:
+		return "it is no longer in the configuration"
+	}
+	var attrs []string
+	for _, a := range ch.Attrs {
+		if a.Changed() {
+			attrs = append(attrs, a.Name)
+		}
+	}
+	if len(attrs) > 0 {
+		return "its " + strings.Join(attrs, ", ") + " changed"
+	}
+	return "it differs from the configuration" + on
 }
 
 func findingLine(f plan.Finding) string {
@@ -236,7 +291,7 @@ func sortedClusterList(cfg *config.Config) []*config.RayCluster {
 	return out
 }
 
-func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed) statusNode {
+func statusNodeOf(project string, n *config.Node, facts *observe.Facts, obs *observed) statusNode {
 	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
 		sn.Error = err.Error()
@@ -257,7 +312,7 @@ func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed
 		sn.FabricAddress = a.String()
 	}
 	for _, c := range hf.Containers.List {
-		if c.Labels[resources.LabelManaged] != "true" || c.Labels[resources.LabelProject] != s.project {
+		if c.Labels[resources.LabelManaged] != "true" || c.Labels[resources.LabelProject] != project {
 			continue
 		}
 		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[resources.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
@@ -265,11 +320,11 @@ func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed
 	return sn
 }
 
-// statusServe reads a serve's health from the observation, and its
-// uptime and /metrics from its head in one more command.
-func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *observed) statusServe {
+// statusServeOf reads a serve's health from the observation: its record
+// and its own port's answers, judged as plan judges them (JudgeServe).
+func statusServeOf(sv *config.VLLMServe, obs *observed) statusServe {
 	rc := obs.cfg.RayClusters[sv.Cluster]
-	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: "down"}
+	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: resources.HealthDown}
 	if rc == nil {
 		ss.HealthDetail = "its cluster is not in the configuration"
 		return ss
@@ -280,26 +335,31 @@ func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *ob
 		ss.HealthDetail = "the head could not be observed"
 		return ss
 	}
-	rec := hf.Serves[sv.Name]
-	h := hf.VLLM.Health
-	switch {
-	case h.Status == 200:
-		ss.Health, ss.HealthDetail = "ok", "/health 200"
-	case h.Status != 0:
-		ss.Health, ss.HealthDetail = "unhealthy", fmt.Sprintf("/health %d", h.Status)
-	case !rec.Found || !rec.Alive:
-		ss.Health, ss.HealthDetail = "down", "no vllm serve process"
-	case h.Refused:
-		ss.Health, ss.HealthDetail = "starting", "the process runs, its port is not open yet"
-	default:
-		ss.Health, ss.HealthDetail = "hung", "the process runs but /health did not answer: "+firstLine(h.Err)
+	spec, err := resources.ServeSpecFor(obs.cfg, sv)
+	if err != nil {
+		ss.HealthDetail = err.Error()
+		return ss
 	}
-	for _, m := range hf.VLLM.Models {
+	answer := resources.ServeAnswer(hf, sv.Port)
+	h := resources.JudgeServe(resources.ServeRecord(hf, sv.Name), answer, spec)
+	ss.Health, ss.HealthDetail = h.State, h.Detail
+	for _, m := range answer.Models {
 		ss.Models = append(ss.Models, m.ID)
 	}
-	conn, ok := s.conns[rc.Head]
-	if !ok || !rec.Found {
-		return ss
+	return ss
+}
+
+// serveMetrics adds a serve's uptime and, when it is healthy, its
+// /metrics, read from its head in one more command.
+func (s *session) serveMetrics(ctx context.Context, ss *statusServe, obs *observed) {
+	sv := obs.cfg.Serves[plan.ParseAddress(ss.Address).Instance()]
+	if sv == nil || ss.Node == "" || ss.Health == resources.HealthDown {
+		return
+	}
+	rc := obs.cfg.RayClusters[sv.Cluster]
+	conn, ok := s.conns[ss.Node]
+	if !ok || rc == nil {
+		return
 	}
 	spec := resources.ServeSpec{Name: sv.Name, Container: resources.ContainerName(rc), Node: rc.Head}
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", sv.Port)
@@ -307,7 +367,7 @@ func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *ob
 		shell.Quote(spec.HostPidPath(s.project)), shell.Quote(ss.Health), shell.Quote(url), shell.Quote(url))
 	res, err := conn.Run(ctx, transport.Cmd{Script: script, Timeout: 10 * time.Second})
 	if err != nil {
-		return ss
+		return
 	}
 	started, now, metrics := parseServeStatus(res.Stdout)
 	if started > 0 && now >= started {
@@ -317,7 +377,6 @@ func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *ob
 		metrics.TokensPerSecond = metrics.GenerationTokens / float64(ss.UptimeSeconds)
 	}
 	ss.Metrics = metrics
-	return ss
 }
 
 func firstLine(s string) string {

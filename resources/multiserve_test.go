@@ -1,0 +1,99 @@
+package resources_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources"
+)
+
+// twoServesConfig is benchConfig(1) (one node of 8 GPUs) with its serve at
+// tensor_parallel_size 4 and a second serve of 4 GPUs on port 8001: two
+// serves on one cluster, as testdata/config/valid/two-clusters declares.
+func twoServesConfig() string {
+	src := strings.Replace(string(benchConfig(1)), "tensor_parallel_size   = 8", "tensor_parallel_size   = 4", 1)
+	return src + `
+vllm_serve "small" {
+  cluster              = ray_cluster.main
+  model                = "Qwen/Qwen3-0.6B"
+  tensor_parallel_size = 4
+  port                 = 8001
+}
+`
+}
+
+// TestTwoServesOnOneClusterConverge is issue 20's bug: observe had one
+// serve port per host, so only the last serve's port was probed and every
+// serve was judged against that one model list; a converged two-serve
+// cluster planned a replacement on every run. Each serve now asks for its
+// own port's answers and its own record.
+func TestTwoServesOnOneClusterConverge(t *testing.T) {
+	cc := convergedCluster(t, 1)
+	cfg := planConfig(t, twoServesConfig(), cc.facts)
+	rc := cfg.RayClusters["main"]
+
+	// Each serve asks for its own port and record.
+	hs := resources.ObserveSpec(cfg, nil, benchProject).Hosts[rc.Head]
+	var urls, records []string
+	for _, p := range hs.HTTP {
+		urls = append(urls, p.URL)
+		if p.Owner != resources.ContainerName(rc) {
+			t.Errorf("%s: owner %q, want the head container %q", p.URL, p.Owner, resources.ContainerName(rc))
+		}
+	}
+	for _, r := range hs.Records {
+		records = append(records, r.Name)
+	}
+	for _, want := range []string{"http://127.0.0.1:8000/health", "http://127.0.0.1:8000/v1/models", "http://127.0.0.1:8001/health", "http://127.0.0.1:8001/v1/models"} {
+		if !slices.Contains(urls, want) {
+			t.Errorf("the head's probe does not ask %s; it asks %v", want, urls)
+		}
+	}
+	if !slices.Contains(records, "serve-llama") || !slices.Contains(records, "serve-small") {
+		t.Errorf("the head's probe reads records %v, want both serves'", records)
+	}
+	if err := hs.Validate(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Both serves run and each port answers its own model: no change.
+	head := cc.facts.Hosts[rc.Head]
+	head.Records = map[string]observe.ProcessRecord{}
+	answers := map[string]observe.VLLM{}
+	for _, name := range []string{"llama", "small"} {
+		sv := cfg.Serves[name]
+		spec, err := resources.ServeSpecFor(cfg, sv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attrs := map[string]string{}
+		for k, v := range spec.Attrs {
+			attrs[k] = string(v)
+		}
+		head.Records["serve-"+name] = observe.ProcessRecord{Found: true, Resource: sv.Addr, SpecHash: spec.Hash(), Attrs: attrs, Sensitive: spec.Sensitive, Alive: true}
+		answers[name] = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
+			Models: []observe.Model{{ID: spec.ServedName, MaxModelLen: spec.MaxModelLen}}}
+		setServeAnswer(head, sv.Port, answers[name])
+	}
+	in := resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}
+	checkNoChanges(t, resources.Plan(in).Plan)
+
+	// One port answering the other's model replaces that serve only.
+	setServeAnswer(head, 8001, answers["llama"])
+	p := resources.Plan(in).Plan
+	for _, ch := range p.Changes {
+		want := plan.NoOp
+		if ch.Address == "vllm_serve.small" {
+			want = plan.Replace
+			if !strings.Contains(strings.Join(ch.Reasons, "; "), "vLLM serves llama-405b; want Qwen/Qwen3-0.6B") {
+				t.Errorf("%s: reasons %v", ch.Address, ch.Reasons)
+			}
+		}
+		if ch.Action != want {
+			t.Errorf("%s: %s, want %s (%v)", ch.Address, ch.Action, want, ch.Reasons)
+		}
+	}
+}
