@@ -102,9 +102,10 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 // The probes a cluster and its serves ask of the head, and the one reading
 // of each answer: plan, apply's checks and status all read them here.
 
-// rayTableURL is where the head's Ray dashboard lists the nodes.
-func rayTableURL(rc *config.RayCluster) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", rc.DashboardPort)
+// RayTableURL is where a head's Ray dashboard on dashboardPort lists the
+// nodes.
+func RayTableURL(dashboardPort int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", dashboardPort)
 }
 
 // rayTableProbe asks the head for Ray's node table: the dashboard's
@@ -112,7 +113,7 @@ func rayTableURL(rc *config.RayCluster) string {
 // nodes` (a client of the same API) inside the head container, which
 // starts a Python process there and changes nothing.
 func rayTableProbe(rc *config.RayCluster) observe.HTTPProbe {
-	return observe.HTTPProbe{URL: rayTableURL(rc), Owner: ContainerName(rc),
+	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
 		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
 }
 
@@ -121,12 +122,12 @@ func RayTable(hf *observe.HostFacts, rc *config.RayCluster) observe.RayNodeFacts
 	if hf == nil {
 		return observe.RayNodeFacts{}
 	}
-	r, ok := hf.HTTP[rayTableURL(rc)]
+	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
 	return observe.ParseRayNodes(r, ok)
 }
 
-// serveURL is the loopback URL of path on a serve's port.
-func serveURL(port int, path string) string {
+// ServeURL is the loopback URL of path on a serve's port.
+func ServeURL(port int, path string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
 }
 
@@ -135,8 +136,8 @@ func serveURL(port int, path string) string {
 // (rayform's serve), never to a foreign listener.
 func serveHTTPProbes(container string, port int) []observe.HTTPProbe {
 	return []observe.HTTPProbe{
-		{URL: serveURL(port, "/health"), Owner: container},
-		{URL: serveURL(port, "/v1/models"), Owner: container},
+		{URL: ServeURL(port, "/health"), Owner: container},
+		{URL: ServeURL(port, "/v1/models"), Owner: container},
 	}
 }
 
@@ -146,17 +147,17 @@ func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
 	if hf == nil {
 		return observe.VLLM{}
 	}
-	h, ok := hf.HTTP[serveURL(port, "/health")]
-	return observe.ParseVLLM(h, hf.HTTP[serveURL(port, "/v1/models")], ok)
+	h, ok := hf.HTTP[ServeURL(port, "/health")]
+	return observe.ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
 }
 
-// serveRecordName is the file name (without extension) of a serve's
+// ServeRecordName is the file name (without extension) of a serve's
 // record, pid, lock and log in serveDir.
-func serveRecordName(name string) string { return "serve-" + name }
+func ServeRecordName(name string) string { return "serve-" + name }
 
 // serveRecordProbe asks for a serve's record in the head container.
 func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
-	return observe.RecordProbe{Name: serveRecordName(name), HostDir: ServeHostDir(project, node, container),
+	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: ServeHostDir(project, node, container),
 		Container: container, Dir: serveDir, LegacyDir: legacyServeDir}
 }
 
@@ -165,7 +166,7 @@ func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
 	if hf == nil {
 		return observe.ProcessRecord{}
 	}
-	return hf.Records[serveRecordName(name)]
+	return hf.Records[ServeRecordName(name)]
 }
 
 // AssumedFabric returns the fabric address (and the interface holding it)

@@ -91,13 +91,13 @@ func (s ServeSpec) Hash() string {
 }
 
 // Paths inside the head container.
-func (s ServeSpec) specPath() string { return serveDir + "/serve-" + s.Name + ".json" }
-func (s ServeSpec) pidPath() string  { return serveDir + "/serve-" + s.Name + ".pid" }
-func (s ServeSpec) lockPath() string { return serveDir + "/serve-" + s.Name + ".lock" }
+func (s ServeSpec) specPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".json" }
+func (s ServeSpec) pidPath() string  { return serveDir + "/" + ServeRecordName(s.Name) + ".pid" }
+func (s ServeSpec) lockPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".lock" }
 
 // LogPath is where the serve process writes its log.
-func (s ServeSpec) LogPath() string { return serveDir + "/serve-" + s.Name + ".log" }
-func (s ServeSpec) envPath() string { return serveDir + "/serve-" + s.Name + ".env" }
+func (s ServeSpec) LogPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".log" }
+func (s ServeSpec) envPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".env" }
 
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.
