@@ -20,4 +20,6 @@ var (
 )
 
 // serveAnswer is resources' reading of a serve's answers on port.
-func serveAnswer(hf *observe.HostFacts, port int) observe.VLLM { return resources.ServeAnswer(hf, port) }
+func serveAnswer(hf *observe.HostFacts, port int) observe.VLLM {
+	return resources.ServeAnswer(hf, port)
+}
