@@ -37,6 +37,7 @@ func (p *planner) cluster(rc *config.RayCluster) {
 	}
 	addr := rc.Addr
 	nodes := rc.Nodes()
+	p.gpuBudget(rc)
 	if len(rc.Workers) > 0 && rc.Network == "" {
 		p.finding(plan.Error, addr, "", "multi-node cluster without a network binding",
 			"Without a network, Ray registers each node under its default route's address and vLLM's c10d master listens there; a worker that cannot reach that address fails with \"The client socket has failed to connect to any network address of (<ip>, <port>)\" after the model starts loading.",

@@ -166,9 +166,10 @@ func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec ob
 	return attrChanges(schema, before, after)
 }
 
-// capacity checks TP×PP against the GPUs Ray will see on the cluster.
-func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
-	need := max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
+// clusterGPUs is the GPUs Ray will see in a cluster: per node, the
+// declared gpus, or fewer where nvidia-smi lists fewer; and the count of
+// each node, for messages.
+func (p *planner) clusterGPUs(rc *config.RayCluster) (int, []string) {
 	have := 0
 	var parts []string
 	for _, node := range rc.Nodes() {
@@ -183,11 +184,52 @@ func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
 		have += gpus
 		parts = append(parts, fmt.Sprintf("%s: %d", node, gpus))
 	}
+	return have, parts
+}
+
+// serveGPUs is the GPUs a serve takes: tensor × pipeline parallelism.
+func serveGPUs(sv *config.VLLMServe) int {
+	return max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
+}
+
+// capacity checks that a serve alone fits its cluster's GPUs.
+func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
+	need := serveGPUs(sv)
+	have, parts := p.clusterGPUs(rc)
 	if need > have {
 		p.finding(plan.Error, sv.Addr, "", fmt.Sprintf("tensor_parallel_size × pipeline_parallel_size = %d, but Ray will see %d GPUs", need, have),
 			"GPUs per node ("+strings.Join(parts, ", ")+"). vLLM would wait for a placement group that can never be created.",
 			"lower the parallelism or add nodes to the cluster")
 	}
+}
+
+// gpuBudget checks that the serves of a cluster, each of which fits
+// alone (capacity), fit together: each takes its GPUs for its whole life
+// (a placement group of tensor × pipeline bundles of one GPU on Ray, the
+// first GPUs of the head without it), so a serve beyond the budget never
+// starts (Ray leaves its placement group pending until vLLM gives up).
+func (p *planner) gpuBudget(rc *config.RayCluster) {
+	have, parts := p.clusterGPUs(rc)
+	need := 0
+	var serves, each []string
+	for _, sv := range sortedServes(p.cfg) {
+		if sv.Cluster != rc.Name {
+			continue
+		}
+		n := serveGPUs(sv)
+		if n > have {
+			return // capacity reports it on its own
+		}
+		need += n
+		serves = append(serves, sv.Addr)
+		each = append(each, fmt.Sprintf("%s needs %d (%d × %d)", sv.Addr, n, max(sv.TensorParallelSize, 1), max(sv.PipelineParallelSize, 1)))
+	}
+	if len(serves) < 2 || need <= have {
+		return
+	}
+	p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
+		strings.Join(each, "; ")+". GPUs per node ("+strings.Join(parts, ", ")+"). Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
+		"lower the parallelism of "+strings.Join(serves, ", ")+", remove a serve, or add nodes to "+rc.Addr)
 }
 
 // memoryMonitor flags Ray's memory monitor on unified memory: vLLM takes
