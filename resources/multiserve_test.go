@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -140,5 +141,39 @@ vllm_serve "third" {
 		if strings.Contains(f.Summary, "GPUs") {
 			t.Errorf("two serves of 4 GPUs on 8: %+v", f)
 		}
+	}
+}
+
+// TestServesHeadGPUBudget: on a multi-node cluster each serve's engine
+// takes one GPU of the head, so 9 serves of one GPU do not fit a head of
+// 8 GPUs even though the cluster has 16; 8 do.
+func TestServesHeadGPUBudget(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	base := strings.Replace(strings.Replace(string(benchConfig(2)), "tensor_parallel_size   = 8", "tensor_parallel_size   = 1", 1),
+		"pipeline_parallel_size = length(var.hosts)", "pipeline_parallel_size = 1", 1)
+	withServes := func(n int) string {
+		src := base
+		for i := range n {
+			src += fmt.Sprintf("\nvllm_serve \"s%d\" {\n  cluster = ray_cluster.main\n  model   = \"m%d\"\n  port    = %d\n}\n", i, i, 8001+i)
+		}
+		return src
+	}
+	budget := func(src string) []plan.Finding {
+		cfg := planConfig(t, src, cc.facts)
+		var out []plan.Finding
+		for _, f := range resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan.Errors() {
+			if strings.Contains(f.Summary, "serves") {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	if f := budget(withServes(7)); len(f) != 0 {
+		t.Errorf("8 serves on a head of 8 GPUs: %+v", f)
+	}
+	f := budget(withServes(8))
+	if len(f) != 1 || !strings.Contains(f[0].Summary, `9 serves on ray_cluster.main, but its head gpu["h1"] has 8 GPUs`) ||
+		!strings.Contains(f[0].Detail, "Current node has no GPU available") {
+		t.Fatalf("9 serves on a head of 8 GPUs: %+v", f)
 	}
 }

@@ -167,24 +167,29 @@ func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec ob
 }
 
 // clusterGPUs is the GPUs Ray will see in a cluster: per node, the
-// declared gpus, or fewer where nvidia-smi lists fewer; and the count of
-// each node, for messages.
+// declared gpus, or fewer where nvidia-smi lists fewer; the total, and
+// each node's count in words for messages.
 func (p *planner) clusterGPUs(rc *config.RayCluster) (int, []string) {
 	have := 0
 	var parts []string
 	for _, node := range rc.Nodes() {
-		n := p.cfg.Nodes[node]
-		gpus := 0
-		if n != nil {
-			gpus = n.GPUs
-		}
-		if hf := p.host(node); hf != nil && hf.GPUs.Err == "" {
-			gpus = min(gpus, len(hf.GPUs.List))
-		}
+		gpus := p.nodeGPUs(node)
 		have += gpus
 		parts = append(parts, fmt.Sprintf("%s: %d", node, gpus))
 	}
 	return have, parts
+}
+
+// nodeGPUs is the GPUs Ray will see on node (see clusterGPUs).
+func (p *planner) nodeGPUs(node string) int {
+	gpus := 0
+	if n := p.cfg.Nodes[node]; n != nil {
+		gpus = n.GPUs
+	}
+	if hf := p.host(node); hf != nil && hf.GPUs.Err == "" {
+		gpus = min(gpus, len(hf.GPUs.List))
+	}
+	return gpus
 }
 
 // serveGPUs is the GPUs a serve takes: tensor × pipeline parallelism.
@@ -204,10 +209,15 @@ func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
 }
 
 // gpuBudget checks that the serves of a cluster, each of which fits
-// alone (capacity), fit together: each takes its GPUs for its whole life
-// (a placement group of tensor × pipeline bundles of one GPU on Ray, the
-// first GPUs of the head without it), so a serve beyond the budget never
-// starts (Ray leaves its placement group pending until vLLM gives up).
+// alone (capacity), fit together. Each holds its GPUs for its whole life:
+// on a multi-node cluster a placement group of tensor × pipeline bundles
+// of one GPU, whose first bundle vLLM pins to the node its engine runs on,
+// the head (vLLM refuses to start, "Current node has no GPU available",
+// when the head has no free GPU); on a single node the node's GPUs. So
+// the serves must fit the cluster's GPUs together, and on a multi-node
+// cluster there can be no more serves than the head has GPUs. A serve
+// beyond the budget never starts (Ray leaves its placement group pending
+// until vLLM gives up).
 func (p *planner) gpuBudget(rc *config.RayCluster) {
 	have, parts := p.clusterGPUs(rc)
 	need := 0
@@ -224,12 +234,21 @@ func (p *planner) gpuBudget(rc *config.RayCluster) {
 		serves = append(serves, sv.Addr)
 		each = append(each, fmt.Sprintf("%s needs %d (%d × %d)", sv.Addr, n, max(sv.TensorParallelSize, 1), max(sv.PipelineParallelSize, 1)))
 	}
-	if len(serves) < 2 || need <= have {
+	if len(serves) < 2 {
 		return
 	}
-	p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
-		strings.Join(each, "; ")+". GPUs per node ("+strings.Join(parts, ", ")+"). Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
-		"lower the parallelism of "+strings.Join(serves, ", ")+", remove a serve, or add nodes to "+rc.Addr)
+	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
+	fix := "lower the parallelism of " + strings.Join(serves, ", ") + ", remove a serve, or add nodes to " + rc.Addr
+	if need > have {
+		p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
+			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.", fix)
+		return
+	}
+	if head := p.nodeGPUs(rc.Head); len(rc.Workers) > 0 && len(serves) > head {
+		p.finding(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
+			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
+			"remove a serve, or give the head more GPUs")
+	}
 }
 
 // memoryMonitor flags Ray's memory monitor on unified memory: vLLM takes
