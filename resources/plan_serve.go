@@ -80,7 +80,12 @@ func (p *planner) serve(sv *config.VLLMServe) {
 			p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
 		}
 	}
-	if action != plan.NoOp && head != nil && !(rec.Found && rec.Alive) {
+	// The port must be free unless this serve's own process, running,
+	// holds it: its record says it listens there (a record without
+	// attributes, of an older rayform, is taken to).
+	recPort, recorded := rec.Attrs["port"]
+	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
+	if action != plan.NoOp && head != nil && !ownPort {
 		p.portsFree(addr, rc.Head, "The vllm serve of "+addr, []portUse{{sv.Port, "port"}})
 	}
 	attrs := serveAttrs(sv, spec, action, rec)
