@@ -1,22 +1,17 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -132,34 +127,20 @@ type statusServe struct {
 	HealthDetail string   `json:"health_detail,omitempty"`
 	Models       []string `json:"models,omitempty"`
 	// UptimeSeconds is how long the serve process has run (0: unknown).
-	UptimeSeconds int64         `json:"uptime_seconds,omitempty"`
-	Metrics       *serveMetrics `json:"metrics,omitempty"`
+	UptimeSeconds int64                  `json:"uptime_seconds,omitempty"`
+	Metrics       *resources.VLLMMetrics `json:"metrics,omitempty"`
 }
 
-// serveMetrics are vLLM's /metrics counters and gauges, summed over
-// their labels.
-type serveMetrics struct {
-	RequestsFinished float64 `json:"requests_finished"`
-	RequestsRunning  float64 `json:"requests_running"`
-	RequestsWaiting  float64 `json:"requests_waiting"`
-	PromptTokens     float64 `json:"prompt_tokens"`
-	GenerationTokens float64 `json:"generation_tokens"`
-	// TokensPerSecond is generation tokens over the uptime: the average
-	// since the serve started.
-	TokensPerSecond float64 `json:"tokens_per_second_avg"`
-}
-
-// status observes the hosts once and builds the report.
+// status observes the hosts once, with plan's probe plus each serve's
+// /metrics and start time (resources.StatusProbes), and builds the
+// report.
 func (s *session) status(ctx context.Context) (*statusReport, error) {
+	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	rep := buildStatus(s.project, obs)
-	for i := range rep.Serves {
-		s.serveMetrics(ctx, &rep.Serves[i], obs)
-	}
-	return rep, nil
+	return buildStatus(s.project, obs), nil
 }
 
 // buildStatus is the report of one observation and its plan: every
@@ -223,7 +204,7 @@ func buildStatus(project string, obs *observed) *statusReport {
 	sort.Strings(serveNames)
 	for _, name := range serveNames {
 		sv := cfg.Serves[name]
-		ss := statusServeOf(sv, obs)
+		ss := statusServeOf(project, sv, obs)
 		if ss.Health != resources.HealthOK {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
 		}
@@ -320,9 +301,10 @@ func statusNodeOf(project string, n *config.Node, facts *observe.Facts, obs *obs
 	return sn
 }
 
-// statusServeOf reads a serve's health from the observation: its record
-// and its own port's answers, judged as plan judges them (JudgeServe).
-func statusServeOf(sv *config.VLLMServe, obs *observed) statusServe {
+// statusServeOf reads a serve from the observation: its health from its
+// record and its own port's answers, judged as plan judges them
+// (JudgeServe), its uptime and vLLM's metrics.
+func statusServeOf(project string, sv *config.VLLMServe, obs *observed) statusServe {
 	rc := obs.cfg.RayClusters[sv.Cluster]
 	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: resources.HealthDown}
 	if rc == nil {
@@ -346,37 +328,15 @@ func statusServeOf(sv *config.VLLMServe, obs *observed) statusServe {
 	for _, m := range answer.Models {
 		ss.Models = append(ss.Models, m.ID)
 	}
+	if h.State == resources.HealthDown {
+		return ss
+	}
+	uptime := resources.ServeUptime(hf, spec, project)
+	ss.UptimeSeconds = int64(uptime / time.Second)
+	if h.State == resources.HealthOK {
+		ss.Metrics = resources.ServeMetrics(hf, sv.Port, uptime)
+	}
 	return ss
-}
-
-// serveMetrics adds a serve's uptime and, when it is healthy, its
-// /metrics, read from its head in one more command.
-func (s *session) serveMetrics(ctx context.Context, ss *statusServe, obs *observed) {
-	sv := obs.cfg.Serves[plan.ParseAddress(ss.Address).Instance()]
-	if sv == nil || ss.Node == "" || ss.Health == resources.HealthDown {
-		return
-	}
-	rc := obs.cfg.RayClusters[sv.Cluster]
-	conn, ok := s.conns[ss.Node]
-	if !ok || rc == nil {
-		return
-	}
-	spec := resources.ServeSpec{Name: sv.Name, Container: resources.ContainerName(rc), Node: rc.Head}
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", sv.Port)
-	script := fmt.Sprintf("stat -c %%Y %s 2>/dev/null || echo -; date +%%s; echo ---; if [ %s = ok ]; then curl -q -sS -m 2 %s 2>/dev/null || wget -q -T 2 -O - %s 2>/dev/null; fi; true",
-		shell.Quote(spec.HostPidPath(s.project)), shell.Quote(ss.Health), shell.Quote(url), shell.Quote(url))
-	res, err := conn.Run(ctx, transport.Cmd{Script: script, Timeout: 10 * time.Second})
-	if err != nil {
-		return
-	}
-	started, now, metrics := parseServeStatus(res.Stdout)
-	if started > 0 && now >= started {
-		ss.UptimeSeconds = now - started
-	}
-	if metrics != nil && ss.UptimeSeconds > 0 {
-		metrics.TokensPerSecond = metrics.GenerationTokens / float64(ss.UptimeSeconds)
-	}
-	ss.Metrics = metrics
 }
 
 func firstLine(s string) string {
@@ -385,67 +345,6 @@ func firstLine(s string) string {
 		return "no answer"
 	}
 	return s
-}
-
-// parseServeStatus reads the serve status command's output: the pid
-// file's mtime (or "-"), the host's clock, "---", then /metrics.
-func parseServeStatus(out []byte) (started, now int64, m *serveMetrics) {
-	head, body, _ := bytes.Cut(out, []byte("---\n"))
-	lines := strings.Fields(string(head))
-	if len(lines) >= 2 {
-		started, _ = strconv.ParseInt(lines[0], 10, 64)
-		now, _ = strconv.ParseInt(lines[1], 10, 64)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return started, now, nil
-	}
-	m = &serveMetrics{}
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, rest, ok := strings.Cut(line, "{")
-		if ok {
-			_, rest, ok = strings.Cut(rest, "}")
-		} else {
-			name, rest, ok = strings.Cut(line, " ")
-		}
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		var into *float64
-		switch name {
-		case "vllm:request_success_total":
-			into = &m.RequestsFinished
-		case "vllm:num_requests_running":
-			into = &m.RequestsRunning
-		case "vllm:num_requests_waiting":
-			into = &m.RequestsWaiting
-		case "vllm:prompt_tokens_total":
-			into = &m.PromptTokens
-		case "vllm:generation_tokens_total":
-			into = &m.GenerationTokens
-		}
-		if into != nil {
-			*into += v
-			found = true
-		}
-	}
-	if !found {
-		return started, now, nil
-	}
-	return started, now, m
 }
 
 // render prints the report as text.

@@ -83,6 +83,10 @@ type HostFacts struct {
 	TCPChecks []TCPCheck `json:"tcp_checks,omitempty"`
 	// Records are the answers to HostSpec.Records, by name.
 	Records map[string]ProcessRecord `json:"records,omitempty"`
+	// Files are the answers to HostSpec.Files, by path, and Clock the
+	// host's time when they were read (zero when none were asked).
+	Files map[string]FileFacts `json:"files,omitempty"`
+	Clock time.Time            `json:"clock,omitzero"`
 }
 
 // Link is one network interface.

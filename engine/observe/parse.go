@@ -65,6 +65,13 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Records = map[string]ProcessRecord{}
 			}
 			f.Records[s.attr("name")] = parseRecord(s)
+		case secFile:
+			if f.Files == nil {
+				f.Files = map[string]FileFacts{}
+			}
+			f.Files[s.attr("path")] = parseFile(s)
+		case secClock:
+			f.Clock = parseClock(s)
 		}
 	}
 	// docker ps answers for the daemon when the probe lists containers.

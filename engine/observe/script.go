@@ -51,6 +51,8 @@ const (
 	secContainers = "docker.containers"
 	secHTTP       = "http"
 	secRecord     = "record"
+	secFile       = "file"
+	secClock      = "clock"
 	secListen     = "listen"
 )
 
@@ -254,6 +256,7 @@ func ProbeScript(spec HostSpec) string {
 	}
 	writeHTTP(&b, spec.HTTP)
 	writeRecords(&b, spec.Records)
+	writeFiles(&b, spec.Files)
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	return b.String()
 }

@@ -56,6 +56,10 @@ type HostSpec struct {
 	// Records are the process records to read (see RecordProbe); each is
 	// in HostFacts.Records under its Name.
 	Records []RecordProbe
+	// Files are absolute paths (of letters, digits and "._/-") whose
+	// modification time to read; each is in HostFacts.Files under its
+	// path, and the host's clock in HostFacts.Clock.
+	Files []string
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -222,6 +226,11 @@ func (hs HostSpec) Validate() error {
 	for _, r := range hs.Records {
 		if err := r.validate(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, f := range hs.Files {
+		if !validDir(f) {
+			errs = append(errs, fmt.Errorf("file %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", f))
 		}
 	}
 	for _, k := range hs.EnvKeys {

@@ -22,7 +22,7 @@ rf_rec() {
 # rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container.
 rf_sexec() {
 	if [ -z "$1" ]; then
-		printf 'rayform: no head container to ask\n' >&2
+		printf 'rayform: no container to ask\n' >&2
 		return 1
 	fi
 	if [ "$rf_dok" != 1 ]; then
