@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
@@ -20,7 +19,7 @@ const memoryHeadroomLimit = 0.10
 // rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
 const rayDefaultMemoryThreshold = 0.95
 
-func (p *planner) serve(sv *config.VLLMServe) {
+func (p *planner) serve(sv *VLLMServe) {
 	addr := sv.Addr
 	rc := p.cfg.RayClusters[sv.Cluster]
 	if rc == nil {
@@ -157,7 +156,7 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
-func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
+func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
 	after := normalize(schema, serveRecordValues(sv))
 	before := attrValues{}
@@ -176,7 +175,7 @@ func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec ob
 // clusterGPUs is the GPUs Ray will see in a cluster: per node, the
 // declared gpus, or fewer where nvidia-smi lists fewer; the total, and
 // each node's count in words for messages.
-func (p *planner) clusterGPUs(rc *config.RayCluster) (int, []string) {
+func (p *planner) clusterGPUs(rc *RayCluster) (int, []string) {
 	have := 0
 	var parts []string
 	for _, node := range rc.Nodes() {
@@ -200,12 +199,12 @@ func (p *planner) nodeGPUs(node string) int {
 }
 
 // serveGPUs is the GPUs a serve takes: tensor × pipeline parallelism.
-func serveGPUs(sv *config.VLLMServe) int {
+func serveGPUs(sv *VLLMServe) int {
 	return max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
 }
 
 // capacity checks that a serve alone fits its cluster's GPUs.
-func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
 	need := serveGPUs(sv)
 	have, parts := p.clusterGPUs(rc)
 	if need > have {
@@ -232,8 +231,8 @@ func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
 // each takes gpu_memory_utilization of a device's memory, which vLLM
 // requires free at its start. So on every device the serves using it must
 // not ask more than the whole device.
-func (p *planner) gpuBudget(rc *config.RayCluster) {
-	var serves []*config.VLLMServe
+func (p *planner) gpuBudget(rc *RayCluster) {
+	var serves []*VLLMServe
 	have, parts := p.clusterGPUs(rc)
 	for _, sv := range sortedServes(p.cfg) {
 		if sv.Cluster != rc.Name {
@@ -275,8 +274,8 @@ func (p *planner) gpuBudget(rc *config.RayCluster) {
 
 // deviceBudget is gpuBudget on a single node: per device, the serves that
 // use it must not ask more than its whole memory.
-func (p *planner) deviceBudget(rc *config.RayCluster, serves []*config.VLLMServe) {
-	users := map[int][]*config.VLLMServe{}
+func (p *planner) deviceBudget(rc *RayCluster, serves []*VLLMServe) {
+	users := map[int][]*VLLMServe{}
 	for _, sv := range serves {
 		for _, d := range serveDevices(sv) {
 			users[d] = append(users[d], sv)
@@ -284,7 +283,7 @@ func (p *planner) deviceBudget(rc *config.RayCluster, serves []*config.VLLMServe
 	}
 	// One finding per set of serves sharing devices, naming the devices.
 	type group struct {
-		serves  []*config.VLLMServe
+		serves  []*VLLMServe
 		devices []string
 	}
 	var groups []*group
@@ -329,7 +328,7 @@ func (p *planner) deviceBudget(rc *config.RayCluster, serves []*config.VLLMServe
 // serveDevices are the GPUs (by index on the node) a serve of a
 // single-node cluster uses: the first tensor × pipeline of those its env's
 // CUDA_VISIBLE_DEVICES lists, else 0 up to that count.
-func serveDevices(sv *config.VLLMServe) []int {
+func serveDevices(sv *VLLMServe) []int {
 	n := serveGPUs(sv)
 	var out []int
 	if v, ok := sv.Env["CUDA_VISIBLE_DEVICES"]; ok {
@@ -352,7 +351,7 @@ func serveDevices(sv *config.VLLMServe) []int {
 // gpu_memory_utilization of the machine's whole memory, and the monitor
 // kills workers when usage crosses its threshold (0.95) during CUDA graph
 // capture.
-func (p *planner) memoryMonitor(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
 	if !rc.MemoryMonitor {
 		return
 	}
