@@ -1,0 +1,201 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// marksPrelude declares the sensitive inputs the expressions of
+// TestSensitivityFollowsExpressions derive from, and plain values to mix
+// them with.
+const marksPrelude = `
+variable "token" {
+  default   = "s3cret-token"
+  sensitive = true
+}
+variable "n" {
+  default   = 7
+  sensitive = true
+}
+variable "tokens" {
+  default   = ["s3cret-a", "s3cret-b"]
+  sensitive = true
+}
+variable "cidr" {
+  default   = "10.1.0.0/16"
+  sensitive = true
+}
+variable "json" {
+  default   = "{\"k\": \"s3cret-json\"}"
+  sensitive = true
+}
+variable "flag" {
+  default   = true
+  sensitive = true
+}
+variable "plain" {
+  default = "plain"
+}
+locals {
+  m    = { a = var.token, b = "plain" }
+  l    = ["plain", var.token]
+  word = "w-${var.token}"
+}
+`
+
+// TestSensitivityFollowsExpressions shows that a value derived from a
+// sensitive variable stays sensitive through every kind of expression:
+// templates, each function of the library, conditionals, for
+// expressions, collections, indexing, local values.
+func TestSensitivityFollowsExpressions(t *testing.T) {
+	cases := []struct{ name, expr string }{
+		// templates and operators
+		{"template", `"s${var.token}"`},
+		{"heredoc", "<<EOT\nkey=${var.token}\nEOT"},
+		{"template directive", `"%{if var.flag}on%{else}off%{endif}"`},
+		{"template for", `"%{for t in var.tokens}${t},%{endfor}"`},
+		{"arithmetic", `var.n + 1`},
+		{"comparison", `var.token == "x"`},
+		{"logic", `var.flag && true`},
+		{"negation", `!var.flag`},
+		{"parentheses", `(var.token)`},
+		// conditionals
+		{"conditional result", `true ? var.token : "x"`},
+		{"conditional condition", `var.flag ? "a" : "b"`},
+		{"conditional on derived", `var.token == "" ? "a" : "b"`},
+		// for expressions
+		{"for over sensitive list", `[for t in var.tokens : "x-${t}"]`},
+		{"for over mixed list", `[for s in local.l : upper(s)]`},
+		{"for map", `{for k, v in local.m : k => v}`},
+		{"for filter", `[for s in ["a", "b"] : s if var.flag]`},
+		{"for key", `{for s in ["a"] : s => var.token}`},
+		// collections, indexing, splat
+		{"tuple", `["a", var.token]`},
+		{"object", `{ a = var.token }`},
+		{"object key", `{ (var.token) = 1 }`},
+		{"index", `var.tokens[0]`},
+		{"index by sensitive key", `local.m[var.plain == "plain" ? "a" : "b"]`},
+		{"index of local", `local.l[1]`},
+		{"attribute of local", `local.m.a`},
+		{"splat", `[{ v = var.token }][*].v`},
+		// local values
+		{"local", `local.word`},
+		{"local in template", `"${local.word}-x"`},
+		// functions: strings
+		{"format", `format("%s-x", var.token)`},
+		{"format width", `format("%10s", var.token)`},
+		{"formatlist", `formatlist("%s-x", var.tokens)`},
+		{"formatlist mixed", `formatlist("%s-x", local.l)`},
+		{"join", `join(",", ["a", var.token])`},
+		{"join sensitive list", `join(",", var.tokens)`},
+		{"join sensitive separator", `join(var.token, ["a", "b"])`},
+		{"split", `split("-", var.token)`},
+		{"lower", `lower(var.token)`},
+		{"upper", `upper(var.token)`},
+		{"replace", `replace(var.token, "s", "z")`},
+		{"trimspace", `trimspace(var.token)`},
+		{"trimprefix", `trimprefix(var.token, "s")`},
+		{"trimsuffix", `trimsuffix(var.token, "n")`},
+		{"substr", `substr(var.token, 0, 3)`},
+		// functions: collections
+		{"concat", `concat(["a"], [var.token])`},
+		{"concat sensitive list", `concat(["a"], var.tokens)`},
+		{"merge", `merge({ b = "x" }, local.m)`},
+		{"merge sensitive map", `merge({ b = "x" }, { a = var.token })`},
+		{"lookup", `lookup(local.m, "a", "d")`},
+		{"lookup default", `lookup({}, "a", var.token)`},
+		{"lookup sensitive key", `lookup({ a = "x" }, var.token, "d")`},
+		{"length", `length(var.token)`},
+		{"length of list", `length(var.tokens)`},
+		{"keys", `keys({ (var.token) = 1 })`},
+		{"values", `values(local.m)`},
+		{"contains", `contains(var.tokens, "x")`},
+		{"element", `element(local.l, 1)`},
+		{"element of sensitive list", `element(var.tokens, 0)`},
+		{"flatten", `flatten([["a"], [var.token]])`},
+		{"distinct", `distinct(local.l)`},
+		{"range", `range(var.n)`},
+		{"zipmap", `zipmap(["a"], [var.token])`},
+		{"zipmap sensitive keys", `zipmap(var.tokens, ["a", "b"])`},
+		{"coalesce", `coalesce(null, var.token)`},
+		{"coalesce skipping a sensitive null", `coalesce(var.flag ? null : "x", "plain")`},
+		{"sort", `sort(local.l)`},
+		// functions: numbers
+		{"min", `min(var.n, 100)`},
+		{"max", `max(var.n, 1)`},
+		{"abs", `abs(var.n)`},
+		{"ceil", `ceil(var.n)`},
+		{"floor", `floor(var.n)`},
+		// functions: conversion
+		{"tostring", `tostring(var.n)`},
+		{"tonumber", `tonumber(var.n)`},
+		{"tobool", `tobool(var.flag)`},
+		{"tolist", `tolist(local.l)`},
+		{"toset", `toset(local.l)`},
+		{"tomap", `tomap(local.m)`},
+		// functions: encoding, files, networks, errors
+		{"jsonencode", `jsonencode({ a = var.token })`},
+		{"jsonencode list", `jsonencode(local.l)`},
+		{"jsondecode", `jsondecode(var.json)`},
+		{"jsondecode attribute", `jsondecode(var.json).k`},
+		{"cidrhost", `cidrhost(var.cidr, 1)`},
+		{"cidrhost number", `cidrhost("10.0.0.0/8", var.n)`},
+		{"try", `try(var.token, "x")`},
+		{"try fallback", `try(var.tokens[5], var.token)`},
+		{"try inside", `try(upper(var.token), "x")`},
+		{"can", `can(var.tokens[5])`},
+		{"can of a sensitive index", `can(local.m[var.token])`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := marksPrelude + "locals {\n  v = " + c.expr + "\n}\n" +
+				"output \"o\" {\n  value = local.v\n}\n"
+			cfg, diags := loadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{})
+			text := renderDiags(t, cfg, diags)
+			if strings.Contains(text, "s3cret") {
+				t.Fatalf("a sensitive value reached a diagnostic:\n%s", text)
+			}
+			l := cfg.Locals["v"]
+			if l == nil {
+				t.Fatalf("local.v was not evaluated:\n%s", text)
+			}
+			if !l.Sensitive {
+				t.Errorf("local.v = %s lost the sensitive mark (value %#v)", c.expr, l.Value)
+			}
+			// The output that shows it must say it is sensitive.
+			if !strings.Contains(text, "Output refers to sensitive values") {
+				t.Errorf("output of %s without sensitive = true: want \"Output refers to sensitive values\", got:\n%s", c.expr, text)
+			}
+		})
+	}
+}
+
+// TestSensitivityStaysPrecise shows that the marks are not spread to
+// values that do not derive from a sensitive one: a plain element next
+// to a sensitive one, or try/can on plain references, stay plain, so a
+// configuration can still show them.
+func TestSensitivityStaysPrecise(t *testing.T) {
+	cases := []struct{ name, expr string }{
+		{"plain template", `"p-${var.plain}"`},
+		{"plain element of a mixed list", `local.l[0]`},
+		{"plain attribute of a mixed object", `local.m.b`},
+		{"try on a plain attribute", `try(local.m.b, "x")`},
+		{"can on a plain attribute", `can(local.m.b)`},
+		{"coalesce of plain values", `coalesce("", "plain")`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := marksPrelude + "locals {\n  v = " + c.expr + "\n}\n" +
+				"output \"o\" {\n  value = local.v\n}\n"
+			cfg, diags := loadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{})
+			if diags.HasErrors() {
+				t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
+			}
+			if cfg.Locals["v"].Sensitive {
+				t.Errorf("local.v = %s is marked sensitive, but derives from no sensitive value", c.expr)
+			}
+		})
+	}
+}
