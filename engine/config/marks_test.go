@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -197,5 +198,78 @@ func TestSensitivityStaysPrecise(t *testing.T) {
 				t.Errorf("local.v = %s is marked sensitive, but derives from no sensitive value", c.expr)
 			}
 		})
+	}
+}
+
+// TestSensitiveRefusedWithoutValues shows that validate, which runs
+// without variable values (Options.UnknownVariables), refuses a value
+// derived from a sensitive variable in an argument that must not hold
+// one, as plan does with the value: sensitivity does not depend on the
+// value being known.
+func TestSensitiveRefusedWithoutValues(t *testing.T) {
+	src := `
+variable "hf_token" {
+  sensitive = true
+}
+node "spark1" {
+  host = "10.1.230.180"
+  gpus = 1
+}
+ray_cluster "main" {
+  image       = "img"
+  head        = node.spark1
+  docker_args = ["--label", "tok=${var.hf_token}"]
+  volumes     = ["/data/${upper(var.hf_token)}:/cache"]
+  env         = { HF_TOKEN = var.hf_token }
+}
+`
+	for _, unknown := range []bool{true, false} {
+		opts := config.Options{UnknownVariables: unknown}
+		if !unknown {
+			opts.Args = []config.VarArg{{Value: "hf_token=hf_sEcReT"}}
+		}
+		cfg, diags := loadFiles(map[string][]byte{"main.hcl": []byte(src)}, opts)
+		text := renderDiags(t, cfg, diags)
+		for _, want := range []string{
+			"Sensitive value in docker_args", "on main.hcl line 12", "docker_args[1] is derived",
+			"Sensitive value in volumes", "on main.hcl line 13", "volumes[0] is derived",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("UnknownVariables=%v: want %q in:\n%s", unknown, want, text)
+			}
+		}
+		if strings.Contains(text, "env") && strings.Contains(text, "Sensitive value in env") {
+			t.Errorf("env takes sensitive values, but was refused:\n%s", text)
+		}
+		if strings.Contains(text, "sEcReT") {
+			t.Errorf("the value reached a diagnostic:\n%s", text)
+		}
+	}
+}
+
+// TestSensitiveRefusedGoldenNamesNoValue checks the golden cases of
+// refused sensitive values (testdata/config/invalid/sensitive-derived-*):
+// each error names its argument and path, none prints the value, and
+// env and api_key, which take sensitive values, are not refused.
+func TestSensitiveRefusedGoldenNamesNoValue(t *testing.T) {
+	for dir, args := range map[string][]string{
+		"sensitive-derived-cluster": {"image", "port", "volumes", "docker_args", "container_name"},
+		"sensitive-derived-serve":   {"model", "served_model_name", "tensor_parallel_size", "max_model_len", "extra_args"},
+	} {
+		cfg, diags := load(filepath.Join(repoRoot, "testdata/config/invalid", dir), config.Options{})
+		text := renderDiags(t, cfg, diags)
+		if strings.Contains(text, "sEcReT") || strings.Contains(text, "SECRET") {
+			t.Errorf("%s: the value reached a diagnostic:\n%s", dir, text)
+		}
+		for _, a := range args {
+			if !strings.Contains(text, "Error: Sensitive value in "+a+"\n") {
+				t.Errorf("%s: %s is not refused:\n%s", dir, a, text)
+			}
+		}
+		for _, a := range []string{"env", "api_key"} {
+			if strings.Contains(text, "Sensitive value in "+a+"\n") {
+				t.Errorf("%s: %s takes sensitive values, but was refused", dir, a)
+			}
+		}
 	}
 }
