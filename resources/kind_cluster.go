@@ -130,6 +130,7 @@ func checkRayCluster(b *config.Block) {
 		}
 	}
 	checkDockerArgs(b, rc.DockerArgs)
+	checkClusterLimits(b)
 }
 
 // validateClusters checks the rules between clusters and their nodes: a

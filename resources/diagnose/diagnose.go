@@ -41,14 +41,15 @@
 //     0 died (a consequence: a cause that kills a process wins over it)
 //  17. NCCLSystem     NCCL's "unhandled system error"
 //  18. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  19. PlacementGroup the placement group never filled
-//  20. FreeMemory     vLLM's startup check: less free than requested
-//  21. RayOOM         Ray's memory monitor killed a worker
-//  22. CUDAOOM        torch ran out of device memory
-//  23. ServeKilled    the serve process was stopped from outside
-//  24. EngineCore     vLLM's wrapper error with no recognised cause above it
-//  25. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  26. Unknown        nothing recognised: the last meaningful lines
+//  19. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
+//  20. PlacementGroup the placement group never filled
+//  21. FreeMemory     vLLM's startup check: less free than requested
+//  22. RayOOM         Ray's memory monitor killed a worker
+//  23. CUDAOOM        torch ran out of device memory
+//  24. ServeKilled    the serve process was stopped from outside
+//  25. EngineCore     vLLM's wrapper error with no recognised cause above it
+//  26. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  27. Unknown        nothing recognised: the last meaningful lines
 //
 // A rule declines when its lines do not support the cause (a retry that
 // succeeded, a warning that is harmless outside a Ray deployment, a local
@@ -142,6 +143,9 @@ const (
 	// NCCLSystem: NCCL's "unhandled system error" (a failed socket,
 	// memory or device call).
 	NCCLSystem Cause = "nccl-system-error"
+	// RayDriverNoGPU: vLLM found no GPU for itself in Ray on the node it
+	// runs on (address mismatch, no GPUs, or GPUs held by a placement group).
+	RayDriverNoGPU Cause = "ray-driver-no-gpu"
 )
 
 // Log is one log read from one host.

@@ -313,6 +313,10 @@ func fixtureCases() []fixtureCase {
 			want: []string{"refused the gated repository black-forest-labs/FLUX.1-dev", "Request access on https://huggingface.co/black-forest-labs/FLUX.1-dev"},
 		},
 		{
+			name: "hf-gated-403", fixture: "hf-gated-403", ctx: Context{}, cause: HFAccess,
+			want: []string{"refused the gated repository google/gemma-3-4b-pt", "valid, but its account has not been granted access (HTTP 403)", "403 Client Error"},
+		},
+		{
 			name: "hf-repo-not-found", fixture: "hf-repo-not-found", ctx: discreteCtx(), cause: HFAccess,
 			want: []string{"no repository Qwen/Qwen3.5-27B-AWQ visible", "does not reveal which", "Check the model name on vllm_serve.llama"},
 		},
@@ -352,6 +356,14 @@ func fixtureCases() []fixtureCase {
 		{
 			name: "ray-local-instance-cluster", fixture: "ray-local-instance", ctx: sparkCtx(), cause: RayLocal,
 			want: []string{"instead of joining the cluster of spark1, spark2", "RAY_ADDRESS=192.168.200.12:6379"},
+		},
+		{
+			name: "ray-driver-no-gpu", fixture: "ray-driver-no-gpu", ctx: Context{}, cause: RayDriverNoGPU,
+			want: []string{"found none of its Ray GPU workers on its own node", "VLLM_HOST_IP, else the default-route address", "ray list nodes"},
+		},
+		{
+			name: "ray-node-gpus-reserved", fixture: "ray-node-gpus-reserved", ctx: Context{}, cause: RayDriverNoGPU,
+			want: []string{"the GPUs of 74.10.28.48 are all held by a Ray placement group", "ray list placement-groups"},
 		},
 		{
 			name: "ready-timeout-not-c10d", fixture: "ready-timeout", ctx: spark, cause: Unknown,
@@ -513,7 +525,7 @@ func reversed(logs []Log) []Log {
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
 	want := []Cause{GPURuntime, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
-		NCCLPeer, NCCLSystem, DuplicateNodeIP, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
+		NCCLPeer, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {
 		got = append(got, r.cause)

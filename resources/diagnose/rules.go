@@ -38,6 +38,7 @@ func rules() []rule {
 		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
 		{NCCLSystem, matchNCCLSystem, buildNCCLSystem},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
+		{RayDriverNoGPU, matchDriverNoGPU, buildDriverNoGPU},
 		{PlacementGroup, matchPG, buildPG},
 		{FreeMemory, matchFreeMemory, buildFreeMemory},
 		{RayOOM, matchRayOOM, buildRayOOM},

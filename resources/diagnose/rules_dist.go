@@ -156,3 +156,57 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// ---- the node vllm serve runs on has no GPU in Ray ------------------------------
+
+var (
+	// "current_node_resource={...}. ... current_ip='74.10.28.48'."
+	curNodeResRE = regexp.MustCompile(`current_node_resource=\{([^}]*)\}`)
+	curNodeIPRE  = regexp.MustCompile(`current_ip='([^']+)'`)
+)
+
+func matchDriverNoGPU(b string) bool {
+	return containsAny(b, "Ray does not allocate any GPUs on the driver node", "Current node has no GPU available")
+}
+
+func buildDriverNoGPU(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	c := s.ctx
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	compare := "`ray list nodes` on the head shows the address and GPUs Ray registered for each node"
+	if !strings.Contains(b, "Current node has no GPU available") {
+		// Older vLLM: no Ray worker of the placement group runs on the node
+		// whose IP equals the driver's get_ip().
+		d.Title = "vLLM found none of its Ray GPU workers on its own node" + onHost(host)
+		d.Explanation = "vLLM (older releases) looks for one of its GPU workers on the node whose Ray address equals its own IP — VLLM_HOST_IP, else the default-route address — and found none: " +
+			"either that IP is not the address Ray registered this node under, or Ray has no GPU on the node vllm serve runs on."
+		d.Fix = "Compare: " + compare + "; VLLM_HOST_IP on this node must be the same address (ray start --node-ip-address=<it> and VLLM_HOST_IP=<it>), and vllm serve must run on a node whose Ray has GPUs (the container started with --gpus)."
+		return d, true
+	}
+	res := ""
+	if m := curNodeResRE.FindStringSubmatch(b); m != nil {
+		res = m[1]
+	}
+	ip := ""
+	if m := curNodeIPRE.FindStringSubmatch(b); m != nil {
+		ip = m[1]
+	}
+	where := orDefault(ip, "this node")
+	if o := c.ownerOf(ip); o.node != "" {
+		where = o.node + " (" + ip + ")"
+	}
+	switch {
+	case strings.Contains(res, "bundle_group_"):
+		d.Title = "the GPUs of " + where + " are all held by a Ray placement group; vLLM found none free"
+		d.Explanation = "vLLM needs a free GPU on the node it runs on. Ray lists this node's available resources with placement-group bundles (bundle_group_…) and no GPU: another placement group reserved them — " +
+			"another vLLM instance on this cluster, or one an earlier run left behind."
+		d.Fix = "See who holds them: `ray list placement-groups` (and `ray status`) on the head. Stop the other serve, or remove a stale group (restarting Ray on the cluster clears them all); then start vllm serve again."
+	default:
+		d.Title = "Ray has no GPU on " + where + ", where vllm serve runs"
+		d.Explanation = "vLLM needs a GPU in Ray on the node it runs on; Ray's available resources there name none: the node joined Ray without GPUs (its container started without --gpus, or ray start --num-gpus=0), or other work holds them."
+		d.Fix = "Run vllm serve on a node whose Ray has GPUs (" + compare + "): start that node's container with --gpus all (rayform does) and ray start without --num-gpus=0."
+	}
+	return d, true
+}

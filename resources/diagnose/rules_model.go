@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -60,9 +61,23 @@ func buildHF(s *scan, hits []int) (Diagnosis, bool) {
 			picked = append(picked, j)
 		}
 	}
+	// huggingface_hub prints the status on a line of its own above the URL
+	// ("403 Client Error. (Request ID: ...)").
+	for _, j := range hits {
+		lo, _ := s.logSpan(j)
+		for k := max(lo, j-3); k < j && status == ""; k++ {
+			if m := hfStatusRE.FindStringSubmatch(s.lines[k].body); m != nil {
+				status = m[1]
+				if len(picked) < 3 && !slices.Contains(picked, k) {
+					picked = append([]int{k}, picked...)
+				}
+			}
+		}
+	}
 	if len(picked) == 0 {
 		picked = hits[:1]
 	}
+	slices.Sort(picked)
 	ev := make([]Evidence, 0, len(picked))
 	for _, j := range picked {
 		ev = append(ev, s.evidence(j))
