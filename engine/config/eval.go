@@ -306,6 +306,7 @@ func (e *evaluator) evalLocal(it *item) hcl.Diagnostics {
 	e.refEdges(it, it.addr)
 	a := it.attrs[it.name]
 	val, diags := a.Expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -361,6 +362,7 @@ func (e *evaluator) evalOutput(it *item) hcl.Diagnostics {
 func (e *evaluator) forEachKeys(it *item) ([]string, map[string]cty.Value, hcl.Diagnostics) {
 	expr := it.forEach.Expr
 	val, diags := expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -545,6 +547,7 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		}
 		b.decl.AttrRanges[spec.Name] = a.Expr.Range()
 		val, diags := a.Expr.Value(ctx)
+		diags = redactSensitive(diags)
 		b.diags = append(b.diags, diags...)
 		if diags.HasErrors() || val.IsNull() {
 			continue

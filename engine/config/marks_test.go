@@ -273,3 +273,64 @@ func TestSensitiveRefusedGoldenNamesNoValue(t *testing.T) {
 		}
 	}
 }
+
+// TestSensitiveValueNotInDiagnostics checks the diagnostics that could
+// quote a sensitive value: a validation rule's error_message built from
+// it, a condition that fails on it (hcl shows the values an expression
+// refers to), and a reference argument given it (which names a string
+// it is given).
+func TestSensitiveValueNotInDiagnostics(t *testing.T) {
+	cases := []struct{ name, src, want string }{
+		{"error_message", `
+variable "token" {
+  sensitive = true
+  validation {
+    condition     = length(var.token) > 100
+    error_message = "The token ${var.token} is too short."
+  }
+}
+`, "Invalid value for variable"},
+		{"failing condition", `
+variable "token" {
+  sensitive = true
+  validation {
+    condition     = tonumber(var.token) > 1
+    error_message = "Not a number."
+  }
+}
+`, "tonumber"},
+		{"type mismatch", `
+variable "token" {
+  type      = number
+  sensitive = true
+}
+`, "Invalid value for input variable"},
+		{"reference argument", `
+variable "token" {
+  sensitive = true
+}
+node "a" {
+  host = "h"
+}
+ray_cluster "c" {
+  image = "img"
+  head  = var.token
+}
+`, "Sensitive value in head"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// The value comes from -var: a default would be in the
+			// source snippets diagnostics show.
+			opts := config.Options{Args: []config.VarArg{{Value: "token=s3cret-token"}}}
+			cfg, diags := loadFiles(map[string][]byte{"main.hcl": []byte(c.src)}, opts)
+			text := renderDiags(t, cfg, diags)
+			if !diags.HasErrors() || !strings.Contains(text, c.want) {
+				t.Errorf("want an error containing %q, got:\n%s", c.want, text)
+			}
+			if strings.Contains(text, "s3cret") {
+				t.Errorf("the sensitive value reached a diagnostic:\n%s", text)
+			}
+		})
+	}
+}
