@@ -628,7 +628,10 @@ func (b *blockEval) refuseSensitive(spec Arg, paths []string) {
 		}
 	}
 	hint := "Use a value that does not derive from a sensitive variable."
-	if len(takers) > 0 {
+	switch {
+	case b.it.kind == kindOutput:
+		hint = "Only an output's value may be sensitive (with sensitive = true)."
+	case len(takers) > 0:
 		hint = fmt.Sprintf("Only %s of a %s may hold sensitive values: rayform keeps those off command lines, names and labels.",
 			strings.Join(takers, " and "), b.e.mod.noun(b.it.kind))
 	}

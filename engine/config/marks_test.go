@@ -305,6 +305,23 @@ variable "token" {
   sensitive = true
 }
 `, "Invalid value for input variable"},
+		{"output description", `
+variable "token" {
+  sensitive = true
+}
+output "o" {
+  value       = "x"
+  description = "for ${var.token}"
+}
+`, "Only an output's value may be sensitive"},
+		{"node host", `
+variable "token" {
+  sensitive = true
+}
+node "a" {
+  host = "${var.token}.example"
+}
+`, "Sensitive value in host"},
 		{"reference argument", `
 variable "token" {
   sensitive = true
