@@ -23,7 +23,8 @@ import (
 // templates, functions, a local and a for expression, and looks for it
 // (and its upper-cased form) everywhere it must not be (issue 12, findings
 // 6-8; issue 23, item 6): plan text, plan -json, the saved plan, the
-// state, trace logs, error output, `rayform logs`, every process's argv on
+// state, trace logs, error output, `rayform logs`, `output`, `status`,
+// `show` (text and -json), every process's argv on
 // the nodes while apply runs, `docker inspect` of the containers (but for
 // their environment, the channel env is for), and the files rayform
 // writes on the hosts (serve logs and records, the SSH user's home) after
@@ -219,6 +220,15 @@ output "auth" {
 	mustCode(t, "logs of the serve", run("logs of the serve", "logs", "vllm_serve.qwen"), exitOK)
 	mustCode(t, "logs of the cluster", run("logs of the cluster", "logs", "ray_cluster.spark"), exitOK)
 	mustCode(t, "output", run("output", "output"), exitOK)
+	// (output -json prints sensitive outputs' values, as Terraform's does
+	// for scripts, so it is not scanned.)
+	mustCode(t, "status", run("status", "status"), exitOK)
+	mustCode(t, "status -json", run("status -json", "status", "-json"), exitOK)
+	for _, args := range [][]string{{"show", planFile}, {"show", "-json", planFile}, {"show"}} {
+		r := l.rayform("", append([]string{"-chdir=" + dir}, args...)...)
+		keep(strings.Join(args, " "), r.stdout+r.stderr)
+		mustCode(t, strings.Join(args, " "), r, exitOK)
+	}
 	// vLLM got the key: without it /v1/models is refused.
 	if out, _ := l.ssh("spark1", "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models"); strings.TrimSpace(out) != "401" {
 		t.Errorf("/v1/models without the API key answered %q, want 401", out)
