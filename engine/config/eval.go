@@ -580,6 +580,14 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 			b.decl.Unknown = append(b.decl.Unknown, sensitive...)
 			sensitive = nil
 		}
+		if b.it.kind != kindOutput && slices.Contains(sensitive, spec.Name) && (unmarked.Type().IsMapType() || unmarked.Type().IsObjectType()) {
+			// The map itself is marked: its names derive from a sensitive
+			// value, and a map's names are shown and sent as they are.
+			b.errorAt(spec.Name, "Sensitive names in "+spec.Name,
+				fmt.Sprintf("The names in %s are derived from a sensitive value (the whole map is sensitive), but only its values may be: rayform shows the names in plans and passes them on command lines. Write the names out, e.g. %s = { HF_TOKEN = var.hf_token }, or for a sensitive map, %s = { HF_TOKEN = var.secrets[\"HF_TOKEN\"] }.",
+					spec.Name, spec.Name, spec.Name))
+			continue
+		}
 		b.decl.Sensitive = append(b.decl.Sensitive, sensitive...)
 		if spec.Ref == "" && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
 			// Checking without variable values: an argument that depends

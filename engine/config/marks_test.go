@@ -351,3 +351,54 @@ ray_cluster "c" {
 		})
 	}
 }
+
+// TestSensitiveEnvNames shows that env, which takes sensitive values,
+// refuses names derived from a sensitive value: names are shown in plans
+// and go on the docker run command line (-e NAME). A map whose values are
+// sensitive but whose names are written out is taken.
+func TestSensitiveEnvNames(t *testing.T) {
+	cases := []struct {
+		name, env string
+		refused   bool
+	}{
+		{"sensitive name", `{ (var.token) = "x" }`, true},
+		{"whole sensitive map", `var.secrets`, true},
+		{"for over a sensitive map", `{ for k, v in var.secrets : k => v }`, true},
+		{"merge with a sensitive map", `merge({ A = "a" }, var.secrets)`, true},
+		{"sensitive values, names written out", `{ HF_TOKEN = var.token, B = var.secrets["B"] }`, false},
+		{"sensitive value in a template", `{ AUTH = "Bearer ${var.token}" }`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := `
+variable "token" {
+  sensitive = true
+}
+variable "secrets" {
+  type      = map(string)
+  sensitive = true
+}
+node "a" {
+  host = "h"
+}
+ray_cluster "c" {
+  image = "img"
+  head  = node.a
+  env   = ` + c.env + `
+}
+`
+			opts := config.Options{Args: []config.VarArg{{Value: "token=s3cret-token"}, {Value: `secrets={ B = "s3cret-b" }`}}}
+			cfg, diags := loadFiles(map[string][]byte{"main.hcl": []byte(src)}, opts)
+			text := renderDiags(t, cfg, diags)
+			if got := strings.Contains(text, "Sensitive names in env"); got != c.refused {
+				t.Errorf("env = %s: refused %v, want %v:\n%s", c.env, got, c.refused, text)
+			}
+			if !c.refused && diags.HasErrors() {
+				t.Errorf("env = %s: unexpected errors:\n%s", c.env, text)
+			}
+			if strings.Contains(text, "s3cret") {
+				t.Errorf("the value reached a diagnostic:\n%s", text)
+			}
+		})
+	}
+}
