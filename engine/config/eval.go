@@ -570,11 +570,12 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		}
 		if len(sensitive) > 0 && !spec.MaySensitive && !spec.Sensitive {
 			b.refuseSensitive(spec, sensitive)
-			if !unmarked.CanIterateElements() {
+			if !spec.UnknownOK || !unmarked.CanIterateElements() {
 				continue
 			}
-			// The kind's checks still see the rest of a collection (the
-			// other words of extra_args), the refused elements as unknown.
+			// The kind's checks still see the rest of a collection that may
+			// hold unknown elements (the other words of extra_args), the
+			// refused elements as unknown.
 			unmarked = withoutSensitive(val)
 			val = unmarked
 			b.decl.Unknown = append(b.decl.Unknown, sensitive...)

@@ -322,6 +322,15 @@ node "a" {
   host = "${var.token}.example"
 }
 `, "Sensitive value in host"},
+		{"node labels", `
+variable "token" {
+  sensitive = true
+}
+node "a" {
+  host   = "h"
+  labels = { a = var.token, b = "plain" }
+}
+`, "Sensitive value in labels"},
 		{"reference argument", `
 variable "token" {
   sensitive = true
@@ -347,6 +356,9 @@ ray_cluster "c" {
 			}
 			if strings.Contains(text, "s3cret") {
 				t.Errorf("the sensitive value reached a diagnostic:\n%s", text)
+			}
+			if n := len(diags.Errs()); n != 1 {
+				t.Errorf("%d errors, want 1 (no error piled onto the refusal):\n%s", n, text)
 			}
 		})
 	}
