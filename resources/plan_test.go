@@ -82,7 +82,7 @@ output "auth" {
 				for _, hf := range f.Hosts {
 					hf.Containers.List = nil
 				}
-				f.Hosts[`gpu["h1"]`].RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
