@@ -26,7 +26,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0])}},
-			Serves: map[string]observe.ServeRecord{"qwen": {Found: true, Alive: true}, "other": {Found: true, Alive: true}}},
+			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}, "serve-other": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[1]),
 			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: stepsCluster}}}}},
 	}}
