@@ -135,11 +135,13 @@ func Judge(m Manifest, l Layout, t observe.TreeFacts) Judgment {
 			continue
 		}
 		if l.HFCache {
-			if b, ok := size[l.StorePath(m, f)]; ok && b == f.Size {
+			b, bok := size[l.StorePath(m, f)]
+			if bok && b == f.Size {
 				have++
 				j.Unlinked = append(j.Unlinked, f)
 				continue
 			}
+			ok = ok || bok
 		}
 		if ok {
 			j.WrongSize = append(j.WrongSize, f)
