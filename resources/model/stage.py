@@ -159,10 +159,12 @@ def fetch_file(cfg, f, prog):
                     prog.add(-have)
                     have = 0
                     h = hashlib.sha256() if want else None
-                with open(part, "ab") as w:
+                buf = memoryview(bytearray(CHUNK))
+                with open(part, "ab", buffering=0) as w:
                     while have < size:
-                        b = resp.read(min(CHUNK, size - have))
-                        if not b:
+                        got = resp.readinto(buf[:min(CHUNK, size - have)])
+                        b = buf[:got]
+                        if not got:
                             die("%s: the connection to %s:%d ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
                                 cfg["node"], cfg["source_host"], cfg["source_port"], have, size, f["src"]))
                         try:

@@ -1,0 +1,213 @@
+//go:build linux
+
+package model
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
+)
+
+// TestBenchStagingLab measures staging node to node over a lab's fabric
+// against the raw TCP floor between the same namespaces, in one run. It
+// runs only with RAYFORM_BENCH_LAB set to the directory of a lab that is
+// up (rayform lab up -nodes 3 -docker=false); RAYFORM_BENCH_MIB sets the
+// model's size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies
+// go (default the lab directory: the lab's nodes share this machine's
+// filesystem, so each gets its own directory). Results are logged (-v);
+// BENCHMARKS.md records them.
+func TestBenchStagingLab(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" {
+		t.Skip("RAYFORM_BENCH_LAB not set")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mib := 1024
+	if s := os.Getenv("RAYFORM_BENCH_MIB"); s != "" {
+		if mib, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := os.Getenv("RAYFORM_BENCH_DIR")
+	if base == "" {
+		base = filepath.Join(dir, "bench")
+	}
+	base = filepath.Join(base, strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+
+	peers := map[string]Peer{}
+	for _, n := range l.Nodes {
+		w := filepath.Join(base, "sh-"+n.Name)
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := "#!/bin/sh\nexec ip netns exec " + n.Netns + " /bin/sh \"$@\"\n"
+		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		peers[n.Name] = Peer{
+			Name:   n.Name,
+			Conn:   local.New(local.Options{Host: n.Name, Shell: w}),
+			Addr:   netip.MustParseAddr(n.FabricIP),
+			Layout: HFCacheLayout(filepath.Join(base, n.Name, "hub"), "rayform-lab/bench"),
+		}
+	}
+	src, a, b := peers["spark1"], peers["spark2"], peers["spark3"]
+	m := benchModel(t, src.Layout, mib)
+	total := m.Bytes()
+	gbps := func(n int64, d time.Duration) float64 { return float64(n) * 8 / d.Seconds() / 1e9 }
+
+	// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
+	floor := rawTCP(t, src, a, total, 4)
+	t.Logf("raw TCP floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s)", GB(total), floor.Round(time.Millisecond), gbps(total, floor))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := Stage(ctx, m, src, []Peer{a}, StageOptions{Streams: 4}); err != nil {
+		t.Fatal(err)
+	}
+	one := time.Since(start)
+	t.Logf("staging spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s, %.2f× the floor)", GB(total), one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds())
+
+	// Both receivers at once (the source's link is shared).
+	if err := os.RemoveAll(a.Layout.Dir); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := Stage(ctx, m, src, []Peer{a, b}, StageOptions{Streams: 4}); err != nil {
+		t.Fatal(err)
+	}
+	two := time.Since(start)
+	t.Logf("staging spark1 → spark2 and spark3 at once, %s each: %s (%.2f Gbit/s out of spark1)", GB(total), two.Round(time.Millisecond), gbps(2*total, two))
+	for _, p := range []Peer{a, b} {
+		sameContent(t, m, src.Layout, p.Layout)
+	}
+}
+
+// benchModel writes a model of about mib MiB in 4 shards into l, as
+// huggingface_hub lays it out, with sha256 for each shard.
+func benchModel(t *testing.T, l Layout, mib int) Manifest {
+	t.Helper()
+	m := Manifest{Repo: "rayform-lab/bench", Revision: "main", Commit: commit}
+	files := []File{{Path: "config.json", Size: 700, BlobID: strings.Repeat("c", 40)}}
+	for i := range 4 {
+		files = append(files, File{Path: fmt.Sprintf("model-%05d-of-00004.safetensors", i+1), Size: int64(mib) << 20 / 4})
+	}
+	for _, f := range files {
+		p := filepath.Join(l.Dir, "tmp-"+f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		if _, err := io.CopyN(io.MultiWriter(w, h), rand.Reader, f.Size); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if f.BlobID == "" {
+			f.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		m.Files = append(m.Files, f)
+		blob := filepath.Join(l.Dir, l.StorePath(m, f))
+		snap := filepath.Join(l.Dir, l.FilePath(m, f))
+		for _, d := range []string{filepath.Dir(blob), filepath.Dir(snap)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Rename(p, blob); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..", "..", "blobs", f.Blob()), snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// rawTCP sends n bytes from src to dst's fabric address over streams TCP
+// connections, memory to memory (python3 on both sides, as staging), and
+// returns the time from the first connect to the last byte received.
+func rawTCP(t *testing.T, src, dst Peer, n int64, streams int) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	recv := `
+import socket, sys, threading, time
+n, k = int(sys.argv[1]), int(sys.argv[2])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[3], 0)); s.listen(k)
+print(s.getsockname()[1], flush=True)
+conns = [s.accept()[0] for _ in range(k)]
+t0 = time.monotonic()
+def rd(c, want):
+    buf = bytearray(1 << 20); got = 0
+    while got < want:
+        r = c.recv_into(buf)
+        if not r: break
+        got += r
+ths = [threading.Thread(target=rd, args=(c, n // k)) for c in conns]
+[x.start() for x in ths]; [x.join() for x in ths]
+print("%.6f" % (time.monotonic() - t0), flush=True)
+`
+	send := `
+import socket, sys, threading
+n, k, host, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+buf = bytes(1 << 20)
+cs = [socket.create_connection((host, port)) for _ in range(k)]
+def wr(c, want):
+    while want > 0:
+        m = min(len(buf), want); c.sendall(buf[:m]); want -= m
+ths = [threading.Thread(target=wr, args=(c, n // k)) for c in cs]
+[x.start() for x in ths]; [x.join() for x in ths]
+`
+	per := n / int64(streams) * int64(streams)
+	pr, pw := io.Pipe()
+	done := make(chan transport.Result, 1)
+	go func() {
+		res, err := dst.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", recv, strconv.FormatInt(per, 10), strconv.Itoa(streams), dst.Addr.String()}, Stdout: pw})
+		if err != nil {
+			t.Errorf("receiver: %v %s", err, res.Stderr)
+		}
+		pw.Close()
+		done <- res
+	}()
+	var port string
+	if _, err := fmt.Fscanln(pr, &port); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr) //nolint:errcheck
+	if res, err := src.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", send, strconv.FormatInt(per, 10), strconv.Itoa(streams), dst.Addr.String(), port}}); err != nil {
+		t.Fatalf("sender: %v %s", err, res.Stderr)
+	}
+	res := <-done
+	lines := strings.Fields(string(res.Stdout))
+	secs, err := strconv.ParseFloat(lines[len(lines)-1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(secs * float64(time.Second))
+}
