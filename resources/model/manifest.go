@@ -1,7 +1,3 @@
-// Package model is the model kind's knowledge of a model repository's
-// files: which files a serve needs (the manifest), where they lie on a host
-// (the Hugging Face cache layout or a plain directory), and the judgment of
-// a host's copy from the observed listing of that directory.
 package model
 
 import (
@@ -59,24 +55,12 @@ func (m Manifest) Bytes() int64 {
 }
 
 var (
-	repoRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 	hexRE    = regexp.MustCompile(`^[0-9a-f]+$`)
 )
 
-// ValidRepo reports whether id is a repository id of the form ORG/NAME.
-func ValidRepo(id string) bool {
-	return len(id) <= 200 && repoRE.MatchString(id) && !strings.Contains(id, "..") && !strings.Contains(id, "--")
-}
-
 // IsCommit reports whether rev is a full commit hash (40 lowercase hex).
 func IsCommit(rev string) bool { return commitRE.MatchString(rev) }
-
-// CacheDirName is the repository's directory in a Hugging Face cache:
-// models--ORG--NAME.
-func CacheDirName(repo string) string {
-	return "models--" + strings.ReplaceAll(repo, "/", "--")
-}
 
 // hubRevision is the part of the hub's answer to GET
 // /api/models/{repo}/revision/{rev}?blobs=true that the manifest reads.
