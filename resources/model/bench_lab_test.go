@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,23 +59,7 @@ func TestBenchStagingLab(t *testing.T) {
 	base = filepath.Join(base, strconv.Itoa(os.Getpid()))
 	t.Cleanup(func() { os.RemoveAll(base) })
 
-	peers := map[string]Peer{}
-	for _, n := range l.Nodes {
-		w := filepath.Join(base, "sh-"+n.Name)
-		if err := os.MkdirAll(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		script := "#!/bin/sh\nexec ip netns exec " + n.Netns + " /bin/sh \"$@\"\n"
-		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		peers[n.Name] = Peer{
-			Name:   n.Name,
-			Conn:   local.New(local.Options{Host: n.Name, Shell: w}),
-			Addr:   netip.MustParseAddr(n.FabricIP),
-			Layout: HFCacheLayout(filepath.Join(base, n.Name, "hub"), "rayform-lab/bench"),
-		}
-	}
+	peers := labPeers(t, l, base)
 	src, a, b := peers["spark1"], peers["spark2"], peers["spark3"]
 	m := benchModel(t, src.Layout, mib)
 	total := m.Bytes()
@@ -106,6 +91,106 @@ func TestBenchStagingLab(t *testing.T) {
 	for _, p := range []Peer{a, b} {
 		sameContent(t, m, src.Layout, p.Layout)
 	}
+}
+
+// labPeers are the lab's nodes as staging peers: commands run in each
+// node's network namespace (local connections through ip netns exec), each
+// node's copy under base/NODE (the lab's nodes share this filesystem).
+func labPeers(t *testing.T, l *lab.Lab, base string) map[string]Peer {
+	t.Helper()
+	peers := map[string]Peer{}
+	for _, n := range l.Nodes {
+		w := filepath.Join(base, "sh-"+n.Name)
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := "#!/bin/sh\nexec ip netns exec " + n.Netns + " /bin/sh \"$@\"\n"
+		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		peers[n.Name] = Peer{
+			Name:   n.Name,
+			Conn:   local.New(local.Options{Host: n.Name, Shell: w}),
+			Addr:   netip.MustParseAddr(n.FabricIP),
+			Layout: HFCacheLayout(filepath.Join(base, n.Name, "hub"), "rayform-lab/bench"),
+		}
+	}
+	return peers
+}
+
+// TestStageLabCut cuts a receiver's fabric link (lab cut) mid-copy: the
+// receiver gives up after its idle timeout with the node, the file and the
+// bytes received; nothing is under its final name that is not whole; the
+// plan's judgment is partial with the received bytes to resume; with the
+// link back, the next run resumes from them and converges. Needs a lab
+// that is up (RAYFORM_BENCH_LAB=/tmp/rayform-lab-NAME).
+func TestStageLabCut(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" || dir == "netns" {
+		t.Skip("RAYFORM_BENCH_LAB is not a lab directory")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "cut", strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+	peers := labPeers(t, l, base)
+	src, dst := peers["spark1"], peers["spark2"]
+	m := benchModel(t, src.Layout, 512)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = l.Cut(context.Background(), "spark2", false) })
+	var once sync.Once
+	cut := make(chan error, 1)
+	opt := StageOptions{Streams: 4, Interval: 20 * time.Millisecond, IdleTimeout: 3 * time.Second, Progress: func(p Progress) {
+		if p.Done > 32<<20 {
+			once.Do(func() { go func() { cut <- l.Cut(ctx, "spark2", true) }() })
+		}
+	}}
+	err = Stage(ctx, m, src, []Peer{dst}, opt)
+	select {
+	case cerr := <-cut:
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+	default:
+		t.Fatalf("staging ended (%v) before the cut", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "spark2: staging rayform-lab/bench from spark1 ("+src.Addr.String()+")") ||
+		!strings.Contains(err.Error(), "timed out after") || !strings.Contains(err.Error(), "the next apply resumes it") {
+		t.Fatalf("error %v, want the node, the timeout and the bytes received", err)
+	}
+	t.Logf("cut mid-copy: %v", err)
+	j := probe(t, m, dst.Layout)
+	if j.State == Complete || j.ResumeBytes == 0 {
+		t.Fatalf("after the cut: %s (resume %d), want partial with bytes to resume", j, j.ResumeBytes)
+	}
+	for _, f := range m.Files {
+		if fi, err := os.Stat(filepath.Join(dst.Layout.Dir, dst.Layout.StorePath(m, f))); err == nil && fi.Size() != f.Size {
+			t.Errorf("%s is under its final name with %d of %d bytes", f.Path, fi.Size(), f.Size)
+		}
+	}
+	if err := l.Cut(ctx, "spark2", false); err != nil {
+		t.Fatal(err)
+	}
+	var first []Progress
+	var mu sync.Mutex
+	opt.Progress = func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		first = append(first, p)
+	}
+	if err := Stage(ctx, m, src, []Peer{dst}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(first) == 0 || first[0].Done != j.ResumeBytes {
+		t.Errorf("the next run started at %+v, want the %d bytes kept", first[:min(1, len(first))], j.ResumeBytes)
+	}
+	if j := probe(t, m, dst.Layout); j.State != Complete {
+		t.Errorf("after the next run: %s", j)
+	}
+	sameContent(t, m, src.Layout, dst.Layout)
 }
 
 // benchNetns makes three namespaces on one bridge (the lab's fabric alone,

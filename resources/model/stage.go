@@ -83,6 +83,10 @@ type StageOptions struct {
 	Interval time.Duration
 	// Progress receives each receiver's reports; nil for none.
 	Progress func(Progress)
+	// IdleTimeout is how long a receiver waits for the source to send
+	// anything before it gives up on a file (a cut link sends nothing,
+	// and TCP alone would wait for minutes); zero means 60 seconds.
+	IdleTimeout time.Duration
 }
 
 // stageFile is one file as stage.py reads it.
@@ -137,6 +141,9 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	if opt.Interval <= 0 {
 		opt.Interval = time.Second
 	}
+	if opt.IdleTimeout <= 0 {
+		opt.IdleTimeout = time.Minute
+	}
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {
 		return err
@@ -162,8 +169,10 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	served := make(chan error, 1)
 	go func() {
 		res, err := src.Conn.Run(ctx, stageCmd(serveCfg, hold, lines))
-		if err != nil {
-			err = fmt.Errorf("%s: serving %s for staging: %w%s", src.Name, m.Repo, err, stderrTail(res))
+		if why := stageErrors(res, src.Name); err != nil && why != "" {
+			err = fmt.Errorf("%s: serving %s for staging: %s", src.Name, m.Repo, why)
+		} else if err != nil {
+			err = fmt.Errorf("%s: serving %s for staging: %w", src.Name, m.Repo, err)
 		}
 		lines.close()
 		served <- err
@@ -213,7 +222,7 @@ func fetchTo(ctx context.Context, m Manifest, d, src Peer, port int, token strin
 	cfg, err := json.Marshal(map[string]any{
 		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),
 		"source_host": src.Addr.String(), "source_port": port, "token": token,
-		"streams": opt.Streams, "interval": opt.Interval.Seconds(),
+		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(),
 	})
 	if err != nil {
 		return err
@@ -259,7 +268,12 @@ func fetchTo(ctx context.Context, m Manifest, d, src Peer, port int, token strin
 	lines.close()
 	<-done
 	if err != nil {
-		return fmt.Errorf("%s: staging %s from %s (%s): %w%s", d.Name, m.Repo, src.Name, src.Addr, err, stderrTail(res))
+		if why := stageErrors(res, d.Name); why != "" && ctx.Err() == nil {
+			// The script's own lines say what failed; the transport's
+			// error would only repeat the last of them after the script.
+			return fmt.Errorf("%s: staging %s from %s (%s): %s", d.Name, m.Repo, src.Name, src.Addr, why)
+		}
+		return fmt.Errorf("%s: staging %s from %s (%s): %w", d.Name, m.Repo, src.Name, src.Addr, err)
 	}
 	if !ok {
 		return fmt.Errorf("%s: staging %s from %s ended without confirming completion", d.Name, m.Repo, src.Name)
@@ -267,18 +281,16 @@ func fetchTo(ctx context.Context, m Manifest, d, src Peer, port int, token strin
 	return nil
 }
 
-// stderrTail is the staging script's own error lines, for an error message.
-func stderrTail(res transport.Result) string {
+// stageErrors is the staging script's own error lines on node (without
+// the node's name, which the caller's message starts with), or "".
+func stageErrors(res transport.Result, node string) string {
 	var out []string
 	for line := range strings.SplitSeq(string(res.Stderr), "\n") {
 		if msg, ok := strings.CutPrefix(line, "rayform-stage: "); ok {
-			out = append(out, msg)
+			out = append(out, strings.TrimPrefix(msg, node+": "))
 		}
 	}
-	if len(out) == 0 {
-		return ""
-	}
-	return ": " + strings.Join(out, "; ")
+	return strings.Join(out, "; ")
 }
 
 // lineWriter turns a command's streamed stdout into lines on c.

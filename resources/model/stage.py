@@ -153,7 +153,7 @@ def fetch_file(cfg, f, prog):
                     "Authorization": "Bearer " + cfg["token"], "Range": "bytes=%d-" % have})
                 resp = conn.getresponse()
                 if resp.status not in (200, 206):
-                    die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["src"]))
+                    die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["path"]))
                 if resp.status == 200 and have:
                     os.truncate(part, 0)
                     prog.add(-have)
@@ -166,7 +166,7 @@ def fetch_file(cfg, f, prog):
                         b = buf[:got]
                         if not got:
                             die("%s: the connection to %s:%d ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
-                                cfg["node"], cfg["source_host"], cfg["source_port"], have, size, f["src"]))
+                                cfg["node"], cfg["source_host"], cfg["source_port"], have, size, f["path"]))
                         try:
                             w.write(b)
                         except OSError as e:
@@ -180,7 +180,7 @@ def fetch_file(cfg, f, prog):
                     os.fsync(w.fileno())
             except (OSError, http.client.HTTPException) as e:
                 die("%s: fetching %s from %s:%d: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
-                    cfg["node"], f["src"], cfg["source_host"], cfg["source_port"], e, have, size))
+                    cfg["node"], f["path"], cfg["source_host"], cfg["source_port"], e, have, size))
             finally:
                 conn.close()
         got = os.path.getsize(part)

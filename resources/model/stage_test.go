@@ -269,7 +269,7 @@ func TestStageCutMidCopy(t *testing.T) {
 	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
 	err = stage(t, m, src, map[string]Layout{"spark2": dst}, nil)
 	want := "spark2: staging org/tiny from spark1 (127.0.0.1)"
-	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ended after 2097152 of 5242880 bytes of snapshots/"+commit+"/"+shard.Path) ||
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "ended after 2097152 of 5242880 bytes of "+shard.Path) ||
 		!strings.Contains(err.Error(), "the next apply resumes it") {
 		t.Fatalf("error %v, want %q and the bytes received", err, want)
 	}
@@ -318,3 +318,44 @@ func TestStageRefusesWithoutSpace(t *testing.T) {
 }
 
 func transportCmd(script string) transport.Cmd { return transport.Cmd{Script: script} }
+
+// TestStageWriteFails: a receiver whose writes fail mid-file (its file
+// size limit, as a full disk fails them: python3 ignores SIGXFSZ, so the
+// write returns EFBIG as it would ENOSPC) stops with the node, the file,
+// the error and the bytes written; the shard is only a partial file, and
+// once writes succeed again the next run resumes it and converges.
+func TestStageWriteFails(t *testing.T) {
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
+	wrapper := filepath.Join(root, "limited-sh")
+	// 2048 blocks of 1 KiB (POSIX ulimit -f, as dash counts it): the 3 and 5 MiB shards cannot be written whole.
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nulimit -f 2048\nexec /bin/sh \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	limited := Peer{Name: "spark2", Conn: local.New(local.Options{Shell: wrapper}), Addr: netip.MustParseAddr("127.0.0.1"), Layout: dst}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := Stage(ctx, m, peer("spark1", src), []Peer{limited}, StageOptions{Streams: 1})
+	if err == nil || !strings.Contains(err.Error(), "spark2: staging org/tiny from spark1 (127.0.0.1): writing "+dst.Dir+"/blobs/") ||
+		!strings.Contains(err.Error(), "File too large after") || !strings.Contains(err.Error(), "the partial file is kept for the next apply") {
+		t.Fatalf("error %v, want the node, the file and the write error", err)
+	}
+	j := probe(t, m, dst)
+	if j.State == Complete {
+		t.Fatalf("a failed write left the copy judged complete: %s", j)
+	}
+	for _, f := range m.Files {
+		p := filepath.Join(dst.Dir, dst.StorePath(m, f))
+		if fi, err := os.Stat(p); err == nil && fi.Size() != f.Size {
+			t.Errorf("%s is under its final name with %d of %d bytes", f.Path, fi.Size(), f.Size)
+		}
+	}
+	if err := stage(t, m, src, map[string]Layout{"spark2": dst}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j := probe(t, m, dst); j.State != Complete {
+		t.Errorf("after the next run: %s", j)
+	}
+	sameContent(t, m, src, dst)
+}
