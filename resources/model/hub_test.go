@@ -9,10 +9,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
 )
 
 // hfClient returns the PYTHONPATH holding the pinned huggingface_hub
@@ -143,5 +146,86 @@ func TestHubServesTheRealClient(t *testing.T) {
 	}
 	if out, err := download(t, py, srv.URL, filepath.Join(t.TempDir(), "hub"), "rayform-lab/gated", "main", hubToken); err != nil {
 		t.Errorf("gated with the token: %v\n%s", err, out)
+	}
+}
+
+// recordingConn records every command a connection runs.
+type recordingConn struct {
+	transport.Conn
+	mu   sync.Mutex
+	cmds []transport.Cmd
+}
+
+func (c *recordingConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, error) {
+	c.mu.Lock()
+	c.cmds = append(c.cmds, cmd)
+	c.mu.Unlock()
+	return c.Conn.Run(ctx, cmd)
+}
+
+// TestDownloadFromHub: a node without the model downloads it from the lab
+// hub (a gated repository, with the token) into the layout the real
+// client makes, judged complete; the token is in no command's argv,
+// script or environment, nor in any error. A wrong token, no token and a
+// revision the hub lacks each end with the hub's cause and the fix, before
+// anything is written under a final name.
+func TestDownloadFromHub(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	srv, _, gated := startHub(t)
+	m := manifestFrom(t, srv.URL, gated.ID, "main")
+	dst := HFCacheLayout(filepath.Join(t.TempDir(), "hub"), gated.ID)
+	conn := &recordingConn{Conn: local.New(local.Options{})}
+	node := Peer{Name: "spark1", Conn: conn, Layout: dst}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var rec recorder
+	if err := Download(ctx, m, node, Hub{Endpoint: srv.URL, Token: hubToken}, StageOptions{Progress: rec.add}); err != nil {
+		t.Fatal(err)
+	}
+	if j := probe(t, m, dst); j.State != Complete {
+		t.Fatalf("after the download: %s", j)
+	}
+	if ps := rec.by["spark1"]; len(ps) == 0 || !ps[len(ps)-1].Finished || ps[len(ps)-1].Done != m.Bytes() {
+		t.Errorf("progress %+v", ps)
+	}
+	for _, c := range conn.cmds {
+		if strings.Contains(c.String(), hubToken) || strings.Contains(strings.Join(c.Argv, " "), hubToken) {
+			t.Errorf("the token is in a command: %.200s", c.String())
+		}
+		for k, v := range c.Env {
+			if strings.Contains(v, hubToken) {
+				t.Errorf("the token is in the environment variable %s", k)
+			}
+		}
+	}
+
+	bad := []struct {
+		name, token, rev, want string
+	}{
+		{"wrong token", "hf_wrong", "main", "spark1: staging rayform-lab/gated from the hub " + srv.URL + ": the hub answered 401 for rayform-lab/gated@main .gitattributes: it refused the token (Invalid credentials in Authorization header); set the model's token to a valid token with read access"},
+		{"no token", "", "main", "the repository is gated (Access to model rayform-lab/gated is restricted."},
+		{"unknown revision", hubToken, "v9", "the hub has no revision 'v9' of rayform-lab/gated (Invalid rev id: v9); check the model's revision"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			mm := m
+			mm.Revision = tc.rev
+			if tc.rev != "main" {
+				mm.Commit = tc.rev
+			}
+			l := HFCacheLayout(filepath.Join(t.TempDir(), "hub"), gated.ID)
+			err := Download(ctx, mm, Peer{Name: "spark1", Conn: local.New(local.Options{}), Layout: l}, Hub{Endpoint: srv.URL, Token: tc.token}, StageOptions{Streams: 1})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %q", err, tc.want)
+			}
+			if tc.token != "" && strings.Contains(err.Error(), tc.token) {
+				t.Errorf("the token is in the error")
+			}
+			if j := probe(t, mm, l); j.State == Complete || len(j.Missing) != len(mm.Files) {
+				t.Errorf("after the refusal: %s", j)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -89,6 +90,20 @@ type StageOptions struct {
 	IdleTimeout time.Duration
 }
 
+// withDefaults fills in the zero options.
+func (o StageOptions) withDefaults() StageOptions {
+	if o.Streams <= 0 {
+		o.Streams = 4
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = time.Minute
+	}
+	return o
+}
+
 // stageFile is one file as stage.py reads it.
 type stageFile struct {
 	Path   string `json:"path"`
@@ -135,15 +150,7 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	if len(dsts) == 0 {
 		return nil
 	}
-	if opt.Streams <= 0 {
-		opt.Streams = 4
-	}
-	if opt.Interval <= 0 {
-		opt.Interval = time.Second
-	}
-	if opt.IdleTimeout <= 0 {
-		opt.IdleTimeout = time.Minute
-	}
+	opt = opt.withDefaults()
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {
 		return err
@@ -202,7 +209,9 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = fetchTo(ctx, m, d, src, port, token, opt)
+			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
+				"source_host": src.Addr.String(), "source_port": port, "token": token,
+			}, opt)
 		}()
 	}
 	wg.Wait()
@@ -212,18 +221,21 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	return errors.Join(errs...)
 }
 
-// fetchTo runs one receiver and relays its progress.
-func fetchTo(ctx context.Context, m Manifest, d, src Peer, port int, token string, opt StageOptions) error {
+// fetchTo runs one receiver and relays its progress; from says where
+// it fetches from, for messages, and source adds to its configuration
+// where (a node's server, or the hub) and with which token.
+func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, opt StageOptions) error {
 	// The receiver asks for each file by its path in the source's layout.
 	fs := files(m, d.Layout)
-	for i, f := range files(m, src.Layout) {
+	for i, f := range files(m, srcLayout) {
 		fs[i].Src = f.Src
 	}
-	cfg, err := json.Marshal(map[string]any{
+	c := map[string]any{
 		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),
-		"source_host": src.Addr.String(), "source_port": port, "token": token,
 		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(),
-	})
+	}
+	maps.Copy(c, source)
+	cfg, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
@@ -271,12 +283,12 @@ func fetchTo(ctx context.Context, m Manifest, d, src Peer, port int, token strin
 		if why := stageErrors(res, d.Name); why != "" && ctx.Err() == nil {
 			// The script's own lines say what failed; the transport's
 			// error would only repeat the last of them after the script.
-			return fmt.Errorf("%s: staging %s from %s (%s): %s", d.Name, m.Repo, src.Name, src.Addr, why)
+			return fmt.Errorf("%s: staging %s %s: %s", d.Name, m.Repo, from, why)
 		}
-		return fmt.Errorf("%s: staging %s from %s (%s): %w", d.Name, m.Repo, src.Name, src.Addr, err)
+		return fmt.Errorf("%s: staging %s %s: %w", d.Name, m.Repo, from, err)
 	}
 	if !ok {
-		return fmt.Errorf("%s: staging %s from %s ended without confirming completion", d.Name, m.Repo, src.Name)
+		return fmt.Errorf("%s: staging %s %s ended without confirming completion", d.Name, m.Repo, from)
 	}
 	return nil
 }
@@ -342,4 +354,25 @@ func (w *lineWriter) close() {
 		close(w.in)
 		w.in = nil
 	}
+}
+
+// Hub is where Download fetches a model: the hub's base URL (HF_ENDPOINT)
+// and the token, "" for none. The token reaches the node only on the
+// staging script's stdin, never in its argv, a file or a log.
+type Hub struct {
+	Endpoint string
+	Token    string
+}
+
+// Download fetches what node lacks of m from the hub, as Stage does from
+// a node: several files at a time, resuming partial files, each renamed
+// only once its size and sha256 (where published) are verified. A refusal
+// of the hub (401, 403, a revision not found) is an error with its cause
+// and fix.
+func Download(ctx context.Context, m Manifest, node Peer, hub Hub, opt StageOptions) error {
+	opt = opt.withDefaults()
+	return fetchTo(ctx, m, node, node.Layout, "from the hub "+hub.Endpoint, map[string]any{
+		"hub":   map[string]any{"endpoint": hub.Endpoint, "repo": m.Repo, "revision": m.Revision, "commit": m.Commit},
+		"token": hub.Token,
+	}, opt)
 }

@@ -5,8 +5,9 @@
 #   serve: serve the files of one model directory over HTTP on the fabric
 #          address, with Range requests (resume) and a bearer token; prints
 #          "listening PORT" and serves until its stdin closes.
-#   fetch: receive the missing files from a serving node, several files at
-#          a time, resuming each from its FILE.incomplete, verifying size and
+#   fetch: receive the missing files from a serving node (or, with "hub",
+#          download them from the Hugging Face hub), several files at a
+#          time, resuming each from its FILE.incomplete, verifying size and
 #          sha256 (where known), renaming only a verified file to its final
 #          name; prints "progress DONE TOTAL" lines and "ok" at the end.
 # Errors are one line on stderr starting "rayform-stage: " and exit 1.
@@ -21,6 +22,7 @@ import socketserver
 import sys
 import threading
 import time
+import urllib.parse
 
 CHUNK = 1 << 20
 
@@ -124,6 +126,68 @@ class Progress:
             return "progress %d %d\n" % (self.done, self.total)
 
 
+def source_name(cfg):
+    if cfg.get("hub"):
+        return urllib.parse.urlsplit(cfg["hub"]["endpoint"]).netloc
+    return "%s:%d" % (cfg["source_host"], cfg["source_port"])
+
+
+def hub_refusal(cfg, f, resp):
+    """The cause and fix of a hub's refusal, as one line."""
+    hub = cfg["hub"]
+    code = resp.getheader("X-Error-Code", "")
+    msg = resp.getheader("X-Error-Message", "") or resp.reason
+    what = "%s@%s %s" % (hub["repo"], hub["revision"], f["path"])
+    if resp.status == 401 and code == "GatedRepo" and not cfg.get("token"):
+        return "the hub answered 401 for %s: the repository is gated (%s); accept its conditions on the hub, then set the model's token from a sensitive variable" % (what, msg)
+    if resp.status == 401 and cfg.get("token"):
+        return "the hub answered 401 for %s: it refused the token (%s); set the model's token to a valid token with read access" % (what, msg)
+    if resp.status == 401:
+        return "the hub answered 401 for %s: the repository does not exist or is private (%s); check the model's source, or set its token" % (what, msg)
+    if resp.status == 403:
+        return "the hub answered 403 for %s: the token has no access (%s); request access to the repository on the hub, or use a token that has it" % (what, msg)
+    if resp.status == 404 and code == "RevisionNotFound":
+        return "the hub has no revision %r of %s (%s); check the model's revision" % (hub["revision"], hub["repo"], msg)
+    if resp.status == 404:
+        return "the hub answered 404 for %s (%s %s)" % (what, code, msg)
+    return "the hub answered %d %s for %s" % (resp.status, msg, what)
+
+
+def open_source(cfg, f, have):
+    """GET f from offset have: from the serving node, or from the hub
+    (following redirects, the token sent only to the hub's own host, as
+    huggingface_hub does). Returns (conn, response, where)."""
+    timeout = cfg.get("timeout", 60)
+    rng = {"Range": "bytes=%d-" % have}
+    if not cfg.get("hub"):
+        conn = http.client.HTTPConnection(cfg["source_host"], cfg["source_port"], timeout=timeout)
+        conn.request("GET", "/" + f["src"], headers=dict(rng, Authorization="Bearer " + cfg["token"]))
+        resp = conn.getresponse()
+        if resp.status not in (200, 206):
+            die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["path"]))
+        return conn, resp, source_name(cfg)
+    hub = cfg["hub"]
+    url = "%s/%s/resolve/%s/%s" % (hub["endpoint"].rstrip("/"), hub["repo"], hub["commit"], urllib.parse.quote(f["path"]))
+    home = urllib.parse.urlsplit(url).netloc
+    for _ in range(6):
+        u = urllib.parse.urlsplit(url)
+        cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
+        conn = cls(u.netloc, timeout=timeout)
+        headers = dict(rng)
+        if cfg.get("token") and u.netloc == home:
+            headers["Authorization"] = "Bearer " + cfg["token"]
+        conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers=headers)
+        resp = conn.getresponse()
+        if resp.status in (301, 302, 303, 307, 308):
+            url = urllib.parse.urljoin(url, resp.getheader("Location", ""))
+            conn.close()
+            continue
+        if resp.status not in (200, 206):
+            die("%s: %s" % (cfg["node"], hub_refusal(cfg, f, resp)))
+        return conn, resp, u.netloc
+    die("%s: more than 5 redirects fetching %s from the hub" % (cfg["node"], f["path"]))
+
+
 def fetch_file(cfg, f, prog):
     root = cfg["dir"]
     store = inside(root, f["store"])
@@ -147,13 +211,9 @@ def fetch_file(cfg, f, prog):
                             break
                         h.update(b)
         if have < size:
-            conn = http.client.HTTPConnection(cfg["source_host"], cfg["source_port"], timeout=cfg.get("timeout", 60))
+            conn, where = None, source_name(cfg)
             try:
-                conn.request("GET", "/" + f["src"], headers={
-                    "Authorization": "Bearer " + cfg["token"], "Range": "bytes=%d-" % have})
-                resp = conn.getresponse()
-                if resp.status not in (200, 206):
-                    die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["path"]))
+                conn, resp, where = open_source(cfg, f, have)
                 if resp.status == 200 and have:
                     os.truncate(part, 0)
                     prog.add(-have)
@@ -165,8 +225,8 @@ def fetch_file(cfg, f, prog):
                         got = resp.readinto(buf[:min(CHUNK, size - have)])
                         b = buf[:got]
                         if not got:
-                            die("%s: the connection to %s:%d ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
-                                cfg["node"], cfg["source_host"], cfg["source_port"], have, size, f["path"]))
+                            die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
+                                cfg["node"], where, have, size, f["path"]))
                         try:
                             w.write(b)
                         except OSError as e:
@@ -179,10 +239,11 @@ def fetch_file(cfg, f, prog):
                     w.flush()
                     os.fsync(w.fileno())
             except (OSError, http.client.HTTPException) as e:
-                die("%s: fetching %s from %s:%d: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
-                    cfg["node"], f["path"], cfg["source_host"], cfg["source_port"], e, have, size))
+                die("%s: fetching %s from %s: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
+                    cfg["node"], f["path"], where, e, have, size))
             finally:
-                conn.close()
+                if conn is not None:
+                    conn.close()
         got = os.path.getsize(part)
         if got != size:
             die("%s: %s has %d bytes, want %d" % (cfg["node"], part, got, size))
