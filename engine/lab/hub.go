@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -54,6 +55,8 @@ type HubRepo struct {
 	// 256).
 	Shards []int64
 
+	once   sync.Once
+	err    error
 	commit string
 	files  []*hubFile
 	byPath map[string]*hubFile
@@ -81,13 +84,19 @@ type Hub struct {
 	Now func() time.Time
 }
 
-// NewHub builds a hub serving repos; it hashes every file once (the
-// shards' sha256 is what the hub publishes).
+// NewHub returns a hub serving repos. Each repository's files are
+// generated and hashed (the shards' sha256 is what the hub publishes) on
+// its first request, so that a hub nobody asks costs nothing.
 func NewHub(tokens []string, repos ...*HubRepo) (*Hub, error) {
 	h := &Hub{Tokens: tokens, repos: map[string]*HubRepo{}}
 	for _, r := range repos {
-		if err := r.build(); err != nil {
-			return nil, err
+		for i, size := range r.Shards {
+			if _, err := safetensorsHeader("t", size); err != nil {
+				return nil, fmt.Errorf("hub repo %s shard %d: %w", r.ID, i+1, err)
+			}
+		}
+		if len(r.Shards) == 0 {
+			return nil, fmt.Errorf("hub repo %s: no shards", r.ID)
 		}
 		h.repos[r.ID] = r
 	}
@@ -95,7 +104,15 @@ func NewHub(tokens []string, repos ...*HubRepo) (*Hub, error) {
 }
 
 // Commit is the repository's only commit (its "main").
-func (r *HubRepo) Commit() string { return r.commit }
+func (r *HubRepo) Commit() string {
+	r.ensure()
+	return r.commit
+}
+
+// ensure builds the repository once.
+func (r *HubRepo) ensure() {
+	r.once.Do(func() { r.err = r.build() })
+}
 
 const hubBlock = 64 << 10
 
@@ -284,6 +301,11 @@ func (h *Hub) repo(w http.ResponseWriter, id string) *HubRepo {
 	r := h.repos[id]
 	if r == nil {
 		hubError(w, http.StatusUnauthorized, "RepoNotFound", "Repository not found")
+		return nil
+	}
+	if r.ensure(); r.err != nil {
+		hubError(w, http.StatusInternalServerError, "", r.err.Error())
+		return nil
 	}
 	return r
 }
@@ -378,6 +400,9 @@ func (h *Hub) serveResolve(w http.ResponseWriter, req *http.Request, p string) {
 
 func (h *Hub) serveLFS(w http.ResponseWriter, req *http.Request, sha string) {
 	for _, r := range h.repos {
+		if r.ensure(); r.err != nil {
+			continue
+		}
 		for _, f := range r.files {
 			if f.lfs && f.sha256 == sha {
 				w.Header().Set("ETag", `"`+f.sha256+`"`)

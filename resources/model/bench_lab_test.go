@@ -340,3 +340,99 @@ ths = [threading.Thread(target=wr, args=(c, n // k)) for c in cs]
 	}
 	return time.Duration(secs * float64(time.Second))
 }
+
+// hubGet GETs path from the lab hub inside node's namespace, the token on
+// stdin.
+func hubGet(t *testing.T, node Peer, token, path string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	py := `
+import sys, urllib.request
+tok = sys.stdin.readline().strip()
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + tok})
+sys.stdout.buffer.write(urllib.request.urlopen(req).read())
+`
+	res, err := node.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", py, "http://" + lab.HubAddr() + path}, Stdin: strings.NewReader(token + "\n")})
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v %s", path, node.Name, err, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// TestLabHub: in a lab that is up, the hub answers on the management
+// network: the real huggingface_hub client downloads the public
+// repository on one node; the gated one is downloaded by one node with the
+// lab's token (Download) and staged from it to the two others over the
+// fabric; every copy is complete and equal. Logs the hub download's and
+// the staging's throughput.
+func TestLabHub(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" || dir == "netns" {
+		t.Skip("RAYFORM_BENCH_LAB is not a lab directory")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := l.HubToken()
+	if token == "" {
+		t.Skip("the lab has no hub")
+	}
+	base := filepath.Join(dir, "hubtest", strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+	peers := labPeers(t, l, base)
+	for name, p := range peers {
+		p.Layout = HFCacheLayout(filepath.Join(base, name, "hub"), lab.HubRepoBig)
+		peers[name] = p
+	}
+	s1, s2, s3 := peers["spark1"], peers["spark2"], peers["spark3"]
+
+	// The real client, on spark3, the public repository.
+	py := hfClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tinyCache := filepath.Join(base, "spark3", "hub")
+	res, err := s3.Conn.Run(ctx, transport.Cmd{
+		Argv: []string{"python3", "-c", "import sys\nfrom huggingface_hub import snapshot_download\nprint(snapshot_download(sys.argv[1], cache_dir=sys.argv[2]))", lab.HubRepoTiny, tinyCache},
+		Env:  map[string]string{"PYTHONPATH": py, "HF_ENDPOINT": "http://" + lab.HubAddr(), "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"},
+	})
+	if err != nil {
+		t.Fatalf("snapshot_download on spark3: %v\n%s", err, res.Stderr)
+	}
+	tm, err := ParseHubRevision(lab.HubRepoTiny, "main", hubGet(t, s3, token, "/api/models/"+lab.HubRepoTiny+"/revision/main?blobs=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := probe(t, tm, HFCacheLayout(tinyCache, lab.HubRepoTiny)); j.State != Complete {
+		t.Errorf("the real client's copy on spark3: %s", j)
+	}
+
+	// The gated repository: one download, then the fabric.
+	m, err := ParseHubRevision(lab.HubRepoBig, "main", hubGet(t, s1, token, "/api/models/"+lab.HubRepoBig+"/revision/main?blobs=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = Select(m, hubGet(t, s1, token, "/"+lab.HubRepoBig+"/resolve/"+m.Commit+"/"+IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := Download(ctx, m, s1, Hub{Endpoint: "http://" + lab.HubAddr(), Token: token}, StageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dl := time.Since(start)
+	start = time.Now()
+	if err := Stage(ctx, m, s1, []Peer{s2, s3}, StageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st := time.Since(start)
+	for _, p := range []Peer{s1, s2, s3} {
+		if j := probe(t, m, p.Layout); j.State != Complete {
+			t.Errorf("%s: %s", p.Name, j)
+		}
+	}
+	sameContent(t, m, s1.Layout, s2.Layout)
+	sameContent(t, m, s1.Layout, s3.Layout)
+	t.Logf("%s: hub → spark1 %s (%.2f Gbit/s); spark1 → spark2 and spark3 over the fabric %s (%.2f Gbit/s out of spark1)",
+		GB(m.Bytes()), dl.Round(time.Millisecond), float64(m.Bytes())*8/dl.Seconds()/1e9, st.Round(time.Millisecond), float64(2*m.Bytes())*8/st.Seconds()/1e9)
+}
