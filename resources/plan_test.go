@@ -59,6 +59,36 @@ func planCases() []planCase {
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
+		// Values derived from the sensitive token through templates,
+		// functions, a local and a for expression, in the arguments that
+		// take secrets (env, api_key) and in a sensitive output: every one
+		// is masked in the text and in -json (issue 23, item 6).
+		{name: "sensitive-derived",
+			config: func(s string) string {
+				s = strings.Replace(s, "    HF_TOKEN = var.hf_token\n", "    HF_TOKEN = var.hf_token\n    AUTH     = \"Bearer ${upper(var.hf_token)}\"\n    DERIVED  = local.derived[0]\n    PLAIN    = \"plain\"\n", 1)
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  api_key                = trimspace(format(\"%s\", var.hf_token))\n  env                    = { TOKEN = join(\"-\", [\"t\", var.hf_token]) }\n", 1)
+				return s + `
+locals {
+  derived = [for t in [var.hf_token] : "x-${t}"]
+}
+
+output "auth" {
+  value     = "Bearer ${var.hf_token}"
+  sensitive = true
+}
+`
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				serveOff(f)
+			},
+			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
+				`+ "PLAIN"    = "plain"`, `+ api_key                = (sensitive value)`, `+ "TOKEN" = (sensitive value)`, `+ auth     = (sensitive value)`},
+			notWant:    []string{"Bearer", "x-hf"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
 		{name: "converged",
 			want:       []string{"No changes. Your infrastructure matches the configuration."},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.NoOp}},
@@ -221,6 +251,50 @@ func planCases() []planCase {
 				`declare rayform { project = "checkout-a" }`},
 			notWant:    []string{"docker rm"},
 			wantErrors: 1},
+		// Issue 22, item 7: follow-on and misleading messages. More GPUs
+		// declared than the host has: the error says so, and Ray's count
+		// (the containers were started with the old declaration) is no
+		// change made outside rayform.
+		{name: "gpus-declared-more",
+			config: func(s string) string {
+				return strings.Replace(s, "gpus          = 8", "gpus          = 16", 1)
+			},
+			want:       []string{`Error: gpu["h1"] declares gpus = 16 but nvidia-smi reports 8`},
+			notWant:    []string{"Objects have changed outside of rayform", "GPUs in Ray"},
+			wantErrors: 3},
+		// A wrong interface name: one error per node with the one string
+		// to correct; no route "to invalid IP" follows from it.
+		{name: "wrong-interface",
+			config: func(s string) string {
+				return strings.Replace(s, `interface = "ib0"`, `interface = "ib9"`, 1)
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: "peer " + rc.Peer + ": no address in 192.168.0.0/16 on ib9"}
+					}
+				}
+			},
+			want:       []string{`Error: interface ib9 does not exist on gpu["h1"]`, `set interface = "ib0" in network.fabric (ib0 holds gpu["h1"]'s address in 192.168.0.0/16); it names the fabric interface of every node`},
+			notWant:    []string{"has no route", "invalid IP", `interface = { "gpu`},
+			wantErrors: 3},
+		// An unreachable worker: its peers cannot learn its fabric
+		// address; "cannot observe" says it all.
+		{name: "unreachable-worker-routes",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				delete(f.Hosts, `gpu["h3"]`)
+				f.Errors = map[string]error{`gpu["h3"]`: errors.New(`connect root@10.1.230.12:22: dial tcp 10.1.230.12:22: connect: no route to host`)}
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						if rc.Peer == `gpu["h3"]` {
+							hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: `peer gpu["h3"] was not observed`}
+						}
+					}
+				}
+			},
+			want:       []string{`Error: cannot observe gpu["h3"]`},
+			notWant:    []string{"has no route", "invalid IP"},
+			wantErrors: 1},
 	}
 }
 
@@ -281,7 +355,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
 			}
 			for _, out := range []string{txt.String(), js.String()} {
-				if strings.Contains(out, "hf_not_a_real_token") {
+				if strings.Contains(out, "hf_not_a_real_token") || strings.Contains(out, "HF_NOT_A_REAL_TOKEN") {
 					t.Fatalf("a sensitive value reached the plan output:\n%s", out)
 				}
 			}
