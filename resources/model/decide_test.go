@@ -71,3 +71,21 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestCopies reads each node's tree from its facts, an unobserved node as
+// not observed, and Decide plans from them.
+func TestCopies(t *testing.T) {
+	mf := tinyManifest(t)
+	md := &Model{Source: mf.Repo, CacheDir: "/data/hub"}
+	l := Layout{Dir: md.Dir(), HFCache: true}
+	facts := map[string]*observe.HostFacts{
+		"spark1": {Trees: map[string]observe.TreeFacts{l.Dir: listing(mf, l, func(f File) (int64, bool) { return f.Size, true }, observe.TreeFile{Path: "refs/main", Size: 40})}},
+		"spark2": {Trees: map[string]observe.TreeFacts{l.Dir: {FreeBytes: 50e9}}},
+	}
+	cs := md.Copies([]string{"spark1", "spark2", "spark3"}, func(n string) *observe.HostFacts { return facts[n] })
+	d := Decide(mf, cs)
+	want := "spark1: complete|spark2: absent, 5.5 GB to stage from spark1 over the fabric (50.0 GB free)|spark3: absent, 5.5 GB to stage from spark1 over the fabric; listing incomplete: not observed"
+	if got := strings.Join(d.Lines(), "|"); got != want {
+		t.Errorf("lines\n got %s\nwant %s", got, want)
+	}
+}

@@ -5,11 +5,13 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 )
 
 // Type is the model kind's block type.
@@ -96,3 +98,33 @@ func check(b *config.Block) {
 
 // Dir is the repository's directory in the model's cache on every host.
 func (m *Model) Dir() string { return path.Join(m.CacheDir, CacheDirName(m.Source)) }
+
+// Serving returns the model blocks of cfg whose source is a serve's model
+// (a vllm_serve written `model = model.NAME.source`), sorted by name.
+func Serving(cfg *config.Config, serveModel string) []*Model {
+	var out []*Model
+	for _, v := range cfg.Blocks(Type) {
+		if m := v.(*Model); m.Source == serveModel {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Model) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Copies are the nodes' copies of m as the tree probe of m.Dir() saw them
+// (an unobserved node's tree is empty, with its free space unknown).
+func (m *Model) Copies(nodes []string, facts func(node string) *observe.HostFacts) []NodeCopy {
+	l := Layout{Dir: m.Dir(), HFCache: true}
+	var out []NodeCopy
+	for _, n := range nodes {
+		t := observe.TreeFacts{FreeBytes: -1, Err: "not observed"}
+		if f := facts(n); f != nil {
+			if got, ok := f.Trees[l.Dir]; ok {
+				t = got
+			}
+		}
+		out = append(out, NodeCopy{Node: n, Layout: l, Tree: t})
+	}
+	return out
+}
