@@ -341,9 +341,9 @@ ths = [threading.Thread(target=wr, args=(c, n // k)) for c in cs]
 	return time.Duration(secs * float64(time.Second))
 }
 
-// hubGet GETs path from the lab hub inside node's namespace, the token on
+// labHubGet GETs path from the lab hub inside node's namespace, the token on
 // stdin.
-func hubGet(t *testing.T, node Peer, token, path string) []byte {
+func labHubGet(t *testing.T, node Peer, token, path string) []byte {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -400,7 +400,7 @@ func TestLabHub(t *testing.T) {
 	if err != nil {
 		t.Fatalf("snapshot_download on spark3: %v\n%s", err, res.Stderr)
 	}
-	tm, err := ParseHubRevision(lab.HubRepoTiny, "main", hubGet(t, s3, token, "/api/models/"+lab.HubRepoTiny+"/revision/main?blobs=true"))
+	tm, err := ParseHubRevision(lab.HubRepoTiny, "main", labHubGet(t, s3, token, "/api/models/"+lab.HubRepoTiny+"/revision/main?blobs=true"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,11 +409,11 @@ func TestLabHub(t *testing.T) {
 	}
 
 	// The gated repository: one download, then the fabric.
-	m, err := ParseHubRevision(lab.HubRepoBig, "main", hubGet(t, s1, token, "/api/models/"+lab.HubRepoBig+"/revision/main?blobs=true"))
+	m, err := ParseHubRevision(lab.HubRepoBig, "main", labHubGet(t, s1, token, "/api/models/"+lab.HubRepoBig+"/revision/main?blobs=true"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err = Select(m, hubGet(t, s1, token, "/"+lab.HubRepoBig+"/resolve/"+m.Commit+"/"+IndexFile)); err != nil {
+	if m, err = Select(m, labHubGet(t, s1, token, "/"+lab.HubRepoBig+"/resolve/"+m.Commit+"/"+IndexFile)); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

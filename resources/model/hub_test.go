@@ -229,3 +229,39 @@ func TestDownloadFromHub(t *testing.T) {
 		})
 	}
 }
+
+// TestResolve: the manifest plan reads from the hub (the lab hub on
+// loopback), and each refusal's cause and fix, the token in none.
+func TestResolve(t *testing.T) {
+	srv, tiny, gated := startHub(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := Resolve(ctx, srv.Client(), srv.URL+"/", "", tiny.ID, "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Commit != tiny.Commit() || len(m.Files) != 8 || m.Bytes() <= 5<<20 {
+		t.Errorf("manifest %+v", m)
+	}
+	for _, tc := range []struct {
+		name, repo, rev, token, want string
+	}{
+		{"gated without a token", gated.ID, "main", "", "model rayform-lab/gated@main: the hub answered 401: the repository is gated (Access to model rayform-lab/gated is restricted."},
+		{"wrong token", gated.ID, "main", "hf_wrongtoken", "model rayform-lab/gated@main: the hub answered 401: it refused the token (Invalid credentials in Authorization header); set the model's token to a valid token with read access"},
+		{"no such repository", "rayform-lab/nope", "main", "", "the hub answered 401: no repository rayform-lab/nope, or it is private (Repository not found); check the model's source, or set its token"},
+		{"no such revision", tiny.ID, "v9", "", `the hub answered 404: rayform-lab/tiny has no revision "v9" (Invalid rev id: v9); check the model's revision`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Resolve(ctx, srv.Client(), srv.URL, tc.token, tc.repo, tc.rev)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %q", err, tc.want)
+			}
+			if tc.token != "" && strings.Contains(err.Error(), tc.token) {
+				t.Error("the token is in the error")
+			}
+		})
+	}
+	if _, err := Resolve(ctx, srv.Client(), srv.URL, hubToken, gated.ID, "main"); err != nil {
+		t.Errorf("gated with the token: %v", err)
+	}
+}
