@@ -115,7 +115,7 @@ func Serving(cfg *config.Config, serveModel string) []*Model {
 // Copies are the nodes' copies of m as the tree probe of m.Dir() saw them
 // (an unobserved node's tree is empty, with its free space unknown).
 func (m *Model) Copies(nodes []string, facts func(node string) *observe.HostFacts) []NodeCopy {
-	l := Layout{Dir: m.Dir(), HFCache: true}
+	l := HFCacheLayout(m.CacheDir, m.Source)
 	var out []NodeCopy
 	for _, n := range nodes {
 		t := observe.TreeFacts{FreeBytes: -1, Err: "not observed"}
