@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // Kinds returns the descriptors of the resource block types a
@@ -15,7 +16,7 @@ import (
 // schema (arguments as data) and the checks of each kind. Whatever loads a
 // configuration passes them in config.Options.Kinds.
 func Kinds() []config.Kind {
-	return []config.Kind{nodeKind(), networkKind(), clusterKind(), serveKind()}
+	return []config.Kind{nodeKind(), networkKind(), clusterKind(), serveKind(), model.Kind()}
 }
 
 // kindArgs returns the arguments of block type kind.

@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -49,6 +50,15 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 					if peer != node {
 						a := assumed[peer]
 						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
+					}
+				}
+			}
+			// Every node of the cluster loads the weights of its serves'
+			// models: list each one's directory and the free space there.
+			for _, sv := range sortedServes(cfg) {
+				if sv.Cluster == rc.Name {
+					for _, m := range model.Serving(cfg.Config, sv.Model) {
+						hs.Trees = appendUnique(hs.Trees, m.Dir())
 					}
 				}
 			}

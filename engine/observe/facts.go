@@ -87,6 +87,8 @@ type HostFacts struct {
 	// host's time when they were read (zero when none were asked).
 	Files map[string]FileFacts `json:"files,omitempty"`
 	Clock time.Time            `json:"clock,omitzero"`
+	// Trees are the answers to HostSpec.Trees, by path.
+	Trees map[string]TreeFacts `json:"trees,omitempty"`
 }
 
 // Link is one network interface.

@@ -70,6 +70,17 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
+		case secTree, secFree:
+			if f.Trees == nil {
+				f.Trees = map[string]TreeFacts{}
+			}
+			t := f.Trees[s.attr("path")]
+			if s.name == secTree {
+				parseTree(&t, s)
+			} else {
+				parseFree(&t, s)
+			}
+			f.Trees[s.attr("path")] = t
 		case secClock:
 			f.Clock = parseClock(s)
 		}
