@@ -87,6 +87,8 @@ type HostFacts struct {
 	// host's time when they were read (zero when none were asked).
 	Files map[string]FileFacts `json:"files,omitempty"`
 	Clock time.Time            `json:"clock,omitzero"`
+	// Reads are the answers to HostSpec.Reads, by ReadProbe.Key.
+	Reads map[string]ReadResult `json:"reads,omitempty"`
 }
 
 // Link is one network interface.

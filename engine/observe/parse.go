@@ -70,6 +70,11 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
+		case secRead:
+			if f.Reads == nil {
+				f.Reads = map[string]ReadResult{}
+			}
+			f.Reads[readKey(s)] = parseRead(s)
 		case secClock:
 			f.Clock = parseClock(s)
 		}

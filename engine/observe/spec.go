@@ -60,6 +60,9 @@ type HostSpec struct {
 	// modification time to read; each is in HostFacts.Files under its
 	// path, and the host's clock in HostFacts.Clock.
 	Files []string
+	// Reads are small files whose content to read (see ReadProbe); each
+	// is in HostFacts.Reads under its Key.
+	Reads []ReadProbe
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -231,6 +234,11 @@ func (hs HostSpec) Validate() error {
 	for _, f := range hs.Files {
 		if !validDir(f) {
 			errs = append(errs, fmt.Errorf("file %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", f))
+		}
+	}
+	for _, r := range hs.Reads {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, k := range hs.EnvKeys {
