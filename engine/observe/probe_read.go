@@ -39,7 +39,7 @@ type ReadProbe struct {
 	// content.
 	Ref string
 	// Max is the most bytes to read; zero means DefaultReadMax. A longer
-	// file is reported Truncated, without its content.
+	// file is reported Truncated, with its first Max bytes.
 	Max int
 }
 
@@ -107,9 +107,10 @@ type ReadResult struct {
 	Exists bool `json:"exists"`
 	// Ref is the word read from the ref file, when the probe had one.
 	Ref string `json:"ref,omitempty"`
-	// Content is the file's content when it is at most the probe's Max.
+	// Content is the file's content, or its first Max bytes when
+	// Truncated.
 	Content string `json:"content,omitempty"`
-	// Truncated is true when the file is longer than Max: Content is empty.
+	// Truncated is true when the file is longer than the probe's Max.
 	Truncated bool   `json:"truncated,omitempty"`
 	Err       string `json:"err,omitempty"`
 }
@@ -202,7 +203,7 @@ func parseRead(s *section) ReadResult {
 	}
 	if len(content) > limit {
 		r.Truncated = true
-		return r
+		content = content[:limit]
 	}
 	r.Content = string(content)
 	return r

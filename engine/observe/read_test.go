@@ -77,7 +77,7 @@ func TestProbeReadsFiles(t *testing.T) {
 		noRef.Key():   {},
 		badRef.Key():  {Err: badRef.Ref + ": not one word"},
 		missing.Key(): {},
-		big:           {Exists: true, Truncated: true},
+		big:           {Exists: true, Truncated: true, Content: strings.Repeat("x", 100)},
 		exact:         {Exists: true, Content: strings.Repeat("y", 100)},
 	}
 	for k, w := range want {
