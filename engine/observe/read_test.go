@@ -32,7 +32,15 @@ func TestProbeReadsFiles(t *testing.T) {
 	plain := write("model/config.json", config)
 	repo := filepath.Join(dir, "hub/models--org--name")
 	write("hub/models--org--name/refs/main", "0123abcd\n")
-	write("hub/models--org--name/snapshots/0123abcd/config.json", config+"\n")
+	// As huggingface_hub lays it out: the snapshot's file is a relative
+	// symlink to a blob.
+	write("hub/models--org--name/blobs/5d1e0f", config+"\n")
+	if err := os.MkdirAll(filepath.Join(repo, "snapshots/0123abcd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../blobs/5d1e0f", filepath.Join(repo, "snapshots/0123abcd/config.json")); err != nil {
+		t.Fatal(err)
+	}
 	write("hub/models--bad--ref/refs/main", "../../etc\n")
 	big := write("big.json", strings.Repeat("x", 101))
 	exact := write("exact.json", strings.Repeat("y", 100))
