@@ -2,6 +2,8 @@ package resources_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,8 +14,9 @@ import (
 )
 
 // twoServesConfig is benchConfig(1) (one node of 8 GPUs) with its serve at
-// tensor_parallel_size 4 and a second serve of 4 GPUs on port 8001: two
-// serves on one cluster, as testdata/config/valid/two-clusters declares.
+// tensor_parallel_size 4 and a second serve of 4 other GPUs on port 8001:
+// two serves on one cluster, as testdata/config/valid/two-clusters
+// declares.
 func twoServesConfig() string {
 	src := strings.Replace(string(benchConfig(1)), "tensor_parallel_size   = 8", "tensor_parallel_size   = 4", 1)
 	return src + `
@@ -22,6 +25,7 @@ vllm_serve "small" {
   model                = "Qwen/Qwen3-0.6B"
   tensor_parallel_size = 4
   port                 = 8001
+  env                  = { CUDA_VISIBLE_DEVICES = "4,5,6,7" }
 }
 `
 }
@@ -106,41 +110,79 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 // refuses them, naming each serve, the GPUs it needs and what the cluster
 // has, before any change.
 func TestServesGPUBudget(t *testing.T) {
-	cc := convergedCluster(t, 1)
-	src := twoServesConfig() + `
-vllm_serve "third" {
+	cc := convergedCluster(t, 2)
+	// Two nodes of 8 GPUs: serves of 8, 8 and 4 GPUs need 20.
+	src := strings.Replace(string(benchConfig(2)), "pipeline_parallel_size = length(var.hosts)", "pipeline_parallel_size = 1", 1) + `
+vllm_serve "small" {
   cluster              = ray_cluster.main
   model                = "Qwen/Qwen3-0.6B"
-  served_model_name    = "third"
-  tensor_parallel_size = 2
+  tensor_parallel_size = 8
+  port                 = 8001
+}
+
+vllm_serve "third" {
+  cluster                = ray_cluster.main
+  model                  = "Qwen/Qwen3-0.6B"
+  served_model_name      = "third"
+  tensor_parallel_size   = 2
   pipeline_parallel_size = 2
-  port                 = 8002
+  port                   = 8002
 }
 `
-	cfg := planConfig(t, src, cc.facts)
-	p := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan
-	var found []plan.Finding
-	for _, f := range p.Errors() {
-		if strings.Contains(f.Summary, "GPUs") {
-			found = append(found, f)
+	budget := func(src string) []plan.Finding {
+		cfg := planConfig(t, src, cc.facts)
+		var out []plan.Finding
+		for _, f := range resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan.Errors() {
+			if strings.Contains(f.Summary, "GPUs") {
+				out = append(out, f)
+			}
 		}
+		return out
 	}
+	found := budget(src)
 	if len(found) != 1 {
-		t.Fatalf("want one GPU budget error, got %+v", p.Findings)
+		t.Fatalf("want one GPU budget error, got %+v", found)
 	}
-	f := found[0]
-	text := f.Summary + " " + f.Detail
-	for _, want := range []string{"ray_cluster.main", "12 GPUs", "8", "vllm_serve.llama needs 4", "vllm_serve.small needs 4", "vllm_serve.third needs 4 (2 × 2)", `gpu["h1"]: 8`} {
+	text := found[0].Summary + " " + found[0].Detail
+	for _, want := range []string{"ray_cluster.main", "need 20 GPUs together, but Ray will see 16", "vllm_serve.llama needs 8 (8 × 1)", "vllm_serve.small needs 8 (8 × 1)", "vllm_serve.third needs 4 (2 × 2)", `gpu["h1"]: 8, gpu["h2"]: 8`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("finding lacks %q: %s", want, text)
 		}
 	}
-	// Two serves of 4 on 8 GPUs fit: no budget error.
-	cfg = planConfig(t, twoServesConfig(), cc.facts)
-	for _, f := range resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan.Errors() {
-		if strings.Contains(f.Summary, "GPUs") {
-			t.Errorf("two serves of 4 GPUs on 8: %+v", f)
+	// Without the third, 16 of 16: no budget error.
+	if f := budget(src[:strings.Index(src, "vllm_serve \"third\"")]); len(f) != 0 {
+		t.Errorf("two serves of 8 GPUs on 16: %+v", f)
+	}
+}
+
+// TestServesShareADevice: on a single node vLLM runs without Ray on the
+// node's first GPUs, so two serves share them unless CUDA_VISIBLE_DEVICES
+// says otherwise, and each asks gpu_memory_utilization of each device.
+func TestServesShareADevice(t *testing.T) {
+	cc := convergedCluster(t, 1)
+	errs := func(src string) []plan.Finding {
+		cfg := planConfig(t, src, cc.facts)
+		var out []plan.Finding
+		for _, f := range resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan.Errors() {
+			if strings.Contains(f.Summary, " share GPU") {
+				out = append(out, f)
+			}
 		}
+		return out
+	}
+	own := twoServesConfig()
+	if f := errs(own); len(f) != 0 {
+		t.Errorf("serves on GPUs 0-3 and 4-7: %+v", f)
+	}
+	shared := strings.Replace(own, `  env                  = { CUDA_VISIBLE_DEVICES = "4,5,6,7" }`+"\n", "", 1)
+	f := errs(shared)
+	if len(f) != 1 || f[0].Summary != `vllm_serve.llama and vllm_serve.small share GPUs 0, 1, 2, 3 of gpu["h1"] and ask 1.80 of each one's memory together` ||
+		!strings.Contains(f[0].Detail, "Free memory on device cuda:0") {
+		t.Fatalf("two serves of 0.9 on GPUs 0-3: %+v", f)
+	}
+	small := strings.Replace(shared, `  port                 = 8001`, "  port                 = 8001\n  gpu_memory_utilization = 0.1", 1)
+	if f := errs(small); len(f) != 0 {
+		t.Errorf("0.9 and 0.1 on the same GPUs: %+v", f)
 	}
 }
 
@@ -175,5 +217,34 @@ func TestServesHeadGPUBudget(t *testing.T) {
 	if len(f) != 1 || !strings.Contains(f[0].Summary, `9 serves on ray_cluster.main, but its head gpu["h1"] has 8 GPUs`) ||
 		!strings.Contains(f[0].Detail, "Current node has no GPU available") {
 		t.Fatalf("9 serves on a head of 8 GPUs: %+v", f)
+	}
+}
+
+// TestTwoClustersExampleFitsItsGPUs plans testdata's two-clusters example
+// (two serves of 2 GPUs on a single 4-GPU node, one of them given GPUs 2
+// and 3): no GPU budget error; without its CUDA_VISIBLE_DEVICES both
+// would run on GPUs 0 and 1.
+func TestTwoClustersExampleFitsItsGPUs(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "config", "valid", "two-clusters", "main.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{}, Errors: map[string]error{}}
+	budgetErrors := func(src string) []string {
+		cfg := planConfig(t, src, facts)
+		var out []string
+		for _, f := range resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, Project: "p"}).Plan.Errors() {
+			if strings.Contains(f.Summary, "share GPU") || strings.Contains(f.Summary, "GPUs together") || strings.Contains(f.Summary, "serves on") {
+				out = append(out, f.Summary)
+			}
+		}
+		return out
+	}
+	if got := budgetErrors(string(src)); len(got) != 0 {
+		t.Errorf("the example: %v", got)
+	}
+	without := strings.Replace(string(src), `, CUDA_VISIBLE_DEVICES = "2,3"`, "", 1)
+	if got := budgetErrors(without); len(got) != 1 || !strings.Contains(got[0], "vllm_serve.small and vllm_serve.tiny share GPUs 0, 1 of c") {
+		t.Errorf("without CUDA_VISIBLE_DEVICES: %v", got)
 	}
 }

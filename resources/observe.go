@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -22,7 +21,7 @@ import (
 // those addresses is given to the probe, which then skips `docker inspect`
 // of a container that runs with that hash and the image inspection of a
 // host whose containers all do.
-func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Spec {
+func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
@@ -112,13 +111,13 @@ func RayTableURL(dashboardPort int) string {
 // /api/v0/nodes, or, on a host with neither curl nor wget, `ray list
 // nodes` (a client of the same API) inside the head container, which
 // starts a Python process there and changes nothing.
-func rayTableProbe(rc *config.RayCluster) observe.HTTPProbe {
+func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
 	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
 		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
 }
 
 // RayTable is Ray's node table as the cluster's head answered it.
-func RayTable(hf *observe.HostFacts, rc *config.RayCluster) observe.RayNodeFacts {
+func RayTable(hf *observe.HostFacts, rc *RayCluster) observe.RayNodeFacts {
 	if hf == nil {
 		return observe.RayNodeFacts{}
 	}
@@ -172,7 +171,7 @@ func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
 // AssumedFabric returns the fabric address (and the interface holding it)
 // the state recorded for each node of the configuration's clusters when it
 // last applied them: the best guess before the hosts are observed.
-func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, map[string]string) {
+func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	if st == nil {
@@ -185,7 +184,7 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 		}
 		for _, h := range r.Hosts {
 			a, err := netip.ParseAddr(h.FabricAddress)
-			if err != nil || !contains(rc.Nodes(), h.Node) {
+			if err != nil || !slices.Contains(rc.Nodes(), h.Node) {
 				continue
 			}
 			addrs[h.Node] = a
@@ -200,12 +199,12 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 // assumedSpecHashes returns, by node and container name, the spec hash of
 // each cluster container if the nodes' fabric addresses are the assumed
 // ones; clusters with a node whose address is not assumed are left out.
-func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
+func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(addrs) == 0 {
 		return out
 	}
-	evaluated, diags := cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	evaluated, diags := cfg.WithFacts(Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		return out
 	}
@@ -231,7 +230,7 @@ func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces m
 
 // FabricAddrs reads each cluster node's fabric address from the facts (see
 // observe.Fabric.Find), and the interface holding it.
-func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
@@ -263,9 +262,9 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 
 // ContainerName is the name of a cluster's container on every node (its
 // container_name; the configuration gives it its default).
-func ContainerName(rc *config.RayCluster) string { return rc.ContainerName }
+func ContainerName(rc *RayCluster) string { return rc.ContainerName }
 
-func configHas(cfg *config.Config, addr string) bool {
+func configHas(cfg *Config, addr string) bool {
 	a := plan.ParseAddress(addr)
 	typ, name := a.Type, a.Instance()
 	switch typ {
@@ -278,39 +277,39 @@ func configHas(cfg *config.Config, addr string) bool {
 }
 
 func appendUnique(list []string, s string) []string {
-	if s == "" || contains(list, s) {
+	if s == "" || slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)
 }
 
-func sortedClusters(cfg *config.Config) []*config.RayCluster {
-	out := make([]*config.RayCluster, 0, len(cfg.RayClusters))
+func sortedClusters(cfg *Config) []*RayCluster {
+	out := make([]*RayCluster, 0, len(cfg.RayClusters))
 	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		out = append(out, cfg.RayClusters[k])
 	}
 	return out
 }
 
-func sortedServes(cfg *config.Config) []*config.VLLMServe {
-	out := make([]*config.VLLMServe, 0, len(cfg.Serves))
+func sortedServes(cfg *Config) []*VLLMServe {
+	out := make([]*VLLMServe, 0, len(cfg.Serves))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		out = append(out, cfg.Serves[k])
 	}
 	return out
 }
 
-func sortedNetworks(cfg *config.Config) []*config.Network {
-	out := make([]*config.Network, 0, len(cfg.Networks))
+func sortedNetworks(cfg *Config) []*Network {
+	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
 }
 
-func sortedNodes(cfg *config.Config) []*config.Node {
+func sortedNodes(cfg *Config) []*Node {
 	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*config.Node, 0, len(names))
+	out := make([]*Node, 0, len(names))
 	for _, k := range names {
 		out = append(out, cfg.Nodes[k])
 	}

@@ -2,10 +2,11 @@ package resources
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
@@ -18,7 +19,7 @@ const memoryHeadroomLimit = 0.10
 // rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
 const rayDefaultMemoryThreshold = 0.95
 
-func (p *planner) serve(sv *config.VLLMServe) {
+func (p *planner) serve(sv *VLLMServe) {
 	addr := sv.Addr
 	rc := p.cfg.RayClusters[sv.Cluster]
 	if rc == nil {
@@ -155,7 +156,7 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
-func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
+func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
 	after := normalize(schema, serveRecordValues(sv))
 	before := attrValues{}
@@ -174,7 +175,7 @@ func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec ob
 // clusterGPUs is the GPUs Ray will see in a cluster: per node, the
 // declared gpus, or fewer where nvidia-smi lists fewer; the total, and
 // each node's count in words for messages.
-func (p *planner) clusterGPUs(rc *config.RayCluster) (int, []string) {
+func (p *planner) clusterGPUs(rc *RayCluster) (int, []string) {
 	have := 0
 	var parts []string
 	for _, node := range rc.Nodes() {
@@ -198,12 +199,12 @@ func (p *planner) nodeGPUs(node string) int {
 }
 
 // serveGPUs is the GPUs a serve takes: tensor × pipeline parallelism.
-func serveGPUs(sv *config.VLLMServe) int {
+func serveGPUs(sv *VLLMServe) int {
 	return max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
 }
 
 // capacity checks that a serve alone fits its cluster's GPUs.
-func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
 	need := serveGPUs(sv)
 	have, parts := p.clusterGPUs(rc)
 	if need > have {
@@ -214,53 +215,143 @@ func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
 }
 
 // gpuBudget checks that the serves of a cluster, each of which fits
-// alone (capacity), fit together. Each holds its GPUs for its whole life:
-// on a multi-node cluster a placement group of tensor × pipeline bundles
-// of one GPU, whose first bundle vLLM pins to the node its engine runs on,
-// the head (vLLM refuses to start, "Current node has no GPU available",
-// when the head has no free GPU); on a single node the node's GPUs. So
-// the serves must fit the cluster's GPUs together, and on a multi-node
-// cluster there can be no more serves than the head has GPUs. A serve
-// beyond the budget never starts (Ray leaves its placement group pending
-// until vLLM gives up).
-func (p *planner) gpuBudget(rc *config.RayCluster) {
+// alone (capacity), fit together.
+//
+// On a multi-node cluster (vLLM's Ray executor) each serve holds, for its
+// whole life, a placement group of tensor × pipeline bundles of one GPU,
+// whose first bundle vLLM pins to the node its engine runs on, the head
+// (vLLM refuses to start, "Current node has no GPU available", when the
+// head has no free GPU). So the serves must fit the cluster's GPUs
+// together, and there can be no more serves than the head has GPUs; a
+// serve beyond the budget never starts (Ray leaves its placement group
+// pending until vLLM gives up).
+//
+// On a single node vLLM runs without Ray, on the node's first GPUs (or
+// those its env's CUDA_VISIBLE_DEVICES names): serves share devices, and
+// each takes gpu_memory_utilization of a device's memory, which vLLM
+// requires free at its start. So on every device the serves using it must
+// not ask more than the whole device.
+func (p *planner) gpuBudget(rc *RayCluster) {
+	var serves []*VLLMServe
 	have, parts := p.clusterGPUs(rc)
-	need := 0
-	var serves, each []string
 	for _, sv := range sortedServes(p.cfg) {
 		if sv.Cluster != rc.Name {
 			continue
 		}
-		n := serveGPUs(sv)
-		if n > have {
+		if serveGPUs(sv) > have {
 			return // capacity reports it on its own
 		}
-		need += n
-		serves = append(serves, sv.Addr)
-		each = append(each, fmt.Sprintf("%s needs %d (%d × %d)", sv.Addr, n, max(sv.TensorParallelSize, 1), max(sv.PipelineParallelSize, 1)))
+		serves = append(serves, sv)
 	}
 	if len(serves) < 2 {
 		return
 	}
-	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
-	fix := "lower the parallelism of " + strings.Join(serves, ", ") + ", remove a serve, or add nodes to " + rc.Addr
-	if need > have {
-		p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
-			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.", fix)
+	if len(rc.Workers) == 0 {
+		p.deviceBudget(rc, serves)
 		return
 	}
-	if head := p.nodeGPUs(rc.Head); len(rc.Workers) > 0 && len(serves) > head {
+	need := 0
+	var addrs, each []string
+	for _, sv := range serves {
+		n := serveGPUs(sv)
+		need += n
+		addrs = append(addrs, sv.Addr)
+		each = append(each, fmt.Sprintf("%s needs %d (%d × %d)", sv.Addr, n, max(sv.TensorParallelSize, 1), max(sv.PipelineParallelSize, 1)))
+	}
+	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
+	if need > have {
+		p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
+			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
+			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
+		return
+	}
+	if head := p.nodeGPUs(rc.Head); len(serves) > head {
 		p.finding(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
 			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
 			"remove a serve, or give the head more GPUs")
 	}
 }
 
+// deviceBudget is gpuBudget on a single node: per device, the serves that
+// use it must not ask more than its whole memory.
+func (p *planner) deviceBudget(rc *RayCluster, serves []*VLLMServe) {
+	users := map[int][]*VLLMServe{}
+	for _, sv := range serves {
+		for _, d := range serveDevices(sv) {
+			users[d] = append(users[d], sv)
+		}
+	}
+	// One finding per set of serves sharing devices, naming the devices.
+	type group struct {
+		serves  []*VLLMServe
+		devices []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, d := range slices.Sorted(maps.Keys(users)) {
+		share := 0.0
+		var addrs []string
+		for _, sv := range users[d] {
+			share += sv.GPUMemoryUtilization
+			addrs = append(addrs, sv.Addr)
+		}
+		if len(users[d]) < 2 || share <= 1+1e-9 {
+			continue
+		}
+		key := strings.Join(addrs, " ")
+		g := byKey[key]
+		if g == nil {
+			g = &group{serves: users[d]}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.devices = append(g.devices, strconv.Itoa(d))
+	}
+	for _, g := range groups {
+		share := 0.0
+		var each, addrs []string
+		for _, sv := range g.serves {
+			share += sv.GPUMemoryUtilization
+			addrs = append(addrs, sv.Addr)
+			each = append(each, fmt.Sprintf("%s %g", sv.Addr, sv.GPUMemoryUtilization))
+		}
+		gpus := "GPU " + g.devices[0]
+		if len(g.devices) > 1 {
+			gpus = "GPUs " + strings.Join(g.devices, ", ")
+		}
+		p.finding(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%s share %s of %s and ask %.2f of each one's memory together", strings.Join(addrs, " and "), gpus, rc.Head, share),
+			fmt.Sprintf("On a single node vLLM runs without Ray, on the node's first GPUs (cuda:0 up to its tensor × pipeline parallelism) unless the serve's env sets CUDA_VISIBLE_DEVICES; each serve requires gpu_memory_utilization of the device's memory free at its start (%s), so the later one fails with \"Free memory on device cuda:%s ... is less than desired GPU memory utilization\".", strings.Join(each, ", "), g.devices[0]),
+			"lower gpu_memory_utilization so the serves on a GPU ask at most 1 together, or give each serve GPUs of its own with env = { CUDA_VISIBLE_DEVICES = \"...\" }")
+	}
+}
+
+// serveDevices are the GPUs (by index on the node) a serve of a
+// single-node cluster uses: the first tensor × pipeline of those its env's
+// CUDA_VISIBLE_DEVICES lists, else 0 up to that count.
+func serveDevices(sv *VLLMServe) []int {
+	n := serveGPUs(sv)
+	var out []int
+	if v, ok := sv.Env["CUDA_VISIBLE_DEVICES"]; ok {
+		for f := range strings.SplitSeq(v, ",") {
+			d, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil // a UUID or MIG name: not something to count
+			}
+			out = append(out, d)
+		}
+		return out[:min(n, len(out))]
+	}
+	for d := range n {
+		out = append(out, d)
+	}
+	return out
+}
+
 // memoryMonitor flags Ray's memory monitor on unified memory: vLLM takes
 // gpu_memory_utilization of the machine's whole memory, and the monitor
 // kills workers when usage crosses its threshold (0.95) during CUDA graph
 // capture.
-func (p *planner) memoryMonitor(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
 	if !rc.MemoryMonitor {
 		return
 	}

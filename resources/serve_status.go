@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 )
 
@@ -14,7 +13,7 @@ import (
 // the same probe: each serve's /metrics (sent only to the serve's own
 // process, as its /health is) and the start time of its process (its pid
 // file's mtime, on the head).
-func StatusProbes(spec *observe.Spec, cfg *config.Config, project string) {
+func StatusProbes(spec *observe.Spec, cfg *Config, project string) {
 	for _, sv := range sortedServes(cfg) {
 		rc := cfg.RayClusters[sv.Cluster]
 		if rc == nil {

@@ -86,6 +86,29 @@ func TestE2ETwoServesOnOneCluster(t *testing.T) {
 		}
 	}
 
+	t.Run("a third serve is refused at plan", func(t *testing.T) {
+		// Issue 22 item 3: each serve's engine takes one of the head's 2
+		// GPUs; a third serve would never start. plan refuses it, and apply
+		// changes nothing.
+		main := filepath.Join(dir, "main.hcl")
+		before := mustRead(t, main)
+		t.Cleanup(func() { _ = os.WriteFile(main, []byte(before), 0o644) })
+		third := "\nvllm_serve \"c\" {\n  cluster                = ray_cluster.spark\n  model                  = \"facebook/opt-125m\"\n  served_model_name      = \"model-c\"\n  gpu_memory_utilization = 0.1\n  port                   = 8003\n}\n"
+		if err := os.WriteFile(main, []byte(before+third), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run("plan")
+		mustCode(t, "plan with a third serve", r, exitError)
+		mustContain(t, "plan with a third serve", r.stdout+r.stderr, "3 serves on ray_cluster.spark, but its head spark1 has 2 GPUs",
+			"vllm_serve.a needs 1 (1 × 1)", "vllm_serve.c needs 1 (1 × 1)")
+		r = run("apply", "-auto-approve")
+		mustCode(t, "apply with a third serve", r, exitError)
+		if err := os.WriteFile(main, []byte(before), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mustCode(t, "plan without the third serve", run("plan", "-detailed-exitcode"), exitOK)
+	})
+
 	t.Run("foreign listener on a serve's port", func(t *testing.T) {
 		// Move serve b to port 8002, where something else listens.
 		log := filepath.Join(t.TempDir(), "requests")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
@@ -263,8 +262,8 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-func sortedClusterList(cfg *config.Config) []*config.RayCluster {
-	var out []*config.RayCluster
+func sortedClusterList(cfg *resources.Config) []*resources.RayCluster {
+	var out []*resources.RayCluster
 	for _, rc := range cfg.RayClusters {
 		out = append(out, rc)
 	}
@@ -272,7 +271,7 @@ func sortedClusterList(cfg *config.Config) []*config.RayCluster {
 	return out
 }
 
-func statusNodeOf(project string, n *config.Node, facts *observe.Facts, obs *observed) statusNode {
+func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *observed) statusNode {
 	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
 		sn.Error = err.Error()
@@ -304,7 +303,7 @@ func statusNodeOf(project string, n *config.Node, facts *observe.Facts, obs *obs
 // statusServeOf reads a serve from the observation: its health from its
 // record and its own port's answers, judged as plan judges them
 // (JudgeServe), its uptime and vLLM's metrics.
-func statusServeOf(project string, sv *config.VLLMServe, obs *observed) statusServe {
+func statusServeOf(project string, sv *resources.VLLMServe, obs *observed) statusServe {
 	rc := obs.cfg.RayClusters[sv.Cluster]
 	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: resources.HealthDown}
 	if rc == nil {

@@ -54,11 +54,11 @@ vllm_serve "two" {
 // table lists both nodes ALIVE; p is the plan to report.
 func statusObserved(t *testing.T, p *plan.Plan) *observed {
 	t.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(statusTestConfig)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(statusTestConfig)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	cfg, diags := loaded.WithFacts(config.Facts{})
+	cfg, diags := loaded.WithFacts(resources.Facts{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
