@@ -54,8 +54,9 @@ func (m modelFiles) index() observe.ReadProbe {
 // hexRevision is a commit hash, which names a snapshot directly.
 var hexRevision = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// hubID is a Hugging Face repository id, ORG/NAME.
-var hubID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$`)
+// hubID is a Hugging Face repository id: ORG/NAME, or a legacy NAME
+// without an organisation (gpt2).
+var hubID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
 
 // locateModel says where on the head's host the serve's model files are:
 // for an absolute model path, that directory; for a Hub id ORG/NAME, its
@@ -94,7 +95,7 @@ func locateModel(rc *RayCluster, sv *VLLMServe) modelFiles {
 			ref = repo + "/refs/" + rev
 		}
 	default:
-		return modelFiles{Why: fmt.Sprintf("model %q is neither an absolute path nor a Hugging Face id ORG/NAME", sv.Model)}
+		return modelFiles{Why: fmt.Sprintf("model %q is neither an absolute path nor a Hugging Face id", sv.Model)}
 	}
 	host, ok := hostPath(rc.Volumes, dir)
 	if !ok {

@@ -40,8 +40,10 @@ func TestLocateModel(t *testing.T) {
 			why: "no volume of ray_cluster.c maps /models/llama from the host, so its files are inside the image or downloaded at start"},
 		{name: "a host path the probe cannot name", volumes: []string{"/data/my models:/models"}, model: "/models/llama",
 			why: "the host path /data/my models/llama cannot be read by the probe (read \"/data/my models/llama/config.json\": want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\")"},
-		{name: "neither", volumes: hf, model: "llama",
-			why: `model "llama" is neither an absolute path nor a Hugging Face id ORG/NAME`},
+		{name: "a legacy id without an organisation", volumes: hf, model: "gpt2",
+			dir: "/data/hf/hub/models--gpt2/snapshots/{ref}", ref: "/data/hf/hub/models--gpt2/refs/main"},
+		{name: "neither", volumes: hf, model: "./llama",
+			why: `model "./llama" is neither an absolute path nor a Hugging Face id`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
