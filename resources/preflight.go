@@ -73,10 +73,11 @@ func locateModel(rc *RayCluster, sv *VLLMServe) modelFiles {
 		}
 		return rc.Env[k]
 	}
-	var dir, ref string
+	var dir, ref, why string
 	switch {
 	case strings.HasPrefix(sv.Model, "/"):
 		dir = path.Clean(sv.Model)
+		why = fmt.Sprintf("no volume of %s maps %s from the host: the model's files are inside the image", rc.Addr, dir)
 	case hubID.MatchString(sv.Model):
 		hub := env("HF_HUB_CACHE")
 		if hub == "" {
@@ -87,6 +88,7 @@ func locateModel(rc *RayCluster, sv *VLLMServe) modelFiles {
 			hub = path.Join(home, "hub")
 		}
 		repo := path.Join(hub, "models--"+strings.ReplaceAll(sv.Model, "/", "--"))
+		why = fmt.Sprintf("no volume of %s maps the Hugging Face cache %s from the host: vLLM downloads the model inside the container", rc.Addr, repo)
 		rev := serveRevision(sv.ExtraArgs)
 		if hexRevision.MatchString(rev) {
 			dir = repo + "/snapshots/" + rev
@@ -99,7 +101,7 @@ func locateModel(rc *RayCluster, sv *VLLMServe) modelFiles {
 	}
 	host, ok := hostPath(rc.Volumes, dir)
 	if !ok {
-		return modelFiles{Why: fmt.Sprintf("no volume of %s maps %s from the host, so its files are inside the image or downloaded at start", rc.Addr, strings.Replace(dir, "/"+observe.RefPlaceholder, "", 1))}
+		return modelFiles{Why: why}
 	}
 	m := modelFiles{Dir: host}
 	if ref != "" {
