@@ -100,7 +100,7 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 }
 
 // The probes a cluster and its serves ask of the head, and the one reading
-// of each answer: plan, apply's checks and status all read them here.
+// of each answer: plan and status both read them here.
 
 // RayTableURL is where a head's Ray dashboard on dashboardPort lists the
 // nodes.
