@@ -59,6 +59,36 @@ func planCases() []planCase {
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
+		// Values derived from the sensitive token through templates,
+		// functions, a local and a for expression, in the arguments that
+		// take secrets (env, api_key) and in a sensitive output: every one
+		// is masked in the text and in -json (issue 23, item 6).
+		{name: "sensitive-derived",
+			config: func(s string) string {
+				s = strings.Replace(s, "    HF_TOKEN = var.hf_token\n", "    HF_TOKEN = var.hf_token\n    AUTH     = \"Bearer ${upper(var.hf_token)}\"\n    DERIVED  = local.derived[0]\n    PLAIN    = \"plain\"\n", 1)
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  api_key                = trimspace(format(\"%s\", var.hf_token))\n  env                    = { TOKEN = join(\"-\", [\"t\", var.hf_token]) }\n", 1)
+				return s + `
+locals {
+  derived = [for t in [var.hf_token] : "x-${t}"]
+}
+
+output "auth" {
+  value     = "Bearer ${var.hf_token}"
+  sensitive = true
+}
+`
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				serveOff(f)
+			},
+			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
+				`+ "PLAIN"    = "plain"`, `+ api_key                = (sensitive value)`, `+ "TOKEN" = (sensitive value)`, `+ auth     = (sensitive value)`},
+			notWant:    []string{"Bearer", "x-hf"},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
 		{name: "converged",
 			want:       []string{"No changes. Your infrastructure matches the configuration."},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.NoOp, "vllm_serve.llama": plan.NoOp}},
@@ -325,7 +355,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
 			}
 			for _, out := range []string{txt.String(), js.String()} {
-				if strings.Contains(out, "hf_not_a_real_token") {
+				if strings.Contains(out, "hf_not_a_real_token") || strings.Contains(out, "HF_NOT_A_REAL_TOKEN") {
 					t.Fatalf("a sensitive value reached the plan output:\n%s", out)
 				}
 			}
