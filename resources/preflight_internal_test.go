@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 )
 
 // TestLocateModel: where the head's host holds a serve's model files,
@@ -80,6 +81,38 @@ func TestWeightBytes(t *testing.T) {
 	for _, tt := range tests {
 		if got := weightBytes(tt.idx); got != tt.want {
 			t.Errorf("%s: %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestPreflightJudgesOnlyAServeThatStarts: a serve that keeps running as
+// it is (no action) has shown vLLM takes it, and -refresh-only plans no
+// start: neither is judged, though its config.json would be refused.
+func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
+	rc := &RayCluster{Head: "h1", Volumes: []string{"/data/hf:/root/.cache/huggingface"}}
+	rc.Addr = "ray_cluster.c"
+	sv := &VLLMServe{Model: "org/m", TensorParallelSize: 3}
+	sv.Addr = "vllm_serve.m"
+	m := locateModel(rc, sv)
+	head := &observe.HostFacts{Host: "h1", Complete: true, Reads: map[string]observe.ReadResult{
+		m.config().Key(): {Exists: true, Ref: "abc", Content: `{"num_attention_heads": 32, "num_hidden_layers": 16}`},
+	}}
+	for _, tt := range []struct {
+		name        string
+		action      plan.Action
+		refreshOnly bool
+		want        int
+	}{
+		{"created", plan.Create, false, 1},
+		{"replaced", plan.Replace, false, 1},
+		{"running as it is", plan.NoOp, false, 0},
+		{"refresh-only", plan.Create, true, 0},
+	} {
+		p := &planner{in: PlanInput{RefreshOnly: tt.refreshOnly}, facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}},
+			res: &Result{Plan: &plan.Plan{}}}
+		p.preflight(sv, rc, tt.action, tt.action != plan.Create)
+		if got := len(p.res.Plan.Findings); got != tt.want || len(p.res.Notes) > 0 {
+			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, p.res.Plan.Findings, p.res.Notes, tt.want)
 		}
 	}
 }
