@@ -71,6 +71,7 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
 						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+						hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
 					}
 				}
 			}

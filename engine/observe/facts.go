@@ -89,6 +89,8 @@ type HostFacts struct {
 	Clock time.Time            `json:"clock,omitzero"`
 	// Trees are the answers to HostSpec.Trees, by path.
 	Trees map[string]TreeFacts `json:"trees,omitempty"`
+	// Reads are the answers to HostSpec.Reads, by ReadProbe.Key.
+	Reads map[string]ReadResult `json:"reads,omitempty"`
 }
 
 // Link is one network interface.

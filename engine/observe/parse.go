@@ -81,6 +81,11 @@ func Parse(output []byte) (*HostFacts, error) {
 				parseFree(&t, s)
 			}
 			f.Trees[s.attr("path")] = t
+		case secRead:
+			if f.Reads == nil {
+				f.Reads = map[string]ReadResult{}
+			}
+			f.Reads[readKey(s)] = parseRead(s)
 		case secClock:
 			f.Clock = parseClock(s)
 		}

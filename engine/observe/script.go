@@ -258,6 +258,7 @@ func ProbeScript(spec HostSpec) string {
 	writeRecords(&b, spec.Records)
 	writeFiles(&b, spec.Files)
 	writeTrees(&b, spec.Trees)
+	writeReads(&b, spec.Reads)
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	return b.String()
 }

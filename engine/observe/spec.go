@@ -66,6 +66,9 @@ type HostSpec struct {
 	// files to list with their sizes, with the free space of the
 	// filesystem holding each; each is in HostFacts.Trees under its path.
 	Trees []string
+	// Reads are small files whose content to read (see ReadProbe); each
+	// is in HostFacts.Reads under its Key.
+	Reads []ReadProbe
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -242,6 +245,11 @@ func (hs HostSpec) Validate() error {
 	for _, d := range hs.Trees {
 		if !validDir(d) {
 			errs = append(errs, fmt.Errorf("tree %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", d))
+		}
+	}
+	for _, r := range hs.Reads {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, k := range hs.EnvKeys {
