@@ -358,6 +358,15 @@ func fixtureCases() []fixtureCase {
 			want: []string{"instead of joining the cluster of spark1, spark2", "RAY_ADDRESS=192.168.200.12:6379"},
 		},
 		{
+			name: "ray-local-instance-multinode", fixture: "ray-local-instance-multinode", ctx: Context{}, cause: RayLocal, also: []Cause{PlacementGroup},
+			want: []string{"the Ray that vLLM started for itself on head has fewer GPUs than it needs", "ray start --temp-dir",
+				"RAY_ADDRESS=<head IP>:6379", "The number of required GPUs exceeds"},
+		},
+		{
+			name: "gloo-loopback-refused", fixture: "gloo-loopback-refused", ctx: Context{}, cause: GlooMesh,
+			want: []string{"advertised the loopback address 127.0.1.1; node2 cannot reach it", "(port 3210)", "GLOO_SOCKET_IFNAME=<the interface", "getent hosts $(hostname)"},
+		},
+		{
 			name: "ray-driver-no-gpu", fixture: "ray-driver-no-gpu", ctx: Context{}, cause: RayDriverNoGPU,
 			want: []string{"found none of its Ray GPU workers on its own node", "VLLM_HOST_IP, else the default-route address", "ray list nodes"},
 		},

@@ -135,13 +135,13 @@ func buildRayLocal(s *scan, hits []int) (Diagnosis, bool) {
 	if len(c.NodeAddrs) > 1 {
 		// The configuration spans nodes: the serve had to join their cluster.
 		d.Title = "vLLM started its own local Ray" + onHost(host) + " instead of joining the cluster of " + strings.Join(sortedKeys(c.NodeAddrs), ", ") + ", and that Ray has too few GPUs"
-		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` had run in this container whose session it could find. " +
+		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` session file was at /tmp/ray/ray_current_cluster in this container (`ray start --temp-dir=…` writes it elsewhere, where ray.init() does not look). " +
 			"The new Ray has only this machine's GPUs, so the placement group for the other nodes' GPUs cannot be satisfied."
 		d.Fix = "R" + join[1:]
 		return d, true
 	}
 	d.Title = "the Ray that vLLM started for itself" + onHost(host) + " has fewer GPUs than it needs"
-	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (no RAY_ADDRESS, no `ray start` session in this container), so it started a Ray with only this machine's visible GPUs; " +
+	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (RAY_ADDRESS unset, and no `ray start` session file at /tmp/ray/ray_current_cluster in this container — `ray start --temp-dir=…` writes it elsewhere), so it started a Ray with only this machine's visible GPUs; " +
 		"then the placement group for tensor_parallel_size × pipeline_parallel_size GPUs could not be filled. The logs do not say whether a multi-node cluster was meant."
 	d.Fix = "If a Ray cluster is running: " + join + "\nIf this is one machine: make tensor_parallel_size × pipeline_parallel_size at most the GPUs it shows (`nvidia-smi -L`; CUDA_VISIBLE_DEVICES limits them)."
 	return d, true
