@@ -42,6 +42,24 @@ func buildGlooMesh(s *scan, hits []int) (Diagnosis, bool) {
 			"; by hand: -e on each container, before ray start, since vLLM does not copy GLOO_* to Ray workers), or fix name resolution: " + hosts + "."
 		return d, true
 	}
+	if w := s.glooFallback(); w >= 0 {
+		// torch's ProcessGroupGloo bound a rank to the loopback address
+		// because the hostname resolved to no local address; across nodes
+		// no other rank can reach that rank there.
+		// The rank that fell back: its Ray ip= tag (a worker on another
+		// node prints into the serve's log), else the log's host.
+		where := s.host(w)
+		if m := ipTagRE.FindStringSubmatch(s.lines[w].text); m != nil {
+			where = orDefault(c.ownerOf(m[1]).node, m[1])
+		}
+		d.Evidence = []Evidence{s.evidence(w), s.evidence(i)}
+		d.Title = "Gloo on " + orDefault(where, "a rank") + " fell back to the loopback address; the ranks on other nodes cannot reach it"
+		d.Explanation = "torch printed \"Unable to resolve hostname to a (local) address. Using the loopback address as fallback\": with no GLOO_SOCKET_IFNAME in that rank's environment, Gloo binds the address the hostname resolves to, and on that node it resolved to no address Gloo could bind, so the rank bound and advertised 127.0.0.1. " +
+			"Gloo's full mesh connects every rank to every other, so the mesh failed (\"no error\" is Gloo's text). If GLOO_SOCKET_IFNAME was set, it did not reach that rank: set only in the shell of vllm serve, it is not in the environment of Ray's workers on the other nodes."
+		d.Fix = "Pin Gloo to the shared network on every node: " + env + " in the environment of every rank (rayform sets it from interface on " + c.network() +
+			"; by hand: -e on each container, before ray start, since vLLM does not copy GLOO_* to Ray workers), or make the hostname resolve: " + hosts + "."
+		return d, true
+	}
 	d.Title = "Gloo could not connect its ranks into a full mesh" + onHost(host)
 	d.Explanation = "Gloo's full mesh connects every rank to the address each other rank advertised; this rank could not connect to (or handshake with) at least one of them, and torch printed no address (\"no error\" is Gloo's text). " +
 		"Usually a rank advertised an address the others cannot reach — its hostname resolving to 127.0.1.1, or an interface of another network — and otherwise a firewall between the nodes or a peer that exited first (read every rank's log)."
@@ -49,6 +67,36 @@ func buildGlooMesh(s *scan, hits []int) (Diagnosis, bool) {
 		hosts + "; allow TCP between the nodes on that network."
 	d.consequence = true // a peer that died leaves the same line
 	return d, true
+}
+
+// glooFallbackRE is torch's warning when ProcessGroupGloo binds loopback.
+var glooFallbackRE = regexp.MustCompile(`Unable to resolve hostname to a \(local\) address\. Using the loopback address as fallback`)
+
+// multiAddrRE finds the addresses a log names for its ranks: Ray's "ip="
+// tag and vLLM's distributed_init_method.
+var multiAddrRE = regexp.MustCompile(`\bip=(\d+\.\d+\.\d+\.\d+)[,)]|tcp://(\d+\.\d+\.\d+\.\d+):\d+`)
+
+// glooFallback returns the line of torch's loopback-fallback warning when
+// the run spans nodes, else -1. On one node loopback works (every rank is
+// local) and the warning is printed by runs that succeed, so it is evidence
+// only when the configuration or the logs show more than one address.
+func (s *scan) glooFallback() int {
+	w := -1
+	addrs := map[string]bool{}
+	for j, l := range s.lines {
+		if w < 0 && glooFallbackRE.MatchString(l.text) {
+			w = j
+		}
+		for _, m := range multiAddrRE.FindAllStringSubmatch(l.text, -1) {
+			if a := m[1] + m[2]; !strings.HasPrefix(a, "127.") {
+				addrs[a] = true
+			}
+		}
+	}
+	if w < 0 || (len(s.ctx.NodeAddrs) < 2 && len(addrs) < 2) {
+		return -1
+	}
+	return w
 }
 
 // ---- NCCL "unhandled system error" ---------------------------------------------
