@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"regexp"
@@ -38,6 +39,60 @@ var otherTools = map[string]string{
 	"--tail": "docker logs", "--type": "docker inspect", "--label": "docker run", "--name": "docker run", "--env": "docker run",
 	"--env-file": "docker run", "--restart": "docker run", "--detach": "docker run", "--net": "docker run", "--ulimit": "docker run",
 	"--limit": "ray list", "--opt": "prose: --opt=value", "--flag": "prose: --flag=VALUE",
+	"--device": "docker run", "--privileged": "docker run",
+}
+
+// versionLess compares dotted release numbers ("0.17.1" < "0.18.0").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// removedOptions reads diagnose's table of removed `vllm serve` options
+// (rules_serve.go: var removedOptions, entries {flag, absentSince, ...}):
+// flag -> the first release said to refuse it.
+func removedOptions(t *testing.T, f *ast.File) map[string]string {
+	out := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "removedOptions" || len(vs.Values) != 1 {
+			return true
+		}
+		list, ok := vs.Values[0].(*ast.CompositeLit)
+		if !ok {
+			t.Fatal("diagnose's removedOptions is not a composite literal")
+		}
+		for _, e := range list.Elts {
+			entry, ok := e.(*ast.CompositeLit)
+			if !ok || len(entry.Elts) < 2 {
+				t.Fatalf("diagnose's removedOptions entry %T is not {flag, absentSince, ...}", e)
+			}
+			var fields []string
+			for _, x := range entry.Elts[:2] {
+				lit, ok := x.(*ast.BasicLit)
+				if !ok {
+					t.Fatal("diagnose's removedOptions entry is not string literals")
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				fields = append(fields, v)
+			}
+			out[fields[0]] = fields[1]
+		}
+		return false
+	})
+	return out
 }
 
 // flagTables are the option strings of both versions of each tool.
@@ -66,13 +121,7 @@ func loadFlagTables(t *testing.T) flagTables {
 // missing lists the versions of tables that lack flag.
 func missing(tables map[string]map[string]bool, flag string) []string {
 	var out []string
-	for _, v := range slices.Sorted(func(yield func(string) bool) {
-		for v := range tables {
-			if !yield(v) {
-				return
-			}
-		}
-	}) {
+	for _, v := range slices.Sorted(maps.Keys(tables)) {
 		if !tables[v][flag] {
 			out = append(out, v)
 		}
@@ -96,7 +145,7 @@ func flagsOf(argv []string) []string {
 // and in the newest one (the generated tables of engine/clitables).
 func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 	ft := loadFlagTables(t)
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -106,7 +155,7 @@ func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 		addrs[node] = netip.AddrFrom4([4]byte{192, 168, 0, byte(10 + i)})
 		ifaces[node] = "ib0"
 	}
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -161,6 +210,8 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	seen := map[string]bool{}
+	var parsed []*ast.File
+	removed := map[string]string{}
 	for _, path := range files {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
@@ -169,6 +220,24 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		parsed = append(parsed, f)
+		for flag, since := range removedOptions(t, f) {
+			removed[flag] = since
+		}
+	}
+	// diagnose names removed options as removed: each must be absent from
+	// every table of a release at or after the one it gives.
+	for flag, since := range removed {
+		for _, v := range slices.Sorted(maps.Keys(ft.vllm)) {
+			if !versionLess(v, since) && ft.vllm[v][flag] {
+				t.Errorf("diagnose says vLLM refuses %s since %s, yet vLLM %s has it", flag, since, v)
+			}
+		}
+	}
+	if len(removed) == 0 {
+		t.Log("diagnose has no removedOptions table")
+	}
+	for _, f := range parsed {
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.BasicLit)
 			if !ok || lit.Kind != token.STRING {
@@ -177,6 +246,9 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 			s, err := strconv.Unquote(lit.Value)
 			if err != nil {
 				return true
+			}
+			if _, ok := removed[s]; ok {
+				return true // the flag of a removedOptions entry, checked above
 			}
 			for _, flag := range flagWord.FindAllString(s, -1) {
 				seen[flag] = true

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
@@ -180,6 +181,14 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
+	return r.follow(ctx, progress)
+}
+
+// follow reads the serve's log into progress lines until vLLM prints
+// "Application startup complete.", fails, exits, or ready_timeout runs
+// out; a failure carries its diagnosis.
+func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
+	node, c := r.node(), r.spec.Container
 	timeout := r.s.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultServeTimeout
@@ -221,6 +230,32 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 		return r.diagnose(ctx, err)
 	}
 	return nil
+}
+
+// AwaitSteps are the steps that see a running serve still starting
+// through to ready: follow its log (from its start, so the progress so far
+// is shown) until vLLM is up or ready_timeout runs out, then check
+// /health and /v1/models. Apply runs them for every serve of the
+// configuration that runs but does not answer yet, changed or not: it
+// reports success only for serves that serve.
+func AwaitSteps(env *StepEnv, w *Work) []apply.Step {
+	if w == nil || w.Serve == nil {
+		return nil
+	}
+	r := &serveRun{e: env.withDefaults(), w: w, s: w.Serve, spec: w.Serve.Spec}
+	return []apply.Step{{
+		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
+		Run:    r.follow,
+		Verify: r.verifyHTTP,
+	}}
+}
+
+// readyTimeoutValue is the serve's ready_timeout, or the default.
+func (r *serveRun) readyTimeoutValue() time.Duration {
+	if r.s.ReadyTimeout > 0 {
+		return r.s.ReadyTimeout
+	}
+	return DefaultServeTimeout
 }
 
 // url is the serve's endpoint on the head's loopback.
@@ -361,6 +396,10 @@ func (s ServeSpec) apiKey() string {
 // diagnose reads the serve log (its last serveLogTail lines) and the
 // cluster's container logs, and returns err with the root cause.
 func (r *serveRun) diagnose(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Cancelled (an interrupt, a lost lock): no failure to classify.
+		return err
+	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
 	res, rerr := r.e.read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(serveLogTail), r.spec.LogPath())
@@ -440,7 +479,6 @@ func (r *serveRun) vllmVersion(ctx context.Context, node, container string) stri
 
 // Progress lines of vLLM's startup (reference §3.6).
 var (
-	ansiRE     = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 	weightsRE  = regexp.MustCompile(`Loading (\w+) checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)`)
 	graphsRE   = regexp.MustCompile(`(Capturing CUDA graphs[^:]*):\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)`)
 	vllmPrefix = regexp.MustCompile(`^(?:\([^)]*\)\s*)*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*|INFO:\s+)?`)
@@ -537,9 +575,11 @@ func (p *serveProgress) feed(b []byte) {
 		if i < 0 {
 			return
 		}
-		line := string(p.buf[:i])
+		// The lines shown are the log's: printed without terminal
+		// control sequences (termtext).
+		line := termtext.Plain(p.buf[:i])
 		p.buf = p.buf[i+1:]
-		p.line(strings.TrimSpace(ansiRE.ReplaceAllString(line, "")))
+		p.line(strings.TrimSpace(string(line)))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources"
@@ -153,34 +154,50 @@ func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since
 
 // prefixWriter writes complete lines to w, each prefixed, under a mutex
 // shared by every node's writers, so lines of different nodes never mix.
+// A line ends at \n or \r (a progress bar's redraw becomes lines of its
+// own), and reaches w with its terminal control sequences removed
+// (termtext.Plain): a log is data, and must not retitle, clear or write the
+// clipboard of the operator's terminal.
 type prefixWriter struct {
 	mu     *sync.Mutex
 	w      io.Writer
 	prefix string
 	buf    []byte
+	// cr is set when the last line ended at a \r: a \n right after it
+	// ends the same line.
+	cr bool
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	p.buf = append(p.buf, b...)
 	for {
-		i := bytes.IndexByte(p.buf, '\n')
+		i := bytes.IndexAny(p.buf, "\r\n")
 		if i < 0 {
 			break
 		}
-		p.mu.Lock()
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
-		p.mu.Unlock()
+		line, sep := p.buf[:i], p.buf[i]
 		p.buf = p.buf[i+1:]
+		if i == 0 && sep == '\n' && p.cr {
+			p.cr = false
+			continue
+		}
+		p.cr = sep == '\r'
+		p.emit(line)
 	}
 	return len(b), nil
+}
+
+// emit writes one line, prefixed and made plain.
+func (p *prefixWriter) emit(line []byte) {
+	p.mu.Lock()
+	fmt.Fprintf(p.w, "%s%s\n", p.prefix, termtext.Plain(line))
+	p.mu.Unlock()
 }
 
 // flush writes a last line without a newline.
 func (p *prefixWriter) flush() {
 	if len(p.buf) > 0 {
-		p.mu.Lock()
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
-		p.mu.Unlock()
+		p.emit(p.buf)
 		p.buf = nil
 	}
 }

@@ -13,6 +13,7 @@ package vllmcli
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/rayform/rayform/engine/clitables"
@@ -125,7 +126,7 @@ type Set []Option
 // Lookup returns the option that has the exact option string s.
 func (s Set) Lookup(name string) *Option {
 	for i := range s {
-		if contains(s[i].Names, name) {
+		if slices.Contains(s[i].Names, name) {
 			return &s[i]
 		}
 	}
@@ -363,13 +364,4 @@ func (s Set) Resolve(word string) Match {
 		m.Ambiguous = append(m.Ambiguous, c.given)
 	}
 	return m
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // maxEvidence caps the length of an evidence line; the tail is elided.
@@ -31,7 +33,6 @@ type scan struct {
 }
 
 var (
-	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]`)
 	// Prefixes a log line carries before its message, stripped repeatedly:
 	// Ray/vLLM process tags, CI timestamps, vLLM/Python logging headers,
 	// NCCL's "[2026-11-29 23:22:58] " stamp.
@@ -73,14 +74,12 @@ func newScan(in Input) *scan {
 	return s
 }
 
-// clean removes ANSI escapes and invalid UTF-8 and trailing blanks.
+// clean removes terminal control sequences and controls (termtext.Plain,
+// the one home of that filtering), invalid UTF-8 and trailing blanks.
 func clean(b []byte) string {
-	t := string(b)
+	t := string(termtext.Plain(b))
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "\uFFFD")
-	}
-	if strings.IndexByte(t, 0x1b) >= 0 {
-		t = ansiRE.ReplaceAllString(t, "")
 	}
 	return strings.TrimRight(t, " \t")
 }
@@ -236,12 +235,25 @@ var (
 	// --flag VALUE and --flag=VALUE.
 	flagRE   = regexp.MustCompile(`(--[A-Za-z0-9][A-Za-z0-9\-]*)(=|\s+)([^\s'"]+)`)
 	bearerRE = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+`)
-	tokenRE  = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
-	userRE   = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
+	// Authorization: Basic dXNlcjpwYXNz, Authorization: token ghp_...
+	authRE  = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:basic|token|digest)\s+)[^\s"',]+`)
+	tokenRE = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
+	userRE  = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
 )
 
 // redacted replaces a secret value.
 const redacted = "<redacted>"
+
+// redactProse hides the secrets that can reach rayform's own sentences
+// through values parsed from a log (URLs, tokens): bearer and
+// Authorization values, URL passwords, bare tokens. NAME=VALUE pairs are
+// left alone there: the fixes spell out HF_TOKEN=<a token ...> themselves.
+func redactProse(t string) string {
+	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
+	t = authRE.ReplaceAllString(t, "${1}"+redacted)
+	t = userRE.ReplaceAllString(t, "${1}"+redacted+"@")
+	return tokenRE.ReplaceAllString(t, redacted)
+}
 
 // redact hides the values of secret-looking pairs, flags, bearer tokens,
 // URL passwords and bare Hugging Face / GitHub tokens.
@@ -261,6 +273,7 @@ func redact(t string) string {
 		return sm[1] + sm[2] + redacted
 	})
 	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
+	t = authRE.ReplaceAllString(t, "${1}"+redacted)
 	t = userRE.ReplaceAllString(t, "${1}"+redacted+"@")
 	return tokenRE.ReplaceAllString(t, redacted)
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -257,7 +258,7 @@ func (p *Parser) check(o *Option, v string) *Error {
 	if msg != "" {
 		return p.fail(fmt.Sprintf("argument %s: %s", label(o), msg))
 	}
-	if len(o.Choices) > 0 && !contains(o.Choices, val) {
+	if len(o.Choices) > 0 && !slices.Contains(o.Choices, val) {
 		return p.fail(fmt.Sprintf("argument %s: invalid choice: %s (choose from %s)", label(o), val, strings.Join(o.Choices, ", ")))
 	}
 	return nil
@@ -294,7 +295,7 @@ func preprocess(args []string) []string {
 				if !hasVal && i+1 < len(args) {
 					i++
 				}
-				if !contains(dotted, key) {
+				if !slices.Contains(dotted, key) {
 					dotted = append(dotted, key)
 				}
 				continue
@@ -316,15 +317,6 @@ func preprocess(args []string) []string {
 		out = append(out, k, "{}")
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Parse parses args (after the subcommand name).
