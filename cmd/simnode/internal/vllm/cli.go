@@ -66,6 +66,10 @@ func Main(ctx context.Context, p *sim.Proc) int {
 		fmt.Fprintf(p.Stderr, "simnode: `vllm %s` is not simulated\n", args[0])
 		return 1
 	}
+	if tb := preParseError(args); tb != "" {
+		fmt.Fprint(p.Stderr, tb)
+		return 1
+	}
 	parser := serveParser()
 	res, perr := parser.Parse(args[1:])
 	if perr != nil {
@@ -75,6 +79,10 @@ func Main(ctx context.Context, p *sim.Proc) int {
 	if res.Help {
 		fmt.Fprintf(p.Stdout, "usage: %s\n\nStart the vLLM OpenAI Compatible API server.\n", serveUsage)
 		return 0
+	}
+	if tb := validateServe(res); tb != "" {
+		fmt.Fprint(p.Stderr, tb)
+		return 1
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

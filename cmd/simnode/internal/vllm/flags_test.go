@@ -25,10 +25,19 @@ func TestStandInMatchesRealVLLM(t *testing.T) {
 	checked := 0
 	for _, pr := range table.Probes {
 		code, plain := pr.ExitCode()
-		if !plain {
-			continue // vLLM's own post-parse checks (ValueError/TypeError), not the parser
-		}
 		name := strings.Join(pr.Args, " ")
+		if !plain {
+			// vLLM's own checks raised (FlexibleArgumentParser's ValueError,
+			// validate_parsed_serve_args' TypeError): a traceback, exit 1,
+			// ending with the exception line the probe recorded.
+			var out, errb bytes.Buffer
+			p := &sim.Proc{Args: pr.Args, Env: sim.Env{}, Stdout: &out, Stderr: &errb, Now: time.Now}
+			if got := Main(context.Background(), p); got != 1 || !strings.HasSuffix(errb.String(), pr.Stderr) || !strings.HasPrefix(errb.String(), "Traceback (most recent call last):") {
+				t.Errorf("vllm %s (%s): exit %d, stderr\n%s\nreal vLLM %s: a traceback ending with\n%s", name, pr.Note, got, errb.String(), Version, pr.Stderr)
+			}
+			checked++
+			continue
+		}
 		switch code {
 		case 0:
 			if pr.Args[0] != "serve" {
