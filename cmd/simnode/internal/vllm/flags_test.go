@@ -136,3 +136,14 @@ func TestIssue21TranscribedTableErrors(t *testing.T) {
 		}
 	}
 }
+
+// FlexibleArgumentParser moves --model to the positional before it checks
+// for --served-model-name without a model, so this command line parses.
+func TestServedNameWithModelOption(t *testing.T) {
+	if tb := preParseError([]string{"serve", "--served-model-name", "x", "--model", "M"}); tb != "" {
+		t.Errorf("refused:\n%s", tb)
+	}
+	if tb := preParseError([]string{"serve", "--served_model_name=x"}); !strings.HasSuffix(tb, "`vllm serve <model> --<arg> <value>`.\n") {
+		t.Errorf("not refused: %q", tb)
+	}
+}

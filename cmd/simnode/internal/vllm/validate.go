@@ -28,19 +28,21 @@ func traceback(frames [][4]string, exc string) string {
 var (
 	servedNameArg = regexp.MustCompile(`^--served[-_]model[-_]name(=.+|$)`)
 	configArg     = regexp.MustCompile(`^--config(=.+|$)`)
+	modelOpt      = regexp.MustCompile(`^--model(=.+|$)`)
 )
 
 // preParseError is FlexibleArgumentParser.parse_args' own refusal before
 // argparse runs (vllm/utils/argparse_utils.py of 0.17.1): `vllm serve`
-// given --served-model-name but no positional model (and no --config).
+// given --served-model-name but no positional model (and no --config; a
+// --model option counts, parse_args moves it first).
 func preParseError(args []string) string {
 	if len(args) < 2 || args[0] != "serve" || !strings.HasPrefix(args[1], "-") {
 		return ""
 	}
 	served := false
 	for _, a := range args {
-		if configArg.MatchString(a) {
-			return ""
+		if configArg.MatchString(a) || modelOpt.MatchString(a) {
+			return "" // with --model, parse_args has moved the model first
 		}
 		served = served || servedNameArg.MatchString(a)
 	}
