@@ -64,7 +64,6 @@
 //     skip inspecting containers that run as wanted, and verifies them
 //     against each host's own facts (a wrong guess costs one more round
 //     trip, never a wrong plan).
-//
 //   - images (optional): keyed by image ID ("sha256:..."), what an image
 //     answered apply's architecture check: the architectures its vLLM has
 //     code for ("architectures"), the model types its transformers and
