@@ -91,6 +91,7 @@ func checkRayCluster(b *config.Block) {
 		}
 	}
 	checkDockerArgs(b, rc.DockerArgs)
+	checkLabelArgs(b, rc.DockerArgs)
 }
 
 // validateClusters checks the rules between clusters and their nodes: a
