@@ -2,9 +2,13 @@ package resources
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 )
 
 // Ownership: rayform acts only on containers whose labels prove they are
@@ -70,6 +74,41 @@ func checkLabelArgs(b *config.Block, args []string) {
 				}
 				break
 			}
+		}
+	}
+}
+
+// clusterContainerOf reports whether labels are those of a ray_cluster
+// container of project (the only containers a vllm_serve runs in).
+func clusterContainerOf(labels map[string]string, project string) bool {
+	return labels[LabelManaged] == "true" && labels[LabelProject] == project && strings.HasPrefix(labels[LabelResource], "ray_cluster.")
+}
+
+// refuseForeignServes drops from serves (the vllm_serves planned for
+// destruction) each one whose container exists on its node without the
+// labels of a ray_cluster container of project, with an error finding: a
+// state entry (hand-edited or forged) naming a container rayform did not
+// create must never make rayform signal or delete anything inside it. The
+// probe does not look inside such a container either (engine/observe's
+// rf_sexec).
+func refuseForeignServes(res *Result, serves map[string]*ServeWork, facts *observe.Facts, project string) {
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		sw := serves[addr]
+		hf := facts.Hosts[sw.Spec.Node]
+		if hf == nil {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if c.Name != sw.Spec.Container || clusterContainerOf(c.Labels, project) {
+				continue
+			}
+			res.Plan.Findings = append(res.Plan.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: sw.Spec.Node,
+				Summary: fmt.Sprintf("%s names container %s, which rayform did not create", addr, c.Name),
+				Detail: fmt.Sprintf("The state records %s in container %s on %s, but that container does not carry the labels of a ray_cluster of project %q (%s=%q, %s=%q, %s=%q). rayform never acts in, or looks inside, a container it did not create.",
+					addr, c.Name, sw.Spec.Node, project, LabelManaged, c.Labels[LabelManaged], LabelProject, c.Labels[LabelProject], LabelResource, c.Labels[LabelResource]),
+				Fix: fmt.Sprintf("If the state file was edited by hand, restore it; to forget the entry, remove %q from %s's resources.", addr, ".rayform/state.json")})
+			delete(serves, addr)
+			break
 		}
 	}
 }

@@ -5,7 +5,11 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 )
 
 // Issue 23, item 5: docker_args cannot set rayform's labels (a container
@@ -48,5 +52,51 @@ func TestDockerArgsCannotSetRayformLabels(t *testing.T) {
 				t.Fatalf("diagnostic at %v, want main.hcl:23", found.Subject)
 			}
 		})
+	}
+}
+
+// Issue 23, item 4: a state entry naming a container rayform did not create
+// (vllm_serve.ghost in "victim") makes plan and destroy refuse, naming it,
+// and plans no work inside it.
+func TestForgedServeContainerRefused(t *testing.T) {
+	specs := pairSpecs("192.168.200.12")
+	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
+		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{
+			{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true},
+			{Name: "victim", Labels: map[string]string{"app": "db"}, Running: true},
+			{Name: "neighbour", Labels: map[string]string{LabelManaged: "true", LabelProject: "other", LabelResource: stepsCluster}, Running: true},
+		}}, Serves: map[string]observe.ServeRecord{"ghost": {Found: true, Alive: true}, "ghost2": {Found: true, Alive: true}, "qwen": {Found: true, Alive: true}}},
+	}}
+	st, err := state.New(stepsProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Set("vllm_serve.ghost", state.Resource{Type: "vllm_serve", Container: "victim", Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
+	st.Set("vllm_serve.ghost2", state.Resource{Type: "vllm_serve", Container: "neighbour", Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
+	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: specs[0].Name, Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
+	empty, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	in := PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject}
+	destroyed, _ := DestroyWork(in)
+	for name, res := range map[string]*Result{"plan": Plan(in), "destroy": destroyed} {
+		for _, ghost := range []string{"vllm_serve.ghost", "vllm_serve.ghost2"} {
+			if w := res.Work[ghost]; w != nil {
+				t.Errorf("%s: work planned for %s in a container rayform did not create: %+v", name, ghost, w)
+			}
+			found := false
+			for _, f := range res.Plan.Errors() {
+				if f.Address == ghost && f.Host == "spark1" && strings.Contains(f.Summary, "which rayform did not create") {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: no error for %s; findings %+v", name, ghost, res.Plan.Findings)
+			}
+		}
+		if w := res.Work["vllm_serve.qwen"]; w == nil || w.Action != plan.Delete {
+			t.Errorf("%s: the project's own serve is not destroyed: %+v", name, w)
+		}
 	}
 }

@@ -58,7 +58,8 @@ rf_serve() {
 	fi
 	rf_sexec "$3" "kill -0 \"\$(cat ` + ServeDir + `/serve-$1.pid)\" 2>/dev/null && echo alive || echo dead"
 }
-# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container.
+# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container, only if
+# its labels prove it is a ray_cluster container of project $rf_proj.
 rf_sexec() {
 	if [ -z "$1" ]; then
 		printf 'rayform: no head container to ask\n' >&2
@@ -68,6 +69,14 @@ rf_sexec() {
 		printf 'rayform: docker unavailable\n' >&2
 		return 1
 	fi
+	rf_own=$(rf_x docker inspect --type container --format '{{index .Config.Labels "rayform.managed"}} {{index .Config.Labels "rayform.project"}} {{index .Config.Labels "rayform.resource"}}' "$1") || return 1
+	case $rf_own in
+	"true $rf_proj ray_cluster."*) ;;
+	*)
+		printf 'rayform: container %s does not carry the labels of a ray_cluster of project %s: not looking inside it\n' "$1" "$rf_proj" >&2
+		return 1
+		;;
+	esac
 	rf_x docker exec "$1" sh -c "$2"
 }
 `
@@ -87,6 +96,11 @@ func writeServes(b *strings.Builder, spec HostSpec) {
 	if !validContainer(hc) {
 		hc = ""
 	}
+	project := spec.Project
+	if !validLabelValue(project) {
+		project = ""
+	}
+	b.WriteString("rf_proj=" + shell.Quote(project) + "\n")
 	b.WriteString(serveHelpers)
 	for _, name := range names {
 		b.WriteString("rf_sec " + shell.Quote(secServe+" name="+name) + " rf_serve " + name + " " +

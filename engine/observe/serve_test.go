@@ -131,6 +131,9 @@ func serveShells(t *testing.T) [][]string {
 // with a canned reply.
 type serveHost struct {
 	dir, bin, dockerLog string
+	// labels is what `docker inspect` of the head container answers
+	// (managed, project, resource); "" stands for rayform's own.
+	labels string
 }
 
 func newServeHost(t *testing.T, tools ...string) *serveHost {
@@ -150,10 +153,17 @@ func newServeHost(t *testing.T, tools ...string) *serveHost {
 	return h
 }
 
-// fakeDocker installs a docker that logs "$@" and prints reply.
+// fakeDocker installs a docker that answers `docker inspect` with the
+// container's labels (h.labels) and, for anything else, logs "$@" and
+// prints reply.
 func (h *serveHost) fakeDocker(t *testing.T, reply string) {
 	t.Helper()
-	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + shell.Quote(h.dockerLog) + "\nprintf '%s\\n' " + shell.Quote(reply) + "\n"
+	labels := h.labels
+	if labels == "" {
+		labels = "true p ray_cluster.spark"
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = inspect ]; then printf '%s\\n' " + shell.Quote(labels) + "; exit 0; fi\n" +
+		"printf '%s\\n' \"$*\" >> " + shell.Quote(h.dockerLog) + "\nprintf '%s\\n' " + shell.Quote(reply) + "\n"
 	if err := os.WriteFile(filepath.Join(h.bin, "docker"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +191,7 @@ func (h *serveHost) probe(t *testing.T, sh []string, hostDir string) ServeRecord
 	b.WriteString(prelude)
 	b.WriteString("rf_t=\nrf_dok=1\n")
 	b.WriteString("printf '%s probe 1\\n' \"$M\"\n")
-	writeServes(&b, HostSpec{Head: true, HeadContainer: "rayform-spark", ServeHostDir: hostDir, Serves: []string{"qwen"}})
+	writeServes(&b, HostSpec{Project: "p", Head: true, HeadContainer: "rayform-spark", ServeHostDir: hostDir, Serves: []string{"qwen"}})
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	cmd := exec.Command(sh[0], append(sh[1:], "-c", b.String())...)
 	cmd.Env = []string{"PATH=" + h.bin}
@@ -315,6 +325,22 @@ func TestServeRecordFallsBackToDockerExec(t *testing.T) {
 			t.Fatalf("docker calls:\n%s\nwant:\n%s", got, want)
 		}
 	})
+	// Issue 23, item 4: a container named by a forged state entry, without
+	// rayform's labels of the project, is never looked into.
+	for _, labels := range []string{"  ", "true other ray_cluster.spark", "false p ray_cluster.spark", "true p vllm_serve.x"} {
+		t.Run("container not the project's: "+labels, func(t *testing.T) {
+			h := newServeHost(t, "cat", "flock")
+			h.labels = labels
+			h.fakeDocker(t, serveRecordJSON+"\nalive")
+			r := h.probe(t, sh, filepath.Join(h.dir, "absent"))
+			if r.Found || r.Alive || !strings.Contains(r.Err, "does not carry the labels of a ray_cluster of project p") {
+				t.Fatalf("%+v, want an error saying the container is not rayform's", r)
+			}
+			if got := h.dockerCalls(t); got != "" {
+				t.Fatalf("docker calls:\n%s\nwant none but inspect", got)
+			}
+		})
+	}
 	t.Run("record unreadable", func(t *testing.T) {
 		h := newServeHost(t, "cat", "flock")
 		h.fakeDocker(t, "unexpected")
