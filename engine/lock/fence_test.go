@@ -164,3 +164,22 @@ func TestHeldNamesTheIdentity(t *testing.T) {
 		t.Errorf("holder %q for %q, want alice's for hb-x.spark", held.Holder, held.Identity)
 	}
 }
+
+// A fenced command's failure names the command, not the script around it.
+func TestFencedFailureNamesTheCommand(t *testing.T) {
+	conn, _ := setup(t)
+	ctx := context.Background()
+	f, err := AdvanceFence(ctx, conn, Name("p", "main"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := transport.Guard(conn, func() error { return nil }, f)
+	_, err = g.Run(ctx, transport.Cmd{Argv: []string{"sh", "-c", "echo no such container >&2; exit 3"}, Mutating: true})
+	var ee *transport.ExitError
+	if !errors.As(err, &ee) || ee.Result.ExitCode != 3 || ee.Cmd != `sh -c 'echo no such container >&2; exit 3'` || errors.Is(err, transport.ErrFenced) {
+		t.Fatalf("error %v (%#v), want exit 3 of the command itself", err, ee)
+	}
+	if !strings.Contains(err.Error(), "no such container") || strings.Contains(err.Error(), "rayform-fenced") {
+		t.Errorf("error %q", err)
+	}
+}

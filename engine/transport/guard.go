@@ -88,6 +88,13 @@ func (g guardConn) Run(ctx context.Context, cmd Cmd) (Result, error) {
 	fenced := cmd
 	fenced.Argv, fenced.Script = nil, script
 	res, err := g.conn.Run(ctx, fenced)
+	// Errors name the command, not the script around it.
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		named := *ee
+		named.Cmd = cmd.String()
+		err = &named
+	}
 	if err != nil && res.ExitCode == ExitFenced && strings.Contains(string(res.Stderr), fencedMark) {
 		return res, fmt.Errorf("%w: %w", ErrFenced, err)
 	}
@@ -132,6 +139,10 @@ func FencedScript(fences []Fence, line string) (string, error) {
 		return "", fmt.Errorf("a command can be fenced by at most %d locks on one host, not %d", maxFences, len(fences))
 	}
 	var b strings.Builder
+	// The command's first line comes first, as a comment: what a log or
+	// an error shows of the script (its start) is the command.
+	first, _, _ := strings.Cut(line, "\n")
+	b.WriteString("# " + first + "\n")
 	b.WriteString("d=\"$HOME/\"" + shell.Quote(FenceDir) + "\n")
 	closeFDs := ""
 	for i, f := range fences {
