@@ -213,6 +213,9 @@ func TestE2EFencing(t *testing.T) {
 			t.Errorf("destroy B: %v\n%s", errB, outB)
 		}
 		mustContain(t, "destroy B", outB.String(), "Destroy complete!")
+		// Whether A's late command reached a host (and was fenced off
+		// there) depends on where the fault caught it; say which.
+		t.Logf("A fenced off on a host: %v", strings.Contains(outA.String(), "fenced off"))
 		if errA == 0 {
 			t.Errorf("apply A, which lost its lock, exited 0\n%s", outA)
 		}

@@ -69,6 +69,9 @@ type lockTarget struct {
 	cluster string // the ray_cluster's name
 	name    string // lock.Name of the identity
 	host    string // node name
+	// fromState: only the state names this host for the cluster (not the
+	// configuration as its head).
+	fromState bool
 }
 
 // lockTargets lists the locks a run takes: each ray_cluster's lock on its
@@ -79,18 +82,20 @@ type lockTarget struct {
 // run of the original. Sorted by name then host: two runs take common
 // locks in one order.
 func (s *session) lockTargets() []lockTarget {
-	seen := map[lockTarget]bool{}
+	seen := map[[2]string]bool{}
 	var out []lockTarget
+	fromState := false
 	add := func(cluster, host string) {
-		t := lockTarget{cluster: cluster, name: lock.Name(s.project, cluster), host: host}
-		if !seen[t] {
-			seen[t] = true
+		t := lockTarget{cluster: cluster, name: lock.Name(s.project, cluster), host: host, fromState: fromState}
+		if !seen[[2]string{t.name, host}] {
+			seen[[2]string{t.name, host}] = true
 			out = append(out, t)
 		}
 	}
 	for name, rc := range s.cfg.RayClusters {
 		add(name, rc.Head)
 	}
+	fromState = true
 	for _, addr := range s.st.Addresses() {
 		a := plan.ParseAddress(addr)
 		if a.Type != "ray_cluster" {
@@ -126,6 +131,7 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 	}
 	holder := lockHolder(op)
 	fenced := map[string]bool{}
+	unlocked := map[string]error{} // hosts whose changes stay refused
 	for _, t := range s.lockTargets() {
 		conn, ok := s.conns[t.host]
 		if !ok {
@@ -161,11 +167,20 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 				},
 			})
 			if err != nil {
-				locks.release()
 				if errors.Is(err, lock.ErrHeld) {
+					locks.release()
 					return nil, fmt.Errorf("%w\n\nAnother rayform is working on ray_cluster.%s. Wait for it to finish (-lock-timeout=DURATION waits for it); a holder that vanished loses the lock %s after its last renewal. If you are sure it is gone, run rayform force-unlock %s",
 						err, t.cluster, lock.DefaultLease, t.cluster)
 				}
+				if t.fromState {
+					// A host only the state names that cannot be reached
+					// cannot be changed either: this run goes on without
+					// its lock, and its fence refuses any change there.
+					fmt.Fprintf(s.c.stderr, "Warning: could not take the lock of ray_cluster.%s on %s, where the state recorded it: %v\n", t.cluster, t.host, err)
+					unlocked[t.host] = fmt.Errorf("the lock of ray_cluster.%s could not be taken there: %w", t.cluster, err)
+					continue
+				}
+				locks.release()
 				return nil, fmt.Errorf("locking ray_cluster.%s on %s: %w", t.cluster, t.host, err)
 			}
 			locks.held = append(locks.held, l)
@@ -177,6 +192,9 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 		fenced[t.name] = true
 	}
 	s.advanceFences(ctx, locks, slices.Sorted(maps.Keys(fenced)))
+	for host, err := range unlocked {
+		locks.fenceErr[host] = err
+	}
 	return locks, nil
 }
 
