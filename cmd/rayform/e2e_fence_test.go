@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/engine/lab"
 )
 
 // End-to-end tests of issue 23: the lock fences every change on the hosts
@@ -84,12 +87,16 @@ func (l *e2eLab) clientPorts(t *testing.T) []string {
 	return ports
 }
 
-// dropRules drops (op "-I") or lets through again (op "-D") every packet
-// of the client's connections from ports.
-func (l *e2eLab) dropRules(t *testing.T, op string, ports []string) {
+// dropRules drops (op "-I") or lets through again (op "-D") the packets
+// of the client's connections from ports, in the chains given (OUTPUT:
+// what the client sends, INPUT: what it receives).
+func (l *e2eLab) dropRules(t *testing.T, op string, ports []string, chains ...string) {
 	t.Helper()
 	for _, port := range ports {
 		for _, rule := range [][]string{{"OUTPUT", "--sport"}, {"INPUT", "--dport"}} {
+			if !slices.Contains(chains, rule[0]) {
+				continue
+			}
 			if o, err := exec.Command("ip", "netns", "exec", l.name+"-client", "iptables", op, rule[0], "-p", "tcp", rule[1], port, "-j", "DROP").CombinedOutput(); err != nil {
 				t.Fatalf("iptables %s: %v\n%s", op, err, o)
 			}
@@ -160,6 +167,46 @@ func (l *e2eLab) background(t *testing.T, dir string, flags []string, args ...st
 	return b
 }
 
+// nodeCommandRunning reports whether a process in node's network namespace
+// has a command line holding every one of parts (the SSH transport's
+// wrapper holds the command it runs in its argv while it waits for the
+// command's environment).
+func (l *e2eLab) nodeCommandRunning(node string, parts ...string) bool {
+	lb, err := lab.Load(l.dir)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	n, err := lb.Node(node)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(n.NetnsPath(), &st); err != nil {
+		l.t.Fatal(err)
+	}
+	want := fmt.Sprintf("net:[%d]", st.Ino)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil || ns != want {
+			continue
+		}
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		c := string(b)
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(c, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 func TestE2EFencing(t *testing.T) {
 	l := startLab(t, "rfe2efence", "-delay", "500ms")
 	body := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
@@ -199,14 +246,22 @@ func TestE2EFencing(t *testing.T) {
 		a := l.background(t, dirA, []string{"-project=" + project}, "apply", "-auto-approve")
 		outA := a.out
 		a.waitOutput(t, "A to start the workers", 4*time.Minute, "start ray workers on spark2")
-		time.Sleep(750 * time.Millisecond) // the docker run is on its way (the issue's reproduction)
+		// A's `docker run` of the worker reached spark2, whose SSH wrapper
+		// waits for its environment: the client sends it once it reads
+		// the wrapper's first line, which the lab's delay holds back for
+		// 500 ms. The fault catches A in that window.
+		waitFor(t, "A's docker run to reach spark2", time.Minute, func() bool {
+			return l.nodeCommandRunning("spark2", "docker", "run", "rayform.project="+project)
+		})
 		release := catch(a.cmd)
-		time.Sleep(5 * time.Second)
 		b, outB := l.start("-chdir="+dirB, "destroy", "-project="+project, "-auto-approve", "-lock-timeout=2m")
 		defer func() { b.Process.Kill(); b.Wait() }()
 		waitFor(t, "B to take the lock", 3*time.Minute, func() bool { return l.headHolds("rayform destroy") })
-		release()
+		// The issue's reproduction lets A's traffic through again now;
+		// waiting for B to finish first makes A's late command land after
+		// B's destroy whatever the timing.
 		errB := b.Wait()
+		release()
 		errA := a.wait()
 		l.quiet(t)
 		if errB != nil || strings.Contains(outB.String(), "did not converge") {
@@ -229,8 +284,11 @@ func TestE2EFencing(t *testing.T) {
 			if len(ports) == 0 {
 				t.Fatal("no SSH connection of A found")
 			}
-			l.dropRules(t, "-I", ports)
-			return func() { l.dropRules(t, "-D", ports) }
+			// Only what A sends is dropped: the wrapper's first line
+			// still reaches A, whose answer (the environment) then waits
+			// in its TCP send queue until the partition heals.
+			l.dropRules(t, "-I", ports, "OUTPUT")
+			return func() { l.dropRules(t, "-D", ports, "OUTPUT") }
 		})
 	})
 	t.Run("stopped client is fenced on the hosts", func(t *testing.T) {
