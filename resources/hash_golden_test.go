@@ -166,7 +166,7 @@ func literalHashCases() []hashCase {
 // resource and node: they pin the whole road from HCL to the label.
 func configHashCases(t *testing.T) []hashCase {
 	t.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(hashConfig)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(hashConfig)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatalf("config: %s", diags.Error())
 	}
@@ -175,7 +175,7 @@ func configHashCases(t *testing.T) []hashCase {
 		"spark2": netip.MustParseAddr("192.168.100.2"),
 	}
 	ifaces := map[string]string{"spark1": "enp1s0f1np1", "spark2": "enp1s0f1np1"}
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatalf("config with facts: %s", diags.Error())
 	}

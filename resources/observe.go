@@ -5,7 +5,6 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -21,7 +20,7 @@ import (
 // those addresses is given to the probe, which then skips `docker inspect`
 // of a container that runs with that hash and the image inspection of a
 // host whose containers all do.
-func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Spec {
+func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
@@ -106,7 +105,7 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 // AssumedFabric returns the fabric address (and the interface holding it)
 // the state recorded for each node of the configuration's clusters when it
 // last applied them: the best guess before the hosts are observed.
-func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, map[string]string) {
+func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	if st == nil {
@@ -119,7 +118,7 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 		}
 		for _, h := range r.Hosts {
 			a, err := netip.ParseAddr(h.FabricAddress)
-			if err != nil || !contains(rc.Nodes(), h.Node) {
+			if err != nil || !slices.Contains(rc.Nodes(), h.Node) {
 				continue
 			}
 			addrs[h.Node] = a
@@ -134,12 +133,12 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 // assumedSpecHashes returns, by node and container name, the spec hash of
 // each cluster container if the nodes' fabric addresses are the assumed
 // ones; clusters with a node whose address is not assumed are left out.
-func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
+func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(addrs) == 0 {
 		return out
 	}
-	evaluated, diags := cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	evaluated, diags := cfg.WithFacts(Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		return out
 	}
@@ -165,7 +164,7 @@ func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces m
 
 // FabricAddrs reads each cluster node's fabric address from the facts (see
 // observe.Fabric.Find), and the interface holding it.
-func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
@@ -197,9 +196,9 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 
 // ContainerName is the name of a cluster's container on every node (its
 // container_name; the configuration gives it its default).
-func ContainerName(rc *config.RayCluster) string { return rc.ContainerName }
+func ContainerName(rc *RayCluster) string { return rc.ContainerName }
 
-func configHas(cfg *config.Config, addr string) bool {
+func configHas(cfg *Config, addr string) bool {
 	a := plan.ParseAddress(addr)
 	typ, name := a.Type, a.Instance()
 	switch typ {
@@ -212,39 +211,39 @@ func configHas(cfg *config.Config, addr string) bool {
 }
 
 func appendUnique(list []string, s string) []string {
-	if s == "" || contains(list, s) {
+	if s == "" || slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)
 }
 
-func sortedClusters(cfg *config.Config) []*config.RayCluster {
-	out := make([]*config.RayCluster, 0, len(cfg.RayClusters))
+func sortedClusters(cfg *Config) []*RayCluster {
+	out := make([]*RayCluster, 0, len(cfg.RayClusters))
 	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		out = append(out, cfg.RayClusters[k])
 	}
 	return out
 }
 
-func sortedServes(cfg *config.Config) []*config.VLLMServe {
-	out := make([]*config.VLLMServe, 0, len(cfg.Serves))
+func sortedServes(cfg *Config) []*VLLMServe {
+	out := make([]*VLLMServe, 0, len(cfg.Serves))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		out = append(out, cfg.Serves[k])
 	}
 	return out
 }
 
-func sortedNetworks(cfg *config.Config) []*config.Network {
-	out := make([]*config.Network, 0, len(cfg.Networks))
+func sortedNetworks(cfg *Config) []*Network {
+	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
 }
 
-func sortedNodes(cfg *config.Config) []*config.Node {
+func sortedNodes(cfg *Config) []*Node {
 	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*config.Node, 0, len(names))
+	out := make([]*Node, 0, len(names))
 	for _, k := range names {
 		out = append(out, cfg.Nodes[k])
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -23,7 +22,7 @@ import (
 // PlanInput is everything a plan is computed from. Planning does no I/O.
 type PlanInput struct {
 	// Config is evaluated with the observed facts (config.WithFacts).
-	Config  *config.Config
+	Config  *Config
 	Facts   *observe.Facts
 	State   *state.State // nil means empty
 	Project string
@@ -119,7 +118,7 @@ func Plan(in PlanInput) *Result {
 
 type planner struct {
 	in     PlanInput
-	cfg    *config.Config
+	cfg    *Config
 	facts  *observe.Facts
 	res    *Result
 	addrs  map[string]netip.Addr

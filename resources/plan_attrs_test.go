@@ -151,7 +151,7 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 				src = strings.Replace(src, tc.more[i], tc.more[i+1], 1)
 			}
 			if tc.configErr != "" {
-				_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+				_, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 				found := false
 				for _, d := range diags.Errs() {
 					found = found || strings.Contains(d.Error(), tc.configErr)
@@ -215,7 +215,7 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 // planText plans src against the converged facts of benchConfig(3), with
 // a state that records the cluster and the serve, and renders it. It
 // returns the configuration and the facts it planned with too.
-func planText(t *testing.T, src string) (string, string, *plan.Plan, *config.Config, *observe.Facts) {
+func planText(t *testing.T, src string) (string, string, *plan.Plan, *resources.Config, *observe.Facts) {
 	t.Helper()
 	cc := convergedCluster(t, 3)
 	st, err := state.New(benchProject)
@@ -239,7 +239,7 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan, *config.Con
 // verifyAll runs apply's verification of every ray_cluster (Ray's node
 // table) and vllm_serve (/health, /v1/models) of cfg against what facts
 // show on the hosts, and returns the first rejection.
-func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
+func verifyAll(t *testing.T, cfg *resources.Config, facts *observe.Facts) error {
 	t.Helper()
 	addrs, ifaces := resources.FabricAddrs(cfg, facts)
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -101,7 +100,7 @@ func newDoomed() *doomed {
 }
 
 // fromConfig adds every ray_cluster and vllm_serve of cfg.
-func (d *doomed) fromConfig(cfg *config.Config) {
+func (d *doomed) fromConfig(cfg *Config) {
 	for _, rc := range sortedClusters(cfg) {
 		d.clusters[rc.Addr] = ContainerName(rc)
 		d.clusterHosts[rc.Addr] = rc.Nodes()

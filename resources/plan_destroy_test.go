@@ -36,7 +36,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	st.Set(stepsCluster, state.Resource{Type: "ray_cluster", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
 	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
 	st.Set("vllm_serve.other", state.Resource{Type: "vllm_serve", Container: "rayform-unknown", Hosts: []state.Host{{Node: "spark1"}}})
-	empty, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	empty, diags := LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

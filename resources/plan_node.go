@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 )
 
@@ -51,7 +50,7 @@ func (p *planner) nodes() {
 	}
 }
 
-func sshTarget(n *config.Node) string {
+func sshTarget(n *Node) string {
 	t := n.Host
 	if n.User != "" {
 		t = n.User + "@" + t
@@ -138,7 +137,7 @@ func (p *planner) networks() {
 			}
 			iface := p.ifaces[node]
 			for _, rc := range hf.RouteChecks {
-				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+				if rc.Peer == "" || !slices.Contains(nw.Nodes, rc.Peer) {
 					continue
 				}
 				switch {

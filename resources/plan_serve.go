@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
@@ -18,7 +17,7 @@ const memoryHeadroomLimit = 0.10
 // rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
 const rayDefaultMemoryThreshold = 0.95
 
-func (p *planner) serve(sv *config.VLLMServe) {
+func (p *planner) serve(sv *VLLMServe) {
 	addr := sv.Addr
 	rc := p.cfg.RayClusters[sv.Cluster]
 	if rc == nil {
@@ -113,7 +112,7 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
-func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec observe.ServeRecord) []plan.AttrChange {
+func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ServeRecord) []plan.AttrChange {
 	schema := serveSchema()
 	after := normalize(schema, serveRecordValues(sv))
 	before := attrValues{}
@@ -130,7 +129,7 @@ func serveAttrs(sv *config.VLLMServe, spec ServeSpec, action plan.Action, rec ob
 }
 
 // capacity checks TP×PP against the GPUs Ray will see on the cluster.
-func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
 	need := max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
 	have := 0
 	var parts []string
@@ -157,7 +156,7 @@ func (p *planner) capacity(sv *config.VLLMServe, rc *config.RayCluster) {
 // gpu_memory_utilization of the machine's whole memory, and the monitor
 // kills workers when usage crosses its threshold (0.95) during CUDA graph
 // capture.
-func (p *planner) memoryMonitor(sv *config.VLLMServe, rc *config.RayCluster) {
+func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
 	if !rc.MemoryMonitor {
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
@@ -45,7 +44,7 @@ func TestPlanAndVerifyJudgeRayTableAlike(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cc := convergedCluster(t, 3)
-			cfg, diags := cc.loaded.WithFacts(config.Facts{FabricAddrs: cc.addrs})
+			cfg, diags := cc.loaded.WithFacts(resources.Facts{FabricAddrs: cc.addrs})
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}

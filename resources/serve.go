@@ -9,12 +9,10 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -76,7 +74,7 @@ func (s ServeSpec) Hash() string {
 	c.Attrs, c.Sensitive = nil, nil
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			v = secretDigest(v)
 		}
 		c.Env[k] = v
@@ -146,7 +144,7 @@ func (s ServeSpec) StartScript() string {
 }
 
 // ServeSpecFor returns the desired serve process of a vllm_serve.
-func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
+func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)
@@ -156,20 +154,7 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := []string{"vllm", "serve", sv.Model,
-		"--served-model-name", served,
-		"--tensor-parallel-size", strconv.Itoa(max(sv.TensorParallelSize, 1)),
-		"--pipeline-parallel-size", strconv.Itoa(max(sv.PipelineParallelSize, 1)),
-		"--gpu-memory-utilization", strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64),
-		"--host", "0.0.0.0",
-		"--port", strconv.Itoa(sv.Port),
-	}
-	if len(rc.Workers) > 0 {
-		args = append(args, "--distributed-executor-backend", "ray")
-	}
-	if sv.MaxModelLen > 0 {
-		args = append(args, "--max-model-len", strconv.Itoa(sv.MaxModelLen))
-	}
+	args := serveArgs(sv, rc)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
@@ -206,13 +191,7 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
 	}
-	known := attrValues{}
-	for k, v := range serveRecordValues(sv) {
-		if v.IsWhollyKnown() {
-			known[k] = v
-		}
-	}
-	rec := known.record()
+	rec := serveRecordValues(sv).knownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
 }
@@ -221,12 +200,12 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 // records keep them: its applied arguments (config.Schema), then the
 // endpoint they give.
 func serveSchema() []attr {
-	return append(argAttrs("vllm_serve"), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
+	return append(argAttrs(KindServe), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them.
-func serveRecordValues(sv *config.VLLMServe) attrValues {
-	vals := argValues("vllm_serve", &sv.Decl)
+func serveRecordValues(sv *VLLMServe) attrValues {
+	vals := argValues(KindServe, &sv.Decl)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)
@@ -249,7 +228,7 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 		args = append(args, "-e", "RAYFORM_LOG_OWNER="+logOwner)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 		} else {
 			args = append(args, "-e", k+"="+s.Env[k])

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/planfile"
@@ -579,7 +578,7 @@ func (s *session) reconcileState(again *observed) {
 // stateHost returns the SSH coordinates of node for a state record: from
 // the configuration, else from the resource's earlier record. A node known
 // to neither cannot be reached again and is not recorded.
-func (s *session) stateHost(cfg *config.Config, old state.Resource, node string) (state.Host, bool) {
+func (s *session) stateHost(cfg *resources.Config, old state.Resource, node string) (state.Host, bool) {
 	var prev state.Host
 	for _, h := range old.Hosts {
 		if h.Node == node {

@@ -63,7 +63,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 type session struct {
 	c       *cli
 	opts    *runOptions
-	cfg     *config.Config // as loaded, before observed facts
+	cfg     *resources.Config // as loaded, before observed facts
 	st      *state.State
 	project string
 	dialer  transport.Dialer
@@ -119,7 +119,7 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 // hence the documented advice to declare it). A declared name that differs
 // from the one the state recorded for applied resources is refused: it
 // would disown the running containers.
-func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) (string, error) {
+func resolveProject(dir, flagValue string, cfg *resources.Config, st *state.State) (string, error) {
 	applied := st.Project != "" && len(st.Addresses()) > 0
 	switch {
 	case flagValue != "":
@@ -226,7 +226,7 @@ func (s *session) close() {
 // observed is one observation of the hosts and the plan made from it.
 type observed struct {
 	facts   *observe.Facts
-	cfg     *config.Config // evaluated with the facts
+	cfg     *resources.Config // evaluated with the facts
 	result  *resources.Result
 	elapsed time.Duration
 }
@@ -259,7 +259,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		s.c.log.Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", s.conns[h].Stats().Handshakes)
 	}
 	addrs, _ := resources.FabricAddrs(s.cfg, facts)
-	cfg, diags := s.cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := s.cfg.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
 		return nil, errors.New("the configuration is invalid with the observed facts")
@@ -281,7 +281,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 }
 
 // applyTargets narrows the plan to the targets and their dependencies.
-func (s *session) applyTargets(cfg *config.Config, res *resources.Result) error {
+func (s *session) applyTargets(cfg *resources.Config, res *resources.Result) error {
 	g := cfg.Graph()
 	for _, t := range s.opts.targets {
 		if !g.Has(t) {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
@@ -227,8 +226,8 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-func sortedClusterList(cfg *config.Config) []*config.RayCluster {
-	var out []*config.RayCluster
+func sortedClusterList(cfg *resources.Config) []*resources.RayCluster {
+	var out []*resources.RayCluster
 	for _, rc := range cfg.RayClusters {
 		out = append(out, rc)
 	}
@@ -236,7 +235,7 @@ func sortedClusterList(cfg *config.Config) []*config.RayCluster {
 	return out
 }
 
-func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed) statusNode {
+func (s *session) statusNode(n *resources.Node, facts *observe.Facts, obs *observed) statusNode {
 	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
 		sn.Error = err.Error()
@@ -267,7 +266,7 @@ func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed
 
 // statusServe reads a serve's health from the observation, and its
 // uptime and /metrics from its head in one more command.
-func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *observed) statusServe {
+func (s *session) statusServe(ctx context.Context, sv *resources.VLLMServe, obs *observed) statusServe {
 	rc := obs.cfg.RayClusters[sv.Cluster]
 	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: "down"}
 	if rc == nil {
