@@ -74,7 +74,7 @@ func TestForgedServeContainerRefused(t *testing.T) {
 	st.Set("vllm_serve.ghost", state.Resource{Type: "vllm_serve", Container: "victim", Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
 	st.Set("vllm_serve.ghost2", state.Resource{Type: "vllm_serve", Container: "neighbour", Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
 	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: specs[0].Name, Hosts: []state.Host{{Node: "spark1", Host: "h"}}})
-	empty, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	empty, diags := LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -69,7 +69,7 @@ ray_cluster "main" {
 				t.Fatal(err)
 			}
 			tc.set(st)
-			s := &session{cfg: cfg, st: st, project: "p"}
+			s := &session{cfg: resources.View(cfg), st: st, project: "p"}
 			var got []string
 			for _, lt := range s.lockTargets() {
 				got = append(got, lt.name+"@"+lt.host)
