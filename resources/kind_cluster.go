@@ -121,6 +121,7 @@ func checkRayCluster(b *config.Block) {
 	}
 	checkDockerArgs(b, rc.DockerArgs)
 	checkLabelArgs(b, rc.DockerArgs)
+	checkClusterLimits(b)
 }
 
 // validateClusters checks the rules between clusters and their nodes: a

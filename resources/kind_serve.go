@@ -114,6 +114,7 @@ func checkServe(b *config.Block) {
 	if bad := envValueProblem(s.APIKey); bad != "" {
 		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
 	}
+	checkServeLimits(b)
 }
 
 // validateServes checks the rules between a serve and its cluster: enough

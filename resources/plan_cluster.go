@@ -286,6 +286,9 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 		} else if d.Attr != "" {
 			observed(node, d.Attr, d.Observed)
 		}
+		if p.declChanged(rc, specs, node) {
+			continue // the configuration's change, replaced for it
+		}
 		if work.Start[node] && node != rc.Head {
 			// Restarted anyway; the difference is still drift, unless it
 			// comes from an address not known yet.

@@ -217,6 +217,50 @@ func planCases() []planCase {
 				`declare rayform { project = "checkout-a" }`},
 			notWant:    []string{"docker rm"},
 			wantErrors: 1},
+		// Issue 22, item 7: follow-on and misleading messages. More GPUs
+		// declared than the host has: the error says so, and Ray's count
+		// (the containers were started with the old declaration) is no
+		// change made outside rayform.
+		{name: "gpus-declared-more",
+			config: func(s string) string {
+				return strings.Replace(s, "gpus          = 8", "gpus          = 16", 1)
+			},
+			want:       []string{`Error: gpu["h1"] declares gpus = 16 but nvidia-smi reports 8`},
+			notWant:    []string{"Objects have changed outside of rayform", "GPUs in Ray"},
+			wantErrors: 3},
+		// A wrong interface name: one error per node with the one string
+		// to correct; no route "to invalid IP" follows from it.
+		{name: "wrong-interface",
+			config: func(s string) string {
+				return strings.Replace(s, `interface = "ib0"`, `interface = "ib9"`, 1)
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: "peer " + rc.Peer + ": no address in 192.168.0.0/16 on ib9"}
+					}
+				}
+			},
+			want:       []string{`Error: interface ib9 does not exist on gpu["h1"]`, `set interface = "ib0" in network.fabric (ib0 holds gpu["h1"]'s address in 192.168.0.0/16); it names the fabric interface of every node`},
+			notWant:    []string{"has no route", "invalid IP", `interface = { "gpu`},
+			wantErrors: 3},
+		// An unreachable worker: its peers cannot learn its fabric
+		// address; "cannot observe" says it all.
+		{name: "unreachable-worker-routes",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				delete(f.Hosts, `gpu["h3"]`)
+				f.Errors = map[string]error{`gpu["h3"]`: errors.New(`connect root@10.1.230.12:22: dial tcp 10.1.230.12:22: connect: no route to host`)}
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						if rc.Peer == `gpu["h3"]` {
+							hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: `peer gpu["h3"] was not observed`}
+						}
+					}
+				}
+			},
+			want:       []string{`Error: cannot observe gpu["h3"]`},
+			notWant:    []string{"has no route", "invalid IP"},
+			wantErrors: 1},
 	}
 }
 

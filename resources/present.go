@@ -111,3 +111,37 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 	}
 	return present, unknown
 }
+
+// StartingServes returns, for each vllm_serve of in's configuration that
+// the hosts show running as declared but not answering yet (plan's "vLLM
+// is still starting": the process runs, its port is closed), the work of
+// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
+// changed anything, so that it reports success only for serves that serve.
+func StartingServes(in PlanInput) []*Work {
+	if in.Config == nil || in.Facts == nil {
+		return nil
+	}
+	var out []*Work
+	for _, sv := range sortedServes(in.Config) {
+		rc := in.Config.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		head := in.Facts.Hosts[rc.Head]
+		if head == nil || head.Err != "" {
+			continue
+		}
+		rec := head.Serves[sv.Name]
+		h := head.VLLM.Health
+		if !rec.Found || !rec.Alive || h.TimedOut || !(h.Refused || h.Status == 0) {
+			continue
+		}
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil || rec.SpecHash != spec.Hash() {
+			continue
+		}
+		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},
+			Serve: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
+	}
+	return out
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rayform/rayform/engine/imageref"
 )
 
 // Spec says what to observe on every host. It is built by the caller from
@@ -160,7 +162,7 @@ func wordOf(s, extra string) bool {
 	return true
 }
 
-func validImageRef(s string) bool   { return len(s) <= 512 && wordOf(s, "._/:@+-") }
+func validImageRef(s string) bool   { return wordOf(s, "._/:@+-") && imageref.Valid(s) }
 func validContainer(s string) bool  { return len(s) <= 255 && wordOf(strings.TrimPrefix(s, "/"), "_.-") }
 func validLabelValue(s string) bool { return len(s) <= 255 && wordOf(s, "_.-") }
 func validIfName(s string) bool     { return len(s) <= 15 && wordOf(s, "_.:@-") }
