@@ -104,9 +104,9 @@ func refuseForeignServes(res *Result, serves map[string]*ServeWork, facts *obser
 			}
 			res.Plan.Findings = append(res.Plan.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: sw.Spec.Node,
 				Summary: fmt.Sprintf("%s names container %s, which rayform did not create", addr, c.Name),
-				Detail: fmt.Sprintf("The state records %s in container %s on %s, but that container does not carry the labels of a ray_cluster of project %q (%s=%q, %s=%q, %s=%q). rayform never acts in, or looks inside, a container it did not create.",
+				Detail: fmt.Sprintf("%s runs in container %s on %s (as the state or the configuration says), but that container does not carry the labels of a ray_cluster of project %q (%s=%q, %s=%q, %s=%q). rayform never acts in, or looks inside, a container it did not create.",
 					addr, c.Name, sw.Spec.Node, project, LabelManaged, c.Labels[LabelManaged], LabelProject, c.Labels[LabelProject], LabelResource, c.Labels[LabelResource]),
-				Fix: fmt.Sprintf("If the state file was edited by hand, restore it; to forget the entry, remove %q from %s's resources.", addr, ".rayform/state.json")})
+				Fix: fmt.Sprintf("If the state file was edited by hand, restore it, or forget the entry by removing %q from the resources of .rayform/state.json; if %s is a container of yours that took the cluster's container name, rename it.", addr, c.Name)})
 			delete(serves, addr)
 			break
 		}
