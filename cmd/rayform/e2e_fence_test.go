@@ -147,7 +147,12 @@ func (b *bgRun) wait() int {
 // project left (with dir's configuration and flags).
 func (l *e2eLab) background(t *testing.T, dir string, flags []string, args ...string) *bgRun {
 	t.Helper()
-	cmd, out := l.start(append(append([]string{"-chdir=" + dir, args[0]}, flags...), args[1:]...)...)
+	// Global options, then the command, then flags and the rest.
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i], "-") {
+		i++
+	}
+	cmd, out := l.start(append(append(append([]string{"-chdir=" + dir}, args[:i+1]...), flags...), args[i+1:]...)...)
 	b := &bgRun{cmd: cmd, out: out, done: make(chan struct{})}
 	go func() {
 		cmd.Wait()
@@ -239,11 +244,13 @@ func TestE2EFencing(t *testing.T) {
 	// folders, one project: apply A is caught while it starts the
 	// workers; destroy B takes the lock once A's lease expired; then A's
 	// command arrives.
-	race := func(t *testing.T, project string, catch func(a *exec.Cmd) (release func())) {
+	// race runs the race; with mustBeFenced, A (alive when its command
+	// lands) must have been told the host refused it.
+	race := func(t *testing.T, project string, mustBeFenced bool, catch func(a *exec.Cmd) (release func())) {
 		t.Helper()
 		cleanProject(project)
 		dirA, dirB := l.config(body), l.config(body)
-		a := l.background(t, dirA, []string{"-project=" + project}, "apply", "-auto-approve")
+		a := l.background(t, dirA, []string{"-project=" + project}, "-log-level=debug", "apply", "-auto-approve")
 		outA := a.out
 		a.waitOutput(t, "A to start the workers", 4*time.Minute, "start ray workers on spark2")
 		// A's `docker run` of the worker reached spark2, whose SSH wrapper
@@ -268,9 +275,13 @@ func TestE2EFencing(t *testing.T) {
 			t.Errorf("destroy B: %v\n%s", errB, outB)
 		}
 		mustContain(t, "destroy B", outB.String(), "Destroy complete!")
-		// Whether A's late command reached a host (and was fenced off
-		// there) depends on where the fault caught it; say which.
-		t.Logf("A fenced off on a host: %v", strings.Contains(outA.String(), "fenced off"))
+		// A partitioned A may be gone before its late command lands (its
+		// kernel still sends it); a stopped one is there to be told.
+		fenced := strings.Contains(outA.String(), "exit=113") || strings.Contains(outA.String(), "fenced off")
+		t.Logf("A told it was fenced off on a host: %v", fenced)
+		if mustBeFenced && !fenced {
+			t.Errorf("A's late command was not refused on the host (no exit 113 in its debug log)\n%s", outA)
+		}
 		if errA == 0 {
 			t.Errorf("apply A, which lost its lock, exited 0\n%s", outA)
 		}
@@ -279,7 +290,7 @@ func TestE2EFencing(t *testing.T) {
 		}
 	}
 	t.Run("partitioned client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencedrop", func(a *exec.Cmd) func() {
+		race(t, "fencedrop", false, func(a *exec.Cmd) func() {
 			ports := l.clientPorts(t)
 			if len(ports) == 0 {
 				t.Fatal("no SSH connection of A found")
@@ -292,7 +303,7 @@ func TestE2EFencing(t *testing.T) {
 		})
 	})
 	t.Run("stopped client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencestop", func(a *exec.Cmd) func() {
+		race(t, "fencestop", true, func(a *exec.Cmd) func() {
 			if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
