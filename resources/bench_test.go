@@ -171,14 +171,14 @@ func convergedCluster(tb testing.TB, n int) converged {
 		facts.RoundTrips[node] = 2
 	}
 	head := facts.Hosts[rc.Head]
-	head.RayNodes = observe.RayNodeFacts{Source: "dashboard", List: rayNodes}
-	head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}}
+	setRayTable(head, benchDashPort, observe.RayNodeFacts{Source: "dashboard", List: rayNodes})
+	setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
+		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
 	attrs := map[string]string{}
 	for k, v := range serve.Attrs {
 		attrs[k] = string(v)
 	}
-	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
+	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 

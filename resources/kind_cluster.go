@@ -12,6 +12,14 @@ import (
 	"github.com/rayform/rayform/engine/config"
 )
 
+// Where arguments of the kinds go that a secret must not, for the error
+// that refuses a sensitive value in them (config.Arg.Exposure).
+const (
+	exposeDockerRun = "the `docker run` command line of the cluster's containers, which every user of the host can read (`ps`, /proc/PID/cmdline), what `docker inspect` shows of them (arguments, labels, mounts) and rayform's plans"
+	exposeRayStart  = "the `ray start` command line in every container, which every user of the host can read (`ps`), and the addresses rayform's plans and status show"
+	exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
+)
+
 // clusterKind is the ray_cluster block: Ray in one container per node.
 func clusterKind() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
@@ -21,7 +29,7 @@ func clusterKind() config.Kind {
 		Noun:    "Ray cluster",
 		Summary: "Ray in one container per node",
 		Args: []config.Arg{
-			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeDockerRun,
 				Description: "container image with Ray and vLLM"},
 			{Name: "head", Type: dyn, Ref: KindNode, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
 				Description: "the node running the Ray head (it contributes its GPUs too)"},
@@ -30,9 +38,9 @@ func clusterKind() config.Kind {
 			{Name: "network", Type: dyn, Ref: KindNetwork, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
 				DefaultDoc:  "required when the cluster has workers",
 				Description: "the fabric the cluster binds to; a single-node cluster may omit it (without it, Ray and vLLM's c10d master use each node's default-route address, which workers on another network cannot reach)"},
-			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeRayStart,
 				Description: "Ray GCS port on the head"},
-			{Name: "dashboard_port", Type: num, Default: cty.NumberIntVal(8265), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "dashboard_port", Type: num, Default: cty.NumberIntVal(8265), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeRayStart,
 				Description: "Ray dashboard port on the head"},
 			{Name: "memory_monitor", Type: boolean, Default: cty.True, Applied: true, ForcesReplacement: true, DefaultDoc: "`true` (Ray's default)",
 				Description: "Ray's memory monitor (OOM killer); `false` sets `RAY_memory_monitor_refresh_ms=0`. Turn it off on unified-memory machines such as DGX Spark, where it kills workers while weights load"},
@@ -42,11 +50,13 @@ func clusterKind() config.Kind {
 				Description: "has no effect, and rayform warns: the containers run with `--ipc host`, so `/dev/shm` is the host's and docker ignores `--shm-size`; rayform does not pass it (changing it replaces nothing)"},
 			{Name: "env", Type: cty.Map(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
 				Description: "extra environment variables in every container"},
-			{Name: "volumes", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+			{Name: "volumes", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true,
+				Exposure:    "the containers' mounts: the `docker run -v` command line every user of the host can read (`ps`, /proc/PID/cmdline), `docker inspect` (Mounts, HostConfig.Binds), the containers' labels and rayform's plans",
 				Description: "`docker run -v` specs, `SOURCE:/container/path[:OPTIONS]`"},
-			{Name: "docker_args", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+			{Name: "docker_args", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, Exposure: exposeDockerRun,
 				Description: "extra `docker run` arguments (escape hatch; not what rayform sets: `--name`, `--network`/`--net`, `--gpus`, `-d` alone or in `-dit`, `--ipc`, `--restart`, `--entrypoint`, `--shm-size`, nor `-e`/`--env` of a pinned variable)"},
 			{Name: "container_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`\"rayform-NAME\"`",
+				Exposure:    "the containers' names: the `docker run` and `docker exec` command lines every user of the host can read (`ps`), `docker ps`, `docker inspect`, and rayform's plans, status and messages",
 				Description: "container name on every node"},
 		},
 		Computed: []config.Attr{

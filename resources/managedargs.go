@@ -112,11 +112,6 @@ func checkExtraArgs(b *config.Block, args []string) {
 		if a == "--" {
 			return
 		}
-		if b.Decl().IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
-			b.Error("extra_args", "Sensitive value in extra_args",
-				fmt.Sprintf("extra_args[%d] is sensitive, but extra_args become vLLM's command line, which every user of the host can read (/proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"). For the API key set api_key = ... (rayform passes it as VLLM_API_KEY in the environment); pass other secrets through env, e.g. env = { HF_TOKEN = var.hf_token }.", i))
-			continue
-		}
 		if b.Decl().IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -51,17 +53,25 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 					}
 				}
 			}
+			// Every node of the cluster loads the weights of its serves'
+			// models: list each one's directory and the free space there.
+			for _, sv := range sortedServes(cfg) {
+				if sv.Cluster == rc.Name {
+					for _, m := range model.Serving(cfg.Config, sv.Model) {
+						hs.Trees = appendUnique(hs.Trees, m.Dir())
+					}
+				}
+			}
 			if node == rc.Head {
-				hs.Head = true
-				hs.HeadContainer = container
-				hs.DashboardPort = rc.DashboardPort
 				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
 				for _, sv := range sortedServes(cfg) {
 					if sv.Cluster == rc.Name {
-						hs.ServePort = sv.Port
+						// Each serve asks for its own port's answers.
 						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-						hs.Serves = appendUnique(hs.Serves, sv.Name)
-						hs.ServeHostDir = ServeHostDir(project, node, container)
+						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+						hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
 					}
 				}
 			}
@@ -90,16 +100,83 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 					hs.Containers = appendUnique(hs.Containers, r.Container)
 				}
 				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
-					hs.Head = true
-					hs.HeadContainer = r.Container
-					hs.Serves = appendUnique(hs.Serves, plan.ParseAddress(addr).Instance())
-					hs.ServeHostDir = ServeHostDir(project, h.Node, r.Container)
+					hs.Records = append(hs.Records, serveRecordProbe(project, h.Node, r.Container, plan.ParseAddress(addr).Instance()))
 				}
 				spec.Hosts[h.Node] = hs
 			}
 		}
 	}
 	return spec
+}
+
+// The probes a cluster and its serves ask of the head, and the one reading
+// of each answer: plan and status both read them here.
+
+// RayTableURL is where a head's Ray dashboard on dashboardPort lists the
+// nodes.
+func RayTableURL(dashboardPort int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", dashboardPort)
+}
+
+// rayTableProbe asks the head for Ray's node table: the dashboard's
+// /api/v0/nodes, or, on a host with neither curl nor wget, `ray list
+// nodes` (a client of the same API) inside the head container, which
+// starts a Python process there and changes nothing.
+func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
+	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
+		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
+}
+
+// RayTable is Ray's node table as the cluster's head answered it.
+func RayTable(hf *observe.HostFacts, rc *RayCluster) observe.RayNodeFacts {
+	if hf == nil {
+		return observe.RayNodeFacts{}
+	}
+	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
+	return observe.ParseRayNodes(r, ok)
+}
+
+// ServeURL is the loopback URL of path on a serve's port.
+func ServeURL(port int, path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
+}
+
+// serveHTTPProbes ask for /health and /v1/models on a serve's port, each
+// sent only when the port's listener is a process of the head container
+// (rayform's serve), never to a foreign listener.
+func serveHTTPProbes(container string, port int) []observe.HTTPProbe {
+	return []observe.HTTPProbe{
+		{URL: ServeURL(port, "/health"), Owner: container},
+		{URL: ServeURL(port, "/v1/models"), Owner: container},
+	}
+}
+
+// ServeAnswer is what the serve's own port answered (Observed false when
+// the head was not asked).
+func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
+	if hf == nil {
+		return observe.VLLM{}
+	}
+	h, ok := hf.HTTP[ServeURL(port, "/health")]
+	return observe.ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
+}
+
+// ServeRecordName is the file name (without extension) of a serve's
+// record, pid, lock and log in serveDir.
+func ServeRecordName(name string) string { return "serve-" + name }
+
+// serveRecordProbe asks for a serve's record in the head container.
+func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
+	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: ServeHostDir(project, node, container),
+		Container: container, Dir: serveDir, LegacyDir: legacyServeDir}
+}
+
+// ServeRecord is the record of serve name the head's probe read.
+func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
+	if hf == nil {
+		return observe.ProcessRecord{}
+	}
+	return hf.Records[ServeRecordName(name)]
 }
 
 // AssumedFabric returns the fabric address (and the interface holding it)

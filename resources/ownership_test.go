@@ -65,7 +65,7 @@ func TestForgedServeContainerRefused(t *testing.T) {
 			{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true},
 			{Name: "victim", Labels: map[string]string{"app": "db"}, Running: true},
 			{Name: "neighbour", Labels: map[string]string{LabelManaged: "true", LabelProject: "other", LabelResource: stepsCluster}, Running: true},
-		}}, Serves: map[string]observe.ServeRecord{"ghost": {Found: true, Alive: true}, "ghost2": {Found: true, Alive: true}, "qwen": {Found: true, Alive: true}}},
+		}}, Records: map[string]observe.ProcessRecord{"serve-ghost": {Found: true, Alive: true}, "serve-ghost2": {Found: true, Alive: true}, "serve-qwen": {Found: true, Alive: true}}},
 	}}
 	st, err := state.New(stepsProject)
 	if err != nil {

@@ -42,6 +42,9 @@ type Result struct {
 	Work map[string]*Work
 	// Addrs are the nodes' observed fabric addresses.
 	Addrs map[string]netip.Addr
+	// Notes say what the plan could not check, and why (a model preflight
+	// without the model's files); they are not findings.
+	Notes []string
 }
 
 // Work is what apply must do for one resource.
@@ -334,16 +337,20 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		for _, c := range hf.Containers.List {
 			parts = append(parts, fmt.Sprintf("container %s %s %s %v %s", c.Name, c.ID, c.SpecHash, c.Running, c.StartedAt.UTC().Format(time.RFC3339Nano)))
 		}
-		for _, n := range hf.RayNodes.List {
-			parts = append(parts, "ray "+n.NodeIP+" "+n.State)
+		for u, r := range hf.HTTP {
+			// The status, not the body: vLLM's /v1/models carries the
+			// time of the request. A node table is compared by its rows.
+			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
+			for _, n := range observe.ParseRayNodes(r, true).List {
+				parts = append(parts, "ray "+n.NodeIP+" "+n.State)
+			}
 		}
-		for k, sr := range hf.Serves {
+		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))
 		}
 		for _, im := range hf.Images {
 			parts = append(parts, fmt.Sprintf("image %s %v %s", im.Ref, im.Present, im.ID))
 		}
-		parts = append(parts, fmt.Sprintf("health %d", hf.VLLM.Health.Status))
 		sort.Strings(parts)
 		sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
 		out[name] = hex.EncodeToString(sum[:8])

@@ -36,6 +36,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	}
 	addr := rc.Addr
 	nodes := rc.Nodes()
+	p.gpuBudget(rc)
 	// A cluster with workers always has a network here: the configuration
 	// refuses one without (checkRayCluster, "Multi-node cluster without a
 	// network binding").
@@ -233,10 +234,11 @@ func (p *planner) strayRemovalsOn(rc *RayCluster, node string) []Removal {
 // cluster's is an error. rayObserved collects, per node, what Ray reports
 // where it differs from the declaration ("address", "gpus").
 func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
-	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
+	table := RayTable(head, rc)
+	if table.Err != "" || table.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
-			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(table.Err, "no node table"))
 			*driftHost = firstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
@@ -256,7 +258,7 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 		}
 		rayObserved[node][attr] = v
 	}
-	for _, d := range judgeRayTable(specs, head.RayNodes.List) {
+	for _, d := range judgeRayTable(specs, table.List) {
 		if headRestarts && !d.Head {
 			continue
 		}

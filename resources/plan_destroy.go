@@ -250,7 +250,7 @@ func (d *doomed) plan(res *Result, facts *observe.Facts, project string, adopt b
 		sw := d.serves[addr]
 		running := false
 		if hf := facts.Hosts[sw.Spec.Node]; hf != nil {
-			rec := hf.Serves[sw.Spec.Name]
+			rec := ServeRecord(hf, sw.Spec.Name)
 			running = rec.Found && rec.Alive
 		}
 		sw.Stop = true

@@ -44,8 +44,8 @@ type planCase struct {
 func planCases() []planCase {
 	serveOff := func(f *observe.Facts) {
 		head := f.Hosts[`gpu["h1"]`]
-		head.Serves = nil
-		head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}}
+		head.Records = nil
+		setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}})
 	}
 	return []planCase{
 		{name: "empty-cluster",
@@ -54,10 +54,40 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
+		// Values derived from the sensitive token through templates,
+		// functions, a local and a for expression, in the arguments that
+		// take secrets (env, api_key) and in a sensitive output: every one
+		// is masked in the text and in -json (issue 23, item 6).
+		{name: "sensitive-derived",
+			config: func(s string) string {
+				s = strings.Replace(s, "    HF_TOKEN = var.hf_token\n", "    HF_TOKEN = var.hf_token\n    AUTH     = \"Bearer ${upper(var.hf_token)}\"\n    DERIVED  = local.derived[0]\n    PLAIN    = \"plain\"\n", 1)
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  api_key                = trimspace(format(\"%s\", var.hf_token))\n  env                    = { TOKEN = join(\"-\", [\"t\", var.hf_token]) }\n", 1)
+				return s + `
+locals {
+  derived = [for t in [var.hf_token] : "x-${t}"]
+}
+
+output "auth" {
+  value     = "Bearer ${var.hf_token}"
+  sensitive = true
+}
+`
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				serveOff(f)
+			},
+			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
+				`+ "PLAIN"    = "plain"`, `+ api_key                = (sensitive value)`, `+ "TOKEN" = (sensitive value)`, `+ auth     = (sensitive value)`},
+			notWant:    []string{"Bearer", "x-hf"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
 		{name: "converged",
 			want:       []string{"No changes. Your infrastructure matches the configuration."},
@@ -65,7 +95,9 @@ func planCases() []planCase {
 		{name: "drifted-head-ip",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes.List[0].NodeIP = "10.1.230.10"
+				table := rayTable(head, benchDashPort)
+				table.List[0].NodeIP = "10.1.230.10"
+				setRayTable(head, benchDashPort, table)
 			},
 			want: []string{"Objects have changed outside of rayform", "ray head registered as 10.1.230.10; want 192.168.0.10",
 				"# ray_cluster.main must be replaced", "# vllm_serve.llama must be replaced"},
@@ -172,7 +204,7 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 				head.Listening = observe.ListenFacts{List: []observe.Listener{
 					{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", PID: 4242},
@@ -197,8 +229,10 @@ func planCases() []planCase {
 		{name: "hung-serve",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.VLLM.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
-				head.VLLM.ModelsCheck = head.VLLM.Health
+				v := serveAnswer(head, benchServePort)
+				v.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
+				v.ModelsCheck = v.Health
+				setServeAnswer(head, benchServePort, v)
 			},
 			want:       []string{"Objects have changed outside of rayform", "the vllm serve process runs but is hung", "# vllm_serve.llama must be replaced"},
 			notWant:    []string{"still starting"},
@@ -321,7 +355,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
 			}
 			for _, out := range []string{txt.String(), js.String()} {
-				if strings.Contains(out, "hf_not_a_real_token") {
+				if strings.Contains(out, "hf_not_a_real_token") || strings.Contains(out, "HF_NOT_A_REAL_TOKEN") {
 					t.Fatalf("a sensitive value reached the plan output:\n%s", out)
 				}
 			}

@@ -105,7 +105,7 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		if !ok {
 			continue
 		}
-		if rec := hf.Serves[s.name]; rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
 			add(addr, "vllm_serve", s.node, s.container)
 		}
 	}
@@ -131,13 +131,12 @@ func StartingServes(in PlanInput) []*Work {
 		if head == nil || head.Err != "" {
 			continue
 		}
-		rec := head.Serves[sv.Name]
-		h := head.VLLM.Health
-		if !rec.Found || !rec.Alive || h.TimedOut || !(h.Refused || h.Status == 0) {
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil {
 			continue
 		}
-		spec, err := ServeSpecFor(in.Config, sv)
-		if err != nil || rec.SpecHash != spec.Hash() {
+		rec := ServeRecord(head, sv.Name)
+		if rec.SpecHash != spec.Hash() || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
 			continue
 		}
 		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},

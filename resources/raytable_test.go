@@ -50,14 +50,16 @@ func TestPlanAndVerifyJudgeRayTableAlike(t *testing.T) {
 			}
 			rc := cfg.RayClusters["main"]
 			head := cc.facts.Hosts[rc.Head]
-			head.RayNodes.List = tt.alter(head.RayNodes.List)
+			table := rayTable(head, benchDashPort)
+			table.List = tt.alter(table.List)
+			setRayTable(head, benchDashPort, table)
 
 			// Verify, on the table as apply reads it.
 			ifaces := map[string]string{}
 			for n := range cc.addrs {
 				ifaces[n] = "ib0"
 			}
-			verr := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, cc.addrs, ifaces), head.RayNodes.List)
+			verr := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, cc.addrs, ifaces), rayTable(head, benchDashPort).List)
 			// Plan, on the table as observe reports it.
 			p := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan
 			var said []string

@@ -24,8 +24,12 @@ import (
 // destroy remove).
 // Every container rayform creates bind-mounts it from ServeHostDir, so the
 // probe reads the records and tests the locks on the host, without a
-// docker exec (see observe.ServeDir).
-const serveDir = observe.ServeDir
+// docker exec (see observe.RecordProbe).
+const serveDir = "/tmp/rayform/serve"
+
+// legacyServeDir is where a container without the serveDir mount (one
+// whose spec has no serve_dir) keeps its serve records.
+const legacyServeDir = "/tmp/rayform"
 
 // ServeHostDir is the host directory bind-mounted as serveDir into the
 // container named container on node, for project:
@@ -85,13 +89,13 @@ func (s ServeSpec) Hash() string {
 }
 
 // Paths inside the head container.
-func (s ServeSpec) specPath() string { return serveDir + "/serve-" + s.Name + ".json" }
-func (s ServeSpec) pidPath() string  { return serveDir + "/serve-" + s.Name + ".pid" }
-func (s ServeSpec) lockPath() string { return serveDir + "/serve-" + s.Name + ".lock" }
+func (s ServeSpec) specPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".json" }
+func (s ServeSpec) pidPath() string  { return serveDir + "/" + ServeRecordName(s.Name) + ".pid" }
+func (s ServeSpec) lockPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".lock" }
 
 // LogPath is where the serve process writes its log.
-func (s ServeSpec) LogPath() string { return serveDir + "/serve-" + s.Name + ".log" }
-func (s ServeSpec) envPath() string { return serveDir + "/serve-" + s.Name + ".env" }
+func (s ServeSpec) LogPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".log" }
+func (s ServeSpec) envPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".env" }
 
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.

@@ -570,7 +570,7 @@ func TestDestroyWork(t *testing.T) {
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0], stepsProject)}},
-			Serves: map[string]observe.ServeRecord{"qwen": {Found: true, Alive: true}}},
+			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{
 			container(specs[1], stepsProject),
 			// Another project's container, and a foreign one: never destroyed.

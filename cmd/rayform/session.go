@@ -71,6 +71,9 @@ type session struct {
 	closers []func() error
 	// timeouts bound apply's waits.
 	timeouts applyTimeouts
+	// statusProbes adds status's probes (resources.StatusProbes) to the
+	// observation.
+	statusProbes bool
 }
 
 // applyParallelism is how many resources (and hosts within a step) apply
@@ -237,6 +240,9 @@ type observed struct {
 func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observed, error) {
 	start := time.Now()
 	spec := resources.ObserveSpec(s.cfg, s.st, s.project)
+	if s.statusProbes {
+		resources.StatusProbes(&spec, s.cfg, s.project)
+	}
 	conns := map[string]transport.Conn{}
 	for host := range spec.Hosts {
 		c, ok := s.conns[host]

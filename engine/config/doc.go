@@ -35,7 +35,12 @@
 // and the cluster addresses and endpoints derived from it) evaluate to
 // unknown values first; [Config.WithFacts] evaluates again with the observed
 // addresses and yields known values. Sensitive values are tracked with the
-// [Sensitive] cty mark and recorded per attribute path on every block.
+// [Sensitive] cty mark, which every expression and function of the library
+// carries to what it derives ([Functions]: try and can included), and
+// recorded per attribute path on every block. An argument that is neither
+// [Arg.MaySensitive] nor [Arg.Sensitive] refuses a sensitive value
+// anywhere in it, at its range, saying where it would go ([Arg.Exposure]);
+// no diagnostic quotes a sensitive value.
 //
 // Edges in [Config.Graph] point from a block to what it depends on.
 package config

@@ -306,6 +306,7 @@ func (e *evaluator) evalLocal(it *item) hcl.Diagnostics {
 	e.refEdges(it, it.addr)
 	a := it.attrs[it.name]
 	val, diags := a.Expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -361,6 +362,7 @@ func (e *evaluator) evalOutput(it *item) hcl.Diagnostics {
 func (e *evaluator) forEachKeys(it *item) ([]string, map[string]cty.Value, hcl.Diagnostics) {
 	expr := it.forEach.Expr
 	val, diags := expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -545,6 +547,7 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		}
 		b.decl.AttrRanges[spec.Name] = a.Expr.Range()
 		val, diags := a.Expr.Value(ctx)
+		diags = redactSensitive(diags)
 		b.diags = append(b.diags, diags...)
 		if diags.HasErrors() || val.IsNull() {
 			continue
@@ -559,11 +562,34 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 			val = conv
 		}
 		unmarked, pvm := val.UnmarkDeepWithPaths()
+		var sensitive []string
 		for _, pv := range pvm {
 			if _, ok := pv.Marks[Sensitive]; ok {
-				b.decl.Sensitive = append(b.decl.Sensitive, FormatPath(spec.Name, pv.Path))
+				sensitive = append(sensitive, FormatPath(spec.Name, pv.Path))
 			}
 		}
+		if len(sensitive) > 0 && !spec.MaySensitive && !spec.Sensitive {
+			b.refuseSensitive(spec, sensitive)
+			if !spec.UnknownOK || !unmarked.CanIterateElements() {
+				continue
+			}
+			// The kind's checks still see the rest of a collection that may
+			// hold unknown elements (the other words of extra_args), the
+			// refused elements as unknown.
+			unmarked = withoutSensitive(val)
+			val = unmarked
+			b.decl.Unknown = append(b.decl.Unknown, sensitive...)
+			sensitive = nil
+		}
+		if b.it.kind != kindOutput && slices.Contains(sensitive, spec.Name) && (unmarked.Type().IsMapType() || unmarked.Type().IsObjectType()) {
+			// The map itself is marked: its names derive from a sensitive
+			// value, and a map's names are shown and sent as they are.
+			b.errorAt(spec.Name, "Sensitive names in "+spec.Name,
+				fmt.Sprintf("The names in %s are derived from a sensitive value (the whole map is sensitive), but only its values may be: rayform shows the names in plans and passes them on command lines. Write the names out, e.g. %s = { HF_TOKEN = var.hf_token }, or for a sensitive map, %s = { HF_TOKEN = var.secrets[\"HF_TOKEN\"] }.",
+					spec.Name, spec.Name, spec.Name))
+			continue
+		}
+		b.decl.Sensitive = append(b.decl.Sensitive, sensitive...)
 		if spec.Ref == "" && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
 			// Checking without variable values: an argument that depends
 			// on one is unknown, and checked as if it were not set.
@@ -587,4 +613,50 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 	sort.Strings(b.decl.Sensitive)
 	sort.Strings(b.decl.Unknown)
 	return b
+}
+
+// refuseSensitive reports that argument spec, which must not hold a
+// secret, holds values derived from a sensitive one at paths: where the
+// value would go, and which arguments of the block type take secrets.
+// It names the paths, never the values.
+func (b *blockEval) refuseSensitive(spec Arg, paths []string) {
+	sort.Strings(paths)
+	paths = slices.Compact(paths)
+	what := paths[0] + " is"
+	if len(paths) > 1 {
+		what = strings.Join(paths, ", ") + " are"
+	}
+	exposure := spec.Exposure
+	if exposure == "" {
+		exposure = "rayform's plans and messages and the commands it runs on the hosts, as it is"
+	}
+	var takers []string
+	for _, a := range b.e.mod.args(b.it.kind) {
+		if a.MaySensitive || a.Sensitive {
+			takers = append(takers, a.Name)
+		}
+	}
+	hint := "Use a value that does not derive from a sensitive variable."
+	switch {
+	case b.it.kind == kindOutput:
+		hint = "Only an output's value may be sensitive (with sensitive = true)."
+	case len(takers) > 0:
+		hint = fmt.Sprintf("Only %s of a %s may hold sensitive values: rayform keeps those off command lines, names and labels.",
+			strings.Join(takers, " and "), b.e.mod.noun(b.it.kind))
+	}
+	b.errorAt(spec.Name, "Sensitive value in "+spec.Name,
+		fmt.Sprintf("%s derived from a sensitive value, but the value of %s reaches %s. %s", what, spec.Name, exposure, hint))
+}
+
+// withoutSensitive is v, unmarked, with every value marked sensitive
+// replaced by an unknown value of its type.
+func withoutSensitive(v cty.Value) cty.Value {
+	out, _ := cty.Transform(v, func(_ cty.Path, ev cty.Value) (cty.Value, error) {
+		if ev.HasMark(Sensitive) {
+			return cty.UnknownVal(ev.Type()), nil
+		}
+		return ev, nil
+	})
+	out, _ = out.UnmarkDeep()
+	return out
 }

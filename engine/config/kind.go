@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -175,6 +176,12 @@ func (b *Block) SetDefaultFrom(attr, from string) {
 	if v, ok := b.b.vals[from]; ok {
 		b.b.defaults[attr] = v
 	}
+	for _, p := range b.b.decl.Sensitive {
+		if rest, ok := strings.CutPrefix(p, from); ok && (rest == "" || rest[0] == '[' || rest[0] == '.') {
+			b.b.decl.Sensitive = append(b.b.decl.Sensitive, attr+rest)
+		}
+	}
+	sort.Strings(b.b.decl.Sensitive)
 }
 
 // Failed reports whether an error was already reported within attr's
@@ -321,7 +328,7 @@ func (m *module) refForms() string {
 // outputArgs are the arguments of an output block.
 func outputArgs() []Arg {
 	return []Arg{
-		{Name: "value", Type: cty.DynamicPseudoType, Required: true, UnknownOK: true},
+		{Name: "value", Type: cty.DynamicPseudoType, Required: true, UnknownOK: true, MaySensitive: true},
 		{Name: "description", Type: cty.String},
 		{Name: "sensitive", Type: cty.Bool},
 	}

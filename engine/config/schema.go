@@ -59,6 +59,14 @@ type Arg struct {
 	MaySensitive bool
 	// Sensitive: the value is always masked, whatever it comes from.
 	Sensitive bool
+	// Exposure names where the argument's value goes that a secret must
+	// not (a command line, a container's name): a noun phrase completing
+	// "the value of NAME reaches ..." in the error that refuses a
+	// sensitive value. An argument that is neither MaySensitive nor
+	// Sensitive refuses a value derived from a sensitive one, anywhere in
+	// it; without Exposure the error names rayform's plans, messages and
+	// commands.
+	Exposure string
 	// Description is the argument's one-line meaning, as the README's
 	// reference shows it (Markdown).
 	Description string

@@ -49,6 +49,12 @@
 // node's dockerd has the registry as its registry mirror, so the unqualified
 // Docker Hub names pull through it for real; 10.1.230.1:5000/<name> works too.
 //
+// The supervisor serves a model hub on 10.1.230.1:5080 (HubAddr) in the
+// client namespace: the part of the Hugging Face Hub API huggingface_hub
+// uses (hub.go), with generated repositories (LabHubRepos: HubRepoTiny,
+// public; HubRepoBig, gated by the token in DIR/hub/token), built and
+// hashed on their first request.
+//
 // # Processes and files
 //
 // All lab processes are children of one supervisor process per lab (see
