@@ -345,7 +345,7 @@ func TestNoRoomForSecrets(t *testing.T) {
 	}{
 		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources", "Images"}},
 		{reflect.TypeFor[Image](), []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "Seconds", "CheckedAt"}},
-		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "AppliedAt"}},
+		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "Head", "AppliedAt"}},
 		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion", "FabricAddress", "FabricInterface"}},
 	}
 	for _, tt := range tests {
