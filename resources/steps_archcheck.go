@@ -139,16 +139,17 @@ func (p *planner) archPlan(sv *VLLMServe, rc *RayCluster, head *observe.HostFact
 	}
 	r := sv.Range("model")
 	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
-	id := ""
-	for _, im := range head.Images {
-		if im.Ref == rc.Image && im.Present {
-			id = im.ID
-		}
-	}
+	id := headImageID(head, rc, p.in.Project)
 	var known state.Image
 	ok := false
-	if id != "" && p.in.State != nil {
-		known, ok = p.in.State.Image(id)
+	if p.in.State != nil {
+		if id != "" {
+			known, ok = p.in.State.Image(id)
+		} else if c := p.container(rc.Head, headContainer(p.cfg, rc)); c.found && c.c.Image == rc.Image {
+			// The head's container keeps running this image: the answer
+			// given for its reference is the answer for it.
+			id, known, ok = p.in.State.ImageByRef(rc.Image)
+		}
 	}
 	if !ok {
 		name := shortImage(rc.Image, id)
@@ -174,6 +175,34 @@ func (p *planner) archPlan(sv *VLLMServe, rc *RayCluster, head *observe.HostFact
 	return nil
 }
 
+// headImageID is the ID of the image the cluster's head runs: from the
+// image inspection when the probe made one, else from the cluster's own
+// container on the head running that image (a converged cluster's probe
+// skips the inspection); "" when neither tells.
+func headImageID(head *observe.HostFacts, rc *RayCluster, project string) string {
+	for _, im := range head.Images {
+		if im.Ref == rc.Image && im.Present && im.ID != "" {
+			return im.ID
+		}
+	}
+	for _, c := range head.Containers.List {
+		if c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == project && c.Labels[LabelResource] == rc.Addr && c.Image == rc.Image && c.ImageID != "" {
+			return c.ImageID
+		}
+	}
+	return ""
+}
+
+// headContainer is the name of the cluster's container on its head.
+func headContainer(cfg *Config, rc *RayCluster) string {
+	for _, s := range ClusterSpecs(cfg, rc, nil, nil) {
+		if s.Node == rc.Head {
+			return s.Name
+		}
+	}
+	return ""
+}
+
 // shortImage names an image by its reference and the head of its ID.
 func shortImage(ref, id string) string {
 	short := strings.TrimPrefix(id, "sha256:")
@@ -196,8 +225,8 @@ func (r *serveRun) archStep() apply.Step {
 		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
 			ac := r.s.Arch
-			res, err := r.e.read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}}", r.spec.Container)
-			id := strings.TrimSpace(string(res.Stdout))
+			res, err := r.e.read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
+			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
 			if err != nil || !strings.HasPrefix(id, "sha256:") {
 				progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", r.spec.Container, r.node(), err))
 				return nil
@@ -210,7 +239,7 @@ func (r *serveRun) archStep() apply.Step {
 				progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))
 			} else {
 				var ok bool
-				im, ok = r.queryImage(ctx, id, progress)
+				im, ok = r.queryImage(ctx, id, ref, progress)
 				if !ok {
 					return nil
 				}
@@ -240,7 +269,7 @@ func (r *serveRun) archStep() apply.Step {
 // queryImage runs archQuery in the head container and records the answer
 // under the image ID; ok is false when the image gave none (nothing is
 // recorded then: the failure may be passing).
-func (r *serveRun) queryImage(ctx context.Context, id string, progress func(string)) (state.Image, bool) {
+func (r *serveRun) queryImage(ctx context.Context, id, ref string, progress func(string)) (state.Image, bool) {
 	ctx, cancel := context.WithTimeout(ctx, archQueryTimeout)
 	defer cancel()
 	limit := int(archQueryTimeout / time.Second)
@@ -258,6 +287,9 @@ exec python3 -c %s`, limit, shell.Quote(archQuery), shell.Quote(archQuery))
 	default:
 		progress(fmt.Sprintf("not checked: asking the image on %s failed after %.1f s (%v): %s", r.node(), took, err, lastLine(res.Stderr)))
 		return state.Image{}, false
+	}
+	if ref != "" {
+		im.Refs = []string{ref}
 	}
 	im.Seconds = float64(int(took*10)) / 10
 	im.CheckedAt = time.Now()

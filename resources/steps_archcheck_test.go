@@ -62,7 +62,7 @@ func TestArchStep(t *testing.T) {
 	)
 	fake := transporttest.NewFake(t, "h1")
 	inspect := func(c, id string) {
-		fake.Expect(transporttest.Argv("docker", "inspect", "--format", "{{.Image}}", c)).Return(id + "\n")
+		fake.Expect(transporttest.Argv("docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", c)).Return(id + " vllm/vllm-openai:" + c + "\n")
 	}
 	query := func(c string) transporttest.Matcher {
 		return transporttest.HasPrefix("docker exec " + c + " sh -c ")
@@ -104,6 +104,9 @@ func TestArchStep(t *testing.T) {
 	}
 	if im, ok := st.Image(newID); !ok || im.VLLM != "0.11.0" || len(im.Architectures) != 11 || len(im.ModelTypes) != 421 || !st.ImagesChanged() {
 		t.Fatalf("state holds %+v, %v for the new image", im, ok)
+	}
+	if id, _, ok := st.ImageByRef("vllm/vllm-openai:" + rayNew); !ok || id != newID {
+		t.Errorf("ImageByRef = %s, %v; want %s", id, ok, newID)
 	}
 
 	// The old image: the serve is not started, at the model's line.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -57,6 +58,11 @@ type Image struct {
 	ModelTypes      []string `json:"model_types,omitempty"`
 	VLLMConfigTypes []string `json:"vllm_config_types,omitempty"`
 	Unchecked       string   `json:"unchecked,omitempty"`
+	// Refs are the references the image was run by when it was asked
+	// (vllm/vllm-openai:v0.11.0): a converged cluster's probe reads no
+	// image ID, and plan finds the answer by the reference its container
+	// runs.
+	Refs []string `json:"refs,omitempty"`
 	// Seconds is what the query cost, CheckedAt when it ran (UTC).
 	Seconds   float64   `json:"seconds"`
 	CheckedAt time.Time `json:"checked_at"`
@@ -84,6 +90,20 @@ func (s *State) SetImage(id string, im Image) {
 	im.CheckedAt = im.CheckedAt.UTC().Truncate(time.Second)
 	s.Images[id] = im
 	s.imagesChanged = true
+}
+
+// ImageByRef returns the answer recorded last for an image run by ref.
+func (s *State) ImageByRef(ref string) (id string, im Image, ok bool) {
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	for k, v := range s.Images {
+		if slices.Contains(v.Refs, ref) && (!ok || v.CheckedAt.After(im.CheckedAt) || v.CheckedAt.Equal(im.CheckedAt) && k > id) {
+			id, im, ok = k, v, true
+		}
+	}
+	return id, im, ok
 }
 
 // ImagesChanged says whether SetImage recorded an answer since the state

@@ -344,7 +344,7 @@ func TestNoRoomForSecrets(t *testing.T) {
 		want []string
 	}{
 		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources", "Images"}},
-		{reflect.TypeFor[Image](), []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "Seconds", "CheckedAt"}},
+		{reflect.TypeFor[Image](), []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "Refs", "Seconds", "CheckedAt"}},
 		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "Head", "AppliedAt"}},
 		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion", "FabricAddress", "FabricInterface"}},
 	}
