@@ -17,7 +17,19 @@ import (
 // records the answer in the state under the image ID, and the next plan
 // reads it from the state instead of asking again.
 func TestE2EArchCheckNotChecked(t *testing.T) {
-	l := startLab(t, "rfe2earch", "-gpus", "2", "-unified=false", "-memory-gib", "16")
+	archCheckNotChecked(t, "rfe2earch", "the image has no python3")
+}
+
+// TestE2EArchCheckNoVLLM: the lab's -torch image has python3 (and torch)
+// but no vLLM: the query runs for real in the head container and its
+// answer says so; not checked, nothing stops.
+func TestE2EArchCheckNoVLLM(t *testing.T) {
+	requireTorch(t)
+	archCheckNotChecked(t, "rfe2earcht", "the image's python3 cannot import vLLM's model registry (ModuleNotFoundError: No module named 'vllm')", "-torch")
+}
+
+func archCheckNotChecked(t *testing.T, name, why string, flags ...string) {
+	l := startLab(t, name, append([]string{"-gpus", "2", "-unified=false", "-memory-gib", "16"}, flags...)...)
 	hf := filepath.Join(l.dir, "hf-cache")
 	l.writeModel(t, "spark1", hf, "meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct")
 	serve := `  model                = "meta-llama/Llama-3.2-1B-Instruct"
@@ -33,7 +45,12 @@ func TestE2EArchCheckNotChecked(t *testing.T) {
 
 	r = l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
 	mustCode(t, "apply", r, exitOK)
-	mustContain(t, "apply", r.stdout, "check the model's architecture against the image on spark1", "not checked: the image has no python3")
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if strings.Contains(line, "asked the image") {
+			t.Log(strings.TrimSpace(line)) // what the query cost
+		}
+	}
+	mustContain(t, "apply", r.stdout, "check the model's architecture against the image on spark1", "not checked: "+why)
 
 	data, err := os.ReadFile(filepath.Join(dir, ".rayform", "state.json"))
 	if err != nil {
@@ -52,7 +69,7 @@ func TestE2EArchCheckNotChecked(t *testing.T) {
 		t.Fatalf("state images %+v, want the head's image", st.Images)
 	}
 	for id, im := range st.Images {
-		if !strings.HasPrefix(id, "sha256:") || im.Unchecked != "the image has no python3" {
+		if !strings.HasPrefix(id, "sha256:") || im.Unchecked != why {
 			t.Errorf("state image %s: %+v", id, im)
 		}
 	}
@@ -67,7 +84,7 @@ func TestE2EArchCheckNotChecked(t *testing.T) {
 	}
 	r = l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode")
 	mustCode(t, "plan", r, exitChanges)
-	mustContain(t, "plan", r.stdout+r.stderr, "Note: the architecture check of vllm_serve.m did not run: the image has no python3.")
+	mustContain(t, "plan", r.stdout+r.stderr, "Note: the architecture check of vllm_serve.m did not run: "+why+".")
 	if strings.Contains(r.stdout+r.stderr, "runs in apply") {
 		t.Errorf("plan would ask the image again:\n%s", r)
 	}
