@@ -338,10 +338,22 @@ type imageDef struct {
 	cmd        []string
 }
 
+// imageOptions chooses what the Ray images carry beyond busybox and simnode.
+type imageOptions struct {
+	// torch: this machine's python3 and python3-torch (see torch.go).
+	torch bool
+	// realRay: the real Ray (see ray.go) instead of simnode's ray; implies
+	// torch, whose python3 runs it.
+	realRay bool
+	// rayStats, when set, receives what building the Ray layer cost (left
+	// zero when the layer came from the cache).
+	rayStats *RayBuildStats
+}
+
 // buildImages builds (or finds cached) the lab's three images. With torch,
 // ImageRayVLLM and ImageBig also carry this machine's python3 and
-// python3-torch (see torch.go).
-func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, torch bool) ([]builtImage, error) {
+// python3-torch (see torch.go); with realRay, the real Ray too (ray.go).
+func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, opt imageOptions) ([]builtImage, error) {
 	cache := imageCache{dir: cacheDir}
 	if err := checkStatic(busyboxPath, "busybox"); err != nil {
 		return nil, err
@@ -385,7 +397,11 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		return nil, err
 	}
 	rayLayers := []blobRef{base, withRay}
-	if torch {
+	if opt.realRay {
+		// simnode still plays vllm, nvidia-smi and flock; ray is Ray's own.
+		rayLayers = []blobRef{base, noRay}
+	}
+	if opt.torch || opt.realRay {
 		key, err := torchKey()
 		if err != nil {
 			return nil, err
@@ -402,6 +418,24 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		}
 		rayLayers = append(rayLayers, layer)
 		cache.pruneOthers(imageFormat+"-torch-", key)
+	}
+	if opt.realRay {
+		key, err := rayKey()
+		if err != nil {
+			return nil, err
+		}
+		var stats RayBuildStats
+		layer, err := cache.layer(imageFormat+"-ray-"+key, gzip.BestSpeed, func(tw *tar.Writer) error {
+			return buildRayLayer(ctx, tw, filepath.Join(cacheDir, "ray-wheels"), cacheDir, &stats)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if opt.rayStats != nil {
+			*opt.rayStats = stats
+		}
+		rayLayers = append(rayLayers, layer)
+		cache.pruneOthers(imageFormat+"-ray-", key)
 	}
 	cache.prune(imageFormat + "-")
 	defs := []imageDef{
