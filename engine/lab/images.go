@@ -336,7 +336,15 @@ type imageDef struct {
 	layers     []blobRef
 	entrypoint []string
 	cmd        []string
+	env        []string // beyond PATH
 }
+
+// realRayEnv is the Ray images' environment with the real Ray. Both are
+// the lab's, not rayform's: Ray's usage-stats reporter would try to reach
+// Ray's server (the lab has no route out; this keeps it from trying), and
+// the dashboard's module processes, each importing Ray, miss Ray's 30 s
+// readiness timeout on a loaded 2-core machine.
+var realRayEnv = []string{"RAY_USAGE_STATS_ENABLED=0", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT=300"}
 
 // imageOptions chooses what the Ray images carry beyond busybox and simnode.
 type imageOptions struct {
@@ -438,11 +446,15 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		cache.pruneOthers(imageFormat+"-ray-", key)
 	}
 	cache.prune(imageFormat + "-")
+	var rayEnv []string
+	if opt.realRay {
+		rayEnv = realRayEnv
+	}
 	defs := []imageDef{
-		{role: "ray-vllm", name: ImageRayVLLM, layers: rayLayers, cmd: []string{"/bin/bash"}},
+		{role: "ray-vllm", name: ImageRayVLLM, layers: rayLayers, cmd: []string{"/bin/bash"}, env: rayEnv},
 		{role: "no-ray", name: ImageNoRay, extraTags: []string{"latest"}, layers: []blobRef{base, noRay},
 			entrypoint: []string{"vllm", "serve"}},
-		{role: "big", name: ImageBig, layers: append(append([]blobRef{}, rayLayers...), filler), cmd: []string{"/bin/bash"}},
+		{role: "big", name: ImageBig, layers: append(append([]blobRef{}, rayLayers...), filler), cmd: []string{"/bin/bash"}, env: rayEnv},
 	}
 	var images []builtImage
 	for _, d := range defs {
@@ -467,7 +479,7 @@ func (d imageDef) build(cache imageCache) (builtImage, error) {
 		"os":           "linux",
 		"created":      layerEpoch,
 		"config": map[string]any{
-			"Env":        []string{"PATH=" + stdPath},
+			"Env":        append([]string{"PATH=" + stdPath}, d.env...),
 			"Entrypoint": d.entrypoint,
 			"Cmd":        d.cmd,
 			"WorkingDir": "/workspace",

@@ -13,9 +13,9 @@ import (
 
 // rayNode is one row of `ray list nodes --format json` (Ray 2.53).
 type rayNode struct {
-	NodeIP         string             `json:"node_ip"`
-	IsHead         bool               `json:"is_head_node"`
-	State          string             `json:"state"`
+	NodeIP string `json:"node_ip"`
+	IsHead bool   `json:"is_head_node"`
+	State  string `json:"state"`
 	// ResourcesTotal: counts are numbers, memory is a string ("16.436 GiB").
 	ResourcesTotal map[string]any `json:"resources_total"`
 }
