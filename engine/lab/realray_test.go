@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // rayNode is one row of `ray list nodes --format json` (Ray 2.53).
@@ -129,5 +132,77 @@ func TestRealRay(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("worker not DEAD: %+v", nodes)
+	})
+}
+
+// TestSeedsRealRay: the seeds' failures on the real Ray 2.53 and real
+// torch.distributed (simnode keeps only vLLM's engine phases). Ray's own
+// address detection registers the head under its management address;
+// vLLM's get_ip() makes it the c10d master, which the worker cannot reach:
+// torch's own "[c10d] The client socket has failed to connect to any
+// network address of (10.1.230.180, port)", which rayform's classifier
+// names. Pinned to the fabric the serve comes up through a real Gloo
+// rendezvous; a tensor-parallel size above the cluster's GPUs fails with
+// vLLM's placement-group message. (The seeds' Ray OOM kill is simnode's
+// only: the real memory monitor watches this machine's memory, not the
+// node's simulated 119.70 GiB.)
+func TestSeedsRealRay(t *testing.T) {
+	if os.Getenv("RAYFORM_LAB_REAL_RAY") == "0" {
+		t.Skip("RAYFORM_LAB_REAL_RAY=0")
+	}
+	l := upLab(t, Config{Name: testLabName("rfl-rseed"), RealRay: true, Timing: map[string]string{
+		"weight_load": "2s", "graph_capture": "1s", "c10d_timeout": "8s",
+		"placement_group_timeout": "15s", "tokens_per_second": "1000",
+	}})
+	ray := strings.Split(ImageRayVLLM, ":")[0]
+	c10d := regexp.MustCompile(`\[c10d\] The client socket has failed to connect to any network address of \(10\.1\.230\.180, \d+\)`)
+
+	t.Run("1 auto-detected head address: c10d cannot reach it", func(t *testing.T) {
+		r := seedRun{image: ray, util: "0.90", monitorOff: true}
+		ips := r.startRay(t, l)
+		if ips[0] != "10.1.230.180" || ips[1] != "192.168.200.13" {
+			t.Errorf("Ray registered %v, want the head under its management address 10.1.230.180 and the worker as 192.168.200.13", ips)
+		}
+		log, up := r.serve(t, l)
+		if up || !c10d.MatchString(log) || !strings.Contains(log, "Engine core initialization failed") {
+			t.Errorf("vllm serve (up=%v) log lacks torch's c10d failure to 10.1.230.180:\n%s", up, lastLines(log, 30))
+		}
+		d := diagnose.Classify(diagnose.Input{Logs: []diagnose.Log{{Host: "spark1", Source: "vllm serve log", Text: []byte(log)}}, Context: seedContext(false)})
+		if d.Cause != diagnose.C10dUnreachable || !strings.Contains(d.Text(), "10.1.230.180") {
+			t.Errorf("classified as %s, want %s naming 10.1.230.180:\n%s", d.Cause, diagnose.C10dUnreachable, d.Text())
+		}
+	})
+
+	t.Run("2 fabric pinned: real Gloo rendezvous, serves and completes", func(t *testing.T) {
+		r := seedRun{image: ray, pin: true, util: "0.85", monitorOff: true}
+		if ips := r.startRay(t, l); ips[0] != "192.168.200.12" || ips[1] != "192.168.200.13" {
+			t.Errorf("Ray registered %v, want the fabric addresses", ips)
+		}
+		log, up := r.serve(t, l)
+		if !up {
+			t.Fatalf("vllm serve did not come up:\n%s", lastLines(log, 40))
+		}
+		// The remote rank is a real Ray actor on spark2: Ray prefixes its
+		// output with its node's IP.
+		if !strings.Contains(log, "(RayWorkerWrapper pid=") || !strings.Contains(log, "ip=192.168.200.13)") {
+			t.Errorf("no output of the RayWorkerWrapper actor on 192.168.200.13 in the serve log:\n%s", lastLines(log, 40))
+		}
+		if text := complete(t, l); text == "" {
+			t.Error("empty completion")
+		}
+	})
+
+	t.Run("3 more GPUs than the cluster has: vLLM's placement-group error", func(t *testing.T) {
+		r := seedRun{image: ray, pin: true, util: "0.85", monitorOff: true, tp: 3}
+		r.startRay(t, l)
+		log, up := r.serve(t, l)
+		want := "Cannot provide a placement group requiring 3.0 GPUs"
+		if up || !strings.Contains(log, "The number of required GPUs exceeds the total number of available GPUs in the placement group.") || !strings.Contains(log, want) {
+			t.Errorf("vllm serve (up=%v) log lacks vLLM's warning and %q:\n%s", up, want, lastLines(log, 30))
+		}
+		d := diagnose.Classify(diagnose.Input{Logs: []diagnose.Log{{Host: "spark1", Source: "vllm serve log", Text: []byte(log)}}, Context: seedContext(false)})
+		if d.Cause != diagnose.PlacementGroup {
+			t.Errorf("classified as %s, want %s:\n%s", d.Cause, diagnose.PlacementGroup, d.Text())
+		}
 	})
 }
