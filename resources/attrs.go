@@ -105,6 +105,18 @@ func stringMap(m map[string]string) cty.Value {
 	return cty.MapVal(out)
 }
 
+// knownRecord records the values that are wholly known (a value known only
+// after observing the hosts is left out of the record).
+func (v attrValues) knownRecord() observe.Record {
+	known := attrValues{}
+	for k, val := range v {
+		if val.IsWhollyKnown() {
+			known[k] = val
+		}
+	}
+	return known.record()
+}
+
 // record encodes values as apply records them.
 func (v attrValues) record() observe.Record {
 	rec := observe.Record{Attrs: map[string]json.RawMessage{}}

@@ -79,7 +79,7 @@ output "endpoint" {
 // converged is a configuration and the facts of a cluster that matches it:
 // what rayform plan sees on a converged cluster after observing it.
 type converged struct {
-	loaded *config.Config // as loaded, before facts
+	loaded *resources.Config // as loaded, before facts
 	addrs  map[string]netip.Addr
 	facts  *observe.Facts
 }
@@ -91,7 +91,7 @@ type converged struct {
 // health.
 func convergedCluster(tb testing.TB, n int) converged {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config: %s", diags.Error())
 	}
@@ -103,7 +103,7 @@ func convergedCluster(tb testing.TB, n int) converged {
 		addrs[node] = netip.AddrFrom4([4]byte{192, 168, byte(i / 250), byte(10 + i%250)})
 		ifaces[node] = "ib0"
 	}
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config with facts: %s", diags.Error())
 	}
@@ -171,27 +171,27 @@ func convergedCluster(tb testing.TB, n int) converged {
 		facts.RoundTrips[node] = 2
 	}
 	head := facts.Hosts[rc.Head]
-	head.RayNodes = observe.RayNodeFacts{Source: "dashboard", List: rayNodes}
-	head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}}
+	setRayTable(head, benchDashPort, observe.RayNodeFacts{Source: "dashboard", List: rayNodes})
+	setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
+		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
 	attrs := map[string]string{}
 	for k, v := range serve.Attrs {
 		attrs[k] = string(v)
 	}
-	head.Serves = map[string]observe.ServeRecord{sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
+	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 
 // planConfig loads src and evaluates it with the fabric addresses facts
 // show, as rayform plan does before planning.
-func planConfig(tb testing.TB, src string, facts *observe.Facts) *config.Config {
+func planConfig(tb testing.TB, src string, facts *observe.Facts) *resources.Config {
 	tb.Helper()
-	loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		tb.Fatalf("config: %s", diags.Error())
 	}
 	addrs, _ := resources.FabricAddrs(loaded, facts)
-	cfg, diags := loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("config with facts: %s", diags.Error())
 	}
@@ -221,7 +221,7 @@ func checkNoChanges(tb testing.TB, p *plan.Plan) {
 // planning step, given the configuration evaluated with the observed facts.
 func BenchmarkPlan64(b *testing.B) {
 	c := convergedCluster(b, 64)
-	cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: c.addrs})
+	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: c.addrs})
 	if diags.HasErrors() {
 		b.Fatal(diags.Error())
 	}
@@ -241,7 +241,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
-		cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+		cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 		if diags.HasErrors() {
 			b.Fatal(diags.Error())
 		}
@@ -254,7 +254,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 func TestConvergedClusterPlansEmpty(t *testing.T) {
 	c := convergedCluster(t, 4)
 	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
-	cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -2,8 +2,6 @@ package resources
 
 import (
 	"github.com/zclconf/go-cty/cty"
-
-	"github.com/rayform/rayform/engine/config"
 )
 
 // LabelAttrs carries, on every container rayform creates, the cluster's
@@ -27,7 +25,7 @@ func nodeAttrType() cty.Type {
 // record them: its applied arguments (config.Schema), then the node's own
 // values.
 func clusterSchema() []attr {
-	return append(argAttrs("ray_cluster"),
+	return append(argAttrs(KindCluster),
 		attr{name: "node", typ: nodeAttrType(), description: "what the network pins on the node"})
 }
 
@@ -46,9 +44,9 @@ func clusterPlanSchema() []attr {
 
 // clusterRecordValues are the attributes of rc as the container of spec
 // records them: the cluster's arguments and the node's pinned values.
-func clusterRecordValues(rc *config.RayCluster, spec ContainerSpec, iface string) attrValues {
+func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrValues {
 	pinned := map[string]string{}
-	for _, k := range config.NetworkEnvKeys() {
+	for _, k := range NetworkEnvKeys() {
 		if v, ok := spec.Env[k]; ok {
 			pinned[k] = v
 		}
@@ -60,7 +58,7 @@ func clusterRecordValues(rc *config.RayCluster, spec ContainerSpec, iface string
 		// Pinned once the node's fabric address is observed.
 		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
 	}
-	vals := argValues("ray_cluster", &rc.Decl)
+	vals := argValues(KindCluster, &rc.Decl)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
 		"address":   strVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),
@@ -86,13 +84,7 @@ func optStringUnknown(s string, known bool) cty.Value {
 // empty collections), so that an unchanged attribute compares equal to its
 // record. Values not wholly known stay as they are.
 func normalize(schema []attr, v attrValues) attrValues {
-	known := attrValues{}
-	for k, val := range v {
-		if val.IsWhollyKnown() {
-			known[k] = val
-		}
-	}
-	rec := known.record()
+	rec := v.knownRecord()
 	out := decodeAttrs(schema, rawAttrs(rec), rec.Sensitive)
 	for k, val := range v {
 		if _, ok := out[k]; !ok {
@@ -104,21 +96,14 @@ func normalize(schema []attr, v attrValues) attrValues {
 
 // withRecord fills the spec's record of its cluster's attributes (the
 // LabelAttrs label).
-func withRecord(rc *config.RayCluster, spec ContainerSpec, iface string) ContainerSpec {
-	vals := clusterRecordValues(rc, spec, iface)
-	known := attrValues{}
-	for k, v := range vals {
-		if v.IsWhollyKnown() {
-			known[k] = v
-		}
-	}
-	spec.Record = known.record()
+func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec {
+	spec.Record = clusterRecordValues(rc, spec, iface).knownRecord()
 	return spec
 }
 
 // nodeIface is the interface the network pins on node, or else the one
 // observed holding its address.
-func nodeIface(nw *config.Network, node string, observed map[string]string) string {
+func nodeIface(nw *Network, node string, observed map[string]string) string {
 	if nw != nil {
 		if i := nw.InterfaceFor(node); i != "" {
 			return i

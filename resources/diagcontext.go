@@ -3,7 +3,6 @@ package resources
 import (
 	"net/netip"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
@@ -13,9 +12,9 @@ import (
 // cluster behind a resource (a ray_cluster or a vllm_serve): the declared
 // fabric, each node's fabric and management addresses, and the settings
 // that decide the memory monitor's verdict.
-func DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
-	var rc *config.RayCluster
-	var sv *config.VLLMServe
+func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
+	var rc *RayCluster
+	var sv *VLLMServe
 	switch w.Type {
 	case "ray_cluster":
 		rc = cfg.RayClusters[plan.ParseAddress(w.Address).Instance()]

@@ -3,6 +3,7 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -11,27 +12,35 @@ import (
 	"github.com/rayform/rayform/engine/config"
 )
 
+// Where arguments of the kinds go that a secret must not, for the error
+// that refuses a sensitive value in them (config.Arg.Exposure).
+const (
+	exposeDockerRun = "the `docker run` command line of the cluster's containers, which every user of the host can read (`ps`, /proc/PID/cmdline), what `docker inspect` shows of them (arguments, labels, mounts) and rayform's plans"
+	exposeRayStart  = "the `ray start` command line in every container, which every user of the host can read (`ps`), and the addresses rayform's plans and status show"
+	exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
+)
+
 // clusterKind is the ray_cluster block: Ray in one container per node.
 func clusterKind() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
 	strList := cty.List(cty.String)
 	return config.Kind{
-		Type:    "ray_cluster",
+		Type:    KindCluster,
 		Noun:    "Ray cluster",
 		Summary: "Ray in one container per node",
 		Args: []config.Arg{
-			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeDockerRun,
 				Description: "container image with Ray and vLLM"},
-			{Name: "head", Type: dyn, Ref: "node", Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
+			{Name: "head", Type: dyn, Ref: KindNode, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
 				Description: "the node running the Ray head (it contributes its GPUs too)"},
-			{Name: "workers", Type: dyn, Ref: "node", Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
+			{Name: "workers", Type: dyn, Ref: KindNode, Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
 				Description: "the other nodes; a node belongs to at most one cluster and cannot be head and worker"},
-			{Name: "network", Type: dyn, Ref: "network", Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
+			{Name: "network", Type: dyn, Ref: KindNetwork, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
 				DefaultDoc:  "required when the cluster has workers",
 				Description: "the fabric the cluster binds to; a single-node cluster may omit it (without it, Ray and vLLM's c10d master use each node's default-route address, which workers on another network cannot reach)"},
-			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeRayStart,
 				Description: "Ray GCS port on the head"},
-			{Name: "dashboard_port", Type: num, Default: cty.NumberIntVal(8265), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "dashboard_port", Type: num, Default: cty.NumberIntVal(8265), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeRayStart,
 				Description: "Ray dashboard port on the head"},
 			{Name: "memory_monitor", Type: boolean, Default: cty.True, Applied: true, ForcesReplacement: true, DefaultDoc: "`true` (Ray's default)",
 				Description: "Ray's memory monitor (OOM killer); `false` sets `RAY_memory_monitor_refresh_ms=0`. Turn it off on unified-memory machines such as DGX Spark, where it kills workers while weights load"},
@@ -41,11 +50,13 @@ func clusterKind() config.Kind {
 				Description: "has no effect, and rayform warns: the containers run with `--ipc host`, so `/dev/shm` is the host's and docker ignores `--shm-size`; rayform does not pass it (changing it replaces nothing)"},
 			{Name: "env", Type: cty.Map(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
 				Description: "extra environment variables in every container"},
-			{Name: "volumes", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+			{Name: "volumes", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true,
+				Exposure:    "the containers' mounts: the `docker run -v` command line every user of the host can read (`ps`, /proc/PID/cmdline), `docker inspect` (Mounts, HostConfig.Binds), the containers' labels and rayform's plans",
 				Description: "`docker run -v` specs, `SOURCE:/container/path[:OPTIONS]`"},
-			{Name: "docker_args", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+			{Name: "docker_args", Type: strList, UnknownOK: true, Applied: true, ForcesReplacement: true, Exposure: exposeDockerRun,
 				Description: "extra `docker run` arguments (escape hatch; not what rayform sets: `--name`, `--network`/`--net`, `--gpus`, `-d` alone or in `-dit`, `--ipc`, `--restart`, `--entrypoint`, `--shm-size`, nor `-e`/`--env` of a pinned variable)"},
 			{Name: "container_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`\"rayform-NAME\"`",
+				Exposure:    "the containers' names: the `docker run` and `docker exec` command lines every user of the host can read (`ps`), `docker ps`, `docker inspect`, and rayform's plans, status and messages",
 				Description: "container name on every node"},
 		},
 		Computed: []config.Attr{
@@ -53,14 +64,42 @@ func clusterKind() config.Kind {
 			{Name: "head_ip", Doc: "(*observe*)"},
 			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)"},
 		},
+		New:      func() any { return &RayCluster{} },
+		Decode:   decodeRayCluster,
 		Check:    checkRayCluster,
+		Compute:  computeRayCluster,
 		Validate: validateClusters,
 	}
 }
 
+// decodeRayCluster gives container_name its default, "rayform-NAME".
+func decodeRayCluster(b *config.Block) {
+	rc := b.Value().(*RayCluster)
+	if !b.IsSet("container_name") {
+		rc.ContainerName = "rayform-" + rc.Name
+		b.SetDefault("container_name", cty.StringVal(rc.ContainerName))
+	}
+}
+
+// computeRayCluster sets the head's fabric address from the observed
+// facts and computes address, head_ip and dashboard_url (unknown until
+// the head's address is observed).
+func computeRayCluster(b *config.Block) map[string]cty.Value {
+	rc := b.Value().(*RayCluster)
+	rc.HeadAddress = factsOf(b).FabricAddrs[rc.Head]
+	unknown := cty.UnknownVal(cty.String).RefineNotNull()
+	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_url": unknown}
+	if a, ok := rc.Address(); ok {
+		out["address"] = cty.StringVal(a)
+		out["head_ip"] = cty.StringVal(rc.HeadAddress.String())
+		out["dashboard_url"] = cty.StringVal("http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(rc.DashboardPort)).String())
+	}
+	return out
+}
+
 // checkRayCluster checks a Ray cluster's arguments on their own.
 func checkRayCluster(b *config.Block) {
-	rc := b.Value().(*config.RayCluster)
+	rc := b.Value().(*RayCluster)
 	if b.IsSet("image") && strings.TrimSpace(rc.Image) == "" {
 		b.Error("image", "Empty image", "image must name a container image, like \"vllm/vllm-openai:v0.11.0\".")
 	}
@@ -91,11 +130,13 @@ func checkRayCluster(b *config.Block) {
 		}
 	}
 	checkDockerArgs(b, rc.DockerArgs)
+	checkClusterLimits(b)
 }
 
 // validateClusters checks the rules between clusters and their nodes: a
 // node is in one cluster, once, and never both head and worker.
-func validateClusters(cfg *config.Config, report config.Report) {
+func validateClusters(c *config.Config, report config.Report) {
+	cfg := View(c)
 	owner := map[string]string{} // node → cluster
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]
@@ -122,4 +163,45 @@ func validateClusters(cfg *config.Config, report config.Report) {
 			}
 		}
 	}
+}
+
+// RayCluster is a Ray cluster: one container per node, a head and workers.
+type RayCluster struct {
+	config.Decl
+	Name          string   `rayform:",name"`
+	Image         string   `rayform:"image"`
+	Head          string   `rayform:"head"`           // node name
+	Workers       []string `rayform:"workers"`        // node names, in configuration order
+	Network       string   `rayform:"network"`        // network name, "" when none (allowed for a single node)
+	Port          int      `rayform:"port"`           // GCS port, default 6379
+	DashboardPort int      `rayform:"dashboard_port"` // default 8265
+	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
+	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
+	MemoryMonitor bool `rayform:"memory_monitor"`
+	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
+	// across every node, resources/dataplane) before vllm serve starts.
+	// Default true; false for images without Python and torch.
+	DataplaneCheck bool              `rayform:"dataplane_check"`
+	ShmSize        string            `rayform:"shm_size"` // docker --shm-size, "" = not set
+	Env            map[string]string `rayform:"env"`
+	Volumes        []string          `rayform:"volumes"`        // docker -v specs
+	DockerArgs     []string          `rayform:"docker_args"`    // extra docker run arguments
+	ContainerName  string            `rayform:"container_name"` // default "rayform-<name>"
+	// HeadAddress is the head's observed fabric address; invalid until
+	// observed.
+	HeadAddress netip.Addr
+}
+
+// Nodes returns the head followed by the workers.
+func (r *RayCluster) Nodes() []string {
+	return append([]string{r.Head}, r.Workers...)
+}
+
+// Address returns "<head fabric ip>:<port>", and false before the head's
+// address is observed.
+func (r *RayCluster) Address() (string, bool) {
+	if !r.HeadAddress.IsValid() {
+		return "", false
+	}
+	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
 }

@@ -3,8 +3,11 @@ package resources
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zclconf/go-cty/cty"
 
@@ -15,28 +18,28 @@ import (
 func serveKind() config.Kind {
 	str, num := cty.String, cty.Number
 	return config.Kind{
-		Type:    "vllm_serve",
+		Type:    KindServe,
 		Summary: "`vllm serve` on a cluster's head",
 		Args: []config.Arg{
-			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: "ray_cluster", Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: KindCluster, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "the cluster to serve on"},
-			{Name: "model", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "model", Exposure: exposeVLLMServe, Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "Hugging Face model id or path inside the container"},
-			{Name: "served_model_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`model`",
+			{Name: "served_model_name", Exposure: exposeVLLMServe, Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`model`",
 				Description: "the model name the API reports"},
-			{Name: "tensor_parallel_size", Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
-				Description: "`--tensor-parallel-size`"},
-			{Name: "pipeline_parallel_size", Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
-				Description: "`--pipeline-parallel-size`; `tensor_parallel_size × pipeline_parallel_size` must not exceed the `gpus` of the cluster's nodes"},
-			{Name: "gpu_memory_utilization", Type: num, Default: cty.NumberFloatVal(0.9), Applied: true, ForcesReplacement: true, DefaultDoc: "`0.9` (vLLM's)",
+			{Name: "tensor_parallel_size", Exposure: exposeVLLMServe, Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: serveFlagDoc("tensor_parallel_size")},
+			{Name: "pipeline_parallel_size", Exposure: exposeVLLMServe, Type: num, Default: cty.NumberIntVal(1), Min: 1, Max: 1 << 20, Exported: true, Applied: true, ForcesReplacement: true,
+				Description: serveFlagDoc("pipeline_parallel_size") + "; `tensor_parallel_size × pipeline_parallel_size` must not exceed the `gpus` of the cluster's nodes"},
+			{Name: "gpu_memory_utilization", Exposure: exposeVLLMServe, Type: num, Default: cty.NumberFloatVal(0.9), Applied: true, ForcesReplacement: true, DefaultDoc: "`0.9` (vLLM's)",
 				Description: "fraction of each GPU's memory vLLM may use, in (0, 1]"},
-			{Name: "max_model_len", Type: num, Min: 1, Max: 1 << 40, Applied: true, ForcesReplacement: true, DefaultDoc: "the model's",
-				Description: "`--max-model-len`"},
-			{Name: "port", Type: num, Default: cty.NumberIntVal(8000), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "max_model_len", Exposure: exposeVLLMServe, Type: num, Min: 1, Max: 1 << 40, Applied: true, ForcesReplacement: true, DefaultDoc: "the model's",
+				Description: serveFlagDoc("max_model_len")},
+			{Name: "port", Exposure: exposeVLLMServe, Type: num, Default: cty.NumberIntVal(8000), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "API port on the head; must differ from the cluster's ports and other servers'"},
 			{Name: "env", Type: cty.Map(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
 				Description: "extra environment for `vllm serve`"},
-			{Name: "extra_args", Type: cty.List(str), UnknownOK: true, Applied: true, ForcesReplacement: true, MaySensitive: true,
+			{Name: "extra_args", Type: cty.List(str), UnknownOK: true, Applied: true, ForcesReplacement: true, Exposure: exposeVLLMServe,
 				Description: "extra `vllm serve` arguments (not the flags the arguments above set, nor `--host` or `--distributed-executor-backend`, in any spelling vLLM's parser accepts: `--tensor_parallel_size`, the prefix `--tensor-parallel`, `-tp`, `--port=8001`; not `--api-key`, and no sensitive value: a command line is readable by every user of the host and vLLM logs it)"},
 			{Name: "api_key", Type: str, Applied: true, ForcesReplacement: true, Sensitive: true, DefaultDoc: "not set",
 				Description: "the key vLLM requires on its `/v1` routes; passed as `VLLM_API_KEY` in the environment (on stdin, never in argv or a file); rayform's own checks send it as a header read from stdin"},
@@ -47,14 +50,55 @@ func serveKind() config.Kind {
 			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
 			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
+		New:      func() any { return &VLLMServe{} },
+		Decode:   decodeServe,
 		Check:    checkServe,
+		Compute:  computeServe,
 		Validate: validateServes,
 	}
 }
 
+// decodeServe gives served_model_name its default, the model.
+func decodeServe(b *config.Block) {
+	s := b.Value().(*VLLMServe)
+	if !b.IsSet("served_model_name") {
+		s.ServedModelName = s.Model
+		b.SetDefaultFrom("served_model_name", "model")
+	}
+}
+
+// computeServe computes endpoint (on the head's fabric address, unknown
+// until observed) and public_endpoint (on the head node's host, known
+// from the configuration).
+func computeServe(b *config.Block) map[string]cty.Value {
+	s := b.Value().(*VLLMServe)
+	cfg := View(b.Config())
+	unknown := cty.UnknownVal(cty.String).RefineNotNull()
+	out := map[string]cty.Value{"endpoint": unknown, "public_endpoint": unknown}
+	rc := cfg.RayClusters[s.Cluster]
+	if rc == nil {
+		return out
+	}
+	if rc.HeadAddress.IsValid() {
+		s.Endpoint = "http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(s.Port)).String() + "/v1"
+		out["endpoint"] = cty.StringVal(s.Endpoint)
+	}
+	// The same port on the head's SSH address: what the operator's machine
+	// can usually reach (vLLM listens on every address of the host).
+	if head := cfg.Nodes[rc.Head]; head != nil && head.Host != "" && !head.IsUnknown("host") {
+		host := head.Host
+		if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
+			host = "[" + host + "]"
+		}
+		s.PublicEndpoint = "http://" + host + ":" + strconv.Itoa(s.Port) + "/v1"
+		out["public_endpoint"] = cty.StringVal(s.PublicEndpoint)
+	}
+	return out
+}
+
 // checkServe checks a vllm_serve's arguments on their own.
 func checkServe(b *config.Block) {
-	s := b.Value().(*config.VLLMServe)
+	s := b.Value().(*VLLMServe)
 	if b.IsSet("model") && strings.TrimSpace(s.Model) == "" {
 		b.Error("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
 	}
@@ -70,11 +114,13 @@ func checkServe(b *config.Block) {
 	if bad := envValueProblem(s.APIKey); bad != "" {
 		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
 	}
+	checkServeLimits(b)
 }
 
 // validateServes checks the rules between a serve and its cluster: enough
 // GPUs for its parallelism, and a port of its own on the head.
-func validateServes(cfg *config.Config, report config.Report) {
+func validateServes(c *config.Config, report config.Report) {
+	cfg := View(c)
 	ports := map[string]string{} // "cluster:port" → serve
 	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		s := cfg.Serves[name]
@@ -118,4 +164,30 @@ func validateServes(cfg *config.Config, report config.Report) {
 		}
 		ports[key] = name
 	}
+}
+
+// VLLMServe is a `vllm serve` process on a Ray cluster's head.
+type VLLMServe struct {
+	config.Decl
+	Name                 string            `rayform:",name"`
+	Cluster              string            `rayform:"cluster"` // ray_cluster name
+	Model                string            `rayform:"model"`
+	ServedModelName      string            `rayform:"served_model_name"`      // default Model
+	TensorParallelSize   int               `rayform:"tensor_parallel_size"`   // default 1
+	PipelineParallelSize int               `rayform:"pipeline_parallel_size"` // default 1
+	GPUMemoryUtilization float64           `rayform:"gpu_memory_utilization"`
+	MaxModelLen          int               `rayform:"max_model_len"` // 0 = vLLM's default (the model's)
+	Port                 int               `rayform:"port"`          // default 8000
+	Env                  map[string]string `rayform:"env"`
+	ExtraArgs            []string          `rayform:"extra_args"`
+	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
+	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
+	APIKey       string        `rayform:"api_key"`
+	ReadyTimeout time.Duration `rayform:"ready_timeout"` // default 30m
+	// Endpoint is the OpenAI base URL, "" until the head's address is
+	// observed.
+	Endpoint string
+	// PublicEndpoint is the same URL on the head node's host (its SSH
+	// address as configured), known from the configuration alone.
+	PublicEndpoint string
 }

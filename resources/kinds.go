@@ -42,7 +42,7 @@ func matches(pattern, s string) bool {
 // checkEnv checks environment variable names and rejects the ones rayform
 // pins.
 func checkEnv(b *config.Block, attr string, env map[string]string) {
-	pinned := config.PinnedEnv()
+	pinned := PinnedEnv()
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if !matches(envNamePattern, k) {
 			b.Error(attr, "Invalid environment variable name", fmt.Sprintf("%q is not a valid environment variable name: use letters, digits and underscores, not starting with a digit.", k))

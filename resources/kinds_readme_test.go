@@ -172,3 +172,28 @@ func exportsDoc(k config.Kind) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// TestReadmeDocumentsPinnedEnv checks that the README's table of what the
+// network pins, after the network kind's reference, names every
+// environment variable rayform pins in the Ray containers (PinnedEnv) and
+// Ray's --node-ip-address.
+func TestReadmeDocumentsPinnedEnv(t *testing.T) {
+	b, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), endMarker("kind "+KindNetwork))
+	if !ok {
+		t.Fatal("README.md has no network reference")
+	}
+	pins, _, _ := strings.Cut(after, "<!-- BEGIN: ")
+	needles := []string{"`ray start --node-ip-address`"}
+	for k := range PinnedEnv() {
+		needles = append(needles, "`"+k+"`")
+	}
+	for _, n := range needles {
+		if !strings.Contains(pins, n) {
+			t.Errorf("README.md's table of what a network pins (after the network reference) does not document %s", n)
+		}
+	}
+}

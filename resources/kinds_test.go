@@ -73,7 +73,7 @@ func TestKindChecks(t *testing.T) {
 				t.Fatalf("the base configuration lacks %q", tc.old)
 			}
 			src := strings.Replace(kindsBase, tc.old, tc.new, 1)
-			_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Kinds()})
+			_, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 			for _, d := range diags {
 				if d.Severity == tc.severity && d.Summary == tc.summary && d.Subject != nil && d.Subject.Start.Line == tc.line {
 					return
@@ -82,7 +82,7 @@ func TestKindChecks(t *testing.T) {
 			t.Errorf("no %q at line %d; diagnostics: %v", tc.summary, tc.line, diags)
 		})
 	}
-	if _, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(kindsBase)}, config.Options{BaseDir: ".", Kinds: Kinds()}); len(diags) > 0 {
+	if _, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(kindsBase)}, config.Options{BaseDir: "."}); len(diags) > 0 {
 		t.Errorf("the base configuration: %v", diags)
 	}
 }
@@ -97,7 +97,7 @@ output "network" { value = network.fabric }
 output "ray_cluster" { value = ray_cluster.main }
 output "vllm_serve" { value = vllm_serve.s }
 `
-	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	cfg, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -2,28 +2,103 @@ package resources
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/vllmcli"
 )
 
+// serveFlag is one option rayform puts on vllm serve's command line and
+// what sets it. serveFlags is the one home of the mapping from
+// vllm_serve's arguments to vLLM's options: ServeSpecFor builds the
+// command line from it, checkExtraArgs refuses its options in extra_args,
+// and the schema's descriptions name the options from it (serveFlagDoc).
+type serveFlag struct {
+	// flag is the option's long name; "--model" is given as vllm serve's
+	// positional model argument.
+	flag string
+	// arg is the vllm_serve argument that sets it, "" when rayform sets it
+	// itself; why then says why extra_args must not.
+	arg, why string
+	// value is the option's value for sv on cluster rc; false leaves the
+	// option out.
+	value func(sv *VLLMServe, rc *RayCluster) (string, bool)
+}
+
+// serveFlags lists, in command-line order, the options rayform sets.
+func serveFlags() []serveFlag {
+	itoa := func(n int) (string, bool) { return strconv.Itoa(n), true }
+	return []serveFlag{
+		{flag: "--model", arg: "model", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) { return sv.Model, true }},
+		{flag: "--served-model-name", arg: "served_model_name", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+			if sv.ServedModelName == "" {
+				return sv.Model, true
+			}
+			return sv.ServedModelName, true
+		}},
+		{flag: "--tensor-parallel-size", arg: "tensor_parallel_size", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+			return itoa(max(sv.TensorParallelSize, 1))
+		}},
+		{flag: "--pipeline-parallel-size", arg: "pipeline_parallel_size", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+			return itoa(max(sv.PipelineParallelSize, 1))
+		}},
+		{flag: "--gpu-memory-utilization", arg: "gpu_memory_utilization", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+			return strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64), true
+		}},
+		{flag: "--host", why: "rayform serves on 0.0.0.0 so that it can probe the server; remove it", value: func(*VLLMServe, *RayCluster) (string, bool) {
+			return "0.0.0.0", true
+		}},
+		{flag: "--port", arg: "port", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) { return itoa(sv.Port) }},
+		{flag: "--distributed-executor-backend", why: "rayform always uses ray across nodes; remove it", value: func(_ *VLLMServe, rc *RayCluster) (string, bool) {
+			return "ray", len(rc.Workers) > 0
+		}},
+		{flag: "--max-model-len", arg: "max_model_len", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+			return strconv.Itoa(sv.MaxModelLen), sv.MaxModelLen > 0
+		}},
+	}
+}
+
+// serveArgs is the command line of vllm serve for sv on rc, before
+// extra_args.
+func serveArgs(sv *VLLMServe, rc *RayCluster) []string {
+	args := []string{"vllm", "serve"}
+	for _, f := range serveFlags() {
+		v, ok := f.value(sv, rc)
+		switch {
+		case !ok:
+		case f.flag == "--model":
+			args = append(args, v)
+		default:
+			args = append(args, f.flag, v)
+		}
+	}
+	return args
+}
+
+// serveFlagDoc is the option argument arg sets, as the README shows it.
+func serveFlagDoc(arg string) string {
+	for _, f := range serveFlags() {
+		if f.arg == arg {
+			return "`" + f.flag + "`"
+		}
+	}
+	panic("resources: no vllm serve option for " + arg)
+}
+
 // managedServeOptions maps the vllm serve options rayform sets (by their
 // long name) to what controls each. extra_args come last on the command
 // line and argparse keeps the last value, so any spelling of these would
 // silently override rayform.
 func managedServeOptions() map[string]string {
-	return map[string]string{
-		"--tensor-parallel-size":         "set tensor_parallel_size instead",
-		"--pipeline-parallel-size":       "set pipeline_parallel_size instead",
-		"--gpu-memory-utilization":       "set gpu_memory_utilization instead",
-		"--max-model-len":                "set max_model_len instead",
-		"--port":                         "set port instead",
-		"--served-model-name":            "set served_model_name instead",
-		"--model":                        "set model instead",
-		"--host":                         "rayform serves on 0.0.0.0 so that it can probe the server; remove it",
-		"--distributed-executor-backend": "rayform always uses ray across nodes; remove it",
+	out := map[string]string{}
+	for _, f := range serveFlags() {
+		out[f.flag] = f.why
+		if f.arg != "" {
+			out[f.flag] = "set " + f.arg + " instead"
+		}
 	}
+	return out
 }
 
 // checkExtraArgs finds the words of extra_args that vLLM's parser binds to
@@ -36,11 +111,6 @@ func checkExtraArgs(b *config.Block, args []string) {
 	for i, a := range args {
 		if a == "--" {
 			return
-		}
-		if b.Decl().IsSensitive(fmt.Sprintf("extra_args[%d]", i)) {
-			b.Error("extra_args", "Sensitive value in extra_args",
-				fmt.Sprintf("extra_args[%d] is sensitive, but extra_args become vLLM's command line, which every user of the host can read (/proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"). For the API key set api_key = ... (rayform passes it as VLLM_API_KEY in the environment); pass other secrets through env, e.g. env = { HF_TOKEN = var.hf_token }.", i))
-			continue
 		}
 		if b.Decl().IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
 			continue
@@ -100,7 +170,7 @@ const dockerValueShorthands = "acehlmpuvw"
 // or in a cluster (-dit), and -e/--env with a pinned variable.
 func checkDockerArgs(b *config.Block, args []string) {
 	managed := managedDockerFlags()
-	pinned := config.PinnedEnv()
+	pinned := PinnedEnv()
 	env := func(a, v string) {
 		name, _, _ := strings.Cut(v, "=")
 		if from, ok := pinned[name]; ok {

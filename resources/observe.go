@@ -1,11 +1,11 @@
 package resources
 
 import (
+	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -21,7 +21,7 @@ import (
 // those addresses is given to the probe, which then skips `docker inspect`
 // of a container that runs with that hash and the image inspection of a
 // host whose containers all do.
-func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Spec {
+func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
@@ -53,16 +53,14 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 				}
 			}
 			if node == rc.Head {
-				hs.Head = true
-				hs.HeadContainer = container
-				hs.DashboardPort = rc.DashboardPort
 				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
 				for _, sv := range sortedServes(cfg) {
 					if sv.Cluster == rc.Name {
-						hs.ServePort = sv.Port
+						// Each serve asks for its own port's answers.
 						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-						hs.Serves = appendUnique(hs.Serves, sv.Name)
-						hs.ServeHostDir = ServeHostDir(project, node, container)
+						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 					}
 				}
 			}
@@ -91,10 +89,7 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 					hs.Containers = appendUnique(hs.Containers, r.Container)
 				}
 				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
-					hs.Head = true
-					hs.HeadContainer = r.Container
-					hs.Serves = appendUnique(hs.Serves, plan.ParseAddress(addr).Instance())
-					hs.ServeHostDir = ServeHostDir(project, h.Node, r.Container)
+					hs.Records = append(hs.Records, serveRecordProbe(project, h.Node, r.Container, plan.ParseAddress(addr).Instance()))
 				}
 				spec.Hosts[h.Node] = hs
 			}
@@ -103,10 +98,80 @@ func ObserveSpec(cfg *config.Config, st *state.State, project string) observe.Sp
 	return spec
 }
 
+// The probes a cluster and its serves ask of the head, and the one reading
+// of each answer: plan and status both read them here.
+
+// RayTableURL is where a head's Ray dashboard on dashboardPort lists the
+// nodes.
+func RayTableURL(dashboardPort int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", dashboardPort)
+}
+
+// rayTableProbe asks the head for Ray's node table: the dashboard's
+// /api/v0/nodes, or, on a host with neither curl nor wget, `ray list
+// nodes` (a client of the same API) inside the head container, which
+// starts a Python process there and changes nothing.
+func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
+	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
+		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
+}
+
+// RayTable is Ray's node table as the cluster's head answered it.
+func RayTable(hf *observe.HostFacts, rc *RayCluster) observe.RayNodeFacts {
+	if hf == nil {
+		return observe.RayNodeFacts{}
+	}
+	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
+	return observe.ParseRayNodes(r, ok)
+}
+
+// ServeURL is the loopback URL of path on a serve's port.
+func ServeURL(port int, path string) string {
+	return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
+}
+
+// serveHTTPProbes ask for /health and /v1/models on a serve's port, each
+// sent only when the port's listener is a process of the head container
+// (rayform's serve), never to a foreign listener.
+func serveHTTPProbes(container string, port int) []observe.HTTPProbe {
+	return []observe.HTTPProbe{
+		{URL: ServeURL(port, "/health"), Owner: container},
+		{URL: ServeURL(port, "/v1/models"), Owner: container},
+	}
+}
+
+// ServeAnswer is what the serve's own port answered (Observed false when
+// the head was not asked).
+func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
+	if hf == nil {
+		return observe.VLLM{}
+	}
+	h, ok := hf.HTTP[ServeURL(port, "/health")]
+	return observe.ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
+}
+
+// ServeRecordName is the file name (without extension) of a serve's
+// record, pid, lock and log in serveDir.
+func ServeRecordName(name string) string { return "serve-" + name }
+
+// serveRecordProbe asks for a serve's record in the head container.
+func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
+	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: ServeHostDir(project, node, container),
+		Container: container, Dir: serveDir, LegacyDir: legacyServeDir}
+}
+
+// ServeRecord is the record of serve name the head's probe read.
+func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
+	if hf == nil {
+		return observe.ProcessRecord{}
+	}
+	return hf.Records[ServeRecordName(name)]
+}
+
 // AssumedFabric returns the fabric address (and the interface holding it)
 // the state recorded for each node of the configuration's clusters when it
 // last applied them: the best guess before the hosts are observed.
-func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, map[string]string) {
+func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	if st == nil {
@@ -119,7 +184,7 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 		}
 		for _, h := range r.Hosts {
 			a, err := netip.ParseAddr(h.FabricAddress)
-			if err != nil || !contains(rc.Nodes(), h.Node) {
+			if err != nil || !slices.Contains(rc.Nodes(), h.Node) {
 				continue
 			}
 			addrs[h.Node] = a
@@ -134,12 +199,12 @@ func AssumedFabric(cfg *config.Config, st *state.State) (map[string]netip.Addr, 
 // assumedSpecHashes returns, by node and container name, the spec hash of
 // each cluster container if the nodes' fabric addresses are the assumed
 // ones; clusters with a node whose address is not assumed are left out.
-func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
+func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(addrs) == 0 {
 		return out
 	}
-	evaluated, diags := cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	evaluated, diags := cfg.WithFacts(Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		return out
 	}
@@ -165,7 +230,7 @@ func assumedSpecHashes(cfg *config.Config, addrs map[string]netip.Addr, ifaces m
 
 // FabricAddrs reads each cluster node's fabric address from the facts (see
 // observe.Fabric.Find), and the interface holding it.
-func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
@@ -197,9 +262,9 @@ func FabricAddrs(cfg *config.Config, facts *observe.Facts) (map[string]netip.Add
 
 // ContainerName is the name of a cluster's container on every node (its
 // container_name; the configuration gives it its default).
-func ContainerName(rc *config.RayCluster) string { return rc.ContainerName }
+func ContainerName(rc *RayCluster) string { return rc.ContainerName }
 
-func configHas(cfg *config.Config, addr string) bool {
+func configHas(cfg *Config, addr string) bool {
 	a := plan.ParseAddress(addr)
 	typ, name := a.Type, a.Instance()
 	switch typ {
@@ -212,39 +277,39 @@ func configHas(cfg *config.Config, addr string) bool {
 }
 
 func appendUnique(list []string, s string) []string {
-	if s == "" || contains(list, s) {
+	if s == "" || slices.Contains(list, s) {
 		return list
 	}
 	return append(list, s)
 }
 
-func sortedClusters(cfg *config.Config) []*config.RayCluster {
-	out := make([]*config.RayCluster, 0, len(cfg.RayClusters))
+func sortedClusters(cfg *Config) []*RayCluster {
+	out := make([]*RayCluster, 0, len(cfg.RayClusters))
 	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		out = append(out, cfg.RayClusters[k])
 	}
 	return out
 }
 
-func sortedServes(cfg *config.Config) []*config.VLLMServe {
-	out := make([]*config.VLLMServe, 0, len(cfg.Serves))
+func sortedServes(cfg *Config) []*VLLMServe {
+	out := make([]*VLLMServe, 0, len(cfg.Serves))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		out = append(out, cfg.Serves[k])
 	}
 	return out
 }
 
-func sortedNetworks(cfg *config.Config) []*config.Network {
-	out := make([]*config.Network, 0, len(cfg.Networks))
+func sortedNetworks(cfg *Config) []*Network {
+	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
 }
 
-func sortedNodes(cfg *config.Config) []*config.Node {
+func sortedNodes(cfg *Config) []*Node {
 	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*config.Node, 0, len(names))
+	out := make([]*Node, 0, len(names))
 	for _, k := range names {
 		out = append(out, cfg.Nodes[k])
 	}

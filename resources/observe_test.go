@@ -1,7 +1,6 @@
 package resources_test
 
 import (
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"net/netip"
 	"testing"
@@ -88,7 +87,7 @@ func TestPlanOfContainersKnownFromPS(t *testing.T) {
 		}
 	}
 	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
-	cfg, diags := c.loaded.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

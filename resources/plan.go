@@ -13,7 +13,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -23,7 +22,7 @@ import (
 // PlanInput is everything a plan is computed from. Planning does no I/O.
 type PlanInput struct {
 	// Config is evaluated with the observed facts (config.WithFacts).
-	Config  *config.Config
+	Config  *Config
 	Facts   *observe.Facts
 	State   *state.State // nil means empty
 	Project string
@@ -119,7 +118,7 @@ func Plan(in PlanInput) *Result {
 
 type planner struct {
 	in     PlanInput
-	cfg    *config.Config
+	cfg    *Config
 	facts  *observe.Facts
 	res    *Result
 	addrs  map[string]netip.Addr
@@ -335,16 +334,20 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		for _, c := range hf.Containers.List {
 			parts = append(parts, fmt.Sprintf("container %s %s %s %v %s", c.Name, c.ID, c.SpecHash, c.Running, c.StartedAt.UTC().Format(time.RFC3339Nano)))
 		}
-		for _, n := range hf.RayNodes.List {
-			parts = append(parts, "ray "+n.NodeIP+" "+n.State)
+		for u, r := range hf.HTTP {
+			// The status, not the body: vLLM's /v1/models carries the
+			// time of the request. A node table is compared by its rows.
+			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
+			for _, n := range observe.ParseRayNodes(r, true).List {
+				parts = append(parts, "ray "+n.NodeIP+" "+n.State)
+			}
 		}
-		for k, sr := range hf.Serves {
+		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))
 		}
 		for _, im := range hf.Images {
 			parts = append(parts, fmt.Sprintf("image %s %v %s", im.Ref, im.Present, im.ID))
 		}
-		parts = append(parts, fmt.Sprintf("health %d", hf.VLLM.Health.Status))
 		sort.Strings(parts)
 		sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
 		out[name] = hex.EncodeToString(sum[:8])

@@ -129,6 +129,24 @@ func attrCases() []attrCase {
 			configErr: "Sensitive value in extra_args"},
 		{kind: "vllm_serve", arg: "api_key", old: "max_model_len          = 32768", new: "max_model_len          = 32768\n  api_key = \"not-a-real-key\"",
 			text: []string{`+ api_key = (sensitive value)`}, attr: "api_key", before: `null`, after: `null`},
+		// Values derived from the sensitive token (issue 23, item 6): refused
+		// where they would reach a command line, a name, a label or a
+		// mount; masked where they are taken.
+		{kind: "vllm_serve", arg: "served_model_name (derived from a sensitive value)", old: `served_model_name      = "llama-405b"`, new: `served_model_name      = "s${var.hf_token}"`,
+			configErr: "Sensitive value in served_model_name"},
+		{kind: "vllm_serve", arg: "model (derived from a sensitive value)", old: `model                  = "meta-llama/Llama-3.1-405B-Instruct-FP8"`, new: `model                  = format("m/%s", var.hf_token)`,
+			configErr: "Sensitive value in model"},
+		{kind: "vllm_serve", arg: "api_key (derived from a sensitive value)", old: "max_model_len          = 32768", new: "max_model_len          = 32768\n  api_key = upper(var.hf_token)",
+			text: []string{`+ api_key = (sensitive value)`}, attr: "api_key", before: `null`, after: `null`},
+		{kind: "ray_cluster", arg: "container_name (derived from a sensitive value)", old: `shm_size       = "64g"`, new: "shm_size       = \"64g\"\n  container_name = join(\"-\", [\"ray\", var.hf_token])",
+			configErr: "Sensitive value in container_name"},
+		{kind: "ray_cluster", arg: "docker_args (derived from a sensitive value)", old: `shm_size       = "64g"`, new: "shm_size       = \"64g\"\n  docker_args    = [\"--label\", \"tok=${var.hf_token}\"]",
+			configErr: "Sensitive value in docker_args"},
+		{kind: "ray_cluster", arg: "volumes (derived from a sensitive value)", old: `shm_size       = "64g"`, new: "shm_size       = \"64g\"\n  volumes        = [for v in [var.hf_token] : \"/d/${v}:/d\"]",
+			configErr: "Sensitive value in volumes"},
+		{kind: "ray_cluster", arg: "env (derived from a sensitive value)", old: "HF_TOKEN = var.hf_token", new: "HF_TOKEN = var.hf_token\n    AUTH = \"Bearer ${var.hf_token}\"",
+			text: []string{`+ "AUTH"     = (sensitive value)`, `changed: env["AUTH"]`},
+			attr: "env", before: `{"HF_TOKEN":null}`, after: `{"AUTH":null,"HF_TOKEN":null}`},
 		{kind: "vllm_serve", arg: "ready_timeout", old: "max_model_len          = 32768", new: "max_model_len          = 32768\n  ready_timeout = \"45m\"",
 			noChange: "ready_timeout only bounds how long apply waits for the serve to become ready"},
 	}
@@ -151,13 +169,16 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 				src = strings.Replace(src, tc.more[i], tc.more[i+1], 1)
 			}
 			if tc.configErr != "" {
-				_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+				_, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 				found := false
 				for _, d := range diags.Errs() {
 					found = found || strings.Contains(d.Error(), tc.configErr)
 				}
 				if !found {
 					t.Errorf("config errors %q, want %q", diags.Error(), tc.configErr)
+				}
+				if strings.Contains(diags.Error(), "hf_not_a_real_token") {
+					t.Errorf("a sensitive value reached the config errors: %s", diags.Error())
 				}
 				return
 			}
@@ -215,7 +236,7 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 // planText plans src against the converged facts of benchConfig(3), with
 // a state that records the cluster and the serve, and renders it. It
 // returns the configuration and the facts it planned with too.
-func planText(t *testing.T, src string) (string, string, *plan.Plan, *config.Config, *observe.Facts) {
+func planText(t *testing.T, src string) (string, string, *plan.Plan, *resources.Config, *observe.Facts) {
 	t.Helper()
 	cc := convergedCluster(t, 3)
 	st, err := state.New(benchProject)
@@ -239,12 +260,12 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan, *config.Con
 // verifyAll runs apply's verification of every ray_cluster (Ray's node
 // table) and vllm_serve (/health, /v1/models) of cfg against what facts
 // show on the hosts, and returns the first rejection.
-func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
+func verifyAll(t *testing.T, cfg *resources.Config, facts *observe.Facts) error {
 	t.Helper()
 	addrs, ifaces := resources.FabricAddrs(cfg, facts)
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]
-		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), facts.Hosts[rc.Head].RayNodes.List); err != nil {
+		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), resources.RayTable(facts.Hosts[rc.Head], rc).List); err != nil {
 			return fmt.Errorf("%s: %w", rc.Addr, err)
 		}
 	}
@@ -254,7 +275,7 @@ func verifyAll(t *testing.T, cfg *config.Config, facts *observe.Facts) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
-		if err := resources.VerifyServe(t, spec, facts.Hosts[spec.Node].VLLM); err != nil {
+		if err := resources.VerifyServe(t, spec, resources.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
 	}

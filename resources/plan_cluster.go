@@ -9,7 +9,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
@@ -17,7 +16,7 @@ import (
 // clusterContainer is the cluster's container on node: the one with the
 // cluster's container name, or else a managed one labelled with the
 // cluster's address (created under the container_name it had before).
-func (p *planner) clusterContainer(rc *config.RayCluster, node string) observedContainer {
+func (p *planner) clusterContainer(rc *RayCluster, node string) observedContainer {
 	if oc := p.container(node, ContainerName(rc)); oc.found {
 		return oc
 	}
@@ -31,17 +30,16 @@ func (p *planner) clusterContainer(rc *config.RayCluster, node string) observedC
 	return observedContainer{}
 }
 
-func (p *planner) cluster(rc *config.RayCluster) {
+func (p *planner) cluster(rc *RayCluster) {
 	if p.clusterAction == nil {
 		p.clusterAction = map[string]plan.Action{}
 	}
 	addr := rc.Addr
 	nodes := rc.Nodes()
-	if len(rc.Workers) > 0 && rc.Network == "" {
-		p.finding(plan.Error, addr, "", "multi-node cluster without a network binding",
-			"Without a network, Ray registers each node under its default route's address and vLLM's c10d master listens there; a worker that cannot reach that address fails with \"The client socket has failed to connect to any network address of (<ip>, <port>)\" after the model starts loading.",
-			"declare a network block with the fabric's cidr and interface, and set network = network.<name> on the cluster")
-	}
+	p.gpuBudget(rc)
+	// A cluster with workers always has a network here: the configuration
+	// refuses one without (checkRayCluster, "Multi-node cluster without a
+	// network binding").
 	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
 	name := ContainerName(rc)
 	work := &ClusterWork{Name: rc.Name, Specs: specs, Start: map[string]bool{}}
@@ -210,7 +208,7 @@ func (p *planner) foreignContainer(addr, node, name string, c observe.Container)
 }
 
 // strayRemovals are managed containers of the cluster on nodes not in it.
-func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
+func (p *planner) strayRemovals(rc *RayCluster, name string) []Removal {
 	var out []Removal
 	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
 		out = append(out, p.strayRemovalsOn(rc, node)...)
@@ -220,8 +218,8 @@ func (p *planner) strayRemovals(rc *config.RayCluster, name string) []Removal {
 
 // strayRemovalsOn is the cluster's managed container on node when node is
 // not in the cluster.
-func (p *planner) strayRemovalsOn(rc *config.RayCluster, node string) []Removal {
-	if contains(rc.Nodes(), node) {
+func (p *planner) strayRemovalsOn(rc *RayCluster, node string) []Removal {
+	if slices.Contains(rc.Nodes(), node) {
 		return nil
 	}
 	if oc := p.clusterContainer(rc, node); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
@@ -235,11 +233,12 @@ func (p *planner) strayRemovalsOn(rc *config.RayCluster, node string) []Removal 
 // on a worker restarts that worker, and an ALIVE node that is none of the
 // cluster's is an error. rayObserved collects, per node, what Ray reports
 // where it differs from the declaration ("address", "gpus").
-func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
-	if head.RayNodes.Err != "" || head.RayNodes.Source == "" {
+func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
+	table := RayTable(head, rc)
+	if table.Err != "" || table.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
-			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(head.RayNodes.Err, "no node table"))
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(table.Err, "no node table"))
 			*driftHost = firstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
@@ -259,7 +258,7 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 		}
 		rayObserved[node][attr] = v
 	}
-	for _, d := range judgeRayTable(specs, head.RayNodes.List) {
+	for _, d := range judgeRayTable(specs, table.List) {
 		if headRestarts && !d.Head {
 			continue
 		}
@@ -276,7 +275,7 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 					"stop Ray on that host (ray stop), or declare it as a worker of "+rc.Addr)
 				continue
 			}
-			if !contains(rc.Nodes(), node) {
+			if !slices.Contains(rc.Nodes(), node) {
 				// A node that left the cluster: its container is removed
 				// (see strayRemovals), which takes it out of the table.
 				if len(p.strayRemovalsOn(rc, node)) == 0 {
@@ -288,6 +287,9 @@ func (p *planner) checkRayTable(rc *config.RayCluster, head *observe.HostFacts, 
 			observed(node, "address", d.IP)
 		} else if d.Attr != "" {
 			observed(node, d.Attr, d.Observed)
+		}
+		if p.declChanged(rc, specs, node) {
+			continue // the configuration's change, replaced for it
 		}
 		if work.Start[node] && node != rc.Head {
 			// Restarted anyway; the difference is still drift, unless it
@@ -326,7 +328,7 @@ func nodeIP(specs []ContainerSpec, node string) string {
 // addressOwners maps every address a node is known by (its SSH address,
 // the addresses its host holds, the address its container of the cluster
 // was started with) to the node.
-func (p *planner) addressOwners(rc *config.RayCluster) map[string]string {
+func (p *planner) addressOwners(rc *RayCluster) map[string]string {
 	out := map[string]string{}
 	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
 		if n := p.cfg.Nodes[node]; n != nil {
@@ -355,12 +357,12 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
-		if contains(spec.SecretEnv, k) || !c.Inspected {
+		if slices.Contains(spec.SecretEnv, k) || !c.Inspected {
 			continue
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
 			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
-		} else if !ok && contains(observe.DefaultEnvKeys(), k) {
+		} else if !ok && slices.Contains(observe.DefaultEnvKeys(), k) {
 			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
 		}
 	}
@@ -374,7 +376,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 // containers' records) and after (from the specs); the per-node values are
 // gathered in "nodes". rayObserved are the values Ray's node table reports
 // where they differ from the record: the table is the truth.
-func clusterAttrs(rc *config.RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrValues, rayObserved map[string]map[string]string) []plan.AttrChange {
+func clusterAttrs(rc *RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrValues, rayObserved map[string]map[string]string) []plan.AttrChange {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -479,7 +481,7 @@ func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]
 
 // changedNodes are the nodes whose container the cluster's work starts or
 // removes, sorted.
-func (p *planner) changedNodes(rc *config.RayCluster) []string {
+func (p *planner) changedNodes(rc *RayCluster) []string {
 	w := p.res.Work[rc.Addr]
 	if w == nil || w.Cluster == nil {
 		return nil

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -40,6 +40,12 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 		}
 	}
 	d.plan(res, in.Facts, in.Project, true, "destroy", "already gone from the hosts; only forgotten")
+	for _, u := range Unreached(in.Facts, res.Work) {
+		res.Plan.Findings = append(res.Plan.Findings, plan.Finding{Severity: plan.Warning, Address: u.Address, Host: u.Node,
+			Summary: fmt.Sprintf("cannot reach %s: what %s has there stays", u.Node, u.Address),
+			Detail:  fmt.Sprintf("%s could not be observed (%s), so rayform can neither see nor remove what %s runs there. destroy removes the rest, keeps %s in the state and fails.", u.Node, u.Why, u.Address, u.Address),
+			Fix:     fmt.Sprintf("make %s reachable (ssh %s true), then run rayform destroy again", u.Node, u.Node)})
+	}
 	res.Plan.SortChanges()
 	g := dag.New()
 	for _, addr := range slices.Sorted(maps.Keys(res.Work)) {
@@ -47,6 +53,45 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 	}
 	OrderDestroy(g, res.Work)
 	return res, g
+}
+
+// Unreach is one host of a destroyed resource that could not be observed.
+type Unreach struct {
+	Address, Node string
+	// Why is the observation's error.
+	Why string
+}
+
+// Unreached lists, for each resource of work (a destroy's), the hosts it
+// spans that facts could not observe, or whose containers could not be
+// read: what the resource has there is unknown, so a destroy cannot say
+// it is gone. Sorted by address, then node.
+func Unreached(facts *observe.Facts, work map[string]*Work) []Unreach {
+	if facts == nil {
+		return nil
+	}
+	var out []Unreach
+	for _, addr := range slices.Sorted(maps.Keys(work)) {
+		w := work[addr]
+		for _, node := range slices.Sorted(slices.Values(slices.Clone(w.Hosts))) {
+			hf := facts.Hosts[node]
+			why := ""
+			switch {
+			case facts.Errors[node] != nil:
+				why = facts.Errors[node].Error()
+			case hf == nil:
+				why = "not observed"
+			case hf.Err != "" && !hf.Complete:
+				why = hf.Err
+			case hf.Containers.Err != "":
+				why = "its containers could not be listed: " + hf.Containers.Err
+			default:
+				continue
+			}
+			out = append(out, Unreach{Address: addr, Node: node, Why: why})
+		}
+	}
+	return out
 }
 
 // removed plans the destruction of resources that left the configuration,
@@ -101,7 +146,7 @@ func newDoomed() *doomed {
 }
 
 // fromConfig adds every ray_cluster and vllm_serve of cfg.
-func (d *doomed) fromConfig(cfg *config.Config) {
+func (d *doomed) fromConfig(cfg *Config) {
 	for _, rc := range sortedClusters(cfg) {
 		d.clusters[rc.Addr] = ContainerName(rc)
 		d.clusterHosts[rc.Addr] = rc.Nodes()
@@ -204,7 +249,7 @@ func (d *doomed) plan(res *Result, facts *observe.Facts, project string, adopt b
 		sw := d.serves[addr]
 		running := false
 		if hf := facts.Hosts[sw.Spec.Node]; hf != nil {
-			rec := hf.Serves[sw.Spec.Name]
+			rec := ServeRecord(hf, sw.Spec.Name)
 			running = rec.Found && rec.Alive
 		}
 		sw.Stop = true

@@ -24,7 +24,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0])}},
-			Serves: map[string]observe.ServeRecord{"qwen": {Found: true, Alive: true}, "other": {Found: true, Alive: true}}},
+			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}, "serve-other": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[1]),
 			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: stepsCluster}}}}},
 	}}
@@ -36,7 +36,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	st.Set(stepsCluster, state.Resource{Type: "ray_cluster", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
 	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
 	st.Set("vllm_serve.other", state.Resource{Type: "vllm_serve", Container: "rayform-unknown", Hosts: []state.Host{{Node: "spark1"}}})
-	empty, diags := config.LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: ".", Kinds: Kinds()})
+	empty, diags := LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
 
@@ -51,7 +51,7 @@ func (p *planner) nodes() {
 	}
 }
 
-func sshTarget(n *config.Node) string {
+func sshTarget(n *Node) string {
 	t := n.Host
 	if n.User != "" {
 		t = n.User + "@" + t
@@ -83,8 +83,7 @@ func (p *planner) networks() {
 						names = append(names, l.Name)
 					}
 					p.finding(plan.Error, nw.Addr, node, fmt.Sprintf("interface %s does not exist on %s", want, node),
-						"The host has: "+strings.Join(names, ", ")+".",
-						fmt.Sprintf("set the network's interface for %s to its fabric interface, e.g. interface = { %q = \"<name>\" }", node, node))
+						"The host has: "+strings.Join(names, ", ")+".", interfaceFix(nw, node, hf))
 					continue
 				}
 				if !link.Up() {
@@ -138,7 +137,13 @@ func (p *planner) networks() {
 			}
 			iface := p.ifaces[node]
 			for _, rc := range hf.RouteChecks {
-				if rc.Peer == "" || !contains(nw.Nodes, rc.Peer) {
+				if rc.Peer == "" || !slices.Contains(nw.Nodes, rc.Peer) {
+					continue
+				}
+				if _, known := p.addrs[rc.Peer]; !known && !rc.Addr.IsValid() {
+					// The peer's fabric address is unknown: its own
+					// finding (unreachable, no such interface, no
+					// address) says why; a route to nowhere adds nothing.
 					continue
 				}
 				switch {
@@ -159,4 +164,23 @@ func (p *planner) networks() {
 func exampleAddr(cidr netip.Prefix) string {
 	a := cidr.Addr().Next()
 	return netip.PrefixFrom(a, cidr.Bits()).String()
+}
+
+// interfaceFix says how to name node's fabric interface in nw: the
+// interface that holds node's address in the CIDR when there is one, in
+// the form nw already uses — one string for every node (correcting it
+// fixes them all), or node's entry of the per-node map.
+func interfaceFix(nw *Network, node string, hf *observe.HostFacts) string {
+	name := "<name>"
+	if in := hf.Addresses.In(nw.CIDR); len(in) > 0 {
+		name = in[0].Interface
+	}
+	holds := ""
+	if name != "<name>" {
+		holds = fmt.Sprintf(" (%s holds %s's address in %s)", name, node, nw.CIDR)
+	}
+	if _, perNode := nw.Interfaces[node]; perNode {
+		return fmt.Sprintf("set %s's entry of the interface map of %s: %q = %q%s", node, nw.Addr, node, name, holds)
+	}
+	return fmt.Sprintf("set interface = %q in %s%s; it names the fabric interface of every node", name, nw.Addr, holds)
 }

@@ -44,8 +44,8 @@ type planCase struct {
 func planCases() []planCase {
 	serveOff := func(f *observe.Facts) {
 		head := f.Hosts[`gpu["h1"]`]
-		head.Serves = nil
-		head.VLLM = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}}
+		head.Records = nil
+		setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}})
 	}
 	return []planCase{
 		{name: "empty-cluster",
@@ -54,10 +54,40 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
+			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
+		// Values derived from the sensitive token through templates,
+		// functions, a local and a for expression, in the arguments that
+		// take secrets (env, api_key) and in a sensitive output: every one
+		// is masked in the text and in -json (issue 23, item 6).
+		{name: "sensitive-derived",
+			config: func(s string) string {
+				s = strings.Replace(s, "    HF_TOKEN = var.hf_token\n", "    HF_TOKEN = var.hf_token\n    AUTH     = \"Bearer ${upper(var.hf_token)}\"\n    DERIVED  = local.derived[0]\n    PLAIN    = \"plain\"\n", 1)
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  api_key                = trimspace(format(\"%s\", var.hf_token))\n  env                    = { TOKEN = join(\"-\", [\"t\", var.hf_token]) }\n", 1)
+				return s + `
+locals {
+  derived = [for t in [var.hf_token] : "x-${t}"]
+}
+
+output "auth" {
+  value     = "Bearer ${var.hf_token}"
+  sensitive = true
+}
+`
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Containers.List = nil
+				}
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				serveOff(f)
+			},
+			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
+				`+ "PLAIN"    = "plain"`, `+ api_key                = (sensitive value)`, `+ "TOKEN" = (sensitive value)`, `+ auth     = (sensitive value)`},
+			notWant:    []string{"Bearer", "x-hf"},
 			wantAction: map[string]plan.Action{"ray_cluster.main": plan.Create, "vllm_serve.llama": plan.Create}},
 		{name: "converged",
 			want:       []string{"No changes. Your infrastructure matches the configuration."},
@@ -65,7 +95,9 @@ func planCases() []planCase {
 		{name: "drifted-head-ip",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes.List[0].NodeIP = "10.1.230.10"
+				table := rayTable(head, benchDashPort)
+				table.List[0].NodeIP = "10.1.230.10"
+				setRayTable(head, benchDashPort, table)
 			},
 			want: []string{"Objects have changed outside of rayform", "ray head registered as 10.1.230.10; want 192.168.0.10",
 				"# ray_cluster.main must be replaced", "# vllm_serve.llama must be replaced"},
@@ -172,7 +204,7 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				head.RayNodes = observe.RayNodeFacts{Err: "connection refused"}
+				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 				head.Listening = observe.ListenFacts{List: []observe.Listener{
 					{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", PID: 4242},
@@ -197,8 +229,10 @@ func planCases() []planCase {
 		{name: "hung-serve",
 			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
 				head := f.Hosts[`gpu["h1"]`]
-				head.VLLM.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
-				head.VLLM.ModelsCheck = head.VLLM.Health
+				v := serveAnswer(head, benchServePort)
+				v.Health = observe.HTTPCheck{TimedOut: true, Err: "curl: (28) Operation timed out after 2002 milliseconds with 0 bytes received"}
+				v.ModelsCheck = v.Health
+				setServeAnswer(head, benchServePort, v)
 			},
 			want:       []string{"Objects have changed outside of rayform", "the vllm serve process runs but is hung", "# vllm_serve.llama must be replaced"},
 			notWant:    []string{"still starting"},
@@ -216,6 +250,50 @@ func planCases() []planCase {
 			want: []string{`belongs to rayform project "checkout-a", not "` + benchProject + `"`,
 				`declare rayform { project = "checkout-a" }`},
 			notWant:    []string{"docker rm"},
+			wantErrors: 1},
+		// Issue 22, item 7: follow-on and misleading messages. More GPUs
+		// declared than the host has: the error says so, and Ray's count
+		// (the containers were started with the old declaration) is no
+		// change made outside rayform.
+		{name: "gpus-declared-more",
+			config: func(s string) string {
+				return strings.Replace(s, "gpus          = 8", "gpus          = 16", 1)
+			},
+			want:       []string{`Error: gpu["h1"] declares gpus = 16 but nvidia-smi reports 8`},
+			notWant:    []string{"Objects have changed outside of rayform", "GPUs in Ray"},
+			wantErrors: 3},
+		// A wrong interface name: one error per node with the one string
+		// to correct; no route "to invalid IP" follows from it.
+		{name: "wrong-interface",
+			config: func(s string) string {
+				return strings.Replace(s, `interface = "ib0"`, `interface = "ib9"`, 1)
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: "peer " + rc.Peer + ": no address in 192.168.0.0/16 on ib9"}
+					}
+				}
+			},
+			want:       []string{`Error: interface ib9 does not exist on gpu["h1"]`, `set interface = "ib0" in network.fabric (ib0 holds gpu["h1"]'s address in 192.168.0.0/16); it names the fabric interface of every node`},
+			notWant:    []string{"has no route", "invalid IP", `interface = { "gpu`},
+			wantErrors: 3},
+		// An unreachable worker: its peers cannot learn its fabric
+		// address; "cannot observe" says it all.
+		{name: "unreachable-worker-routes",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				delete(f.Hosts, `gpu["h3"]`)
+				f.Errors = map[string]error{`gpu["h3"]`: errors.New(`connect root@10.1.230.12:22: dial tcp 10.1.230.12:22: connect: no route to host`)}
+				for _, hf := range f.Hosts {
+					for i, rc := range hf.RouteChecks {
+						if rc.Peer == `gpu["h3"]` {
+							hf.RouteChecks[i] = observe.RouteCheck{Peer: rc.Peer, Err: `peer gpu["h3"] was not observed`}
+						}
+					}
+				}
+			},
+			want:       []string{`Error: cannot observe gpu["h3"]`},
+			notWant:    []string{"has no route", "invalid IP"},
 			wantErrors: 1},
 	}
 }
@@ -277,7 +355,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
 			}
 			for _, out := range []string{txt.String(), js.String()} {
-				if strings.Contains(out, "hf_not_a_real_token") {
+				if strings.Contains(out, "hf_not_a_real_token") || strings.Contains(out, "HF_NOT_A_REAL_TOKEN") {
 					t.Fatalf("a sensitive value reached the plan output:\n%s", out)
 				}
 			}

@@ -97,9 +97,42 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		if !ok {
 			continue
 		}
-		if rec := hf.Serves[s.name]; rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
 			add(addr, "vllm_serve", s.node, s.container)
 		}
 	}
 	return present, unknown
+}
+
+// StartingServes returns, for each vllm_serve of in's configuration that
+// the hosts show running as declared but not answering yet (plan's "vLLM
+// is still starting": the process runs, its port is closed), the work of
+// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
+// changed anything, so that it reports success only for serves that serve.
+func StartingServes(in PlanInput) []*Work {
+	if in.Config == nil || in.Facts == nil {
+		return nil
+	}
+	var out []*Work
+	for _, sv := range sortedServes(in.Config) {
+		rc := in.Config.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		head := in.Facts.Hosts[rc.Head]
+		if head == nil || head.Err != "" {
+			continue
+		}
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil {
+			continue
+		}
+		rec := ServeRecord(head, sv.Name)
+		if rec.SpecHash != spec.Hash() || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
+			continue
+		}
+		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},
+			Serve: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
+	}
+	return out
 }

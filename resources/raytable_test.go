@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
@@ -45,20 +44,22 @@ func TestPlanAndVerifyJudgeRayTableAlike(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cc := convergedCluster(t, 3)
-			cfg, diags := cc.loaded.WithFacts(config.Facts{FabricAddrs: cc.addrs})
+			cfg, diags := cc.loaded.WithFacts(resources.Facts{FabricAddrs: cc.addrs})
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}
 			rc := cfg.RayClusters["main"]
 			head := cc.facts.Hosts[rc.Head]
-			head.RayNodes.List = tt.alter(head.RayNodes.List)
+			table := rayTable(head, benchDashPort)
+			table.List = tt.alter(table.List)
+			setRayTable(head, benchDashPort, table)
 
 			// Verify, on the table as apply reads it.
 			ifaces := map[string]string{}
 			for n := range cc.addrs {
 				ifaces[n] = "ib0"
 			}
-			verr := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, cc.addrs, ifaces), head.RayNodes.List)
+			verr := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, cc.addrs, ifaces), rayTable(head, benchDashPort).List)
 			// Plan, on the table as observe reports it.
 			p := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan
 			var said []string

@@ -9,12 +9,10 @@ import (
 	"path"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -26,8 +24,12 @@ import (
 // destroy remove).
 // Every container rayform creates bind-mounts it from ServeHostDir, so the
 // probe reads the records and tests the locks on the host, without a
-// docker exec (see observe.ServeDir).
-const serveDir = observe.ServeDir
+// docker exec (see observe.RecordProbe).
+const serveDir = "/tmp/rayform/serve"
+
+// legacyServeDir is where a container without the serveDir mount (one
+// whose spec has no serve_dir) keeps its serve records.
+const legacyServeDir = "/tmp/rayform"
 
 // ServeHostDir is the host directory bind-mounted as serveDir into the
 // container named container on node, for project:
@@ -76,7 +78,7 @@ func (s ServeSpec) Hash() string {
 	c.Attrs, c.Sensitive = nil, nil
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			v = secretDigest(v)
 		}
 		c.Env[k] = v
@@ -87,13 +89,13 @@ func (s ServeSpec) Hash() string {
 }
 
 // Paths inside the head container.
-func (s ServeSpec) specPath() string { return serveDir + "/serve-" + s.Name + ".json" }
-func (s ServeSpec) pidPath() string  { return serveDir + "/serve-" + s.Name + ".pid" }
-func (s ServeSpec) lockPath() string { return serveDir + "/serve-" + s.Name + ".lock" }
+func (s ServeSpec) specPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".json" }
+func (s ServeSpec) pidPath() string  { return serveDir + "/" + ServeRecordName(s.Name) + ".pid" }
+func (s ServeSpec) lockPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".lock" }
 
 // LogPath is where the serve process writes its log.
-func (s ServeSpec) LogPath() string { return serveDir + "/serve-" + s.Name + ".log" }
-func (s ServeSpec) envPath() string { return serveDir + "/serve-" + s.Name + ".env" }
+func (s ServeSpec) LogPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".log" }
+func (s ServeSpec) envPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".env" }
 
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.
@@ -144,7 +146,7 @@ func (s ServeSpec) StartScript() string {
 }
 
 // ServeSpecFor returns the desired serve process of a vllm_serve.
-func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
+func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)
@@ -154,20 +156,7 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := []string{"vllm", "serve", sv.Model,
-		"--served-model-name", served,
-		"--tensor-parallel-size", strconv.Itoa(max(sv.TensorParallelSize, 1)),
-		"--pipeline-parallel-size", strconv.Itoa(max(sv.PipelineParallelSize, 1)),
-		"--gpu-memory-utilization", strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64),
-		"--host", "0.0.0.0",
-		"--port", strconv.Itoa(sv.Port),
-	}
-	if len(rc.Workers) > 0 {
-		args = append(args, "--distributed-executor-backend", "ray")
-	}
-	if sv.MaxModelLen > 0 {
-		args = append(args, "--max-model-len", strconv.Itoa(sv.MaxModelLen))
-	}
+	args := serveArgs(sv, rc)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
@@ -204,13 +193,7 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
 	}
-	known := attrValues{}
-	for k, v := range serveRecordValues(sv) {
-		if v.IsWhollyKnown() {
-			known[k] = v
-		}
-	}
-	rec := known.record()
+	rec := serveRecordValues(sv).knownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
 }
@@ -219,12 +202,12 @@ func ServeSpecFor(cfg *config.Config, sv *config.VLLMServe) (ServeSpec, error) {
 // records keep them: its applied arguments (config.Schema), then the
 // endpoint they give.
 func serveSchema() []attr {
-	return append(argAttrs("vllm_serve"), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
+	return append(argAttrs(KindServe), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them.
-func serveRecordValues(sv *config.VLLMServe) attrValues {
-	vals := argValues("vllm_serve", &sv.Decl)
+func serveRecordValues(sv *VLLMServe) attrValues {
+	vals := argValues(KindServe, &sv.Decl)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)
@@ -247,7 +230,7 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 		args = append(args, "-e", "RAYFORM_LOG_OWNER="+logOwner)
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 		} else {
 			args = append(args, "-e", k+"="+s.Env[k])

@@ -169,7 +169,7 @@ func TestServeHostDirOfAnyNode(t *testing.T) {
 	seen := map[string]string{}
 	for _, n := range nodes {
 		dir := ServeHostDir("lab", n, "rayform-main")
-		spec := observe.HostSpec{ServeHostDir: dir}
+		spec := observe.HostSpec{Records: []observe.RecordProbe{{Name: "serve-qwen", HostDir: dir, Container: "rayform-main", Dir: serveDir}}}
 		if err := spec.Validate(); err != nil {
 			t.Errorf("node %q: %s: %v", n, dir, err)
 		}

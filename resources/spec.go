@@ -15,7 +15,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 )
 
@@ -72,7 +71,7 @@ func (s ContainerSpec) Hash() string {
 	c := s
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			v = secretDigest(v)
 		}
 		c.Env[k] = v
@@ -150,7 +149,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		args = append(args, "--label", k+"="+labels[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if contains(s.SecretEnv, k) {
+		if slices.Contains(s.SecretEnv, k) {
 			args = append(args, "-e", k)
 			continue
 		}
@@ -176,7 +175,7 @@ func (s ContainerSpec) SecretEnvValues() map[string]string {
 // ClusterSpecs returns the desired container of every node of a cluster,
 // head first. addrs maps node names to fabric addresses; a node without one
 // gets an empty NodeIP (the plan shows it as known after observe).
-func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
+func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
 	headIP := addrs[rc.Head]
 	headAddr := ""
 	if headIP.IsValid() {
@@ -190,7 +189,7 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 		if i == 0 {
 			role = "head"
 		}
-		env, err := containerEnv(cfg, rc, node, addrs[node], ifaces[node])
+		env, err := cfg.ContainerEnv(rc.Name, node, addrs[node], ifaces[node])
 		if err != nil {
 			env = map[string]string{}
 			for k, v := range rc.Env {
@@ -228,35 +227,9 @@ func ClusterSpecs(cfg *config.Config, rc *config.RayCluster, addrs map[string]ne
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
-			NonCarryOver:  config.NetworkEnvKeys(),
+			NonCarryOver:  NetworkEnvKeys(),
 			ServeDir:      serveDir,
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs
-}
-
-// containerEnv is the cluster's env plus what the network pins on node;
-// without a network (a single-node cluster) only the cluster's own env and
-// the memory monitor setting.
-func containerEnv(cfg *config.Config, rc *config.RayCluster, node string, addr netip.Addr, iface string) (map[string]string, error) {
-	if rc.Network != "" && addr.IsValid() {
-		return cfg.ContainerEnv(rc.Name, node, addr, iface)
-	}
-	env := map[string]string{}
-	for k, v := range rc.Env {
-		env[k] = v
-	}
-	if !rc.MemoryMonitor {
-		env["RAY_memory_monitor_refresh_ms"] = "0"
-	}
-	return env, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -79,6 +79,10 @@ type StepEnv struct {
 	// Checks start the ranks of data-plane checks ahead, as their
 	// containers start; nil starts each check in its own step.
 	Checks *CheckStarts
+	// Prepared says that PrepareSteps ran before the walk (the image is
+	// on every node that starts a container, and has Ray): Steps leaves
+	// those steps out.
+	Prepared bool
 	// Log receives debug lines; nil discards them.
 	Log hclog.Logger
 	// Now and Sleep are the clock; nil means the real one. Tests inject a
@@ -156,6 +160,24 @@ func Steps(env *StepEnv, w *Work) []apply.Step {
 			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
 		},
 	}}
+}
+
+// PrepareSteps are the steps of w that prove, before anything is removed
+// or stopped, that what w creates can be created, and change nothing that
+// runs: for a ray_cluster that starts containers, the image on every node
+// that starts one (pulled where missing, while the old containers keep
+// running) and Ray in it. Apply runs them for every resource before its
+// walk, whose Steps (with env.Prepared) then leave them out.
+func PrepareSteps(env *StepEnv, w *Work) []apply.Step {
+	e := env.withDefaults()
+	if w == nil || w.Action == plan.NoOp || w.Action == plan.Delete || w.Type != "ray_cluster" || w.Cluster == nil {
+		return nil
+	}
+	r := newClusterRun(e, w)
+	if len(r.started) == 0 {
+		return nil
+	}
+	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
 }
 
 // run runs cmd on node's connection.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/imageref"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
@@ -40,7 +41,8 @@ type clusterRun struct {
 	started []string
 }
 
-func clusterSteps(e *StepEnv, w *Work) []apply.Step {
+// newClusterRun prepares what the steps of w share.
+func newClusterRun(e *StepEnv, w *Work) *clusterRun {
 	c := w.Cluster
 	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
 	for _, s := range c.Specs {
@@ -52,6 +54,12 @@ func clusterSteps(e *StepEnv, w *Work) []apply.Step {
 	if len(c.Specs) > 0 {
 		r.head = c.Specs[0]
 	}
+	return r
+}
+
+func clusterSteps(e *StepEnv, w *Work) []apply.Step {
+	c := w.Cluster
+	r := newClusterRun(e, w)
 	var steps []apply.Step
 	if len(c.Remove) > 0 {
 		steps = append(steps, r.removeStep(c.Remove))
@@ -59,7 +67,7 @@ func clusterSteps(e *StepEnv, w *Work) []apply.Step {
 	if w.Action == plan.Delete || len(c.Specs) == 0 {
 		return steps
 	}
-	if len(r.started) > 0 {
+	if len(r.started) > 0 && !e.Prepared {
 		steps = append(steps, r.imageStep(r.started), r.rayStep(r.started))
 	}
 	var workers []string
@@ -304,14 +312,96 @@ func (e *StepEnv) pull(ctx context.Context, node, image string, progress func(st
 	w := &lineWriter{fn: p.line}
 	res, err := e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
 	if err != nil {
-		if exitCode(err) < 0 {
+		if exitCode(err) < 0 || ctx.Err() != nil {
 			return fmt.Errorf("docker pull %s on %s: %w", image, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
-		return diagnosed(fmt.Errorf("docker pull %s on %s failed: %w", image, node, err),
-			[]diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
+		failure := fmt.Errorf("docker pull %s on %s failed: %w", image, node, err)
+		if d, ok := e.mirrorVerdict(ctx, node, image, text, dctx); ok {
+			return &DiagnosedError{Err: failure, Diagnosis: d}
+		}
+		return diagnosed(failure, []diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
 	}
 	return nil
+}
+
+// registryVerdictRE matches a pull failure in which a registry itself
+// answered (the image or the repository does not exist, or access was
+// denied): that answer is the cause, and no mirror needs asking.
+var registryVerdictRE = regexp.MustCompile(`manifest unknown|not found|pull access denied|denied|unauthorized|toomanyrequests|no matching manifest`)
+
+// manifestAccept is what docker pull accepts from a manifest endpoint.
+const manifestAccept = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, " +
+	"application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json"
+
+// mirrorVerdict asks the registry mirrors of node's dockerd for image's
+// manifest when docker pull of a Docker Hub image failed without a
+// registry's verdict. docker tries its mirrors first and then Docker Hub,
+// and reports only the last try: on a host that cannot reach Docker Hub a
+// mistyped name reads "registry-1.docker.io is unreachable" although the
+// mirror answered that the image does not exist. ok is true when a mirror
+// said so; the diagnosis then quotes its answer.
+func (e *StepEnv) mirrorVerdict(ctx context.Context, node, image string, pullOut []byte, dctx diagnose.Context) (diagnose.Diagnosis, bool) {
+	ref, err := imageref.Parse(image)
+	if err != nil || ref.Domain != imageref.DockerHub || registryVerdictRE.Match(pullOut) {
+		return diagnose.Diagnosis{}, false
+	}
+	res, err := e.read(ctx, node, "docker", "info", "--format", "{{json .RegistryConfig.Mirrors}}")
+	if err != nil {
+		return diagnose.Diagnosis{}, false
+	}
+	var mirrors []string
+	if json.Unmarshal(bytes.TrimSpace(res.Stdout), &mirrors) != nil {
+		return diagnose.Diagnosis{}, false
+	}
+	for _, m := range mirrors {
+		m = strings.TrimRight(m, "/")
+		if !strings.HasPrefix(m, "http://") && !strings.HasPrefix(m, "https://") {
+			continue
+		}
+		url := m + "/v2/" + ref.Path + "/manifests/" + ref.ManifestRef()
+		res, err := e.read(ctx, node, "curl", "-sS", "-m", "10", "-H", "Accept: "+manifestAccept, "-w", "\n%{http_code}", url)
+		if err != nil {
+			continue
+		}
+		body, code := httpAnswer(res.Stdout)
+		if code != "404" {
+			continue
+		}
+		var answer struct {
+			Errors []struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"errors"`
+		}
+		what := "HTTP 404"
+		if json.Unmarshal(body, &answer) == nil && len(answer.Errors) > 0 {
+			what = "HTTP 404 " + answer.Errors[0].Code + ": " + answer.Errors[0].Message
+		}
+		cluster := dctx.Cluster
+		if cluster == "" {
+			cluster = "the ray_cluster"
+		}
+		missing := ref.Path + ":" + ref.ManifestRef()
+		if ref.Digest != "" {
+			missing = ref.Path + "@" + ref.Digest
+		}
+		pullLine := strings.TrimSpace(string(pullOut))
+		if i := strings.LastIndexByte(pullLine, '\n'); i >= 0 {
+			pullLine = pullLine[i+1:]
+		}
+		return diagnose.Diagnosis{
+			Cause: diagnose.ImagePull,
+			Title: fmt.Sprintf("image %s does not exist: the registry mirror %s answered %s", image, m, what),
+			Evidence: []diagnose.Evidence{
+				{Host: node, Source: "GET " + url, Line: strings.TrimSpace(string(body)), LineNo: 1},
+				{Host: node, Source: "docker pull", Line: pullLine, LineNo: 1},
+			},
+			Explanation: fmt.Sprintf("docker on %s asks its registry mirror %s first: it has no %s. docker then tried Docker Hub, which %s cannot reach, and reported only that last try.", node, m, missing, node),
+			Fix:         fmt.Sprintf("Check image on %s (a typo in the name or the tag?). The tags the mirror has: curl -sS %s/v2/%s/tags/list (on %s)", cluster, m, ref.Path, node),
+		}, true
+	}
+	return diagnose.Diagnosis{}, false
 }
 
 // layerRE matches docker's per-layer status lines ("2d473b07cdd5: Pull
@@ -487,7 +577,7 @@ func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
 	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
 	if err != nil {
-		if exitCode(err) < 0 {
+		if exitCode(err) < 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
@@ -679,6 +769,10 @@ func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
 // diagnose reads the head's and the started workers' container logs and
 // returns err with the classified root cause.
 func (r *clusterRun) diagnose(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Cancelled (an interrupt, a lost lock): no failure to classify.
+		return err
+	}
 	srcs := []logSource{{node: r.head.Node, container: r.head.Name, source: "ray head container"}}
 	for _, node := range r.started {
 		if node != r.head.Node {

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
@@ -19,7 +18,7 @@ import (
 // serveCheck returns the ranks of the check that runs before a serve on
 // rc starts: CheckNodes, or nil when dataplane_check = false or the
 // cluster has no workers (nothing crosses the fabric).
-func serveCheck(cfg *config.Config, rc *config.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func serveCheck(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	if rc == nil || !rc.DataplaneCheck || len(rc.Workers) == 0 {
 		return nil
 	}
@@ -29,7 +28,7 @@ func serveCheck(cfg *config.Config, rc *config.RayCluster, addrs map[string]neti
 // CheckNodes returns the ranks of cluster rc's data-plane check, head first:
 // each node's Ray container and the fabric address and interface rayform
 // pinned there.
-func CheckNodes(cfg *config.Config, rc *config.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func CheckNodes(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	nw := cfg.Networks[rc.Network]
 	var nodes []dataplane.Node
 	for _, s := range ClusterSpecs(cfg, rc, addrs, ifaces) {

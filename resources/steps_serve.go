@@ -180,6 +180,14 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
+	return r.follow(ctx, progress)
+}
+
+// follow reads the serve's log into progress lines until vLLM prints
+// "Application startup complete.", fails, exits, or ready_timeout runs
+// out; a failure carries its diagnosis.
+func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
+	node, c := r.node(), r.spec.Container
 	timeout := r.s.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultServeTimeout
@@ -221,6 +229,32 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 		return r.diagnose(ctx, err)
 	}
 	return nil
+}
+
+// AwaitSteps are the steps that see a running serve still starting
+// through to ready: follow its log (from its start, so the progress so far
+// is shown) until vLLM is up or ready_timeout runs out, then check
+// /health and /v1/models. Apply runs them for every serve of the
+// configuration that runs but does not answer yet, changed or not: it
+// reports success only for serves that serve.
+func AwaitSteps(env *StepEnv, w *Work) []apply.Step {
+	if w == nil || w.Serve == nil {
+		return nil
+	}
+	r := &serveRun{e: env.withDefaults(), w: w, s: w.Serve, spec: w.Serve.Spec}
+	return []apply.Step{{
+		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
+		Run:    r.follow,
+		Verify: r.verifyHTTP,
+	}}
+}
+
+// readyTimeoutValue is the serve's ready_timeout, or the default.
+func (r *serveRun) readyTimeoutValue() time.Duration {
+	if r.s.ReadyTimeout > 0 {
+		return r.s.ReadyTimeout
+	}
+	return DefaultServeTimeout
 }
 
 // url is the serve's endpoint on the head's loopback.
@@ -361,6 +395,10 @@ func (s ServeSpec) apiKey() string {
 // diagnose reads the serve log (its last serveLogTail lines) and the
 // cluster's container logs, and returns err with the root cause.
 func (r *serveRun) diagnose(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Cancelled (an interrupt, a lost lock): no failure to classify.
+		return err
+	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
 	res, rerr := r.e.read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(serveLogTail), r.spec.LogPath())

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -29,7 +28,7 @@ func pairSpecs(ip1 string) []ContainerSpec {
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			NonCarryOver: config.NetworkEnvKeys(), ServeDir: serveDir}
+			NonCarryOver: NetworkEnvKeys(), ServeDir: serveDir}
 	}
 	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
@@ -571,7 +570,7 @@ func TestDestroyWork(t *testing.T) {
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0], stepsProject)}},
-			Serves: map[string]observe.ServeRecord{"qwen": {Found: true, Alive: true}}},
+			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{
 			container(specs[1], stepsProject),
 			// Another project's container, and a foreign one: never destroyed.

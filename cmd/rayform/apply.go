@@ -16,10 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/plan"
@@ -189,6 +189,22 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
 				return exitError
 			}
+			// And each node's fabric address, which output reads.
+			if err := s.recordFabric(obs); err != nil {
+				fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
+				return exitError
+			}
+		}
+		if req.destroy && s.reportUnreached(obs) {
+			return exitError
+		}
+		// Nothing to change is no success while a serve does not serve
+		// yet: wait for it, up to its ready_timeout.
+		if !req.destroy {
+			if err := s.awaitStarting(ctx, obs, s.hooks(), nil); err != nil {
+				s.reportFailure(err, interruptedNow(interrupted), op)
+				return exitError
+			}
 		}
 		if !s.opts.json {
 			verb := "Apply"
@@ -201,26 +217,39 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitOK
 	}
 	if !req.autoApprove && p.HasChanges() {
-		if !s.confirm(req.destroy) {
-			fmt.Fprintln(c.stderr, "\nApply cancelled.")
+		if !s.confirm(ctx, req.destroy) {
+			// The deferred releases free the locks on the way out.
+			if req.destroy {
+				fmt.Fprintln(c.stderr, "\nDestroy cancelled.")
+			} else {
+				fmt.Fprintln(c.stderr, "\nApply cancelled.")
+			}
 			return exitError
 		}
 	}
 
 	stop := make(chan struct{})
-	var stopped bool
+	var stopped atomic.Bool
 	c.setInterruptHandler(func() {
-		if !stopped {
-			stopped = true
+		if !stopped.Swap(true) {
 			fmt.Fprintln(c.stderr, "\nInterrupt received.\nPlease wait for rayform to exit or data loss may occur.\nGracefully shutting down...")
 			close(stop)
 		}
 	})
 	defer c.setInterruptHandler(nil)
 
+	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
+	// Before the first change: every command line within the hosts'
+	// limits, every image on every node that starts a container, with Ray
+	// in it. A failure here leaves everything running as it was.
+	if err := s.prepare(ctx, obs, hooks, stop); err != nil {
+		s.reportFailure(err, stopped.Load() || interruptedNow(interrupted), op)
+		fmt.Fprintf(c.stderr, "\nNothing was changed: rayform stops before removing or stopping anything when what it would start cannot start.\n")
+		return exitError
+	}
+
 	checks := resources.NewCheckStarts(ctx, s.conns, obs.result.Work, dataplane.Options{})
 	g, work := s.applyGraph(obs, destroyGraph, checks)
-	hooks := &completedHooks{Hooks: s.hooks(), done: map[string]bool{}}
 	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
 	checks.Close()
 	// Re-observe whatever the outcome: the state records what the hosts
@@ -232,13 +261,16 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 	if saveErr != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", saveErr)
 	}
+	// An interrupt (Ctrl-C once: stop; twice: the context) is not a
+	// failure to diagnose: what it cut short is listed, nothing more.
+	cut := stopped.Load() || interruptedNow(interrupted)
 	if lerr := locks.Err(); lerr != nil {
-		s.reportFailure(walkErr)
+		s.reportFailure(walkErr, cut, op)
 		fmt.Fprintf(c.stderr, "\nError: %v\n", lockErr(lerr))
 		return exitError
 	}
 	if walkErr != nil {
-		s.reportFailure(walkErr)
+		s.reportFailure(walkErr, cut, op)
 		return exitError
 	}
 	if saveErr != nil {
@@ -266,12 +298,22 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 				left = append(left, fmt.Sprintf("%s (%s: %s)", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
 			}
 		}
-		fmt.Fprintf(c.stderr, "Error: apply did not converge: after it, the plan still has changes:\n  %s\n", strings.Join(left, "\n  "))
+		fmt.Fprintf(c.stderr, "Error: %s did not converge: after it, the plan still has changes:\n  %s\n", op, strings.Join(left, "\n  "))
+		return exitError
+	}
+	if req.destroy && s.reportUnreached(again) {
 		return exitError
 	}
 	if err := s.recordFabric(again); err != nil {
 		fmt.Fprintf(c.stderr, "Error: saving state: %v\n", err)
 		return exitError
+	}
+	if !req.destroy {
+		// A serve the walk did not touch may still be starting.
+		if err := s.awaitStarting(ctx, again, hooks, stop); err != nil {
+			s.reportFailure(err, stopped.Load() || interruptedNow(interrupted), op)
+			return exitError
+		}
 	}
 	counts := p.Counts()
 	if !s.opts.json {
@@ -475,20 +517,35 @@ func noPromptReason(opts *runOptions) string {
 	return ""
 }
 
-// confirm asks Terraform's question; only "yes" approves.
-func (s *session) confirm(destroy bool) bool {
+// confirm asks Terraform's question; only "yes" approves. An interrupt
+// (ctx ends: the first Ctrl-C at the prompt, or a lost lock) answers no at
+// once, without waiting for a line.
+func (s *session) confirm(ctx context.Context, destroy bool) bool {
 	c := s.c
-	if destroy {
+	switch {
+	case destroy && len(s.opts.targets) > 0:
+		fmt.Fprint(c.stdout, "\nDo you really want to destroy the targeted resources?\n  rayform will destroy the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
+	case destroy:
 		fmt.Fprint(c.stdout, "\nDo you really want to destroy all resources?\n  rayform will destroy all the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
-	} else {
+	default:
 		fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  rayform will perform the actions described above.\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
 	}
-	line, err := bufio.NewReader(c.stdin).ReadString('\n')
-	if err != nil && line == "" {
+	answer := make(chan string, 1)
+	go func() {
+		// Left blocked on stdin after an interrupt: the process exits.
+		line, err := bufio.NewReader(c.stdin).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(c.stdout)
+		}
+		answer <- line
+	}()
+	select {
+	case line := <-answer:
+		return strings.TrimSpace(line) == "yes"
+	case <-ctx.Done():
 		fmt.Fprintln(c.stdout)
 		return false
 	}
-	return strings.TrimSpace(line) == "yes"
 }
 
 // applyGraph turns the plan's work into the engine's resources, ordered by
@@ -509,17 +566,11 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 	}
 	work := map[string]*apply.Resource{}
 	for addr, w := range obs.result.Work {
-		env := &resources.StepEnv{
-			Conns:           s.conns,
-			Project:         s.project,
-			Poll:            s.timeouts.poll,
-			RayReadyTimeout: s.timeouts.rayReady,
-			Parallelism:     s.applyParallelism(),
-			Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
-			ServeNodes:      serveNodes,
-			Checks:          checks,
-			Log:             s.c.log.Named("apply"),
-		}
+		env := s.stepEnv(obs, w)
+		env.ServeNodes = serveNodes
+		env.Checks = checks
+		// prepare ran the image and Ray checks.
+		env.Prepared = true
 		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: resources.Steps(env, w)}
 		if w.Action == plan.Delete && destroyGraph == nil {
 			g.Add(addr)
@@ -530,6 +581,96 @@ func (s *session) applyGraph(obs *observed, destroyGraph *dag.Graph, checks *res
 		s.stopServesFirst(obs, g, work)
 	}
 	return g, work
+}
+
+// stepEnv is what the steps of w need from the session.
+func (s *session) stepEnv(obs *observed, w *resources.Work) *resources.StepEnv {
+	return &resources.StepEnv{
+		Conns:           s.conns,
+		Project:         s.project,
+		Poll:            s.timeouts.poll,
+		RayReadyTimeout: s.timeouts.rayReady,
+		Parallelism:     s.applyParallelism(),
+		Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
+		Log:             s.c.log.Named("apply"),
+	}
+}
+
+// prepare proves, before the walk changes anything, that what it will
+// start can start: every command line within the hosts' limits
+// (resources.CheckCommandLimits), and every resource's PrepareSteps (the
+// image on every node that starts a container, pulled in parallel while
+// the old containers keep running, and Ray in it). The first Ctrl-C
+// (stop) cancels it: nothing was changed yet.
+func (s *session) prepare(ctx context.Context, obs *observed, hooks apply.Hooks, stop <-chan struct{}) error {
+	addrs := slices.Sorted(maps.Keys(obs.result.Work))
+	var errs []error
+	for _, addr := range addrs {
+		if w := obs.result.Work[addr]; w.Action != plan.NoOp && w.Action != plan.Delete {
+			if err := resources.CheckCommandLimits(w, s.project); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	var rs []*apply.Resource
+	for _, addr := range addrs {
+		w := obs.result.Work[addr]
+		if steps := resources.PrepareSteps(s.stepEnv(obs, w), w); len(steps) > 0 {
+			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action, Steps: steps})
+		}
+	}
+	return s.runReadOnly(ctx, rs, hooks, stop)
+}
+
+// runReadOnly runs steps that change nothing the hosts run (apply.Prepare)
+// and stops them at once on the first Ctrl-C (stop), as nothing is left
+// half done.
+func (s *session) runReadOnly(ctx context.Context, rs []*apply.Resource, hooks apply.Hooks, stop <-chan struct{}) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return apply.Prepare(ctx, rs, hooks, apply.Options{Parallelism: s.applyParallelism(), Stop: stop})
+}
+
+// awaitStarting waits for every serve of the plan (all of the
+// configuration's, or the targeted ones) that runs but does not answer
+// yet, up to its ready_timeout, and checks /health and /v1/models: apply
+// succeeds only when every serve it leaves serves, whether or not it
+// changed anything (resources.StartingServes).
+func (s *session) awaitStarting(ctx context.Context, obs *observed, hooks apply.Hooks, stop <-chan struct{}) error {
+	var rs []*apply.Resource
+	for _, w := range s.startingServes(obs) {
+		rs = append(rs, &apply.Resource{Address: w.Address, Action: plan.NoOp, Steps: resources.AwaitSteps(s.stepEnv(obs, w), w)})
+	}
+	return s.runReadOnly(ctx, rs, hooks, stop)
+}
+
+// startingServes are the serves of obs's plan (all of the configuration's,
+// or the targeted ones) that run but do not answer yet.
+func (s *session) startingServes(obs *observed) []*resources.Work {
+	planned := map[string]bool{}
+	for _, ch := range obs.result.Plan.Changes {
+		planned[ch.Address] = true
+	}
+	var out []*resources.Work
+	for _, w := range resources.StartingServes(resources.PlanInput{Config: obs.cfg, Facts: obs.facts, State: s.st, Project: s.project}) {
+		if planned[w.Address] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // stopServesFirst stops each serve that is replaced along with its
@@ -558,7 +699,7 @@ func (s *session) stopServesFirst(obs *observed, g *dag.Graph, work map[string]*
 			continue
 		}
 		stop := sv.Addr + "#stop"
-		work[stop] = &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: steps}
+		work[stop] = &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: steps, Ahead: true}
 		g.Add(stop)
 		g.Connect(rc.Addr, stop)
 	}
@@ -584,7 +725,7 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 		return err
 	}
 	if again != nil {
-		s.reconcileState(again)
+		s.reconcileState(again, completed)
 	} else {
 		for addr, w := range obs.result.Work {
 			if !completed[addr] {
@@ -626,29 +767,35 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 // reconcileState sets the state to the project's resources the observation
 // shows: each present resource on the nodes holding it, each absent one
 // forgotten, except where a node it was recorded on could not be observed
-// (what that node holds is unknown, so its record stays).
-func (s *session) reconcileState(again *observed) {
+// (what that node holds is unknown, so its record stays). A resource the
+// walk completed (created, updated or replaced) was applied now.
+func (s *session) reconcileState(again *observed, completed map[string]bool) {
 	in := resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project}
 	present, unknown := resources.PresentResources(in)
 	for _, addr := range s.st.Addresses() {
 		if _, ok := present[addr]; ok {
 			continue
 		}
+		// Gone from every node observed: what stays recorded are the
+		// nodes that could not be, which may still hold it.
 		old, _ := s.st.Get(addr)
-		keep := false
+		var keep []state.Host
 		for _, h := range old.Hosts {
 			if unknown[h.Node] || again.facts.Hosts[h.Node] == nil {
-				keep = true
+				keep = append(keep, h)
 			}
 		}
-		if !keep {
+		if len(keep) == 0 {
 			s.st.Remove(addr)
+		} else if len(keep) < len(old.Hosts) {
+			old.Hosts = keep
+			s.st.Set(addr, old)
 		}
 	}
 	for addr, p := range present {
 		old, had := s.st.Get(addr)
 		r := state.Resource{Type: p.Type, Container: p.Container, AppliedAt: old.AppliedAt}
-		if !had || r.AppliedAt.IsZero() {
+		if !had || r.AppliedAt.IsZero() || completed[addr] {
 			r.AppliedAt = time.Now()
 		}
 		for _, node := range p.Nodes {
@@ -671,7 +818,7 @@ func (s *session) reconcileState(again *observed) {
 // stateHost returns the SSH coordinates of node for a state record: from
 // the configuration, else from the resource's earlier record. A node known
 // to neither cannot be reached again and is not recorded.
-func (s *session) stateHost(cfg *config.Config, old state.Resource, node string) (state.Host, bool) {
+func (s *session) stateHost(cfg *resources.Config, old state.Resource, node string) (state.Host, bool) {
 	var prev state.Host
 	for _, h := range old.Hosts {
 		if h.Node == node {
@@ -756,10 +903,43 @@ func unwrapAll(err error) []error {
 	return []error{err}
 }
 
+// reportUnreached tells, after a destroy, of every host it could not
+// reach and the resources left there (resources.Unreached), which the
+// state keeps; true when there is any: the destroy failed.
+func (s *session) reportUnreached(obs *observed) bool {
+	un := resources.Unreached(obs.facts, obs.result.Work)
+	if len(un) == 0 {
+		return false
+	}
+	var lines []string
+	nodes := map[string]bool{}
+	for _, u := range un {
+		lines = append(lines, fmt.Sprintf("%s on %s: %s", u.Address, u.Node, u.Why))
+		nodes[u.Node] = true
+	}
+	fmt.Fprintf(s.c.stderr, "\nError: destroy could not reach every host; what these resources have there is left, and the state keeps them:\n  %s\n\nMake %s reachable, then run rayform destroy again.\n",
+		strings.Join(lines, "\n  "), strings.Join(slices.Sorted(maps.Keys(nodes)), ", "))
+	return true
+}
+
+// interruptedNow reports whether the second Ctrl-C came (ch closed).
+func interruptedNow(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // reportFailure prints each failed resource's error (which carries the
-// classified cause, its evidence and the fix) once.
-func (s *session) reportFailure(err error) {
+// classified cause, its evidence and the fix) once. When the run was
+// interrupted, what the interrupt cut short or kept from starting is no
+// failure: it is listed in one message, with what to do (op is "apply" or
+// "destroy").
+func (s *session) reportFailure(err error, interrupted bool, op string) {
 	c := s.c
+	var cut []string
 	for _, e := range unwrapAll(err) {
 		var se *apply.StepError
 		if errors.As(e, &se) && errors.Is(se.Err, dag.ErrSkipped) {
@@ -768,11 +948,29 @@ func (s *session) reportFailure(err error) {
 		if errors.Is(e, dag.ErrSkipped) {
 			continue
 		}
+		if interrupted && (errors.Is(e, context.Canceled) || errors.Is(e, apply.ErrInterrupted)) {
+			switch {
+			case se != nil && errors.Is(e, apply.ErrInterrupted):
+				cut = append(cut, fmt.Sprintf("%s: %s: %v", se.Address, se.Step, apply.ErrInterrupted))
+			case se != nil:
+				cut = append(cut, fmt.Sprintf("%s: %s: cut short", se.Address, se.Step))
+			}
+			// A node the walk never reached (an output, a resource with
+			// nothing to do) is not worth a line.
+			continue
+		}
 		msg := e.Error()
-		if errors.As(e, &se) {
+		if se != nil {
 			msg = fmt.Sprintf("%s: %s failed:\n\n%s", se.Address, se.Step, se.Err.Error())
 		}
 		fmt.Fprintf(c.stderr, "\n╷\n│ Error: %s\n╵\n", strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n│ "))
+	}
+	if interrupted {
+		msg := "Error: " + op + " interrupted"
+		if len(cut) > 0 {
+			msg += ":\n  " + strings.Join(cut, "\n  ")
+		}
+		fmt.Fprintf(c.stderr, "\n%s\n\nRun rayform %s again to finish.\n", msg, op)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/dataplane"
 )
@@ -115,7 +114,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 
 // checkClusters returns the names of the clusters to check: the named
 // ones (NAME or ray_cluster.NAME), or every cluster with workers.
-func checkClusters(cfg *config.Config, args []string) ([]string, error) {
+func checkClusters(cfg *resources.Config, args []string) ([]string, error) {
 	var names []string
 	if len(args) == 0 {
 		off := 0

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
 )
 
 func TestCheckClusters(t *testing.T) {
-	cfg := &config.Config{RayClusters: map[string]*config.RayCluster{
+	cfg := &resources.Config{RayClusters: map[string]*resources.RayCluster{
 		"a":    {Name: "a", Workers: []string{"n2"}, DataplaneCheck: true},
 		"off":  {Name: "off", Workers: []string{"n4"}, DataplaneCheck: false},
 		"solo": {Name: "solo", DataplaneCheck: true},

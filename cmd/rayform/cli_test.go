@@ -75,9 +75,9 @@ func TestNoColorAfterCommand(t *testing.T) {
 // directory's name; and that a declared name contradicting the applied
 // state is refused.
 func TestProjectIdentity(t *testing.T) {
-	load := func(t *testing.T, src string) *config.Config {
+	load := func(t *testing.T, src string) *resources.Config {
 		t.Helper()
-		cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{Kinds: resources.Kinds()})
+		cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
@@ -94,7 +94,7 @@ func TestProjectIdentity(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "checkout-b")
 	tests := []struct {
 		name, flag string
-		cfg        *config.Config
+		cfg        *resources.Config
 		st         *state.State
 		want       string
 		wantErr    string
@@ -127,7 +127,7 @@ func TestProjectIdentity(t *testing.T) {
 // the target and what depends on it, never what it depends on. Destroying
 // the serve leaves its Ray cluster; destroying the cluster takes its serve.
 func TestDestroyTargetKeepsDependencies(t *testing.T) {
-	cfg, diags := config.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{Kinds: resources.Kinds()})
+	cfg, diags := resources.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}

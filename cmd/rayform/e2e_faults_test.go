@@ -103,6 +103,13 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 			if err == nil {
 				t.Fatalf("an apply interrupted twice exited 0\n%s", out)
 			}
+			// An interrupt is no failure to classify (issue 22, item 6).
+			mustContain(t, "apply interrupted twice", out.String(), "Error: apply interrupted")
+			for _, bad := range []string{"context canceled", "failure patterns", "output.endpoint"} {
+				if strings.Contains(out.String(), bad) {
+					t.Errorf("an apply interrupted twice printed %q\n%s", bad, out)
+				}
+			}
 			break
 		}
 		converge(t)

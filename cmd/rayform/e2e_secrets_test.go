@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +19,20 @@ import (
 )
 
 // TestE2ESecretsStaySecret gives a sensitive token to the cluster's env,
-// the serve's env and the serve's api_key, and looks for it everywhere it
-// must not be (issue 12, findings 6-8): plan text, plan -json, the saved
-// plan, the state, trace logs, error output, every process's argv on the
-// nodes while apply runs, and the files rayform writes on the hosts (serve
-// logs and records, the SSH user's home) after success, failure and kill
-// -9. vLLM must still get the key: /v1/models refuses a request without it.
+// the serve's env and the serve's api_key, as it is and derived through
+// templates, functions, a local and a for expression, and looks for it
+// (and its upper-cased form) everywhere it must not be (issue 12, findings
+// 6-8; issue 23, item 6): plan text, plan -json, the saved plan, the
+// state, trace logs, error output, `rayform logs`, `output`, `status`,
+// `show` (text and -json), every process's argv on
+// the nodes while apply runs, `docker inspect` of the containers (but for
+// their environment, the channel env is for), and the files rayform
+// writes on the hosts (serve logs and records, the SSH user's home) after
+// success, failure and kill -9. vLLM must still get the key: /v1/models
+// refuses a request without it. Before that, a configuration that puts
+// values derived from the token in served_model_name, model,
+// container_name, docker_args and volumes is refused by validate, plan,
+// plan -json and apply, at the arguments' lines, and creates nothing.
 func TestE2ESecretsStaySecret(t *testing.T) {
 	l := startLab(t, "rfe2esec")
 	var b [12]byte
@@ -38,9 +47,18 @@ variable "token" {
   type      = string
   sensitive = true
 }
+
+locals {
+  derived = join(",", [for t in [var.token] : "x-${t}"])
+}
+
+output "auth" {
+  value     = "Bearer ${var.token}"
+  sensitive = true
+}
 ` + strings.Replace(strings.Replace(clusterConfig("enp1s0f1np1", seedImage, false, 0.85),
-		"  memory_monitor = false\n", "  memory_monitor = false\n  env            = { HF_TOKEN = var.token }\n", 1),
-		"  ready_timeout          = \"2m\"\n", "  ready_timeout          = \"2m\"\n  api_key                = var.token\n  env                    = { HF_TOKEN = var.token }\n", 1)
+		"  memory_monitor = false\n", "  memory_monitor = false\n  env            = { HF_TOKEN = var.token, AUTH = \"Bearer ${upper(var.token)}\", DERIVED = local.derived }\n", 1),
+		"  ready_timeout          = \"2m\"\n", "  ready_timeout          = \"2m\"\n  api_key                = trimspace(var.token)\n  env                    = { HF_TOKEN = var.token, TOKEN = format(\"t-%s\", var.token) }\n", 1)
 	dir := l.config(body)
 	project := filepath.Base(dir)
 	lb, err := lab.Load(l.dir)
@@ -103,6 +121,74 @@ variable "token" {
 		}
 	}
 
+	// Values derived from the token where they would reach a command
+	// line, a container's name or label, or a mount: refused before any
+	// host is touched, at each argument's line, without the value.
+	refused := map[string]string{
+		"served_model_name": `"s${var.token}"`,
+		"model":             `substr(var.token, 0, 8)`,
+		"container_name":    `format("ray-%s", var.token)`,
+		"docker_args":       `["--label", "tok=${var.token}"]`,
+		"volumes":           `[for t in [var.token] : "/tmp/${t}:/x"]`,
+	}
+	// Two configurations: a serve is not evaluated once its cluster is
+	// refused, so the serve's arguments are refused with a valid cluster.
+	badCluster := l.config(strings.Replace(body, "  memory_monitor = false\n",
+		"  memory_monitor = false\n  container_name = "+refused["container_name"]+"\n  docker_args    = "+refused["docker_args"]+"\n  volumes        = "+refused["volumes"]+"\n", 1))
+	badServe := l.config(strings.NewReplacer(
+		`  served_model_name      = "qwen3.5-122b"`, `  served_model_name      = `+refused["served_model_name"],
+		`  model                  = "Qwen/Qwen3.5-122B-A10B-FP8"`, `  model                  = `+refused["model"],
+	).Replace(body))
+	for _, badDir := range []string{badCluster, badServe} {
+		src, _ := os.ReadFile(filepath.Join(badDir, "main.hcl"))
+		for _, cmd := range [][]string{{"validate"}, {"plan"}, {"plan", "-json"}, {"apply", "-auto-approve"}} {
+			what := "refused config: " + strings.Join(cmd, " ")
+			argv := append([]string{"-chdir=" + badDir, "-log-level=trace", cmd[0]}, cmd[1:]...)
+			if cmd[0] != "validate" { // validate checks without variable values
+				argv = append(argv, "-var-file="+varFile)
+			}
+			r := l.rayform("", argv...)
+			out := r.stdout + r.stderr
+			keep(what, out)
+			mustCode(t, what, r, exitError)
+			for arg, expr := range refused {
+				line := 0
+				for i, ln := range strings.Split(string(src), "\n") {
+					if strings.Contains(ln, expr) {
+						line = i + 1
+					}
+				}
+				if line == 0 {
+					continue // the other configuration's
+				}
+				mustContain(t, what, out, "Sensitive value in "+arg)
+				if !strings.Contains(out, fmt.Sprintf("on main.hcl line %d", line)) && !strings.Contains(out, fmt.Sprintf(`"line":%d`, line)) {
+					t.Errorf("%s: the error for %s does not name main.hcl line %d:\n%s", what, arg, line, out)
+				}
+			}
+		}
+	}
+	for _, node := range []string{"spark1", "spark2"} {
+		out, _ := l.ssh(node, "docker ps -a --format '{{.Names}} {{.Labels}}'")
+		keep("docker ps -a on "+node+" after the refused config", out)
+		if strings.Contains(out, filepath.Base(badCluster)) || strings.Contains(out, filepath.Base(badServe)) {
+			t.Errorf("the refused configuration created a container on %s:\n%s", node, out)
+		}
+	}
+	// inspect keeps what `docker inspect` shows of rayform's containers on
+	// every node but their environment: env is the argument for secrets,
+	// and a container's environment is what it is for.
+	inspect := func(when string) {
+		t.Helper()
+		for _, node := range []string{"spark1", "spark2"} {
+			out, _ := l.ssh(node, `for c in $(docker ps -aq --filter label=rayform.project=`+project+`); do docker inspect --format '{{.Name}} {{json .Args}} {{json .Path}} {{json .Config.Cmd}} {{json .Config.Entrypoint}} {{json .Config.Labels}} {{json .Config.Image}} {{json .Mounts}} {{json .HostConfig}}' "$c"; done`)
+			keep(fmt.Sprintf("docker inspect on %s %s", node, when), out)
+			if !strings.Contains(out, "rayform") {
+				t.Errorf("docker inspect on %s %s shows no rayform container: %s", node, when, out)
+			}
+		}
+	}
+
 	planFile := filepath.Join(t.TempDir(), "secret.plan")
 	mustCode(t, "plan -out", run("plan", "plan", "-out", planFile), exitOK)
 	mustCode(t, "plan -json", run("plan -json", "plan", "-json"), exitOK)
@@ -122,6 +208,27 @@ variable "token" {
 	st, _ := os.ReadFile(filepath.Join(dir, ".rayform", "state.json"))
 	keep("state", string(st))
 	hostFiles("after success")
+	inspect("after success")
+	// The derived env value reached the containers intact (read, not kept
+	// for the scan: the environment is where it belongs).
+	for _, node := range []string{"spark1", "spark2"} {
+		out, err := l.ssh(node, `docker inspect --format '{{range .Config.Env}}{{println .}}{{end}}' rayform-spark`)
+		if !slices.Contains(strings.Split(out, "\n"), "AUTH=Bearer "+strings.ToUpper(secret)) {
+			t.Errorf("the container on %s has no AUTH=\"Bearer \" and the upper-cased token in its environment (err %v)", node, err)
+		}
+	}
+	mustCode(t, "logs of the serve", run("logs of the serve", "logs", "vllm_serve.qwen"), exitOK)
+	mustCode(t, "logs of the cluster", run("logs of the cluster", "logs", "ray_cluster.spark"), exitOK)
+	mustCode(t, "output", run("output", "output"), exitOK)
+	// (output -json prints sensitive outputs' values, as Terraform's does
+	// for scripts, so it is not scanned.)
+	mustCode(t, "status", run("status", "status"), exitOK)
+	mustCode(t, "status -json", run("status -json", "status", "-json"), exitOK)
+	for _, args := range [][]string{{"show", planFile}, {"show", "-json", planFile}, {"show"}} {
+		r := l.rayform("", append([]string{"-chdir=" + dir}, args...)...)
+		keep(strings.Join(args, " "), r.stdout+r.stderr)
+		mustCode(t, strings.Join(args, " "), r, exitOK)
+	}
 	// vLLM got the key: without it /v1/models is refused.
 	if out, _ := l.ssh("spark1", "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models"); strings.TrimSpace(out) != "401" {
 		t.Errorf("/v1/models without the API key answered %q, want 401", out)
@@ -152,14 +259,17 @@ variable "token" {
 	mustCode(t, "apply after kill -9", run("apply after kill -9", "apply", "-auto-approve"), exitOK)
 	mustCode(t, "plan after kill -9", run("plan after kill -9", "plan", "-detailed-exitcode"), exitOK)
 	hostFiles("after the last apply")
+	inspect("after the last apply")
 
 	scanned := 0
 	for _, s := range seen {
 		where, text, _ := strings.Cut(s, "\x00")
 		scanned += len(text)
-		if i := strings.Index(text, secret); i >= 0 {
-			lo, hi := max(0, i-120), min(len(text), i+len(secret)+40)
-			t.Errorf("the secret appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], secret, "<SECRET>"))
+		for _, form := range []string{secret, strings.ToUpper(secret)} {
+			if i := strings.Index(text, form); i >= 0 {
+				lo, hi := max(0, i-120), min(len(text), i+len(form)+40)
+				t.Errorf("the secret appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], form, "<SECRET>"))
+			}
 		}
 	}
 	if scanned == 0 || !strings.Contains(strings.Join(seen, ""), "vllm serve") {

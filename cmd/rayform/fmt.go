@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/rayform/rayform/engine/state/jsonfile"
+	"github.com/rayform/rayform/engine/textdiff"
 )
 
 // fmtOptions are the flags of `rayform fmt`.
@@ -95,7 +96,7 @@ func (r *fmtRun) stdin(in io.Reader) {
 	switch {
 	case r.opts.diff:
 		if changed {
-			r.writeOut(fmtUnifiedDiff("old/<stdin>", "new/<stdin>", src, result))
+			r.writeOut(textdiff.Unified("old/<stdin>", "new/<stdin>", src, result))
 		}
 	case !r.opts.check:
 		r.writeOut(result)
@@ -169,7 +170,7 @@ func (r *fmtRun) file(path string) {
 			}
 		}
 		if r.opts.diff {
-			r.writeOut(fmtUnifiedDiff("old/"+filepath.ToSlash(path), "new/"+filepath.ToSlash(path), src, result))
+			r.writeOut(textdiff.Unified("old/"+filepath.ToSlash(path), "new/"+filepath.ToSlash(path), src, result))
 		}
 	}
 	if !r.opts.list && !r.opts.write && !r.opts.diff && !r.opts.check {
@@ -272,149 +273,4 @@ func fmtWriteAtomic(path string, data []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return jsonfile.Replace(real, data, info.Mode().Perm())
-}
-
-// fmtUnifiedDiff returns a unified diff (3 lines of context, as `diff -u`)
-// turning a into b, with the given file labels, or nil if they are equal.
-func fmtUnifiedDiff(labelA, labelB string, a, b []byte) []byte {
-	if bytes.Equal(a, b) {
-		return nil
-	}
-	const context = 3
-	ops := fmtDiffLines(fmtSplitLines(a), fmtSplitLines(b))
-
-	var out bytes.Buffer
-	fmt.Fprintf(&out, "--- %s\n+++ %s\n", labelA, labelB)
-	for i := 0; i < len(ops); {
-		if ops[i].kind == ' ' {
-			i++
-			continue
-		}
-		// ops[i] is the first change of a hunk; extend it over every later
-		// change separated from the previous one by at most 2*context
-		// unchanged lines.
-		start := max(0, i-context)
-		last := i
-		for j := i + 1; j < len(ops) && j-last <= 2*context+1; j++ {
-			if ops[j].kind != ' ' {
-				last = j
-			}
-		}
-		end := min(len(ops), last+context+1)
-		hunk := ops[start:end]
-		var oldCount, newCount int
-		for _, op := range hunk {
-			if op.kind != '+' {
-				oldCount++
-			}
-			if op.kind != '-' {
-				newCount++
-			}
-		}
-		fmt.Fprintf(&out, "@@ -%s +%s @@\n",
-			fmtHunkRange(hunk[0].oldIdx, oldCount), fmtHunkRange(hunk[0].newIdx, newCount))
-		for _, op := range hunk {
-			out.WriteByte(op.kind)
-			out.WriteString(op.line)
-			if !strings.HasSuffix(op.line, "\n") {
-				out.WriteString("\n\\ No newline at end of file\n")
-			}
-		}
-		i = end
-	}
-	return out.Bytes()
-}
-
-// fmtHunkRange renders one side of a hunk header: "start,count", with the
-// count omitted when 1 and start naming the preceding line when count is 0.
-func fmtHunkRange(idx, count int) string {
-	switch count {
-	case 0:
-		return fmt.Sprintf("%d,0", idx)
-	case 1:
-		return fmt.Sprint(idx + 1)
-	}
-	return fmt.Sprintf("%d,%d", idx+1, count)
-}
-
-// fmtDiffOp is one line of an edit script: kind is ' ' (kept), '-'
-// (removed) or '+' (added); oldIdx and newIdx count the lines of each side
-// that precede it.
-type fmtDiffOp struct {
-	kind           byte
-	line           string
-	oldIdx, newIdx int
-}
-
-// fmtDiffLines returns a minimal edit script from a to b using a longest
-// common subsequence over the lines between their common prefix and suffix.
-func fmtDiffLines(a, b []string) []fmtDiffOp {
-	var ops []fmtDiffOp
-	i, j := 0, 0
-	emit := func(kind byte, line string) {
-		ops = append(ops, fmtDiffOp{kind, line, i, j})
-		if kind != '+' {
-			i++
-		}
-		if kind != '-' {
-			j++
-		}
-	}
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	for _, l := range a[:pre] {
-		emit(' ', l)
-	}
-	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	// lcs[x][y] is the LCS length of ma[x:] and mb[y:].
-	lcs := make([][]int, len(ma)+1)
-	for x := range lcs {
-		lcs[x] = make([]int, len(mb)+1)
-	}
-	for x := len(ma) - 1; x >= 0; x-- {
-		for y := len(mb) - 1; y >= 0; y-- {
-			if ma[x] == mb[y] {
-				lcs[x][y] = lcs[x+1][y+1] + 1
-			} else {
-				lcs[x][y] = max(lcs[x+1][y], lcs[x][y+1])
-			}
-		}
-	}
-	x, y := 0, 0
-	for x < len(ma) || y < len(mb) {
-		switch {
-		case x < len(ma) && y < len(mb) && ma[x] == mb[y]:
-			emit(' ', ma[x])
-			x, y = x+1, y+1
-		case y == len(mb) || (x < len(ma) && lcs[x+1][y] >= lcs[x][y+1]):
-			emit('-', ma[x])
-			x++
-		default:
-			emit('+', mb[y])
-			y++
-		}
-	}
-	for _, l := range a[len(a)-suf:] {
-		emit(' ', l)
-	}
-	return ops
-}
-
-// fmtSplitLines splits s after each newline; a final line without one is
-// kept as is.
-func fmtSplitLines(s []byte) []string {
-	if len(s) == 0 {
-		return nil
-	}
-	lines := strings.SplitAfter(string(s), "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
 }

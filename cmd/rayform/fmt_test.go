@@ -5,16 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/rayform/rayform/engine/textdiff"
 )
 
 // The -update flag rewrites golden files. It is registered only if another
@@ -127,8 +127,8 @@ func TestFmtGolden(t *testing.T) {
 				t.Fatalf("fmt -diff -: exit %d, stderr:\n%s", d.code, d.stderr)
 			}
 			checkGolden(t, base+".diff", []byte(d.stdout))
-			if patched := applyUnifiedDiff(t, src, d.stdout); patched != got {
-				t.Errorf("applying the diff does not give the formatted file\ngot:\n%s\nwant:\n%s", patched, got)
+			if patched, err := textdiff.Apply(src, d.stdout); err != nil || patched != got {
+				t.Errorf("applying the diff does not give the formatted file (%v)\ngot:\n%s\nwant:\n%s", err, patched, got)
 			}
 		})
 	}
@@ -450,108 +450,6 @@ func TestFmtWritePreservesModeAndSymlinks(t *testing.T) {
 	}
 }
 
-func TestFmtUnifiedDiff(t *testing.T) {
-	tests := []struct {
-		name string
-		a, b string
-		want string
-	}{
-		{"equal", "a\nb\n", "a\nb\n", ""},
-		{"one line changed", "a\n", "b\n", "--- A\n+++ B\n@@ -1 +1 @@\n-a\n+b\n"},
-		{"insert into empty", "", "x\n", "--- A\n+++ B\n@@ -0,0 +1 @@\n+x\n"},
-		{"delete all", "x\ny\n", "", "--- A\n+++ B\n@@ -1,2 +0,0 @@\n-x\n-y\n"},
-		{
-			"context is three lines",
-			"1\n2\n3\n4\n5\n6\n7\n8\n9\n",
-			"1\n2\n3\n4\nfive\n6\n7\n8\n9\n",
-			"--- A\n+++ B\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n",
-		},
-		{
-			"distant changes make two hunks",
-			"a\n1\n2\n3\n4\n5\n6\n7\nb\n",
-			"A\n1\n2\n3\n4\n5\n6\n7\nB\n",
-			"--- A\n+++ B\n@@ -1,4 +1,4 @@\n-a\n+A\n 1\n 2\n 3\n@@ -6,4 +6,4 @@\n 5\n 6\n 7\n-b\n+B\n",
-		},
-		{
-			"changes six lines apart share a hunk",
-			"a\n1\n2\n3\n4\n5\n6\nb\n",
-			"A\n1\n2\n3\n4\n5\n6\nB\n",
-			"--- A\n+++ B\n@@ -1,8 +1,8 @@\n-a\n+A\n 1\n 2\n 3\n 4\n 5\n 6\n-b\n+B\n",
-		},
-		{
-			"missing final newline",
-			"a\nb",
-			"a\nb\n",
-			"--- A\n+++ B\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n",
-		},
-		{
-			"insertion in the middle",
-			"a\nc\n",
-			"a\nb\nc\n",
-			"--- A\n+++ B\n@@ -1,2 +1,3 @@\n a\n+b\n c\n",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := string(fmtUnifiedDiff("A", "B", []byte(tt.a), []byte(tt.b)))
-			if got != tt.want {
-				t.Errorf("wrong diff\ngot:\n%s\nwant:\n%s", got, tt.want)
-			}
-			if got != "" {
-				if patched := applyUnifiedDiff(t, tt.a, got); patched != tt.b {
-					t.Errorf("patch gives %q, want %q", patched, tt.b)
-				}
-			}
-		})
-	}
-}
-
-// TestFmtUnifiedDiffApplies checks on random edits that applying the diff
-// to the old text always yields the new text.
-func TestFmtUnifiedDiffApplies(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	words := []string{"a\n", "b\n", "c\n", "}\n", "  x = 1\n", "\n"}
-	gen := func(n int) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = words[r.IntN(len(words))]
-		}
-		return out
-	}
-	for i := range 300 {
-		a := gen(r.IntN(30))
-		b := append([]string(nil), a...)
-		for k := r.IntN(5); k > 0; k-- {
-			p := r.IntN(len(b) + 1)
-			switch r.IntN(3) {
-			case 0:
-				b = append(b[:p], append(gen(1+r.IntN(3)), b[p:]...)...)
-			case 1:
-				if p < len(b) {
-					b = append(b[:p], b[p+1:]...)
-				}
-			default:
-				if p < len(b) {
-					b[p] = words[r.IntN(len(words))]
-				}
-			}
-		}
-		as, bs := strings.Join(a, ""), strings.Join(b, "")
-		if r.IntN(4) == 0 && len(bs) > 0 {
-			bs = strings.TrimSuffix(bs, "\n")
-		}
-		d := string(fmtUnifiedDiff("A", "B", []byte(as), []byte(bs)))
-		if (d == "") != (as == bs) {
-			t.Fatalf("case %d: empty diff %v for equal %v", i, d == "", as == bs)
-		}
-		if d != "" {
-			if got := applyUnifiedDiff(t, as, d); got != bs {
-				t.Fatalf("case %d: patch of\n%q\nwith\n%s\ngives %q, want %q", i, as, d, got, bs)
-			}
-		}
-	}
-}
-
 // TestFmtRepoConfigsIdempotent checks that formatting every parseable
 // config under examples/ and testdata/config/ twice gives the same bytes as
 // formatting it once. It reads those files and never writes them.
@@ -586,74 +484,10 @@ func TestFmtRepoConfigsIdempotent(t *testing.T) {
 		parsed++
 		once := hclwrite.Format(src)
 		if twice := hclwrite.Format(once); !bytes.Equal(once, twice) {
-			t.Errorf("%s: formatting is not idempotent:\n%s", p, fmtUnifiedDiff("once", "twice", once, twice))
+			t.Errorf("%s: formatting is not idempotent:\n%s", p, textdiff.Unified("once", "twice", once, twice))
 		}
 	}
 	if parsed == 0 {
 		t.Errorf("none of %d configs parses", len(files))
 	}
-}
-
-// applyUnifiedDiff applies a unified diff to a and returns the result,
-// failing the test if a context or removed line does not match.
-func applyUnifiedDiff(t *testing.T, a, diff string) string {
-	t.Helper()
-	if diff == "" {
-		return a
-	}
-	old := fmtSplitLines([]byte(a))
-	lines := strings.SplitAfter(diff, "\n")
-	if len(lines) < 2 || !strings.HasPrefix(lines[0], "--- ") || !strings.HasPrefix(lines[1], "+++ ") {
-		t.Fatalf("diff lacks --- / +++ header:\n%s", diff)
-	}
-	var out []string
-	pos := 0 // next unconsumed line of old
-	for i := 2; i < len(lines) && lines[i] != ""; {
-		var oldStart, oldCount int
-		hdr := lines[i]
-		if !strings.HasPrefix(hdr, "@@ -") {
-			t.Fatalf("expected hunk header, got %q", hdr)
-		}
-		oldRange := strings.Fields(hdr)[1][1:]
-		startStr, countStr, hasCount := strings.Cut(oldRange, ",")
-		oldStart, _ = strconv.Atoi(startStr)
-		oldCount = 1
-		if hasCount {
-			oldCount, _ = strconv.Atoi(countStr)
-		}
-		first := oldStart - 1
-		if oldCount == 0 {
-			first = oldStart
-		}
-		if first < pos {
-			t.Fatalf("hunk %q overlaps the previous one", hdr)
-		}
-		out = append(out, old[pos:first]...)
-		pos = first
-		i++
-		for ; i < len(lines) && lines[i] != "" && !strings.HasPrefix(lines[i], "@@"); i++ {
-			l := lines[i]
-			body := l[1:]
-			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], `\ No newline at end of file`) {
-				body = strings.TrimSuffix(body, "\n")
-				i++
-			}
-			switch l[0] {
-			case ' ', '-':
-				if pos >= len(old) || old[pos] != body {
-					t.Fatalf("line %d: diff expects %q", pos+1, body)
-				}
-				pos++
-				if l[0] == ' ' {
-					out = append(out, body)
-				}
-			case '+':
-				out = append(out, body)
-			default:
-				t.Fatalf("bad diff line %q", l)
-			}
-		}
-	}
-	out = append(out, old[pos:]...)
-	return strings.Join(out, "")
 }

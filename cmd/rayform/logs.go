@@ -153,34 +153,113 @@ func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since
 
 // prefixWriter writes complete lines to w, each prefixed, under a mutex
 // shared by every node's writers, so lines of different nodes never mix.
+// A line ends at \n or \r (a progress bar's redraw becomes lines of its
+// own), and reaches w with its terminal control sequences removed
+// (plainText): a log is data, and must not retitle, clear or write the
+// clipboard of the operator's terminal.
 type prefixWriter struct {
 	mu     *sync.Mutex
 	w      io.Writer
 	prefix string
 	buf    []byte
+	// cr is set when the last line ended at a \r: a \n right after it
+	// ends the same line.
+	cr bool
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	p.buf = append(p.buf, b...)
 	for {
-		i := bytes.IndexByte(p.buf, '\n')
+		i := bytes.IndexAny(p.buf, "\r\n")
 		if i < 0 {
 			break
 		}
-		p.mu.Lock()
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
-		p.mu.Unlock()
+		line, sep := p.buf[:i], p.buf[i]
 		p.buf = p.buf[i+1:]
+		if i == 0 && sep == '\n' && p.cr {
+			p.cr = false
+			continue
+		}
+		p.cr = sep == '\r'
+		p.emit(line)
 	}
 	return len(b), nil
+}
+
+// emit writes one line, prefixed and made plain.
+func (p *prefixWriter) emit(line []byte) {
+	p.mu.Lock()
+	fmt.Fprintf(p.w, "%s%s\n", p.prefix, plainText(line))
+	p.mu.Unlock()
 }
 
 // flush writes a last line without a newline.
 func (p *prefixWriter) flush() {
 	if len(p.buf) > 0 {
-		p.mu.Lock()
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
-		p.mu.Unlock()
+		p.emit(p.buf)
 		p.buf = nil
 	}
+}
+
+// plainText returns line without terminal control sequences: ECMA-48's
+// CSI (ESC [ … final byte, or the 8-bit U+009B), OSC, DCS, SOS, PM and APC
+// strings up to their terminator (BEL or ST, or the end of the line), other
+// two-byte escapes, C1 controls, and every C0 control but the tab. What is
+// left is the text as a person reads it; invalid UTF-8 is kept as it is.
+func plainText(line []byte) []byte {
+	out := make([]byte, 0, len(line))
+	for i := 0; i < len(line); {
+		c := line[i]
+		var intro byte // the sequence's introducer, in its 7-bit form
+		n := 1
+		switch {
+		case c == 0x1b && i+1 < len(line):
+			intro, n = line[i+1], 2
+		case c == 0x1b:
+			i++
+			continue
+		case c == 0xc2 && i+1 < len(line) && line[i+1] >= 0x80 && line[i+1] <= 0x9f:
+			// A C1 control encoded in UTF-8: U+0080..U+009F.
+			intro, n = line[i+1]-0x40, 2
+		case c == '\t' || c >= 0x20 && c != 0x7f:
+			out = append(out, c)
+			i++
+			continue
+		default: // C0 controls and DEL
+			i++
+			continue
+		}
+		i += n
+		switch intro {
+		case '[': // CSI: parameter and intermediate bytes, then a final byte
+			for i < len(line) && (line[i] < 0x40 || line[i] > 0x7e) {
+				i++
+			}
+			i++
+		case ']', 'P', 'X', '^', '_': // strings ended by BEL or ST
+			for i < len(line) {
+				if line[i] == 0x07 {
+					i++
+					break
+				}
+				if line[i] == 0x1b && i+1 < len(line) && line[i+1] == '\\' {
+					i += 2
+					break
+				}
+				if line[i] == 0xc2 && i+1 < len(line) && line[i+1] == 0x9c {
+					i += 2
+					break
+				}
+				i++
+			}
+		default:
+			// A two-byte escape (ESC 7, ESC c, …): both bytes go. ESC
+			// followed by an intermediate byte takes its final byte too.
+			for intro >= 0x20 && intro <= 0x2f && i < len(line) {
+				intro = line[i]
+				i++
+			}
+		}
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources"
 )
 
 // runOutput prints the outputs as the last apply left them, without
@@ -124,7 +125,7 @@ func appliedOutputs(c *cli, vars *varFlags, stateFile string) (map[string]*confi
 		writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		return nil, exitError
 	}
-	cfg, diags = cfg.WithFacts(config.Facts{FabricAddrs: recordedFabric(st)})
+	cfg, diags = cfg.WithFacts(resources.Facts{FabricAddrs: recordedFabric(st)})
 	if diags.HasErrors() {
 		writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		return nil, exitError

@@ -65,6 +65,17 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	case *detailed && p.HasChanges():
 		return exitChanges
+	case *detailed && !*destroy && !*refreshOnly:
+		// A serve still starting is not converged: apply would wait for
+		// it, and fail if it does not answer within its ready_timeout.
+		if starting := s.startingServes(obs); len(starting) > 0 {
+			if !opts.json {
+				for _, w := range starting {
+					fmt.Fprintf(c.stdout, "\nNot converged yet: %s is still starting; apply would wait for it to answer (up to its ready_timeout).\n", w.Address)
+				}
+			}
+			return exitChanges
+		}
 	}
 	return exitOK
 }

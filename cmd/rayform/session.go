@@ -63,7 +63,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 type session struct {
 	c       *cli
 	opts    *runOptions
-	cfg     *config.Config // as loaded, before observed facts
+	cfg     *resources.Config // as loaded, before observed facts
 	st      *state.State
 	project string
 	dialer  transport.Dialer
@@ -71,6 +71,9 @@ type session struct {
 	closers []func() error
 	// timeouts bound apply's waits.
 	timeouts applyTimeouts
+	// statusProbes adds status's probes (resources.StatusProbes) to the
+	// observation.
+	statusProbes bool
 }
 
 // applyParallelism is how many resources (and hosts within a step) apply
@@ -119,7 +122,7 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 // hence the documented advice to declare it). A declared name that differs
 // from the one the state recorded for applied resources is refused: it
 // would disown the running containers.
-func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) (string, error) {
+func resolveProject(dir, flagValue string, cfg *resources.Config, st *state.State) (string, error) {
 	applied := st.Project != "" && len(st.Addresses()) > 0
 	switch {
 	case flagValue != "":
@@ -226,7 +229,7 @@ func (s *session) close() {
 // observed is one observation of the hosts and the plan made from it.
 type observed struct {
 	facts   *observe.Facts
-	cfg     *config.Config // evaluated with the facts
+	cfg     *resources.Config // evaluated with the facts
 	result  *resources.Result
 	elapsed time.Duration
 }
@@ -237,6 +240,9 @@ type observed struct {
 func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observed, error) {
 	start := time.Now()
 	spec := resources.ObserveSpec(s.cfg, s.st, s.project)
+	if s.statusProbes {
+		resources.StatusProbes(&spec, s.cfg, s.project)
+	}
 	conns := map[string]transport.Conn{}
 	for host := range spec.Hosts {
 		c, ok := s.conns[host]
@@ -259,7 +265,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		s.c.log.Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", s.conns[h].Stats().Handshakes)
 	}
 	addrs, _ := resources.FabricAddrs(s.cfg, facts)
-	cfg, diags := s.cfg.WithFacts(config.Facts{FabricAddrs: addrs})
+	cfg, diags := s.cfg.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
 		return nil, errors.New("the configuration is invalid with the observed facts")
@@ -281,7 +287,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 }
 
 // applyTargets narrows the plan to the targets and their dependencies.
-func (s *session) applyTargets(cfg *config.Config, res *resources.Result) error {
+func (s *session) applyTargets(cfg *resources.Config, res *resources.Result) error {
 	g := cfg.Graph()
 	for _, t := range s.opts.targets {
 		if !g.Has(t) {

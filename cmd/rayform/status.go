@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -132,31 +126,29 @@ type statusServe struct {
 	HealthDetail string   `json:"health_detail,omitempty"`
 	Models       []string `json:"models,omitempty"`
 	// UptimeSeconds is how long the serve process has run (0: unknown).
-	UptimeSeconds int64         `json:"uptime_seconds,omitempty"`
-	Metrics       *serveMetrics `json:"metrics,omitempty"`
+	UptimeSeconds int64                  `json:"uptime_seconds,omitempty"`
+	Metrics       *resources.VLLMMetrics `json:"metrics,omitempty"`
 }
 
-// serveMetrics are vLLM's /metrics counters and gauges, summed over
-// their labels.
-type serveMetrics struct {
-	RequestsFinished float64 `json:"requests_finished"`
-	RequestsRunning  float64 `json:"requests_running"`
-	RequestsWaiting  float64 `json:"requests_waiting"`
-	PromptTokens     float64 `json:"prompt_tokens"`
-	GenerationTokens float64 `json:"generation_tokens"`
-	// TokensPerSecond is generation tokens over the uptime: the average
-	// since the serve started.
-	TokensPerSecond float64 `json:"tokens_per_second_avg"`
-}
-
-// status observes the hosts once and builds the report.
+// status observes the hosts once, with plan's probe plus each serve's
+// /metrics and start time (resources.StatusProbes), and builds the
+// report.
 func (s *session) status(ctx context.Context) (*statusReport, error) {
+	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		return nil, err
 	}
+	return buildStatus(s.project, obs), nil
+}
+
+// buildStatus is the report of one observation and its plan: every
+// judgment in it is the plan's (findings, drift, changes) or resources'
+// (Ray's node table, each serve's health on its own port: JudgeServe), so
+// status and plan never disagree about a fact.
+func buildStatus(project string, obs *observed) *statusReport {
 	cfg, facts, p := obs.cfg, obs.facts, obs.result.Plan
-	rep := &statusReport{Project: s.project, Problems: []string{}, Nodes: []statusNode{}, Clusters: []statusCluster{}, Serves: []statusServe{}}
+	rep := &statusReport{Project: project, Problems: []string{}, Nodes: []statusNode{}, Clusters: []statusCluster{}, Serves: []statusServe{}}
 	for _, f := range p.Findings {
 		if f.Severity == plan.Error {
 			rep.Problems = append(rep.Problems, findingLine(f))
@@ -167,7 +159,7 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	}
 	for _, ch := range p.Changes {
 		if ch.Action != plan.NoOp {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
 		}
 	}
 	names := make([]string, 0, len(cfg.Nodes))
@@ -176,14 +168,29 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		rep.Nodes = append(rep.Nodes, s.statusNode(cfg.Nodes[name], facts, obs))
+		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, obs))
 	}
 	for _, rc := range sortedClusterList(cfg) {
 		sc := statusCluster{Address: rc.Addr, Head: rc.Head, Ray: []statusRayNode{}}
 		if hf := facts.Hosts[rc.Head]; hf != nil {
-			sc.RayError = hf.RayNodes.Err
-			for _, n := range hf.RayNodes.List {
+			table := resources.RayTable(hf, rc)
+			sc.RayError = table.Err
+			alive := map[string]bool{}
+			for _, n := range table.Alive() {
+				alive[n.NodeIP] = true
+			}
+			for _, n := range table.List {
 				sc.Ray = append(sc.Ray, statusRayNode{NodeIP: n.NodeIP, State: n.State, IsHead: n.IsHead, GPUs: n.GPUs()})
+				// A DEAD row beside an ALIVE one of the same address is
+				// the node's earlier life (it restarted); alone, the node
+				// is gone from Ray.
+				if n.State != "ALIVE" && !alive[n.NodeIP] {
+					msg := fmt.Sprintf("%s: Ray node %s is %s", rc.Addr, n.NodeIP, n.State)
+					if n.StateMessage != "" {
+						msg += ": " + firstLine(n.StateMessage)
+					}
+					rep.Problems = append(rep.Problems, msg)
+				}
 			}
 			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
 		}
@@ -196,15 +203,43 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 	sort.Strings(serveNames)
 	for _, name := range serveNames {
 		sv := cfg.Serves[name]
-		ss := s.statusServe(ctx, sv, obs)
-		if ss.Health != "ok" {
+		ss := statusServeOf(project, sv, obs)
+		if ss.Health != resources.HealthOK {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
 		}
 		rep.Serves = append(rep.Serves, ss)
 	}
 	rep.Problems = dedupe(rep.Problems)
 	rep.Healthy = len(rep.Problems) == 0
-	return rep, nil
+	return rep
+}
+
+// changeReason is why apply would change a resource: the plan's reasons,
+// else what the action itself says.
+func changeReason(ch plan.ResourceChange) string {
+	if len(ch.Reasons) > 0 {
+		return strings.Join(ch.Reasons, "; ")
+	}
+	on := ""
+	if len(ch.Hosts) > 0 {
+		on = " on " + strings.Join(ch.Hosts, ", ")
+	}
+	switch ch.Action {
+	case plan.Create:
+		return "it does not exist" + on
+	case plan.Delete:
+		return "it is no longer in the configuration"
+	}
+	var attrs []string
+	for _, a := range ch.Attrs {
+		if a.Changed() {
+			attrs = append(attrs, a.Name)
+		}
+	}
+	if len(attrs) > 0 {
+		return "its " + strings.Join(attrs, ", ") + " changed"
+	}
+	return "it differs from the configuration" + on
 }
 
 func findingLine(f plan.Finding) string {
@@ -227,8 +262,8 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-func sortedClusterList(cfg *config.Config) []*config.RayCluster {
-	var out []*config.RayCluster
+func sortedClusterList(cfg *resources.Config) []*resources.RayCluster {
+	var out []*resources.RayCluster
 	for _, rc := range cfg.RayClusters {
 		out = append(out, rc)
 	}
@@ -236,7 +271,7 @@ func sortedClusterList(cfg *config.Config) []*config.RayCluster {
 	return out
 }
 
-func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed) statusNode {
+func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *observed) statusNode {
 	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
 		sn.Error = err.Error()
@@ -257,7 +292,7 @@ func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed
 		sn.FabricAddress = a.String()
 	}
 	for _, c := range hf.Containers.List {
-		if c.Labels[resources.LabelManaged] != "true" || c.Labels[resources.LabelProject] != s.project {
+		if c.Labels[resources.LabelManaged] != "true" || c.Labels[resources.LabelProject] != project {
 			continue
 		}
 		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[resources.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
@@ -265,11 +300,12 @@ func (s *session) statusNode(n *config.Node, facts *observe.Facts, obs *observed
 	return sn
 }
 
-// statusServe reads a serve's health from the observation, and its
-// uptime and /metrics from its head in one more command.
-func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *observed) statusServe {
+// statusServeOf reads a serve from the observation: its health from its
+// record and its own port's answers, judged as plan judges them
+// (JudgeServe), its uptime and vLLM's metrics.
+func statusServeOf(project string, sv *resources.VLLMServe, obs *observed) statusServe {
 	rc := obs.cfg.RayClusters[sv.Cluster]
-	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: "down"}
+	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: resources.HealthDown}
 	if rc == nil {
 		ss.HealthDetail = "its cluster is not in the configuration"
 		return ss
@@ -280,43 +316,25 @@ func (s *session) statusServe(ctx context.Context, sv *config.VLLMServe, obs *ob
 		ss.HealthDetail = "the head could not be observed"
 		return ss
 	}
-	rec := hf.Serves[sv.Name]
-	h := hf.VLLM.Health
-	switch {
-	case h.Status == 200:
-		ss.Health, ss.HealthDetail = "ok", "/health 200"
-	case h.Status != 0:
-		ss.Health, ss.HealthDetail = "unhealthy", fmt.Sprintf("/health %d", h.Status)
-	case !rec.Found || !rec.Alive:
-		ss.Health, ss.HealthDetail = "down", "no vllm serve process"
-	case h.Refused:
-		ss.Health, ss.HealthDetail = "starting", "the process runs, its port is not open yet"
-	default:
-		ss.Health, ss.HealthDetail = "hung", "the process runs but /health did not answer: "+firstLine(h.Err)
+	spec, err := resources.ServeSpecFor(obs.cfg, sv)
+	if err != nil {
+		ss.HealthDetail = err.Error()
+		return ss
 	}
-	for _, m := range hf.VLLM.Models {
+	answer := resources.ServeAnswer(hf, sv.Port)
+	h := resources.JudgeServe(resources.ServeRecord(hf, sv.Name), answer, spec)
+	ss.Health, ss.HealthDetail = h.State, h.Detail
+	for _, m := range answer.Models {
 		ss.Models = append(ss.Models, m.ID)
 	}
-	conn, ok := s.conns[rc.Head]
-	if !ok || !rec.Found {
+	if h.State == resources.HealthDown {
 		return ss
 	}
-	spec := resources.ServeSpec{Name: sv.Name, Container: resources.ContainerName(rc), Node: rc.Head}
-	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", sv.Port)
-	script := fmt.Sprintf("stat -c %%Y %s 2>/dev/null || echo -; date +%%s; echo ---; if [ %s = ok ]; then curl -q -sS -m 2 %s 2>/dev/null || wget -q -T 2 -O - %s 2>/dev/null; fi; true",
-		shell.Quote(spec.HostPidPath(s.project)), shell.Quote(ss.Health), shell.Quote(url), shell.Quote(url))
-	res, err := conn.Run(ctx, transport.Cmd{Script: script, Timeout: 10 * time.Second})
-	if err != nil {
-		return ss
+	uptime := resources.ServeUptime(hf, spec, project)
+	ss.UptimeSeconds = int64(uptime / time.Second)
+	if h.State == resources.HealthOK {
+		ss.Metrics = resources.ServeMetrics(hf, sv.Port, uptime)
 	}
-	started, now, metrics := parseServeStatus(res.Stdout)
-	if started > 0 && now >= started {
-		ss.UptimeSeconds = now - started
-	}
-	if metrics != nil && ss.UptimeSeconds > 0 {
-		metrics.TokensPerSecond = metrics.GenerationTokens / float64(ss.UptimeSeconds)
-	}
-	ss.Metrics = metrics
 	return ss
 }
 
@@ -326,67 +344,6 @@ func firstLine(s string) string {
 		return "no answer"
 	}
 	return s
-}
-
-// parseServeStatus reads the serve status command's output: the pid
-// file's mtime (or "-"), the host's clock, "---", then /metrics.
-func parseServeStatus(out []byte) (started, now int64, m *serveMetrics) {
-	head, body, _ := bytes.Cut(out, []byte("---\n"))
-	lines := strings.Fields(string(head))
-	if len(lines) >= 2 {
-		started, _ = strconv.ParseInt(lines[0], 10, 64)
-		now, _ = strconv.ParseInt(lines[1], 10, 64)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return started, now, nil
-	}
-	m = &serveMetrics{}
-	found := false
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, rest, ok := strings.Cut(line, "{")
-		if ok {
-			_, rest, ok = strings.Cut(rest, "}")
-		} else {
-			name, rest, ok = strings.Cut(line, " ")
-		}
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		var into *float64
-		switch name {
-		case "vllm:request_success_total":
-			into = &m.RequestsFinished
-		case "vllm:num_requests_running":
-			into = &m.RequestsRunning
-		case "vllm:num_requests_waiting":
-			into = &m.RequestsWaiting
-		case "vllm:prompt_tokens_total":
-			into = &m.PromptTokens
-		case "vllm:generation_tokens_total":
-			into = &m.GenerationTokens
-		}
-		if into != nil {
-			*into += v
-			found = true
-		}
-	}
-	if !found {
-		return started, now, nil
-	}
-	return started, now, m
 }
 
 // render prints the report as text.

@@ -141,7 +141,7 @@ func nodeName(labNode string, forEach bool) string {
 // observer runs there for the configuration in cdir: resources.ObserveSpec
 // of the loaded configuration and state, then observe.ProbeScript.
 func probeScripts(cdir string) (map[string]string, error) {
-	cfg, diags := config.Load(cdir, config.Options{Kinds: resources.Kinds()})
+	cfg, diags := resources.Load(cdir, config.Options{})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("load %s: %s", cdir, diags.Error())
 	}

@@ -205,7 +205,7 @@ func TestClusterHCLLoads(t *testing.T) {
 	for _, forEach := range []bool{false, true} {
 		for _, n := range []int{2, 8, 64} {
 			src := clusterHCL(testLab(n), forEach)
-			cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds()})
+			cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 			if diags.HasErrors() {
 				t.Fatalf("for_each=%v n=%d: %s\n%s", forEach, n, diags.Error(), src)
 			}

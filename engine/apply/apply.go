@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rayform/rayform/engine/dag"
@@ -36,6 +37,11 @@ type Resource struct {
 	Address string
 	Action  plan.Action
 	Steps   []Step
+	// Ahead marks a part of a resource's work that runs ahead of the rest
+	// (a serve stopped before its cluster changes): its steps are reported,
+	// but not the resource's start and completion, which belong to its
+	// main part: "Replacement complete" is said once, when it is.
+	Ahead bool
 }
 
 // Hooks receive what happens during the walk. Implementations must be safe
@@ -102,7 +108,9 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 			return &StepError{Address: r.Address, Step: s.Name, Err: err}
 		}
 		if !started {
-			hooks.ResourceStart(r.Address, r.Action)
+			if !r.Ahead {
+				hooks.ResourceStart(r.Address, r.Action)
+			}
 			started = true
 		}
 		if err := runStep(ctx, r.Address, s, hooks); err != nil {
@@ -111,8 +119,56 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 			return err
 		}
 	}
-	hooks.ResourceComplete(r.Address, r.Action, time.Since(start))
+	if !r.Ahead {
+		hooks.ResourceComplete(r.Address, r.Action, time.Since(start))
+	}
 	return nil
+}
+
+// Prepare runs, before the walk, the steps that prove the walk's changes
+// can be made, and change nothing the hosts run (an image pulled next to
+// the running containers, a check in a throwaway container): every
+// resource's steps in order, resources in parallel (at most
+// opts.Parallelism), each failure a *StepError. Hooks see the steps and a
+// failure (the resource's action failed, before it began), not the
+// resources' start and completion: nothing was replaced yet. opts.Stop
+// starts no new step; cancelling ctx aborts the running ones.
+func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Options) error {
+	parallelism := opts.Parallelism
+	if parallelism <= 0 {
+		parallelism = 10
+	}
+	sem := make(chan struct{}, parallelism)
+	errs := make([]error, len(resources))
+	var wg sync.WaitGroup
+	for i, r := range resources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			start := time.Now()
+			for _, s := range r.Steps {
+				select {
+				case <-opts.Stop:
+					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: ErrInterrupted}
+					return
+				default:
+				}
+				if err := ctx.Err(); err != nil {
+					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: err}
+					return
+				}
+				if err := runStep(ctx, r.Address, s, hooks); err != nil {
+					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: err}
+					hooks.ResourceErrored(r.Address, r.Action, time.Since(start), errs[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func runStep(ctx context.Context, addr string, s Step, hooks Hooks) error {

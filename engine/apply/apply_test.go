@@ -141,3 +141,48 @@ func TestWalkGracefulStop(t *testing.T) {
 		t.Fatal("a step started after the stop request")
 	}
 }
+
+// TestAheadPartReportsNoCompletion: a part of a resource run ahead (a
+// serve stopped before its cluster changes) reports its steps, not the
+// resource's completion (issue 22, item 1: "Replacement complete after 0s"
+// was printed for a serve that was only stopped).
+func TestAheadPartReportsNoCompletion(t *testing.T) {
+	g := dag.New()
+	g.Add("vllm_serve.qwen#stop")
+	rs := map[string]*Resource{"vllm_serve.qwen#stop": {Address: "vllm_serve.qwen", Action: plan.Replace, Ahead: true,
+		Steps: []Step{{Name: "stop", Run: func(context.Context, func(string)) error { return nil }}}}}
+	rec := &recorder{}
+	if err := Walk(context.Background(), g, rs, rec, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"step vllm_serve.qwen stop"}; !slices.Equal(rec.events, want) {
+		t.Errorf("events %q, want %q", rec.events, want)
+	}
+}
+
+// TestPrepare runs every resource's steps, reports steps only, and joins
+// the failures; a stop starts no further step.
+func TestPrepare(t *testing.T) {
+	ok := func(context.Context, func(string)) error { return nil }
+	fail := func(context.Context, func(string)) error { return errors.New("no such image") }
+	rec := &recorder{}
+	err := Prepare(context.Background(), []*Resource{
+		{Address: "ray_cluster.a", Action: plan.Replace, Steps: []Step{{Name: "image", Run: fail}, {Name: "ray", Run: ok}}},
+		{Address: "ray_cluster.b", Action: plan.Create, Steps: []Step{{Name: "image", Run: ok}, {Name: "ray", Run: ok}}},
+	}, rec, Options{})
+	var se *StepError
+	if !errors.As(err, &se) || se.Address != "ray_cluster.a" || se.Step != "image" {
+		t.Fatalf("Prepare: %v, want ray_cluster.a's image step failing", err)
+	}
+	slices.Sort(rec.events)
+	want := []string{"error ray_cluster.a", "step ray_cluster.a image", "step ray_cluster.b image", "step ray_cluster.b ray"}
+	if !slices.Equal(rec.events, want) {
+		t.Errorf("events %q, want %q", rec.events, want)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	err = Prepare(context.Background(), []*Resource{{Address: "ray_cluster.a", Steps: []Step{{Name: "image", Run: ok}}}}, &recorder{}, Options{Stop: stop})
+	if !errors.Is(err, ErrInterrupted) {
+		t.Errorf("Prepare after a stop: %v, want ErrInterrupted", err)
+	}
+}

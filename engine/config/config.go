@@ -1,33 +1,25 @@
 package config
 
 import (
-	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
 // Config is an evaluated configuration: every block of a directory decoded
-// into plain Go values. Values known only after observing the hosts (a node's
+// into plain Go values, the resource blocks into their kinds' Go values
+// ([Config.Blocks]). Values known only after observing the hosts (a node's
 // fabric address and everything derived from it) are absent until the
 // configuration is re-evaluated with [Config.WithFacts].
-//
-// Maps are keyed by name: Nodes by node name (see [Node.Name]), the others by
-// their block label.
 type Config struct {
 	// Files holds every parsed file (configuration and variable files) by
 	// name, for rendering diagnostics with source snippets.
 	Files map[string]*hcl.File
 
-	Variables   map[string]*Variable
-	Locals      map[string]*Local
-	Nodes       map[string]*Node
-	Networks    map[string]*Network
-	RayClusters map[string]*RayCluster
-	Serves      map[string]*VLLMServe
-	Outputs     map[string]*Output
+	Variables map[string]*Variable
+	Locals    map[string]*Local
+	Outputs   map[string]*Output
 
 	// Project is the deployment's name from the `rayform { project = ... }`
 	// block, "" when the configuration does not declare one (the CLI then
@@ -36,20 +28,47 @@ type Config struct {
 	Project      string
 	ProjectRange hcl.Range
 
-	// Facts are the observed facts this configuration was evaluated with.
-	Facts Facts
+	// Facts are the observed facts this configuration was evaluated with,
+	// as passed to [Config.WithFacts] (nil after Load). They are opaque to
+	// this package: the kinds' hooks read them ([Block.Facts]).
+	Facts any
 
 	mod   *module
 	vars  map[string]cty.Value       // resolved input variables, marked when sensitive
 	edges map[string]map[string]bool // instance-level dependencies, from → to
+	// blocks are the evaluated resource blocks: kind → instance name →
+	// the kind's Go value ([Kind.New]).
+	blocks map[string]map[string]any
 }
 
-// Facts are what observing the hosts teaches the configuration.
-type Facts struct {
-	// FabricAddrs maps a node name to the node's observed address on the
-	// network of its Ray cluster.
-	FabricAddrs map[string]netip.Addr
+// Blocks returns the evaluated blocks of kind by instance name: pointers
+// to the kind's Go values ([Kind.New]). The map is the configuration's;
+// callers must not modify it.
+func (c *Config) Blocks(kind string) map[string]any { return c.blocks[kind] }
+
+// Kinds lists the block types of the registered kinds, in registration
+// order.
+func (c *Config) Kinds() []string {
+	if c.mod == nil {
+		return nil
+	}
+	return c.mod.kindOrder
 }
+
+// add records an evaluated block.
+func (c *Config) add(kind, name string, v any) {
+	if c.blocks[kind] == nil {
+		c.blocks[kind] = map[string]any{}
+	}
+	c.blocks[kind][name] = v
+}
+
+// Declarer is implemented by every kind's Go value through its embedded
+// [Decl].
+type Declarer interface{ Declaration() *Decl }
+
+// Declaration returns d, so that a value embedding a Decl is a [Declarer].
+func (d *Decl) Declaration() *Decl { return d }
 
 // Decl is what every evaluated block records about its source and values.
 type Decl struct {
@@ -141,113 +160,4 @@ type Output struct {
 	Sensitive  bool
 	DeclRange  hcl.Range
 	ValueRange hcl.Range
-}
-
-// Node is one SSH-reachable host. A node block with for_each yields one Node
-// per key.
-type Node struct {
-	Decl
-	// Name identifies the node everywhere: the block label ("spark1"), or
-	// for for_each instances the label and key (`gpu["h1"]`).
-	Name string
-	// Block is the block label, Key the for_each key ("" without for_each).
-	Block, Key string
-
-	Host         string            // SSH address or ~/.ssh/config alias
-	User         string            // "" = from ~/.ssh/config or the local user
-	Port         int               // 0 = from ~/.ssh/config or 22
-	IdentityFile string            // "" = agent and ~/.ssh/config
-	Bastion      string            // name of the node to jump through, "" for none
-	GPUs         int               // declared GPUs
-	Labels       map[string]string // free-form
-	// FabricInterface is the node's own interface on the fabric of its
-	// cluster's network ("" = the network's); the network's interface map
-	// may name it too, but not differently.
-	FabricInterface string
-}
-
-// Network is the fabric every layer of a Ray cluster must bind to.
-type Network struct {
-	Decl
-	Name string
-	CIDR netip.Prefix
-	// Interface is the interface name for every node, "" when not pinned.
-	Interface string
-	// Interfaces maps node names to interface names where they differ
-	// per host; it takes precedence over Interface.
-	Interfaces map[string]string
-	IBHCA      []string // NCCL_IB_HCA devices, empty = not pinned
-	MTU        int      // 0 = not verified
-	// Nodes lists, sorted, the nodes of the Ray clusters on this network.
-	Nodes []string
-	// Addresses maps node names to their observed fabric addresses; a node
-	// is absent until observed.
-	Addresses map[string]netip.Addr
-}
-
-// RayCluster is a Ray cluster: one container per node, a head and workers.
-type RayCluster struct {
-	Decl
-	Name          string
-	Image         string
-	Head          string   // node name
-	Workers       []string // node names, in configuration order
-	Network       string   // network name, "" when none (allowed for a single node)
-	Port          int      // GCS port, default 6379
-	DashboardPort int      // default 8265
-	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
-	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
-	MemoryMonitor bool
-	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
-	// across every node, resources/dataplane) before vllm serve starts.
-	// Default true; false for images without Python and torch.
-	DataplaneCheck bool
-	ShmSize        string // docker --shm-size, "" = not set
-	Env            map[string]string
-	Volumes        []string // docker -v specs
-	DockerArgs     []string // extra docker run arguments
-	ContainerName  string   // default "rayform-<name>"
-	// HeadAddress is the head's observed fabric address; invalid until
-	// observed.
-	HeadAddress netip.Addr
-}
-
-// Nodes returns the head followed by the workers.
-func (r *RayCluster) Nodes() []string {
-	return append([]string{r.Head}, r.Workers...)
-}
-
-// Address returns "<head fabric ip>:<port>", and false before the head's
-// address is observed.
-func (r *RayCluster) Address() (string, bool) {
-	if !r.HeadAddress.IsValid() {
-		return "", false
-	}
-	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
-}
-
-// VLLMServe is a `vllm serve` process on a Ray cluster's head.
-type VLLMServe struct {
-	Decl
-	Name                 string
-	Cluster              string // ray_cluster name
-	Model                string
-	ServedModelName      string // default Model
-	TensorParallelSize   int    // default 1
-	PipelineParallelSize int    // default 1
-	GPUMemoryUtilization float64
-	MaxModelLen          int // 0 = vLLM's default (the model's)
-	Port                 int // default 8000
-	Env                  map[string]string
-	ExtraArgs            []string
-	// APIKey is the key vLLM requires on its /v1 routes, "" for none. It
-	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
-	APIKey       string
-	ReadyTimeout time.Duration // default 30m
-	// Endpoint is the OpenAI base URL, "" until the head's address is
-	// observed.
-	Endpoint string
-	// PublicEndpoint is the same URL on the head node's host (its SSH
-	// address as configured), known from the configuration alone.
-	PublicEndpoint string
 }

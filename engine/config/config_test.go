@@ -22,16 +22,14 @@ import (
 )
 
 // load is config.Load with the resource kinds registered, as the CLI
-// loads configurations.
-func load(dir string, opts config.Options) (*config.Config, hcl.Diagnostics) {
-	opts.Kinds = resources.Kinds()
-	return config.Load(dir, opts)
+// loads configurations, seen through the kinds' Go types.
+func load(dir string, opts config.Options) (*resources.Config, hcl.Diagnostics) {
+	return resources.Load(dir, opts)
 }
 
 // loadFiles is config.LoadFiles with the resource kinds registered.
-func loadFiles(files map[string][]byte, opts config.Options) (*config.Config, hcl.Diagnostics) {
-	opts.Kinds = resources.Kinds()
-	return config.LoadFiles(files, opts)
+func loadFiles(files map[string][]byte, opts config.Options) (*resources.Config, hcl.Diagnostics) {
+	return resources.LoadFiles(files, opts)
 }
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -60,10 +58,10 @@ func caseOptions(t *testing.T, dir string) config.Options {
 }
 
 // caseFacts reads a test case's optional facts.txt ("NODE ADDRESS" per line).
-func caseFacts(t *testing.T, dir string) (config.Facts, bool) {
+func caseFacts(t *testing.T, dir string) (resources.Facts, bool) {
 	t.Helper()
 	lines := readLines(t, filepath.Join(dir, "facts.txt"))
-	f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
+	f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
 	for _, line := range lines {
 		node, addr, _ := strings.Cut(line, " ")
 		f.FabricAddrs[node] = netip.MustParseAddr(addr)
@@ -93,7 +91,7 @@ func readLines(t *testing.T, path string) []string {
 
 // loadCase loads a case directory from inside it, so that file names in
 // diagnostics are relative ("main.hcl").
-func loadCase(t *testing.T, dir string) (*config.Config, hcl.Diagnostics) {
+func loadCase(t *testing.T, dir string) (*resources.Config, hcl.Diagnostics) {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -104,7 +102,7 @@ func loadCase(t *testing.T, dir string) (*config.Config, hcl.Diagnostics) {
 	return load(".", opts)
 }
 
-func renderDiags(t *testing.T, cfg *config.Config, diags hcl.Diagnostics) string {
+func renderDiags(t *testing.T, cfg *resources.Config, diags hcl.Diagnostics) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 78, false)
@@ -248,7 +246,7 @@ func TestExampleGraph(t *testing.T) {
 }
 
 // dump renders a configuration deterministically for golden files.
-func dump(c *config.Config) string {
+func dump(c *resources.Config) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		v := c.Variables[name]
@@ -360,7 +358,7 @@ func TestWithFacts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := config.Facts{FabricAddrs: map[string]netip.Addr{}}
+			f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
 			for n, a := range tt.facts {
 				f.FabricAddrs[n] = netip.MustParseAddr(a)
 			}
@@ -380,97 +378,6 @@ func TestWithFacts(t *testing.T) {
 	}
 	if v := plan.FormatValue(cfg.Outputs["endpoint"].Value); v != unknown {
 		t.Errorf("WithFacts modified the receiver: endpoint = %s", v)
-	}
-}
-
-func TestNodeEnv(t *testing.T) {
-	files := map[string][]byte{"main.hcl": []byte(`
-node "a" {
-  host = "a"
-  gpus = 1
-}
-node "b" {
-  host = "b"
-  gpus = 1
-}
-network "fabric" {
-  cidr      = "192.168.200.0/24"
-  interface = { a = "enp1s0f1np1" }
-  ib_hca    = ["mlx5_0", "mlx5_1"]
-}
-ray_cluster "c" {
-  image          = "img"
-  head           = node.a
-  workers        = [node.b]
-  network        = network.fabric
-  memory_monitor = false
-  env            = { FOO = "bar" }
-}
-node "s" {
-  host = "s"
-  gpus = 1
-}
-ray_cluster "solo" {
-  image = "img"
-  head  = node.s
-  env   = { FOO = "solo" }
-}
-`)}
-	cfg, diags := loadFiles(files, config.Options{})
-	if diags.HasErrors() {
-		t.Fatalf("diagnostics:\n%s", renderDiags(t, cfg, diags))
-	}
-	tests := []struct {
-		name, cluster, node, addr, iface string
-		want                             map[string]string
-		wantErr                          string
-	}{
-		{
-			name: "pinned interface", node: "a", addr: "192.168.200.12", iface: "ignored0",
-			want: map[string]string{
-				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
-				"VLLM_HOST_IP": "192.168.200.12", "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"TP_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
-			},
-		},
-		{
-			name: "observed interface", node: "b", addr: "192.168.200.13", iface: "enp1s0f0np0",
-			want: map[string]string{
-				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
-				"VLLM_HOST_IP": "192.168.200.13", "NCCL_SOCKET_IFNAME": "enp1s0f0np0", "GLOO_SOCKET_IFNAME": "enp1s0f0np0",
-				"TP_SOCKET_IFNAME": "enp1s0f0np0", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
-			},
-		},
-		{name: "address off the fabric", node: "a", addr: "10.1.230.180", wantErr: "not in 192.168.200.0/24"},
-		{name: "no interface", node: "b", addr: "192.168.200.13", wantErr: "no interface"},
-		{name: "not a member", node: "z", addr: "192.168.200.13", wantErr: "not in the cluster"},
-		{
-			// A single-node cluster without a network: no pins, whatever
-			// address the node has.
-			name: "no network", cluster: "solo", node: "s", addr: "10.1.230.182", iface: "enP7s7",
-			want: map[string]string{"FOO": "solo"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cluster := tt.cluster
-			if cluster == "" {
-				cluster = "c"
-			}
-			got, err := cfg.ContainerEnv(cluster, tt.node, netip.MustParseAddr(tt.addr), tt.iface)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
-				t.Errorf("wrong env\ngot:  %v\nwant: %v", got, tt.want)
-			}
-		})
 	}
 }
 

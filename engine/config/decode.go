@@ -2,17 +2,14 @@ package config
 
 import (
 	"fmt"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"maps"
 	"math/big"
-	"slices"
+	"reflect"
 	"strings"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
-
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // errorAt adds an error pointing at argument attr (or the block header when
@@ -59,10 +56,8 @@ func (b *blockEval) known(attr string) (cty.Value, bool) {
 
 // spec is attr's entry in the block type's schema.
 func (b *blockEval) spec(attr string) Arg {
-	for _, a := range b.e.mod.args(b.it.kind) {
-		if a.Name == attr {
-			return a
-		}
+	if a := b.e.mod.arg(b.it.kind, attr); a != nil {
+		return *a
 	}
 	return Arg{Name: attr}
 }
@@ -76,21 +71,17 @@ func (b *blockEval) record(attr string, v cty.Value) {
 	b.decl.Args[attr] = v
 }
 
-// decodeRest decodes, by their schema type, the arguments the block's own
-// code did not, so that every argument's value (default applied, range
-// checked) is in Decl.Args: code that needs a new argument reads it there.
-func (b *blockEval) decodeRest() {
+// decodeArgs decodes every argument by its schema type into Decl.Args:
+// defaults applied, ranges checked, references as the names of the
+// blocks they resolve to. An argument of cty.DynamicPseudoType that is
+// not a reference is the kind's to decode ([Block.Known]).
+func (b *blockEval) decodeArgs() {
 	for _, a := range b.e.mod.args(b.it.kind) {
-		if _, done := b.decl.Args[a.Name]; done {
-			continue
-		}
 		switch t := a.Type; {
-		case a.Ref == kindNode && a.ValueType().IsListType():
-			b.nodeRefs(a.Name)
-		case a.Ref == kindNode:
-			b.nodeRef(a.Name)
+		case a.Ref != "" && a.ValueType().IsListType():
+			b.refList(a.Name, a.Ref)
 		case a.Ref != "":
-			b.blockRef(a.Name, a.Ref)
+			b.ref(a.Name, a.Ref)
 		case t == cty.String:
 			b.str(a.Name)
 		case t == cty.Bool:
@@ -105,6 +96,95 @@ func (b *blockEval) decodeRest() {
 			b.strMap(a.Name)
 		}
 	}
+}
+
+// durationType is the Go type a duration string decodes into.
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// fill decodes Decl.Args into the fields of v (a pointer to a struct)
+// tagged `rayform:"ARG"`, and the instance's name, label and key into the
+// fields tagged `rayform:",name"`, `rayform:",label"` and `rayform:",key"`.
+func (b *blockEval) fill(v any, name, label, key string) {
+	rv := reflect.ValueOf(v).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		tag, ok := rt.Field(i).Tag.Lookup("rayform")
+		if !ok {
+			continue
+		}
+		f := rv.Field(i)
+		switch tag {
+		case ",name":
+			f.SetString(name)
+			continue
+		case ",label":
+			f.SetString(label)
+			continue
+		case ",key":
+			f.SetString(key)
+			continue
+		}
+		val, ok := b.decl.Args[tag]
+		if !ok || val.IsNull() || !val.IsKnown() {
+			continue
+		}
+		if f.Type() == durationType {
+			f.SetInt(int64(b.duration(tag, val.AsString())))
+			continue
+		}
+		if err := toGo(val, f); err != nil {
+			panic(fmt.Sprintf("config: %s field %s (argument %s): %v", rt, rt.Field(i).Name, tag, err))
+		}
+	}
+}
+
+// toGo stores v in f: a string, bool, int, float64, or a slice or map of
+// strings (an unknown or null element is ""). Anything else is the kind's
+// programming error.
+func toGo(v cty.Value, f reflect.Value) error {
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(v.AsString())
+	case reflect.Bool:
+		f.SetBool(v.True())
+	case reflect.Int:
+		n, _ := v.AsBigFloat().Int64()
+		f.SetInt(n)
+	case reflect.Float64:
+		x, _ := v.AsBigFloat().Float64()
+		f.SetFloat(x)
+	case reflect.Slice:
+		if f.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported type %s", f.Type())
+		}
+		out := make([]string, 0, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			_, e := it.Element()
+			out = append(out, elemString(e))
+		}
+		f.Set(reflect.ValueOf(out))
+	case reflect.Map:
+		if f.Type().Key().Kind() != reflect.String || f.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("unsupported type %s", f.Type())
+		}
+		out := make(map[string]string, v.LengthInt())
+		for it := v.ElementIterator(); it.Next(); {
+			k, e := it.Element()
+			out[k.AsString()] = elemString(e)
+		}
+		f.Set(reflect.ValueOf(out))
+	default:
+		return fmt.Errorf("unsupported type %s", f.Type())
+	}
+	return nil
+}
+
+// elemString is a string element's value, "" when unknown or null.
+func elemString(e cty.Value) string {
+	if e.IsKnown() && !e.IsNull() {
+		return e.AsString()
+	}
+	return ""
 }
 
 // str decodes a string, or the schema's default.
@@ -193,47 +273,26 @@ func (b *blockEval) integer(attr string) int {
 	return int(n)
 }
 
-func (b *blockEval) strList(attr string) []string {
+// strList records a list of strings, or null.
+func (b *blockEval) strList(attr string) {
 	v, ok := b.known(attr)
 	if !ok {
-		b.record(attr, cty.NullVal(cty.List(cty.String)))
-		return nil
+		v = cty.NullVal(cty.List(cty.String))
 	}
 	b.record(attr, v)
-	out := make([]string, 0, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		_, e := it.Element()
-		if e.IsKnown() && !e.IsNull() {
-			out = append(out, e.AsString())
-		} else {
-			out = append(out, "")
-		}
-	}
-	return out
 }
 
-func (b *blockEval) strMap(attr string) map[string]string {
+// strMap records a map of strings, or null.
+func (b *blockEval) strMap(attr string) {
 	v, ok := b.known(attr)
 	if !ok {
-		b.record(attr, cty.NullVal(cty.Map(cty.String)))
-		return nil
+		v = cty.NullVal(cty.Map(cty.String))
 	}
 	b.record(attr, v)
-	out := make(map[string]string, v.LengthInt())
-	for it := v.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		if e.IsKnown() && !e.IsNull() {
-			out[k.AsString()] = e.AsString()
-		} else {
-			out[k.AsString()] = ""
-		}
-	}
-	return out
 }
 
-// duration decodes a duration, or the schema's default.
-func (b *blockEval) duration(attr string) time.Duration {
-	s := b.str(attr)
+// duration parses a duration argument's value s.
+func (b *blockEval) duration(attr, s string) time.Duration {
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
 		why := "it must be longer than zero"
@@ -246,41 +305,31 @@ func (b *blockEval) duration(attr string) time.Duration {
 	return d
 }
 
-// export returns attr's value with its marks, or a null of type ty.
-func (b *blockEval) export(attr string, ty cty.Type) cty.Value {
-	if v, ok := b.vals[attr]; ok {
-		return v
-	}
-	return cty.NullVal(ty)
-}
-
-// object is the block's value as expressions see it: attrs (what the
-// kind's decoder computes) and every exported argument of the schema that
-// attrs lacks, as set (with its marks) or as decoded (its default, or the
-// names a reference resolves to).
+// object is the block's value as expressions see it: attrs (id, name,
+// key and the kind's computed attributes) and every exported argument of
+// the schema, as set (with its marks) or as decoded (its default, or the
+// names a reference resolves to; a reference to several blocks is an
+// empty list when unset).
 func (b *blockEval) object(attrs map[string]cty.Value) cty.Value {
 	for _, a := range b.e.mod.args(b.it.kind) {
 		if _, ok := attrs[a.Name]; ok || !a.Exported {
 			continue
 		}
 		v, ok := b.vals[a.Name]
-		if !ok || a.Ref != "" {
+		if d, dflt := b.defaults[a.Name]; !ok && dflt {
+			v, ok = d, true
+		} else if !ok || a.Ref != "" {
 			v, ok = b.decl.Args[a.Name]
 		}
 		if !ok {
 			v = cty.NullVal(a.ValueType())
 		}
+		if a.Ref != "" && a.ValueType().IsListType() && v.IsNull() {
+			v = cty.ListValEmpty(cty.String)
+		}
 		attrs[a.Name] = v
 	}
 	return cty.ObjectVal(attrs)
-}
-
-// exportOr returns attr's value with its marks, or def.
-func (b *blockEval) exportOr(attr string, def cty.Value) cty.Value {
-	if v, ok := b.vals[attr]; ok {
-		return v
-	}
-	return def
 }
 
 // refTarget recognises the value of a block reference (an object with an
@@ -297,11 +346,10 @@ func refTarget(v cty.Value) (kind, name string, ok bool) {
 	return kind, name, ok
 }
 
-// nodeRef decodes an argument that refers to one node, returning its name.
-func (b *blockEval) nodeRef(attr string) string {
-	name := b.nodeRefName(attr)
-	b.record(attr, optStr(name))
-	return name
+// ref decodes an argument that refers to one block of kind, recording
+// the referenced instance's name.
+func (b *blockEval) ref(attr, kind string) {
+	b.record(attr, optStr(b.refName(attr, kind)))
 }
 
 func optStr(s string) cty.Value {
@@ -311,79 +359,67 @@ func optStr(s string) cty.Value {
 	return cty.StringVal(s)
 }
 
-func (b *blockEval) nodeRefName(attr string) string {
+// resolves returns the name of the evaluated instance v refers to, when it
+// is an instance of kind.
+func (b *blockEval) resolves(v cty.Value, kind string) (string, bool) {
+	k, name, ok := refTarget(v)
+	if !ok || k != kind {
+		return "", false
+	}
+	_, exists := b.e.cfg.blocks[kind][name]
+	return name, exists
+}
+
+func (b *blockEval) refName(attr, kind string) string {
 	v, ok := b.known(attr)
 	if !ok {
 		return ""
 	}
-	if kind, name, ok := refTarget(v); ok && kind == kindNode {
-		if _, exists := b.e.cfg.Nodes[name]; exists {
-			return name
-		}
+	if name, ok := b.resolves(v, kind); ok {
+		return name
 	}
-	b.badRef(attr, v, kindNode, fmt.Sprintf("%s = node.NAME", attr))
+	b.badRef(attr, v, kind, fmt.Sprintf("%s = %s.NAME", attr, kind))
 	return ""
 }
 
-// nodeRefs decodes an argument that refers to any number of nodes: a list,
-// set or tuple of nodes, or a for_each node block (all its instances).
-func (b *blockEval) nodeRefs(attr string) []string {
-	names := b.nodeRefNames(attr)
+// refList decodes an argument that refers to any number of blocks of
+// kind: a list, set or tuple of them, or a for_each block (all its
+// instances); it records their names, or null for none.
+func (b *blockEval) refList(attr, kind string) {
+	names := b.refListNames(attr, kind)
 	if len(names) == 0 {
 		b.record(attr, cty.NullVal(cty.List(cty.String)))
-		return names
+		return
 	}
 	vs := make([]cty.Value, len(names))
 	for i, n := range names {
 		vs[i] = cty.StringVal(n)
 	}
 	b.record(attr, cty.ListVal(vs))
-	return names
 }
 
-func (b *blockEval) nodeRefNames(attr string) []string {
+func (b *blockEval) refListNames(attr, kind string) []string {
 	v, ok := b.known(attr)
 	if !ok {
 		return nil
 	}
+	example := fmt.Sprintf("%s = [%s.a, %s.b]", attr, kind, kind)
 	ty := v.Type()
 	if !(ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || (ty.IsObjectType() && !ty.HasAttribute("id"))) {
-		b.badRef(attr, v, kindNode, fmt.Sprintf("%s = [node.a, node.b]", attr))
+		b.badRef(attr, v, kind, example)
 		return nil
 	}
 	var out []string
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
-		kind, name, ok := refTarget(e)
-		if ok && kind == kindNode {
-			if _, exists := b.e.cfg.Nodes[name]; exists {
-				out = append(out, name)
-				continue
-			}
+		name, ok := b.resolves(e, kind)
+		if !ok {
+			b.badRef(attr, e, kind, example)
+			return nil
 		}
-		b.badRef(attr, e, kindNode, fmt.Sprintf("%s = [node.a, node.b]", attr))
-		return nil
+		out = append(out, name)
 	}
 	return out
-}
-
-// blockRef decodes an argument that refers to one block of kind.
-func (b *blockEval) blockRef(attr, kind string) string {
-	name := b.blockRefName(attr, kind)
-	b.record(attr, optStr(name))
-	return name
-}
-
-func (b *blockEval) blockRefName(attr, kind string) string {
-	v, ok := b.known(attr)
-	if !ok {
-		return ""
-	}
-	if k, name, ok := refTarget(v); ok && k == kind {
-		return name
-	}
-	b.badRef(attr, v, kind, fmt.Sprintf("%s = %s.NAME", attr, kind))
-	return ""
 }
 
 // badRef reports an argument whose value is not a reference to a block of
@@ -397,113 +433,31 @@ func (b *blockEval) badRef(attr string, v cty.Value, kind, example string) {
 	case v.Type() == cty.String:
 		what = fmt.Sprintf("the string %q", v.AsString())
 		s := v.AsString()
-		if kind == kindNode {
-			if _, exists := b.e.cfg.Nodes[s]; exists {
-				hint = fmt.Sprintf(" Did you mean node.%s (without quotes)?", s)
-			}
-		} else if _, exists := b.e.mod.items[addrPrefix(kind)+"."+s]; exists {
+		_, evaluated := b.e.cfg.blocks[kind][s]
+		if it, declared := b.e.mod.items[kind+"."+s]; evaluated || declared && it.forEach == nil {
 			hint = fmt.Sprintf(" Did you mean %s.%s (without quotes)?", kind, s)
 		}
-	case v.Type().IsObjectType() && kind == kindNode && isInstanceCollection(v):
-		what = "a collection of node instances"
-		hint = " A node block with for_each stands for all its instances; pick one with its key, like node.NAME[\"key\"]."
+	case v.Type().IsObjectType() && isInstanceCollection(v, kind):
+		what = fmt.Sprintf("a collection of %s instances", kind)
+		hint = fmt.Sprintf(" A %s block with for_each stands for all its instances; pick one with its key, like %s.NAME[\"key\"].", kind, kind)
 	}
 	b.errorAt(attr, fmt.Sprintf("Invalid %s reference", b.e.mod.noun(kind)),
 		fmt.Sprintf("%s must refer to a %s block, like %s, but it is %s.%s", attr, kind, example, what, hint))
 }
 
-// isInstanceCollection reports whether v is the value of a for_each node
-// block: an object whose attributes are node objects.
-func isInstanceCollection(v cty.Value) bool {
+// isInstanceCollection reports whether v is the value of a for_each block
+// of kind: an object whose attributes are its instances' objects.
+func isInstanceCollection(v cty.Value, kind string) bool {
 	if v.LengthInt() == 0 {
 		return false
 	}
 	for it := v.ElementIterator(); it.Next(); {
 		_, e := it.Element()
-		if kind, _, ok := refTarget(e); !ok || kind != kindNode {
+		if k, _, ok := refTarget(e); !ok || k != kind {
 			return false
 		}
 	}
 	return true
-}
-
-// decodeInterface decodes a network's interface argument: one name, or a map
-// from node name to name. With members known it checks the map's keys.
-func (b *blockEval) decodeInterface(n *Network, members []string, checkKeys bool) {
-	v, ok := b.known("interface")
-	if !ok {
-		return
-	}
-	if s, err := convert.Convert(v, cty.String); err == nil && (v.Type() == cty.String) {
-		n.Interface = s.AsString()
-		if msg := checkIfname(n.Interface); msg != "" {
-			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.Interface, msg))
-		}
-		return
-	}
-	m, err := convert.Convert(v, cty.Map(cty.String))
-	if err != nil || !(v.Type().IsObjectType() || v.Type().IsMapType()) || !m.IsWhollyKnown() {
-		b.errorAt("interface", "Incorrect attribute value type",
-			fmt.Sprintf("interface must be an interface name, like \"enp1s0f1np1\", or a map from node name to interface name, like { spark1 = \"enp1s0f1np1\" }; got a %s.", v.Type().FriendlyName()))
-		return
-	}
-	n.Interfaces = map[string]string{}
-	for it := m.ElementIterator(); it.Next(); {
-		k, e := it.Element()
-		if e.IsNull() {
-			continue
-		}
-		n.Interfaces[k.AsString()] = e.AsString()
-	}
-	for _, key := range slices.Sorted(maps.Keys(n.Interfaces)) {
-		if msg := checkIfname(n.Interfaces[key]); msg != "" {
-			b.errorAt("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", key, n.Interfaces[key], msg))
-		}
-		if !checkKeys || contains(members, key) {
-			continue
-		}
-		// A for_each key names the instance of that key, when exactly one
-		// node of the network has it: { for k, h in var.hosts : k => h.iface }.
-		var byKey []string
-		for _, m := range members {
-			if node := b.e.known[m]; node != nil && node.Key == key {
-				byKey = append(byKey, m)
-			}
-		}
-		if len(byKey) == 1 {
-			if iface, dup := n.Interfaces[byKey[0]]; dup && iface != n.Interfaces[key] {
-				b.errorAt("interface", "Conflicting interfaces", fmt.Sprintf("The interface map gives %s both %q (as %q) and %q (as %q); keep one key.", byKey[0], n.Interfaces[key], key, iface, byKey[0]))
-			}
-			n.Interfaces[byKey[0]] = n.Interfaces[key]
-			delete(n.Interfaces, key)
-			continue
-		}
-		detail := fmt.Sprintf("The interface map names %q, which is not a node of any Ray cluster on network.%s", key, n.Name)
-		switch {
-		case len(byKey) > 1:
-			detail = fmt.Sprintf("The interface map names %q, the for_each key of several nodes on network.%s (%s); key the map by node name instead.", key, n.Name, strings.Join(byKey, ", "))
-		case len(members) > 0:
-			detail += fmt.Sprintf(" (its nodes are %s).", strings.Join(members, ", "))
-		default:
-			detail += "; no cluster uses this network."
-		}
-		if len(byKey) == 0 {
-			if b.computed("interface") {
-				detail += " A computed map's keys must be node names, or the for_each keys of the node blocks; " +
-					"or give each node its own interface with fabric_interface in the node block (fabric_interface = each.value.iface)."
-			} else {
-				var keys []string
-				for _, m := range members {
-					keys = append(keys, m)
-					if node := b.e.known[m]; node != nil && node.Key != "" {
-						keys = append(keys, node.Key)
-					}
-				}
-				detail += didYouMean(key, keys, "%q") + " Keys are node names, or the for_each key of one node."
-			}
-		}
-		b.errorAt("interface", "Interface for a node not on this network", detail)
-	}
 }
 
 // computed reports whether attr's expression builds its value (a for
@@ -518,45 +472,4 @@ func (b *blockEval) computed(attr string) bool {
 		return true
 	}
 	return false
-}
-
-// foldNodeInterfaces adds the fabric_interface of each node of the network
-// to its interface map; a node the map names differently is an error.
-func (b *blockEval) foldNodeInterfaces(n *Network, members []string, nodes map[string]*Node) {
-	for _, m := range members {
-		node := nodes[m]
-		if node == nil || node.FabricInterface == "" {
-			continue
-		}
-		if iface, ok := n.Interfaces[m]; ok && iface != node.FabricInterface {
-			b.errorAt("interface", "Conflicting interfaces", fmt.Sprintf("The interface map gives %s %q, but node %s declares fabric_interface = %q. Keep one.", m, iface, m, node.FabricInterface))
-			continue
-		}
-		if n.Interfaces == nil {
-			n.Interfaces = map[string]string{}
-		}
-		n.Interfaces[m] = node.FabricInterface
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// checkIfname returns why name is not a valid Linux interface name, or "".
-func checkIfname(name string) string {
-	switch {
-	case name == "" || name == "." || name == "..":
-		return "is not an interface name"
-	case len(name) > 15:
-		return "is longer than 15 characters, the Linux limit for interface names"
-	case strings.ContainsAny(name, "/: \t\n"):
-		return "contains a character not allowed in interface names (slash, colon or space)"
-	}
-	return ""
 }

@@ -1,18 +1,20 @@
 // Package config loads, checks and evaluates rayform's configuration
 // language: HCL files (native or JSON syntax) declaring variables, locals,
-// outputs and resource blocks (nodes, networks, Ray clusters, vLLM
-// servers).
+// outputs and resource blocks.
 //
-// The resource block types are not this package's: each is a [Kind]
-// registered by the caller in [Options.Kinds] (resources.Kinds()), which
+// The resource block types are not this package's, and it knows none by
+// name: each is a [Kind] registered by the caller in [Options.Kinds]
+// (resources.Kinds(): node, network, ray_cluster, vllm_serve), which
 // declares its arguments as data ([Arg]: type, default, range, exported,
-// forces replacement, sensitive, description) and its own checks
-// ([Kind.Check] for one block, [Kind.Validate] for the rules between
-// blocks). Decoding, range checks, defaults, reference arguments, the
-// block types the parser accepts, reference roots and exported attributes
-// follow from the registered kinds. This package still decodes the four kinds into their
-// Go structs ([Node], [Network], [RayCluster], [VLLMServe]) and computes
-// their exported values.
+// reference target, forces replacement, sensitive, description), its Go
+// type ([Kind.New], filled through `rayform:"ARG"` struct tags) and its
+// hooks: [Kind.Decode] for what tags cannot express, [Kind.Check] for one
+// block, [Kind.Compute] for its computed attributes, [Kind.Validate] for
+// the rules between blocks. Decoding, range checks, defaults, reference
+// arguments and the graph edges they make, for_each instances, the block
+// types the parser accepts, reference roots and the values expressions see
+// follow from the registered kinds. The evaluated blocks are in
+// [Config.Blocks]; resources.Config is the typed view of them.
 //
 // The pipeline, one function per step:
 //
@@ -25,14 +27,20 @@
 //	                run validation rules; mark sensitive values
 //	evaluate        evaluate blocks in dependency order with a fresh
 //	                hcl.EvalContext holding the values so far; decode each
-//	                block into its Go struct; check values and cross-block
-//	                rules
+//	                block into its kind's Go value; run the kind's hooks;
+//	                then the cross-block rules, and a second pass that sees
+//	                the first's result (Block.Prior)
 //
 // Values known only after observing the hosts (each node's fabric address,
 // and the cluster addresses and endpoints derived from it) evaluate to
 // unknown values first; [Config.WithFacts] evaluates again with the observed
 // addresses and yields known values. Sensitive values are tracked with the
-// [Sensitive] cty mark and recorded per attribute path on every block.
+// [Sensitive] cty mark, which every expression and function of the library
+// carries to what it derives ([Functions]: try and can included), and
+// recorded per attribute path on every block. An argument that is neither
+// [Arg.MaySensitive] nor [Arg.Sensitive] refuses a sensitive value
+// anywhere in it, at its range, saying where it would go ([Arg.Exposure]);
+// no diagnostic quotes a sensitive value.
 //
 // Edges in [Config.Graph] point from a block to what it depends on.
 package config

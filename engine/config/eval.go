@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -44,7 +42,10 @@ func (m *module) orderItems() ([]string, hcl.Diagnostics) {
 func (m *module) cycleDiag(cycle []string) *hcl.Diagnostic {
 	var hops []string
 	var subject *hcl.Range
-	allBastion := true
+	// via is the argument every hop goes through, when they all go through
+	// one argument of one kind that describes its own loops.
+	var via *Arg
+	oneArg := true
 	for i := 0; i+1 < len(cycle); i++ {
 		from, to := m.items[cycle[i]], cycle[i+1]
 		for _, ref := range from.refs {
@@ -54,21 +55,26 @@ func (m *module) cycleDiag(cycle []string) *hcl.Diagnostic {
 			if subject == nil {
 				subject = ref.rng.Ptr()
 			}
-			if from.kind != kindNode || ref.attr != "bastion" {
-				allBastion = false
+			a := m.arg(from.kind, ref.attr)
+			switch {
+			case a == nil || a.CycleSummary == "" || ref.kind != from.kind:
+				oneArg = false
+			case via == nil:
+				via = a
+			case via != a:
+				oneArg = false
 			}
 			hops = append(hops, fmt.Sprintf("%s's %s refers to %s", from.addr, ref.attr, to))
 			break
 		}
 	}
 	path := strings.Join(cycle, " -> ")
-	if allBastion {
+	if oneArg && via != nil {
 		return &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "Bastion cycle",
-			Detail: fmt.Sprintf("The bastions of these nodes form a loop: %s. A chain of SSH jumps must end at a node rayform can reach directly; remove the bastion argument from one of them.",
-				path),
-			Subject: subject,
+			Summary:  via.CycleSummary,
+			Detail:   fmt.Sprintf(via.CycleDetail, path),
+			Subject:  subject,
 		}
 	}
 	return &hcl.Diagnostic{
@@ -80,11 +86,13 @@ func (m *module) cycleDiag(cycle []string) *hcl.Diagnostic {
 	}
 }
 
-// evaluate evaluates the module twice: first with every network's addresses
-// unknown, to learn which nodes each network serves (its clusters' nodes),
-// then with each network's addresses keyed by those nodes and known where
-// facts supply them. Cross-block checks run between the passes.
-func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts Facts) (*Config, hcl.Diagnostics) {
+// evaluate evaluates the module twice: the first pass evaluates every
+// block knowing only the blocks it depends on; the cross-block checks
+// ([Kind.Validate]) run on its result; the second pass evaluates every
+// block again with the first pass's result at hand ([Block.Prior]), so
+// that a block can learn what depends on it (a network the nodes of its
+// clusters).
+func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts any) (*Config, hcl.Diagnostics) {
 	first := newEvaluator(mod, vars, varDecls, facts, nil)
 	cfg, diags := first.run()
 	if diags.HasErrors() {
@@ -94,39 +102,19 @@ func evaluate(mod *module, vars map[string]cty.Value, varDecls map[string]*Varia
 	if cross.HasErrors() {
 		return cfg, append(diags, cross...)
 	}
-	second := newEvaluator(mod, vars, varDecls, facts, networkMembers(cfg))
-	second.known = cfg.Nodes
+	second := newEvaluator(mod, vars, varDecls, facts, cfg)
 	cfg, diags = second.run()
 	return cfg, append(diags, cross...)
-}
-
-// networkMembers maps each network to the sorted nodes of its clusters.
-func networkMembers(cfg *Config) map[string][]string {
-	out := map[string][]string{}
-	for _, name := range slices.Sorted(maps.Keys(cfg.Networks)) {
-		out[name] = []string{}
-	}
-	for _, rc := range cfg.RayClusters {
-		if rc.Network != "" {
-			out[rc.Network] = append(out[rc.Network], rc.Nodes()...)
-		}
-	}
-	for _, nodes := range out {
-		sort.Strings(nodes)
-	}
-	return out
 }
 
 // evaluator evaluates the items of a module in dependency order, building
 // the evaluation context from the values computed so far.
 type evaluator struct {
-	mod     *module
-	vars    map[string]cty.Value
-	facts   Facts
-	members map[string][]string // nil in the first pass
-	// known are the first pass's nodes (nil in the first pass): their
-	// for_each keys and fabric_interface, for the networks' interfaces.
-	known map[string]*Node
+	mod   *module
+	vars  map[string]cty.Value
+	facts any
+	// prior is the first pass's configuration; nil in the first pass.
+	prior *Config
 	funcs map[string]function.Function
 	cfg   *Config
 
@@ -135,38 +123,36 @@ type evaluator struct {
 	// objects are the blocks' values by kind and name, as expressions see
 	// them.
 	objects map[string]map[string]cty.Value
-	// instances lists each node block's instance names, sorted.
-	instances map[string][]string
-	failed    map[string]bool // block-level addresses that failed
-	edges     map[string]map[string]bool
+	// keys lists each for_each block's instance keys, sorted, by
+	// block-level address.
+	keys   map[string][]string
+	failed map[string]bool // block-level addresses that failed
+	edges  map[string]map[string]bool
 }
 
-func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts Facts, members map[string][]string) *evaluator {
+func newEvaluator(mod *module, vars map[string]cty.Value, varDecls map[string]*Variable, facts any, prior *Config) *evaluator {
 	return &evaluator{
-		mod:     mod,
-		vars:    vars,
-		facts:   facts,
-		members: members,
-		funcs:   Functions(mod.baseDir),
+		mod:   mod,
+		vars:  vars,
+		facts: facts,
+		prior: prior,
+		funcs: Functions(mod.baseDir),
 		cfg: &Config{
 			Variables:    varDecls,
 			Locals:       map[string]*Local{},
-			Nodes:        map[string]*Node{},
-			Networks:     map[string]*Network{},
-			RayClusters:  map[string]*RayCluster{},
-			Serves:       map[string]*VLLMServe{},
 			Outputs:      map[string]*Output{},
 			Facts:        facts,
 			Project:      mod.project,
 			ProjectRange: mod.projectRange,
 			mod:          mod,
 			vars:         vars,
+			blocks:       map[string]map[string]any{},
 		},
-		locals:    map[string]cty.Value{},
-		objects:   map[string]map[string]cty.Value{},
-		instances: map[string][]string{},
-		failed:    map[string]bool{},
-		edges:     map[string]map[string]bool{},
+		locals:  map[string]cty.Value{},
+		objects: map[string]map[string]cty.Value{},
+		keys:    map[string][]string{},
+		failed:  map[string]bool{},
+		edges:   map[string]map[string]bool{},
 	}
 }
 
@@ -186,23 +172,10 @@ func (e *evaluator) run() (*Config, hcl.Diagnostics) {
 			switch it.kind {
 			case kindLocal:
 				more = e.evalLocal(it)
-			case kindNode:
-				more = e.evalNode(it)
-			case kindNetwork:
-				more = e.evalNetwork(it)
-			case kindRayCluster:
-				more = e.evalRayCluster(it)
-			case kindVLLMServe:
-				more = e.evalServe(it)
 			case kindOutput:
 				more = e.evalOutput(it)
 			default:
-				more = hcl.Diagnostics{{
-					Severity: hcl.DiagError,
-					Summary:  "Unsupported resource kind",
-					Detail:   fmt.Sprintf("The block type %q is registered, but this version of rayform cannot evaluate it.", it.kind),
-					Subject:  it.declRange.Ptr(),
-				}}
+				more = e.evalResource(it, e.mod.kinds[it.kind])
 			}
 		}
 		diags = append(diags, more...)
@@ -224,27 +197,23 @@ func (e *evaluator) dependsOnFailed(it *item) bool {
 }
 
 // checkInstanceRefs checks references like node.gpu["h1"] against the
-// instances the node block produced.
+// instances the for_each block produced.
 func (e *evaluator) checkInstanceRefs(it *item) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for _, ref := range it.refs {
-		if ref.kind != kindNode || !ref.hasKey {
+		if !ref.hasKey {
 			continue
 		}
-		block := strings.TrimPrefix(ref.addr, "node.")
-		name := instanceName(block, ref.key, true)
-		if _, ok := e.cfg.Nodes[name]; ok {
+		block := strings.TrimPrefix(ref.addr, ref.kind+".")
+		if _, ok := e.cfg.blocks[ref.kind][instanceName(block, ref.key, true)]; ok {
 			continue
 		}
-		var keys []string
-		for _, inst := range e.instances[block] {
-			keys = append(keys, e.cfg.Nodes[inst].Key)
-		}
-		detail := fmt.Sprintf("node.%s has no instance with the key %q; its for_each produced %s.", block, ref.key, describeKeys(keys))
-		detail += didYouMean(ref.key, keys, "node."+block+"[%q]")
+		keys := e.keys[ref.addr]
+		detail := fmt.Sprintf("%s has no instance with the key %q; its for_each produced %s.", ref.addr, ref.key, describeKeys(keys))
+		detail += didYouMean(ref.key, keys, ref.addr+"[%q]")
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "Reference to undeclared node instance",
+			Summary:  fmt.Sprintf("Reference to undeclared %s instance", e.mod.noun(ref.kind)),
 			Detail:   detail,
 			Subject:  ref.rng.Ptr(),
 		})
@@ -304,21 +273,17 @@ func (e *evaluator) refEdges(it *item, from string) {
 		e.edges[from] = map[string]bool{}
 	}
 	for _, ref := range it.refs {
-		if ref.kind != kindNode {
+		switch {
+		case ref.hasKey:
+			block := strings.TrimPrefix(ref.addr, ref.kind+".")
+			e.connect(from, ref.kind+"."+instanceName(block, ref.key, true))
+		case e.mod.items[ref.addr].forEach == nil:
 			e.connect(from, ref.addr)
-			continue
-		}
-		block := strings.TrimPrefix(ref.addr, "node.")
-		if ref.hasKey {
-			e.connect(from, "node."+instanceName(block, ref.key, true))
-			continue
-		}
-		if e.mod.items[ref.addr].forEach == nil {
-			e.connect(from, ref.addr)
-			continue
-		}
-		for _, inst := range e.instances[block] {
-			e.connect(from, "node."+inst)
+		default:
+			block := strings.TrimPrefix(ref.addr, ref.kind+".")
+			for _, k := range e.keys[ref.addr] {
+				e.connect(from, ref.kind+"."+instanceName(block, k, true))
+			}
 		}
 	}
 }
@@ -326,24 +291,14 @@ func (e *evaluator) refEdges(it *item, from string) {
 // finishGraph stores each block's dependencies on its Decl.
 func (e *evaluator) finishGraph() {
 	e.cfg.edges = e.edges
-	deps := func(addr string) []string {
-		out := slices.Sorted(maps.Keys(e.edges[addr]))
-		if len(out) == 0 {
-			return nil
+	for _, byName := range e.cfg.blocks {
+		for _, v := range byName {
+			d := v.(Declarer).Declaration()
+			d.DependsOn = slices.Sorted(maps.Keys(e.edges[d.Addr]))
+			if len(d.DependsOn) == 0 {
+				d.DependsOn = nil
+			}
 		}
-		return out
-	}
-	for _, n := range e.cfg.Nodes {
-		n.DependsOn = deps(n.Addr)
-	}
-	for _, n := range e.cfg.Networks {
-		n.DependsOn = deps(n.Addr)
-	}
-	for _, r := range e.cfg.RayClusters {
-		r.DependsOn = deps(r.Addr)
-	}
-	for _, s := range e.cfg.Serves {
-		s.DependsOn = deps(s.Addr)
 	}
 }
 
@@ -351,6 +306,7 @@ func (e *evaluator) evalLocal(it *item) hcl.Diagnostics {
 	e.refEdges(it, it.addr)
 	a := it.attrs[it.name]
 	val, diags := a.Expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return diags
 	}
@@ -406,6 +362,7 @@ func (e *evaluator) evalOutput(it *item) hcl.Diagnostics {
 func (e *evaluator) forEachKeys(it *item) ([]string, map[string]cty.Value, hcl.Diagnostics) {
 	expr := it.forEach.Expr
 	val, diags := expr.Value(e.ctx())
+	diags = redactSensitive(diags)
 	if diags.HasErrors() {
 		return nil, nil, diags
 	}
@@ -418,7 +375,7 @@ func (e *evaluator) forEachKeys(it *item) ([]string, map[string]cty.Value, hcl.D
 		})
 	}
 	if val.HasMark(Sensitive) || len(func() []cty.PathValueMarks { _, p := val.UnmarkDeepWithPaths(); return p }()) > 0 {
-		return bad("Sensitive values cannot be used in for_each, because the keys become part of node names shown in every plan. Use a value that is not sensitive.")
+		return bad(fmt.Sprintf("Sensitive values cannot be used in for_each, because the keys become part of %s names shown in every plan. Use a value that is not sensitive.", it.kind))
 	}
 	switch {
 	case val.IsNull():
@@ -456,12 +413,13 @@ func (e *evaluator) forEachKeys(it *item) ([]string, map[string]cty.Value, hcl.D
 	return keys, values, diags
 }
 
-func (e *evaluator) evalNode(it *item) hcl.Diagnostics {
+// evalResource evaluates a block of a registered kind: one instance, or
+// one per for_each key.
+func (e *evaluator) evalResource(it *item, k *Kind) hcl.Diagnostics {
 	if it.forEach == nil {
-		val, diags := e.evalNodeInstance(it, e.ctx(), "", false)
+		val, diags := e.evalInstance(it, k, e.ctx(), "", false)
 		if !diags.HasErrors() {
-			e.setObject(kindNode, it.name, val)
-			e.instances[it.name] = []string{it.name}
+			e.setObject(it.kind, it.name, val)
 		}
 		return diags
 	}
@@ -470,299 +428,117 @@ func (e *evaluator) evalNode(it *item) hcl.Diagnostics {
 		return diags
 	}
 	objs := map[string]cty.Value{}
-	names := []string{}
-	for _, k := range keys {
+	var done []string
+	for _, key := range keys {
 		ctx := e.ctx().NewChild()
 		ctx.Variables = map[string]cty.Value{"each": cty.ObjectVal(map[string]cty.Value{
-			"key":   cty.StringVal(k),
-			"value": values[k],
+			"key":   cty.StringVal(key),
+			"value": values[key],
 		})}
-		val, more := e.evalNodeInstance(it, ctx, k, true)
+		val, more := e.evalInstance(it, k, ctx, key, true)
 		diags = append(diags, more...)
 		if !more.HasErrors() {
-			objs[k] = val
-			names = append(names, instanceName(it.name, k, true))
+			objs[key] = val
+			done = append(done, key)
 		}
 	}
-	e.setObject(kindNode, it.name, objectOf(objs))
-	e.instances[it.name] = names
+	e.setObject(it.kind, it.name, objectOf(objs))
+	e.keys[it.addr] = done
 	return diags
 }
 
-func (e *evaluator) evalNodeInstance(it *item, ctx *hcl.EvalContext, key string, hasKey bool) (cty.Value, hcl.Diagnostics) {
+// evalInstance evaluates one instance of a block of kind k: its arguments
+// decoded by the schema into Decl.Args and the kind's Go value, the kind's
+// Decode and Check, and its value as expressions see it (with the kind's
+// Compute).
+func (e *evaluator) evalInstance(it *item, k *Kind, ctx *hcl.EvalContext, key string, hasKey bool) (cty.Value, hcl.Diagnostics) {
 	name := instanceName(it.name, key, hasKey)
-	addr := "node." + name
+	addr := it.kind + "." + name
 	e.refEdges(it, addr)
 	b := e.evalBlock(it, ctx, addr)
-	n := &Node{
-		Name:         name,
-		Block:        it.name,
-		Key:          key,
-		Host:         b.str("host"),
-		User:         b.str("user"),
-		Port:         b.integer("port"),
-		IdentityFile: b.str("identity_file"),
-		Bastion:      b.nodeRef("bastion"),
-		GPUs:         b.integer("gpus"),
-		Labels:       b.strMap("labels"),
-	}
-	n.FabricInterface = b.str("fabric_interface")
-	if _, ok := b.raw["fabric_interface"]; ok {
-		if msg := checkIfname(n.FabricInterface); msg != "" {
-			b.errorAt("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
+	b.name = name
+	b.decodeArgs()
+	for _, a := range k.Args {
+		if a.Ref == "" {
+			continue
+		}
+		for _, n := range refNames(b.decl.Args[a.Name]) {
+			e.connect(addr, a.Ref+"."+n)
 		}
 	}
-	if n.Bastion != "" && n.Bastion == name {
-		b.errorAt("bastion", "Bastion cycle", fmt.Sprintf("Node %s names itself as its bastion. Remove the bastion argument, or name another node to jump through.", name))
+	v := k.New()
+	b.fill(v, name, it.name, key)
+	blk := &Block{b: b, value: v}
+	if k.Decode != nil {
+		k.Decode(blk)
 	}
-	if n.Bastion != "" {
-		e.connect(addr, "node."+n.Bastion)
+	if k.Check != nil {
+		k.Check(blk)
 	}
-	b.decodeRest()
-	b.check(n)
-	n.Decl = *b.decl
+	*v.(Declarer).Declaration() = *b.decl
 	if b.diags.HasErrors() {
 		return cty.NilVal, b.diags
 	}
-	e.cfg.Nodes[name] = n
-	keyVal := cty.NullVal(cty.String)
-	if hasKey {
-		keyVal = cty.StringVal(key)
+	attrs := map[string]cty.Value{
+		"id":   cty.StringVal(addr),
+		"name": cty.StringVal(name),
 	}
-	bastion := cty.NullVal(cty.String)
-	if n.Bastion != "" {
-		bastion = cty.StringVal(n.Bastion)
+	if k.ForEach {
+		attrs["key"] = cty.NullVal(cty.String)
+		if hasKey {
+			attrs["key"] = cty.StringVal(key)
+		}
 	}
-	return b.object(map[string]cty.Value{
-		"id":            cty.StringVal(addr),
-		"name":          cty.StringVal(name),
-		"key":           keyVal,
-		"host":          b.export("host", cty.String),
-		"user":          b.export("user", cty.String),
-		"port":          b.export("port", cty.Number),
-		"identity_file": b.export("identity_file", cty.String),
-		"gpus":          b.exportOr("gpus", cty.NumberIntVal(int64(n.GPUs))),
-		"labels":        b.export("labels", cty.Map(cty.String)),
-		"bastion":       bastion,
-	}), b.diags
+	if k.Compute != nil {
+		for n, val := range k.Compute(blk) {
+			attrs[n] = val
+		}
+	}
+	e.cfg.add(it.kind, name, v)
+	return b.object(attrs), b.diags
 }
 
-func (e *evaluator) evalNetwork(it *item) hcl.Diagnostics {
-	addr := it.addr
-	e.refEdges(it, addr)
-	b := e.evalBlock(it, e.ctx(), addr)
-	n := &Network{
-		Name:  it.name,
-		IBHCA: b.strList("ib_hca"),
-		MTU:   b.integer("mtu"),
+// refNames are the names a decoded reference argument holds.
+func refNames(v cty.Value) []string {
+	switch {
+	case v == cty.NilVal || v.IsNull() || !v.IsKnown():
+		return nil
+	case v.Type() == cty.String:
+		return []string{v.AsString()}
 	}
-	if s, ok := b.raw["cidr"]; ok {
-		p, err := netip.ParsePrefix(s.AsString())
-		switch {
-		case err != nil:
-			why := errText(err)
-			if _, after, ok := strings.Cut(why, "): "); ok {
-				why = after
-			}
-			b.errorAt("cidr", "Invalid CIDR", fmt.Sprintf("%q is not a CIDR prefix: %s. Write the fabric subnet as ADDRESS/BITS, like \"192.168.200.0/24\".",
-				s.AsString(), why))
-		case p != p.Masked():
-			b.errorAt("cidr", "CIDR has host bits set", fmt.Sprintf("%s has bits set after the prefix length, so it is an address, not a network. The network is %s; write cidr = %q.",
-				p, p.Masked(), p.Masked().String()))
-		default:
-			n.CIDR = p
+	var out []string
+	for it := v.ElementIterator(); it.Next(); {
+		_, e := it.Element()
+		if e.IsKnown() && !e.IsNull() && e.Type() == cty.String {
+			out = append(out, e.AsString())
 		}
 	}
-	b.decodeInterface(n, e.members[it.name], e.members != nil)
-	if e.members != nil {
-		b.foldNodeInterfaces(n, e.members[it.name], e.known)
-	}
-	b.decodeRest()
-	b.check(n)
-	n.Decl = *b.decl
-	if b.diags.HasErrors() {
-		return b.diags
-	}
-	addresses := cty.UnknownVal(cty.Map(cty.String)).RefineNotNull()
-	if e.members != nil {
-		n.Nodes = e.members[it.name]
-		n.Addresses = map[string]netip.Addr{}
-		m := map[string]cty.Value{}
-		for _, node := range n.Nodes {
-			if a, ok := e.facts.FabricAddrs[node]; ok && a.IsValid() {
-				n.Addresses[node] = a
-				m[node] = cty.StringVal(a.String())
-			} else {
-				m[node] = cty.UnknownVal(cty.String).RefineNotNull()
-			}
-		}
-		addresses = cty.MapValEmpty(cty.String)
-		if len(m) > 0 {
-			addresses = cty.MapVal(m)
-		}
-	}
-	e.cfg.Networks[it.name] = n
-	e.setObject(kindNetwork, it.name, b.object(map[string]cty.Value{
-		"id":        cty.StringVal(addr),
-		"name":      cty.StringVal(it.name),
-		"cidr":      b.export("cidr", cty.String),
-		"interface": b.export("interface", cty.DynamicPseudoType),
-		"ib_hca":    b.export("ib_hca", cty.List(cty.String)),
-		"mtu":       b.export("mtu", cty.Number),
-		"addresses": addresses,
-	}))
-	return b.diags
-}
-
-func (e *evaluator) evalRayCluster(it *item) hcl.Diagnostics {
-	addr := it.addr
-	e.refEdges(it, addr)
-	b := e.evalBlock(it, e.ctx(), addr)
-	rc := &RayCluster{
-		Name:           it.name,
-		Image:          b.str("image"),
-		Head:           b.nodeRef("head"),
-		Workers:        b.nodeRefs("workers"),
-		Network:        b.blockRef("network", b.spec("network").Ref),
-		Port:           b.integer("port"),
-		DashboardPort:  b.integer("dashboard_port"),
-		MemoryMonitor:  b.boolean("memory_monitor"),
-		DataplaneCheck: b.boolean("dataplane_check"),
-		ShmSize:        b.str("shm_size"),
-		Env:            b.strMap("env"),
-		Volumes:        b.strList("volumes"),
-		DockerArgs:     b.strList("docker_args"),
-		ContainerName:  b.strOr("container_name", "rayform-"+it.name),
-	}
-	for _, n := range append([]string{rc.Head}, rc.Workers...) {
-		if n != "" {
-			e.connect(addr, "node."+n)
-		}
-	}
-	if rc.Network != "" {
-		e.connect(addr, "network."+rc.Network)
-	}
-	b.decodeRest()
-	b.check(rc)
-	rc.Decl = *b.decl
-	if b.diags.HasErrors() {
-		return b.diags
-	}
-	rc.HeadAddress = e.facts.FabricAddrs[rc.Head]
-	e.cfg.RayClusters[it.name] = rc
-	address := cty.UnknownVal(cty.String).RefineNotNull()
-	headIP := address
-	dashboard := address
-	if a, ok := rc.Address(); ok {
-		address = cty.StringVal(a)
-		headIP = cty.StringVal(rc.HeadAddress.String())
-		dashboard = cty.StringVal("http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(rc.DashboardPort)).String())
-	}
-	workers := cty.ListValEmpty(cty.String)
-	if len(rc.Workers) > 0 {
-		ws := make([]cty.Value, len(rc.Workers))
-		for i, w := range rc.Workers {
-			ws[i] = cty.StringVal(w)
-		}
-		workers = cty.ListVal(ws)
-	}
-	e.setObject(kindRayCluster, it.name, b.object(map[string]cty.Value{
-		"id":             cty.StringVal(addr),
-		"name":           cty.StringVal(it.name),
-		"image":          b.export("image", cty.String),
-		"head":           cty.StringVal(rc.Head),
-		"workers":        workers,
-		"network":        cty.StringVal(rc.Network),
-		"port":           cty.NumberIntVal(int64(rc.Port)),
-		"dashboard_port": cty.NumberIntVal(int64(rc.DashboardPort)),
-		"container_name": b.exportOr("container_name", cty.StringVal(rc.ContainerName)),
-		"address":        address,
-		"head_ip":        headIP,
-		"dashboard_url":  dashboard,
-	}))
-	return b.diags
-}
-
-func (e *evaluator) evalServe(it *item) hcl.Diagnostics {
-	addr := it.addr
-	e.refEdges(it, addr)
-	b := e.evalBlock(it, e.ctx(), addr)
-	s := &VLLMServe{
-		Name:                 it.name,
-		Cluster:              b.blockRef("cluster", b.spec("cluster").Ref),
-		Model:                b.str("model"),
-		TensorParallelSize:   b.integer("tensor_parallel_size"),
-		PipelineParallelSize: b.integer("pipeline_parallel_size"),
-		GPUMemoryUtilization: b.float("gpu_memory_utilization"),
-		MaxModelLen:          b.integer("max_model_len"),
-		Port:                 b.integer("port"),
-		Env:                  b.strMap("env"),
-		ExtraArgs:            b.strList("extra_args"),
-		APIKey:               b.str("api_key"),
-		ReadyTimeout:         b.duration("ready_timeout"),
-	}
-	s.ServedModelName = b.strOr("served_model_name", s.Model)
-	if s.Cluster != "" {
-		e.connect(addr, "ray_cluster."+s.Cluster)
-	}
-	b.decodeRest()
-	b.check(s)
-	s.Decl = *b.decl
-	if b.diags.HasErrors() {
-		return b.diags
-	}
-	endpoint := cty.UnknownVal(cty.String).RefineNotNull()
-	if rc := e.cfg.RayClusters[s.Cluster]; rc != nil && rc.HeadAddress.IsValid() {
-		s.Endpoint = "http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(s.Port)).String() + "/v1"
-		endpoint = cty.StringVal(s.Endpoint)
-	}
-	// The same port on the head's SSH address: what the operator's machine
-	// can usually reach (vLLM listens on every address of the host).
-	publicEndpoint := cty.UnknownVal(cty.String).RefineNotNull()
-	if rc := e.cfg.RayClusters[s.Cluster]; rc != nil {
-		if head := e.cfg.Nodes[rc.Head]; head != nil && head.Host != "" && !head.IsUnknown("host") {
-			host := head.Host
-			if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-				host = "[" + host + "]"
-			}
-			s.PublicEndpoint = "http://" + host + ":" + strconv.Itoa(s.Port) + "/v1"
-			publicEndpoint = cty.StringVal(s.PublicEndpoint)
-		}
-	}
-	e.cfg.Serves[it.name] = s
-	e.setObject(kindVLLMServe, it.name, b.object(map[string]cty.Value{
-		"id":                     cty.StringVal(addr),
-		"name":                   cty.StringVal(it.name),
-		"cluster":                cty.StringVal(s.Cluster),
-		"model":                  b.export("model", cty.String),
-		"served_model_name":      b.exportOr("served_model_name", b.export("model", cty.String)),
-		"port":                   cty.NumberIntVal(int64(s.Port)),
-		"tensor_parallel_size":   cty.NumberIntVal(int64(s.TensorParallelSize)),
-		"pipeline_parallel_size": cty.NumberIntVal(int64(s.PipelineParallelSize)),
-		"endpoint":               endpoint,
-		"public_endpoint":        publicEndpoint,
-	}))
-	return b.diags
+	return out
 }
 
 // blockEval holds the evaluated arguments of one block instance.
 type blockEval struct {
-	e     *evaluator
-	it    *item
-	decl  *Decl
-	vals  map[string]cty.Value // converted, with marks
-	raw   map[string]cty.Value // converted, without marks
-	diags hcl.Diagnostics
+	e    *evaluator
+	it   *item
+	name string // the instance's name
+	decl *Decl
+	vals map[string]cty.Value // converted, with marks
+	raw  map[string]cty.Value // converted, without marks
+	// defaults are the values, with marks, of unset arguments that take
+	// another argument's value ([Block.SetDefaultFrom]).
+	defaults map[string]cty.Value
+	diags    hcl.Diagnostics
 }
 
 // evalBlock evaluates and type-checks every argument of it that is set.
 func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *blockEval {
 	b := &blockEval{
-		e:    e,
-		it:   it,
-		decl: &Decl{Addr: addr, DeclRange: it.declRange, AttrRanges: map[string]hcl.Range{}},
-		vals: map[string]cty.Value{},
-		raw:  map[string]cty.Value{},
+		e:        e,
+		it:       it,
+		decl:     &Decl{Addr: addr, DeclRange: it.declRange, AttrRanges: map[string]hcl.Range{}},
+		vals:     map[string]cty.Value{},
+		raw:      map[string]cty.Value{},
+		defaults: map[string]cty.Value{},
 	}
 	for _, spec := range e.mod.args(it.kind) {
 		a, ok := it.attrs[spec.Name]
@@ -771,6 +547,7 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		}
 		b.decl.AttrRanges[spec.Name] = a.Expr.Range()
 		val, diags := a.Expr.Value(ctx)
+		diags = redactSensitive(diags)
 		b.diags = append(b.diags, diags...)
 		if diags.HasErrors() || val.IsNull() {
 			continue
@@ -785,11 +562,34 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 			val = conv
 		}
 		unmarked, pvm := val.UnmarkDeepWithPaths()
+		var sensitive []string
 		for _, pv := range pvm {
 			if _, ok := pv.Marks[Sensitive]; ok {
-				b.decl.Sensitive = append(b.decl.Sensitive, FormatPath(spec.Name, pv.Path))
+				sensitive = append(sensitive, FormatPath(spec.Name, pv.Path))
 			}
 		}
+		if len(sensitive) > 0 && !spec.MaySensitive && !spec.Sensitive {
+			b.refuseSensitive(spec, sensitive)
+			if !spec.UnknownOK || !unmarked.CanIterateElements() {
+				continue
+			}
+			// The kind's checks still see the rest of a collection that may
+			// hold unknown elements (the other words of extra_args), the
+			// refused elements as unknown.
+			unmarked = withoutSensitive(val)
+			val = unmarked
+			b.decl.Unknown = append(b.decl.Unknown, sensitive...)
+			sensitive = nil
+		}
+		if b.it.kind != kindOutput && slices.Contains(sensitive, spec.Name) && (unmarked.Type().IsMapType() || unmarked.Type().IsObjectType()) {
+			// The map itself is marked: its names derive from a sensitive
+			// value, and a map's names are shown and sent as they are.
+			b.errorAt(spec.Name, "Sensitive names in "+spec.Name,
+				fmt.Sprintf("The names in %s are derived from a sensitive value (the whole map is sensitive), but only its values may be: rayform shows the names in plans and passes them on command lines. Write the names out, e.g. %s = { HF_TOKEN = var.hf_token }, or for a sensitive map, %s = { HF_TOKEN = var.secrets[\"HF_TOKEN\"] }.",
+					spec.Name, spec.Name, spec.Name))
+			continue
+		}
+		b.decl.Sensitive = append(b.decl.Sensitive, sensitive...)
 		if spec.Ref == "" && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
 			// Checking without variable values: an argument that depends
 			// on one is unknown, and checked as if it were not set.
@@ -813,4 +613,50 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 	sort.Strings(b.decl.Sensitive)
 	sort.Strings(b.decl.Unknown)
 	return b
+}
+
+// refuseSensitive reports that argument spec, which must not hold a
+// secret, holds values derived from a sensitive one at paths: where the
+// value would go, and which arguments of the block type take secrets.
+// It names the paths, never the values.
+func (b *blockEval) refuseSensitive(spec Arg, paths []string) {
+	sort.Strings(paths)
+	paths = slices.Compact(paths)
+	what := paths[0] + " is"
+	if len(paths) > 1 {
+		what = strings.Join(paths, ", ") + " are"
+	}
+	exposure := spec.Exposure
+	if exposure == "" {
+		exposure = "rayform's plans and messages and the commands it runs on the hosts, as it is"
+	}
+	var takers []string
+	for _, a := range b.e.mod.args(b.it.kind) {
+		if a.MaySensitive || a.Sensitive {
+			takers = append(takers, a.Name)
+		}
+	}
+	hint := "Use a value that does not derive from a sensitive variable."
+	switch {
+	case b.it.kind == kindOutput:
+		hint = "Only an output's value may be sensitive (with sensitive = true)."
+	case len(takers) > 0:
+		hint = fmt.Sprintf("Only %s of a %s may hold sensitive values: rayform keeps those off command lines, names and labels.",
+			strings.Join(takers, " and "), b.e.mod.noun(b.it.kind))
+	}
+	b.errorAt(spec.Name, "Sensitive value in "+spec.Name,
+		fmt.Sprintf("%s derived from a sensitive value, but the value of %s reaches %s. %s", what, spec.Name, exposure, hint))
+}
+
+// withoutSensitive is v, unmarked, with every value marked sensitive
+// replaced by an unknown value of its type.
+func withoutSensitive(v cty.Value) cty.Value {
+	out, _ := cty.Transform(v, func(_ cty.Path, ev cty.Value) (cty.Value, error) {
+		if ev.HasMark(Sensitive) {
+			return cty.UnknownVal(ev.Type()), nil
+		}
+		return ev, nil
+	})
+	out, _ = out.UnmarkDeep()
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/customdecode"
 	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
@@ -66,8 +68,8 @@ func Functions(baseDir string) map[string]function.Function {
 		"file":       fileFunc(baseDir),
 		"cidrhost":   cidrHostFunc(),
 		// error handling
-		"can": tryfunc.CanFunc,
-		"try": tryfunc.TryFunc,
+		"can": markedTry(tryfunc.CanFunc),
+		"try": markedTry(tryfunc.TryFunc),
 	}
 }
 
@@ -204,4 +206,64 @@ func cidrHost(p netip.Prefix, n *big.Int) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("cannot form an address from prefix %s", p)
 	}
 	return addr, nil
+}
+
+// markedTry wraps try or can so that their result carries the marks of
+// every value their expressions refer to. The library's versions return
+// the value of the first expression that succeeds, or whether it
+// succeeded, without the marks of the expressions that failed, though
+// which one fails can depend on a sensitive value: can(local.m[var.token])
+// tells whether the token is a key of m, try(var.tokens[5], "x") how many
+// tokens there are. Marks are taken from the values each expression's
+// references resolve to (as far as they resolve), which is conservative:
+// it may mark a result that did not depend on a marked value's content.
+func markedTry(f function.Function) function.Function {
+	return function.New(&function.Spec{
+		Description: f.Description(),
+		Params:      f.Params(),
+		VarParam:    f.VarParam(),
+		// try's type is that of the expression that succeeds.
+		Type: func(args []cty.Value) (cty.Type, error) {
+			v, err := f.Call(args)
+			if err != nil {
+				return cty.NilType, err
+			}
+			return v.Type(), nil
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			v, err := f.Call(args)
+			if err != nil {
+				return v, err
+			}
+			return v.WithMarks(referencedMarks(args)), nil
+		},
+	})
+}
+
+// referencedMarks collects the marks, at any depth, of the values the
+// expression closures in args refer to: each reference resolved as far
+// as it resolves (var.tokens[5] to var.tokens when it has no 6th
+// element).
+func referencedMarks(args []cty.Value) cty.ValueMarks {
+	marks := cty.ValueMarks{}
+	for _, a := range args {
+		if a.Type() != customdecode.ExpressionClosureType {
+			continue
+		}
+		c := customdecode.ExpressionClosureFromVal(a)
+		for _, t := range c.Expression.Variables() {
+			for n := len(t); n > 0; n-- {
+				v, diags := hcl.Traversal(t[:n]).TraverseAbs(c.EvalContext)
+				if diags.HasErrors() {
+					continue
+				}
+				_, ms := v.UnmarkDeep()
+				for m := range ms {
+					marks[m] = struct{}{}
+				}
+				break
+			}
+		}
+	}
+	return marks
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
 )
 
 // FuzzLoadConfig loads arbitrary bytes as a configuration, in native syntax
@@ -38,7 +39,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if _, err := cfg.Graph().TopoOrder(); err != nil {
 			t.Fatalf("valid configuration has a cyclic graph: %v", err)
 		}
-		if _, diags := cfg.WithFacts(config.Facts{}); diags.HasErrors() {
+		if _, diags := cfg.WithFacts(resources.Facts{}); diags.HasErrors() {
 			t.Fatalf("re-evaluation failed: %s", diags.Error())
 		}
 	})

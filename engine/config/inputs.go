@@ -101,6 +101,13 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 		}
 		vars[name] = v
 		val, valRange, more := convertInput(p, name, d, raw[name])
+		if d.sensitive {
+			// The value's own text (from -var, the environment or a
+			// variable file) would be the snippet of these diagnostics:
+			// point at the declaration.
+			more = pointAt(more, it.declRange)
+			valRange = nil
+		}
 		diags = append(diags, more...)
 		if more.HasErrors() {
 			continue
@@ -131,7 +138,7 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 			continue
 		}
 		v.Value = val
-		more = validateVariable(m, it, val, valRange)
+		more = validateVariable(m, it, val, d.sensitive, valRange)
 		diags = append(diags, more...)
 		if d.sensitive {
 			val = val.Mark(Sensitive)
@@ -227,19 +234,25 @@ func convertInput(p *hclparse.Parser, name string, d *variableDecl, in rawInput)
 	return conv, rng, diags
 }
 
-// validateVariable runs a variable's validation rules against val.
-func validateVariable(m *module, it *item, val cty.Value, valRange *hcl.Range) hcl.Diagnostics {
+// validateVariable runs a variable's validation rules against val, marked
+// when the variable is sensitive so that no message shows it.
+func validateVariable(m *module, it *item, val cty.Value, sensitive bool, valRange *hcl.Range) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	if sensitive {
+		val = val.Mark(Sensitive)
+	}
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{it.name: val})},
 		Functions: Functions(m.baseDir),
 	}
 	for _, rule := range it.variable.validations {
 		ok, more := rule.condition.Value(ctx)
+		more = redactSensitive(more)
 		diags = append(diags, more...)
 		if more.HasErrors() {
 			continue
 		}
+		ok, _ = ok.UnmarkDeep()
 		ok, err := convert.Convert(ok, cty.Bool)
 		if err != nil || ok.IsNull() {
 			diags = append(diags, &hcl.Diagnostic{
@@ -254,15 +267,20 @@ func validateVariable(m *module, it *item, val cty.Value, valRange *hcl.Range) h
 			continue
 		}
 		msgVal, more := rule.errorMessage.Value(ctx)
+		more = redactSensitive(more)
 		diags = append(diags, more...)
 		msg := "The value does not satisfy the validation rule."
-		if !more.HasErrors() {
+		switch {
+		case more.HasErrors():
+		case msgVal.ContainsMarked():
+			msg = "The value does not satisfy the validation rule. Its error_message is derived from the sensitive value, so rayform does not show it."
+		default:
 			if s, err := convert.Convert(msgVal, cty.String); err == nil && !s.IsNull() && s.IsKnown() {
 				msg = s.AsString()
 			}
 		}
 		subject := valRange
-		if subject == nil {
+		if subject == nil || sensitive {
 			subject = rule.condition.Range().Ptr()
 		}
 		diags = append(diags, &hcl.Diagnostic{
@@ -274,4 +292,15 @@ func validateVariable(m *module, it *item, val cty.Value, valRange *hcl.Range) h
 		})
 	}
 	return diags
+}
+
+// pointAt makes diags point at rng instead of where they were found.
+func pointAt(diags hcl.Diagnostics, rng hcl.Range) hcl.Diagnostics {
+	out := make(hcl.Diagnostics, len(diags))
+	for i, d := range diags {
+		c := *d
+		c.Subject, c.Context = rng.Ptr(), nil
+		out[i] = &c
+	}
+	return out
 }

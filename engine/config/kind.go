@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"reflect"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -31,12 +33,30 @@ type Kind struct {
 	// Computed lists, in order, the attributes of the block's value in
 	// expressions that are not arguments (address, endpoint, ...).
 	Computed []Attr
+	// New returns a pointer to a new, zero value of the kind's Go type: a
+	// struct embedding [Decl] whose fields tagged `rayform:"ARG"` receive
+	// the decoded arguments (see [Block] for the types a tag decodes
+	// into), and whose fields tagged `rayform:",name"`, `rayform:",label"`
+	// and `rayform:",key"` receive the instance's name, its block label
+	// and its for_each key. The value is what [Config.Blocks] holds.
+	New func() any
+	// Decode completes a decoded value with what its tags cannot express
+	// (values parsed from strings, defaults computed from other arguments:
+	// see [Block.SetDefault]), reporting through b; nil for none. It runs
+	// after the tags are decoded and before Check.
+	Decode func(b *Block)
 	// Check checks a decoded block's values on their own (after every
 	// argument is decoded), reporting through b; nil for none.
 	Check func(b *Block)
-	// Validate checks the rules that involve other blocks, once every
-	// block is evaluated (before the second pass that learns the
-	// networks' nodes), reporting errors through report; nil for none.
+	// Compute returns the value of each attribute of Computed as
+	// expressions see it (unknown while it depends on facts not yet
+	// observed), and may fill the Go value's computed fields. It runs once
+	// the block decoded and checked without errors; nil when Computed is
+	// empty.
+	Compute func(b *Block) map[string]cty.Value
+	// Validate checks the rules that involve other blocks on the result
+	// of the evaluation's first pass, before the second ([Block.Prior]),
+	// reporting errors through report; nil for none.
 	Validate func(cfg *Config, report Report)
 }
 
@@ -79,26 +99,89 @@ func (k *Kind) Exports() []string {
 	return out
 }
 
-// Block is one evaluated block instance as its kind's [Kind.Check] sees
-// it: the decoded value, and where to report problems.
+// Block is one evaluated block instance as its kind's hooks ([Kind.Decode],
+// [Kind.Check], [Kind.Compute]) see it: the decoded value, the
+// configuration evaluated so far, and where to report problems.
+//
+// A field tagged `rayform:"ARG"` decodes the argument's value (default
+// applied, references as the names they resolve to) into a string, bool,
+// int, float64, time.Duration (from a duration string such as "20m"),
+// []string or map[string]string; an unset argument without a default
+// leaves the field's zero value, and so does a value known only after
+// observing the hosts.
 type Block struct {
 	b     *blockEval
 	value any
 }
 
-// Value is the decoded block: *Node, *Network, *RayCluster or *VLLMServe
-// for the kinds this package decodes into Go values. Its Decl is not yet
-// filled in; use [Block.Decl].
+// Value is the decoded block: a pointer to the kind's Go value
+// ([Kind.New]). Its Decl is filled in once the hooks ran; use
+// [Block.Decl] meanwhile.
 func (b *Block) Value() any { return b.value }
+
+// Name is the instance's name: its label, or label["key"] for a for_each
+// instance.
+func (b *Block) Name() string { return b.b.name }
 
 // Decl is the block's declaration: its ranges, decoded Args, sensitive and
 // unknown paths.
 func (b *Block) Decl() *Decl { return b.b.decl }
 
+// Config is the configuration evaluated so far: every block this one
+// depends on is in it.
+func (b *Block) Config() *Config { return b.b.e.cfg }
+
+// Prior is the configuration of the evaluation's first pass, in which
+// every block is evaluated once without knowing the others that come
+// after it (a network does not know the clusters on it); nil during the
+// first pass. The second pass is the one whose result [Load] returns.
+func (b *Block) Prior() *Config { return b.b.e.prior }
+
+// Facts are the observed facts the configuration is evaluated with, as
+// the caller passed them to [Config.WithFacts]; nil before any.
+func (b *Block) Facts() any { return b.b.e.facts }
+
 // IsSet reports whether argument attr is set to a known, non-null value.
 func (b *Block) IsSet(attr string) bool {
 	_, ok := b.b.raw[attr]
 	return ok
+}
+
+// Known returns argument attr's value without sensitivity marks when it is
+// set and known: for arguments whose type the kind checks itself
+// (cty.DynamicPseudoType).
+func (b *Block) Known(attr string) (cty.Value, bool) { return b.b.known(attr) }
+
+// IsComputed reports whether attr's expression builds its value (a for
+// expression or a function call) rather than writing it out.
+func (b *Block) IsComputed(attr string) bool { return b.b.computed(attr) }
+
+// SetDefault sets the decoded value of argument attr when it is not set: a
+// default computed from other arguments ("rayform-NAME"). The value
+// expressions see is v too.
+func (b *Block) SetDefault(attr string, v cty.Value) {
+	if _, ok := b.b.vals[attr]; ok {
+		return
+	}
+	b.b.record(attr, v)
+}
+
+// SetDefaultFrom sets the value of argument attr, when it is not set, to
+// argument from's, marks included (served_model_name defaults to model).
+func (b *Block) SetDefaultFrom(attr, from string) {
+	if _, ok := b.b.vals[attr]; ok {
+		return
+	}
+	b.b.record(attr, b.b.decl.Args[from])
+	if v, ok := b.b.vals[from]; ok {
+		b.b.defaults[attr] = v
+	}
+	for _, p := range b.b.decl.Sensitive {
+		if rest, ok := strings.CutPrefix(p, from); ok && (rest == "" || rest[0] == '[' || rest[0] == '.') {
+			b.b.decl.Sensitive = append(b.b.decl.Sensitive, attr+rest)
+		}
+	}
+	sort.Strings(b.b.decl.Sensitive)
 }
 
 // Failed reports whether an error was already reported within attr's
@@ -110,13 +193,6 @@ func (b *Block) Error(attr, summary, detail string) { b.b.errorAt(attr, summary,
 
 // Warn reports a warning at argument attr.
 func (b *Block) Warn(attr, summary, detail string) { b.b.warnAt(attr, summary, detail) }
-
-// check runs the kind's Check on a decoded block.
-func (b *blockEval) check(value any) {
-	if k := b.e.mod.kinds[b.it.kind]; k != nil && k.Check != nil {
-		k.Check(&Block{b: b, value: value})
-	}
-}
 
 // registerKinds indexes the kinds of opts, in order; a duplicate or a
 // reserved type is an error.
@@ -132,6 +208,12 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 				Summary:  "Invalid resource kinds",
 				Detail:   fmt.Sprintf("The block type %q is empty, reserved or registered twice.", k.Type),
 			}}
+		case !validNew(k.New):
+			return nil, nil, hcl.Diagnostics{{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid resource kinds",
+				Detail:   fmt.Sprintf("The kind %q has no Go type: its New must return a pointer to a struct that embeds config.Decl.", k.Type),
+			}}
 		}
 		byType[k.Type] = k
 		order = append(order, k.Type)
@@ -144,6 +226,17 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 		}}
 	}
 	return byType, order, nil
+}
+
+// validNew reports whether a kind's New returns a pointer to a struct
+// embedding Decl.
+func validNew(newValue func() any) bool {
+	if newValue == nil {
+		return false
+	}
+	v := newValue()
+	_, ok := v.(Declarer)
+	return ok && reflect.TypeOf(v).Kind() == reflect.Pointer && reflect.TypeOf(v).Elem().Kind() == reflect.Struct
 }
 
 // reservedType reports whether a block type belongs to the language.
@@ -163,6 +256,17 @@ func (m *module) args(kind string) []Arg {
 	}
 	if k := m.kinds[kind]; k != nil {
 		return k.Args
+	}
+	return nil
+}
+
+// arg returns argument attr of a block type, or nil.
+func (m *module) arg(kind, attr string) *Arg {
+	args := m.args(kind)
+	for i := range args {
+		if args[i].Name == attr {
+			return &args[i]
+		}
 	}
 	return nil
 }
@@ -224,7 +328,7 @@ func (m *module) refForms() string {
 // outputArgs are the arguments of an output block.
 func outputArgs() []Arg {
 	return []Arg{
-		{Name: "value", Type: cty.DynamicPseudoType, Required: true, UnknownOK: true},
+		{Name: "value", Type: cty.DynamicPseudoType, Required: true, UnknownOK: true, MaySensitive: true},
 		{Name: "description", Type: cty.String},
 		{Name: "sensitive", Type: cty.Bool},
 	}

@@ -123,15 +123,17 @@ func LoadFiles(files map[string][]byte, opts Options) (*Config, hcl.Diagnostics)
 	if diags.HasErrors() {
 		return cfg, diags
 	}
-	out, more := evaluate(mod, vars, varDecls, Facts{})
+	out, more := evaluate(mod, vars, varDecls, nil)
 	out.Files = cfg.Files
 	return out, append(diags, more...)
 }
 
 // WithFacts re-evaluates the configuration with observed facts, so that
-// fabric addresses, cluster addresses and endpoints become known. The
-// receiver is not modified.
-func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
+// the values the kinds compute from them (fabric addresses, cluster
+// addresses, endpoints) become known. f is opaque here: the kinds' hooks
+// read it ([Block.Facts]); resources.Facts is what the resource kinds
+// read. The receiver is not modified.
+func (c *Config) WithFacts(f any) (*Config, hcl.Diagnostics) {
 	if c.mod == nil {
 		return c, hcl.Diagnostics{{
 			Severity: hcl.DiagError,

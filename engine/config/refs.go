@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -111,7 +112,7 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 	if root == "each" {
 		if it.forEach == nil || attr == "for_each" {
 			return errAt(`Reference to "each" in context without for_each`,
-				"each.key and each.value are available only in the arguments of a node block that has for_each. Remove the reference or add for_each to the block.")
+				"each.key and each.value are available only in the arguments of a block that has for_each. Remove the reference or add for_each to the block.")
 		}
 		if len(tr) < 2 {
 			return errAt("Invalid each reference", "Use each.key or each.value.")
@@ -160,11 +161,11 @@ func (m *module) parseRef(it *item, attr string, tr hcl.Traversal) (reference, b
 	if d := checkExportAttr(kind, m.exportAttrs(kind), target.forEach != nil, tr); d != nil {
 		return reference{}, false, hcl.Diagnostics{d}
 	}
-	if kind == kindNode && len(tr) > 2 {
+	if k := m.kinds[kind]; k != nil && k.ForEach && len(tr) > 2 {
 		if idx, ok := tr[2].(hcl.TraverseIndex); ok {
 			if target.forEach == nil {
-				return errAt("Unexpected node instance key",
-					fmt.Sprintf("node.%s has no for_each, so it has no instances to index. Refer to it as node.%s.", name, name))
+				return errAt(fmt.Sprintf("Unexpected %s instance key", m.noun(kind)),
+					fmt.Sprintf("%s has no for_each, so it has no instances to index. Refer to it as %s.", addr, addr))
 			}
 			if idx.Key.Type() == cty.String && idx.Key.IsKnown() && !idx.Key.IsNull() {
 				ref.key, ref.hasKey = idx.Key.AsString(), true
@@ -236,7 +237,7 @@ func checkExportAttr(kind string, attrs []string, forEach bool, tr hcl.Traversal
 		return nil
 	}
 	a, ok := tr[i].(hcl.TraverseAttr)
-	if !ok || contains(attrs, a.Name) {
+	if !ok || slices.Contains(attrs, a.Name) {
 		return nil
 	}
 	rng := a.SrcRange

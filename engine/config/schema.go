@@ -7,13 +7,9 @@ import (
 
 // Block types.
 const (
-	kindVariable   = "variable"
-	kindLocal      = "local"
-	kindOutput     = "output"
-	kindNode       = "node"
-	kindNetwork    = "network"
-	kindRayCluster = "ray_cluster"
-	kindVLLMServe  = "vllm_serve"
+	kindVariable = "variable"
+	kindLocal    = "local"
+	kindOutput   = "output"
 	// kindSettings is the top-level `rayform { project = "NAME" }` block,
 	// like Terraform's `terraform {}` settings block.
 	kindSettings = "rayform"
@@ -41,6 +37,11 @@ type Arg struct {
 	// list(string) to the names of several nodes. Type is then
 	// cty.DynamicPseudoType.
 	Ref string
+	// CycleSummary and CycleDetail, when set on a reference to the
+	// block's own kind, describe a loop of references made through this
+	// argument alone (nodes that jump through each other as bastions);
+	// CycleDetail is a format that receives the loop ("a -> b -> a").
+	CycleSummary, CycleDetail string
 	// Decoded is the type of the decoded value (Decl.Args) when it is not
 	// Type: the name or names a reference decodes to.
 	Decoded cty.Type
@@ -58,6 +59,14 @@ type Arg struct {
 	MaySensitive bool
 	// Sensitive: the value is always masked, whatever it comes from.
 	Sensitive bool
+	// Exposure names where the argument's value goes that a secret must
+	// not (a command line, a container's name): a noun phrase completing
+	// "the value of NAME reaches ..." in the error that refuses a
+	// sensitive value. An argument that is neither MaySensitive nor
+	// Sensitive refuses a value derived from a sensitive one, anywhere in
+	// it; without Exposure the error names rayform's plans, messages and
+	// commands.
+	Exposure string
 	// Description is the argument's one-line meaning, as the README's
 	// reference shows it (Markdown).
 	Description string

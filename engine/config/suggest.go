@@ -52,3 +52,11 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// DidYouMean formats the candidate closest to given ([Suggest]) as a
+// sentence to append to a detail, " Did you mean X?", or "" when there is
+// none; format receives the candidate, e.g. "node.%s". Kinds use it in
+// their own diagnostics.
+func DidYouMean(given string, candidates []string, format string) string {
+	return didYouMean(given, candidates, format)
+}

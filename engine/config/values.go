@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -53,4 +54,44 @@ func unknownPaths(attr string, v cty.Value) []string {
 		return true, nil
 	})
 	return out
+}
+
+// redactSensitive rewrites the diagnostics of evaluating an expression
+// that refers to a sensitive value: their detail may quote the value (a
+// function's "cannot convert \"...\" to number"), so it is replaced by
+// a note, and the evaluation context goes, so that no renderer lists the
+// values the expression refers to.
+func redactSensitive(diags hcl.Diagnostics) hcl.Diagnostics {
+	var out hcl.Diagnostics
+	for _, d := range diags {
+		if d.Expression == nil || d.EvalContext == nil || !refersToSensitive(d.Expression, d.EvalContext) {
+			out = append(out, d)
+			continue
+		}
+		c := *d
+		c.Detail = "The details are not shown because the expression refers to a sensitive value, which they may quote."
+		c.EvalContext = nil
+		c.Extra = nil
+		out = append(out, &c)
+	}
+	return out
+}
+
+// refersToSensitive reports whether a value expr refers to (as far as its
+// references resolve in ctx) is or contains a sensitive value.
+func refersToSensitive(expr hcl.Expression, ctx *hcl.EvalContext) bool {
+	for _, t := range expr.Variables() {
+		for n := len(t); n > 0; n-- {
+			v, diags := hcl.Traversal(t[:n]).TraverseAbs(ctx)
+			if diags.HasErrors() {
+				continue
+			}
+			_, marks := v.UnmarkDeep()
+			if _, ok := marks[Sensitive]; ok {
+				return true
+			}
+			break
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -11,17 +12,29 @@ import (
 // examples/dgx-spark-pair: the nodes over SSH (root with the lab's key; the
 // host keys are in the lab's known_hosts, which ssh_config names), the fabric
 // network, a Ray cluster of every node on the lab's Ray + vLLM image and a
-// vLLM server. Without Torch the image cannot run the data-plane check, which
+// vLLM server, under a declared project. Without Torch the image cannot run the data-plane check, which
 // is turned off.
 func (l *Lab) rayformHCL() string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	home := l.ClientHome
+	if home == "" {
+		home = filepath.Join(l.Dir, "client-home")
+	}
 	w("# rayform configuration of lab %q, written by `rayform lab up`.", l.Name)
-	w("# Run rayform in the lab's client namespace (the only one with a route to the nodes):")
+	w("# Run rayform in the lab's client namespace (the only one with a route to the nodes),")
+	w("# with the lab's client home (its ~/.ssh knows the nodes' host keys):")
 	w("#")
-	w("#   ip netns exec %s rayform -chdir %s plan", l.ClientNetns, l.Dir)
+	w("#   ip netns exec %s env HOME=%s rayform -chdir %s plan", l.ClientNetns, home, l.Dir)
 	w("#")
 	w("# SSH: %s (known_hosts: %s).", l.SSHConfig, l.KnownHosts)
+	w("")
+	// The project is declared: a copy of this file in another directory
+	// manages the same deployment (the default, the directory's name,
+	// would make it another project).
+	w("rayform {")
+	w("  project = %q", filepath.Base(l.Dir))
+	w("}")
 	w("")
 	gpus := 0
 	ifnames := map[string]bool{}

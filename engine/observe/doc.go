@@ -4,15 +4,21 @@
 // Per host, one exec of a generated POSIX sh probe (ProbeScript) prints every
 // fact the plan needs as framed sections: addresses, links and routes, the
 // default route's source address (the one Ray would auto-detect), RDMA ports,
-// memory, GPUs (unified memory on GB10), rayform's containers (one `docker
-// ps`, which also proves the daemon answers; a container running with the
-// spec hash it should have is known from its ps line, the others are
-// inspected with secret environment values redacted on the host), the images
-// asked for (only when some container is missing or not current), and on
-// the head Ray's node table, vLLM's health and models (one curl) and
-// the records of the serve processes (read on the host, from the directory
-// the head container bind-mounts, with their liveness from a flock(1) test
-// of the lock each serve holds: see serve_probe.go).
+// memory, GPUs (unified memory on GB10), listening ports, rayform's
+// containers (one `docker ps`, which also proves the daemon answers; a
+// container running with the spec hash it should have is known from its ps
+// line, the others are inspected with secret environment values redacted on
+// the host), the images asked for (only when some container is missing or
+// not current), and the generic probes the caller's resource kinds ask for
+// (HostSpec.HTTP, Records, Files): loopback GETs (all in one curl, each sent
+// only to a listener of its owner container), process records with their
+// liveness (read on the host, from the directory the container bind-mounts,
+// with a flock(1) test of the lock the process holds: see probe_record.go)
+// and files' mtimes. Their answers are keyed by the request (the URL, the
+// record's name, the path), so two requests of one kind never share an
+// answer. observe knows no resource kind: the kinds build the requests and
+// read the answers (resources/observe.go); observe offers parsers of the
+// wire formats they read (ParseRayNodes, ParseModels, ParseVLLM).
 // Parse turns that output into HostFacts; a section that failed on the host
 // carries an Err and never spoils the others. Observe probes all hosts in
 // parallel and, only where a peer's fabric address must first be learned from
@@ -31,6 +37,7 @@
 // into sections, parse.go dispatches each section to its parser; each
 // topic's shell fragment and its parser sit side by side: probe_net.go (ip
 // and TCP), probe_docker.go (docker version, images, containers),
-// probe_gpu.go (nvidia-smi, RDMA, memory), probe_http.go (vLLM's endpoints),
-// probe_ray.go (Ray's node table) and serve_probe.go (serve records).
+// probe_gpu.go (nvidia-smi, RDMA, memory), probe_http.go (loopback GETs and
+// their owner guard), probe_record.go (process records), probe_file.go
+// (files' mtimes), probe_ray.go (the parser of Ray's node table).
 package observe

@@ -74,18 +74,19 @@ type HostFacts struct {
 	Docker        Docker         `json:"docker"`
 	Images        []Image        `json:"images,omitempty"`
 	Containers    ContainerFacts `json:"containers"`
-	// RayNodes is Ray's own node table, observed on the head only.
-	RayNodes RayNodeFacts `json:"ray_nodes"`
-	// VLLM is the serve endpoint, observed on the head only.
-	VLLM VLLM `json:"vllm"`
+	// HTTP are the answers to HostSpec.HTTP, by URL.
+	HTTP map[string]HTTPResult `json:"http,omitempty"`
 	// RouteChecks answers, per peer fabric address, which interface and
 	// source address this host would use to reach it.
 	RouteChecks []RouteCheck `json:"route_checks,omitempty"`
 	// TCPChecks are TCP connects to peers' ports (e.g. the head's GCS).
 	TCPChecks []TCPCheck `json:"tcp_checks,omitempty"`
-	// Serves are the records of vllm serve processes in the head container,
-	// by serve name.
-	Serves map[string]ServeRecord `json:"serves,omitempty"`
+	// Records are the answers to HostSpec.Records, by name.
+	Records map[string]ProcessRecord `json:"records,omitempty"`
+	// Files are the answers to HostSpec.Files, by path, and Clock the
+	// host's time when they were read (zero when none were asked).
+	Files map[string]FileFacts `json:"files,omitempty"`
+	Clock time.Time            `json:"clock,omitzero"`
 }
 
 // Link is one network interface.
@@ -412,8 +413,11 @@ type HTTPCheck struct {
 	// response came within the probe's bound (2 s): for vLLM, a process
 	// that listens but is hung (stopped, deadlocked), not one loading
 	// weights, whose port is still closed.
-	TimedOut bool   `json:"timed_out,omitempty"`
-	Err      string `json:"err,omitempty"`
+	TimedOut bool `json:"timed_out,omitempty"`
+	// HeldBy names the process holding the port ("nc (pid 4242)") when it
+	// is not the probe's Owner: the request was not sent.
+	HeldBy string `json:"held_by,omitempty"`
+	Err    string `json:"err,omitempty"`
 }
 
 // Model is one entry of vLLM's /v1/models.
@@ -424,9 +428,9 @@ type Model struct {
 	OwnedBy     string `json:"owned_by,omitempty"`
 }
 
-// VLLM is what the serve port answered.
+// VLLM is what a vLLM server's port answered (see ParseVLLM).
 type VLLM struct {
-	// Observed is false when the spec has no serve port for this host.
+	// Observed is false when its port was not probed.
 	Observed bool      `json:"observed"`
 	Health   HTTPCheck `json:"health"`
 	Models   []Model   `json:"models,omitempty"`
@@ -468,15 +472,15 @@ type Record struct {
 	Sensitive []string                   `json:"sensitive,omitempty"`
 }
 
-// ServeRecord is what apply wrote beside a vllm serve process, and whether
-// that process still runs.
-type ServeRecord struct {
+// ProcessRecord is what apply wrote beside a process (see RecordProbe),
+// and whether that process still runs.
+type ProcessRecord struct {
 	// Found is false when there is no record (never started, or the
 	// container was recreated).
 	Found    bool   `json:"found"`
 	Resource string `json:"resource,omitempty"`
 	SpecHash string `json:"spec_hash,omitempty"`
-	// Attrs are the serve's attributes as last applied, each as JSON text,
+	// Attrs are the process's attributes as last applied, each as JSON text,
 	// for showing what changed; sensitive values appear only as digests.
 	Attrs map[string]string `json:"attrs,omitempty"`
 	// Sensitive lists the paths of Attrs holding such digests, e.g.
@@ -484,4 +488,15 @@ type ServeRecord struct {
 	Sensitive []string `json:"sensitive,omitempty"`
 	Alive     bool     `json:"alive"`
 	Err       string   `json:"err,omitempty"`
+}
+
+// ParseVLLM reads a vLLM server's answers to GET /health and /v1/models
+// (HostFacts.HTTP of their URLs; ok false when they were not probed).
+func ParseVLLM(health, models HTTPResult, ok bool) VLLM {
+	if !ok {
+		return VLLM{}
+	}
+	v := VLLM{Observed: true, Health: health.HTTPCheck}
+	v.ModelsCheck, v.Models = ParseModels(models)
+	return v
 }

@@ -26,10 +26,10 @@ func FuzzParse(f *testing.F) {
 			`{"Id":"1","Name":"/n","State":{"Status":"running","Running":true,"StartedAt":"2026-11-28T23:31:03Z"},"Config":{"Env":["VLLM_HOST_IP=1","HF_TOKEN"],"Cmd":["--api-key","x"]},"HostConfig":{"DeviceRequests":[{"Capabilities":[["gpu"]]}]}}`, "", 0).
 		done()))
 	f.Add([]byte(newOut().
-		sec("ray.nodes source=dashboard via=curl", `{"result":true,"data":{"result":{"total":1,"num_after_truncation":1,"result":[{"node_ip":"1.2.3.4","state":"ALIVE","resources_total":{"GPU":1.0,"memory":"1.5 GiB"}}]}}}`+"\n200", "", 0).
-		sec("ray.nodes source=cli", `[{"node_ip":"1.2.3.4","state":"DEAD","state_message":"x"}]`, "", 0).
-		sec("vllm.health via=wget", "", "  HTTP/1.1 503 Service Unavailable", 8).
-		sec("vllm.models via=curl", `{"data":[{"id":"m","max_model_len":8}]}`+"\n200", "", 0).
+		sec("http via=curl url="+testDashURL, `{"result":true,"data":{"result":{"total":1,"num_after_truncation":1,"result":[{"node_ip":"1.2.3.4","state":"ALIVE","resources_total":{"GPU":1.0,"memory":"1.5 GiB"}}]}}}`+"\n200", "", 0).
+		sec("http via=exec url="+testDashURL, `[{"node_ip":"1.2.3.4","state":"DEAD","state_message":"x"}]`, "", 0).
+		sec("http via=wget url="+testHealthURL, "", "  HTTP/1.1 503 Service Unavailable", 8).
+		sec("http via=curl url="+testModelsURL, `{"data":[{"id":"m","max_model_len":8}]}`+"\n200", "", 0).
 		sec("route.get addr=192.168.200.12", `[{"dst":"192.168.200.12","dev":"e","prefsrc":"192.168.200.13"}]`, "", 0).
 		sec("tcp addr=192.168.200.12 port=6379", "", "Connection refused", 1).
 		skip("docker.image ref=b:1", "docker unavailable").

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -150,4 +151,49 @@ func (g *guardConn) commands() []transport.Cmd {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]transport.Cmd(nil), g.cmds...)
+}
+
+// The URLs the tests' head specs probe: Ray's dashboard and one vLLM.
+const (
+	testDashURL    = "http://127.0.0.1:8265/api/v0/nodes?limit=1000"
+	testHealthURL  = "http://127.0.0.1:8000/health"
+	testModelsURL  = "http://127.0.0.1:8000/v1/models"
+	testHeadName   = "rayform-ray-head"
+	testRecordsDir = "/tmp/rayform/serve"
+)
+
+// headProbes are the HTTP probes a head asks for (as resources builds
+// them): Ray's node table (with ray list nodes in container as the
+// fallback) and one vLLM's /health and /v1/models, on dashPort and
+// servePort.
+func headProbes(container string, dashPort, servePort int) []HTTPProbe {
+	base := "http://127.0.0.1:" + strconv.Itoa(servePort)
+	return []HTTPProbe{
+		{URL: "http://127.0.0.1:" + strconv.Itoa(dashPort) + "/api/v0/nodes?limit=1000", Owner: container,
+			Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}},
+		{URL: base + "/health", Owner: container},
+		{URL: base + "/v1/models", Owner: container},
+	}
+}
+
+// rayOf and vllmOf read the head's answers (of the one dashboard and the
+// one vLLM a test probes, whatever their ports).
+func rayOf(f *HostFacts) RayNodeFacts {
+	r, ok := answerAt(f, "/api/v0/nodes?limit=1000")
+	return ParseRayNodes(r, ok)
+}
+
+func vllmOf(f *HostFacts) VLLM {
+	h, ok := answerAt(f, "/health")
+	m, _ := answerAt(f, "/v1/models")
+	return ParseVLLM(h, m, ok)
+}
+
+func answerAt(f *HostFacts, path string) (HTTPResult, bool) {
+	for u, r := range f.HTTP {
+		if strings.HasSuffix(u, path) {
+			return r, true
+		}
+	}
+	return HTTPResult{}, false
 }

@@ -76,13 +76,10 @@ func localSpec(t *testing.T) HostSpec {
 	port := fakeHead(t)
 	pid := strconv.Itoa(os.Getpid())
 	return HostSpec{
-		Project:       "rfo-" + pid,
-		Images:        []string{"rfo-" + pid + "/absent:1"},
-		Containers:    []string{"rfo-" + pid + "-head"},
-		Head:          true,
-		HeadContainer: "rfo-" + pid + "-head",
-		DashboardPort: port,
-		ServePort:     port,
+		Project:    "rfo-" + pid,
+		Images:     []string{"rfo-" + pid + "/absent:1"},
+		Containers: []string{"rfo-" + pid + "-head"},
+		HTTP:       headProbes("rfo-"+pid+"-head", port, port),
 		Peers: []Peer{
 			{Host: "open", Addr: netip.MustParseAddr("127.0.0.1"), Port: port},
 			{Host: "closed", Addr: netip.MustParseAddr("127.0.0.1"), Port: closedPort(t)},
@@ -217,17 +214,17 @@ func checkHostFacts(t *testing.T, f *HostFacts, dir string, spec HostSpec) {
 
 	// Head endpoints on loopback.
 	if has(dir, "curl") || has(dir, "wget") {
-		if f.VLLM.Health.Status != 200 || f.VLLM.Health.Err != "" {
-			t.Errorf("vLLM health %+v", f.VLLM.Health)
+		if vllmOf(f).Health.Status != 200 || vllmOf(f).Health.Err != "" {
+			t.Errorf("vLLM health %+v", vllmOf(f).Health)
 		}
-		if len(f.VLLM.Models) != 1 || f.VLLM.Models[0].MaxModelLen != 32768 {
-			t.Errorf("vLLM models %+v (%+v)", f.VLLM.Models, f.VLLM.ModelsCheck)
+		if len(vllmOf(f).Models) != 1 || vllmOf(f).Models[0].MaxModelLen != 32768 {
+			t.Errorf("vLLM models %+v (%+v)", vllmOf(f).Models, vllmOf(f).ModelsCheck)
 		}
-		if f.RayNodes.Source != "dashboard" || len(f.RayNodes.Alive()) != 2 || f.RayNodes.Err != "" {
-			t.Errorf("Ray nodes %+v", f.RayNodes)
+		if rayOf(f).Source != "dashboard" || len(rayOf(f).Alive()) != 2 || rayOf(f).Err != "" {
+			t.Errorf("Ray nodes %+v", rayOf(f))
 		}
-	} else if f.VLLM.Health.Err != "neither curl nor wget is installed" || f.RayNodes.Err == "" {
-		t.Errorf("without an HTTP client: vLLM %+v, Ray %+v", f.VLLM, f.RayNodes)
+	} else if vllmOf(f).Health.Err != "neither curl nor wget is installed" || rayOf(f).Err == "" {
+		t.Errorf("without an HTTP client: vLLM %+v, Ray %+v", vllmOf(f), rayOf(f))
 	}
 }
 
@@ -277,7 +274,7 @@ func TestProbeReadsStdinSafely(t *testing.T) {
 		t.Skip("runs the probe on this machine")
 	}
 	cmd := exec.Command("/bin/sh", "-s")
-	cmd.Stdin = strings.NewReader(ProbeScript(HostSpec{Project: "rfo-stdin", Head: true, ServePort: closedPort(t)}))
+	cmd.Stdin = strings.NewReader(ProbeScript(HostSpec{Project: "rfo-stdin", HTTP: []HTTPProbe{{URL: "http://127.0.0.1:" + strconv.Itoa(closedPort(t)) + "/health"}}}))
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
@@ -286,8 +283,8 @@ func TestProbeReadsStdinSafely(t *testing.T) {
 	if err != nil || !f.Complete {
 		t.Fatalf("probe fed on stdin did not finish: %v\n%s", err, out)
 	}
-	if _, err := exec.LookPath("curl"); err == nil && !f.VLLM.Health.Refused {
-		t.Errorf("nothing listens on the serve port, want refused: %+v", f.VLLM.Health)
+	if _, err := exec.LookPath("curl"); err == nil && !vllmOf(f).Health.Refused {
+		t.Errorf("nothing listens on the serve port, want refused: %+v", vllmOf(f).Health)
 	}
 }
 

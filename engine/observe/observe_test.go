@@ -214,7 +214,7 @@ func TestObserveCancelled(t *testing.T) {
 func benchOutput(b testing.TB) []byte {
 	o := string(h200Output(b))
 	i := strings.Index(o, marker+" begin docker.image")
-	j := strings.Index(o, marker+" begin ray.nodes")
+	j := strings.Index(o, marker+" begin http ")
 	ref := "hellohal2064/vllm-qwen3.5-gb10:latest"
 	docker := newOut().
 		sec("docker.image ref="+ref, renderTemplate(b, imageFormat, "docker-image-inspect.json"), "", 0).

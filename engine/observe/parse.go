@@ -55,23 +55,23 @@ func Parse(output []byte) (*HostFacts, error) {
 			addHistory(f.Images, s)
 		case secContainers:
 			f.Containers = parseContainers(s)
-		case secRayNodes:
-			// A skipped or failed dashboard query may be followed by the
-			// CLI fallback; keep the first success, else the last error.
-			if rn := parseRayNodes(s); f.RayNodes.Source == "" || f.RayNodes.Err != "" {
-				f.RayNodes = rn
+		case secHTTP:
+			if f.HTTP == nil {
+				f.HTTP = map[string]HTTPResult{}
 			}
-		case secHealth:
-			f.VLLM.Observed = true
-			f.VLLM.Health, _ = parseHTTP(s)
-		case secModels:
-			f.VLLM.Observed = true
-			f.VLLM.ModelsCheck, f.VLLM.Models = parseModels(s)
-		case secServe:
-			if f.Serves == nil {
-				f.Serves = map[string]ServeRecord{}
+			f.HTTP[s.attr("url")] = parseHTTPResult(s)
+		case secRecord:
+			if f.Records == nil {
+				f.Records = map[string]ProcessRecord{}
 			}
-			f.Serves[s.attr("name")] = parseServe(s)
+			f.Records[s.attr("name")] = parseRecord(s)
+		case secFile:
+			if f.Files == nil {
+				f.Files = map[string]FileFacts{}
+			}
+			f.Files[s.attr("path")] = parseFile(s)
+		case secClock:
+			f.Clock = parseClock(s)
 		}
 	}
 	// docker ps answers for the daemon when the probe lists containers.

@@ -29,9 +29,9 @@ func headOutput(t testing.TB) []byte {
 		sec("docker.image ref="+gb10Image, fixture(t, "docker-image-inspect.json"), "", 0).
 		sec("docker.history ref="+gb10Image, fixture(t, "docker-history.jsonl"), "", 0).
 		sec("docker.containers "+envAttr, fixture(t, "docker-ps-head.jsonl")+marker+" part inspect\n"+fixture(t, "docker-inspect-head.json"), "", 0).
-		sec("ray.nodes source=dashboard via=curl", fixture(t, "dashboard-nodes.json")+"\n200", "", 0).
-		sec("vllm.health via=curl", "\n200", "", 0).
-		sec("vllm.models via=curl", fixture(t, "vllm-models.json")+"\n200", "", 0).
+		sec("http via=curl url="+testDashURL, fixture(t, "dashboard-nodes.json")+"\n200", "", 0).
+		sec("http via=curl url="+testHealthURL, "\n200", "", 0).
+		sec("http via=curl url="+testModelsURL, fixture(t, "vllm-models.json")+"\n200", "", 0).
 		done()
 }
 
@@ -81,12 +81,12 @@ func TestParseFixtures(t *testing.T) {
 				if serve.Running || serve.ExitCode != 1 || serve.FinishedAt.IsZero() || serve.Env["VLLM_API_KEY"] != RedactedValue {
 					t.Errorf("serve container %+v", serve)
 				}
-				if r := f.RayNodes; r.Source != "dashboard" || len(r.Alive()) != 2 || !r.List[0].IsHead ||
+				if r := rayOf(f); r.Source != "dashboard" || len(r.Alive()) != 2 || !r.List[0].IsHead ||
 					r.List[0].NodeIP != "192.168.200.12" || r.List[0].GPUs() != 1 || r.List[0].Resources["object_store_memory"] != 1<<30 {
 					t.Errorf("Ray nodes %+v", r)
 				}
-				if !f.VLLM.Observed || f.VLLM.Health.Status != 200 || len(f.VLLM.Models) != 1 || f.VLLM.Models[0].ID != "qwen3.5-122b" {
-					t.Errorf("vLLM %+v", f.VLLM)
+				if !vllmOf(f).Observed || vllmOf(f).Health.Status != 200 || len(vllmOf(f).Models) != 1 || vllmOf(f).Models[0].ID != "qwen3.5-122b" {
+					t.Errorf("vLLM %+v", vllmOf(f))
 				}
 				if len(f.RouteChecks) != 1 || f.RouteChecks[0].Dev != "enp1s0f1np1" || f.RouteChecks[0].Src != netip.MustParseAddr("192.168.200.12") {
 					t.Errorf("route to worker %+v", f.RouteChecks)
@@ -146,7 +146,7 @@ func TestParseFixtures(t *testing.T) {
 				if f.Images[0].Ray != RayUnknown || !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
 					t.Errorf("images %+v", f.Images)
 				}
-				r := f.RayNodes
+				r := rayOf(f)
 				if r.Source != "cli" || len(r.List) != 3 || len(r.Alive()) != 2 || r.List[0].NodeIP != "10.1.230.180" ||
 					r.List[2].StateMessage == "" || r.List[2].Resources["memory"] != 88583847116 {
 					t.Errorf("Ray nodes %+v", r)
@@ -168,10 +168,10 @@ func TestParseFixtures(t *testing.T) {
 					sec("meminfo", fixture(t, "meminfo-h200.txt"), "", 0).
 					sec("gpu", fixture(t, "nvidia-smi-nodriver.out"), "", 9).
 					sec("docker.version", fixture(t, "docker-version-nodaemon.json"), fixture(t, "docker-version-nodaemon.stderr"), 1).
-					sec("ray.nodes source=dashboard via=wget", fixture(t, "dashboard-nodes-truncated.json"),
+					sec("http via=wget url="+testDashURL, fixture(t, "dashboard-nodes-truncated.json"),
 						"--2026-11-29 23:50:01--  http://127.0.0.1:8265/api/v0/nodes?limit=1000\nConnecting to 127.0.0.1:8265... connected.\nHTTP request sent, awaiting response... \n  HTTP/1.1 200 OK\n  Content-Type: application/json\n", 0).
-					sec("vllm.health via=wget", "", "--2026-11-29 23:50:01--  http://127.0.0.1:8000/health\nHTTP request sent, awaiting response... \n  HTTP/1.1 503 Service Unavailable\n2026-11-29 23:50:01 ERROR 503: Service Unavailable.", 8).
-					sec("vllm.models via=wget", "", "--2026-11-29 23:50:01--  http://127.0.0.1:8000/v1/models\nConnecting to 127.0.0.1:8000... failed: Connection refused.", 4).
+					sec("http via=wget url="+testHealthURL, "", "--2026-11-29 23:50:01--  http://127.0.0.1:8000/health\nHTTP request sent, awaiting response... \n  HTTP/1.1 503 Service Unavailable\n2026-11-29 23:50:01 ERROR 503: Service Unavailable.", 8).
+					sec("http via=wget url="+testModelsURL, "", "--2026-11-29 23:50:01--  http://127.0.0.1:8000/v1/models\nConnecting to 127.0.0.1:8000... failed: Connection refused.", 4).
 					done()
 			},
 			check: func(t *testing.T, f *HostFacts) {
@@ -181,11 +181,11 @@ func TestParseFixtures(t *testing.T) {
 				if f.Docker.Err != "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" || f.Docker.ClientVersion != "28.2.2" {
 					t.Errorf("docker %+v", f.Docker)
 				}
-				if !f.RayNodes.Partial || len(f.RayNodes.List) != 1 {
-					t.Errorf("truncated node table must say so: %+v", f.RayNodes)
+				if !rayOf(f).Partial || len(rayOf(f).List) != 1 {
+					t.Errorf("truncated node table must say so: %+v", rayOf(f))
 				}
-				if f.VLLM.Health.Status != 503 || f.VLLM.Health.Err != "HTTP 503" || !f.VLLM.ModelsCheck.Refused {
-					t.Errorf("vLLM %+v", f.VLLM)
+				if vllmOf(f).Health.Status != 503 || vllmOf(f).Health.Err != "HTTP 503" || !vllmOf(f).ModelsCheck.Refused {
+					t.Errorf("vLLM %+v", vllmOf(f))
 				}
 			},
 		},
@@ -204,17 +204,17 @@ func TestParseFixtures(t *testing.T) {
 					sec("docker.image ref=a:1", "{not json", "", 0).
 					sec("docker.image ref=b:1", "[]", "Error response from daemon: i/o timeout", 1).
 					sec("docker.containers "+envAttr, "{\"ID\":\nnot json\n"+marker+" part inspect\n"+fixture(t, "docker-inspect-head.json"), "", 0).
-					sec("ray.nodes source=dashboard via=curl", "<html>oops</html>\n200", "", 0).
-					sec("vllm.health via=curl", "\n000", "curl: (28) Operation timed out after 2001 milliseconds with 0 bytes received", 28).
-					sec("vllm.models via=curl", "{\n200", "", 0).
+					sec("http via=curl url="+testDashURL, "<html>oops</html>\n200", "", 0).
+					sec("http via=curl url="+testHealthURL, "\n000", "curl: (28) Operation timed out after 2001 milliseconds with 0 bytes received", 28).
+					sec("http via=curl url="+testModelsURL, "{\n200", "", 0).
 					done()
 			},
 			check: func(t *testing.T, f *HostFacts) {
 				for name, err := range map[string]string{
 					"addresses": f.Addresses.Err, "links": f.Links.Err, "default": f.DefaultRoute.Err, "rdma": f.RDMA.Err,
 					"memory": f.Memory.Err, "gpus": f.GPUs.Err, "docker": f.Docker.Err, "image a": f.Images[0].Err,
-					"image b": f.Images[1].Err, "containers": f.Containers.Err, "ray": f.RayNodes.Err,
-					"health": f.VLLM.Health.Err, "models": f.VLLM.ModelsCheck.Err,
+					"image b": f.Images[1].Err, "containers": f.Containers.Err, "ray": rayOf(f).Err,
+					"health": vllmOf(f).Health.Err, "models": vllmOf(f).ModelsCheck.Err,
 				} {
 					if err == "" {
 						t.Errorf("malformed %s section gave no Err", name)
@@ -283,9 +283,9 @@ func h200Output(t testing.TB) []byte {
 		sec("docker.history ref=vllm/vllm-openai:v0.17.1", fixture(t, "docker-history-noray.jsonl"), "", 0).
 		sec("docker.image ref=rayproject/ray:2.53.0", "[]", "Error response from daemon: No such image: rayproject/ray:2.53.0", 1).
 		sec("docker.containers "+envAttr, marker+" part inspect\n", "Error: No such container: rayform-ray-head", 1).
-		sec("ray.nodes source=cli", fixture(t, "ray-list-nodes.json"), "2026-11-29 23:50:01,123\tWARNING utils.py:1 -- a warning", 0).
-		sec("vllm.health via=curl", "\n000", "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't connect to server", 7).
-		sec("vllm.models via=curl", "\n000", "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't connect to server", 7).
+		sec("http via=exec url="+testDashURL, fixture(t, "ray-list-nodes.json"), "2026-11-29 23:50:01,123\tWARNING utils.py:1 -- a warning", 0).
+		sec("http via=curl url="+testHealthURL, "\n000", "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't connect to server", 7).
+		sec("http via=curl url="+testModelsURL, "\n000", "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't connect to server", 7).
 		done()
 }
 

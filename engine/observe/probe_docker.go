@@ -62,8 +62,10 @@ rf_containers() {
 	rf_o=$(rf_x docker ps -a --no-trunc --format "$rf_pfmt" 2>&1 </dev/null)
 	rf_rc=$?
 	rf_dok=0
+	rf_ps=
 	if [ "$rf_rc" = 0 ]; then
 		rf_dok=1
+		rf_ps=$rf_o
 		rf_split "$rf_o"
 		rf_ifs=$IFS
 		IFS='

@@ -1,15 +1,102 @@
-// HTTP: the probe's curl fragments (vLLM's /health and /v1/models) and their parsers.
+// HTTP: the probe's loopback GETs (HostSpec.HTTP), the guard that sends
+// one only to the process it is meant for, and their parser.
 
 package observe
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/rayform/rayform/engine/transport/shell"
 )
+
+// HTTPProbe is one loopback GET the probe makes; its answer is
+// HostFacts.HTTP[URL].
+type HTTPProbe struct {
+	// URL is http://127.0.0.1:PORT/PATH[?QUERY], of letters, digits and
+	// "/._-~?=&:" only.
+	URL string
+	// Owner, when set, is the container whose processes must hold the
+	// port's listening socket: the GET is sent only then. A port held by
+	// another process (a foreign server, another project's container) is
+	// not sent the request; its answer says what holds it
+	// (HTTPCheck.HeldBy). Ownership is read from the listener's
+	// process (ss -ltnp) and that process's cgroup, which names the
+	// container's ID; when ss cannot show the process (the probe runs
+	// without root and another user owns it) the GET is sent.
+	Owner string
+	// Fallback, when set, is a command run with docker exec in Owner when
+	// the host has neither curl nor wget; its stdout stands for the body
+	// (HTTPResult.Via is "exec").
+	Fallback []string
+}
+
+// Port is the URL's port.
+func (p HTTPProbe) Port() int {
+	u, err := url.Parse(p.URL)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(u.Port())
+	return n
+}
+
+func (p HTTPProbe) validate() error {
+	if !validLoopbackURL(p.URL) {
+		return fmt.Errorf("http probe %q: want http://127.0.0.1:PORT/PATH of letters, digits and \"/._-~?=&:\"", p.URL)
+	}
+	if p.Owner != "" && !validContainer(p.Owner) {
+		return fmt.Errorf("http probe %s: owner %q: not a container name", p.URL, p.Owner)
+	}
+	for _, a := range p.Fallback {
+		if strings.ContainsRune(a, 0) {
+			return fmt.Errorf("http probe %s: fallback argument contains a NUL byte", p.URL)
+		}
+	}
+	if len(p.Fallback) > 0 && p.Owner == "" {
+		return fmt.Errorf("http probe %s: a fallback needs an owner container to run in", p.URL)
+	}
+	return nil
+}
+
+// validLoopbackURL accepts http://127.0.0.1:PORT followed by a path of
+// safe bytes: the URL is a word of the script and of curl's --write-out
+// (where '%' and '\\' would be directives).
+func validLoopbackURL(s string) bool {
+	const prefix = "http://127.0.0.1:"
+	if len(s) > 1024 || !strings.HasPrefix(s, prefix) {
+		return false
+	}
+	rest := s[len(prefix):]
+	i := strings.IndexByte(rest, '/')
+	if i < 0 {
+		return false
+	}
+	port, err := strconv.Atoi(rest[:i])
+	if err != nil || port < 1 || port > 65535 || strconv.Itoa(port) != rest[:i] {
+		return false
+	}
+	for j := i; j < len(rest); j++ {
+		if !isAlnum(rest[j]) && strings.IndexByte("/._-~?=&:", rest[j]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// HTTPResult is the answer to one HTTPProbe.
+type HTTPResult struct {
+	HTTPCheck
+	// Via is how it was fetched: "curl", "wget", "exec" (the Fallback) or
+	// "none".
+	Via string `json:"via,omitempty"`
+	// Body is the response body (the Fallback's stdout for "exec").
+	Body string `json:"body,omitempty"`
+}
 
 // httpHelpers fetch a loopback URL with curl or wget. curl appends the
 // status code as a last line; wget prints the response headers on stderr.
@@ -25,52 +112,136 @@ rf_http() {
 		;;
 	esac
 }
+# rf_owner PORT CONTAINER: whether a process of CONTAINER holds the listening
+# socket of PORT: its cgroup (/proc/PID/cgroup, read with the shell) names
+# the container's ID, which docker ps gave (rf_ps). Otherwise rf_why names
+# the holder. Nothing listening, or listeners whose process ss cannot show
+# (another user's, without root), or no ss at all: yes (a GET to a closed
+# port is refused; an unknown owner cannot be told apart).
+rf_owner() {
+	rf_why=
+	[ "$rf_sok" = 1 ] || return 0
+	rf_id=
+	rf_ifs=$IFS
+	IFS='
+'
+	for rf_l in $rf_ps; do
+		case $rf_l in *"\"Names\":\"$2\""*)
+			rf_id=${rf_l#*\"ID\":\"}
+			rf_id=${rf_id%%\"*}
+			;;
+		esac
+	done
+	for rf_l in $rf_ss; do
+		case $rf_l in *:"$1 "*) ;; *) continue ;; esac
+		rf_u=${rf_l#*users:}
+		while :; do
+			case $rf_u in *'("'*pid=*) ;; *) break ;; esac
+			rf_u=${rf_u#*'("'}
+			rf_n=${rf_u%%'"'*}
+			rf_u=${rf_u#*pid=}
+			rf_p=${rf_u%%[!0-9]*}
+			if [ -n "$rf_id" ] && [ -n "$rf_p" ] && rf_incg "$rf_p" "$rf_id"; then
+				IFS=$rf_ifs
+				rf_why=
+				return 0
+			fi
+			rf_why="$rf_n (pid $rf_p)"
+		done
+	done
+	IFS=$rf_ifs
+	[ -z "$rf_why" ]
+}
+# rf_incg PID ID: whether PID's cgroup names ID.
+rf_incg() {
+	[ -r "/proc/$1/cgroup" ] || return 1
+	while IFS= read -r rf_c; do
+		case $rf_c in *"$2"*) return 0 ;; esac
+	done <"/proc/$1/cgroup"
+	return 1
+}
 `
 
-// httpGet is one loopback URL the head's probe fetches, and the section its
-// answer goes to.
-type httpGet struct{ section, url string }
+// httpSection is the section of the answer to url, fetched via via.
+func httpSection(url, via string) string { return secHTTP + " via=" + via + " url=" + url }
 
-// curlWriteOut frames one transfer of writeCurlAll as a section: the body
-// (already printed by curl), the status code as the last stdout line (as
-// rf_http prints it), curl's error message as stderr and its exit code for
-// this transfer as the section's exit code; then the next section's begin
-// line, if any. %{errormsg} and %{exitcode} need curl 7.75 (2021).
-func curlWriteOut(next string) string {
-	w := "\\n%{http_code}\\n" + marker + " stderr\\n%{errormsg}\\n" + marker + " end %{exitcode}\\n"
-	if next != "" {
-		w += marker + " begin " + next + "\\n"
-	}
-	return w
+// curlWriteOut frames one transfer of writeHTTP's curl as a section: the
+// body (already printed by curl), the status code as the last stdout line
+// (as rf_http prints it), curl's error message as stderr and its exit code
+// for this transfer as the section's exit code. The next transfer's begin
+// line follows it (see writeHTTP). %{errormsg} and %{exitcode} need curl
+// 7.75 (2021).
+func curlWriteOut() string {
+	return "\\n%{http_code}\\n" + marker + " stderr\\n%{errormsg}\\n" + marker + " end %{exitcode}\\n"
 }
 
-// writeCurlAll fetches every URL with one curl process (one transfer per
-// URL, separated by --next, each bounded by -m 2), each answer framed as
-// its own section by curl's --write-out, so the parser reads them exactly
-// as it reads rf_http's. -q keeps a ~/.curlrc from changing the output.
-func writeCurlAll(b *strings.Builder, gets []httpGet) {
-	if len(gets) == 0 {
-		b.WriteString("\t:\n")
+// writeHTTP adds the GETs of probes. First the guards: a probe with an
+// Owner whose port another process holds is not sent, and gets a section
+// saying what holds it (rf_g<i> is 1 for each probe to send). Then, with
+// curl, every GET to send in one curl process (one transfer per URL,
+// separated by --next, each bounded by -m 2), each answer framed as its
+// own section by curl's --write-out so the parser reads it exactly as
+// rf_http's; the argument list is built from the last probe to the first,
+// so that each transfer's --write-out can begin the next sent one's
+// section. Without curl, each GET is rf_http (wget), or the probe's
+// Fallback in its Owner when there is no HTTP client at all.
+func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
+	var ok []HTTPProbe
+	seen := map[string]bool{}
+	for _, p := range probes {
+		if p.validate() == nil && !seen[p.URL] {
+			seen[p.URL] = true
+			ok = append(ok, p)
+		}
+	}
+	if len(ok) == 0 {
 		return
 	}
-	b.WriteString("\tprintf '%s begin %s\\n' \"$M\" " + shell.Quote(gets[0].section) + "\n")
-	b.WriteString("\tcurl -q")
-	for i, g := range gets {
-		if i > 0 {
-			b.WriteString(" --next")
+	for i, p := range ok {
+		if p.Owner == "" {
+			fmt.Fprintf(b, "rf_g%d=1\n", i)
+			continue
 		}
-		next := ""
-		if i+1 < len(gets) {
-			next = gets[i+1].section
-		}
-		b.WriteString(" -sS -m 2 -w " + shell.Quote(curlWriteOut(next)) + " " + shell.Quote(g.url))
+		fmt.Fprintf(b, "if rf_owner %d %s; then rf_g%d=1; else rf_g%d=0; rf_skip %s \"held by $rf_why\"; fi\n",
+			p.Port(), shell.Quote(p.Owner), i, i, shell.Quote(httpSection(p.URL, "guard")))
 	}
-	b.WriteString(" </dev/null 2>/dev/null\n")
+	b.WriteString("if [ \"$rf_via\" = curl ]; then\n")
+	b.WriteString("\tset --\n\trf_nx=\n")
+	for i := len(ok) - 1; i >= 0; i-- {
+		p := ok[i]
+		sec := httpSection(p.URL, "curl")
+		fmt.Fprintf(b, "\tif [ \"$rf_g%d\" = 1 ]; then\n", i)
+		b.WriteString("\t\tset -- -sS -m 2 -w " + shell.Quote(curlWriteOut()) + "\"${rf_nx:+$M begin $rf_nx\\\\n}\" " +
+			shell.Quote(p.URL) + " ${rf_nx:+--next} \"$@\"\n")
+		b.WriteString("\t\trf_nx=" + shell.Quote(sec) + "\n")
+		b.WriteString("\tfi\n")
+	}
+	b.WriteString("\tif [ -n \"$rf_nx\" ]; then\n")
+	b.WriteString("\t\tprintf '%s begin %s\\n' \"$M\" \"$rf_nx\"\n")
+	b.WriteString("\t\tcurl -q \"$@\" </dev/null 2>/dev/null\n")
+	b.WriteString("\tfi\n")
+	b.WriteString("else\n")
+	for i, p := range ok {
+		fmt.Fprintf(b, "\tif [ \"$rf_g%d\" != 1 ]; then\n\t\t:\n", i)
+		if len(p.Fallback) > 0 {
+			b.WriteString("\telif [ \"$rf_via\" = none ] && [ \"$rf_dok\" = 1 ]; then\n")
+			b.WriteString("\t\trf_sec " + shell.Quote(httpSection(p.URL, "exec")) + " rf_x docker exec " + shell.Quote(p.Owner) + " " + shell.Join(p.Fallback) + "\n")
+		}
+		b.WriteString("\telse\n")
+		b.WriteString("\t\trf_sec \"" + secHTTP + " via=$rf_via url=" + p.URL + "\" rf_http " + shell.Quote(p.URL) + "\n")
+		b.WriteString("\tfi\n")
+	}
+	b.WriteString("fi\n")
 }
 
 // parseHTTP reads the outcome of rf_http: the status and the body.
 func parseHTTP(s *section) (HTTPCheck, []byte) {
 	var hc HTTPCheck
+	if by, ok := strings.CutPrefix(s.skipped, "held by "); ok {
+		hc.HeldBy = by
+		hc.Err = "port held by " + by
+		return hc, nil
+	}
 	if s.skipped != "" || !s.complete {
 		hc.Err = s.failure()
 		return hc, nil
@@ -96,6 +267,12 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 		}
 		hc.Refused = hc.Status == 0 && bytes.Contains(s.stderr, []byte("Connection refused"))
 		hc.TimedOut = hc.Status == 0 && bytes.Contains(s.stderr, []byte("timed out"))
+	case "exec":
+		// The Fallback's stdout is the body; it either answered or not.
+		if hc.Err = s.failure(); hc.Err == "" {
+			hc.Status = 200
+		}
+		return hc, body
 	}
 	switch {
 	case hc.Refused:
@@ -110,15 +287,23 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 	return hc, body
 }
 
-func parseModels(s *section) (HTTPCheck, []Model) {
+// parseHTTPResult reads one section of writeHTTP.
+func parseHTTPResult(s *section) HTTPResult {
 	hc, body := parseHTTP(s)
+	return HTTPResult{HTTPCheck: hc, Via: s.attr("via"), Body: string(body)}
+}
+
+// ParseModels reads vLLM's /v1/models from its answer: the HTTP outcome
+// (with the decoding error, if any) and the models.
+func ParseModels(r HTTPResult) (HTTPCheck, []Model) {
+	hc := r.HTTPCheck
 	if hc.Status != 200 {
 		return hc, nil
 	}
 	var resp struct {
 		Data []Model `json:"data"`
 	}
-	if err := json.Unmarshal(body, &resp); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &resp); err != nil {
 		hc.Err = "/v1/models: " + err.Error()
 		return hc, nil
 	}

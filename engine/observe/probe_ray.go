@@ -1,4 +1,5 @@
-// Ray: the parser of Ray's node table (ray list nodes --format json).
+// Ray: the parsers of Ray's node table (the dashboard's /api/v0/nodes, ray
+// list nodes --format json).
 
 package observe
 
@@ -11,14 +12,23 @@ import (
 	"strings"
 )
 
-func parseRayNodes(s *section) RayNodeFacts {
-	rn := RayNodeFacts{Source: s.attr("source")}
+// ParseRayNodes reads Ray's node table from the answer to a GET of the
+// dashboard's /api/v0/nodes, or of its fallback `ray list nodes --format
+// json` (Via "exec"); ok false when it was not probed.
+func ParseRayNodes(r HTTPResult, ok bool) RayNodeFacts {
+	if !ok {
+		return RayNodeFacts{}
+	}
+	rn := RayNodeFacts{Source: "dashboard"}
+	if r.Via == "exec" {
+		rn.Source = "cli"
+	}
+	body := []byte(r.Body)
 	var rows []rayNodeJSON
 	switch rn.Source {
 	case "dashboard":
-		hc, body := parseHTTP(s)
-		if hc.Err != "" {
-			rn.Err = "dashboard: " + hc.Err
+		if r.Err != "" {
+			rn.Err = "dashboard: " + r.Err
 			return rn
 		}
 		var env struct {
@@ -46,11 +56,11 @@ func parseRayNodes(s *section) RayNodeFacts {
 		w := strings.Trim(string(r.PartialWarning), `" `)
 		rn.Partial = r.NumAfterTruncation < r.Total || (w != "" && w != "null")
 	default: // cli
-		if msg := s.failure(); msg != "" {
-			rn.Err = msg
+		if r.Err != "" {
+			rn.Err = r.Err
 			return rn
 		}
-		list, err := ParseRayNodeList(s.stdout)
+		list, err := ParseRayNodeList(body)
 		if err != nil {
 			rn.Err = err.Error()
 			return rn

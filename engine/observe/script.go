@@ -49,10 +49,10 @@ const (
 	secImage      = "docker.image"
 	secHistory    = "docker.history"
 	secContainers = "docker.containers"
-	secRayNodes   = "ray.nodes"
-	secHealth     = "vllm.health"
-	secModels     = "vllm.models"
-	secServe      = "serve.record"
+	secHTTP       = "http"
+	secRecord     = "record"
+	secFile       = "file"
+	secClock      = "clock"
 	secListen     = "listen"
 )
 
@@ -140,6 +140,24 @@ rf_ip() {
 	fi
 	printf '%s' "$1" | ip -j -force -batch -
 }
+# rf_listen NAME: the section of ss -Hltnp, kept in rf_ss (rf_sok=1 when it
+# answered) for rf_owner.
+rf_listen() {
+	printf '%s begin %s\n' "$M" "$1"
+	rf_sok=0
+	rf_ss=
+	rf_o=$(rf_x ss -Hltnp 2>&1 </dev/null)
+	rf_rc=$?
+	rf_err=
+	if [ "$rf_rc" = 0 ]; then
+		rf_sok=1
+		rf_ss=$rf_o
+		printf '%s\n' "$rf_o"
+	else
+		rf_err=$rf_o
+	fi
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_err" "$M" "$rf_rc"
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -186,15 +204,14 @@ func ProbeScript(spec HostSpec) string {
 		project = ""
 	}
 	listing := project != "" || len(names) > 0
-	docker := len(images) > 0 || listing || spec.Head
+	docker := len(images) > 0 || listing || len(spec.HTTP) > 0 || len(spec.Records) > 0
 	if docker {
 		fmt.Fprintf(&b, "rf_pfmt=%s\n", shell.Quote(psTemplate(project, names, spec.SpecHashes)))
 		fmt.Fprintf(&b, "rf_ifmt=%s\n", shell.Quote(imageFormat))
 		fmt.Fprintf(&b, "rf_cfmt=%s\n", shell.Quote(containerTemplate(spec.envKeys())))
 		b.WriteString(dockerHelpers)
 	}
-	head := spec.Head && (spec.DashboardPort > 0 || spec.ServePort > 0)
-	if head {
+	if len(spec.HTTP) > 0 {
 		b.WriteString(httpHelpers)
 	}
 	checks := staticChecks(spec.Peers)
@@ -210,12 +227,8 @@ func ProbeScript(spec HostSpec) string {
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_bsec meminfo rf_mem\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
-	if len(spec.Ports) > 0 {
-		ports := make([]string, len(spec.Ports))
-		for i, p := range spec.Ports {
-			ports[i] = strconv.Itoa(p)
-		}
-		b.WriteString("rf_sec " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + " rf_x ss -Hltnp\n")
+	if ports := listenPorts(spec); len(ports) > 0 {
+		b.WriteString("rf_listen " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + "\n")
 	}
 	if listing {
 		// docker ps is the daemon check too (see dockerHelpers).
@@ -241,51 +254,34 @@ func ProbeScript(spec HostSpec) string {
 		b.WriteString("\trf_skip " + shell.Quote(secImage+" ref="+ref) + " " + shell.Quote(skipCurrent) + "\n")
 		b.WriteString("fi\n")
 	}
-	if head {
-		writeHead(&b, spec)
-	}
+	writeHTTP(&b, spec.HTTP)
+	writeRecords(&b, spec.Records)
+	writeFiles(&b, spec.Files)
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	return b.String()
 }
 
-// writeHead adds Ray's node table and vLLM's endpoints.
-func writeHead(b *strings.Builder, spec HostSpec) {
-	var gets []httpGet
-	if spec.DashboardPort > 0 {
-		gets = append(gets, httpGet{secRayNodes + " source=dashboard via=curl",
-			fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", spec.DashboardPort)})
-	}
-	if spec.ServePort > 0 {
-		base := fmt.Sprintf("http://127.0.0.1:%d", spec.ServePort)
-		gets = append(gets, httpGet{secHealth + " via=curl", base + "/health"},
-			httpGet{secModels + " via=curl", base + "/v1/models"})
-	}
-	b.WriteString("if [ \"$rf_via\" = curl ]; then\n")
-	writeCurlAll(b, gets)
-	if spec.DashboardPort > 0 {
-		url := fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", spec.DashboardPort)
-		b.WriteString("elif [ \"$rf_via\" = wget ]; then\n")
-		b.WriteString("\trf_sec 'ray.nodes source=dashboard via=wget' rf_http " + shell.Quote(url) + "\n")
-		// `ray list nodes` is a client of the same dashboard API, so it
-		// only helps when the host lacks an HTTP client; it starts a
-		// Python process inside the head container and changes nothing.
-		if hc := spec.HeadContainer; hc != "" && validContainer(hc) {
-			b.WriteString("elif [ \"$rf_dok\" = 1 ]; then\n")
-			b.WriteString("\trf_sec 'ray.nodes source=cli' rf_x docker exec " + shell.Quote(hc) +
-				" ray list nodes --format json --limit 1000\n")
+// listenPorts are the ports whose listeners the probe lists: the spec's
+// Ports and those of its HTTP probes with an Owner (whose guard reads the
+// listing).
+func listenPorts(spec HostSpec) []string {
+	var out []string
+	seen := map[int]bool{}
+	add := func(p int) {
+		if p >= 1 && p <= 65535 && !seen[p] {
+			seen[p] = true
+			out = append(out, strconv.Itoa(p))
 		}
-		b.WriteString("else\n")
-		b.WriteString("\trf_skip 'ray.nodes source=dashboard' 'neither curl nor wget is installed'\n")
 	}
-	b.WriteString("fi\n")
-	writeServes(b, spec)
-	if spec.ServePort > 0 {
-		base := fmt.Sprintf("http://127.0.0.1:%d", spec.ServePort)
-		b.WriteString("if [ \"$rf_via\" != curl ]; then\n")
-		b.WriteString("\trf_sec \"vllm.health via=$rf_via\" rf_http " + shell.Quote(base+"/health") + "\n")
-		b.WriteString("\trf_sec \"vllm.models via=$rf_via\" rf_http " + shell.Quote(base+"/v1/models") + "\n")
-		b.WriteString("fi\n")
+	for _, p := range spec.Ports {
+		add(p)
 	}
+	for _, p := range spec.HTTP {
+		if p.Owner != "" && p.validate() == nil {
+			add(p.Port())
+		}
+	}
+	return out
 }
 
 // PeerScript returns the second-round probe for one host: the route to,

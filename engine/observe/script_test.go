@@ -25,15 +25,12 @@ const testdata = "../../testdata/observe"
 // headSpec and workerSpec are the two-node DGX Spark pair of the seeds.
 func headSpec() HostSpec {
 	return HostSpec{
-		Project:       "spark",
-		Images:        []string{"hellohal2064/vllm-qwen3.5-gb10:latest"},
-		Containers:    []string{"rayform-ray-head"},
-		Head:          true,
-		HeadContainer: "rayform-ray-head",
-		DashboardPort: 8265,
-		ServePort:     8000,
-		Fabric:        Fabric{Interface: "enp1s0f1np1", CIDR: netip.MustParsePrefix("192.168.200.0/24")},
-		Peers:         []Peer{{Host: "spark2", Addr: netip.MustParseAddr("192.168.200.13")}},
+		Project:    "spark",
+		Images:     []string{"hellohal2064/vllm-qwen3.5-gb10:latest"},
+		Containers: []string{"rayform-ray-head"},
+		HTTP:       headProbes(testHeadName, 8265, 8000),
+		Fabric:     Fabric{Interface: "enp1s0f1np1", CIDR: netip.MustParsePrefix("192.168.200.0/24")},
+		Peers:      []Peer{{Host: "spark2", Addr: netip.MustParseAddr("192.168.200.13")}},
 	}
 }
 

@@ -11,39 +11,39 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 )
 
-func TestParseServeRecord(t *testing.T) {
+func TestParseProcessRecord(t *testing.T) {
 	const rec = `{"resource":"vllm_serve.qwen","spec_hash":"abc123"}`
 	tests := []struct {
 		name string
 		out  []byte
-		want ServeRecord
+		want ProcessRecord
 	}{
-		{"alive", newOut().sec("serve.record name=qwen", rec+"\nalive", "", 0).done(),
-			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true}},
-		{"attrs", newOut().sec("serve.record name=qwen", `{"resource":"vllm_serve.qwen","spec_hash":"abc123","attrs":{"max_model_len":32768}}`+"\nalive", "", 0).done(),
-			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true, Attrs: map[string]string{"max_model_len": "32768"}}},
-		{"dead", newOut().sec("serve.record name=qwen", rec+"\ndead", "", 0).done(),
-			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123"}},
+		{"alive", newOut().sec("record name=serve-qwen", rec+"\nalive", "", 0).done(),
+			ProcessRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true}},
+		{"attrs", newOut().sec("record name=serve-qwen", `{"resource":"vllm_serve.qwen","spec_hash":"abc123","attrs":{"max_model_len":32768}}`+"\nalive", "", 0).done(),
+			ProcessRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true, Attrs: map[string]string{"max_model_len": "32768"}}},
+		{"dead", newOut().sec("record name=serve-qwen", rec+"\ndead", "", 0).done(),
+			ProcessRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123"}},
 		// The host lacked flock: the liveness came from docker exec, with
 		// the reason on stderr.
-		{"flock missing, asked the container", newOut().sec("serve.record name=qwen", rec+"\nalive", "rayform: flock: not installed", 0).done(),
-			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true}},
-		{"never started (host dir)", newOut().sec("serve.record name=qwen", "", "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: No such file or directory", 1).done(),
-			ServeRecord{}},
-		{"never started (in the container)", newOut().sec("serve.record name=qwen", "", "cat: can't open '/tmp/rayform/serve-qwen.json': No such file or directory", 1).done(),
-			ServeRecord{}},
-		{"record unreadable", newOut().sec("serve.record name=qwen", "", "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: Permission denied", 1).done(),
-			ServeRecord{Err: "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: Permission denied"}},
-		{"record garbled", newOut().sec("serve.record name=qwen", "{\"resource\":\nalive", "", 0).done(),
-			ServeRecord{Err: "serve record: unexpected end of JSON input"}},
-		{"container gone", newOut().sec("serve.record name=qwen", "", "Error response from daemon: No such container: rayform-spark", 1).done(),
-			ServeRecord{Err: "Error response from daemon: No such container: rayform-spark"}},
+		{"flock missing, asked the container", newOut().sec("record name=serve-qwen", rec+"\nalive", "rayform: flock: not installed", 0).done(),
+			ProcessRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Alive: true}},
+		{"never started (host dir)", newOut().sec("record name=serve-qwen", "", "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: No such file or directory", 1).done(),
+			ProcessRecord{}},
+		{"never started (in the container)", newOut().sec("record name=serve-qwen", "", "cat: can't open '/tmp/rayform/serve-qwen.json': No such file or directory", 1).done(),
+			ProcessRecord{}},
+		{"record unreadable", newOut().sec("record name=serve-qwen", "", "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: Permission denied", 1).done(),
+			ProcessRecord{Err: "cat: /var/tmp/rayform/p/spark1/rayform-spark/serve-qwen.json: Permission denied"}},
+		{"record garbled", newOut().sec("record name=serve-qwen", "{\"resource\":\nalive", "", 0).done(),
+			ProcessRecord{Err: "record: unexpected end of JSON input"}},
+		{"container gone", newOut().sec("record name=serve-qwen", "", "Error response from daemon: No such container: rayform-spark", 1).done(),
+			ProcessRecord{Err: "Error response from daemon: No such container: rayform-spark"}},
 		// The record is on the host, but neither flock nor docker could
 		// tell whether the serve runs.
-		{"liveness unknown", newOut().sec("serve.record name=qwen", rec, "rayform: flock: not installed\nrayform: docker unavailable", 1).done(),
-			ServeRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Err: "whether the serve runs is unknown: docker unavailable"}},
-		{"skipped", newOut().skip("serve.record name=qwen", "docker unavailable").done(),
-			ServeRecord{Err: "not probed: docker unavailable"}},
+		{"liveness unknown", newOut().sec("record name=serve-qwen", rec, "rayform: flock: not installed\nrayform: docker unavailable", 1).done(),
+			ProcessRecord{Found: true, Resource: "vllm_serve.qwen", SpecHash: "abc123", Err: "whether the process runs is unknown: docker unavailable"}},
+		{"skipped", newOut().skip("record name=serve-qwen", "docker unavailable").done(),
+			ProcessRecord{Err: "not probed: docker unavailable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,12 +51,12 @@ func TestParseServeRecord(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := f.Serves["qwen"]
+			got, ok := f.Records["serve-qwen"]
 			if !ok {
-				t.Fatalf("no Serves[qwen] in %+v", f.Serves)
+				t.Fatalf("no Records[serve-qwen] in %+v", f.Records)
 			}
 			if got.Found != tt.want.Found || got.Resource != tt.want.Resource || got.SpecHash != tt.want.SpecHash || got.Alive != tt.want.Alive || got.Err != tt.want.Err {
-				t.Fatalf("Serves[qwen] = %+v, want %+v", got, tt.want)
+				t.Fatalf("Records[serve-qwen] = %+v, want %+v", got, tt.want)
 			}
 			if len(got.Attrs) != len(tt.want.Attrs) || got.Attrs["max_model_len"] != tt.want.Attrs["max_model_len"] {
 				t.Fatalf("Attrs = %v, want %v", got.Attrs, tt.want.Attrs)
@@ -67,45 +67,46 @@ func TestParseServeRecord(t *testing.T) {
 
 const testServeHostDir = "/var/tmp/rayform/spark/spark1/rayform-spark"
 
+// testRecord is the record probe of serve qwen in the head container, as
+// resources asks for it.
+func testRecord(name, hostDir string) RecordProbe {
+	return RecordProbe{Name: "serve-" + name, HostDir: hostDir, Container: "rayform-spark", Dir: "/tmp/rayform/serve", LegacyDir: "/tmp/rayform"}
+}
+
 func TestServeProbeGolden(t *testing.T) {
 	var b strings.Builder
-	writeServes(&b, HostSpec{Head: true, HeadContainer: "rayform-spark", ServeHostDir: testServeHostDir, Serves: []string{"qwen", "llama-2"}})
+	writeRecords(&b, []RecordProbe{testRecord("qwen", testServeHostDir), testRecord("llama-2", testServeHostDir)})
 	golden(t, "serve-records.sh", []byte(b.String()))
 }
 
-func TestProbeScriptReadsServeRecords(t *testing.T) {
-	s := ProbeScript(HostSpec{Head: true, HeadContainer: "rayform-spark", ServeHostDir: testServeHostDir,
-		Serves: []string{"qwen", "bad name;rm"}, ServePort: 8000})
-	want := "rf_sec 'serve.record name=qwen' rf_serve qwen " + testServeHostDir + " rayform-spark\n"
-	if !strings.Contains(s, want) || !strings.Contains(s, "rf_serve() {") {
+func TestProbeScriptReadsProcessRecords(t *testing.T) {
+	s := ProbeScript(HostSpec{Records: []RecordProbe{testRecord("qwen", testServeHostDir), testRecord("bad name;rm", testServeHostDir)}})
+	want := "rf_sec 'record name=serve-qwen' rf_rec serve-qwen " + testServeHostDir + " rayform-spark /tmp/rayform/serve /tmp/rayform\n"
+	if !strings.Contains(s, want) || !strings.Contains(s, "rf_rec() {") {
 		t.Fatalf("probe does not read the serve record (want %q):\n%s", want, s)
 	}
 	if strings.Contains(s, "bad name") {
-		t.Fatal("an invalid serve name reached the script")
+		t.Fatal("an invalid record name reached the script")
 	}
-	if strings.Contains(ProbeScript(HostSpec{Head: true, HeadContainer: "rayform-spark", ServePort: 8000}), "rf_serve") {
-		t.Fatal("a probe without serves defines rf_serve")
+	if strings.Contains(ProbeScript(HostSpec{HTTP: []HTTPProbe{{URL: testHealthURL}}}), "rf_rec") {
+		t.Fatal("a probe without records defines rf_rec")
 	}
 }
 
 func TestServeHostDirValidated(t *testing.T) {
 	for _, dir := range []string{"relative/dir", "/var/tmp/../etc", "/var/tmp/rayform/a b", "/var/tmp/$(reboot)", "/var/tmp/x;rm", "/var/tmp/rayform/p/..", "/a/b\n", "/var/tmp/é"} {
 		t.Run(dir, func(t *testing.T) {
-			hs := HostSpec{Head: true, HeadContainer: "rayform-spark", ServeHostDir: dir, Serves: []string{"qwen"}, ServePort: 8000}
-			if err := hs.Validate(); err == nil || !strings.Contains(err.Error(), "serve host dir") {
-				t.Errorf("Validate() = %v, want a serve host dir error", err)
+			hs := HostSpec{Records: []RecordProbe{testRecord("qwen", dir)}}
+			if err := hs.Validate(); err == nil || !strings.Contains(err.Error(), "host dir") {
+				t.Errorf("Validate() = %v, want a host dir error", err)
 			}
-			s := ProbeScript(hs)
-			if strings.Contains(s, dir) {
+			if s := ProbeScript(hs); strings.Contains(s, dir) {
 				t.Errorf("the invalid host dir %q reached the script", dir)
-			}
-			if !strings.Contains(s, "rf_sec 'serve.record name=qwen' rf_serve qwen '' rayform-spark\n") {
-				t.Error("with an invalid host dir the record is not read from the container")
 			}
 		})
 	}
-	for _, dir := range []string{testServeHostDir, "/var/tmp/rayform/my.project/node_1/rayform-x..y"} {
-		if err := (HostSpec{ServeHostDir: dir}).Validate(); err != nil {
+	for _, dir := range []string{testServeHostDir, "/var/tmp/rayform/my.project/node_1/rayform-x..y", ""} {
+		if err := (HostSpec{Records: []RecordProbe{testRecord("qwen", dir)}}).Validate(); err != nil {
 			t.Errorf("Validate(%q) = %v", dir, err)
 		}
 	}
@@ -175,13 +176,13 @@ func (h *serveHost) write(t *testing.T, name, content string) {
 }
 
 // probe runs the serve fragment with sh and parses its output.
-func (h *serveHost) probe(t *testing.T, sh []string, hostDir string) ServeRecord {
+func (h *serveHost) probe(t *testing.T, sh []string, hostDir string) ProcessRecord {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(prelude)
 	b.WriteString("rf_t=\nrf_dok=1\n")
 	b.WriteString("printf '%s probe 1\\n' \"$M\"\n")
-	writeServes(&b, HostSpec{Head: true, HeadContainer: "rayform-spark", ServeHostDir: hostDir, Serves: []string{"qwen"}})
+	writeRecords(&b, []RecordProbe{testRecord("qwen", hostDir)})
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	cmd := exec.Command(sh[0], append(sh[1:], "-c", b.String())...)
 	cmd.Env = []string{"PATH=" + h.bin}
@@ -193,7 +194,7 @@ func (h *serveHost) probe(t *testing.T, sh []string, hostDir string) ServeRecord
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	r, ok := f.Serves["qwen"]
+	r, ok := f.Records["serve-qwen"]
 	if !ok {
 		t.Fatalf("no serve record section:\n%s", out)
 	}
@@ -233,10 +234,10 @@ func holdLock(t *testing.T, sh []string, path string) *exec.Cmd {
 
 const serveRecordJSON = `{"resource":"vllm_serve.qwen","spec_hash":"abc123"}`
 
-// TestServeRecordOnTheHost runs the probe's serve fragment through real
+// TestProcessRecordOnTheHost runs the probe's serve fragment through real
 // shells and util-linux's flock(1): the record and the lock are read on
 // the host, docker is never called.
-func TestServeRecordOnTheHost(t *testing.T) {
+func TestProcessRecordOnTheHost(t *testing.T) {
 	if _, err := exec.LookPath("flock"); err != nil {
 		t.Skip("flock(1) is not installed")
 	}
@@ -270,9 +271,9 @@ func TestServeRecordOnTheHost(t *testing.T) {
 	}
 }
 
-// TestServeRecordFallsBackToDockerExec covers the cases where the host
+// TestProcessRecordFallsBackToDockerExec covers the cases where the host
 // cannot answer alone.
-func TestServeRecordFallsBackToDockerExec(t *testing.T) {
+func TestProcessRecordFallsBackToDockerExec(t *testing.T) {
 	sh := serveShells(t)[0]
 	t.Run("flock missing on the host", func(t *testing.T) {
 		h := newServeHost(t, "cat")
@@ -310,7 +311,7 @@ func TestServeRecordFallsBackToDockerExec(t *testing.T) {
 		if !r.Found || !r.Alive || r.SpecHash != "abc123" {
 			t.Fatalf("%+v, want found and alive (from docker exec)", r)
 		}
-		want := `exec rayform-spark sh -c d=/tmp/rayform/serve; [ -f $d/serve-qwen.json ] || d=/tmp/rayform; cat $d/serve-qwen.json && { kill -0 "$(cat $d/serve-qwen.pid)" 2>/dev/null && echo alive || echo dead; }` + "\n"
+		want := `exec rayform-spark sh -c d=/tmp/rayform/serve; [ -f $d/serve-qwen.json ] || [ -z '/tmp/rayform' ] || d=/tmp/rayform; cat $d/serve-qwen.json && { kill -0 "$(cat $d/serve-qwen.pid)" 2>/dev/null && echo alive || echo dead; }` + "\n"
 		if got := h.dockerCalls(t); got != want {
 			t.Fatalf("docker calls:\n%s\nwant:\n%s", got, want)
 		}

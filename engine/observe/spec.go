@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rayform/rayform/engine/imageref"
 )
 
 // Spec says what to observe on every host. It is built by the caller from
@@ -48,26 +50,18 @@ type HostSpec struct {
 	// redacted on the host and never reaches rayform.
 	EnvKeys []string
 
-	// Head marks the Ray head: its node table and vLLM are observed here.
-	Head bool
-	// HeadContainer is the head's container name, used to run `ray list
-	// nodes` when the host has neither curl nor wget.
-	HeadContainer string
-	// DashboardPort is the Ray dashboard's port on the head's loopback
-	// (8265 by default in Ray); zero skips Ray's node table.
-	DashboardPort int
-	// ServePort is vLLM's port on the head's loopback; zero skips vLLM.
-	ServePort int
-	// Serves names the vllm_serve processes whose records (written by
-	// apply under ServeDir inside HeadContainer) are read.
-	Serves []string
-	// ServeHostDir is the host directory bind-mounted as ServeDir into
-	// HeadContainer: the probe reads the records and tests the serves'
-	// locks there, without a docker exec (see serve_probe.go). It must be
-	// absolute, of letters, digits and "._/-", without a ".." component;
-	// "" (or an invalid one, which Validate reports and ProbeScript leaves
-	// out) reads them with docker exec in HeadContainer.
-	ServeHostDir string
+	// HTTP are the loopback HTTP GETs to make on the host (an endpoint's
+	// health, a list it serves); each answer is in HostFacts.HTTP under
+	// the request's URL, so several requests of one kind (two servers on
+	// two ports) each get their own.
+	HTTP []HTTPProbe
+	// Records are the process records to read (see RecordProbe); each is
+	// in HostFacts.Records under its Name.
+	Records []RecordProbe
+	// Files are absolute paths (of letters, digits and "._/-") whose
+	// modification time to read; each is in HostFacts.Files under its
+	// path, and the host's clock in HostFacts.Clock.
+	Files []string
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -160,7 +154,7 @@ func wordOf(s, extra string) bool {
 	return true
 }
 
-func validImageRef(s string) bool   { return len(s) <= 512 && wordOf(s, "._/:@+-") }
+func validImageRef(s string) bool   { return wordOf(s, "._/:@+-") && imageref.Valid(s) }
 func validContainer(s string) bool  { return len(s) <= 255 && wordOf(strings.TrimPrefix(s, "/"), "_.-") }
 func validLabelValue(s string) bool { return len(s) <= 255 && wordOf(s, "_.-") }
 func validIfName(s string) bool     { return len(s) <= 15 && wordOf(s, "_.:@-") }
@@ -226,20 +220,24 @@ func (hs HostSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("port %d: out of range", p))
 		}
 	}
-	if hs.HeadContainer != "" && !validContainer(hs.HeadContainer) {
-		errs = append(errs, fmt.Errorf("head container %q: not a container name", hs.HeadContainer))
+	for _, p := range hs.HTTP {
+		if err := p.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if hs.ServeHostDir != "" && !validServeHostDir(hs.ServeHostDir) {
-		errs = append(errs, fmt.Errorf("serve host dir %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", hs.ServeHostDir))
+	for _, r := range hs.Records {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, f := range hs.Files {
+		if !validDir(f) {
+			errs = append(errs, fmt.Errorf("file %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", f))
+		}
 	}
 	for _, k := range hs.EnvKeys {
 		if !validEnvKey(k) {
 			errs = append(errs, fmt.Errorf("env key %q: not an environment variable name", k))
-		}
-	}
-	for name, port := range map[string]int{"dashboard port": hs.DashboardPort, "serve port": hs.ServePort} {
-		if port < 0 || port > 65535 {
-			errs = append(errs, fmt.Errorf("%s %d: out of range", name, port))
 		}
 	}
 	if hs.Fabric.Interface != "" && !validIfName(hs.Fabric.Interface) {
@@ -304,11 +302,3 @@ func (f Fabric) Find(facts *HostFacts) (netip.Addr, string, bool) {
 	}
 	return netip.Addr{}, "", false
 }
-
-// ServeDir is where, inside the head container, apply records each serve
-// process: serve-NAME.json (resource and spec hash), serve-NAME.pid,
-// serve-NAME.lock (locked for the process's life), serve-NAME.log. It is
-// bind-mounted from the host (HostSpec.ServeHostDir).
-const ServeDir = "/tmp/rayform/serve"
-
-func validServeName(s string) bool { return len(s) <= 64 && wordOf(s, "_-") }

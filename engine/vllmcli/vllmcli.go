@@ -12,6 +12,7 @@ package vllmcli
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -155,7 +156,7 @@ func (s Set) Resolve(word string) Match {
 		}
 	}
 	mk := func(c cand, val string, has bool) Match {
-		return Match{Option: c.o, Given: c.given, Negated: c.o.Action == BoolOpt && strings.HasPrefix(c.given, "--no-") && !contains(c.o.Names, c.given), Value: val, HasValue: has}
+		return Match{Option: c.o, Given: c.given, Negated: c.o.Action == BoolOpt && strings.HasPrefix(c.given, "--no-") && !slices.Contains(c.o.Names, c.given), Value: val, HasValue: has}
 	}
 	for _, c := range all {
 		if c.given == word {
@@ -206,13 +207,4 @@ func (s Set) Resolve(word string) Match {
 		m.Ambiguous = append(m.Ambiguous, c.given)
 	}
 	return m
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

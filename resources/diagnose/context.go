@@ -85,6 +85,15 @@ func (c Context) rayPort() int {
 	return defaultRayPort
 }
 
+// imageRef is the image for a command line: its name or "<image>".
+func (c Context) imageRef() string { return orDefault(c.Image, "<image>") }
+
+// onRay reports whether the context describes a deployment on Ray (a
+// cluster, a head or several nodes); a bare log's context does not.
+func (c Context) onRay() bool {
+	return c.Cluster != "" || c.HeadNode != "" || len(c.NodeAddrs) > 1
+}
+
 // cluster, network and serve name the resources in fixes.
 func (c Context) cluster() string { return orDefault(c.Cluster, "the ray_cluster") }
 func (c Context) network() string { return orDefault(c.Network, "the fabric network block") }

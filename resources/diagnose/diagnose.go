@@ -23,25 +23,38 @@
 //  2. ImagePull       the image never arrived: nothing ran
 //  3. RayMissing      the container ran but has no ray: no cluster
 //  4. VLLMArgs        vLLM's argument parser refused the command line
+//     (naming options later vLLM releases removed)
 //  5. AddrInUse       a port rayform starts something on is taken
-//  6. ArchUnsupported the image's vLLM does not know the model's architecture
-//  7. GCSUnreachable  a worker never joined: placement groups cannot fill
-//  8. NCCLInterface   a named interface does not exist: a certain config error
-//  9. GlooInterface   (same, for Gloo)
-//  10. C10dUnreachable workers cannot reach the TCPStore master (retries
+//  6. HFAccess        the Hub refused the model repository: nothing loads
+//  7. ModelTypeUnknown the image's transformers does not know model_type
+//  8. ArchUnsupported the image's vLLM does not know the model's architecture
+//  9. TPHeads         tensor_parallel_size does not divide the heads
+//  10. RayLocal       vLLM started its own Ray, which lacks the GPUs
+//  11. GCSUnreachable a worker never joined: placement groups cannot fill
+//  12. NCCLInterface  a named interface does not exist: a certain config error
+//  13. GlooInterface  (same, for Gloo)
+//  14. GlooMesh       Gloo ranks cannot reach each other (loopback address)
+//  15. C10dUnreachable workers cannot reach the TCPStore master (retries
 //     exhausted, or no route: one refused try=0 is routine, the master is
 //     not listening yet)
-//  11. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
+//  16. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
 //     0 died (a consequence: a cause that kills a process wins over it)
-//  12. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  13. PlacementGroup the placement group never filled
-//  14. FreeMemory     vLLM's startup check: less free than requested
-//  15. RayOOM         Ray's memory monitor killed a worker
-//  16. CUDAOOM        torch ran out of device memory
-//  17. ServeKilled    the serve process was stopped from outside
-//  18. EngineCore     vLLM's wrapper error with no recognised cause above it
-//  19. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  20. Unknown        nothing recognised: the last meaningful lines
+//  17. NCCLSystem     NCCL's "unhandled system error"
+//  18. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  19. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
+//  20. PlacementGroup the placement group never filled
+//  21. FreeMemory     vLLM's startup check: less free than requested
+//  22. RayOOM         Ray's memory monitor killed a worker
+//  23. CUDAOOM        torch ran out of device memory
+//  24. ServeKilled    the serve process was stopped from outside
+//  25. EngineCore     vLLM's wrapper error with no recognised cause above it
+//  26. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  27. Unknown        nothing recognised: the last meaningful lines
+//
+// A rule declines when its lines do not support the cause (a retry that
+// succeeded, a warning that is harmless outside a Ray deployment, a local
+// Ray that had the GPUs it needed): precision over recall, and Unknown
+// shows the lines rather than guess.
 //
 // Stack frames of every format (Python "File ...", torch "frame #13:",
 // c10's "# 0  c10::...", glog "@ 0x...", "Exception raised from ...
@@ -113,6 +126,26 @@ const (
 	// ReadyTimeout: rayform's ready_timeout ran out while vLLM was still
 	// starting.
 	ReadyTimeout Cause = "ready-timeout"
+	// HFAccess: the Hugging Face Hub refused the model repository (gated,
+	// private, or no such name) with 401/403/404.
+	HFAccess Cause = "hf-access"
+	// ModelTypeUnknown: the image's transformers does not know the
+	// model_type of the model's config.json.
+	ModelTypeUnknown Cause = "model-type-unknown"
+	// TPHeads: tensor_parallel_size does not divide the attention heads.
+	TPHeads Cause = "tp-heads-indivisible"
+	// RayLocal: vLLM started a Ray of its own instead of joining the
+	// cluster, and lacked GPUs there.
+	RayLocal Cause = "ray-local-instance"
+	// GlooMesh: Gloo could not connect its ranks (a rank advertised a
+	// loopback or otherwise unreachable address).
+	GlooMesh Cause = "gloo-mesh"
+	// NCCLSystem: NCCL's "unhandled system error" (a failed socket,
+	// memory or device call).
+	NCCLSystem Cause = "nccl-system-error"
+	// RayDriverNoGPU: vLLM found no GPU for itself in Ray on the node it
+	// runs on (address mismatch, no GPUs, or GPUs held by a placement group).
+	RayDriverNoGPU Cause = "ray-driver-no-gpu"
 )
 
 // Log is one log read from one host.
@@ -251,5 +284,8 @@ func Classify(in Input) Diagnosis {
 		best = s.unknown()
 	}
 	best.Also = also
+	// The title, explanation and fix quote parsed values (addresses,
+	// image names, URLs): no secret leaves through them either.
+	best.Title, best.Explanation, best.Fix = redactProse(best.Title), redactProse(best.Explanation), redactProse(best.Fix)
 	return best
 }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -24,13 +25,20 @@ func rules() []rule {
 		{RayMissing, matchRayMissing, buildRayMissing},
 		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},
 		{AddrInUse, matchAddrInUse, buildAddrInUse},
+		{HFAccess, matchHF, buildHF},
+		{ModelTypeUnknown, matchModelType, buildModelType},
 		{ArchUnsupported, matchArch, buildArch},
+		{TPHeads, matchTPHeads, buildTPHeads},
+		{RayLocal, matchRayLocal, buildRayLocal},
 		{GCSUnreachable, matchGCS, buildGCS},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
+		{GlooMesh, matchGlooMesh, buildGlooMesh},
 		{C10dUnreachable, matchC10d, buildC10d},
 		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
+		{NCCLSystem, matchNCCLSystem, buildNCCLSystem},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
+		{RayDriverNoGPU, matchDriverNoGPU, buildDriverNoGPU},
 		{PlacementGroup, matchPG, buildPG},
 		{FreeMemory, matchFreeMemory, buildFreeMemory},
 		{RayOOM, matchRayOOM, buildRayOOM},
@@ -82,7 +90,7 @@ func buildGPURuntime(s *scan, hits []int) (Diagnosis, bool) {
 			"the NVIDIA Container Toolkit is not installed, or not configured in /etc/docker/daemon.json" + on + ". Nothing started.",
 		Fix: "On " + orDefault(host, "the host") + ": install nvidia-container-toolkit, then\n" +
 			"  sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker\n" +
-			"Check: docker run --rm --gpus all " + s.ctx.image() + " nvidia-smi",
+			"Check: docker run --rm --gpus all " + s.ctx.imageRef() + " nvidia-smi",
 	}, true
 }
 
@@ -201,7 +209,23 @@ func matchRayMissing(b string) bool {
 }
 
 func buildRayMissing(s *scan, hits []int) (Diagnosis, bool) {
+	// vLLM warns "Failed to import Ray ... For distributed inference, please
+	// install Ray" on every start without Ray; a single-node run does not
+	// need it. The warning alone is a cause only where the deployment runs
+	// on Ray (rayform's context says so).
+	var strong []int
+	for _, j := range hits {
+		if !strings.Contains(s.lines[j].body, "Failed to import Ray") {
+			strong = append(strong, j)
+		}
+	}
+	if len(strong) == 0 && !s.ctx.onRay() {
+		return Diagnosis{}, false
+	}
 	i := hits[0]
+	if len(strong) > 0 {
+		i = strong[0]
+	}
 	host := s.nodeOf(i)
 	img := s.ctx.image()
 	return Diagnosis{
@@ -320,7 +344,11 @@ func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
 			" in the head's firewall, and use the same image (the same Ray version) on every node."
 		return d, true
 	}
-	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + strconv.Itoa(c.rayPort())
+	gcsPort := strconv.Itoa(c.rayPort())
+	if c.RayPort == 0 && port != "" {
+		gcsPort = port // no configuration: the port the worker was given
+	}
+	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + gcsPort
 	if wip := c.NodeAddrs[worker]; wip != "" {
 		fix += " --node-ip-address=" + wip
 	}
@@ -706,19 +734,26 @@ func buildPG(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	o := c.ownerOf(node)
 	lead := "vLLM pins its first bundle to node:<its own IP>, the IP vLLM's get_ip() returns on the head (VLLM_HOST_IP, else the default-route address). "
-	switch o.kind {
-	case "management":
+	switch {
+	case o.kind == "management":
 		f := c.NodeAddrs[o.node]
 		d.Explanation = lead + node + " is " + o.describe() + ": VLLM_HOST_IP was not set there, while Ray registered " + o.node +
 			" under " + orDefault(f, "another address") + ". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
 		d.Fix = "Make vLLM and Ray agree on " + o.node + "'s address: VLLM_HOST_IP=" + orDefault(f, "<fabric IP>") + " in its container, the address Ray registered (verify with `ray list nodes`). " +
 			"network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + " sets both."
-	case "fabric":
+	case o.kind == "fabric":
 		m := c.MgmtAddrs[o.node]
 		d.Explanation = lead + node + " is " + o.describe() + " (VLLM_HOST_IP), but Ray registered " + o.node + " under another address" +
 			ifNotEmpty(" (probably its management address "+m+", picked from the default route when --node-ip-address is not given)", m) +
 			". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
 		d.Fix = c.bindingFix(node)
+	case len(c.NodeAddrs) == 0 && len(c.MgmtAddrs) == 0:
+		// Nothing declared to compare with (a hand-run deployment): say
+		// what the lines show and how to compare, claim nothing more.
+		d.Explanation = lead + "The group waits because no Ray node offers the resource node:" + node + ": Ray registered the node vLLM runs on under another address than " + node +
+			" (Ray picks the default-route address when ray start has no --node-ip-address), or that node has not joined the cluster."
+		d.Fix = "Compare the addresses: `ray list nodes` (or `ray status`) on the head shows the IP Ray registered each node under; vLLM used " + node + ". " +
+			"Make them the same on every node: ray start --node-ip-address=<the node's IP on the network the nodes share> and VLLM_HOST_IP=<the same IP> in each node's environment, then restart Ray and vllm serve."
 	default:
 		d.Explanation = lead + node + " is not a declared address of any node, so Ray has no node with that resource."
 		d.Fix = c.bindingFix(node)
@@ -788,8 +823,12 @@ func buildFreeMemory(s *scan, hits []int) (Diagnosis, bool) {
 
 var rayMemRE = regexp.MustCompile(`Memory on the node \(IP: ([0-9A-Fa-f.:]+)[^)]*\).*? was\s+([\d.]+)GB / ([\d.]+)GB \(([\d.]+)\)(?:, which exceeds the memory usage threshold of (\d+(?:\.\d+)?))?`)
 
+// rayOOMSummaryRE is the raylet's periodic summary of its kills.
+var rayOOMSummaryRE = regexp.MustCompile(`(\d+) Workers \(tasks / actors\) killed due to memory pressure \(OOM\).*?at node \(ID: [0-9a-fA-F]+, IP: ([0-9A-Fa-f.:]+)\)`)
+
 func matchRayOOM(b string) bool {
-	return containsAny(b, "killed due to the node running low on memory", "NODE_OUT_OF_MEMORY")
+	return containsAny(b, "killed due to the node running low on memory", "NODE_OUT_OF_MEMORY", "killed due to memory pressure (OOM)") ||
+		(strings.Contains(b, "Memory on the node (IP:") && strings.Contains(b, "exceeds the memory usage threshold"))
 }
 
 func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
@@ -806,6 +845,18 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 	d := Diagnosis{Evidence: ev}
 	if m == nil {
 		node := s.nodeOf(i)
+		for _, j := range hits {
+			if sm := rayOOMSummaryRE.FindStringSubmatch(s.lines[j].body); sm != nil {
+				i = j
+				d.Evidence = []Evidence{s.evidence(j)}
+				where := sm[2]
+				if n := c.ownerOf(sm[2]).node; n != "" {
+					where = n + " (" + sm[2] + ")"
+				}
+				node = where
+				break
+			}
+		}
 		d.Title = "Ray's memory monitor killed a worker" + onHost(node)
 		d.Explanation = "Ray kills the most recently scheduled worker when node memory crosses RAY_memory_usage_threshold (default 0.95)."
 		d.Fix = oomFix(c, 0, 0, 0.95)
@@ -845,7 +896,7 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 		}
 		why = append(why, w+".")
 	}
-	if !c.MemoryMonitorOn {
+	if c.onRay() && !c.MemoryMonitorOn {
 		why = append(why, "The configuration turns the monitor off, yet it ran: RAY_memory_monitor_refresh_ms=0 did not reach the raylet"+onHost(node)+" — it must be in the environment of `ray start` (the Ray container), not of vllm serve.")
 	}
 	d.Explanation = strings.Join(why, "\n")
@@ -857,6 +908,12 @@ func buildRayOOM(s *scan, hits []int) (Diagnosis, bool) {
 // (0 if unknown), util the configured gpu_memory_utilization, thr the
 // monitor threshold.
 func oomFix(c Context, frac, util, thr float64) string {
+	if !c.onRay() {
+		// No configuration: say what holds for any Ray deployment.
+		return "Host RAM ran out on that node. Reduce what uses it beside the killed worker (other processes and containers, CPU offload, Ray's object store: ray start --object-store-memory), " +
+			"or raise RAY_memory_usage_threshold, or turn the monitor off with RAY_memory_monitor_refresh_ms=0 — both in the environment of `ray start` on every node, not of vllm serve; the kernel's OOM killer still guards the node. " +
+			"On unified-memory GPUs (GB10, GH200) vLLM's --gpu-memory-utilization is host RAM too: lower it."
+	}
 	if !c.MemoryMonitorOn {
 		return "Recreate the Ray containers of " + c.cluster() + " so every raylet starts with RAY_memory_monitor_refresh_ms=0 (rayform apply replaces them when memory_monitor = false); check with `docker inspect` that the variable is in .Config.Env on every node."
 	}
@@ -886,7 +943,73 @@ var (
 	cudaCapRE   = regexp.MustCompile(`GPU (\d+) has a total capacity of ([\d.]+ [KMGT]?i?B) of which ([\d.]+ [KMGT]?i?B) is free`)
 	cudaOldRE   = regexp.MustCompile(`\(GPU (\d+); ([\d.]+ [KMGT]?i?B) total capacity; ([\d.]+ [KMGT]?i?B) already allocated; ([\d.]+ [KMGT]?i?B) free`)
 	cudaProcRE  = regexp.MustCompile(`Process (\d+) has ([\d.]+ [KMGT]?i?B) memory in use`)
+	cudaSelfRE  = regexp.MustCompile(`this process has ([\d.]+ [KMGT]?i?B) memory in use`)
+	cudaOwnRE   = regexp.MustCompile(`Of the allocated memory ([\d.]+ [KMGT]?i?B) is allocated by PyTorch,.*?and ([\d.]+ [KMGT]?i?B) is reserved by PyTorch but unallocated`)
 )
+
+// cudaProcesses reads the processes torch lists in its OOM message and
+// says which are other processes; other is true when one certainly is.
+//
+// torch prints "Process N has X memory in use" for every process NVML
+// reports on the GPU, and "Including non-PyTorch memory, this process has
+// X" for the one whose pid equals its own. Inside a container NVML reports
+// host pids, so the process that ran out of memory is listed as "Process N"
+// itself. Without the "this process" form, a listed process holding at
+// least what this process's PyTorch holds (allocated + reserved) is taken
+// to be this process; one holding less cannot be it.
+func cudaProcesses(b string) (facts []string, other bool) {
+	procs := cudaProcRE.FindAllStringSubmatch(b, -1)
+	if len(procs) == 0 {
+		return nil, false
+	}
+	if self := cudaSelfRE.FindStringSubmatch(b); self != nil {
+		for _, p := range procs {
+			facts = append(facts, "Another process (pid "+p[1]+") held "+p[2]+" on the GPU; this process held "+self[1]+".")
+		}
+		return facts, true
+	}
+	own := -1.0
+	if m := cudaOwnRE.FindStringSubmatch(b); m != nil {
+		a, okA := parseBytes(m[1])
+		r, okR := parseBytes(m[2])
+		if okA && okR {
+			own = a + r
+		}
+	}
+	for _, p := range procs {
+		held, ok := parseBytes(p[2])
+		switch {
+		case !ok || own < 0:
+			facts = append(facts, "pid "+p[1]+" held "+p[2]+" on the GPU; the message does not say whether that is this process (inside a container torch sees host pids).")
+		case held+0.01*gib >= own:
+			facts = append(facts, fmt.Sprintf("pid %s held %s on the GPU: at least the %.2f GiB this process's PyTorch holds, so it is this process itself (inside a container torch lists its host pid), not another one.", p[1], p[2], own/gib))
+		default:
+			facts = append(facts, "Another process (pid "+p[1]+") held "+p[2]+" on the GPU.")
+			other = true
+		}
+	}
+	return facts, other
+}
+
+// gib is one GiB in bytes.
+const gib = 1 << 30
+
+// parseBytes reads torch's sizes: "14.51 GiB", "738.96 MiB", "512 B".
+func parseBytes(s string) (float64, bool) {
+	num, unit, ok := strings.Cut(s, " ")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, false
+	}
+	mult := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}[unit]
+	if mult == 0 {
+		return 0, false
+	}
+	return v * mult, true
+}
 
 func matchCUDAOOM(b string) bool {
 	return containsAny(b, "CUDA out of memory", "CUDA error: out of memory")
@@ -909,16 +1032,22 @@ func buildCUDAOOM(s *scan, hits []int) (Diagnosis, bool) {
 	if m := cudaAllocRE.FindStringSubmatch(b); m != nil {
 		title += " allocating " + m[1]
 	}
+	tooBig := false
 	if m := cudaCapRE.FindStringSubmatch(b); m != nil {
 		facts = append(facts, "GPU "+m[1]+" has "+m[2]+", of which "+m[3]+" was free.")
+		if a := cudaAllocRE.FindStringSubmatch(b); a != nil {
+			want, okW := parseBytes(a[1])
+			total, okT := parseBytes(m[2])
+			if okW && okT && want > total {
+				tooBig = true
+				facts = append(facts, "The single allocation ("+a[1]+") is larger than the whole GPU ("+m[2]+"): no memory setting makes it fit.")
+			}
+		}
 	} else if m := cudaOldRE.FindStringSubmatch(b); m != nil {
 		facts = append(facts, "GPU "+m[1]+" has "+m[2]+"; "+m[3]+" was allocated by PyTorch and "+m[4]+" free.")
 	}
-	other := false
-	if m := cudaProcRE.FindStringSubmatch(b); m != nil {
-		facts = append(facts, "Another process (pid "+m[1]+") held "+m[2]+" on the GPU.")
-		other = true
-	}
+	procFacts, other := cudaProcesses(b)
+	facts = append(facts, procFacts...)
 	phase := ""
 	lo, _ := s.logSpan(i)
 	for j := lo; j < i; j++ {
@@ -948,6 +1077,8 @@ func buildCUDAOOM(s *scan, hits []int) (Diagnosis, bool) {
 		util = fmt.Sprintf("gpu_memory_utilization (now %s, try %.2f)", strconv.FormatFloat(c.GPUMemoryUtilization, 'f', -1, 64), floor2(c.GPUMemoryUtilization-0.05))
 	}
 	switch {
+	case tooBig:
+		d.Fix = "Make the request smaller — a shorter max_model_len or fewer max-num-batched-tokens on " + c.serve() + " (for vision models, smaller images or fewer per prompt) — or spread the model over more GPUs (tensor_parallel_size)."
 	case other:
 		d.Fix = "Stop the other process on that GPU (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv" + onHost(host) + "), or lower " + util + " on " + c.serve() + "."
 	case phase == "graphs":
@@ -1007,7 +1138,7 @@ func (s *scan) unknown() Diagnosis {
 		if len(idx) > 0 {
 			nonEmpty++
 			name := orDefault(s.logs[k].Host, s.logs[k].Source)
-			if !contains(hosts, name) {
+			if !slices.Contains(hosts, name) {
 				hosts = append(hosts, name)
 			}
 		}
@@ -1053,14 +1184,4 @@ func (s *scan) unknown() Diagnosis {
 	d.Explanation = fmt.Sprintf("None of the %d failure patterns rayform knows matched. The last lines that say something are shown (traceback frames and progress bars left out); the root cause is often earlier in the log.", len(rules()))
 	d.Fix = "Read the complete logs on each host (docker logs <container>); if the cause is a configuration rayform manages, fix it in the configuration and re-run rayform apply."
 	return d
-}
-
-// contains reports whether list holds x.
-func contains(list []string, x string) bool {
-	for _, v := range list {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

@@ -25,6 +25,71 @@ var (
 	vllmVersionRE = regexp.MustCompile(`vLLM API server version (\S+)`)
 )
 
+// versionAtLeast compares dotted release numbers ("0.10.1" >= "0.10.0");
+// a suffix (".post1", "rc1", "+cu128") is ignored.
+func versionAtLeast(v, min string) bool {
+	parse := func(s string) []int {
+		var out []int
+		for _, p := range strings.Split(strings.TrimPrefix(s, "v"), ".") {
+			n := 0
+			k := 0
+			for ; k < len(p) && p[k] >= '0' && p[k] <= '9'; k++ {
+				n = n*10 + int(p[k]-'0')
+			}
+			if k == 0 {
+				break
+			}
+			out = append(out, n)
+			if k < len(p) {
+				break
+			}
+		}
+		return out
+	}
+	a, b := parse(v), parse(min)
+	for i := 0; i < max(len(a), len(b)); i++ {
+		x, y := 0, 0
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return x > y
+		}
+	}
+	return true
+}
+
+// removedOption is a `vllm serve` option that later vLLM releases no
+// longer accept, with what replaces it.
+type removedOption struct {
+	flag        string
+	absentSince string // the first release seen refusing it (not always the removal)
+	instead     string
+	source      string
+}
+
+// removedOptions are the removals users hit, each with its evidence.
+var removedOptions = []removedOption{
+	{"--enable-reasoning", "0.10.0", "drop it: --reasoning-parser alone turns reasoning on", "https://github.com/vllm-project/vllm/issues/18538"},
+	{"--task", "0.13.0", "--runner pooling --convert embed (or classify, reward) for a pooling model; a generative model needs neither", "https://github.com/flagos-ai/vllm-plugin-FL/issues/127"},
+	{"--swap-space", "0.18.0", "drop it (there is no CPU swap space to size any more)", "https://github.com/unslothai/unsloth-zoo/issues/1210"},
+}
+
+// lookupRemoved returns the removal that flag names, if any.
+func lookupRemoved(flag string) (removedOption, bool) {
+	name, _, _ := strings.Cut(flag, "=")
+	name = strings.ReplaceAll(name, "_", "-")
+	for _, r := range removedOptions {
+		if name == r.flag {
+			return r, true
+		}
+	}
+	return removedOption{}, false
+}
+
 func matchVLLMArgs(b string) bool { return argErrorRE.MatchString(b) }
 
 func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
@@ -63,7 +128,7 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	d.Title = in + onHost(host) + " does not know " + what
 	var why []string
-	why = append(why, "argparse refused \""+u[1]+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
+	why = append(why, "argparse refused \""+redact(u[1])+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
 	if version != "" && version != vllmcli.Version {
 		var known []string
 		opts := vllmcli.ServeOptions()
@@ -76,8 +141,45 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 			why = append(why, "vLLM "+vllmcli.Version+" has "+strings.Join(known, ", ")+"; the image's "+version+" does not.")
 		}
 	}
+	// Options later releases removed: certain when the version is known
+	// to be at or past the first release seen refusing it; with no
+	// version, an image older than the option refuses it too.
+	var removed, instead []string
+	unsure := false
+	for _, f := range flags {
+		r, ok := lookupRemoved(f)
+		if !ok {
+			continue
+		}
+		switch {
+		case version == "":
+			unsure = true
+			why = append(why, r.flag+" was removed from vLLM (releases from "+r.absentSince+" on refuse it: "+r.source+"); an image older than the option refuses it as well, and this log does not show the version.")
+		case versionAtLeast(version, r.absentSince):
+		default:
+			continue // older than the removal: not the reason
+		}
+		if version != "" {
+			why = append(why, r.flag+" was removed from vLLM: releases from "+r.absentSince+" on refuse it ("+r.source+").")
+		}
+		removed = append(removed, r.flag)
+		instead = append(instead, r.flag+": "+r.instead)
+	}
 	d.Explanation = strings.Join(why, "\n")
-	d.Fix = "Remove or rename " + what + " in extra_args on " + c.serve() + ", or use an image whose vLLM has it (`docker run --rm " + c.image() + " vllm serve --help=all`)."
+	if len(removed) > 0 {
+		if !unsure {
+			d.Title = in + onHost(host) + " no longer accepts " + strings.Join(removed, ", ") + " (removed from vLLM)"
+			if len(removed) < len(flags) {
+				d.Title = in + onHost(host) + " does not know " + what + "; " + strings.Join(removed, ", ") + " was removed from vLLM"
+			}
+			d.Fix = "In extra_args on " + c.serve() + " (by hand: the vllm serve command line): " + strings.Join(instead, "; ") + "."
+			return d, true
+		}
+		d.Fix = "Check the image's vLLM with `docker run --rm " + c.imageRef() + " vllm --version`. If it is at or past the removal, in extra_args on " + c.serve() +
+			" (by hand: the vllm serve command line): " + strings.Join(instead, "; ") + ". If it is older than the option, use a newer image."
+		return d, true
+	}
+	d.Fix = "Remove or rename " + what + " in extra_args on " + c.serve() + ", or use an image whose vLLM has it (`docker run --rm " + c.imageRef() + " vllm serve --help=all`)."
 	return d, true
 }
 
@@ -167,7 +269,7 @@ func buildArch(s *scan, hits []int) (Diagnosis, bool) {
 		Evidence: []Evidence{s.evidence(i)},
 		Explanation: "vLLM looks the architecture named in the model's config.json up in its model registry; \"" + m[2] + "\" means this vLLM has no (working) implementation of it: " +
 			"the model is newer than the image's vLLM, or model files were copied between vLLM versions whose base classes differ.",
-		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.image() + " vllm --version` shows what the image has.",
+		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.imageRef() + " vllm --version` shows what the image has.",
 	}, true
 }
 

@@ -31,7 +31,11 @@ type scan struct {
 }
 
 var (
-	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]`)
+	// Terminal control sequences: CSI (colours, cursor moves), OSC (window
+	// titles, hyperlinks; ended by BEL or ST), DCS/PM/APC strings, charset
+	// selection and other two-byte escapes. What is left of C0 controls
+	// (bar tab) is dropped by clean.
+	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<=>!]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\-_]|\x1b[0-9=>a-z]`)
 	// Prefixes a log line carries before its message, stripped repeatedly:
 	// Ray/vLLM process tags, CI timestamps, vLLM/Python logging headers,
 	// NCCL's "[2026-11-29 23:22:58] " stamp.
@@ -82,7 +86,21 @@ func clean(b []byte) string {
 	if strings.IndexByte(t, 0x1b) >= 0 {
 		t = ansiRE.ReplaceAllString(t, "")
 	}
+	if strings.IndexFunc(t, isControl) >= 0 {
+		t = strings.Map(func(r rune) rune {
+			if isControl(r) {
+				return -1
+			}
+			return r
+		}, t)
+	}
 	return strings.TrimRight(t, " \t")
+}
+
+// isControl reports a C0/C1 control character other than tab: a terminal
+// acts on them (backspace, bell, a lone escape), so printed lines drop them.
+func isControl(r rune) bool {
+	return r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0))
 }
 
 // body strips the prefixes a line carries before its message.
@@ -236,12 +254,25 @@ var (
 	// --flag VALUE and --flag=VALUE.
 	flagRE   = regexp.MustCompile(`(--[A-Za-z0-9][A-Za-z0-9\-]*)(=|\s+)([^\s'"]+)`)
 	bearerRE = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+`)
-	tokenRE  = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
-	userRE   = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
+	// Authorization: Basic dXNlcjpwYXNz, Authorization: token ghp_...
+	authRE  = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:basic|token|digest)\s+)[^\s"',]+`)
+	tokenRE = regexp.MustCompile(`\b(?:hf_[A-Za-z0-9]{20,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
+	userRE  = regexp.MustCompile(`(://[^/\s:@]+:)[^/\s@]+@`)
 )
 
 // redacted replaces a secret value.
 const redacted = "<redacted>"
+
+// redactProse hides the secrets that can reach rayform's own sentences
+// through values parsed from a log (URLs, tokens): bearer and
+// Authorization values, URL passwords, bare tokens. NAME=VALUE pairs are
+// left alone there: the fixes spell out HF_TOKEN=<a token ...> themselves.
+func redactProse(t string) string {
+	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
+	t = authRE.ReplaceAllString(t, "${1}"+redacted)
+	t = userRE.ReplaceAllString(t, "${1}"+redacted+"@")
+	return tokenRE.ReplaceAllString(t, redacted)
+}
 
 // redact hides the values of secret-looking pairs, flags, bearer tokens,
 // URL passwords and bare Hugging Face / GitHub tokens.
@@ -261,6 +292,7 @@ func redact(t string) string {
 		return sm[1] + sm[2] + redacted
 	})
 	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
+	t = authRE.ReplaceAllString(t, "${1}"+redacted)
 	t = userRE.ReplaceAllString(t, "${1}"+redacted+"@")
 	return tokenRE.ReplaceAllString(t, redacted)
 }

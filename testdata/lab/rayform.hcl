@@ -1,9 +1,14 @@
 # rayform configuration of lab "rflab", written by `rayform lab up`.
-# Run rayform in the lab's client namespace (the only one with a route to the nodes):
+# Run rayform in the lab's client namespace (the only one with a route to the nodes),
+# with the lab's client home (its ~/.ssh knows the nodes' host keys):
 #
-#   ip netns exec rflab-client rayform -chdir /tmp/rayform-lab-rflab plan
+#   ip netns exec rflab-client env HOME=/tmp/rayform-lab-rflab/client-home rayform -chdir /tmp/rayform-lab-rflab plan
 #
 # SSH: /tmp/rayform-lab-rflab/ssh_config (known_hosts: /tmp/rayform-lab-rflab/known_hosts).
+
+rayform {
+  project = "rayform-lab-rflab"
+}
 
 node "spark1" {
   host          = "10.1.230.180"

@@ -63,6 +63,24 @@ rf_ip() {
 	fi
 	printf '%s' "$1" | ip -j -force -batch -
 }
+# rf_listen NAME: the section of ss -Hltnp, kept in rf_ss (rf_sok=1 when it
+# answered) for rf_owner.
+rf_listen() {
+	printf '%s begin %s\n' "$M" "$1"
+	rf_sok=0
+	rf_ss=
+	rf_o=$(rf_x ss -Hltnp 2>&1 </dev/null)
+	rf_rc=$?
+	rf_err=
+	if [ "$rf_rc" = 0 ]; then
+		rf_sok=1
+		rf_ss=$rf_o
+		printf '%s\n' "$rf_o"
+	else
+		rf_err=$rf_o
+	fi
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_err" "$M" "$rf_rc"
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -118,8 +136,10 @@ rf_containers() {
 	rf_o=$(rf_x docker ps -a --no-trunc --format "$rf_pfmt" 2>&1 </dev/null)
 	rf_rc=$?
 	rf_dok=0
+	rf_ps=
 	if [ "$rf_rc" = 0 ]; then
 		rf_dok=1
+		rf_ps=$rf_o
 		rf_split "$rf_o"
 		rf_ifs=$IFS
 		IFS='
@@ -161,6 +181,54 @@ rf_http() {
 		;;
 	esac
 }
+# rf_owner PORT CONTAINER: whether a process of CONTAINER holds the listening
+# socket of PORT: its cgroup (/proc/PID/cgroup, read with the shell) names
+# the container's ID, which docker ps gave (rf_ps). Otherwise rf_why names
+# the holder. Nothing listening, or listeners whose process ss cannot show
+# (another user's, without root), or no ss at all: yes (a GET to a closed
+# port is refused; an unknown owner cannot be told apart).
+rf_owner() {
+	rf_why=
+	[ "$rf_sok" = 1 ] || return 0
+	rf_id=
+	rf_ifs=$IFS
+	IFS='
+'
+	for rf_l in $rf_ps; do
+		case $rf_l in *"\"Names\":\"$2\""*)
+			rf_id=${rf_l#*\"ID\":\"}
+			rf_id=${rf_id%%\"*}
+			;;
+		esac
+	done
+	for rf_l in $rf_ss; do
+		case $rf_l in *:"$1 "*) ;; *) continue ;; esac
+		rf_u=${rf_l#*users:}
+		while :; do
+			case $rf_u in *'("'*pid=*) ;; *) break ;; esac
+			rf_u=${rf_u#*'("'}
+			rf_n=${rf_u%%'"'*}
+			rf_u=${rf_u#*pid=}
+			rf_p=${rf_u%%[!0-9]*}
+			if [ -n "$rf_id" ] && [ -n "$rf_p" ] && rf_incg "$rf_p" "$rf_id"; then
+				IFS=$rf_ifs
+				rf_why=
+				return 0
+			fi
+			rf_why="$rf_n (pid $rf_p)"
+		done
+	done
+	IFS=$rf_ifs
+	[ -z "$rf_why" ]
+}
+# rf_incg PID ID: whether PID's cgroup names ID.
+rf_incg() {
+	[ -r "/proc/$1/cgroup" ] || return 1
+	while IFS= read -r rf_c; do
+		case $rf_c in *"$2"*) return 0 ;; esac
+	done <"/proc/$1/cgroup"
+	return 1
+}
 rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
@@ -173,6 +241,7 @@ route get 192.168.200.13
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+rf_listen 'listen ports=8265,8000'
 rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_CONFIG_ROOT,VLLM_HOST_IP,VLLM_PORT' rayform-ray-head
 if [ "$rf_dok" != 1 ]; then
 	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'docker unavailable'
@@ -181,18 +250,45 @@ elif [ "$rf_need" = 1 ]; then
 else
 	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'containers current'
 fi
+if rf_owner 8265 rayform-ray-head; then rf_g0=1; else rf_g0=0; rf_skip 'http via=guard url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' "held by $rf_why"; fi
+if rf_owner 8000 rayform-ray-head; then rf_g1=1; else rf_g1=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/health' "held by $rf_why"; fi
+if rf_owner 8000 rayform-ray-head; then rf_g2=1; else rf_g2=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/v1/models' "held by $rf_why"; fi
 if [ "$rf_via" = curl ]; then
-	printf '%s begin %s\n' "$M" 'ray.nodes source=dashboard via=curl'
-	curl -q -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n@@rayform@@ begin vllm.health via=curl\n' 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' --next -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n@@rayform@@ begin vllm.models via=curl\n' http://127.0.0.1:8000/health --next -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n' http://127.0.0.1:8000/v1/models </dev/null 2>/dev/null
-elif [ "$rf_via" = wget ]; then
-	rf_sec 'ray.nodes source=dashboard via=wget' rf_http 'http://127.0.0.1:8265/api/v0/nodes?limit=1000'
-elif [ "$rf_dok" = 1 ]; then
-	rf_sec 'ray.nodes source=cli' rf_x docker exec rayform-ray-head ray list nodes --format json --limit 1000
+	set --
+	rf_nx=
+	if [ "$rf_g2" = 1 ]; then
+		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/v1/models ${rf_nx:+--next} "$@"
+		rf_nx='http via=curl url=http://127.0.0.1:8000/v1/models'
+	fi
+	if [ "$rf_g1" = 1 ]; then
+		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/health ${rf_nx:+--next} "$@"
+		rf_nx='http via=curl url=http://127.0.0.1:8000/health'
+	fi
+	if [ "$rf_g0" = 1 ]; then
+		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' ${rf_nx:+--next} "$@"
+		rf_nx='http via=curl url=http://127.0.0.1:8265/api/v0/nodes?limit=1000'
+	fi
+	if [ -n "$rf_nx" ]; then
+		printf '%s begin %s\n' "$M" "$rf_nx"
+		curl -q "$@" </dev/null 2>/dev/null
+	fi
 else
-	rf_skip 'ray.nodes source=dashboard' 'neither curl nor wget is installed'
-fi
-if [ "$rf_via" != curl ]; then
-	rf_sec "vllm.health via=$rf_via" rf_http http://127.0.0.1:8000/health
-	rf_sec "vllm.models via=$rf_via" rf_http http://127.0.0.1:8000/v1/models
+	if [ "$rf_g0" != 1 ]; then
+		:
+	elif [ "$rf_via" = none ] && [ "$rf_dok" = 1 ]; then
+		rf_sec 'http via=exec url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' rf_x docker exec rayform-ray-head ray list nodes --format json --limit 1000
+	else
+		rf_sec "http via=$rf_via url=http://127.0.0.1:8265/api/v0/nodes?limit=1000" rf_http 'http://127.0.0.1:8265/api/v0/nodes?limit=1000'
+	fi
+	if [ "$rf_g1" != 1 ]; then
+		:
+	else
+		rf_sec "http via=$rf_via url=http://127.0.0.1:8000/health" rf_http http://127.0.0.1:8000/health
+	fi
+	if [ "$rf_g2" != 1 ]; then
+		:
+	else
+		rf_sec "http via=$rf_via url=http://127.0.0.1:8000/v1/models" rf_http http://127.0.0.1:8000/v1/models
+	fi
 fi
 printf '%s done\n' "$M"

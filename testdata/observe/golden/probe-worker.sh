@@ -63,6 +63,24 @@ rf_ip() {
 	fi
 	printf '%s' "$1" | ip -j -force -batch -
 }
+# rf_listen NAME: the section of ss -Hltnp, kept in rf_ss (rf_sok=1 when it
+# answered) for rf_owner.
+rf_listen() {
+	printf '%s begin %s\n' "$M" "$1"
+	rf_sok=0
+	rf_ss=
+	rf_o=$(rf_x ss -Hltnp 2>&1 </dev/null)
+	rf_rc=$?
+	rf_err=
+	if [ "$rf_rc" = 0 ]; then
+		rf_sok=1
+		rf_ss=$rf_o
+		printf '%s\n' "$rf_o"
+	else
+		rf_err=$rf_o
+	fi
+	printf '\n%s stderr\n%s\n%s end %d\n' "$M" "$rf_err" "$M" "$rf_rc"
+}
 # rf_rdma: RDMA ports and their netdevs, in ibdev2netdev's format.
 rf_rdma() {
 	if command -v ibdev2netdev >/dev/null 2>&1; then
@@ -118,8 +136,10 @@ rf_containers() {
 	rf_o=$(rf_x docker ps -a --no-trunc --format "$rf_pfmt" 2>&1 </dev/null)
 	rf_rc=$?
 	rf_dok=0
+	rf_ps=
 	if [ "$rf_rc" = 0 ]; then
 		rf_dok=1
+		rf_ps=$rf_o
 		rf_split "$rf_o"
 		rf_ifs=$IFS
 		IFS='

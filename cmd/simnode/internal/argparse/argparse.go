@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -208,7 +209,7 @@ func preprocess(args []string) []string {
 				if !hasVal && i+1 < len(args) {
 					i++
 				}
-				if !contains(dotted, key) {
+				if !slices.Contains(dotted, key) {
 					dotted = append(dotted, key)
 				}
 				continue
@@ -230,15 +231,6 @@ func preprocess(args []string) []string {
 		out = append(out, k, "{}")
 	}
 	return out
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Parse parses args (after the subcommand name).

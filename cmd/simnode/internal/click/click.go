@@ -6,6 +6,7 @@ package click
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -289,7 +290,7 @@ func (c *Command) Parse(args []string) (*Values, *UsageError) {
 			}
 			continue
 		}
-		if len(arg.Choices) > 0 && !contains(arg.Choices, pos[k]) {
+		if len(arg.Choices) > 0 && !slices.Contains(arg.Choices, pos[k]) {
 			return nil, c.fail(fmt.Sprintf("Invalid value for '%s': %s is not one of %s.", strings.ToUpper(arg.Name), quote(pos[k]), quoteList(arg.Choices)))
 		}
 		v.Args = append(v.Args, pos[k])
@@ -333,7 +334,7 @@ func (c *Command) setValue(v *Values, o *Option, val string) *UsageError {
 			return c.fail(fmt.Sprintf("Invalid value for '%s': %s is not a valid boolean.", label, quote(val)))
 		}
 	case Choice:
-		if !contains(o.Choices, val) {
+		if !slices.Contains(o.Choices, val) {
 			return c.fail(fmt.Sprintf("Invalid value for '%s': %s is not one of %s.", label, quote(val), quoteList(o.Choices)))
 		}
 	}
@@ -351,15 +352,6 @@ func parseBool(s string) (bool, bool) {
 		return false, true
 	}
 	return false, false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
@@ -475,7 +467,7 @@ func (g *Group) Split(args []string) (string, []string, bool, *UsageError) {
 		return "", nil, false, nil
 	}
 	name := args[i]
-	if !contains(g.Commands, name) {
+	if !slices.Contains(g.Commands, name) {
 		return "", nil, false, fail(fmt.Sprintf("No such command '%s'.", name))
 	}
 	return name, args[i+1:], false, nil

@@ -47,7 +47,9 @@ vllm_serve "tiny" {
   cluster              = ray_cluster.two
   model                = "tiny"
   tensor_parallel_size = 2
-  env                  = { MASTER_ADDR = ray_cluster.two.head_ip }
+  # On one node vLLM runs without Ray, on the first GPUs unless told:
+  # give this serve the two GPUs "small" does not use.
+  env                  = { MASTER_ADDR = ray_cluster.two.head_ip, CUDA_VISIBLE_DEVICES = "2,3" }
 }
 
 vllm_serve "big" {

@@ -1,8 +1,10 @@
-package config
+package resources
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -115,19 +117,21 @@ func ucxDevices(hcas []string) string {
 
 // ContainerEnv returns the whole environment of the Ray container of a
 // cluster on node: the cluster's env, RAY_memory_monitor_refresh_ms=0 when
-// the memory monitor is off, and the network's pins ([Network.NodeEnv]).
-// A cluster without a network (a single node) has no pins, and addr and
-// observedIface are not used.
+// the memory monitor is off, and the network's pins ([Network.NodeEnv])
+// once the node's address on it is known (addr is valid). A cluster
+// without a network (a single node) has no pins, and addr and
+// observedIface are not used. It is the one place the container's
+// environment is built.
 func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIface string) (map[string]string, error) {
 	rc, ok := c.RayClusters[cluster]
 	if !ok {
 		return nil, fmt.Errorf("no ray_cluster %q", cluster)
 	}
-	if !contains(rc.Nodes(), node) {
+	if !slices.Contains(rc.Nodes(), node) {
 		return nil, fmt.Errorf("ray_cluster %s: node %s is not in the cluster", cluster, node)
 	}
 	var pins map[string]string
-	if rc.Network != "" {
+	if rc.Network != "" && addr.IsValid() {
 		nw, ok := c.Networks[rc.Network]
 		if !ok {
 			return nil, fmt.Errorf("ray_cluster %s: no network %q", cluster, rc.Network)
@@ -138,14 +142,10 @@ func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIfa
 		}
 	}
 	env := make(map[string]string, len(rc.Env)+len(pins)+1)
-	for k, v := range rc.Env {
-		env[k] = v
-	}
+	maps.Copy(env, rc.Env)
 	if !rc.MemoryMonitor {
 		env["RAY_memory_monitor_refresh_ms"] = strconv.Itoa(0)
 	}
-	for k, v := range pins {
-		env[k] = v
-	}
+	maps.Copy(env, pins)
 	return env, nil
 }

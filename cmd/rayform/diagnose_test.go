@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiagnoseCommand runs `rayform diagnose` on the real-log fixtures of
+// testdata/diagnose, as files, several files and stdin, as text and -json,
+// and compares stdout with testdata/diagnose/cli/<name>.golden (-update
+// rewrites them).
+func TestDiagnoseCommand(t *testing.T) {
+	fixture := func(name string) string { return repoPath(t, filepath.Join("testdata/diagnose", name+".log")) }
+	tests := []struct {
+		name  string
+		args  []string // fixture names, "-" for stdin; flags start with "-"+letter
+		stdin string   // fixture name piped on stdin
+		code  int
+		want  []string // substrings of stdout
+	}{
+		{name: "file", args: []string{"nccl-interface"}, code: exitCause,
+			want: []string{"Cause: NCCL_SOCKET_IFNAME=eth9 matches no interface", "Bootstrap : no socket interface found"}},
+		{name: "several-files", args: []string{"engine-core-failed", "free-memory"}, code: exitCause,
+			want: []string{"Cause: vLLM wants 45.01 GiB free", "also in the logs (consequences): engine-core-failed"}},
+		{name: "stdin", stdin: "ray-oom-task", code: exitCause,
+			want: []string{"27.71 GB / 28.80 GB", "evidence (stdin"}},
+		{name: "stdin-dash", args: []string{"-"}, stdin: "gloo-interface", code: exitCause,
+			want: []string{"GLOO_SOCKET_IFNAME=eth9"}},
+		{name: "unknown", args: []string{"unknown"}, code: exitOK,
+			want: []string{"Cause: no known failure pattern", "destroy_process_group() was not called"}},
+		{name: "json", args: []string{"-json", "free-memory"}, code: exitCause},
+		{name: "json-unknown", args: []string{"unknown", "-json"}, code: exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"-no-color", "diagnose"}
+			var shown []string
+			for _, a := range tt.args {
+				switch {
+				case a == "-" || strings.HasPrefix(a, "-j"):
+					args = append(args, a)
+				default:
+					args = append(args, fixture(a))
+					shown = append(shown, a)
+				}
+			}
+			stdin := ""
+			if tt.stdin != "" {
+				stdin = readFile(t, fixture(tt.stdin))
+			}
+			r := runRayform(t, stdin, args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if r.stderr != "" {
+				t.Errorf("stderr: %s", r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			out := r.stdout
+			// The goldens hold paths relative to the repository.
+			out = strings.ReplaceAll(out, repoPath(t, "testdata/diagnose")+"/", "testdata/diagnose/")
+			if strings.Contains(tt.name, "json") {
+				var v diagnoseJSON
+				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+					t.Fatalf("not one JSON object: %v\n%s", err, r.stdout)
+				}
+				if v.Known != (tt.code == exitCause) || v.Evidence == nil || v.Also == nil || len(v.Inputs) != len(shown) {
+					t.Errorf("json = %+v", v)
+				}
+			}
+			checkGolden(t, repoPath(t, "testdata/diagnose/cli/"+tt.name+".golden"), []byte(out))
+		})
+	}
+}
+
+// TestDiagnoseErrors: an unreadable input is exit 1 with the path on
+// stderr and nothing on stdout.
+func TestDiagnoseErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.log")
+	r := runRayform(t, "", "diagnose", missing)
+	if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, "read "+missing) {
+		t.Errorf("missing file: %+v", r)
+	}
+	r = runRayform(t, "x\n", "diagnose", "-", "-")
+	if r.code != exitError || !strings.Contains(r.stderr, "more than once") {
+		t.Errorf("stdin twice: %+v", r)
+	}
+	r = runRayform(t, "", "diagnose", "-bogus")
+	if r.code != exitError {
+		t.Errorf("unknown flag: %+v", r)
+	}
+}
+
+// TestDiagnoseMasksSecretsAndControls: a log carrying a Hugging Face token,
+// an Authorization header and terminal control sequences prints none of
+// them, as text or JSON.
+func TestDiagnoseMasksSecretsAndControls(t *testing.T) {
+	const tok = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"
+	log := "\x1b]0;pwned\x07+ docker run -e HF_TOKEN=" + tok + " vllm/vllm-openai:v0.17.1\n" +
+		"curl -H 'Authorization: Bearer " + tok + "' https://huggingface.co/api/whoami-v2\n" +
+		"\x1b[31mengine exited\x1b[0m\x08\x07 with token " + tok + "\n"
+	path := filepath.Join(t.TempDir(), "serve.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"diagnose", path}, {"diagnose", "-json", path}} {
+		r := runRayform(t, "", args...)
+		if r.code != exitOK {
+			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stdout, "QwErTy") || strings.ContainsAny(r.stdout, "\x1b\x07\x08") || strings.Contains(r.stdout, "pwned") {
+			t.Errorf("%v leaks a secret or a control sequence:\n%q", args, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "HF_TOKEN=<redacted>") || !strings.Contains(r.stdout, "Bearer <redacted>") {
+			t.Errorf("%v: masked lines missing:\n%s", args, r.stdout)
+		}
+	}
+}

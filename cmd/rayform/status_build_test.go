@@ -1,0 +1,145 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/resourcestest"
+)
+
+// statusTestConfig is the lab's shape: one 2-GPU head and a worker, two
+// serves of one GPU each on ports 8000 and 8001.
+const statusTestConfig = `
+node "a" {
+  host = "10.0.0.1"
+  gpus = 2
+}
+
+node "b" {
+  host = "10.0.0.2"
+  gpus = 2
+}
+
+network "fabric" {
+  cidr = "192.168.200.0/24"
+}
+
+ray_cluster "main" {
+  image   = "img"
+  head    = node.a
+  workers = [node.b]
+  network = network.fabric
+}
+
+vllm_serve "one" {
+  cluster = ray_cluster.main
+  model   = "m1"
+  port    = 8000
+}
+
+vllm_serve "two" {
+  cluster = ray_cluster.main
+  model   = "m2"
+  port    = 8001
+}
+`
+
+// statusObserved is an observation of statusTestConfig's hosts in which
+// both serves run and answer their own model on their own port, and Ray's
+// table lists both nodes ALIVE; p is the plan to report.
+func statusObserved(t *testing.T, p *plan.Plan) *observed {
+	t.Helper()
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(statusTestConfig)}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	head := &observe.HostFacts{Host: "a", Complete: true}
+	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
+		{NodeIP: "192.168.200.2", State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
+	}})
+	for name, model := range map[string]string{"one": "m1", "two": "m2"} {
+		sv := cfg.Serves[name]
+		resourcestest.SetServeRecord(head, name, observe.ProcessRecord{Found: true, Alive: true, Resource: sv.Addr})
+		resourcestest.SetServeAnswer(head, sv.Port, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200},
+			ModelsCheck: observe.HTTPCheck{Status: 200}, Models: []observe.Model{{ID: model}}})
+	}
+	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{"a": head, "b": {Host: "b", Complete: true}}, Errors: map[string]error{}}
+	if p == nil {
+		p = &plan.Plan{}
+	}
+	return &observed{cfg: cfg, facts: facts, result: &resources.Result{Plan: p}}
+}
+
+func TestStatusEachServeOwnHealth(t *testing.T) {
+	obs := statusObserved(t, nil)
+	rep := buildStatus("lab", obs)
+	if !rep.Healthy || len(rep.Serves) != 2 {
+		t.Fatalf("healthy %v, serves %+v, problems %v", rep.Healthy, rep.Serves, rep.Problems)
+	}
+	for i, want := range []string{"m1", "m2"} {
+		if s := rep.Serves[i]; s.Health != "ok" || !slices.Equal(s.Models, []string{want}) {
+			t.Errorf("%s: %s (%s), models %v; want ok serving %s", s.Address, s.Health, s.HealthDetail, s.Models, want)
+		}
+	}
+	// Serve two's port closed: only serve two is starting, one stays ok.
+	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, observe.VLLM{Observed: true,
+		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
+	rep = buildStatus("lab", obs)
+	if rep.Serves[0].Health != "ok" || rep.Serves[1].Health != "starting" || rep.Healthy {
+		t.Fatalf("serves %+v, healthy %v", rep.Serves, rep.Healthy)
+	}
+	// A foreign process on serve one's port: not judged as vLLM.
+	head := obs.facts.Hosts["a"]
+	head.HTTP[resources.ServeURL(8000, "/health")] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{HeldBy: "nc (pid 42)", Err: "port held by nc (pid 42)"}}
+	rep = buildStatus("lab", obs)
+	if s := rep.Serves[0]; s.Health != resources.HealthPortHeld || !strings.Contains(s.HealthDetail, "nc (pid 42)") {
+		t.Fatalf("serve one: %+v", s)
+	}
+}
+
+// TestStatusDeadRayNodeIsAProblem is issue 22 item 7: a Ray node DEAD in
+// the table was not among status's problems while the serves read ok.
+func TestStatusDeadRayNodeIsAProblem(t *testing.T) {
+	obs := statusObserved(t, nil)
+	head := obs.facts.Hosts["a"]
+	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
+		{NodeIP: "192.168.200.2", State: "DEAD", StateMessage: "health check failed\nmore"},
+		// An earlier life of the head: DEAD beside ALIVE is history.
+		{NodeIP: "192.168.200.1", State: "DEAD"},
+	}})
+	rep := buildStatus("lab", obs)
+	want := "ray_cluster.main: Ray node 192.168.200.2 is DEAD: health check failed"
+	if rep.Healthy || !slices.Contains(rep.Problems, want) {
+		t.Fatalf("problems %v, want %q", rep.Problems, want)
+	}
+	if len(rep.Problems) != 1 {
+		t.Errorf("problems %v: the head's earlier DEAD row is not a problem", rep.Problems)
+	}
+}
+
+// TestStatusChangeHasAReason is issue 22 item 7: status printed "apply
+// would create it: " with nothing after the colon.
+func TestStatusChangeHasAReason(t *testing.T) {
+	p := &plan.Plan{Changes: []plan.ResourceChange{{Address: "vllm_serve.two", Action: plan.Create, Hosts: []string{"a"}}}}
+	rep := buildStatus("lab", statusObserved(t, p))
+	want := "vllm_serve.two: apply would create it: it does not exist on a"
+	if !slices.Contains(rep.Problems, want) {
+		t.Fatalf("problems %v, want %q", rep.Problems, want)
+	}
+	for _, pr := range rep.Problems {
+		if strings.HasSuffix(pr, ": ") {
+			t.Errorf("problem without a reason: %q", pr)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package resources
+
+import (
+	"net/netip"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rayform/rayform/engine/config"
+)
+
+// The block types of the resource kinds (Kinds).
+const (
+	KindNode    = "node"
+	KindNetwork = "network"
+	KindCluster = "ray_cluster"
+	KindServe   = "vllm_serve"
+)
+
+// Config is an evaluated configuration seen through the resource kinds:
+// the language's values (files, variables, locals, outputs, the graph)
+// through the embedded *Config, and each kind's blocks as its Go
+// values, by name: Nodes by node name (see [Node.Name]), the others by
+// their block label.
+type Config struct {
+	*config.Config
+	Nodes       map[string]*Node
+	Networks    map[string]*Network
+	RayClusters map[string]*RayCluster
+	Serves      map[string]*VLLMServe
+}
+
+// View returns the kinds' view of an evaluated configuration; nil for nil.
+func View(c *config.Config) *Config {
+	if c == nil {
+		return nil
+	}
+	return &Config{
+		Config:      c,
+		Nodes:       blocksOf[Node](c, KindNode),
+		Networks:    blocksOf[Network](c, KindNetwork),
+		RayClusters: blocksOf[RayCluster](c, KindCluster),
+		Serves:      blocksOf[VLLMServe](c, KindServe),
+	}
+}
+
+// blocksOf returns the evaluated blocks of kind as their Go type T.
+func blocksOf[T any](c *config.Config, kind string) map[string]*T {
+	out := map[string]*T{}
+	for name, v := range c.Blocks(kind) {
+		out[name] = v.(*T)
+	}
+	return out
+}
+
+// Load is config.Load with the resource kinds registered (opts.Kinds is
+// replaced), seen through them. The returned Config is never nil; when
+// diags has errors only its Files are reliable.
+func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
+	opts.Kinds = Kinds()
+	cfg, diags := config.Load(dir, opts)
+	return View(cfg), diags
+}
+
+// LoadFiles is config.LoadFiles with the resource kinds registered, seen
+// through them.
+func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagnostics) {
+	opts.Kinds = Kinds()
+	cfg, diags := config.LoadFiles(files, opts)
+	return View(cfg), diags
+}
+
+// Facts are what observing the hosts teaches the configuration: the kinds
+// read them in their hooks (factsOf) to compute what depends on the hosts.
+type Facts struct {
+	// FabricAddrs maps a node name to the node's observed address on the
+	// network of its Ray cluster.
+	FabricAddrs map[string]netip.Addr
+}
+
+// factsOf returns the facts a block is evaluated with; none before the
+// hosts are observed.
+func factsOf(b *config.Block) Facts {
+	f, _ := b.Facts().(Facts)
+	return f
+}
+
+// WithFacts re-evaluates the configuration with observed facts
+// (config.Config.WithFacts), seen through the kinds.
+func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
+	out, diags := c.Config.WithFacts(f)
+	return View(out), diags
+}
