@@ -4,7 +4,7 @@ BIN      := bin
 LDFLAGS  := -s -w
 GOFLAGS  ?=
 
-.PHONY: build test check golden fuzz demo demo-down bench clean
+.PHONY: build test check golden fuzz demo demo-down bench clean hfclient
 
 build: ## Build rayform and simnode into ./bin
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/rayform ./cmd/rayform
@@ -57,6 +57,13 @@ demo-down: build ## Remove the demo lab (LAB=name)
 
 bench: build ## Benchmarks: rayform against the OpenSSH floor and Ansible (root; BENCHFLAGS='-nodes 64 -reps 3', see BENCHMARKS.md)
 	$(GO) run ./cmd/rfbench -rayform $(BIN)/rayform -simnode $(BIN)/simnode -micro $(BENCHFLAGS)
+
+# HFCLIENT is where the pinned huggingface_hub client the model tests run
+# is installed (they skip without it).
+HFCLIENT ?= $(HOME)/.cache/rayform/hfclient-0.36.0
+
+hfclient: ## Install the pinned huggingface_hub client (PyPI) the model staging tests download with
+	python3 -m pip install -q --no-deps --target $(HFCLIENT) -r engine/lab/hfclient/requirements.txt
 
 clean:
 	rm -rf $(BIN)

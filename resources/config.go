@@ -56,7 +56,9 @@ func blocksOf[T any](c *config.Config, kind string) map[string]*T {
 // replaced), seen through them. The returned Config is never nil; when
 // diags has errors only its Files are reliable.
 func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
-	opts.Kinds = Kinds()
+	if opts.Kinds == nil {
+		opts.Kinds = Kinds()
+	}
 	cfg, diags := config.Load(dir, opts)
 	return View(cfg), diags
 }
@@ -64,7 +66,9 @@ func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
 // LoadFiles is config.LoadFiles with the resource kinds registered, seen
 // through them.
 func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagnostics) {
-	opts.Kinds = Kinds()
+	if opts.Kinds == nil {
+		opts.Kinds = Kinds()
+	}
 	cfg, diags := config.LoadFiles(files, opts)
 	return View(cfg), diags
 }

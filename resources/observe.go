@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -52,6 +53,15 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 					}
 				}
 			}
+			// Every node of the cluster loads the weights of its serves'
+			// models: list each one's directory and the free space there.
+			for _, sv := range sortedServes(cfg) {
+				if sv.Cluster == rc.Name {
+					for _, m := range model.Serving(cfg.Config, sv.Model) {
+						hs.Trees = appendUnique(hs.Trees, m.Dir())
+					}
+				}
+			}
 			if node == rc.Head {
 				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
@@ -61,6 +71,7 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
 						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+						hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
 					}
 				}
 			}

@@ -42,6 +42,9 @@ type Result struct {
 	Work map[string]*Work
 	// Addrs are the nodes' observed fabric addresses.
 	Addrs map[string]netip.Addr
+	// Notes say what the plan could not check, and why (a model preflight
+	// without the model's files); they are not findings.
+	Notes []string
 }
 
 // Work is what apply must do for one resource.

@@ -2,7 +2,9 @@ package resources
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
@@ -101,4 +103,43 @@ func removals(w *Work) []Removal {
 		return nil
 	}
 	return w.Cluster.Remove
+}
+
+// TestDestroyNamesUnreachableHosts: a host of a destroyed resource that
+// could not be observed is named, as a warning of destroy's plan and in
+// Unreached, which makes destroy fail and keep the resource (issue 22,
+// item 5); what the reachable host holds is still removed.
+func TestDestroyNamesUnreachableHosts(t *testing.T) {
+	specs := pairSpecs("192.168.200.12")
+	facts := &observe.Facts{
+		Hosts: map[string]*observe.HostFacts{
+			"spark1": {Complete: true, Containers: observe.ContainerFacts{List: []observe.Container{{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true}}}},
+			"spark2": {Err: "connect: no route to host"},
+		},
+		Errors: map[string]error{"spark2": errors.New("connect root@10.1.230.181:22: no route to host")},
+	}
+	st, err := state.New(stepsProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Set(stepsCluster, state.Resource{Type: "ray_cluster", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}, {Node: "spark2"}}})
+	empty, diags := LoadFiles(map[string][]byte{"main.hcl": nil}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	res, _ := DestroyWork(PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject})
+	if got := removals(res.Work[stepsCluster]); len(got) != 1 || got[0].Node != "spark1" {
+		t.Errorf("removals %v, want spark1's container only", got)
+	}
+	un := Unreached(facts, res.Work)
+	if len(un) != 1 || un[0].Address != stepsCluster || un[0].Node != "spark2" || !strings.Contains(un[0].Why, "no route to host") {
+		t.Fatalf("Unreached = %+v, want %s on spark2 with its cause", un, stepsCluster)
+	}
+	var warned bool
+	for _, f := range res.Plan.Findings {
+		warned = warned || f.Severity == plan.Warning && f.Host == "spark2" && strings.Contains(f.Summary, "cannot reach spark2")
+	}
+	if !warned {
+		t.Errorf("destroy's plan does not warn of spark2: %+v", res.Plan.Findings)
+	}
 }

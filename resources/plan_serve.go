@@ -86,6 +86,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	// attributes, of an older rayform, is taken to).
 	recPort, recorded := rec.Attrs["port"]
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
+	p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
 		p.portsFree(addr, rc.Head, "The vllm serve of "+addr, []portUse{{sv.Port, "port"}})
 	}

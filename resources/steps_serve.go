@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
@@ -478,7 +479,6 @@ func (r *serveRun) vllmVersion(ctx context.Context, node, container string) stri
 
 // Progress lines of vLLM's startup (reference §3.6).
 var (
-	ansiRE     = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 	weightsRE  = regexp.MustCompile(`Loading (\w+) checkpoint shards:\s+(\d+)% Completed \| (\d+)/(\d+)`)
 	graphsRE   = regexp.MustCompile(`(Capturing CUDA graphs[^:]*):\s*(\d+)%\|[^|]*\|\s*(\d+)/(\d+)`)
 	vllmPrefix = regexp.MustCompile(`^(?:\([^)]*\)\s*)*(?:(?:INFO|WARNING|ERROR|DEBUG)\s+\d\d-\d\d\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s*|INFO:\s+)?`)
@@ -575,9 +575,11 @@ func (p *serveProgress) feed(b []byte) {
 		if i < 0 {
 			return
 		}
-		line := string(p.buf[:i])
+		// The lines shown are the log's: printed without terminal
+		// control sequences (termtext).
+		line := termtext.Plain(p.buf[:i])
 		p.buf = p.buf[i+1:]
-		p.line(strings.TrimSpace(ansiRE.ReplaceAllString(line, "")))
+		p.line(strings.TrimSpace(string(line)))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,9 @@ func (l *e2eLab) labProject() string {
 		l.t.Fatal(err)
 	}
 	l.t.Cleanup(func() { os.RemoveAll(resources.ServeHostProjectDir(filepath.Base(dir))) })
+	// The lab declares its project (its directory's name); each copy
+	// here is a project of its own, named after its directory.
+	hcl = regexp.MustCompile(`(?m)^  project = ".*"$`).ReplaceAll(hcl, []byte(`  project = "`+filepath.Base(dir)+`"`))
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), hcl, 0o644); err != nil {
 		l.t.Fatal(err)
 	}

@@ -83,6 +83,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 // renderPlan prints the plan as text or NDJSON.
 func renderPlan(c *cli, opts *runOptions, s *session, obs *observed, savedTo string) error {
 	p := obs.result.Plan
+	writeNotes(c.stderr, obs.result.Notes)
 	if opts.json {
 		return plan.RenderJSON(c.stdout, p, plan.JSONOptions{Version: version})
 	}

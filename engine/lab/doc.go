@@ -55,6 +55,12 @@
 // libnvidia-ml.so.1 shim (labimage/libnvidia-ml.c) through which Ray counts
 // the GPUs the container toolkit hook gave the container.
 //
+// The supervisor serves a model hub on 10.1.230.1:5080 (HubAddr) in the
+// client namespace: the part of the Hugging Face Hub API huggingface_hub
+// uses (hub.go), with generated repositories (LabHubRepos: HubRepoTiny,
+// public; HubRepoBig, gated by the token in DIR/hub/token), built and
+// hashed on their first request.
+//
 // # Processes and files
 //
 // All lab processes are children of one supervisor process per lab (see

@@ -63,6 +63,7 @@ type supervisor struct {
 	procs   map[string]*sproc
 	byPID   map[int]*sproc
 	delays  *delayQueues
+	hub     string // the lab hub's address once it serves
 	stop    chan struct{}
 	once    sync.Once
 }
@@ -129,6 +130,7 @@ func Supervise(ctx context.Context, dir string) error {
 	mux.HandleFunc("POST /stop", s.handleStop)
 	mux.HandleFunc("GET /procs", s.handleProcs)
 	mux.HandleFunc("POST /delay", s.handleDelay)
+	mux.HandleFunc("POST /hub", s.handleHub)
 	mux.HandleFunc("POST /exit", func(w http.ResponseWriter, r *http.Request) {
 		s.stopAll(5 * time.Second)
 		writeJSON(w, map[string]int{"pid": os.Getpid()})

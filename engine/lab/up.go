@@ -241,6 +241,9 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 			return nil, err
 		}
 	}
+	if err := l.startHub(ctx, sup, DefaultHubBigMiB); err != nil {
+		return nil, err
+	}
 	if err := l.startNodes(ctx, sup, t, l.Nodes); err != nil {
 		return nil, err
 	}

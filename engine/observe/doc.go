@@ -10,11 +10,15 @@
 // line, the others are inspected with secret environment values redacted on
 // the host), the images asked for (only when some container is missing or
 // not current), and the generic probes the caller's resource kinds ask for
-// (HostSpec.HTTP, Records, Files): loopback GETs (all in one curl, each sent
-// only to a listener of its owner container), process records with their
-// liveness (read on the host, from the directory the container bind-mounts,
-// with a flock(1) test of the lock the process holds: see probe_record.go)
-// and files' mtimes. Their answers are keyed by the request (the URL, the
+// (HostSpec.HTTP, Records, Files, Trees, Reads): loopback GETs (all in one
+// curl, each sent only to a listener of its owner container), process
+// records with their liveness (read on the host, from the directory the
+// container bind-mounts, with a flock(1) test of the lock the process
+// holds: see probe_record.go), files' mtimes, directory trees (each file's
+// size, links followed, and the free space where the directory is or would
+// be), and small files' content (bounded with head -c, optionally through a
+// ref file naming one path component, as a Hugging Face cache's refs/main
+// names its snapshot). Their answers are keyed by the request (the URL, the
 // record's name, the path), so two requests of one kind never share an
 // answer. observe knows no resource kind: the kinds build the requests and
 // read the answers (resources/observe.go); observe offers parsers of the
@@ -39,5 +43,6 @@
 // and TCP), probe_docker.go (docker version, images, containers),
 // probe_gpu.go (nvidia-smi, RDMA, memory), probe_http.go (loopback GETs and
 // their owner guard), probe_record.go (process records), probe_file.go
-// (files' mtimes), probe_ray.go (the parser of Ray's node table).
+// (files' mtimes), probe_tree.go (trees and free space), probe_read.go
+// (files' content), probe_ray.go (the parser of Ray's node table).
 package observe

@@ -87,6 +87,10 @@ type HostFacts struct {
 	// host's time when they were read (zero when none were asked).
 	Files map[string]FileFacts `json:"files,omitempty"`
 	Clock time.Time            `json:"clock,omitzero"`
+	// Trees are the answers to HostSpec.Trees, by path.
+	Trees map[string]TreeFacts `json:"trees,omitempty"`
+	// Reads are the answers to HostSpec.Reads, by ReadProbe.Key.
+	Reads map[string]ReadResult `json:"reads,omitempty"`
 }
 
 // Link is one network interface.

@@ -70,6 +70,22 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
+		case secTree, secFree:
+			if f.Trees == nil {
+				f.Trees = map[string]TreeFacts{}
+			}
+			t := f.Trees[s.attr("path")]
+			if s.name == secTree {
+				parseTree(&t, s)
+			} else {
+				parseFree(&t, s)
+			}
+			f.Trees[s.attr("path")] = t
+		case secRead:
+			if f.Reads == nil {
+				f.Reads = map[string]ReadResult{}
+			}
+			f.Reads[readKey(s)] = parseRead(s)
 		case secClock:
 			f.Clock = parseClock(s)
 		}

@@ -257,6 +257,8 @@ func ProbeScript(spec HostSpec) string {
 	writeHTTP(&b, spec.HTTP)
 	writeRecords(&b, spec.Records)
 	writeFiles(&b, spec.Files)
+	writeTrees(&b, spec.Trees)
+	writeReads(&b, spec.Reads)
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	return b.String()
 }

@@ -62,6 +62,13 @@ type HostSpec struct {
 	// modification time to read; each is in HostFacts.Files under its
 	// path, and the host's clock in HostFacts.Clock.
 	Files []string
+	// Trees are absolute directories (of letters, digits and "._/-") whose
+	// files to list with their sizes, with the free space of the
+	// filesystem holding each; each is in HostFacts.Trees under its path.
+	Trees []string
+	// Reads are small files whose content to read (see ReadProbe); each
+	// is in HostFacts.Reads under its Key.
+	Reads []ReadProbe
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -233,6 +240,16 @@ func (hs HostSpec) Validate() error {
 	for _, f := range hs.Files {
 		if !validDir(f) {
 			errs = append(errs, fmt.Errorf("file %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", f))
+		}
+	}
+	for _, d := range hs.Trees {
+		if !validDir(d) {
+			errs = append(errs, fmt.Errorf("tree %q: want an absolute path of letters, digits, '.', '_', '/', '-' without \"..\"", d))
+		}
+	}
+	for _, r := range hs.Reads {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, k := range hs.EnvKeys {

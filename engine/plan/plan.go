@@ -123,9 +123,12 @@ type Finding struct {
 	Severity Severity `json:"severity"`
 	Address  string   `json:"addr,omitempty"`
 	Host     string   `json:"host,omitempty"`
-	Summary  string   `json:"summary"`
-	Detail   string   `json:"detail,omitempty"`
-	Fix      string   `json:"fix,omitempty"`
+	// At is the file:line of the configuration the finding is about, when
+	// it is about one attribute.
+	At      string `json:"at,omitempty"`
+	Summary string `json:"summary"`
+	Detail  string `json:"detail,omitempty"`
+	Fix     string `json:"fix,omitempty"`
 }
 
 // OutputChange is one root output's value and what applying the plan does

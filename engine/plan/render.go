@@ -520,7 +520,7 @@ func renderFindings(b *strings.Builder, findings []Finding, pt painter) {
 		bar := pt.paint(style, "│")
 		fmt.Fprintf(b, "\n%s\n", pt.paint(style, "╷"))
 		fmt.Fprintf(b, "%s %s%s\n", bar, pt.paint(ansiBold+style, label), pt.paint(ansiBold, f.Summary))
-		where := strings.Join(nonEmpty(withPrefix("with ", f.Address), withPrefix("on host ", f.Host)), ", ")
+		where := strings.Join(nonEmpty(withPrefix("with ", f.Address), withPrefix("on host ", f.Host), withPrefix("at ", f.At)), ", ")
 		if where != "" {
 			fmt.Fprintf(b, "%s\n%s   %s\n", bar, bar, where)
 		}

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // maxEvidence caps the length of an evidence line; the tail is elided.
@@ -31,11 +33,6 @@ type scan struct {
 }
 
 var (
-	// Terminal control sequences: CSI (colours, cursor moves), OSC (window
-	// titles, hyperlinks; ended by BEL or ST), DCS/PM/APC strings, charset
-	// selection and other two-byte escapes. What is left of C0 controls
-	// (bar tab) is dropped by clean.
-	ansiRE = regexp.MustCompile(`\x1b\[[0-9;?<=>!]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b[()*+][0-9A-Za-z]|\x1b[@-Z\\-_]|\x1b[0-9=>a-z]`)
 	// Prefixes a log line carries before its message, stripped repeatedly:
 	// Ray/vLLM process tags, CI timestamps, vLLM/Python logging headers,
 	// NCCL's "[2026-11-29 23:22:58] " stamp.
@@ -77,30 +74,14 @@ func newScan(in Input) *scan {
 	return s
 }
 
-// clean removes ANSI escapes and invalid UTF-8 and trailing blanks.
+// clean removes terminal control sequences and controls (termtext.Plain,
+// the one home of that filtering), invalid UTF-8 and trailing blanks.
 func clean(b []byte) string {
-	t := string(b)
+	t := string(termtext.Plain(b))
 	if !utf8.ValidString(t) {
 		t = strings.ToValidUTF8(t, "\uFFFD")
 	}
-	if strings.IndexByte(t, 0x1b) >= 0 {
-		t = ansiRE.ReplaceAllString(t, "")
-	}
-	if strings.IndexFunc(t, isControl) >= 0 {
-		t = strings.Map(func(r rune) rune {
-			if isControl(r) {
-				return -1
-			}
-			return r
-		}, t)
-	}
 	return strings.TrimRight(t, " \t")
-}
-
-// isControl reports a C0/C1 control character other than tab: a terminal
-// acts on them (backspace, bell, a lone escape), so printed lines drop them.
-func isControl(r rune) bool {
-	return r != '\t' && (r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0))
 }
 
 // body strips the prefixes a line carries before its message.

@@ -1,0 +1,438 @@
+//go:build linux
+
+package model
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/local"
+)
+
+// TestBenchStagingLab measures staging node to node over a lab's fabric
+// against the raw TCP floor between the same namespaces, in one run. It
+// runs only with RAYFORM_BENCH_LAB set to the directory of a lab that is
+// up (rayform lab up -nodes 3 -docker=false); RAYFORM_BENCH_MIB sets the
+// model's size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies
+// go (default the lab directory: the lab's nodes share this machine's
+// filesystem, so each gets its own directory); RAYFORM_BENCH_NOHASH=1
+// stages without sha256 verification, to tell hashing's cost. Results are logged (-v);
+// BENCHMARKS.md records them.
+func TestBenchStagingLab(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" {
+		t.Skip("RAYFORM_BENCH_LAB not set")
+	}
+	var l *lab.Lab
+	var err error
+	if dir == "netns" {
+		l = benchNetns(t)
+		dir = t.TempDir()
+	} else if l, err = lab.Load(dir); err != nil {
+		t.Fatal(err)
+	}
+	mib := 1024
+	if s := os.Getenv("RAYFORM_BENCH_MIB"); s != "" {
+		if mib, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := os.Getenv("RAYFORM_BENCH_DIR")
+	if base == "" {
+		base = filepath.Join(dir, "bench")
+	}
+	base = filepath.Join(base, strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+
+	peers := labPeers(t, l, base)
+	src, a, b := peers["spark1"], peers["spark2"], peers["spark3"]
+	m := benchModel(t, src.Layout, mib)
+	total := m.Bytes()
+	gbps := func(n int64, d time.Duration) float64 { return float64(n) * 8 / d.Seconds() / 1e9 }
+
+	// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
+	floor := rawTCP(t, src, a, total, 4)
+	t.Logf("raw TCP floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s)", GB(total), floor.Round(time.Millisecond), gbps(total, floor))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	if err := Stage(ctx, m, src, []Peer{a}, StageOptions{Streams: 4}); err != nil {
+		t.Fatal(err)
+	}
+	one := time.Since(start)
+	t.Logf("staging spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s, %.2f× the floor)", GB(total), one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds())
+
+	// Both receivers at once (the source's link is shared).
+	if err := os.RemoveAll(a.Layout.Dir); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if err := Stage(ctx, m, src, []Peer{a, b}, StageOptions{Streams: 4}); err != nil {
+		t.Fatal(err)
+	}
+	two := time.Since(start)
+	t.Logf("staging spark1 → spark2 and spark3 at once, %s each: %s (%.2f Gbit/s out of spark1)", GB(total), two.Round(time.Millisecond), gbps(2*total, two))
+	for _, p := range []Peer{a, b} {
+		sameContent(t, m, src.Layout, p.Layout)
+	}
+}
+
+// labPeers are the lab's nodes as staging peers: commands run in each
+// node's network namespace (local connections through ip netns exec), each
+// node's copy under base/NODE (the lab's nodes share this filesystem).
+func labPeers(t *testing.T, l *lab.Lab, base string) map[string]Peer {
+	t.Helper()
+	peers := map[string]Peer{}
+	for _, n := range l.Nodes {
+		w := filepath.Join(base, "sh-"+n.Name)
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		script := "#!/bin/sh\nexec ip netns exec " + n.Netns + " /bin/sh \"$@\"\n"
+		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		peers[n.Name] = Peer{
+			Name:   n.Name,
+			Conn:   local.New(local.Options{Host: n.Name, Shell: w}),
+			Addr:   netip.MustParseAddr(n.FabricIP),
+			Layout: HFCacheLayout(filepath.Join(base, n.Name, "hub"), "rayform-lab/bench"),
+		}
+	}
+	return peers
+}
+
+// TestStageLabCut cuts a receiver's fabric link (lab cut) mid-copy: the
+// receiver gives up after its idle timeout with the node, the file and the
+// bytes received; nothing is under its final name that is not whole; the
+// plan's judgment is partial with the received bytes to resume; with the
+// link back, the next run resumes from them and converges. Needs a lab
+// that is up (RAYFORM_BENCH_LAB=/tmp/rayform-lab-NAME).
+func TestStageLabCut(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" || dir == "netns" {
+		t.Skip("RAYFORM_BENCH_LAB is not a lab directory")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "cut", strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+	peers := labPeers(t, l, base)
+	src, dst := peers["spark1"], peers["spark2"]
+	m := benchModel(t, src.Layout, 512)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { _ = l.Cut(context.Background(), "spark2", false) })
+	var once sync.Once
+	cut := make(chan error, 1)
+	opt := StageOptions{Streams: 4, Interval: 20 * time.Millisecond, IdleTimeout: 3 * time.Second, Progress: func(p Progress) {
+		if p.Done > 32<<20 {
+			once.Do(func() { go func() { cut <- l.Cut(ctx, "spark2", true) }() })
+		}
+	}}
+	err = Stage(ctx, m, src, []Peer{dst}, opt)
+	select {
+	case cerr := <-cut:
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+	default:
+		t.Fatalf("staging ended (%v) before the cut", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "spark2: staging rayform-lab/bench from spark1 ("+src.Addr.String()+")") ||
+		!strings.Contains(err.Error(), "timed out after") || !strings.Contains(err.Error(), "the next apply resumes it") {
+		t.Fatalf("error %v, want the node, the timeout and the bytes received", err)
+	}
+	t.Logf("cut mid-copy: %v", err)
+	j := probe(t, m, dst.Layout)
+	if j.State == Complete || j.ResumeBytes == 0 {
+		t.Fatalf("after the cut: %s (resume %d), want partial with bytes to resume", j, j.ResumeBytes)
+	}
+	for _, f := range m.Files {
+		if fi, err := os.Stat(filepath.Join(dst.Layout.Dir, dst.Layout.StorePath(m, f))); err == nil && fi.Size() != f.Size {
+			t.Errorf("%s is under its final name with %d of %d bytes", f.Path, fi.Size(), f.Size)
+		}
+	}
+	if err := l.Cut(ctx, "spark2", false); err != nil {
+		t.Fatal(err)
+	}
+	var first []Progress
+	var mu sync.Mutex
+	opt.Progress = func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		first = append(first, p)
+	}
+	if err := Stage(ctx, m, src, []Peer{dst}, opt); err != nil {
+		t.Fatal(err)
+	}
+	if len(first) == 0 || first[0].Done != j.ResumeBytes {
+		t.Errorf("the next run started at %+v, want the %d bytes kept", first[:min(1, len(first))], j.ResumeBytes)
+	}
+	if j := probe(t, m, dst.Layout); j.State != Complete {
+		t.Errorf("after the next run: %s", j)
+	}
+	sameContent(t, m, src.Layout, dst.Layout)
+}
+
+// benchNetns makes three namespaces on one bridge (the lab's fabric alone,
+// for a machine without the lab's tools: RAYFORM_BENCH_LAB=netns) and
+// describes them as a lab's nodes.
+func benchNetns(t *testing.T) *lab.Lab {
+	t.Helper()
+	pre := "rfb" + strconv.Itoa(os.Getpid()%100000)
+	run := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v %s", args, err, out)
+		}
+	}
+	br := pre + "-br"
+	run("netns", "add", br)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", br).Run() })
+	run("-n", br, "link", "add", "br0", "type", "bridge")
+	run("-n", br, "link", "set", "br0", "up")
+	l := &lab.Lab{}
+	for i := range 3 {
+		ns := pre + "-" + strconv.Itoa(i+1)
+		run("netns", "add", ns)
+		t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", ns).Run() })
+		peer := "p" + strconv.Itoa(i+1)
+		run("link", "add", "eth1", "netns", ns, "type", "veth", "peer", "name", peer, "netns", br)
+		run("-n", br, "link", "set", peer, "master", "br0", "up")
+		ip := "192.168.250." + strconv.Itoa(12+i)
+		run("-n", ns, "addr", "add", ip+"/24", "dev", "eth1")
+		run("-n", ns, "link", "set", "eth1", "up")
+		run("-n", ns, "link", "set", "lo", "up")
+		l.Nodes = append(l.Nodes, lab.Node{Name: lab.NodeName(i), Netns: ns, FabricIP: ip})
+	}
+	return l
+}
+
+// benchModel writes a model of about mib MiB in 4 shards into l, as
+// huggingface_hub lays it out, with sha256 for each shard.
+func benchModel(t *testing.T, l Layout, mib int) Manifest {
+	t.Helper()
+	m := Manifest{Repo: "rayform-lab/bench", Revision: "main", Commit: commit}
+	files := []File{{Path: "config.json", Size: 700, BlobID: strings.Repeat("c", 40)}}
+	for i := range 4 {
+		files = append(files, File{Path: fmt.Sprintf("model-%05d-of-00004.safetensors", i+1), Size: int64(mib) << 20 / 4})
+	}
+	for _, f := range files {
+		p := filepath.Join(l.Dir, "tmp-"+f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		if _, err := io.CopyN(io.MultiWriter(w, h), rand.Reader, f.Size); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if f.BlobID == "" {
+			f.SHA256 = hex.EncodeToString(h.Sum(nil))
+			if os.Getenv("RAYFORM_BENCH_NOHASH") != "" {
+				// sized only: the blob is named by its hash, nothing checks it
+				f.BlobID, f.SHA256 = f.SHA256, ""
+			}
+		}
+		m.Files = append(m.Files, f)
+		blob := filepath.Join(l.Dir, l.StorePath(m, f))
+		snap := filepath.Join(l.Dir, l.FilePath(m, f))
+		for _, d := range []string{filepath.Dir(blob), filepath.Dir(snap)} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Rename(p, blob); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join("..", "..", "blobs", f.Blob()), snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// rawTCP sends n bytes from src to dst's fabric address over streams TCP
+// connections, memory to memory (python3 on both sides, as staging), and
+// returns the time from the first connect to the last byte received.
+func rawTCP(t *testing.T, src, dst Peer, n int64, streams int) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	recv := `
+import socket, sys, threading, time
+n, k = int(sys.argv[1]), int(sys.argv[2])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[3], 0)); s.listen(k)
+print(s.getsockname()[1], flush=True)
+conns = [s.accept()[0] for _ in range(k)]
+t0 = time.monotonic()
+def rd(c, want):
+    buf = bytearray(1 << 20); got = 0
+    while got < want:
+        r = c.recv_into(buf)
+        if not r: break
+        got += r
+ths = [threading.Thread(target=rd, args=(c, n // k)) for c in conns]
+[x.start() for x in ths]; [x.join() for x in ths]
+print("%.6f" % (time.monotonic() - t0), flush=True)
+`
+	send := `
+import socket, sys, threading
+n, k, host, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+buf = bytes(1 << 20)
+cs = [socket.create_connection((host, port)) for _ in range(k)]
+def wr(c, want):
+    while want > 0:
+        m = min(len(buf), want); c.sendall(buf[:m]); want -= m
+ths = [threading.Thread(target=wr, args=(c, n // k)) for c in cs]
+[x.start() for x in ths]; [x.join() for x in ths]
+`
+	per := n / int64(streams) * int64(streams)
+	pr, pw := io.Pipe()
+	done := make(chan transport.Result, 1)
+	go func() {
+		res, err := dst.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", recv, strconv.FormatInt(per, 10), strconv.Itoa(streams), dst.Addr.String()}, Stdout: pw})
+		if err != nil {
+			t.Errorf("receiver: %v %s", err, res.Stderr)
+		}
+		pw.Close()
+		done <- res
+	}()
+	var port string
+	if _, err := fmt.Fscanln(pr, &port); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr) //nolint:errcheck
+	if res, err := src.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", send, strconv.FormatInt(per, 10), strconv.Itoa(streams), dst.Addr.String(), port}}); err != nil {
+		t.Fatalf("sender: %v %s", err, res.Stderr)
+	}
+	res := <-done
+	lines := strings.Fields(string(res.Stdout))
+	secs, err := strconv.ParseFloat(lines[len(lines)-1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(secs * float64(time.Second))
+}
+
+// labHubGet GETs path from the lab hub inside node's namespace, the token on
+// stdin.
+func labHubGet(t *testing.T, node Peer, token, path string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	py := `
+import sys, urllib.request
+tok = sys.stdin.readline().strip()
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + tok})
+sys.stdout.buffer.write(urllib.request.urlopen(req).read())
+`
+	res, err := node.Conn.Run(ctx, transport.Cmd{Argv: []string{"python3", "-c", py, "http://" + lab.HubAddr() + path}, Stdin: strings.NewReader(token + "\n")})
+	if err != nil {
+		t.Fatalf("GET %s on %s: %v %s", path, node.Name, err, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// TestLabHub: in a lab that is up, the hub answers on the management
+// network: the real huggingface_hub client downloads the public
+// repository on one node; the gated one is downloaded by one node with the
+// lab's token (Download) and staged from it to the two others over the
+// fabric; every copy is complete and equal. Logs the hub download's and
+// the staging's throughput.
+func TestLabHub(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" || dir == "netns" {
+		t.Skip("RAYFORM_BENCH_LAB is not a lab directory")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := l.HubToken()
+	if token == "" {
+		t.Skip("the lab has no hub")
+	}
+	base := filepath.Join(dir, "hubtest", strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(base) })
+	peers := labPeers(t, l, base)
+	for name, p := range peers {
+		p.Layout = HFCacheLayout(filepath.Join(base, name, "hub"), lab.HubRepoBig)
+		peers[name] = p
+	}
+	s1, s2, s3 := peers["spark1"], peers["spark2"], peers["spark3"]
+
+	// The real client, on spark3, the public repository.
+	py := hfClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	tinyCache := filepath.Join(base, "spark3", "hub")
+	res, err := s3.Conn.Run(ctx, transport.Cmd{
+		Argv: []string{"python3", "-c", "import sys\nfrom huggingface_hub import snapshot_download\nprint(snapshot_download(sys.argv[1], cache_dir=sys.argv[2]))", lab.HubRepoTiny, tinyCache},
+		Env:  map[string]string{"PYTHONPATH": py, "HF_ENDPOINT": "http://" + lab.HubAddr(), "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"},
+	})
+	if err != nil {
+		t.Fatalf("snapshot_download on spark3: %v\n%s", err, res.Stderr)
+	}
+	tm, err := ParseHubRevision(lab.HubRepoTiny, "main", labHubGet(t, s3, token, "/api/models/"+lab.HubRepoTiny+"/revision/main?blobs=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := probe(t, tm, HFCacheLayout(tinyCache, lab.HubRepoTiny)); j.State != Complete {
+		t.Errorf("the real client's copy on spark3: %s", j)
+	}
+
+	// The gated repository: one download, then the fabric.
+	m, err := ParseHubRevision(lab.HubRepoBig, "main", labHubGet(t, s1, token, "/api/models/"+lab.HubRepoBig+"/revision/main?blobs=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = Select(m, labHubGet(t, s1, token, "/"+lab.HubRepoBig+"/resolve/"+m.Commit+"/"+IndexFile)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := Download(ctx, m, s1, Hub{Endpoint: "http://" + lab.HubAddr(), Token: token}, StageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dl := time.Since(start)
+	start = time.Now()
+	if err := Stage(ctx, m, s1, []Peer{s2, s3}, StageOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st := time.Since(start)
+	for _, p := range []Peer{s1, s2, s3} {
+		if j := probe(t, m, p.Layout); j.State != Complete {
+			t.Errorf("%s: %s", p.Name, j)
+		}
+	}
+	sameContent(t, m, s1.Layout, s2.Layout)
+	sameContent(t, m, s1.Layout, s3.Layout)
+	t.Logf("%s: hub → spark1 %s (%.2f Gbit/s); spark1 → spark2 and spark3 over the fabric %s (%.2f Gbit/s out of spark1)",
+		GB(m.Bytes()), dl.Round(time.Millisecond), float64(m.Bytes())*8/dl.Seconds()/1e9, st.Round(time.Millisecond), float64(2*m.Bytes())*8/st.Seconds()/1e9)
+}

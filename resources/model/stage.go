@@ -1,0 +1,378 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+)
+
+// stageScript is the staging program the hosts run with python3 (stdlib
+// only): the source serves its copy on its fabric address, each receiver
+// fetches what it lacks (see stage.py).
+//
+//go:embed stage.py
+var stageScript string
+
+// Peer is a node taking part in staging.
+type Peer struct {
+	// Name is the node's name, for messages and progress.
+	Name string
+	// Conn runs commands on the node.
+	Conn transport.Conn
+	// Addr is the node's fabric address: the source listens on it, the
+	// receivers connect to it. Traffic never passes through the machine
+	// running rayform.
+	Addr netip.Addr
+	// Layout is where the model lies on the node: the same path on every
+	// host of a cluster, a node's own in the lab (whose nodes share one
+	// filesystem).
+	Layout Layout
+}
+
+// Progress is one node's progress: Done of Total bytes, at Rate bytes per
+// second (0 until known), finishing in ETA (0 when unknown).
+type Progress struct {
+	Node        string
+	Done, Total int64
+	Rate        float64
+	ETA         time.Duration
+	// Finished is set on the node's last report, when it succeeded.
+	Finished bool
+}
+
+// String renders the progress line plan and apply print per node.
+func (p Progress) String() string {
+	pct := 100.0
+	if p.Total > 0 {
+		pct = 100 * float64(p.Done) / float64(p.Total)
+	}
+	s := fmt.Sprintf("%s: %s of %s (%.0f%%)", p.Node, GB(p.Done), GB(p.Total), pct)
+	if p.Finished {
+		return s + ", done"
+	}
+	if p.Rate > 0 {
+		s += fmt.Sprintf(", %s/s", GB(int64(p.Rate)))
+	}
+	if p.ETA > 0 {
+		s += ", ETA " + p.ETA.Round(time.Second).String()
+	}
+	return s
+}
+
+// StageOptions tune a staging run.
+type StageOptions struct {
+	// Streams is how many files each receiver fetches at once; zero
+	// means 4.
+	Streams int
+	// Interval is how often each receiver reports progress; zero means
+	// one second.
+	Interval time.Duration
+	// Progress receives each receiver's reports; nil for none.
+	Progress func(Progress)
+	// IdleTimeout is how long a receiver waits for the source to send
+	// anything before it gives up on a file (a cut link sends nothing,
+	// and TCP alone would wait for minutes); zero means 60 seconds.
+	IdleTimeout time.Duration
+}
+
+// withDefaults fills in the zero options.
+func (o StageOptions) withDefaults() StageOptions {
+	if o.Streams <= 0 {
+		o.Streams = 4
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = time.Minute
+	}
+	return o
+}
+
+// stageFile is one file as stage.py reads it.
+type stageFile struct {
+	Path   string `json:"path"`
+	Src    string `json:"src"`
+	Store  string `json:"store"`
+	Link   string `json:"link"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// files lists m's files for stage.py in layout l.
+func files(m Manifest, l Layout) []stageFile {
+	out := make([]stageFile, 0, len(m.Files))
+	for _, f := range m.Files {
+		out = append(out, stageFile{
+			Path: f.Path, Src: l.FilePath(m, f), Store: l.StorePath(m, f), Link: l.FilePath(m, f),
+			Size: f.Size, SHA256: f.SHA256,
+		})
+	}
+	return out
+}
+
+// stageCmd is the command running stage.py; its configuration (with the
+// session's token) is the first line of cfg, on stdin.
+func stageCmd(cfg []byte, stdin io.Reader, stdout io.Writer) transport.Cmd {
+	return transport.Cmd{
+		Script:   "exec python3 -c " + shell.Quote(stageScript),
+		Stdin:    io.MultiReader(bytes.NewReader(append(cfg, '\n')), stdin),
+		Stdout:   stdout,
+		Mutating: true,
+	}
+}
+
+// Stage copies m from src's complete copy to
+// each of dsts, node to node on the fabric addresses: src serves its files
+// on its fabric address for the duration of the call (an ephemeral port, a
+// random bearer token), each receiver fetches the files it lacks or holds
+// with another size, opt.Streams at a time, resuming partial files, and
+// renames a file to its final name only once its size and (where the hub
+// publishes it) sha256 are verified. It returns every receiver's error,
+// each naming the node; a failed receiver keeps its partial files for the
+// next run.
+func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOptions) error {
+	if len(dsts) == 0 {
+		return nil
+	}
+	opt = opt.withDefaults()
+	tok := make([]byte, 32)
+	if _, err := rand.Read(tok); err != nil {
+		return err
+	}
+	token := hex.EncodeToString(tok)
+	var srcs []string
+	for _, f := range files(m, src.Layout) {
+		srcs = append(srcs, f.Src)
+	}
+	serveCfg, err := json.Marshal(map[string]any{
+		"role": "serve", "dir": src.Layout.Dir, "bind": src.Addr.String(), "token": token, "files": srcs,
+	})
+	if err != nil {
+		return err
+	}
+
+	// The source: serve until staging ends (closing its stdin).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hold, release := io.Pipe()
+	defer release.Close()
+	lines := newLineWriter()
+	served := make(chan error, 1)
+	go func() {
+		res, err := src.Conn.Run(ctx, stageCmd(serveCfg, hold, lines))
+		if why := stageErrors(res, src.Name); err != nil && why != "" {
+			err = fmt.Errorf("%s: serving %s for staging: %s", src.Name, m.Repo, why)
+		} else if err != nil {
+			err = fmt.Errorf("%s: serving %s for staging: %w", src.Name, m.Repo, err)
+		}
+		lines.close()
+		served <- err
+	}()
+	port := 0
+	for line := range lines.c {
+		if p, ok := strings.CutPrefix(line, "listening "); ok {
+			port, _ = strconv.Atoi(p)
+			break
+		}
+	}
+	if port == 0 {
+		release.Close()
+		if err := <-served; err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: staging server for %s ended before listening", src.Name, m.Repo)
+	}
+	go func() {
+		for range lines.c { // drain
+		}
+	}()
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(dsts))
+	for i, d := range dsts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
+				"source_host": src.Addr.String(), "source_port": port, "token": token,
+			}, opt)
+		}()
+	}
+	wg.Wait()
+	release.Close()
+	cancel()
+	<-served // its error after cancel is the cancellation: the receivers' errors tell
+	return errors.Join(errs...)
+}
+
+// fetchTo runs one receiver and relays its progress; from says where
+// it fetches from, for messages, and source adds to its configuration
+// where (a node's server, or the hub) and with which token.
+func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, opt StageOptions) error {
+	// The receiver asks for each file by its path in the source's layout.
+	fs := files(m, d.Layout)
+	for i, f := range files(m, srcLayout) {
+		fs[i].Src = f.Src
+	}
+	c := map[string]any{
+		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),
+		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(),
+	}
+	maps.Copy(c, source)
+	cfg, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	lines := newLineWriter()
+	done := make(chan struct{})
+	ok := false
+	go func() {
+		defer close(done)
+		var first time.Time
+		var firstBytes int64
+		var last Progress
+		for line := range lines.c {
+			if line == "ok" {
+				ok = true
+				continue
+			}
+			f := strings.Fields(line)
+			if len(f) != 3 || f[0] != "progress" {
+				continue
+			}
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			total, _ := strconv.ParseInt(f[2], 10, 64)
+			now := time.Now()
+			p := Progress{Node: d.Name, Done: n, Total: total}
+			if first.IsZero() {
+				first, firstBytes = now, n
+			} else if dt := now.Sub(first).Seconds(); dt > 0 && n > firstBytes {
+				p.Rate = float64(n-firstBytes) / dt
+				p.ETA = time.Duration(float64(total-n) / p.Rate * float64(time.Second))
+			}
+			last = p
+			if opt.Progress != nil {
+				opt.Progress(p)
+			}
+		}
+		if ok && opt.Progress != nil {
+			last.Finished = true
+			opt.Progress(last)
+		}
+	}()
+	res, err := d.Conn.Run(ctx, stageCmd(cfg, strings.NewReader(""), lines))
+	lines.close()
+	<-done
+	if err != nil {
+		if why := stageErrors(res, d.Name); why != "" && ctx.Err() == nil {
+			// The script's own lines say what failed; the transport's
+			// error would only repeat the last of them after the script.
+			return fmt.Errorf("%s: staging %s %s: %s", d.Name, m.Repo, from, why)
+		}
+		return fmt.Errorf("%s: staging %s %s: %w", d.Name, m.Repo, from, err)
+	}
+	if !ok {
+		return fmt.Errorf("%s: staging %s %s ended without confirming completion", d.Name, m.Repo, from)
+	}
+	return nil
+}
+
+// stageErrors is the staging script's own error lines on node (without
+// the node's name, which the caller's message starts with), or "".
+func stageErrors(res transport.Result, node string) string {
+	var out []string
+	for line := range strings.SplitSeq(string(res.Stderr), "\n") {
+		if msg, ok := strings.CutPrefix(line, "rayform-stage: "); ok {
+			out = append(out, strings.TrimPrefix(msg, node+": "))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// lineWriter turns a command's streamed stdout into lines on c.
+type lineWriter struct {
+	mu sync.Mutex
+	c  chan string
+	in chan []byte
+}
+
+func newLineWriter() *lineWriter {
+	w := &lineWriter{c: make(chan string, 64), in: make(chan []byte, 64)}
+	go func() {
+		defer close(w.c)
+		var pending []byte
+		for b := range w.in {
+			pending = append(pending, b...)
+			consumed := 0
+			for {
+				i := bytes.IndexByte(pending[consumed:], '\n')
+				if i < 0 {
+					break
+				}
+				w.c <- string(pending[consumed : consumed+i])
+				consumed += i + 1
+			}
+			pending = append(pending[:0], pending[consumed:]...)
+		}
+		if len(pending) > 0 {
+			w.c <- string(pending)
+		}
+	}()
+	return w
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.in == nil {
+		return len(p), nil
+	}
+	w.in <- bytes.Clone(p)
+	return len(p), nil
+}
+
+func (w *lineWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.in != nil {
+		close(w.in)
+		w.in = nil
+	}
+}
+
+// Hub is where Download fetches a model: the hub's base URL (HF_ENDPOINT)
+// and the token, "" for none. The token reaches the node only on the
+// staging script's stdin, never in its argv, a file or a log.
+type Hub struct {
+	Endpoint string
+	Token    string
+}
+
+// Download fetches what node lacks of m from the hub, as Stage does from
+// a node: several files at a time, resuming partial files, each renamed
+// only once its size and sha256 (where published) are verified. A refusal
+// of the hub (401, 403, a revision not found) is an error with its cause
+// and fix.
+func Download(ctx context.Context, m Manifest, node Peer, hub Hub, opt StageOptions) error {
+	opt = opt.withDefaults()
+	return fetchTo(ctx, m, node, node.Layout, "from the hub "+hub.Endpoint, map[string]any{
+		"hub":   map[string]any{"endpoint": hub.Endpoint, "repo": m.Repo, "revision": m.Revision, "commit": m.Commit},
+		"token": hub.Token,
+	}, opt)
+}

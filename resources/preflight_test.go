@@ -1,0 +1,239 @@
+package resources_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources"
+)
+
+// preflightCase is a serve of the 3-node bench cluster (8 × H100 80GB
+// each) whose model's files the head's probe read from the Hugging Face
+// cache, and what the plan must say of it.
+type preflightCase struct {
+	name string
+	// model is a directory of testdata/modelfit ("" = no files on the head).
+	model string
+	// serve replaces the bench serve's body after "cluster = ...".
+	serve string
+	// config changes the configuration further.
+	config func(string) string
+	// facts changes the observed facts further.
+	facts func(*observe.Facts)
+	// at is the attribute each finding must point at (its file:line).
+	at         string
+	want       []string
+	notWant    []string
+	wantErrors int
+	wantWarn   int
+	wantNotes  []string
+}
+
+const preflightHFDir = "/data/hf"
+
+func preflightCases() []preflightCase {
+	smallGPUs := func(f *observe.Facts) {
+		for _, hf := range f.Hosts {
+			for i := range hf.GPUs.List {
+				hf.GPUs.List[i].Name = "NVIDIA RTX 4000 Ada Generation"
+				hf.GPUs.List[i].MemoryTotalMiB = 20475
+			}
+		}
+	}
+	return []preflightCase{
+		{name: "preflight-tp-heads", model: "llama-3.2-1b-instruct",
+			serve: `  model                  = "meta-llama/Llama-3.2-1B-Instruct"
+  tensor_parallel_size   = 3
+  max_model_len          = 8192
+`,
+			want: []string{"Error: tensor_parallel_size 3 does not divide the model's 32 attention heads",
+				"Total number of attention heads (32) must be divisible by tensor parallel size (3).", "Fix: Use a tensor_parallel_size that divides 32",
+				"/data/hf/hub/models--meta-llama--Llama-3.2-1B-Instruct/snapshots/4e20de362430cd3b72f300e6b0f18e50e7166e08/config.json"},
+			at: "tensor_parallel_size", wantErrors: 1},
+		{name: "preflight-too-large", model: "qwen2.5-7b-instruct", facts: smallGPUs,
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 1
+  gpu_memory_utilization = 0.6
+`,
+			want: []string{"Error: the model will not fit: 14.19 GiB of weights per GPU, 12.00 GiB available", "Fix: Spread it over more GPUs (at least 2 in all)"},
+			at:   "gpu_memory_utilization", wantErrors: 1},
+		{name: "preflight-max-model-len", model: "qwen2.5-7b-instruct",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 131072
+`,
+			want: []string{"Error: max_model_len 131072 exceeds the 32768 tokens the model supports (max_position_embeddings)", "Fix: Set max_model_len to at most 32768"},
+			at:   "max_model_len", wantErrors: 1},
+		{name: "preflight-max-model-len-override", model: "qwen2.5-7b-instruct",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 131072
+  env = {
+    VLLM_ALLOW_LONG_MAX_MODEL_LEN = "1"
+  }
+`,
+			want:    []string{"Warning: max_model_len 131072 exceeds the 32768 tokens the model supports", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 makes vLLM accept it"},
+			notWant: []string{"Error:"},
+			at:      "max_model_len", wantWarn: 1},
+		// A DGX Spark: the GB10 reports no memory of its own; the model
+		// must fit in what the OS leaves.
+		{name: "preflight-unified-memory", model: "qwen2.5-7b-instruct",
+			config: func(s string) string { return strings.Replace(s, "gpus          = 8", "gpus          = 1", 1) },
+			facts: func(f *observe.Facts) {
+				for _, hf := range f.Hosts {
+					hf.UnifiedMemory = true
+					hf.GPUs.List = []observe.GPU{{Index: 0, Name: "NVIDIA GB10", Driver: "580.95.05"}}
+					hf.Memory = observe.Memory{TotalBytes: 128 << 30, AvailableBytes: 12 << 30}
+				}
+				// No serve runs yet: its memory is what the OS leaves now.
+				f.Hosts[`gpu["h1"]`].Records = nil
+			},
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 1
+  gpu_memory_utilization = 0.85
+`,
+			want: []string{"Error: the model will not fit: 14.19 GiB of weights per GPU, 10.20 GiB available (0.85 × 12.00 GiB of memory the OS leaves on the node"},
+			at:   "gpu_memory_utilization", wantErrors: 1},
+		{name: "preflight-fits", model: "qwen2.5-7b-instruct",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+`,
+			notWant: []string{"Error:", "Warning:"}},
+		{name: "preflight-not-downloaded",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 3
+`,
+			notWant:   []string{"Error:", "Warning:", "attention heads"},
+			wantNotes: []string{"the model preflight of vllm_serve.llama did not run: gpu[\"h1\"] has no /data/hf/hub/models--Qwen--Qwen2.5-7B-Instruct/refs/main: the model is not in its Hugging Face cache yet (vLLM downloads it at start)."}},
+	}
+}
+
+// TestPlanPreflight: the plan judges a serve about to start against its
+// model's config.json as the head's probe read it, and reports each misfit
+// at the attribute's file:line (goldens testdata/plan/preflight-*).
+func TestPlanPreflight(t *testing.T) {
+	fixed := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, tc := range preflightCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := convergedCluster(t, 3)
+			src := preflightConfig(t, tc.serve)
+			if tc.config != nil {
+				src = tc.config(src)
+			}
+			addModel(t, cc.facts.Hosts[`gpu["h1"]`], tc.model, tc.serve)
+			if tc.facts != nil {
+				tc.facts(cc.facts)
+			}
+			st, err := state.New(benchProject)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := planConfig(t, src, cc.facts)
+			// What the probe reads is what ObserveSpec asks for.
+			spec := resources.ObserveSpec(cfg, st, benchProject)
+			if n := len(spec.Hosts[`gpu["h1"]`].Reads); n != 2 {
+				t.Fatalf("the head's probe reads %d files, want config.json and the index: %+v", n, spec.Hosts[`gpu["h1"]`].Reads)
+			}
+			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+			var txt, js bytes.Buffer
+			if err := plan.RenderText(&txt, res.Plan, plan.TextOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := plan.RenderJSON(&js, res.Plan, plan.JSONOptions{Version: "test", Now: func() time.Time { return fixed }}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.at != "" {
+				line := 1 + strings.Count(src[:strings.Index(src, "  "+tc.at+" ")], "\n")
+				for _, f := range res.Plan.Findings {
+					if f.Address != "vllm_serve.llama" {
+						continue
+					}
+					if want := fmt.Sprintf("main.hcl:%d", line); f.At != want {
+						t.Errorf("finding %q at %q, want %s (%s)", f.Summary, f.At, want, tc.at)
+					}
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(txt.String(), w) {
+					t.Errorf("plan lacks %q\n%s", w, txt.String())
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(txt.String(), w) {
+					t.Errorf("plan contains %q\n%s", w, txt.String())
+				}
+			}
+			if n := len(res.Plan.Errors()); n != tc.wantErrors {
+				t.Errorf("%d error findings, want %d: %+v", n, tc.wantErrors, res.Plan.Findings)
+			}
+			if n := len(res.Plan.Findings) - len(res.Plan.Errors()); n != tc.wantWarn {
+				t.Errorf("%d warnings, want %d: %+v", n, tc.wantWarn, res.Plan.Findings)
+			}
+			if strings.Join(res.Notes, "\n") != strings.Join(tc.wantNotes, "\n") {
+				t.Errorf("notes:\n%s\nwant:\n%s", strings.Join(res.Notes, "\n"), strings.Join(tc.wantNotes, "\n"))
+			}
+			golden(t, filepath.Join("..", "testdata", "plan", tc.name+".txt"), txt.Bytes())
+			golden(t, filepath.Join("..", "testdata", "plan", tc.name+".json"), js.Bytes())
+		})
+	}
+}
+
+// preflightConfig is the bench configuration with the HF cache mounted
+// from preflightHFDir and the serve's body replaced.
+func preflightConfig(t *testing.T, serve string) string {
+	t.Helper()
+	src := string(benchConfig(3))
+	src = strings.Replace(src, "  memory_monitor = false\n", "  memory_monitor = false\n  volumes        = [\""+preflightHFDir+":/root/.cache/huggingface\"]\n", 1)
+	start := strings.Index(src, "  model ")
+	end := strings.Index(src[start:], "}\n") + start
+	if start < 0 || end < start {
+		t.Fatal("bench config has no serve body")
+	}
+	return src[:start] + "  served_model_name      = \"llama-405b\"\n" + serve + src[end:]
+}
+
+// addModel puts a model's files from testdata/modelfit into the head's
+// facts, as the probe reads them from the HF cache at refs/main; with dir
+// "", the answers of a cache without the model (no refs/main).
+func addModel(t *testing.T, head *observe.HostFacts, dir, serve string) {
+	t.Helper()
+	id := between(serve, `model                  = "`, `"`)
+	repo := preflightHFDir + "/hub/models--" + strings.ReplaceAll(id, "/", "--")
+	snap := repo + "/snapshots/" + observe.RefPlaceholder
+	ref := repo + "/refs/main"
+	commit := "4e20de362430cd3b72f300e6b0f18e50e7166e08"
+	if head.Reads == nil {
+		head.Reads = map[string]observe.ReadResult{}
+	}
+	for _, f := range []string{"config.json", "model.safetensors.index.json"} {
+		key := observe.ReadProbe{Path: snap + "/" + f, Ref: ref}.Key()
+		if dir == "" {
+			head.Reads[key] = observe.ReadResult{}
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("..", "testdata", "modelfit", dir, f))
+		if os.IsNotExist(err) {
+			head.Reads[key] = observe.ReadResult{Ref: commit}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		head.Reads[key] = observe.ReadResult{Exists: true, Ref: commit, Content: string(b)}
+	}
+}
+
+func between(s, a, b string) string {
+	_, rest, _ := strings.Cut(s, a)
+	v, _, _ := strings.Cut(rest, b)
+	return v
+}
