@@ -87,3 +87,7 @@ func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
 	r := &serveRun{e: env, w: w, s: w.Serve, spec: spec}
 	return r.verifyHTTP(context.Background())
 }
+
+// ManagedServeOptions are the vllm serve options rayform sets and refuses in
+// extra_args (flags_test checks they exist in every vLLM it targets).
+var ManagedServeOptions = managedServeOptions

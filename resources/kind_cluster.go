@@ -130,6 +130,7 @@ func checkRayCluster(b *config.Block) {
 		}
 	}
 	checkDockerArgs(b, rc.DockerArgs)
+	checkLabelArgs(b, rc.DockerArgs)
 	checkClusterLimits(b)
 }
 

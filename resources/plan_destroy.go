@@ -191,6 +191,7 @@ func (d *doomed) plan(res *Result, facts *observe.Facts, project string, adopt b
 	if facts == nil {
 		facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
+	refuseForeignServes(res, d.serves, facts, project)
 	found := map[string][]Removal{}
 	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		hf := facts.Hosts[node]

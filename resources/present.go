@@ -19,6 +19,9 @@ type Present struct {
 	// Container is its container's name (a vllm_serve's is its cluster's
 	// head container).
 	Container string
+	// Head is the node of a ray_cluster's head container ("" if none was
+	// seen).
+	Head string
 }
 
 // PresentResources reads from in.Facts which of the project's resources
@@ -67,6 +70,11 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 				continue
 			}
 			add(addr, "ray_cluster", node, c.Name)
+			if c.Labels[LabelRole] == "head" {
+				p := present[addr]
+				p.Head = node
+				present[addr] = p
+			}
 		}
 	}
 	// Serves are found where the configuration or the state says they run.

@@ -140,7 +140,9 @@ func (s ServeSpec) StartScript() string {
 	b.WriteString("else\n")
 	fmt.Fprintf(&b, "\techo 'rayform: no lock for vllm serve %s (is flock(1) installed in the image?): liveness is read with docker exec' >> %s\n", s.Name, log)
 	b.WriteString("fi\n")
-	fmt.Fprintf(&b, "printf '%%s\\n' %s > %s\n", shell.Quote(string(rec)), s.specPath())
+	// The record holds digests of the sensitive attributes: 0600 (an
+	// earlier one may be 0644), owned by the SSH user who reads it.
+	fmt.Fprintf(&b, "(umask 077 && rm -f %[2]s && printf '%%s\\n' %[1]s > %[2]s && { [ -z \"$RAYFORM_LOG_OWNER\" ] || chown \"$RAYFORM_LOG_OWNER\" %[2]s 2>/dev/null; }; true)\n", shell.Quote(string(rec)), s.specPath())
 	fmt.Fprintf(&b, "exec %s >> %s 2>&1\n", shell.Join(s.Args), log)
 	return b.String()
 }

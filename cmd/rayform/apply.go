@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/user"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,7 +19,6 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/dag"
-	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/planfile"
 	"github.com/rayform/rayform/engine/state"
@@ -143,7 +140,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		}
 	}()
 	for name, conn := range s.conns {
-		s.conns[name] = transport.Guard(conn, locks.Err)
+		s.conns[name] = locks.guard(name, conn)
 	}
 	// lockErr prefers the lost lock over the error it caused.
 	lockErr := func(err error) error {
@@ -414,95 +411,6 @@ func (s *session) connectAhead(ctx context.Context) {
 	for _, conn := range s.conns {
 		go func() { _ = transport.Connect(ctx, conn) }()
 	}
-}
-
-// clusterLocks are the cluster locks one apply or destroy holds.
-type clusterLocks struct {
-	held []*lock.Lock
-	// lost is closed when any of them is lost.
-	lost chan struct{}
-	once sync.Once
-}
-
-// Err is nil while every lock is held, else the first loss's cause.
-func (l *clusterLocks) Err() error {
-	for _, h := range l.held {
-		if err := h.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (l *clusterLocks) release() {
-	for _, h := range l.held {
-		h.Release()
-	}
-}
-
-// lockClusters takes every cluster's lock on its head host. A held lock
-// fails at once naming the holder, or after -lock-timeout.
-func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, error) {
-	locks := &clusterLocks{lost: make(chan struct{})}
-	if s.opts.noLock {
-		return locks, nil
-	}
-	holder := lockHolder(op)
-	names := make([]string, 0, len(s.cfg.RayClusters))
-	for name := range s.cfg.RayClusters {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		rc := s.cfg.RayClusters[name]
-		conn, ok := s.conns[rc.Head]
-		if !ok {
-			continue
-		}
-		var told bool
-		l, err := lock.Acquire(ctx, conn, lockName(s.project, name), lock.Options{
-			Holder: holder,
-			Wait:   s.opts.lockTimeout,
-			Waiting: func(h *lock.HeldError) {
-				if !told {
-					told = true
-					fmt.Fprintf(s.c.stderr, "Waiting up to %s for the lock of ray_cluster.%s: %v\n", s.opts.lockTimeout, name, h)
-				}
-			},
-			Broke: func(record string) {
-				fmt.Fprintf(s.c.stderr, "Warning: broke the stale lock of ray_cluster.%s on %s (its holder %q stopped renewing it for more than %s)\n",
-					name, rc.Head, record, lock.DefaultLease)
-			},
-		})
-		if err != nil {
-			locks.release()
-			if errors.Is(err, lock.ErrHeld) {
-				return nil, fmt.Errorf("%w\n\nAnother rayform is working on ray_cluster.%s. Wait for it to finish (-lock-timeout=DURATION waits for it); a holder that vanished loses the lock %s after its last renewal. If you are sure it is gone, run rayform force-unlock %s",
-					err, name, lock.DefaultLease, name)
-			}
-			return nil, fmt.Errorf("locking ray_cluster.%s on %s: %w", name, rc.Head, err)
-		}
-		locks.held = append(locks.held, l)
-		go func() {
-			<-l.Lost()
-			locks.once.Do(func() { close(locks.lost) })
-		}()
-	}
-	return locks, nil
-}
-
-// lockName is the name of a cluster's lock on its head host.
-func lockName(project, cluster string) string { return project + "-" + cluster }
-
-// lockHolder describes this process in the lock's holder record: who,
-// where, and the command (apply or destroy).
-func lockHolder(op string) string {
-	who := "unknown"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s@%s pid=%d rayform %s", who, host, os.Getpid(), op)
 }
 
 // noPromptReason says why apply or destroy cannot ask for approval ("" when
@@ -794,7 +702,7 @@ func (s *session) reconcileState(again *observed, completed map[string]bool) {
 	}
 	for addr, p := range present {
 		old, had := s.st.Get(addr)
-		r := state.Resource{Type: p.Type, Container: p.Container, AppliedAt: old.AppliedAt}
+		r := state.Resource{Type: p.Type, Container: p.Container, Head: p.Head, AppliedAt: old.AppliedAt}
 		if !had || r.AppliedAt.IsZero() || completed[addr] {
 			r.AppliedAt = time.Now()
 		}

@@ -28,20 +28,33 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	rc := s.cfg.RayClusters[name]
-	if rc == nil {
+	head := ""
+	if rc := s.cfg.RayClusters[name]; rc != nil {
+		head = rc.Head
+	} else if r, ok := s.st.Get("ray_cluster." + name); ok && r.Head != "" {
+		head = r.Head
+	}
+	if head == "" {
 		fmt.Fprintf(c.stderr, "Error: no ray_cluster %q in the configuration\n", name)
 		return exitError
 	}
-	conn, ok := s.conns[rc.Head]
+	conn, ok := s.conns[head]
 	if !ok {
-		fmt.Fprintf(c.stderr, "Error: no SSH settings for host %s\n", rc.Head)
+		fmt.Fprintf(c.stderr, "Error: no SSH settings for host %s\n", head)
 		return exitError
 	}
-	err := lock.Inspect(ctx, conn, lockName(s.project, name))
+	lockName := lock.Name(s.project, name)
+	err := lock.Inspect(ctx, conn, lockName)
 	var held *lock.HeldError
 	switch {
 	case err == nil:
+		// The name earlier versions used is never broken: two deployments
+		// can share it ("hb-x" + "spark" and "hb" + "x-spark").
+		if lerr := lock.Inspect(ctx, conn, lock.LegacyName(s.project, name)); errors.As(lerr, &held) && held.Identity == "" {
+			fmt.Fprintf(c.stderr, "Error: ray_cluster.%s is not locked, but the lock name earlier rayform versions used for it is: the %v.\n\nforce-unlock does not break it: an earlier rayform that holds it does not say for which deployment, and that name can be another's (project %q and cluster %q joined by '-' can give the same name as others). A holder that vanished loses it %s after its last renewal.\n",
+				name, strings.TrimPrefix(held.Error(), "lock "), s.project, name, lock.DefaultLease)
+			return exitError
+		}
 		fmt.Fprintf(c.stdout, "ray_cluster.%s is not locked.\n", name)
 		return exitOK
 	case !errors.As(err, &held):
@@ -57,9 +70,19 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 			return exitError
 		}
 	}
-	if err := lock.Break(ctx, conn, lockName(s.project, name), held.PID); err != nil {
+	if err := lock.Break(ctx, conn, lockName, held.PID); err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
+	}
+	// The same run holds the lock under the name earlier versions used
+	// too: that one is broken only when its holder record names the same
+	// run (the client's pid is part of it).
+	var legacy *lock.HeldError
+	if lerr := lock.Inspect(ctx, conn, lock.LegacyName(s.project, name)); errors.As(lerr, &legacy) && legacy.Holder == held.Holder && legacy.Identity == lockName {
+		if err := lock.Break(ctx, conn, lock.LegacyName(s.project, name), legacy.PID); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
 	}
 	fmt.Fprintf(c.stdout, "\nThe lock of ray_cluster.%s has been released. Other rayform commands may now take it.\n", name)
 	return exitOK

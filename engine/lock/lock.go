@@ -51,8 +51,12 @@ const Dir = ".rayform/locks"
 type HeldError struct {
 	Host, Name string
 	Holder     string // "who@machine pid=N rayform OP" as the holder wrote it
-	PID        int    // the holder shell's pid on the host, 0 if unknown
-	Since      time.Time
+	// Identity is the deployment identity the holder took the lock for
+	// (its Options.Identity), "" when the record names none (an earlier
+	// rayform's).
+	Identity string
+	PID      int // the holder shell's pid on the host, 0 if unknown
+	Since    time.Time
 	// Renewed is how long ago the holder last renewed its lease, as the
 	// host's clock says; negative when unknown.
 	Renewed time.Duration
@@ -83,6 +87,11 @@ type Options struct {
 	Lease time.Duration
 	// Renew is how often the lease is renewed; Lease/6 when zero.
 	Renew time.Duration
+	// Identity, when set, names the deployment identity the lock is taken
+	// for (a lock.Name); the holder record carries it, and a HeldError
+	// reports it. It tells apart two deployments that share a lock of a
+	// LegacyName.
+	Identity string
 	// Wait is how long to keep trying while another holds the lock (the
 	// -lock-timeout flag); zero fails at once.
 	Wait time.Duration
@@ -219,7 +228,7 @@ func acquireOnce(ctx context.Context, conn transport.Conn, name string, opts Opt
 	l := &Lock{host: conn.Host(), name: name, stdin: stdinW, done: make(chan error, 1), stop: make(chan struct{}), lost: make(chan struct{})}
 	cmd := transport.Cmd{
 		Script: "sh -c " + shell.Quote(script) + " rayform-lock " + shell.Quote(names.Segment(name)) + " " +
-			shell.Quote(opts.Holder) + " " + leaseSeconds(opts.Lease),
+			shell.Quote(holderRecord(opts)) + " " + leaseSeconds(opts.Lease),
 		Stdin:    stdinR,
 		Stdout:   outW,
 		Mutating: true,
@@ -378,6 +387,18 @@ func (l *Lock) close() {
 	l.stopOnce.Do(func() { close(l.stop) })
 }
 
+// identityMark starts the suffix of a holder record that names the
+// deployment identity.
+const identityMark = " [for "
+
+// holderRecord is the holder text the lock's record carries.
+func holderRecord(opts Options) string {
+	if opts.Identity == "" {
+		return opts.Holder
+	}
+	return opts.Holder + identityMark + opts.Identity + "]"
+}
+
 func parseHeld(host, name, text string) error {
 	e := &HeldError{Host: host, Name: name, Holder: "another rayform", Renewed: -1}
 	age, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
@@ -391,6 +412,9 @@ func parseHeld(host, name, text string) error {
 	}
 	if t, err := time.Parse(time.RFC3339, ts); err == nil {
 		e.Since = t
+		if i := strings.LastIndex(holder, identityMark); i >= 0 && strings.HasSuffix(holder, "]") {
+			holder, e.Identity = holder[:i], holder[i+len(identityMark):len(holder)-1]
+		}
 		if holder != "" {
 			e.Holder = holder
 		}

@@ -90,7 +90,9 @@ rf_rec() {
 	fi
 	rf_sexec "$3" "kill -0 \"\$(cat $4/$1.pid)\" 2>/dev/null && echo alive || echo dead"
 }
-# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container.
+# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container, only if
+# its labels prove it is rayform's container of a resource of project
+# $rf_proj (a forged state can name any container).
 rf_sexec() {
 	if [ -z "$1" ]; then
 		printf 'rayform: no container to ask\n' >&2
@@ -100,13 +102,22 @@ rf_sexec() {
 		printf 'rayform: docker unavailable\n' >&2
 		return 1
 	fi
+	rf_own=$(rf_x docker inspect --type container --format '{{index .Config.Labels "rayform.managed"}} {{index .Config.Labels "rayform.project"}} {{index .Config.Labels "rayform.resource"}}' "$1") || return 1
+	case $rf_own in
+	"true $rf_proj "?*) ;;
+	*)
+		printf 'rayform: container %s does not carry the labels of a resource of project %s: not looking inside it\n' "$1" "$rf_proj" >&2
+		return 1
+		;;
+	esac
 	rf_x docker exec "$1" sh -c "$2"
 }
 `
 
 // writeRecords adds a record section for each valid RecordProbe (see
-// recordHelpers).
-func writeRecords(b *strings.Builder, recs []RecordProbe) {
+// recordHelpers); project is the rayform.project label a container must
+// carry for the probe to look inside it.
+func writeRecords(b *strings.Builder, project string, recs []RecordProbe) {
 	var ok []RecordProbe
 	seen := map[string]bool{}
 	for _, r := range recs {
@@ -118,6 +129,10 @@ func writeRecords(b *strings.Builder, recs []RecordProbe) {
 	if len(ok) == 0 {
 		return
 	}
+	if !validLabelValue(project) {
+		project = ""
+	}
+	b.WriteString("rf_proj=" + shell.Quote(project) + "\n")
 	b.WriteString(recordHelpers)
 	for _, r := range ok {
 		b.WriteString("rf_sec " + shell.Quote(secRecord+" name="+r.Name) + " rf_rec " + r.Name + " " +

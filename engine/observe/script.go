@@ -255,7 +255,7 @@ func ProbeScript(spec HostSpec) string {
 		b.WriteString("fi\n")
 	}
 	writeHTTP(&b, spec.HTTP)
-	writeRecords(&b, spec.Records)
+	writeRecords(&b, spec.Project, spec.Records)
 	writeFiles(&b, spec.Files)
 	writeTrees(&b, spec.Trees)
 	writeReads(&b, spec.Reads)

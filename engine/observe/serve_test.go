@@ -75,7 +75,7 @@ func testRecord(name, hostDir string) RecordProbe {
 
 func TestServeProbeGolden(t *testing.T) {
 	var b strings.Builder
-	writeRecords(&b, []RecordProbe{testRecord("qwen", testServeHostDir), testRecord("llama-2", testServeHostDir)})
+	writeRecords(&b, "spark", []RecordProbe{testRecord("qwen", testServeHostDir), testRecord("llama-2", testServeHostDir)})
 	golden(t, "serve-records.sh", []byte(b.String()))
 }
 
@@ -132,6 +132,9 @@ func serveShells(t *testing.T) [][]string {
 // with a canned reply.
 type serveHost struct {
 	dir, bin, dockerLog string
+	// labels is what `docker inspect` of the container answers
+	// (managed, project, resource); "" stands for rayform's own.
+	labels string
 }
 
 func newServeHost(t *testing.T, tools ...string) *serveHost {
@@ -151,10 +154,17 @@ func newServeHost(t *testing.T, tools ...string) *serveHost {
 	return h
 }
 
-// fakeDocker installs a docker that logs "$@" and prints reply.
+// fakeDocker installs a docker that answers `docker inspect` with the
+// container's labels (h.labels) and, for anything else, logs "$@" and
+// prints reply.
 func (h *serveHost) fakeDocker(t *testing.T, reply string) {
 	t.Helper()
-	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" >> " + shell.Quote(h.dockerLog) + "\nprintf '%s\\n' " + shell.Quote(reply) + "\n"
+	labels := h.labels
+	if labels == "" {
+		labels = "true p ray_cluster.spark"
+	}
+	script := "#!/bin/sh\nif [ \"$1\" = inspect ]; then printf '%s\\n' " + shell.Quote(labels) + "; exit 0; fi\n" +
+		"printf '%s\\n' \"$*\" >> " + shell.Quote(h.dockerLog) + "\nprintf '%s\\n' " + shell.Quote(reply) + "\n"
 	if err := os.WriteFile(filepath.Join(h.bin, "docker"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +192,7 @@ func (h *serveHost) probe(t *testing.T, sh []string, hostDir string) ProcessReco
 	b.WriteString(prelude)
 	b.WriteString("rf_t=\nrf_dok=1\n")
 	b.WriteString("printf '%s probe 1\\n' \"$M\"\n")
-	writeRecords(&b, []RecordProbe{testRecord("qwen", hostDir)})
+	writeRecords(&b, "p", []RecordProbe{testRecord("qwen", hostDir)})
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	cmd := exec.Command(sh[0], append(sh[1:], "-c", b.String())...)
 	cmd.Env = []string{"PATH=" + h.bin}
@@ -316,6 +326,22 @@ func TestProcessRecordFallsBackToDockerExec(t *testing.T) {
 			t.Fatalf("docker calls:\n%s\nwant:\n%s", got, want)
 		}
 	})
+	// Issue 23, item 4: a container named by a forged state entry, without
+	// rayform's labels of the project, is never looked into.
+	for _, labels := range []string{"  ", "true other ray_cluster.spark", "false p ray_cluster.spark", "true p "} {
+		t.Run("container not the project's: "+labels, func(t *testing.T) {
+			h := newServeHost(t, "cat", "flock")
+			h.labels = labels
+			h.fakeDocker(t, serveRecordJSON+"\nalive")
+			r := h.probe(t, sh, filepath.Join(h.dir, "absent"))
+			if r.Found || r.Alive || !strings.Contains(r.Err, "does not carry the labels of a resource of project p") {
+				t.Fatalf("%+v, want an error saying the container is not rayform's", r)
+			}
+			if got := h.dockerCalls(t); got != "" {
+				t.Fatalf("docker calls:\n%s\nwant none but inspect", got)
+			}
+		})
+	}
 	t.Run("record unreadable", func(t *testing.T) {
 		h := newServeHost(t, "cat", "flock")
 		h.fakeDocker(t, "unexpected")

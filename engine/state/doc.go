@@ -34,6 +34,7 @@
 //	         "fabric_address": "192.168.200.13", "fabric_interface": "enp1s0f1np1"}
 //	      ],
 //	      "container": "rayform-main",
+//	      "head": "spark1",
 //	      "applied_at": "2025-06-01T12:00:00Z"
 //	    }
 //	  }
@@ -52,7 +53,11 @@
 //   - resources: keyed by resource address ("ray_cluster.main",
 //     "vllm_serve.qwen"). Each records the resource type, the hosts it was
 //     applied to, the name of its container (where it has one) and when it
-//     was last applied (RFC 3339, UTC).
+//     was last applied (RFC 3339, UTC). A ray_cluster also records "head",
+//     the node its head container was found on: apply and destroy take the
+//     cluster's lock there too, so that a configuration with another head
+//     (or another name for the cluster) waits for a run of the original.
+//     An older state without it has the lock taken on every host recorded.
 //   - hosts: "node" is the node block's name, "host" the address or name
 //     SSH connected to, "user" and "port" the SSH user and port, "bastion"
 //     the jump hosts in OpenSSH ProxyJump syntax ("user@host:port",

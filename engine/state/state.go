@@ -37,9 +37,14 @@ type State struct {
 // Resource records where one resource was applied. It deliberately has no
 // field for configuration values: see the package documentation.
 type Resource struct {
-	Type      string    `json:"type"`
-	Hosts     []Host    `json:"hosts"`
-	Container string    `json:"container,omitempty"`
+	Type      string `json:"type"`
+	Hosts     []Host `json:"hosts"`
+	Container string `json:"container,omitempty"`
+	// Head is the node a ray_cluster's head container was found on, as
+	// last observed: the host of its lock (see the lock's documentation
+	// in cmd/rayform), kept so that a run with another head (or another
+	// name for the cluster) also takes the lock of the head it replaces.
+	Head      string    `json:"head,omitempty"`
 	AppliedAt time.Time `json:"applied_at"`
 }
 

@@ -342,7 +342,7 @@ func TestNoRoomForSecrets(t *testing.T) {
 		want []string
 	}{
 		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources"}},
-		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "AppliedAt"}},
+		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "Head", "AppliedAt"}},
 		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion", "FabricAddress", "FabricInterface"}},
 	}
 	for _, tt := range tests {

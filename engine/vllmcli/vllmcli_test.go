@@ -1,72 +1,32 @@
 package vllmcli
 
 import (
-	"bufio"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/engine/clitables"
 )
 
-// Entry is one line of testdata/simnode/vllm/serve-flags.txt.
-type entry struct {
-	names        []string
-	action, typ  string
-	source, line string
-	lineNo       int
-}
-
-func readFlagTable(t *testing.T) []entry {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "simnode", "vllm", "serve-flags.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []entry
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		cols := strings.Split(line, "\t")
-		if len(cols) != 4 || cols[3] == "" {
-			t.Fatalf("serve-flags.txt:%d: want 4 tab-separated columns with a source, got %q", n, line)
-		}
-		out = append(out, entry{names: strings.Fields(cols[0]), action: cols[1], typ: cols[2], source: cols[3], line: line, lineNo: n})
-	}
-	return out
-}
-
-func actionName(a Action) string {
-	return map[Action]string{Store: "store", Append: "append", Many: "nargs+", MaybeOne: "nargs?", StoreTrue: "store_true", BoolOpt: "boolean_optional"}[a]
-}
-
-func typeName(o *Option) string {
-	if o.Action == StoreTrue || o.Action == BoolOpt {
-		return "-"
-	}
-	if len(o.Choices) > 0 {
-		return "choice:" + strings.Join(o.Choices, ",")
-	}
-	return map[Type]string{Str: "str", Int: "int", Float: "float", HumanInt: "human_int", JSON: "json"}[o.Type]
-}
-
-// The table in code is exactly the cited list: same options, same order,
-// same actions and value types.
-func TestServeOptionsMatchCitedList(t *testing.T) {
-	want := readFlagTable(t)
+// The image's table converts whole: every action, nargs and type of real
+// vLLM's `vllm serve` is one the package emulates, in registration order.
+func TestServeOptionsFromTable(t *testing.T) {
+	table := clitables.MustVLLM(Version)
 	got := ServeOptions()
-	if len(got) != len(want) {
-		t.Errorf("ServeOptions has %d options, serve-flags.txt %d", len(got), len(want))
+	if len(got) != len(table.Options) {
+		t.Fatalf("ServeOptions has %d options, the %s table %d", len(got), Version, len(table.Options))
 	}
-	for i := 0; i < min(len(got), len(want)); i++ {
-		o, e := &got[i], want[i]
-		if strings.Join(o.Names, " ") != strings.Join(e.names, " ") || actionName(o.Action) != e.action || typeName(o) != e.typ {
-			t.Errorf("serve-flags.txt:%d is %s %s %s; ServeOptions()[%d] is %s %s %s", e.lineNo, strings.Join(e.names, " "), e.action, e.typ,
-				i, strings.Join(o.Names, " "), actionName(o.Action), typeName(o))
+	for i, o := range got {
+		if strings.Join(o.Names, " ") != strings.Join(table.Options[i].Strings, " ") || o.Dest() != table.Options[i].Dest {
+			t.Errorf("option %d: %v (%s), table %v (%s)", i, o.Names, o.Dest(), table.Options[i].Strings, table.Options[i].Dest)
 		}
+	}
+	ep := got.Lookup("-ep")
+	if ep == nil || ep.Action != BoolOpt || ep.Label() != "--enable-expert-parallel/--no-enable-expert-parallel/-ep" {
+		t.Errorf("-ep: %+v", ep)
+	}
+	bs := got.Lookup("--block-size")
+	if bs == nil || bs.Type != Int || strings.Join(bs.Choices, ",") != "1,8,16,32,64,128,256" {
+		t.Errorf("--block-size: %+v", bs)
 	}
 }
 

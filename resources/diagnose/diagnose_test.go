@@ -358,6 +358,19 @@ func fixtureCases() []fixtureCase {
 			want: []string{"instead of joining the cluster of spark1, spark2", "RAY_ADDRESS=192.168.200.12:6379"},
 		},
 		{
+			name: "ray-local-instance-multinode", fixture: "ray-local-instance-multinode", ctx: Context{}, cause: RayLocal, also: []Cause{PlacementGroup},
+			want: []string{"the Ray that vLLM started for itself on head has fewer GPUs than it needs", "ray start --temp-dir",
+				"RAY_ADDRESS=<head IP>:6379", "The number of required GPUs exceeds"},
+		},
+		{
+			name: "gloo-loopback-refused", fixture: "gloo-loopback-refused", ctx: Context{}, cause: GlooMesh,
+			want: []string{"advertised the loopback address 127.0.1.1; node2 cannot reach it", "(port 3210)", "GLOO_SOCKET_IFNAME=<the interface", "getent hosts $(hostname)"},
+		},
+		{
+			name: "gloo-loopback-fallback", fixture: "gloo-loopback-fallback", ctx: Context{}, cause: GlooMesh,
+			want: []string{"Gloo on 10.41.0.8 fell back to the loopback address", "Using the loopback address as fallback", "it did not reach that rank", "GLOO_SOCKET_IFNAME=<the interface"},
+		},
+		{
 			name: "ray-driver-no-gpu", fixture: "ray-driver-no-gpu", ctx: Context{}, cause: RayDriverNoGPU,
 			want: []string{"found none of its Ray GPU workers on its own node", "VLLM_HOST_IP, else the default-route address", "ray list nodes"},
 		},
@@ -999,6 +1012,10 @@ func TestDeclines(t *testing.T) {
 		{"gloo no error is not loopback", "vllm-project/vllm#5094 (verbatim)",
 			"ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n",
 			"", "advertised the loopback"},
+		{"gloo loopback fallback on one node is not the cause", "constructed from wtdcode/vllm-backport#14 (the warning, one node) and vllm-project/vllm#5094 (the failure), both verbatim",
+			"[rank7]:[W806 14:25:27.650991133 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())\n" +
+				"ERROR 05-29 04:08:22 worker_base.py:145] RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n",
+			"", "fell back to the loopback"},
 		{"entry not found is not access", "constructed from huggingface_hub's EntryNotFoundError format",
 			"huggingface_hub.errors.EntryNotFoundError: 404 Client Error. (Request ID: Root=1-x)\n\nEntry Not Found for url: https://huggingface.co/Qwen/Qwen3-8B/resolve/main/generation_config.json.\n",
 			HFAccess, ""},

@@ -918,7 +918,7 @@ func oomFix(c Context, frac, util, thr float64) string {
 		return "Recreate the Ray containers of " + c.cluster() + " so every raylet starts with RAY_memory_monitor_refresh_ms=0 (rayform apply replaces them when memory_monitor = false); check with `docker inspect` that the variable is in .Config.Env on every node."
 	}
 	if !c.UnifiedMemory {
-		return "Host RAM ran out; on a discrete GPU vLLM's gpu_memory_utilization is not host memory. Reduce what uses host RAM beside vLLM (other processes, CPU offload or --swap-space in extra_args on " + c.serve() +
+		return "Host RAM ran out; on a discrete GPU vLLM's gpu_memory_utilization is not host memory. Reduce what uses host RAM beside vLLM (other processes, CPU offload, or --swap-space on vLLM before 0.18, in extra_args on " + c.serve() +
 			", Ray's object store via --object-store-memory), or raise RAY_memory_usage_threshold. memory_monitor = false on " + c.cluster() + " trades Ray's kill for the kernel's OOM killer."
 	}
 	f := "Set memory_monitor = false on " + c.cluster() + " (rayform starts every raylet with RAY_memory_monitor_refresh_ms=0)"

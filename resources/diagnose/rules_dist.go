@@ -42,6 +42,24 @@ func buildGlooMesh(s *scan, hits []int) (Diagnosis, bool) {
 			"; by hand: -e on each container, before ray start, since vLLM does not copy GLOO_* to Ray workers), or fix name resolution: " + hosts + "."
 		return d, true
 	}
+	if w := s.glooFallback(); w >= 0 {
+		// torch's ProcessGroupGloo bound a rank to the loopback address
+		// because the hostname resolved to no local address; across nodes
+		// no other rank can reach that rank there.
+		// The rank that fell back: its Ray ip= tag (a worker on another
+		// node prints into the serve's log), else the log's host.
+		where := s.host(w)
+		if m := ipTagRE.FindStringSubmatch(s.lines[w].text); m != nil {
+			where = orDefault(c.ownerOf(m[1]).node, m[1])
+		}
+		d.Evidence = []Evidence{s.evidence(w), s.evidence(i)}
+		d.Title = "Gloo on " + orDefault(where, "a rank") + " fell back to the loopback address; the ranks on other nodes cannot reach it"
+		d.Explanation = "torch printed \"Unable to resolve hostname to a (local) address. Using the loopback address as fallback\": with no GLOO_SOCKET_IFNAME in that rank's environment, Gloo binds the address the hostname resolves to, and on that node it resolved to no address Gloo could bind, so the rank bound and advertised 127.0.0.1. " +
+			"Gloo's full mesh connects every rank to every other, so the mesh failed (\"no error\" is Gloo's text). If GLOO_SOCKET_IFNAME was set, it did not reach that rank: set only in the shell of vllm serve, it is not in the environment of Ray's workers on the other nodes."
+		d.Fix = "Pin Gloo to the shared network on every node: " + env + " in the environment of every rank (rayform sets it from interface on " + c.network() +
+			"; by hand: -e on each container, before ray start, since vLLM does not copy GLOO_* to Ray workers), or make the hostname resolve: " + hosts + "."
+		return d, true
+	}
 	d.Title = "Gloo could not connect its ranks into a full mesh" + onHost(host)
 	d.Explanation = "Gloo's full mesh connects every rank to the address each other rank advertised; this rank could not connect to (or handshake with) at least one of them, and torch printed no address (\"no error\" is Gloo's text). " +
 		"Usually a rank advertised an address the others cannot reach — its hostname resolving to 127.0.1.1, or an interface of another network — and otherwise a firewall between the nodes or a peer that exited first (read every rank's log)."
@@ -49,6 +67,36 @@ func buildGlooMesh(s *scan, hits []int) (Diagnosis, bool) {
 		hosts + "; allow TCP between the nodes on that network."
 	d.consequence = true // a peer that died leaves the same line
 	return d, true
+}
+
+// glooFallbackRE is torch's warning when ProcessGroupGloo binds loopback.
+var glooFallbackRE = regexp.MustCompile(`Unable to resolve hostname to a \(local\) address\. Using the loopback address as fallback`)
+
+// multiAddrRE finds the addresses a log names for its ranks: Ray's "ip="
+// tag and vLLM's distributed_init_method.
+var multiAddrRE = regexp.MustCompile(`\bip=(\d+\.\d+\.\d+\.\d+)[,)]|tcp://(\d+\.\d+\.\d+\.\d+):\d+`)
+
+// glooFallback returns the line of torch's loopback-fallback warning when
+// the run spans nodes, else -1. On one node loopback works (every rank is
+// local) and the warning is printed by runs that succeed, so it is evidence
+// only when the configuration or the logs show more than one address.
+func (s *scan) glooFallback() int {
+	w := -1
+	addrs := map[string]bool{}
+	for j, l := range s.lines {
+		if w < 0 && glooFallbackRE.MatchString(l.text) {
+			w = j
+		}
+		for _, m := range multiAddrRE.FindAllStringSubmatch(l.text, -1) {
+			if a := m[1] + m[2]; !strings.HasPrefix(a, "127.") {
+				addrs[a] = true
+			}
+		}
+	}
+	if w < 0 || (len(s.ctx.NodeAddrs) < 2 && len(addrs) < 2) {
+		return -1
+	}
+	return w
 }
 
 // ---- NCCL "unhandled system error" ---------------------------------------------
@@ -135,13 +183,13 @@ func buildRayLocal(s *scan, hits []int) (Diagnosis, bool) {
 	if len(c.NodeAddrs) > 1 {
 		// The configuration spans nodes: the serve had to join their cluster.
 		d.Title = "vLLM started its own local Ray" + onHost(host) + " instead of joining the cluster of " + strings.Join(sortedKeys(c.NodeAddrs), ", ") + ", and that Ray has too few GPUs"
-		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` had run in this container whose session it could find. " +
+		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` session file was at /tmp/ray/ray_current_cluster in this container (`ray start --temp-dir=…` writes it elsewhere, where ray.init() does not look). " +
 			"The new Ray has only this machine's GPUs, so the placement group for the other nodes' GPUs cannot be satisfied."
 		d.Fix = "R" + join[1:]
 		return d, true
 	}
 	d.Title = "the Ray that vLLM started for itself" + onHost(host) + " has fewer GPUs than it needs"
-	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (no RAY_ADDRESS, no `ray start` session in this container), so it started a Ray with only this machine's visible GPUs; " +
+	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (RAY_ADDRESS unset, and no `ray start` session file at /tmp/ray/ray_current_cluster in this container — `ray start --temp-dir=…` writes it elsewhere), so it started a Ray with only this machine's visible GPUs; " +
 		"then the placement group for tensor_parallel_size × pipeline_parallel_size GPUs could not be filled. The logs do not say whether a multi-node cluster was meant."
 	d.Fix = "If a Ray cluster is running: " + join + "\nIf this is one machine: make tensor_parallel_size × pipeline_parallel_size at most the GPUs it shows (`nvidia-smi -L`; CUDA_VISIBLE_DEVICES limits them)."
 	return d, true

@@ -1,3 +1,4 @@
+rf_proj=spark
 # rf_rec NAME HOSTDIR CONTAINER DIR LEGACYDIR: the record, then "alive" or "dead".
 rf_rec() {
 	if [ -z "$2" ] || [ ! -d "$2" ]; then
@@ -19,7 +20,9 @@ rf_rec() {
 	fi
 	rf_sexec "$3" "kill -0 \"\$(cat $4/$1.pid)\" 2>/dev/null && echo alive || echo dead"
 }
-# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container.
+# rf_sexec CONTAINER SCRIPT: run SCRIPT with sh in the container, only if
+# its labels prove it is rayform's container of a resource of project
+# $rf_proj (a forged state can name any container).
 rf_sexec() {
 	if [ -z "$1" ]; then
 		printf 'rayform: no container to ask\n' >&2
@@ -29,6 +32,14 @@ rf_sexec() {
 		printf 'rayform: docker unavailable\n' >&2
 		return 1
 	fi
+	rf_own=$(rf_x docker inspect --type container --format '{{index .Config.Labels "rayform.managed"}} {{index .Config.Labels "rayform.project"}} {{index .Config.Labels "rayform.resource"}}' "$1") || return 1
+	case $rf_own in
+	"true $rf_proj "?*) ;;
+	*)
+		printf 'rayform: container %s does not carry the labels of a resource of project %s: not looking inside it\n' "$1" "$rf_proj" >&2
+		return 1
+		;;
+	esac
 	rf_x docker exec "$1" sh -c "$2"
 }
 rf_sec 'record name=serve-qwen' rf_rec serve-qwen /var/tmp/rayform/spark/spark1/rayform-spark rayform-spark /tmp/rayform/serve /tmp/rayform

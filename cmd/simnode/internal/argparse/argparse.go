@@ -33,6 +33,32 @@ type Parser struct {
 	Options           vllmcli.Set
 	// Positional is the name of the single optional positional ("model_tag").
 	Positional string
+	// ServeModelRewrite is FlexibleArgumentParser.parse_args' rule for
+	// `vllm serve`: a --model option becomes the positional model.
+	ServeModelRewrite bool
+}
+
+var modelArg = regexp.MustCompile(`^--model(=.+|$)`)
+
+// moveModel does what vLLM's FlexibleArgumentParser.parse_args does for
+// `vllm serve` (vllm/utils/argparse_utils.py): the first --model X (or
+// --model=X) is taken out and X put first, as the positional model_tag.
+func moveModel(args []string) []string {
+	for i, a := range args {
+		if !modelArg.MatchString(a) {
+			continue
+		}
+		tag, rest := strings.TrimPrefix(a, "--model="), i+1
+		if a == "--model" {
+			if i+1 >= len(args) {
+				return args
+			}
+			tag, rest = args[i+1], i+2
+		}
+		out := append([]string{tag}, args[:i]...)
+		return append(out, args[rest:]...)
+	}
+	return args
 }
 
 // Error is a parse error, printed as argparse does, exit status 2.
@@ -128,48 +154,117 @@ func (p *Parser) fail(msg string) *Error {
 
 func label(o *Option) string { return o.Label() }
 
-func (p *Parser) check(o *Option, v string) *Error {
+// loadsRepr is how Python prints json.loads in vLLM's parse_type error
+// ("Value x cannot be converted to <function loads at 0x...>."); the
+// address differs from run to run.
+const loadsRepr = "<function loads at 0x7f3a2c1d8e00>"
+
+// convert applies the option's type= callable as vLLM's arg_utils.py
+// defines it and returns the Python repr of the converted value, or the
+// error argparse prints after "argument <label>: ".
+func convert(o *Option, v string) (string, string) {
+	if o.Optional && (v == "" || v == "None") {
+		return "None", ""
+	}
+	// parse_type(T) (inside optional_type) turns a ValueError into
+	// "Value <v> cannot be converted to <T>."; bare builtins fail with
+	// argparse's "invalid <name> value: <repr>".
+	wrapped := o.Optional || o.Type == JSONType
+	fail := func(pyType, name string) (string, string) {
+		if wrapped {
+			return "", fmt.Sprintf("Value %s cannot be converted to %s.", v, pyType)
+		}
+		return "", fmt.Sprintf("invalid %s value: %s", name, pyRepr(v))
+	}
 	switch o.Type {
 	case vllmcli.Int:
-		if _, err := strconv.Atoi(strings.TrimSpace(v)); err != nil {
-			return p.fail(fmt.Sprintf("argument %s: invalid int value: %s", label(o), pyRepr(v)))
+		n, ok := pyInt(v)
+		if !ok {
+			return fail("<class 'int'>", "int")
 		}
-	case vllmcli.HumanInt:
-		if _, err := ParseHumanInt(v); err != nil {
-			return p.fail(fmt.Sprintf("argument %s: invalid human_readable_int value: %s", label(o), pyRepr(v)))
+		return n, ""
+	case vllmcli.Float:
+		f, err := strconv.ParseFloat(strings.TrimSpace(strings.ReplaceAll(v, "_", "")), 64)
+		if err != nil {
+			return fail("<class 'float'>", "float")
 		}
-	case vllmcli.JSON:
-		if !json.Valid([]byte(v)) && !strings.HasPrefix(strings.TrimSpace(v), "{") {
-			// union_dict_and_str: a non-JSON-object value is kept as a string.
-			break
+		return strconv.FormatFloat(f, 'g', -1, 64), ""
+	case vllmcli.HumanInt, vllmcli.HumanIntOrAuto:
+		name := "human_readable_int"
+		if o.Type == vllmcli.HumanIntOrAuto {
+			name = "human_readable_int_or_auto"
+			if t := strings.TrimSpace(v); t == "-1" || strings.ToLower(t) == "auto" {
+				return "-1", ""
+			}
+		}
+		n, err := ParseHumanInt(v)
+		if err != nil {
+			if strings.HasPrefix(err.Error(), "Decimals") {
+				return "", err.Error()
+			}
+			if o.Optional {
+				return "", fmt.Sprintf("Value %s cannot be converted to <function %s at 0x7f3a2c1d8e00>.", v, name)
+			}
+			return "", fmt.Sprintf("invalid %s value: %s", name, pyRepr(v))
+		}
+		return strconv.Itoa(n), ""
+	case JSONType:
+		if !json.Valid([]byte(v)) {
+			return "", fmt.Sprintf("Value %s cannot be converted to %s.", v, loadsRepr)
+		}
+		return v, ""
+	case vllmcli.DictOrStr:
+		if !dictLike.MatchString(v) {
+			return pyRepr(v), ""
 		}
 		if !json.Valid([]byte(v)) {
-			return p.fail(fmt.Sprintf("argument %s: invalid loads value: %s", label(o), pyRepr(v)))
+			return "", fmt.Sprintf("Value %s cannot be converted to %s.", v, loadsRepr)
 		}
-	case vllmcli.Float:
-		if _, err := strconv.ParseFloat(v, 64); err != nil {
-			return p.fail(fmt.Sprintf("argument %s: invalid float value: %s", label(o), pyRepr(v)))
+		return v, ""
+	case vllmcli.Dataclass:
+		if !json.Valid([]byte(v)) {
+			name := strings.TrimPrefix(strings.TrimPrefix(o.TypeName, "optional:"), "dataclass:")
+			return "", fmt.Sprintf("1 validation error for %s\n  Invalid JSON: the value is not valid JSON [type=json_invalid, input_value=%s, input_type=str]", name, pyRepr(v))
 		}
+		return v, ""
+	case vllmcli.LowerUnderscore:
+		return pyRepr(strings.ReplaceAll(strings.ToLower(v), "-", "_")), ""
 	}
-	if len(o.Choices) > 0 {
-		ok := false
-		for _, c := range o.Choices {
-			if c == v {
-				ok = true
-			}
-		}
-		if !ok {
-			q := make([]string, len(o.Choices))
-			for i, c := range o.Choices {
-				q[i] = pyRepr(c)
-			}
-			return p.fail(fmt.Sprintf("argument %s: invalid choice: %s (choose from %s)", label(o), pyRepr(v), strings.Join(q, ", ")))
-		}
+	return pyRepr(v), ""
+}
+
+// JSONType is parse_type(json.loads).
+const JSONType = vllmcli.JSON
+
+// dictLike is union_dict_and_str's test for a JSON object.
+var dictLike = regexp.MustCompile(`(?s)^\s*{.*}\s*$`)
+
+// pyInt parses like Python's int(str): surrounding whitespace, a sign,
+// underscores between digits.
+func pyInt(v string) (string, bool) {
+	t := strings.TrimSpace(v)
+	if strings.Contains(t, "__") || strings.HasSuffix(t, "_") || strings.HasPrefix(strings.TrimLeft(t, "+-"), "_") {
+		return "", false
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(t, "_", ""), 10, 64)
+	if err != nil {
+		return "", false
+	}
+	return strconv.FormatInt(n, 10), true
+}
+
+func (p *Parser) check(o *Option, v string) *Error {
+	val, msg := convert(o, v)
+	if msg != "" {
+		return p.fail(fmt.Sprintf("argument %s: %s", label(o), msg))
+	}
+	if len(o.Choices) > 0 && !slices.Contains(o.Choices, val) {
+		return p.fail(fmt.Sprintf("argument %s: invalid choice: %s (choose from %s)", label(o), val, strings.Join(o.Choices, ", ")))
 	}
 	return nil
 }
 
-func pyRepr(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+func pyRepr(s string) string { return vllmcli.PyRepr(s) }
 
 func isOption(s string) bool {
 	if !strings.HasPrefix(s, "-") || s == "-" {
@@ -181,15 +276,6 @@ func isOption(s string) bool {
 	}
 	return true
 }
-
-// taskHint is what vLLM's FlexibleArgumentParser.error adds when `vllm
-// serve` is given the removed --task option.
-const taskHint = "\n\nHint: --task is not a vllm serve option. For embedding, reranking, or reward models, use --runner pooling. To adapt a generative model for pooling, also use --convert embed, --convert classify, or --convert reward."
-
-var (
-	taskArg = regexp.MustCompile(`^--task(=.+|$)`)
-	taskMsg = regexp.MustCompile(`(^|\s)--task(=|\s|$)`)
-)
 
 // preprocess does what FlexibleArgumentParser.parse_args does before
 // argparse sees the words: underscores to dashes in long option names,
@@ -235,11 +321,8 @@ func preprocess(args []string) []string {
 
 // Parse parses args (after the subcommand name).
 func (p *Parser) Parse(args []string) (*Result, *Error) {
-	showTaskHint := false
-	for _, a := range args {
-		if taskArg.MatchString(a) {
-			showTaskHint = true
-		}
+	if p.ServeModelRewrite {
+		args = moveModel(args)
 	}
 	words := preprocess(args)
 	// argparse classifies every word first; an ambiguous prefix is an error
@@ -250,12 +333,12 @@ func (p *Parser) Parse(args []string) (*Result, *Error) {
 		if w == "--" {
 			break
 		}
-		if w == "-h" || w == "--help" {
-			return &Result{Help: true}, nil
-		}
 		m := p.Options.Resolve(w)
 		if len(m.Ambiguous) > 0 {
 			return nil, p.fail(fmt.Sprintf("ambiguous option: %s could match %s", w, strings.Join(m.Ambiguous, ", ")))
+		}
+		if m.Option != nil && m.Option.Action == vllmcli.Help {
+			return &Result{Help: true}, nil
 		}
 		matches[i], isOpt[i] = m, m.Option != nil || m.Unknown
 	}
@@ -360,9 +443,6 @@ func (p *Parser) Parse(args []string) (*Result, *Error) {
 	}
 	if len(extras) > 0 {
 		msg := "unrecognized arguments: " + strings.Join(extras, " ")
-		if showTaskHint && taskMsg.MatchString(msg) {
-			msg += taskHint
-		}
 		return nil, &Error{Usage: p.TopUsage, Prog: p.TopProg, Msg: msg}
 	}
 	return r, nil

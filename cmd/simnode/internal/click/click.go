@@ -5,6 +5,7 @@
 package click
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,6 +23,9 @@ const (
 	Float
 	Bool
 	Choice
+	// JSONLoads is Python's json.loads as type (click's FuncParamType, Ray's
+	// --system-config): a value it refuses is echoed in the error.
+	JSONLoads
 )
 
 // Option is one click option.
@@ -126,12 +130,19 @@ type UsageError struct {
 	Msg  string
 	// Usage overrides the default "Usage: <path> [OPTIONS]" line.
 	Usage string
+	// Bare is an error click's parser raises before the command's context
+	// is attached (a missing value, a value given to a flag): printed as the
+	// "Error: ..." line alone.
+	Bare bool
 }
 
 func (e *UsageError) Error() string { return e.Msg }
 
 // Format renders the error as click prints it on stderr.
 func (e *UsageError) Format() string {
+	if e.Bare {
+		return "Error: " + e.Msg + "\n"
+	}
 	usage := e.Usage
 	if usage == "" {
 		usage = "Usage: " + e.Path + " [OPTIONS]"
@@ -159,6 +170,11 @@ func (c *Command) UsageLine() string {
 
 func (c *Command) fail(msg string) *UsageError {
 	return &UsageError{Path: c.Path, Msg: msg, Usage: c.UsageLine()}
+}
+
+// bare is a parser error printed without the usage lines (click 8.3).
+func (c *Command) bare(msg string) *UsageError {
+	return &UsageError{Path: c.Path, Msg: msg, Bare: true}
 }
 
 func (c *Command) longNames() []string {
@@ -226,14 +242,14 @@ func (c *Command) Parse(args []string) (*Values, *UsageError) {
 			}
 			if o.Flag || o.Count {
 				if hasVal {
-					return nil, c.fail(fmt.Sprintf("Option '%s' does not take a value.", name))
+					return nil, c.bare(fmt.Sprintf("Option '%s' does not take a value.", name))
 				}
 				c.setFlag(v, o, on || o.Off == "")
 				continue
 			}
 			if !hasVal {
 				if i+1 >= len(args) {
-					return nil, c.fail(fmt.Sprintf("Option '%s' requires an argument.", name))
+					return nil, c.bare(fmt.Sprintf("Option '%s' requires an argument.", name))
 				}
 				i++
 				val = args[i]
@@ -262,7 +278,7 @@ func (c *Command) Parse(args []string) (*Values, *UsageError) {
 				val := a[j+1:]
 				if val == "" {
 					if i+1 >= len(args) {
-						return nil, c.fail(fmt.Sprintf("Option '%s' requires an argument.", name))
+						return nil, c.bare(fmt.Sprintf("Option '%s' requires an argument.", name))
 					}
 					i++
 					val = args[i]
@@ -331,11 +347,15 @@ func (c *Command) setValue(v *Values, o *Option, val string) *UsageError {
 		}
 	case Bool:
 		if _, ok := parseBool(val); !ok {
-			return c.fail(fmt.Sprintf("Invalid value for '%s': %s is not a valid boolean.", label, quote(val)))
+			return c.fail(fmt.Sprintf("Invalid value for '%s': %s is not a valid boolean. Recognized values: , 0, 1, f, false, n, no, off, on, t, true, y, yes", label, quote(val)))
 		}
 	case Choice:
 		if !slices.Contains(o.Choices, val) {
 			return c.fail(fmt.Sprintf("Invalid value for '%s': %s is not one of %s.", label, quote(val), quoteList(o.Choices)))
+		}
+	case JSONLoads:
+		if !json.Valid([]byte(val)) {
+			return c.fail(fmt.Sprintf("Invalid value for '%s': %s", label, val))
 		}
 	}
 	d := o.Dest()
@@ -348,7 +368,7 @@ func parseBool(s string) (bool, bool) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "1", "true", "t", "yes", "y", "on":
 		return true, true
-	case "0", "false", "f", "no", "n", "off":
+	case "0", "false", "f", "no", "n", "off", "":
 		return false, true
 	}
 	return false, false

@@ -79,7 +79,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing value", []string{"--address"}, "Option '--address' requires an argument."},
 		{"flag with value", []string{"--head=1"}, "Option '--head' does not take a value."},
 		{"bad int", []string{"--port", "abc"}, "Invalid value for '--port': 'abc' is not a valid integer."},
-		{"bad bool", []string{"--include-dashboard=maybe"}, "Invalid value for '--include-dashboard': 'maybe' is not a valid boolean."},
+		{"bad bool", []string{"--include-dashboard=maybe"}, "Invalid value for '--include-dashboard': 'maybe' is not a valid boolean. Recognized values: , 0, 1, f, false, n, no, off, on, t, true, y, yes"},
 		{"bad choice", []string{"--log-style", "fancy"}, "Invalid value for '--log-style': 'fancy' is not one of 'auto', 'record', 'pretty'."},
 		{"extra argument", []string{"foo"}, "Got unexpected extra argument (foo)"},
 		{"extra arguments", []string{"foo", "bar"}, "Got unexpected extra arguments (foo bar)"},

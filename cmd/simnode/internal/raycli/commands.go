@@ -1,6 +1,9 @@
 package raycli
 
-import "github.com/rayform/rayform/cmd/simnode/internal/click"
+import (
+	"github.com/rayform/rayform/cmd/simnode/internal/click"
+	"github.com/rayform/rayform/engine/clitables"
+)
 
 // loggingOptions are add_click_logging_options.
 var loggingOptions = []click.Option{
@@ -9,55 +12,15 @@ var loggingOptions = []click.Option{
 	{Names: []string{"-v", "--verbose"}, Count: true},
 }
 
+// startCommand is `ray start` with the options of the image's Ray (the
+// generated table of engine/clitables, read from Ray's own click command;
+// the logging options are among them).
 func startCommand() *click.Command {
-	opts := []click.Option{
-		{Names: []string{"--node-ip-address"}, Help: "the IP address of this node"},
-		{Names: []string{"--address"}, Help: "the address to use for Ray"},
-		{Names: []string{"--port"}, Type: click.Int, Help: "the port of the head ray process. If not provided, defaults to 6379; if port is set to 0, we will allocate an available port."},
-		{Names: []string{"--node-name"}, Hidden: true, Help: "the user-provided identifier or name for this node. Defaults to the node's ip_address"},
-		{Names: []string{"--redis-username"}, Hidden: true},
-		{Names: []string{"--redis-password"}, Hidden: true},
-		{Names: []string{"--redis-shard-ports"}, Hidden: true},
-		{Names: []string{"--object-manager-port"}, Type: click.Int, Help: "the port to use for starting the object manager"},
-		{Names: []string{"--node-manager-port"}, Type: click.Int, Help: "the port to use for starting the node manager"},
-		{Names: []string{"--min-worker-port"}, Type: click.Int, Help: "the lowest port number that workers will bind on. If not set, random ports will be chosen."},
-		{Names: []string{"--max-worker-port"}, Type: click.Int, Help: "the highest port number that workers will bind on. If set, '--min-worker-port' must also be set."},
-		{Names: []string{"--worker-port-list"}, Help: "a comma-separated list of open ports for workers to bind on. Overrides '--min-worker-port' and '--max-worker-port'."},
-		{Names: []string{"--ray-client-server-port"}, Type: click.Int, Help: "the port number the ray client server binds on, default to 10001, or None if ray[client] is not installed."},
-		{Names: []string{"--memory"}, Type: click.Int, Hidden: true, Help: "The amount of memory (in bytes) to make available to workers."},
-		{Names: []string{"--object-store-memory"}, Type: click.Int, Help: "The amount of memory (in bytes) to start the object store with."},
-		{Names: []string{"--num-cpus"}, Type: click.Int, Help: "the number of CPUs on this node"},
-		{Names: []string{"--num-gpus"}, Type: click.Int, Help: "the number of GPUs on this node"},
-		{Names: []string{"--resources"}, Help: "A JSON serialized dictionary mapping resource name to resource quantity."},
-		{Names: []string{"--head"}, Flag: true, Help: "provide this argument for the head node"},
-		{Names: []string{"--include-dashboard"}, Type: click.Bool, Help: "provide this argument to start the Ray dashboard GUI"},
-		{Names: []string{"--dashboard-host"}, Help: "the host to bind the dashboard server to, either localhost (127.0.0.1) or 0.0.0.0 (available from all interfaces). By default, this is 127.0.0.1"},
-		{Names: []string{"--dashboard-port"}, Type: click.Int, Help: "the port to bind the dashboard server to--defaults to 8265"},
-		{Names: []string{"--dashboard-agent-listen-port"}, Type: click.Int, Help: "the port for dashboard agents to listen for http on."},
-		{Names: []string{"--dashboard-agent-grpc-port"}, Type: click.Int, Help: "the port for dashboard agents to listen for grpc on."},
-		{Names: []string{"--runtime-env-agent-port"}, Type: click.Int, Help: "The port for the runtime enviroment agents to listen for http on."},
-		{Names: []string{"--block"}, Flag: true, Help: "provide this argument to block forever in this command"},
-		{Names: []string{"--plasma-directory"}, Help: "object store directory for memory mapped files"},
-		{Names: []string{"--object-spilling-directory"}, Help: "The path to spill objects to. The same path will be used as the object store fallback directory as well."},
-		{Names: []string{"--autoscaling-config"}, Help: "the file that contains the autoscaling config"},
-		{Names: []string{"--no-redirect-output"}, Flag: true, Help: "do not redirect non-worker stdout and stderr to files"},
-		{Names: []string{"--temp-dir"}, Help: "manually specify the root temporary dir of the Ray process, only works when --head is specified"},
-		{Names: []string{"--system-config"}, Hidden: true},
-		{Names: []string{"--enable-object-reconstruction"}, Flag: true, Hidden: true},
-		{Names: []string{"--metrics-export-port"}, Type: click.Int, Help: "the port to use to expose Ray metrics through a Prometheus endpoint."},
-		{Names: []string{"--no-monitor"}, Flag: true, Hidden: true},
-		{Names: []string{"--tracing-startup-hook"}, Hidden: true},
-		{Names: []string{"--ray-debugger-external"}, Flag: true, Help: "Make the Ray debugger available externally to the node. This is only safe to activate if the node is behind a firewall."},
-		{Names: []string{"--disable-usage-stats"}, Flag: true, Help: "If True, the usage stats collection will be disabled."},
-		{Names: []string{"--labels"}, Help: "a JSON serialized dictionary mapping label name to label value."},
-		{Names: []string{"--labels-file"}, Help: "a YAML file path containing a dictionary mapping label name to label value."},
-		{Names: []string{"--include-log-monitor"}, Type: click.Bool, Help: "If set to True or left unset, a log monitor will start monitoring the log files of all processes on this node and push their contents to GCS."},
-		{Names: []string{"--enable-resource-isolation"}, Flag: true, Help: "Enable resource isolation through cgroupv2 by reserving memory and cpu resources for ray system processes."},
-		{Names: []string{"--system-reserved-cpu"}, Type: click.Float, Help: "The amount of cpu cores to reserve for ray system processes."},
-		{Names: []string{"--system-reserved-memory"}, Type: click.Int, Help: "The amount of memory (in bytes) to reserve for ray system processes."},
-		{Names: []string{"--cgroup-path"}, Hidden: true},
+	opts, err := click.OptionsFromTable(clitables.MustRay(clitables.RayImage))
+	if err != nil {
+		panic(err) // the embedded table is part of the build; TestStandInMatchesRealRay catches this
 	}
-	return &click.Command{Path: "ray start", Help: "Start Ray processes manually on the local machine.", Options: append(opts, loggingOptions...)}
+	return &click.Command{Path: "ray start", Help: "Start Ray processes manually on the local machine.", Options: opts}
 }
 
 func stopCommand() *click.Command {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -138,72 +137,6 @@ func TestFindAddress(t *testing.T) {
 	for _, tt := range tests {
 		if got := FindAddress(tt.env, tt.explicit); got != tt.want {
 			t.Errorf("%s: FindAddress = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func optionTable(t *testing.T, name string) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(golden.Path("ray", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rows [][]string
-	for _, line := range strings.Split(string(b), "\n") {
-		if line != "" && !strings.HasPrefix(line, "#") {
-			rows = append(rows, strings.Split(line, "\t"))
-		}
-	}
-	if len(rows) < 5 {
-		t.Fatalf("%s has %d rows", name, len(rows))
-	}
-	return rows
-}
-
-// `ray start` accepts exactly the options of the cited table (plus the
-// logging options): every one parses, and the command knows no other.
-func TestStartAcceptsExactlyRealOptions(t *testing.T) {
-	cmd := startCommand()
-	listed := map[string]bool{}
-	for _, o := range loggingOptions {
-		for _, n := range o.Names {
-			listed[n] = true
-		}
-	}
-	for _, row := range optionTable(t, "start-options.txt") {
-		names, kind, typ := strings.Fields(row[0]), row[1], row[2]
-		for _, n := range names {
-			listed[n] = true
-			args := []string{n}
-			if kind == "value" {
-				v := map[string]string{"int": "1", "float": "0.5", "bool": "true"}[typ]
-				if v == "" {
-					v = "x"
-				}
-				args = append(args, v)
-			}
-			if _, err := cmd.Parse(args); err != nil {
-				t.Errorf("ray start %s: %s (source: %s)", strings.Join(args, " "), err.Msg, row[3])
-			}
-		}
-	}
-	for _, o := range cmd.Options {
-		for _, n := range o.Names {
-			if !listed[n] {
-				t.Errorf("simnode's ray start accepts %s, which start-options.txt does not list", n)
-			}
-		}
-	}
-}
-
-// Options real Ray 2.53 does not have fail with click's usage error.
-func TestStartRejectsRemovedOptions(t *testing.T) {
-	for _, row := range optionTable(t, "start-removed.txt") {
-		p, _, errb := proc(t, "start", "--head", row[0], "1")
-		code := Main(context.Background(), p)
-		want := "Usage: ray start [OPTIONS]\nTry 'ray start --help' for help.\n\nError: No such option: " + row[0]
-		if code != 2 || !strings.HasPrefix(errb.String(), want) {
-			t.Errorf("ray start --head %s 1 (%s): exit %d, stderr %q; want exit 2 and %q", row[0], row[1], code, errb.String(), want)
 		}
 	}
 }

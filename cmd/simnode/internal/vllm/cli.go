@@ -16,6 +16,7 @@ import (
 
 	"github.com/rayform/rayform/cmd/simnode/internal/argparse"
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
+	"github.com/rayform/rayform/engine/clitables"
 	"github.com/rayform/rayform/engine/vllmcli"
 )
 
@@ -23,15 +24,17 @@ import (
 // line vllmcli describes.
 const Version = vllmcli.Version
 
-const (
-	topUsage   = "vllm [-h] [-v] {chat,complete,serve,bench,collect-env,run-batch} ..."
-	serveUsage = "vllm serve [model_tag] [options]"
+// The parsers' names and usage lines, from the generated table of the
+// image's vLLM (engine/clitables).
+var (
+	table       = clitables.MustVLLM(Version)
+	topUsage    = table.Parser.TopUsage
+	serveUsage  = table.Parser.Usage
+	subcommands = table.Parser.Subcommands
 )
 
-var subcommands = []string{"chat", "complete", "serve", "bench", "collect-env", "run-batch"}
-
 func serveParser() *argparse.Parser {
-	return &argparse.Parser{Prog: "vllm serve", Usage: serveUsage, TopProg: "vllm", TopUsage: topUsage, Options: vllmcli.ServeOptions(), Positional: "model_tag"}
+	return &argparse.Parser{Prog: table.Parser.Prog, Usage: serveUsage, TopProg: table.Parser.TopProg, TopUsage: topUsage, Options: vllmcli.ServeOptions(), Positional: "model_tag", ServeModelRewrite: true}
 }
 
 // Main runs `vllm ARGS...`.
@@ -63,6 +66,10 @@ func Main(ctx context.Context, p *sim.Proc) int {
 		fmt.Fprintf(p.Stderr, "simnode: `vllm %s` is not simulated\n", args[0])
 		return 1
 	}
+	if tb := preParseError(args); tb != "" {
+		fmt.Fprint(p.Stderr, tb)
+		return 1
+	}
 	parser := serveParser()
 	res, perr := parser.Parse(args[1:])
 	if perr != nil {
@@ -72,6 +79,10 @@ func Main(ctx context.Context, p *sim.Proc) int {
 	if res.Help {
 		fmt.Fprintf(p.Stdout, "usage: %s\n\nStart the vLLM OpenAI Compatible API server.\n", serveUsage)
 		return 0
+	}
+	if tb := validateServe(res); tb != "" {
+		fmt.Fprint(p.Stderr, tb)
+		return 1
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -1,0 +1,100 @@
+package lock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/names"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+)
+
+// fenceScript advances the fence of lock $1 on this host: under an
+// exclusive flock of the fence file (which waits for the commands of an
+// earlier holder that still run, each holding it shared), it adds one to
+// the generation the file holds and prints "FENCE <generation>". The file
+// is written in place, never replaced, so that its flock stays one.
+const fenceScript = `n=$1
+umask 077
+d="$HOME/.rayform/locks"
+mkdir -p "$d" || exit 1
+for p in "$HOME/.rayform" "$d"; do
+  if [ -L "$p" ] || [ ! -d "$p" ] || [ ! -O "$p" ]; then echo "BAD $p is not a directory owned by $(id -un)"; exit 1; fi
+done
+chmod 700 "$HOME/.rayform" "$d" || exit 1
+f="$d/$n.fence"
+if [ -L "$f" ]; then echo "BAD $f is a symbolic link"; exit 1; fi
+exec 9<>"$f" || exit 1
+flock -w 60 9 || { echo "BAD a command of an earlier holder of the lock has run on this host for more than 60 s; wait for it to end"; exit 1; }
+g=$(cat "$f")
+case $g in ''|*[!0-9]*) g=0 ;; esac
+g=$((g + 1))
+printf '%s\n' "$g" > "$f" || exit 1
+echo "FENCE $g"
+`
+
+// FenceFile is the fence file of a lock name, in [transport.FenceDir].
+func FenceFile(name string) string { return names.Segment(name) + ".fence" }
+
+// AdvanceFence advances the fence of the lock called name on conn's host
+// and returns it. Call it while holding the lock, on every host the run
+// will change, before observing them: from then on a command fenced
+// (transport.Guard) with an earlier generation fails on that host, and the
+// commands of an earlier holder that still ran have ended.
+func AdvanceFence(ctx context.Context, conn transport.Conn, name string) (transport.Fence, error) {
+	res, err := conn.Run(ctx, transport.Cmd{
+		Script:   "sh -c " + shell.Quote(fenceScript) + " rayform-lock-fence " + shell.Quote(names.Segment(name)),
+		Mutating: true,
+		Timeout:  90 * time.Second,
+	})
+	line := strings.TrimSpace(string(res.Stdout))
+	if g, ok := strings.CutPrefix(line, "FENCE "); ok && err == nil {
+		gen, perr := strconv.ParseUint(g, 10, 64)
+		if perr == nil {
+			return transport.Fence{Lock: name, File: FenceFile(name), Gen: gen}, nil
+		}
+	}
+	if bad, ok := strings.CutPrefix(line, "BAD "); ok {
+		return transport.Fence{}, fmt.Errorf("fencing lock %q on %s: %s", name, conn.Host(), bad)
+	}
+	if err == nil {
+		err = fmt.Errorf("unexpected answer %q", line)
+	}
+	return transport.Fence{}, fmt.Errorf("fencing lock %q on %s: %w", name, conn.Host(), err)
+}
+
+// Name is the name of the lock of one deployment identity: a project's
+// ray_cluster. Project and cluster are joined by '.', which a cluster's
+// name (an HCL identifier) never holds, so different pairs never share a
+// name ("hb-x"+"spark" is "hb-x.spark", "hb"+"x-spark" is "hb.x-spark"). A
+// cluster name that holds a '.' or a byte names.Segment would change (from a
+// hand-edited state) is replaced by '-' and a digest of it, which no
+// identifier starts with.
+func Name(project, cluster string) string {
+	return project + "." + clusterPart(cluster)
+}
+
+func clusterPart(cluster string) string {
+	ok := cluster != ""
+	for i := 0; i < len(cluster); i++ {
+		if c := cluster[i]; c == '.' || !names.Safe(c) {
+			ok = false
+		}
+	}
+	if ok {
+		return cluster
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	return "-" + hex.EncodeToString(sum[:8])
+}
+
+// LegacyName is the name earlier rayform versions gave the same lock:
+// project and cluster joined by '-', which two deployments can share. A
+// run takes it too, after Name, so that an older rayform still running on
+// the cluster is seen (and sees this run); force-unlock never breaks it.
+func LegacyName(project, cluster string) string { return project + "-" + cluster }

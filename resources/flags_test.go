@@ -1,0 +1,287 @@
+package resources_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"maps"
+	"net/netip"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
+)
+
+// flagWord is an option name in a command line or a text: --word, up to
+// '=' or whatever ends it.
+var flagWord = regexp.MustCompile(`--[a-z][a-z0-9-]*[a-z0-9]`)
+
+// versionConstraints are the flags rayform names that do not exist in every
+// version it targets, with the words of the text that say which versions
+// have them; the test requires every text naming the flag to say so.
+var versionConstraints = map[string]string{
+	// vLLM removed --swap-space in 0.18; the image's 0.17.1 has it.
+	"--swap-space": "before 0.18",
+}
+
+// otherTools are flags the diagnose texts name that belong to another
+// program than `vllm serve` and `ray start` (or to the texts' own prose).
+var otherTools = map[string]string{
+	"--gpus": "docker run", "--rm": "docker run", "--ipc": "docker run", "--shm-size": "docker run", "--network": "docker run",
+	"--entrypoint": "docker run", "--runtime": "nvidia-ctk", "--format": "docker inspect / nvidia-smi / ray list",
+	"--query-compute-apps": "nvidia-smi", "--since": "docker events", "--version": "vllm / ray", "--help": "vllm serve --help=all",
+	"--tail": "docker logs", "--type": "docker inspect", "--label": "docker run", "--name": "docker run", "--env": "docker run",
+	"--env-file": "docker run", "--restart": "docker run", "--detach": "docker run", "--net": "docker run", "--ulimit": "docker run",
+	"--limit": "ray list", "--opt": "prose: --opt=value", "--flag": "prose: --flag=VALUE",
+	"--device": "docker run", "--privileged": "docker run",
+}
+
+// versionLess compares dotted release numbers ("0.17.1" < "0.18.0").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+// removedOptions reads diagnose's table of removed `vllm serve` options
+// (rules_serve.go: var removedOptions, entries {flag, absentSince, ...}):
+// flag -> the first release said to refuse it.
+func removedOptions(t *testing.T, f *ast.File) map[string]string {
+	out := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Names) != 1 || vs.Names[0].Name != "removedOptions" || len(vs.Values) != 1 {
+			return true
+		}
+		list, ok := vs.Values[0].(*ast.CompositeLit)
+		if !ok {
+			t.Fatal("diagnose's removedOptions is not a composite literal")
+		}
+		for _, e := range list.Elts {
+			entry, ok := e.(*ast.CompositeLit)
+			if !ok || len(entry.Elts) < 2 {
+				t.Fatalf("diagnose's removedOptions entry %T is not {flag, absentSince, ...}", e)
+			}
+			var fields []string
+			for _, x := range entry.Elts[:2] {
+				lit, ok := x.(*ast.BasicLit)
+				if !ok {
+					t.Fatal("diagnose's removedOptions entry is not string literals")
+				}
+				v, _ := strconv.Unquote(lit.Value)
+				fields = append(fields, v)
+			}
+			out[fields[0]] = fields[1]
+		}
+		return false
+	})
+	return out
+}
+
+// flagTables are the option strings of both versions of each tool.
+type flagTables struct {
+	vllm, ray map[string]map[string]bool // version -> option string
+}
+
+func loadFlagTables(t *testing.T) flagTables {
+	t.Helper()
+	ft := flagTables{vllm: map[string]map[string]bool{}, ray: map[string]map[string]bool{}}
+	for _, v := range []string{clitables.VLLMImage, clitables.VLLMNewest} {
+		ft.vllm[v] = map[string]bool{}
+		for _, s := range clitables.MustVLLM(v).OptionStrings() {
+			ft.vllm[v][s] = true
+		}
+	}
+	for _, v := range []string{clitables.RayImage, clitables.RayNewest} {
+		ft.ray[v] = map[string]bool{}
+		for _, s := range clitables.MustRay(v).OptionStrings() {
+			ft.ray[v][s] = true
+		}
+	}
+	return ft
+}
+
+// missing lists the versions of tables that lack flag.
+func missing(tables map[string]map[string]bool, flag string) []string {
+	var out []string
+	for _, v := range slices.Sorted(maps.Keys(tables)) {
+		if !tables[v][flag] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func flagsOf(argv []string) []string {
+	var out []string
+	for _, a := range argv {
+		if strings.HasPrefix(a, "--") {
+			name, _, _ := strings.Cut(a, "=")
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Every flag rayform puts on a `ray start` or `vllm serve` command line, and
+// every vLLM option it manages in extra_args, exists in the image's version
+// and in the newest one (the generated tables of engine/clitables).
+func TestEmittedFlagsExistInBothVersions(t *testing.T) {
+	ft := loadFlagTables(t)
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	addrs := map[string]netip.Addr{}
+	ifaces := map[string]string{}
+	for i, node := range loaded.RayClusters["main"].Nodes() {
+		addrs[node] = netip.AddrFrom4([4]byte{192, 168, 0, byte(10 + i)})
+		ifaces[node] = "ib0"
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	var rayFlags, vllmFlags []string
+	for _, spec := range resources.ClusterSpecs(cfg, cfg.RayClusters["main"], addrs, ifaces) {
+		args := spec.RayStartArgs()
+		if !slices.Equal(args[:2], []string{"ray", "start"}) {
+			t.Fatalf("ray start args: %q", args)
+		}
+		rayFlags = append(rayFlags, flagsOf(args)...)
+	}
+	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	vllmFlags = append(vllmFlags, flagsOf(serve.Args)...)
+	for name := range resources.ManagedServeOptions() {
+		vllmFlags = append(vllmFlags, name)
+	}
+	for _, want := range []string{"--head", "--address", "--node-ip-address", "--num-gpus", "--block"} {
+		if !slices.Contains(rayFlags, want) {
+			t.Errorf("the ray start command lines lack %s: %q", want, rayFlags)
+		}
+	}
+	for _, want := range []string{"--tensor-parallel-size", "--distributed-executor-backend", "--max-model-len"} {
+		if !slices.Contains(vllmFlags, want) {
+			t.Errorf("the vllm serve command line lacks %s: %q", want, vllmFlags)
+		}
+	}
+	for _, f := range rayFlags {
+		if m := missing(ft.ray, f); len(m) > 0 {
+			t.Errorf("rayform runs `ray start %s`, which Ray %s does not have", f, strings.Join(m, ", "))
+		}
+	}
+	for _, f := range vllmFlags {
+		if m := missing(ft.vllm, f); len(m) > 0 {
+			t.Errorf("rayform runs or manages `vllm serve %s`, which vLLM %s does not have", f, strings.Join(m, ", "))
+		}
+	}
+}
+
+// Every flag a diagnosis names (its titles, explanations and fixes: all the
+// string literals of resources/diagnose) is an option of `vllm serve` or
+// `ray start` in both versions of each, or a flag of another program listed
+// in otherTools, or a flag with its version constraint stated where it is
+// named (versionConstraints).
+func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
+	ft := loadFlagTables(t)
+	files, err := filepath.Glob(filepath.Join("diagnose", "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	seen := map[string]bool{}
+	var parsed []*ast.File
+	removed := map[string]string{}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed = append(parsed, f)
+		for flag, since := range removedOptions(t, f) {
+			removed[flag] = since
+		}
+	}
+	// diagnose names removed options as removed: each must be absent from
+	// every table of a release at or after the one it gives.
+	for flag, since := range removed {
+		for _, v := range slices.Sorted(maps.Keys(ft.vllm)) {
+			if !versionLess(v, since) && ft.vllm[v][flag] {
+				t.Errorf("diagnose says vLLM refuses %s since %s, yet vLLM %s has it", flag, since, v)
+			}
+		}
+	}
+	if len(removed) == 0 {
+		t.Log("diagnose has no removedOptions table")
+	}
+	for _, f := range parsed {
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil {
+				return true
+			}
+			if _, ok := removed[s]; ok {
+				return true // the flag of a removedOptions entry, checked above
+			}
+			for _, flag := range flagWord.FindAllString(s, -1) {
+				seen[flag] = true
+				where := fset.Position(lit.Pos()).String()
+				inVLLM := len(missing(ft.vllm, flag)) < len(ft.vllm)
+				inRay := len(missing(ft.ray, flag)) < len(ft.ray)
+				switch {
+				case versionConstraints[flag] != "":
+					if !strings.Contains(s, versionConstraints[flag]) {
+						t.Errorf("%s: names %s without its version constraint (%q): %q", where, flag, versionConstraints[flag], s)
+					}
+				case inVLLM || inRay:
+					if m := missing(ft.vllm, flag); inVLLM && len(m) > 0 {
+						t.Errorf("%s: names vllm serve %s, which vLLM %s does not have: %q", where, flag, strings.Join(m, ", "), s)
+					}
+					if m := missing(ft.ray, flag); inRay && len(m) > 0 {
+						t.Errorf("%s: names ray start %s, which Ray %s does not have: %q", where, flag, strings.Join(m, ", "), s)
+					}
+				case otherTools[flag] == "":
+					t.Errorf("%s: names %s, which neither vllm serve nor ray start has in any version; a flag of another program goes into otherTools with its program: %q", where, flag, s)
+				}
+			}
+			return true
+		})
+	}
+	for flag, c := range versionConstraints {
+		if m := missing(ft.vllm, flag); len(m) == 0 {
+			t.Errorf("%s is listed with the constraint %q, yet both vLLM versions have it: drop the entry", flag, c)
+		}
+	}
+	for _, want := range []string{"--node-ip-address", "--enforce-eager", "--object-store-memory"} {
+		if !seen[want] {
+			t.Errorf("no diagnose text names %s: the scan of the string literals is broken", want)
+		}
+	}
+}
