@@ -32,12 +32,15 @@ golden: ## Rewrite golden files from the current output
 # /tmp/rayform-lab-$(LAB).
 LAB      ?= rflab
 LAB_DIR  := /tmp/rayform-lab-$(LAB)
+# RAY=real runs the demo on the real Ray 2.53.0 (lab up -ray real; the first
+# run fetches its wheels from PyPI into the lab cache).
+RAY      ?= simnode
 RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
 
-demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name), apply, show status and a curl that works
-	./.ci/install-deps lab
+demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode), apply, show status and a curl that works
+	./.ci/install-deps $(if $(filter real,$(RAY)),lab-ray,lab)
 	$(MAKE) build
-	./bin/rayform lab up -name $(LAB) -simnode $(CURDIR)/bin/simnode
+	./bin/rayform lab up -name $(LAB) -ray $(RAY) -simnode $(CURDIR)/bin/simnode
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status

@@ -44,6 +44,11 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)
 	l := &e2eLab{t: t, bin: bin, name: name, dir: filepath.Join(os.TempDir(), "rayform-lab-"+name)}
 	args := append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, extra...)
+	// RAYFORM_E2E_RAY=real runs the end-to-end tests on the real Ray
+	// (lab up -ray real) instead of simnode's.
+	if m := os.Getenv("RAYFORM_E2E_RAY"); m != "" {
+		args = append(args, "-ray", m)
+	}
 	out, err := exec.Command(filepath.Join(bin, "rayform"), args...).CombinedOutput()
 	t.Cleanup(func() {
 		if out, err := exec.Command(filepath.Join(bin, "rayform"), "lab", "down", "-name", name).CombinedOutput(); err != nil {
@@ -406,7 +411,7 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	if out, err := l.ssh("spark1", restart); err != nil {
 		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
 	}
-	waitFor(t, "the hand-started head to register", 30*time.Second, func() bool {
+	waitFor(t, "the hand-started head to register", 2*time.Minute, func() bool {
 		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
 		return strings.Contains(out, `"10.1.230.180"`)
 	})

@@ -139,6 +139,7 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
 	bigMiB := fs.Int("big-image-mib", lab.DefaultBigImageMiB, "size in `MiB` of the large image's filler layer")
 	torch := fs.Bool("torch", false, "put this machine's python3 and python3-torch into the Ray image (real PyTorch for the data-plane check; about 600 MiB per node)")
+	rayMode := fs.String("ray", "simnode", "the Ray in the Ray image: `real` (ray[default] "+lab.RayVersion+" from PyPI, with python3-torch; built once into the image cache) or simnode (simnode's model of Ray, the fast mode)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -146,7 +147,11 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: unexpected arguments %q\n", fs.Args())
 		return exitError
 	}
-	cfg := lab.Config{
+	if *rayMode != "real" && *rayMode != "simnode" {
+		fmt.Fprintf(c.stderr, "Error: -ray %q: want real or simnode\n", *rayMode)
+		return exitError
+	}
+	cfg := lab.Config{RealRay: *rayMode == "real",
 		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
 		FabricMTU: *mtu, GPUs: gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
 		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB, Torch: *torch,

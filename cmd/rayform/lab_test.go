@@ -32,6 +32,7 @@ func TestLabUsageErrors(t *testing.T) {
 		{"up with a bad flag", []string{"lab", "up", "-nodes", "x"}, exitError, "invalid value"},
 		{"up with extra arguments", []string{"lab", "up", "now"}, exitError, "unexpected arguments"},
 		{"up with a bad timing", []string{"lab", "up", "-timing", "weight_load"}, exitError, "want KEY=DURATION"},
+		{"up with a bad ray", []string{"lab", "up", "-ray", "fake"}, exitError, `-ray "fake": want real or simnode`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

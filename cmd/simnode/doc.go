@@ -90,6 +90,17 @@ TCPStore rendezvous on tcp://<driver ip>:<free port>, the Gloo and NCCL
 interface checks and NCCL's bootstrap ring over real TCP, weight loading,
 KV cache sizing and CUDA graph capture, and serves the OpenAI API.
 
+With the real Ray in the image (the lab's -ray real: the ray on PATH is Ray's
+Python entry point, not simnode), the ray backend is instead vLLM 0.17.1's
+Ray executor in Python on Ray's own API (internal/vllm/ray_executor.py, run
+with the image's python3; its header cites the vLLM files it follows):
+get_ip(), ray.init(), the GPU check, the PACK placement group with
+node:<driver ip>, one real RayWorkerWrapper actor per bundle, the unique-IP
+check; every actor runs torch's own c10d rendezvous at the driver's address
+and a Gloo all_reduce, and drives simnode's Go worker (`simnode
+__ray-worker`, a child of the actor) through the simulated phases. simnode's
+raylet, GCS and raystate then play no part.
+
 nvidia-smi: --query-gpu=FIELDS --format=csv[,noheader][,nounits],
 --query-compute-apps, -L, -i, the default table.
 

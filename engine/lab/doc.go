@@ -49,6 +49,12 @@
 // node's dockerd has the registry as its registry mirror, so the unqualified
 // Docker Hub names pull through it for real; 10.1.230.1:5000/<name> works too.
 //
+// With Config.RealRay (lab up -ray real) the Ray images carry the real Ray
+// 2.53.0 instead of simnode's ray (ray.go: wheels pinned in
+// labimage/ray-lock.txt, on the torch layer's python3) and a
+// libnvidia-ml.so.1 shim (labimage/libnvidia-ml.c) through which Ray counts
+// the GPUs the container toolkit hook gave the container.
+//
 // The supervisor serves a model hub on 10.1.230.1:5080 (HubAddr) in the
 // client namespace: the part of the Hugging Face Hub API huggingface_hub
 // uses (hub.go), with generated repositories (LabHubRepos: HubRepoTiny,

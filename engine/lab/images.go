@@ -336,12 +336,32 @@ type imageDef struct {
 	layers     []blobRef
 	entrypoint []string
 	cmd        []string
+	env        []string // beyond PATH
+}
+
+// realRayEnv is the Ray images' environment with the real Ray. Both are
+// the lab's, not rayform's: Ray's usage-stats reporter would try to reach
+// Ray's server (the lab has no route out; this keeps it from trying), and
+// the dashboard's module processes, each importing Ray, miss Ray's 30 s
+// readiness timeout on a loaded 2-core machine.
+var realRayEnv = []string{"RAY_USAGE_STATS_ENABLED=0", "RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT=300"}
+
+// imageOptions chooses what the Ray images carry beyond busybox and simnode.
+type imageOptions struct {
+	// torch: this machine's python3 and python3-torch (see torch.go).
+	torch bool
+	// realRay: the real Ray (see ray.go) instead of simnode's ray; implies
+	// torch, whose python3 runs it.
+	realRay bool
+	// rayStats, when set, receives what building the Ray layer cost (left
+	// zero when the layer came from the cache).
+	rayStats *RayBuildStats
 }
 
 // buildImages builds (or finds cached) the lab's three images. With torch,
 // ImageRayVLLM and ImageBig also carry this machine's python3 and
-// python3-torch (see torch.go).
-func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, torch bool) ([]builtImage, error) {
+// python3-torch (see torch.go); with realRay, the real Ray too (ray.go).
+func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, opt imageOptions) ([]builtImage, error) {
 	cache := imageCache{dir: cacheDir}
 	if err := checkStatic(busyboxPath, "busybox"); err != nil {
 		return nil, err
@@ -385,7 +405,11 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		return nil, err
 	}
 	rayLayers := []blobRef{base, withRay}
-	if torch {
+	if opt.realRay {
+		// simnode still plays vllm, nvidia-smi and flock; ray is Ray's own.
+		rayLayers = []blobRef{base, noRay}
+	}
+	if opt.torch || opt.realRay {
 		key, err := torchKey()
 		if err != nil {
 			return nil, err
@@ -403,12 +427,34 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		rayLayers = append(rayLayers, layer)
 		cache.pruneOthers(imageFormat+"-torch-", key)
 	}
+	if opt.realRay {
+		key, err := rayKey()
+		if err != nil {
+			return nil, err
+		}
+		var stats RayBuildStats
+		layer, err := cache.layer(imageFormat+"-ray-"+key, gzip.BestSpeed, func(tw *tar.Writer) error {
+			return buildRayLayer(ctx, tw, filepath.Join(cacheDir, "ray-wheels"), cacheDir, &stats)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if opt.rayStats != nil {
+			*opt.rayStats = stats
+		}
+		rayLayers = append(rayLayers, layer)
+		cache.pruneOthers(imageFormat+"-ray-", key)
+	}
 	cache.prune(imageFormat + "-")
+	var rayEnv []string
+	if opt.realRay {
+		rayEnv = realRayEnv
+	}
 	defs := []imageDef{
-		{role: "ray-vllm", name: ImageRayVLLM, layers: rayLayers, cmd: []string{"/bin/bash"}},
+		{role: "ray-vllm", name: ImageRayVLLM, layers: rayLayers, cmd: []string{"/bin/bash"}, env: rayEnv},
 		{role: "no-ray", name: ImageNoRay, extraTags: []string{"latest"}, layers: []blobRef{base, noRay},
 			entrypoint: []string{"vllm", "serve"}},
-		{role: "big", name: ImageBig, layers: append(append([]blobRef{}, rayLayers...), filler), cmd: []string{"/bin/bash"}},
+		{role: "big", name: ImageBig, layers: append(append([]blobRef{}, rayLayers...), filler), cmd: []string{"/bin/bash"}, env: rayEnv},
 	}
 	var images []builtImage
 	for _, d := range defs {
@@ -433,7 +479,7 @@ func (d imageDef) build(cache imageCache) (builtImage, error) {
 		"os":           "linux",
 		"created":      layerEpoch,
 		"config": map[string]any{
-			"Env":        []string{"PATH=" + stdPath},
+			"Env":        append([]string{"PATH=" + stdPath}, d.env...),
 			"Entrypoint": d.entrypoint,
 			"Cmd":        d.cmd,
 			"WorkingDir": "/workspace",

@@ -100,6 +100,13 @@ type Config struct {
 	// (about 600 MiB per node unpacked). Without it the lab's rayform.hcl
 	// turns the check off.
 	Torch bool
+	// RealRay puts the real Ray (ray[default] RayVersion from PyPI, pinned
+	// in labimage/ray-lock.txt) into ImageRayVLLM and ImageBig instead of
+	// simnode's model of it: `ray start`, the GCS, raylets, the dashboard
+	// and `ray list nodes` are Ray's own, and Ray counts the node's GPUs
+	// through the image's libnvidia-ml.so.1 shim. Implies Torch. Without it
+	// the lab runs simnode's Ray (the fast mode).
+	RealRay bool
 	// Simnode is the simnode binary (built with CGO_ENABLED=0). Required.
 	Simnode string
 	// Busybox is a statically linked busybox (default /usr/bin/busybox).

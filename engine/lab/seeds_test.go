@@ -34,6 +34,8 @@ type seedRun struct {
 	// monitorOff sets RAY_memory_monitor_refresh_ms=0 in `ray start`'s env.
 	monitorOff bool
 	util       string
+	// tp is --tensor-parallel-size (default 2, the seeds').
+	tp int
 }
 
 // startRay starts the Ray head and worker containers as the seeds' script
@@ -107,8 +109,12 @@ func (r seedRun) startRay(t *testing.T, l *Lab) []string {
 func (r seedRun) serve(t *testing.T, l *Lab) (string, bool) {
 	t.Helper()
 	head := l.Nodes[0].Name
+	tp := r.tp
+	if tp == 0 {
+		tp = 2
+	}
 	sshOK(t, l, head, "docker exec -d ray-node bash -c 'vllm serve "+seedModel+
-		" --tensor-parallel-size 2 --distributed-executor-backend ray --gpu-memory-utilization "+r.util+
+		fmt.Sprintf(" --tensor-parallel-size %d", tp)+" --distributed-executor-backend ray --gpu-memory-utilization "+r.util+
 		" --max-model-len 32768 --port 8000 > /tmp/serve.log 2>&1'")
 	var log string
 	var up bool

@@ -32,8 +32,10 @@ type Lab struct {
 	Images map[string]string `json:"images,omitempty"`
 	Docker bool              `json:"docker"`
 	// Torch is set when the Ray image has python3 and torch (Config.Torch).
-	Torch bool   `json:"torch,omitempty"`
-	Nodes []Node `json:"nodes"`
+	Torch bool `json:"torch,omitempty"`
+	// RealRay is set when the Ray image carries the real Ray (Config.RealRay).
+	RealRay bool   `json:"real_ray,omitempty"`
+	Nodes   []Node `json:"nodes"`
 	// Delay and Loss are applied to every node's management egress.
 	Delay time.Duration `json:"delay_ns,omitempty"`
 	Loss  float64       `json:"loss_percent,omitempty"`

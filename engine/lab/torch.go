@@ -50,6 +50,9 @@ var torchSkip = map[string]bool{"include": true, "test": true}
 type torchFileSet struct {
 	files    map[string]os.FileInfo
 	symlinks map[string]string
+	// from names the file a regular file is copied from when it is not
+	// "/"+path (the Ray layer's staging directory).
+	from map[string]string
 }
 
 // collectTorch lists the torch layer's files.
@@ -236,7 +239,11 @@ func (s *torchFileSet) write(tw *tar.Writer) error {
 		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeSymlink, Mode: 0o777, Linkname: t}})
 	}
 	for p, fi := range s.files {
-		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size(), ModTime: fi.ModTime()}, src: "/" + p})
+		src := "/" + p
+		if f := s.from[p]; f != "" {
+			src = f
+		}
+		es = append(es, entry{name: p, hdr: &tar.Header{Typeflag: tar.TypeReg, Mode: int64(fi.Mode().Perm()), Size: fi.Size(), ModTime: fi.ModTime()}, src: src})
 	}
 	sort.Slice(es, func(i, j int) bool { return es[i].name < es[j].name })
 	for _, e := range es {

@@ -149,7 +149,8 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		ClientIP:         ClientIP(),
 		FabricNetns:      cfg.Name + "-fabric",
 		Docker:           !cfg.NoDocker,
-		Torch:            cfg.Torch && !cfg.NoDocker,
+		Torch:            (cfg.Torch || cfg.RealRay) && !cfg.NoDocker,
+		RealRay:          cfg.RealRay && !cfg.NoDocker,
 		Nodes:            nodes,
 		Delay:            cfg.Delay,
 		Loss:             cfg.Loss,
@@ -182,11 +183,13 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 
 	// Images build (or come from the cache) while the network is wired.
 	var images []builtImage
+	var rayStats RayBuildStats
 	imgErr := make(chan error, 1)
 	if l.Docker {
 		go func() {
 			var err error
-			images, err = buildImages(ctx, cfg.CacheDir, cfg.Busybox, simnode, cfg.BigImageMiB, cfg.Torch)
+			images, err = buildImages(ctx, cfg.CacheDir, cfg.Busybox, simnode, cfg.BigImageMiB,
+				imageOptions{torch: l.Torch, realRay: l.RealRay, rayStats: &rayStats})
 			imgErr <- err
 		}()
 	} else {
@@ -206,6 +209,11 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 	}
 	if err := <-imgErr; err != nil {
 		return nil, fmt.Errorf("build lab images: %w", err)
+	}
+	if rayStats.Files > 0 {
+		cfg.emit(start, "ray layer", fmt.Sprintf("ray %s built: download %s, pip install %s, layer %s; %d files, %.0f MiB unpacked",
+			RayVersion, rayStats.Download.Round(time.Millisecond), rayStats.Install.Round(time.Millisecond),
+			rayStats.Write.Round(time.Millisecond), rayStats.Files, float64(rayStats.Bytes)/(1<<20)))
 	}
 	if l.Docker {
 		regRoot := filepath.Join(cfg.Dir, "registry")

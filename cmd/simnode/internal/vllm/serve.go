@@ -183,9 +183,12 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 		KVBytesPerToken: max(m.KVBytesPerToken/int64(tp), 1), MaxModelLen: maxLen, Timing: tm.Map(), VLLMVersion: Version,
 	}
 	var ex executor
-	if backend == "ray" {
+	switch {
+	case backend == "ray" && realRayOnPath(p.Env):
+		ex = newRealRayExecutor(p, core, tm, spec, world, tp)
+	case backend == "ray":
 		ex = newRayExecutor(p, core, h, tm, spec, world, tp)
-	} else {
+	default:
 		ex = newLocalExecutor(p, core, h, spec, world, backend == "mp")
 	}
 	defer ex.Close()

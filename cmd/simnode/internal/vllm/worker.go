@@ -41,6 +41,12 @@ type InitArgs struct {
 	LocalRank  int    `json:"local_rank"`
 	WorldSize  int    `json:"world_size"`
 	InitMethod string `json:"distributed_init_method"`
+	// ExternalRendezvous: the caller (the real-Ray actor of
+	// ray_executor.py) runs torch's own c10d rendezvous and Gloo after
+	// init_device, so the worker does only the device's part.
+	ExternalRendezvous bool `json:"external_rendezvous,omitempty"`
+	// C10dTimeoutS is the rendezvous timeout the caller gives torch.
+	C10dTimeoutS float64 `json:"c10d_timeout_s,omitempty"`
 }
 
 // Call is one collective_rpc from the engine to a worker.
@@ -240,6 +246,10 @@ func (w *Worker) initDevice(ctx context.Context) error {
 			w.init.LocalRank, gib(float64(free)), gib(float64(total)), pylog.PyFloat(w.Spec.Utilization), gib(float64(w.reqBytes)))}
 	}
 	w.setUsage(480) // CUDA context
+	if w.init.ExternalRendezvous {
+		w.log("INFO", "parallel_state.py:1325", "rank %d in world size %d is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank %d, EP rank %d", w.init.Rank, w.init.WorldSize, w.init.Rank, w.init.Rank)
+		return nil
+	}
 	u, err := url.Parse(w.init.InitMethod)
 	if err != nil || u.Scheme != "tcp" {
 		return &torchdist.PyError{Type: "ValueError", Msg: "Invalid init_method " + w.init.InitMethod}
