@@ -296,7 +296,7 @@ output "auth" {
 		for _, form := range forms {
 			if i := strings.Index(text, form); i >= 0 {
 				lo, hi := max(0, i-120), min(len(text), i+len(form)+40)
-				t.Errorf("the secret appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], form, "<SECRET>"))
+				t.Errorf("the secret (or an unkeyed digest of it) appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], form, "<SECRET>"))
 			}
 		}
 	}
