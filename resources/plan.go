@@ -92,6 +92,9 @@ type ServeWork struct {
 	// Check are the ranks of the data-plane check that runs before the
 	// serve starts (CheckNodes); nil when it is off.
 	Check []dataplane.Node
+	// Arch is the architecture check before the serve starts; nil when
+	// plan judged it from the state or could not read config.json.
+	Arch *ArchCheck
 }
 
 // Plan computes the plan. It is a pure function of its input.

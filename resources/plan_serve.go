@@ -86,7 +86,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	// attributes, of an older rayform, is taken to).
 	recPort, recorded := rec.Attrs["port"]
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
-	p.preflight(sv, rc, action, rec.Found && rec.Alive)
+	arch := p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
 		p.portsFree(addr, rc.Head, "The vllm serve of "+addr, []portUse{{sv.Port, "port"}})
 	}
@@ -99,7 +99,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
 			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces)}}
+				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch}}
 	}
 }
 

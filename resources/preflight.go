@@ -167,10 +167,11 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // preflight judges a serve about to start against its model's own
 // config.json, and reports each misfit at the attribute it names. A serve
 // that keeps running as it is (no action) is not judged again: vLLM has
-// shown that it fits.
-func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, running bool) {
+// shown that it fits. It returns the architecture check apply runs before
+// the serve starts (archPlan), nil when there is none to run.
+func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, running bool) *ArchCheck {
 	if action == plan.NoOp || p.in.RefreshOnly {
-		return
+		return nil
 	}
 	skip := func(why string) {
 		p.res.Notes = append(p.res.Notes, fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
@@ -178,11 +179,11 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 	m := locateModel(rc, sv)
 	if m.Why != "" {
 		skip(m.Why)
-		return
+		return nil
 	}
 	head := p.host(rc.Head)
 	if head == nil {
-		return // the head was not observed: a finding says so
+		return nil // the head was not observed: a finding says so
 	}
 	got, ok := head.Reads[m.config().Key()]
 	where := m.Dir
@@ -192,24 +193,24 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 	switch {
 	case !ok:
 		skip("the probe of " + rc.Head + " did not read " + m.config().Path)
-		return
+		return nil
 	case got.Err != "":
 		skip(fmt.Sprintf("reading %s/config.json on %s: %s", where, rc.Head, got.Err))
-		return
+		return nil
 	case !got.Exists && m.Ref != "" && got.Ref == "":
 		skip(fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (vLLM downloads it at start)", rc.Head, m.Ref))
-		return
+		return nil
 	case !got.Exists:
 		skip(fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; vLLM fetches them at start)", rc.Head, where))
-		return
+		return nil
 	case got.Truncated:
 		skip(fmt.Sprintf("%s/config.json on %s is larger than %d bytes", where, rc.Head, preflightConfigMax))
-		return
+		return nil
 	}
 	mc, err := modelfit.ParseConfig([]byte(got.Content))
 	if err != nil {
 		skip(fmt.Sprintf("%s/config.json on %s: %v", where, rc.Head, err))
-		return
+		return nil
 	}
 	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
 		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
@@ -239,6 +240,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 		p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: sv.Addr, At: at,
 			Summary: f.Summary, Detail: f.Detail + "\n" + source, Fix: f.Fix})
 	}
+	return p.archPlan(sv, rc, head, mc, source)
 }
 
 // allowLongMaxModelLen is vLLM's own override of the context-length check

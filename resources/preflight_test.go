@@ -2,6 +2,7 @@ package resources_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,13 @@ type preflightCase struct {
 	wantErrors int
 	wantWarn   int
 	wantNotes  []string
+	// image is a file of testdata/modelfit the state holds as the answer
+	// of the head's image to the architecture query ("" = not asked yet).
+	image string
 }
+
+// archNote is the plan's note when the head's image was not asked yet.
+const archNote = "the architecture check of vllm_serve.llama runs in apply, before vllm serve starts: the image vllm/vllm-openai:v0.11.0 (abababababab) was not asked yet what its vLLM and transformers know (once per image)."
 
 const preflightHFDir = "/data/hf"
 
@@ -57,21 +64,21 @@ func preflightCases() []preflightCase {
 			want: []string{"Error: tensor_parallel_size 3 does not divide the model's 32 attention heads",
 				"Total number of attention heads (32) must be divisible by tensor parallel size (3).", "Fix: Use a tensor_parallel_size that divides 32",
 				"/data/hf/hub/models--meta-llama--Llama-3.2-1B-Instruct/snapshots/4e20de362430cd3b72f300e6b0f18e50e7166e08/config.json"},
-			at: "tensor_parallel_size", wantErrors: 1},
+			at: "tensor_parallel_size", wantErrors: 1, wantNotes: []string{archNote}},
 		{name: "preflight-too-large", model: "qwen2.5-7b-instruct", facts: smallGPUs,
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 1
   gpu_memory_utilization = 0.6
 `,
 			want: []string{"Error: the model will not fit: 14.19 GiB of weights per GPU, 12.00 GiB available", "Fix: Spread it over more GPUs (at least 2 in all)"},
-			at:   "gpu_memory_utilization", wantErrors: 1},
+			at:   "gpu_memory_utilization", wantErrors: 1, wantNotes: []string{archNote}},
 		{name: "preflight-max-model-len", model: "qwen2.5-7b-instruct",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 4
   max_model_len          = 131072
 `,
 			want: []string{"Error: max_model_len 131072 exceeds the 32768 tokens the model supports (max_position_embeddings)", "Fix: Set max_model_len to at most 32768"},
-			at:   "max_model_len", wantErrors: 1},
+			at:   "max_model_len", wantErrors: 1, wantNotes: []string{archNote}},
 		{name: "preflight-max-model-len-override", model: "qwen2.5-7b-instruct",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 4
@@ -82,7 +89,7 @@ func preflightCases() []preflightCase {
 `,
 			want:    []string{"Warning: max_model_len 131072 exceeds the 32768 tokens the model supports", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 makes vLLM accept it"},
 			notWant: []string{"Error:"},
-			at:      "max_model_len", wantWarn: 1},
+			at:      "max_model_len", wantWarn: 1, wantNotes: []string{archNote}},
 		// A DGX Spark: the GB10 reports no memory of its own; the model
 		// must fit in what the OS leaves.
 		{name: "preflight-unified-memory", model: "qwen2.5-7b-instruct",
@@ -101,8 +108,26 @@ func preflightCases() []preflightCase {
   gpu_memory_utilization = 0.85
 `,
 			want: []string{"Error: the model will not fit: 14.19 GiB of weights per GPU, 10.20 GiB available (0.85 × 12.00 GiB of memory the OS leaves on the node"},
-			at:   "gpu_memory_utilization", wantErrors: 1},
+			at:   "gpu_memory_utilization", wantErrors: 1, wantNotes: []string{archNote}},
 		{name: "preflight-fits", model: "qwen2.5-7b-instruct",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+`,
+			notWant: []string{"Error:", "Warning:"}, wantNotes: []string{archNote}},
+		// The head's image (its ID) answered an earlier apply: a vLLM
+		// 0.1.x with transformers 4.31 knows neither Qwen2ForCausalLM nor
+		// qwen2, and the plan says so at the model's line.
+		{name: "preflight-arch-unknown", model: "qwen2.5-7b-instruct", image: "registry-old-image.json",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+`,
+			want: []string{`Error: the image's vLLM and transformers do not know the model: architecture Qwen2ForCausalLM, model_type "qwen2" (vLLM 0.1.2, transformers 4.31.0)`,
+				"Fix: Use an image whose vLLM and transformers know Qwen2ForCausalLM", "The image vllm/vllm-openai:v0.11.0 (abababababab) answered on 2026-11-29 (asked by apply; it took 7.5 s)."},
+			at: "model", wantErrors: 1},
+		// An image that knows the model: nothing to say, nothing to ask.
+		{name: "preflight-arch-known", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 4
   max_model_len          = 32768
@@ -136,6 +161,18 @@ func TestPlanPreflight(t *testing.T) {
 			st, err := state.New(benchProject)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.image != "" {
+				data, err := os.ReadFile(filepath.Join("..", "testdata", "modelfit", tc.image))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var im state.Image
+				if err := json.Unmarshal(data, &im); err != nil {
+					t.Fatal(err)
+				}
+				im.Seconds, im.CheckedAt = 7.5, time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+				st.SetImage(headImageID(t, cc.facts), im)
 			}
 			cfg := planConfig(t, src, cc.facts)
 			// What the probe reads is what ObserveSpec asks for.
@@ -236,4 +273,16 @@ func between(s, a, b string) string {
 	_, rest, _ := strings.Cut(s, a)
 	v, _, _ := strings.Cut(rest, b)
 	return v
+}
+
+// headImageID is the ID of the image the head's probe found.
+func headImageID(t *testing.T, f *observe.Facts) string {
+	t.Helper()
+	for _, im := range f.Hosts[`gpu["h1"]`].Images {
+		if im.Present && im.ID != "" {
+			return im.ID
+		}
+	}
+	t.Fatal("the head has no image")
+	return ""
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/dataplane"
@@ -76,6 +77,9 @@ type StepEnv struct {
 	// Dataplane tunes the data-plane check before a serve starts (zero:
 	// dataplane's defaults).
 	Dataplane dataplane.Options
+	// State records the images' answers to the architecture check, by
+	// image ID; nil asks the image on every apply and records nothing.
+	State *state.State
 	// Checks start the ranks of data-plane checks ahead, as their
 	// containers start; nil starts each check in its own step.
 	Checks *CheckStarts

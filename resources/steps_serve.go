@@ -49,6 +49,9 @@ func serveSteps(e *StepEnv, w *Work) []apply.Step {
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, r.forgetStep())
 	}
+	if r.s.Arch != nil {
+		steps = append(steps, r.archStep())
+	}
 	if len(r.s.Check) > 0 {
 		steps = append(steps, r.dataplaneStep())
 	}

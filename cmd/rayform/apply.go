@@ -501,6 +501,7 @@ func (s *session) stepEnv(obs *observed, w *resources.Work) *resources.StepEnv {
 		Parallelism:     s.applyParallelism(),
 		Diagnose:        resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, w),
 		Log:             s.c.log.Named("apply"),
+		State:           s.st, // the images' answers to the architecture check
 	}
 }
 
@@ -666,7 +667,7 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 	if err != nil {
 		return err
 	}
-	if string(before) == string(after) {
+	if string(before) == string(after) && !s.st.ImagesChanged() {
 		return nil
 	}
 	return s.saveState()

@@ -69,6 +69,16 @@
 //     skip inspecting containers that run as wanted, and verifies them
 //     against each host's own facts (a wrong guess costs one more round
 //     trip, never a wrong plan).
+//   - images (optional): keyed by image ID ("sha256:..."), what an image
+//     answered apply's architecture check: the architectures its vLLM has
+//     code for ("architectures"), the model types its transformers and
+//     vLLM read configs of ("model_types", "vllm_config_types"), their
+//     versions ("vllm", "transformers"), or why it could not answer
+//     ("unchecked"), with what the query cost ("seconds") and when it ran
+//     ("checked_at"). An image's content never changes under its ID, so
+//     the answer never goes stale; plan judges from it without asking the
+//     image again. It is public knowledge about an image, never
+//     configuration.
 //
 // Unknown fields, trailing data and empty files are errors: the state is
 // never silently read as empty. A missing file is an empty state with a

@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/rayform/rayform/engine/state/jsonfile"
@@ -32,6 +34,86 @@ type State struct {
 	Serial    uint64              `json:"serial"`
 	Project   string              `json:"project"`
 	Resources map[string]Resource `json:"resources"`
+	// Images holds what rayform learned by asking an image itself, by
+	// image ID (sha256:...): an image's content never changes under its
+	// ID, so the answer never goes stale. Use [State.Image] and
+	// [State.SetImage]: steps running in parallel record into it.
+	Images map[string]Image `json:"images,omitempty"`
+
+	// mu guards Images; set by New and Load (a State built otherwise is
+	// not safe for concurrent SetImage).
+	mu *sync.Mutex
+	// imagesChanged is set by SetImage until the next Save.
+	imagesChanged bool
+}
+
+// Image is an image's answer to rayform's model query (see the resources
+// package's architecture check): the model architectures its vLLM has
+// code for, the model types its transformers and vLLM read configs of,
+// and both versions; or why it could not answer.
+type Image struct {
+	VLLM            string   `json:"vllm,omitempty"`
+	Transformers    string   `json:"transformers,omitempty"`
+	Architectures   []string `json:"architectures,omitempty"`
+	ModelTypes      []string `json:"model_types,omitempty"`
+	VLLMConfigTypes []string `json:"vllm_config_types,omitempty"`
+	Unchecked       string   `json:"unchecked,omitempty"`
+	// Refs are the references the image was run by when it was asked
+	// (vllm/vllm-openai:v0.11.0): a converged cluster's probe reads no
+	// image ID, and plan finds the answer by the reference its container
+	// runs.
+	Refs []string `json:"refs,omitempty"`
+	// Seconds is what the query cost, CheckedAt when it ran (UTC).
+	Seconds   float64   `json:"seconds"`
+	CheckedAt time.Time `json:"checked_at"`
+}
+
+// Image returns what the image with id answered, if it was asked.
+func (s *State) Image(id string) (Image, bool) {
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	im, ok := s.Images[id]
+	return im, ok
+}
+
+// SetImage records the answer of the image with id; the next Save writes it.
+func (s *State) SetImage(id string, im Image) {
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	if s.Images == nil {
+		s.Images = map[string]Image{}
+	}
+	im.CheckedAt = im.CheckedAt.UTC().Truncate(time.Second)
+	s.Images[id] = im
+	s.imagesChanged = true
+}
+
+// ImageByRef returns the answer recorded last for an image run by ref.
+func (s *State) ImageByRef(ref string) (id string, im Image, ok bool) {
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	for k, v := range s.Images {
+		if slices.Contains(v.Refs, ref) && (!ok || v.CheckedAt.After(im.CheckedAt) || v.CheckedAt.Equal(im.CheckedAt) && k > id) {
+			id, im, ok = k, v, true
+		}
+	}
+	return id, im, ok
+}
+
+// ImagesChanged says whether SetImage recorded an answer since the state
+// was loaded or last saved.
+func (s *State) ImagesChanged() bool {
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	return s.imagesChanged
 }
 
 // Resource records where one resource was applied. It deliberately has no
@@ -70,7 +152,7 @@ func New(project string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &State{Version: Version, Lineage: lineage, Project: project, Resources: map[string]Resource{}}, nil
+	return &State{Version: Version, Lineage: lineage, Project: project, Resources: map[string]Resource{}, mu: &sync.Mutex{}}, nil
 }
 
 // NewLineage returns a random lineage read from r, formatted as a version 4
@@ -129,6 +211,7 @@ func parse(path string, data []byte) (*State, error) {
 	if s.Resources == nil {
 		s.Resources = map[string]Resource{}
 	}
+	s.mu = &sync.Mutex{}
 	return &s, nil
 }
 
@@ -136,6 +219,11 @@ func parse(path string, data []byte) (*State, error) {
 func (s *State) check() error {
 	if s.Lineage == "" {
 		return errors.New("empty lineage")
+	}
+	for id := range s.Images {
+		if id == "" {
+			return errors.New("image answer with an empty image ID")
+		}
 	}
 	for _, addr := range s.Addresses() {
 		r := s.Resources[addr]
@@ -177,7 +265,13 @@ func (s *State) Save(path string) error {
 	if err := next.check(); err != nil {
 		return fmt.Errorf("writing state %s: refusing to write a state that could not be read back: %w", path, err)
 	}
+	if s.mu != nil {
+		s.mu.Lock()
+	}
 	data, err := json.MarshalIndent(&next, "", "  ")
+	if s.mu != nil {
+		s.mu.Unlock()
+	}
 	if err != nil {
 		return fmt.Errorf("writing state %s: %w", path, err)
 	}
@@ -185,6 +279,11 @@ func (s *State) Save(path string) error {
 		return fmt.Errorf("writing state: %w", err)
 	}
 	s.Version, s.Serial = next.Version, next.Serial
+	if s.mu != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	s.imagesChanged = false
 	return nil
 }
 

@@ -90,6 +90,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 		if got.Serial != uint64(i) {
 			t.Errorf("save %d: loaded serial %d", i, got.Serial)
 		}
+		got.mu = s.mu // the lock is not content
 		if !reflect.DeepEqual(got, s) {
 			t.Errorf("save %d: loaded %+v, saved %+v", i, got, s)
 		}
@@ -335,25 +336,30 @@ func TestSetGetRemove(t *testing.T) {
 // TestNoRoomForSecrets pins the fields of what the state records: a field
 // that could carry configuration values (environment, variables, tokens)
 // must not be added. If this fails, put the value on the hosts (labels) or
-// nowhere, not in the state.
+// nowhere, not in the state. Images holds an image's public answer about
+// the model code it has (names and versions), keyed by image ID.
 func TestNoRoomForSecrets(t *testing.T) {
 	tests := []struct {
 		typ  reflect.Type
 		want []string
 	}{
-		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources"}},
+		{reflect.TypeFor[State](), []string{"Version", "Lineage", "Serial", "Project", "Resources", "Images"}},
+		{reflect.TypeFor[Image](), []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "Refs", "Seconds", "CheckedAt"}},
 		{reflect.TypeFor[Resource](), []string{"Type", "Hosts", "Container", "Head", "AppliedAt"}},
 		{reflect.TypeFor[Host](), []string{"Node", "Host", "User", "Port", "Bastion", "FabricAddress", "FabricInterface"}},
 	}
 	for _, tt := range tests {
 		var got []string
 		for f := range tt.typ.Fields() {
+			if !f.IsExported() {
+				continue // not written
+			}
 			got = append(got, f.Name)
 			switch f.Type.Kind() {
 			case reflect.Interface:
 				t.Errorf("%s.%s is an interface: it could hold anything", tt.typ.Name(), f.Name)
 			case reflect.Map:
-				if f.Type != reflect.TypeFor[map[string]Resource]() {
+				if f.Type != reflect.TypeFor[map[string]Resource]() && f.Type != reflect.TypeFor[map[string]Image]() {
 					t.Errorf("%s.%s is a map %v: it could hold values", tt.typ.Name(), f.Name, f.Type)
 				}
 			}

@@ -69,6 +69,9 @@ type Config struct {
 	DtypeBytes int
 	// MLA is DeepSeek's multi-head latent attention (kv_lora_rank set).
 	MLA bool
+	// AutoMap is set when config.json has an auto_map: the model brings
+	// its own config and model code (loaded with --trust-remote-code).
+	AutoMap bool
 }
 
 // maxLenKeys are vLLM's possible_keys, in its order.
@@ -86,7 +89,7 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		return Config{}, fmt.Errorf("config.json: %w", err)
 	}
-	c := Config{ModelType: str(top["model_type"])}
+	c := Config{ModelType: str(top["model_type"]), AutoMap: top["auto_map"] != nil}
 	if a, ok := top["architectures"].([]any); ok {
 		for _, v := range a {
 			c.Architectures = append(c.Architectures, str(v))
