@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 )
 
@@ -45,7 +46,7 @@ func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
 		if !ok {
 			continue
 		}
-		hs.SecretKeys = appendUnique(hs.SecretKeys, lock.Name(project, rc.Name))
+		hs.SecretKeys = appendUnique(hs.SecretKeys, secretKeyName(project, rc.Name))
 		spec.Hosts[rc.Head] = hs
 	}
 }
@@ -65,11 +66,17 @@ func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
 		if head == nil {
 			continue
 		}
-		if k, ok := head.SecretKeys[lock.Name(project, rc.Name)]; ok {
+		if k, ok := head.SecretKeys[secretKeyName(project, rc.Name)]; ok {
 			if c.SecretKeys == nil {
 				c.SecretKeys = map[string][]byte{}
 			}
 			c.SecretKeys[rc.Name] = k
 		}
 	}
+}
+
+// secretKeyName is the name of a cluster's key file, as the lock's fence
+// names it (engine/lock.AdvanceFence): its lock's name as one path segment.
+func secretKeyName(project, cluster string) string {
+	return names.Segment(lock.Name(project, cluster))
 }
