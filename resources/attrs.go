@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
@@ -54,7 +56,7 @@ func argAttrs(kind string) []attr {
 // argValues are the values of a block's applied arguments as decoded
 // (config.Decl.Args): an empty collection is null (not set), and every
 // string a sensitive variable gave is replaced by its digest, marked.
-func argValues(kind string, d *config.Decl) attrValues {
+func argValues(kind string, d *config.Decl, key []byte) attrValues {
 	out := attrValues{}
 	for _, a := range argAttrs(kind) {
 		v, ok := d.Args[a.name]
@@ -65,7 +67,7 @@ func argValues(kind string, d *config.Decl) attrValues {
 		if a.maySensitive || a.sensitive {
 			v, _ = cty.Transform(v, func(p cty.Path, ev cty.Value) (cty.Value, error) {
 				if ev.Type() == cty.String && ev.IsKnown() && !ev.IsNull() && (a.sensitive || d.IsSensitive(config.FormatPath(a.name, p))) {
-					return sensitiveString(ev.AsString()), nil
+					return sensitiveString(key, ev.AsString()), nil
 				}
 				return ev, nil
 			})
@@ -82,15 +84,49 @@ type attrValues map[string]cty.Value
 
 // secretDigest is how a sensitive value is hashed wherever rayform records
 // or compares one without keeping it: spec hashes, container labels, serve
-// records, plans.
-func secretDigest(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return "sha256:" + hex.EncodeToString(sum[:8])
+// records, plans. It is the first 64 bits of an HMAC-SHA256 under key, the
+// deployment's secret-digest key (Config.SecretKeys, kept 0600 on the
+// cluster's head: see engine/lock.AdvanceFence), so a digest seen in a
+// label, a record, a command line or a log cannot be checked against a
+// guess of the secret without the key.
+//
+// A nil key is the unkeyed digest of earlier versions, the first 64 bits of
+// a plain SHA-256: what a plan computes before the key exists (the first
+// apply makes it, under the lock, before it creates anything), and the
+// form a container or serve made by an earlier version is recognised by
+// (see ContainerSpec.Current), so an upgrade replaces nothing whose secret
+// did not change.
+func secretDigest(key []byte, v string) string {
+	if key == nil {
+		sum := sha256.Sum256([]byte(v))
+		return "sha256:" + hex.EncodeToString(sum[:8])
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(v))
+	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil)[:8])
 }
 
-// sensitiveString is the digest of a sensitive value, marked.
-func sensitiveString(v string) cty.Value {
-	return cty.StringVal(secretDigest(v)).Mark(config.Sensitive)
+// unkeyedDigests reports whether a sensitive value of v is an unkeyed
+// digest (see secretDigest): v was recorded by an earlier rayform.
+func (v attrValues) unkeyedDigests() bool {
+	for _, val := range v {
+		unmarked, pvm := val.UnmarkDeepWithPaths()
+		for _, pv := range pvm {
+			if _, ok := pv.Marks[config.Sensitive]; !ok {
+				continue
+			}
+			s, err := pv.Path.Apply(unmarked)
+			if err == nil && s.Type() == cty.String && s.IsKnown() && !s.IsNull() && strings.HasPrefix(s.AsString(), "sha256:") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sensitiveString is the digest of a sensitive value under key, marked.
+func sensitiveString(key []byte, v string) cty.Value {
+	return cty.StringVal(secretDigest(key, v)).Mark(config.Sensitive)
 }
 
 // stringMap converts a map; an empty map is null (not set).

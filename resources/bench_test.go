@@ -91,7 +91,15 @@ type converged struct {
 // health.
 func convergedCluster(tb testing.TB, n int) converged {
 	tb.Helper()
-	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(n)}, config.Options{BaseDir: "."})
+	return convergedFrom(tb, benchConfig(n), nil)
+}
+
+// convergedFrom is convergedCluster of the configuration src, whose
+// containers and serve were made with the secret-digest keys keys (nil: by
+// a rayform that digested secrets unkeyed).
+func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged {
+	tb.Helper()
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": src}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		tb.Fatalf("bench config: %s", diags.Error())
 	}
@@ -107,6 +115,7 @@ func convergedCluster(tb testing.TB, n int) converged {
 	if diags.HasErrors() {
 		tb.Fatalf("bench config with facts: %s", diags.Error())
 	}
+	cfg.SecretKeys = keys
 	rc = cfg.RayClusters["main"]
 	specs := resources.ClusterSpecs(cfg, rc, addrs, ifaces)
 	sv := cfg.Serves["llama"]

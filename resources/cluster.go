@@ -58,7 +58,7 @@ func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrV
 		// Pinned once the node's fabric address is observed.
 		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
 	}
-	vals := argValues(KindCluster, &rc.Decl)
+	vals := argValues(KindCluster, &rc.Decl, spec.SecretKey)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
 		"address":   strVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),

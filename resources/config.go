@@ -27,6 +27,10 @@ type Config struct {
 	Networks    map[string]*Network
 	RayClusters map[string]*RayCluster
 	Serves      map[string]*VLLMServe
+	// SecretKeys are the deployments' secret-digest keys by ray_cluster
+	// name, as read from each cluster's head (see UseSecretKeys and
+	// secretDigest); a cluster without one digests its secrets unkeyed.
+	SecretKeys map[string][]byte
 }
 
 // View returns the kinds' view of an evaluated configuration; nil for nil.
@@ -92,5 +96,9 @@ func factsOf(b *config.Block) Facts {
 // (config.Config.WithFacts), seen through the kinds.
 func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 	out, diags := c.Config.WithFacts(f)
-	return View(out), diags
+	v := View(out)
+	if v != nil {
+		v.SecretKeys = c.SecretKeys
+	}
+	return v, diags
 }

@@ -29,6 +29,7 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	}
 	assumed, assumedIfaces := AssumedFabric(cfg, st)
 	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
+	secretKeyProbes(&spec, cfg, project)
 	for _, rc := range sortedClusters(cfg) {
 		nw := cfg.Networks[rc.Network]
 		container := ContainerName(rc)

@@ -87,8 +87,16 @@ func (p *planner) cluster(rc *RayCluster) {
 			p.foreignContainer(addr, node, name, oc.c)
 			continue
 		}
+		current, legacy := spec.Current(oc.c.SpecHash)
 		rec, recorded := containerRecord(oc.c)
-		if !recorded && oc.c.SpecHash == spec.Hash() {
+		if spec.SecretKey != nil && (legacy || recorded && rec.unkeyedDigests()) {
+			// Made by an earlier rayform, which digested secrets without
+			// the key: its secrets are compared in that form (and, when
+			// its hash is the unkeyed one, it is current; apply keys it
+			// when it recreates the container for another reason).
+			after[node] = normalize(schema, clusterRecordValues(rc, spec.unkeyed(), nodeIface(nw, node, p.ifaces)))
+		}
+		if !recorded && current {
 			// Known from the hash alone: it is the spec.
 			rec, recorded = after[node], true
 		}
@@ -101,7 +109,7 @@ func (p *planner) cluster(rc *RayCluster) {
 			work.Start[node] = true
 			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.c, spec)))
 			driftHost = firstNonEmpty(driftHost, node)
-		case oc.c.SpecHash != spec.Hash():
+		case !current:
 			work.Start[node] = true
 			what := specDiff(oc.c, spec)
 			if recorded {

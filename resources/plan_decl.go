@@ -13,7 +13,8 @@ func (p *planner) declChanged(rc *RayCluster, specs []ContainerSpec, node string
 	}
 	for _, s := range specs {
 		if s.Node == node {
-			return oc.c.SpecHash != s.Hash()
+			current, _ := s.Current(oc.c.SpecHash)
+			return !current
 		}
 	}
 	return false

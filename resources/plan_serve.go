@@ -57,7 +57,7 @@ func (p *planner) serve(sv *VLLMServe) {
 		if p.stateHas(addr) {
 			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
 		}
-	case rec.SpecHash != spec.Hash():
+	case !serveCurrent(spec, rec.SpecHash):
 		action = plan.Replace
 		reasons = append(reasons, "the serve arguments changed")
 	case clusterAction == plan.Update:
@@ -155,14 +155,26 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 	return judgeModels(v.Models, spec, "")
 }
 
+// serveCurrent reports whether a serve recorded with hash h runs spec (see
+// ServeSpec.Current).
+func serveCurrent(spec ServeSpec, h string) bool {
+	current, _ := spec.Current(h)
+	return current
+}
+
 // serveAttrs are the serve's attributes; before values come from the record
 // apply wrote beside the process.
 func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
-	after := normalize(schema, serveRecordValues(sv))
+	after := normalize(schema, serveRecordValues(sv, spec.SecretKey))
 	before := attrValues{}
 	if action != plan.Create {
 		before = decodeAttrs(schema, rec.Attrs, rec.Sensitive)
+		if spec.SecretKey != nil && before.unkeyedDigests() {
+			// Started by an earlier rayform, which digested secrets
+			// without the key: compared in that form.
+			after = normalize(schema, serveRecordValues(sv, nil))
+		}
 		// What the record does not say is taken as unchanged.
 		for k, v := range after {
 			if _, ok := before[k]; !ok {

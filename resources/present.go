@@ -136,7 +136,7 @@ func StartingServes(in PlanInput) []*Work {
 			continue
 		}
 		rec := ServeRecord(head, sv.Name)
-		if rec.SpecHash != spec.Hash() || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
+		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
 			continue
 		}
 		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},

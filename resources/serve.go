@@ -70,6 +70,10 @@ type ServeSpec struct {
 	// from the rest, so they are not part of the hash.
 	Attrs     map[string]json.RawMessage `json:"attrs,omitempty"`
 	Sensitive []string                   `json:"sensitive,omitempty"`
+	// SecretKey is the deployment's secret-digest key (see secretDigest):
+	// SecretEnv's values enter the hash, and sensitive attributes Attrs,
+	// only as digests under it. Never serialized.
+	SecretKey []byte `json:"-"`
 }
 
 // Hash is a stable digest of the spec; secret values enter only hashed.
@@ -79,13 +83,31 @@ func (s ServeSpec) Hash() string {
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if slices.Contains(s.SecretEnv, k) {
-			v = secretDigest(v)
+			v = secretDigest(s.SecretKey, v)
 		}
 		c.Env[k] = v
 	}
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Current reports whether a serve recorded with hash h runs this spec: h is
+// its hash, or the hash an earlier rayform gave it, with unkeyed secret
+// digests (see secretDigest), so that an upgrade replaces no serve whose
+// secrets did not change. Legacy reports which of the two matched.
+func (s ServeSpec) Current(h string) (current, legacy bool) {
+	if h == s.Hash() {
+		return true, false
+	}
+	if s.SecretKey != nil && len(s.SecretEnv) > 0 {
+		l := s
+		l.SecretKey = nil
+		if h == l.Hash() {
+			return true, true
+		}
+	}
+	return false, false
 }
 
 // Paths inside the head container.
@@ -195,7 +217,8 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
 	}
-	rec := serveRecordValues(sv).knownRecord()
+	spec.SecretKey = cfg.SecretKeys[sv.Cluster]
+	rec := serveRecordValues(sv, spec.SecretKey).knownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
 }
@@ -207,9 +230,10 @@ func serveSchema() []attr {
 	return append(argAttrs(KindServe), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
 }
 
-// serveRecordValues are the serve's attributes as its record keeps them.
-func serveRecordValues(sv *VLLMServe) attrValues {
-	vals := argValues(KindServe, &sv.Decl)
+// serveRecordValues are the serve's attributes as its record keeps them,
+// sensitive ones digested under key (see secretDigest).
+func serveRecordValues(sv *VLLMServe, key []byte) attrValues {
+	vals := argValues(KindServe, &sv.Decl, key)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)

@@ -63,6 +63,10 @@ type ContainerSpec struct {
 	// carried as the LabelAttrs label. It is derived from the fields above
 	// and the cluster, so it is not part of the hash.
 	Record observe.Record `json:"-"`
+	// SecretKey is the deployment's secret-digest key (see secretDigest):
+	// SecretEnv's values enter the hash, and sensitive attributes Record,
+	// only as digests under it. Never serialized.
+	SecretKey []byte `json:"-"`
 }
 
 // Hash is a stable digest of the spec. Secret values enter it only through
@@ -72,13 +76,37 @@ func (s ContainerSpec) Hash() string {
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if slices.Contains(s.SecretEnv, k) {
-			v = secretDigest(v)
+			v = secretDigest(s.SecretKey, v)
 		}
 		c.Env[k] = v
 	}
 	b, _ := json.Marshal(c) // maps marshal with sorted keys
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Current reports whether a container labelled with hash h is of this
+// spec: h is its hash, or the hash an earlier rayform gave it, with
+// unkeyed secret digests (see secretDigest), so that an upgrade replaces
+// no container whose secrets did not change. Legacy reports which of the
+// two matched.
+func (s ContainerSpec) Current(h string) (current, legacy bool) {
+	if h == s.Hash() {
+		return true, false
+	}
+	if s.SecretKey != nil && len(s.SecretEnv) > 0 {
+		if h == s.unkeyed().Hash() {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// unkeyed is s as an earlier rayform made it: secrets digested without a
+// key.
+func (s ContainerSpec) unkeyed() ContainerSpec {
+	s.SecretKey = nil
+	return s
 }
 
 // Labels returns the labels the container carries.
@@ -229,6 +257,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DashboardPort: rc.DashboardPort,
 			NonCarryOver:  NetworkEnvKeys(),
 			ServeDir:      serveDir,
+			SecretKey:     cfg.SecretKeys[rc.Name],
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs

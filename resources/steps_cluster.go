@@ -562,7 +562,7 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 	if !ownedBy(labels, r.e.Project, r.w.Address) {
 		return false, foreignError(rm, labels, r.e.Project, r.w.Address)
 	}
-	if state == "true" && labels[LabelSpecHash] == spec.Hash() {
+	if current, _ := spec.Current(labels[LabelSpecHash]); state == "true" && current {
 		return true, nil
 	}
 	return false, fmt.Errorf("container %s already exists on %s (running=%s, spec hash %s, want %s) though the plan did not remove it; run rayform plan again",

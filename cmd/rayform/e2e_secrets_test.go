@@ -4,6 +4,8 @@ package main
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -183,6 +185,13 @@ output "auth" {
 		for _, node := range []string{"spark1", "spark2"} {
 			out, _ := l.ssh(node, `for c in $(docker ps -aq --filter label=rayform.project=`+project+`); do docker inspect --format '{{.Name}} {{json .Args}} {{json .Path}} {{json .Config.Cmd}} {{json .Config.Entrypoint}} {{json .Config.Labels}} {{json .Config.Image}} {{json .Mounts}} {{json .HostConfig}}' "$c"; done`)
 			keep(fmt.Sprintf("docker inspect on %s %s", node, when), out)
+			// The rayform.attrs label is base64url: scan it decoded too.
+			labels, _ := l.ssh(node, `docker ps -aq --filter label=rayform.project=`+project+` | xargs -r docker inspect --format '{{index .Config.Labels "rayform.attrs"}}'`)
+			for _, v := range strings.Fields(labels) {
+				if b, err := base64.RawURLEncoding.DecodeString(v); err == nil {
+					keep(fmt.Sprintf("rayform.attrs on %s %s", node, when), string(b))
+				}
+			}
 			if !strings.Contains(out, "rayform") {
 				t.Errorf("docker inspect on %s %s shows no rayform container: %s", node, when, out)
 			}
@@ -209,6 +218,14 @@ output "auth" {
 	keep("state", string(st))
 	hostFiles("after success")
 	inspect("after success")
+	// Issue 23, item 7: the deployment's secret-digest key, made 0600 by
+	// the lock holder on every host it fenced.
+	for _, n := range lb.Nodes {
+		key := filepath.Join(n.Home, ".rayform", "locks", project+".spark.key")
+		if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("secret-digest key on %s: %v (want mode 0600)", n.Name, err)
+		}
+	}
 	// The derived env value reached the containers intact (read, not kept
 	// for the scan: the environment is where it belongs).
 	for _, node := range []string{"spark1", "spark2"} {
@@ -261,16 +278,30 @@ output "auth" {
 	hostFiles("after the last apply")
 	inspect("after the last apply")
 
+	// Issue 23, item 7: no unkeyed digest either (an offline guess would
+	// cost one hash): not of the token, of a value derived from it, or of
+	// the -var-file that holds only it (a saved plan held that one whole).
+	forms := []string{secret, strings.ToUpper(secret)}
+	varFileContent, _ := os.ReadFile(varFile)
+	for _, v := range []string{secret, "Bearer " + strings.ToUpper(secret), "t-" + secret, "x-" + secret, `"` + secret + `"`, string(varFileContent)} {
+		sum := sha256.Sum256([]byte(v))
+		forms = append(forms, hex.EncodeToString(sum[:]), hex.EncodeToString(sum[:8]))
+	}
+	keyed := false
 	scanned := 0
 	for _, s := range seen {
 		where, text, _ := strings.Cut(s, "\x00")
 		scanned += len(text)
-		for _, form := range []string{secret, strings.ToUpper(secret)} {
+		keyed = keyed || strings.Contains(text, "hmac-sha256:")
+		for _, form := range forms {
 			if i := strings.Index(text, form); i >= 0 {
 				lo, hi := max(0, i-120), min(len(text), i+len(form)+40)
-				t.Errorf("the secret appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], form, "<SECRET>"))
+				t.Errorf("the secret (or an unkeyed digest of it) appears in %s: …%s…", where, strings.ReplaceAll(text[lo:hi], form, "<SECRET>"))
 			}
 		}
+	}
+	if !keyed {
+		t.Error("no keyed digest (hmac-sha256:) in anything scanned: the secrets were not digested with the deployment's key")
 	}
 	if scanned == 0 || !strings.Contains(strings.Join(seen, ""), "vllm serve") {
 		t.Fatal("nothing of substance was scanned: the test proves nothing")

@@ -270,6 +270,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
 		return nil, errors.New("the configuration is invalid with the observed facts")
 	}
+	cfg.UseSecretKeys(facts, s.project)
 	replace := map[string]bool{}
 	for _, a := range s.opts.replace {
 		if !strings.HasPrefix(a, "ray_cluster.") && !strings.HasPrefix(a, "vllm_serve.") || !cfg.Graph().Has(a) {

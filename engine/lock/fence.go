@@ -19,6 +19,14 @@ import (
 // earlier holder that still run, each holding it shared), it adds one to
 // the generation the file holds and prints "FENCE <generation>". The file
 // is written in place, never replaced, so that its flock stays one.
+//
+// It also makes, once, the deployment's secret-digest key beside it,
+// "$1.key" (observe.SecretKeyFile): 32 random bytes as 64 hex digits, mode
+// 0600 (umask 077), written to a temporary file and renamed, so a reader
+// sees a whole key or none. rayform digests secrets (resources'
+// secretDigest) with an HMAC under this key, so a digest recorded on the
+// hosts or in a plan cannot be checked against a guess without it. A
+// missing or malformed key is made anew; an existing one is kept.
 const fenceScript = `n=$1
 umask 077
 d="$HOME/.rayform/locks"
@@ -35,6 +43,13 @@ g=$(cat "$f")
 case $g in ''|*[!0-9]*) g=0 ;; esac
 g=$((g + 1))
 printf '%s\n' "$g" > "$f" || exit 1
+k="$d/$n.key"
+if [ -L "$k" ]; then echo "BAD $k is a symbolic link"; exit 1; fi
+kv=$(cat "$k" 2>/dev/null)
+case $kv in *[!0-9a-f]*) kv= ;; esac
+if [ ${#kv} -ne 64 ]; then
+  od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$k.$$" && mv -f "$k.$$" "$k" || { rm -f "$k.$$"; exit 1; }
+fi
 echo "FENCE $g"
 `
 

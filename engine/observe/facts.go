@@ -91,6 +91,10 @@ type HostFacts struct {
 	Trees map[string]TreeFacts `json:"trees,omitempty"`
 	// Reads are the answers to HostSpec.Reads, by ReadProbe.Key.
 	Reads map[string]ReadResult `json:"reads,omitempty"`
+	// SecretKeys are the answers to HostSpec.SecretKeys: each lock's
+	// secret-digest key, by lock name; a missing or malformed key file is
+	// absent. A key is never serialized, logged or fingerprinted.
+	SecretKeys map[string][]byte `json:"-"`
 }
 
 // Link is one network interface.

@@ -88,6 +88,13 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.Reads[readKey(s)] = parseRead(s)
 		case secClock:
 			f.Clock = parseClock(s)
+		case secSecretKey:
+			if k := parseSecretKey(s); k != nil {
+				if f.SecretKeys == nil {
+					f.SecretKeys = map[string][]byte{}
+				}
+				f.SecretKeys[s.attr("name")] = k
+			}
 		}
 	}
 	// docker ps answers for the daemon when the probe lists containers.

@@ -259,6 +259,7 @@ func ProbeScript(spec HostSpec) string {
 	writeFiles(&b, spec.Files)
 	writeTrees(&b, spec.Trees)
 	writeReads(&b, spec.Reads)
+	writeSecretKeys(&b, spec.SecretKeys)
 	b.WriteString("printf '%s done\\n' \"$M\"\n")
 	return b.String()
 }

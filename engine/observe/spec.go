@@ -69,6 +69,10 @@ type HostSpec struct {
 	// Reads are small files whose content to read (see ReadProbe); each
 	// is in HostFacts.Reads under its Key.
 	Reads []ReadProbe
+	// SecretKeys are the lock names (path segments) whose secret-digest
+	// key to read from the SSH user's ~/.rayform/locks (see
+	// SecretKeyFile); each is in HostFacts.SecretKeys under its name.
+	SecretKeys []string
 
 	// Fabric says how this host's own fabric address is found, so peers
 	// whose Peer.Addr is unknown can learn it (round 2).
@@ -250,6 +254,11 @@ func (hs HostSpec) Validate() error {
 	for _, r := range hs.Reads {
 		if err := r.validate(); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, n := range hs.SecretKeys {
+		if !validSegment(n) {
+			errs = append(errs, fmt.Errorf("secret key %q: not a lock name", n))
 		}
 	}
 	for _, k := range hs.EnvKeys {

@@ -89,8 +89,12 @@ func (f *File) checkLineage(cur Current) error {
 // e.g. `main.hcl changed`, `variable "tp" changed (was 2, now 4)`.
 func (f *File) configDiffs(cur Current) ([]string, error) {
 	var diffs []string
-	if ConfigHash(cur.ConfigFiles) != f.ConfigHash {
-		now := fileHashes(cur.ConfigFiles)
+	salt, err := f.salt()
+	if err != nil {
+		return nil, err
+	}
+	if ConfigHash(salt, cur.ConfigFiles) != f.ConfigHash {
+		now := fileHashes(salt, cur.ConfigFiles)
 		diffs = append(diffs, setDiff(f.ConfigFiles, now, func(name string) string { return name })...)
 		if len(diffs) == 0 {
 			diffs = append(diffs, "the configuration files")

@@ -19,8 +19,8 @@
 //	  "format_version": "1",
 //	  "rayform_version": "0.1.0",
 //	  "created_at": "2025-06-01T12:00:00Z",
-//	  "config_hash": "sha256:…",
-//	  "config_files": {"main.hcl": "sha256:…", "vars.hcl": "sha256:…"},
+//	  "config_hash": "hmac-sha256:…",
+//	  "config_files": {"main.hcl": "hmac-sha256:…", "vars.hcl": "hmac-sha256:…"},
 //	  "variables": {"model": "Qwen/Qwen3-8B", "tp": 2},
 //	  "sensitive_salt": "…",
 //	  "sensitive_variables": {"hf_token": "hmac-sha256:…"},
@@ -44,9 +44,12 @@
 //     version does not know about must not be skipped silently.
 //   - rayform_version: the version that wrote the plan; apply refuses a plan
 //     written by another version.
-//   - config_hash: [ConfigHash] of every configuration file, and
-//     config_files the SHA-256 of each, keyed by its path relative to the
-//     configuration directory, so a mismatch can name the file.
+//   - config_hash: [ConfigHash] of every configuration and variable file,
+//     and config_files the HMAC-SHA256 of each, by its path relative to the
+//     configuration directory, so a mismatch can name the file. Both are
+//     keyed by sensitive_salt (drawn for every plan), because a file may
+//     hold a secret: a plain hash of a -var-file that holds one API key
+//     would check a guess of the key with one hash.
 //   - variables: the value of every non-sensitive variable, as JSON.
 //   - sensitive_variables: for every sensitive variable, an HMAC-SHA256 of
 //     its name and JSON value keyed by sensitive_salt, a random value drawn

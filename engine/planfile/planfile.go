@@ -120,8 +120,6 @@ func New(cur Current, p Planned, opts Options) (*File, error) {
 		FormatVersion:       FormatVersion,
 		RayformVersion:      cur.RayformVersion,
 		CreatedAt:           now().UTC().Truncate(time.Second),
-		ConfigHash:          ConfigHash(cur.ConfigFiles),
-		ConfigFiles:         fileHashes(cur.ConfigFiles),
 		Variables:           map[string]json.RawMessage{},
 		SensitiveVariables:  map[string]string{},
 		Targets:             append([]string{}, p.Targets...),
@@ -142,12 +140,17 @@ func New(cur Current, p Planned, opts Options) (*File, error) {
 		}
 		f.Variables[name] = c
 	}
+	// Every plan draws a salt: a configuration or variable file may hold a
+	// secret (a -var-file of one API key, an api_key literal), so the
+	// files' hashes are keyed as the sensitive variables' are.
+	var salt [16]byte
+	if _, err := io.ReadFull(rnd, salt[:]); err != nil {
+		return nil, fmt.Errorf("generating the plan's salt: %w", err)
+	}
+	f.SensitiveSalt = hex.EncodeToString(salt[:])
+	f.ConfigHash = ConfigHash(salt[:], cur.ConfigFiles)
+	f.ConfigFiles = fileHashes(salt[:], cur.ConfigFiles)
 	if len(cur.Sensitive) > 0 {
-		var salt [16]byte
-		if _, err := io.ReadFull(rnd, salt[:]); err != nil {
-			return nil, fmt.Errorf("generating the sensitive values' salt: %w", err)
-		}
-		f.SensitiveSalt = hex.EncodeToString(salt[:])
 		for name, v := range cur.Sensitive {
 			h, err := f.hashSensitive(name, v)
 			if err != nil {
@@ -172,13 +175,22 @@ func (f *File) hashSensitive(name string, v json.RawMessage) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sensitive variable %q: %w", name, err)
 	}
-	salt, err := hex.DecodeString(f.SensitiveSalt)
-	if err != nil || len(salt) == 0 {
-		return "", fmt.Errorf("sensitive variable %q: the plan has no valid sensitive_salt", name)
+	salt, err := f.salt()
+	if err != nil {
+		return "", fmt.Errorf("sensitive variable %q: %w", name, err)
 	}
 	m := hmac.New(sha256.New, salt)
 	frame(m, name, c)
 	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// salt returns the plan's salt, which keys its hashes.
+func (f *File) salt() ([]byte, error) {
+	salt, err := hex.DecodeString(f.SensitiveSalt)
+	if err != nil || len(salt) == 0 {
+		return nil, fmt.Errorf("the plan has no valid sensitive_salt")
+	}
+	return salt, nil
 }
 
 // compact returns v, which must be JSON, without insignificant space, so
@@ -199,15 +211,18 @@ func frame(w io.Writer, name string, value []byte) {
 	io.WriteString(w, "\n")
 }
 
-// ConfigHash returns the SHA-256 over every file's name and content, in
-// name order, as "sha256:<hex>". files maps each configuration file's path,
-// relative to the configuration directory, to its content.
-func ConfigHash(files map[string][]byte) string {
-	h := sha256.New()
+// ConfigHash returns the HMAC-SHA256, keyed by salt, over every file's
+// name and content, in name order, as "hmac-sha256:<hex>". files maps each
+// configuration file's path, relative to the configuration directory, to
+// its content. It is keyed because a file may hold a secret: a plain hash
+// of a -var-file that holds only an API key lets anyone who reads the plan
+// check a guess of the key with one hash.
+func ConfigHash(salt []byte, files map[string][]byte) string {
+	h := hmac.New(sha256.New, salt)
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		frame(h, name, files[name])
 	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return "hmac-sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // Fingerprint combines per-part fingerprints (for example one hash of the
@@ -220,12 +235,14 @@ func Fingerprint(parts map[string]string) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// fileHashes returns the SHA-256 of each file's content.
-func fileHashes(files map[string][]byte) map[string]string {
+// fileHashes returns the HMAC-SHA256, keyed by salt, of each file's name
+// and content (see ConfigHash for why it is keyed).
+func fileHashes(salt []byte, files map[string][]byte) map[string]string {
 	out := make(map[string]string, len(files))
 	for name, b := range files {
-		sum := sha256.Sum256(b)
-		out[name] = "sha256:" + hex.EncodeToString(sum[:])
+		m := hmac.New(sha256.New, salt)
+		frame(m, name, b)
+		out[name] = "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
 	}
 	return out
 }
@@ -300,11 +317,11 @@ func Read(path string) (*File, error) {
 
 // check reports a plan that parsed but cannot be right.
 func (f *File) check() error {
-	if !strings.HasPrefix(f.ConfigHash, "sha256:") {
-		return fmt.Errorf("config_hash %q is not a sha256 hash", f.ConfigHash)
+	if !strings.HasPrefix(f.ConfigHash, "hmac-sha256:") {
+		return fmt.Errorf("config_hash %q is not an hmac-sha256 hash", f.ConfigHash)
 	}
-	if len(f.SensitiveVariables) > 0 && f.SensitiveSalt == "" {
-		return fmt.Errorf("sensitive_variables without a sensitive_salt")
+	if salt, err := hex.DecodeString(f.SensitiveSalt); err != nil || len(salt) == 0 {
+		return fmt.Errorf("no valid sensitive_salt")
 	}
 	for i, c := range f.Changes {
 		if c.Addr == "" || c.Action == "" {

@@ -48,8 +48,9 @@ func current() Current {
 	return Current{
 		RayformVersion: "0.1.0",
 		ConfigFiles: map[string][]byte{
-			"main.hcl": []byte("node \"spark1\" {\n  host = \"10.1.230.180\"\n}\n"),
-			"vars.hcl": []byte("variable \"tp\" {\n  default = 2\n}\n"),
+			"main.hcl":      []byte("node \"spark1\" {\n  host = \"10.1.230.180\"\n}\n"),
+			"vars.hcl":      []byte("variable \"tp\" {\n  default = 2\n}\n"),
+			"secret.rfvars": []byte(secretVarFile),
 		},
 		Variables: map[string]json.RawMessage{
 			"model": json.RawMessage(`"Qwen/Qwen3-8B"`),
@@ -193,7 +194,7 @@ func TestSensitiveValuesNeverWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, leak := range []string{secret, plainSHA(secret), plainSHA(`"` + secret + `"`)} {
+		for _, leak := range []string{secret, plainSHA(secret), plainSHA(`"` + secret + `"`), plainSHA(secretVarFile), plainSHA(secret + "\n")} {
 			if bytes.Contains(data, []byte(leak)) {
 				t.Errorf("%s contains %q", filepath.Base(path), leak)
 			}
@@ -209,6 +210,10 @@ func TestSensitiveValuesNeverWritten(t *testing.T) {
 		t.Error("the sensitive variable was copied into variables")
 	}
 }
+
+// secretVarFile is a -var-file that holds only the secret: its plain hash
+// is as good as the secret's own for checking a guess.
+const secretVarFile = "hf_token = \"" + secret + "\"\n"
 
 // plainSHA is the unsalted SHA-256 of s, which a plan must not contain.
 func plainSHA(s string) string {
@@ -380,7 +385,7 @@ func TestReadErrors(t *testing.T) {
 		{"syntax.json", `:5:33: invalid character '"' after object key:value pair`},
 		{"truncated.json", ":4:26: invalid character '\\n' in string literal"},
 		{"unknown-field.json", `: json: unknown field "provider_lock_hash"`},
-		{"no-salt.json", ": sensitive_variables without a sensitive_salt"},
+		{"no-salt.json", ": no valid sensitive_salt"},
 		{"missing.json", ": no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -398,6 +403,7 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestHashes(t *testing.T) {
+	salt := []byte("0123456789abcdef")
 	a := map[string][]byte{"a.hcl": []byte("x"), "b.hcl": []byte("y")}
 	tests := []struct {
 		name  string
@@ -411,12 +417,15 @@ func TestHashes(t *testing.T) {
 		{"file added", map[string][]byte{"a.hcl": []byte("x"), "b.hcl": []byte("y"), "c.hcl": nil}, false},
 	}
 	for _, tt := range tests {
-		if got := ConfigHash(tt.files) == ConfigHash(a); got != tt.same {
+		if got := ConfigHash(salt, tt.files) == ConfigHash(salt, a); got != tt.same {
 			t.Errorf("%s: equal hashes = %v, want %v", tt.name, got, tt.same)
 		}
 	}
-	if h := ConfigHash(a); !strings.HasPrefix(h, "sha256:") || len(h) != len("sha256:")+64 {
+	if h := ConfigHash(salt, a); !strings.HasPrefix(h, "hmac-sha256:") || len(h) != len("hmac-sha256:")+64 {
 		t.Errorf("ConfigHash = %q", h)
+	}
+	if ConfigHash(salt, a) == ConfigHash([]byte("another salt"), a) {
+		t.Error("ConfigHash does not depend on the salt")
 	}
 	if Fingerprint(map[string]string{"a": "bc"}) == Fingerprint(map[string]string{"ab": "c"}) {
 		t.Error("Fingerprint confuses part names with values")
@@ -432,7 +441,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}{
 		{"variable not JSON", Current{Variables: map[string]json.RawMessage{"tp": json.RawMessage("two")}}, fixed(), `variable "tp": value is not JSON`},
 		{"sensitive not JSON", Current{Sensitive: map[string]json.RawMessage{"hf_token": json.RawMessage(secret)}}, fixed(), `sensitive variable "hf_token": value is not JSON`},
-		{"no randomness", Current{Sensitive: map[string]json.RawMessage{"hf_token": json.RawMessage(`"x"`)}}, Options{Rand: bytes.NewReader(nil)}, "generating the sensitive values' salt"},
+		{"no randomness", Current{Sensitive: map[string]json.RawMessage{"hf_token": json.RawMessage(`"x"`)}}, Options{Rand: bytes.NewReader(nil)}, "generating the plan's salt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
