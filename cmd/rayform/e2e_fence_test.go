@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rayform/rayform/engine/lab"
 )
 
 // End-to-end tests of issue 23: the lock fences every change on the hosts
@@ -177,30 +175,7 @@ func (l *e2eLab) background(t *testing.T, dir string, flags []string, args ...st
 // wrapper holds the command it runs in its argv while it waits for the
 // command's environment).
 func (l *e2eLab) nodeCommandRunning(node string, parts ...string) bool {
-	lb, err := lab.Load(l.dir)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	n, err := lb.Node(node)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(n.NetnsPath(), &st); err != nil {
-		l.t.Fatal(err)
-	}
-	want := fmt.Sprintf("net:[%d]", st.Ino)
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil || ns != want {
-			continue
-		}
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		c := string(b)
+	for _, c := range l.nodeCmdlines(node) {
 		all := true
 		for _, p := range parts {
 			all = all && strings.Contains(c, p)

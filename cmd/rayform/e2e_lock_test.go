@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +18,9 @@ import (
 // End-to-end tests of the cluster lock under faults (issue 12, findings 1
 // and 2): the lock is never silently lost and never stale for long.
 
-// sshSessions returns the pids of the SSH sessions (not the listener) that
-// node's sshd serves.
-func (l *e2eLab) sshSessions(node string) []int {
+// nodeCmdlines returns the command line of every process in node's network
+// namespace, by pid.
+func (l *e2eLab) nodeCmdlines(node string) map[int]string {
 	l.t.Helper()
 	lb, err := lab.Load(l.dir)
 	if err != nil {
@@ -35,7 +36,7 @@ func (l *e2eLab) sshSessions(node string) []int {
 	}
 	want := fmt.Sprintf("net:[%d]", st.Ino)
 	entries, _ := os.ReadDir("/proc")
-	var pids []int
+	out := map[int]string{}
 	for _, e := range entries {
 		var pid int
 		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
@@ -45,11 +46,22 @@ func (l *e2eLab) sshSessions(node string) []int {
 			continue
 		}
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		c := string(cmdline)
+		out[pid] = string(cmdline)
+	}
+	return out
+}
+
+// sshSessions returns the pids of the SSH sessions (not the listener) that
+// node's sshd serves.
+func (l *e2eLab) sshSessions(node string) []int {
+	l.t.Helper()
+	var pids []int
+	for pid, c := range l.nodeCmdlines(node) {
 		if strings.HasPrefix(c, "sshd: root") || strings.HasPrefix(c, "sshd-session: root") {
 			pids = append(pids, pid)
 		}
 	}
+	slices.Sort(pids)
 	return pids
 }
 

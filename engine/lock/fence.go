@@ -28,14 +28,7 @@ import (
 // hosts or in a plan cannot be checked against a guess without it. A
 // missing or malformed key is made anew; an existing one is kept.
 const fenceScript = `n=$1
-umask 077
-d="$HOME/.rayform/locks"
-mkdir -p "$d" || exit 1
-for p in "$HOME/.rayform" "$d"; do
-  if [ -L "$p" ] || [ ! -d "$p" ] || [ ! -O "$p" ]; then echo "BAD $p is not a directory owned by $(id -un)"; exit 1; fi
-done
-chmod 700 "$HOME/.rayform" "$d" || exit 1
-f="$d/$n.fence"
+` + lockDirScript + `f="$d/$n.fence"
 if [ -L "$f" ]; then echo "BAD $f is a symbolic link"; exit 1; fi
 exec 9<>"$f" || exit 1
 flock -w 60 9 || { echo "BAD a command of an earlier holder of the lock has run on this host for more than 60 s; wait for it to end"; exit 1; }
@@ -113,3 +106,16 @@ func clusterPart(cluster string) string {
 // run takes it too, after Name, so that an older rayform still running on
 // the cluster is seen (and sees this run); force-unlock never breaks it.
 func LegacyName(project, cluster string) string { return project + "-" + cluster }
+
+// lockDirScript makes the locks directory (Dir) and refuses to go on when
+// it, or ~/.rayform, is a symbolic link, not a directory, or not the SSH
+// user's: the one check both the lock holder and the fence run first, with
+// umask 077 so that what they write is the user's alone. It sets d.
+const lockDirScript = `umask 077
+d="$HOME/.rayform/locks"
+mkdir -p "$d" || exit 1
+for p in "$HOME/.rayform" "$d"; do
+  if [ -L "$p" ] || [ ! -d "$p" ] || [ ! -O "$p" ]; then echo "BAD $p is not a directory owned by $(id -un)"; exit 1; fi
+done
+chmod 700 "$HOME/.rayform" "$d" || exit 1
+`

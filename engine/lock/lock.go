@@ -141,14 +141,7 @@ const exitHeld = 75
 // stale lock adds BROKE <record> before LOCKED. Every long-lived child
 // closes fd 9 so that only this shell holds the lock.
 const script = `n=$1 holder=$2 lease=$3
-umask 077
-d="$HOME/.rayform/locks"
-mkdir -p "$d" || exit 1
-for p in "$HOME/.rayform" "$d"; do
-  if [ -L "$p" ] || [ ! -d "$p" ] || [ ! -O "$p" ]; then echo "BAD $p is not a directory owned by $(id -un)"; exit 1; fi
-done
-chmod 700 "$HOME/.rayform" "$d" || exit 1
-f="$d/$n.lock"
+` + lockDirScript + `f="$d/$n.lock"
 for p in "$f" "$f.holder"; do
   if [ -L "$p" ]; then echo "BAD $p is a symbolic link"; exit 1; fi
 done
