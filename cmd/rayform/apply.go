@@ -644,16 +644,7 @@ func (s *session) recordState(obs, again *observed, completed map[string]bool) e
 				s.st.Remove(addr)
 				continue
 			}
-			r := state.Resource{Type: w.Type, AppliedAt: time.Now()}
-			if w.Cluster != nil {
-				r.Container = w.Cluster.Name
-				if len(w.Cluster.Specs) > 0 {
-					r.Container = w.Cluster.Specs[0].Name
-				}
-			}
-			if w.Serve != nil {
-				r.Container = w.Serve.Spec.Container
-			}
+			r := state.Resource{Type: w.Type, Container: w.Container(), AppliedAt: time.Now()}
 			old, _ := s.st.Get(addr)
 			for _, node := range w.Hosts {
 				if h, ok := s.stateHost(obs.cfg, old, node); ok {

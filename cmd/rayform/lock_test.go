@@ -39,7 +39,7 @@ ray_cluster "main" {
   head  = node.b
 }
 `
-	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds()})
+	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

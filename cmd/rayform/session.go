@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/local"
 	"github.com/rayform/rayform/engine/transport/ssh"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // runOptions are the flags plan, apply and destroy share.
@@ -273,8 +274,8 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 	cfg.UseSecretKeys(facts, s.project)
 	replace := map[string]bool{}
 	for _, a := range s.opts.replace {
-		if !strings.HasPrefix(a, "ray_cluster.") && !strings.HasPrefix(a, "vllm_serve.") || !cfg.Graph().Has(a) {
-			return nil, fmt.Errorf("-replace %s: no such ray_cluster or vllm_serve in the configuration", a)
+		if k := resources.KindAt(a); k == nil || !k.Traits().Replaceable || !cfg.Graph().Has(a) {
+			return nil, fmt.Errorf("-replace %s: no such %s in the configuration", a, strings.Join(resources.TypesWith(func(t kind.Traits) bool { return t.Replaceable }), " or "))
 		}
 		replace[a] = true
 	}
