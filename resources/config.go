@@ -6,11 +6,12 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // The block types of the resource kinds (Kinds).
 const (
-	KindNode    = "node"
+	KindNode    = node.Type
 	KindNetwork = "network"
 	KindCluster = "ray_cluster"
 	KindServe   = "vllm_serve"

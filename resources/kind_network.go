@@ -13,6 +13,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/linuxname"
 )
 
 // networkDescriptor is the network block: the fabric every layer of a Ray
@@ -123,7 +124,7 @@ func decodeInterface(b *config.Block, n *Network, members []string, prior map[st
 	}
 	if s, err := convert.Convert(v, cty.String); err == nil && (v.Type() == cty.String) {
 		n.Interface = s.AsString()
-		if msg := checkIfname(n.Interface); msg != "" {
+		if msg := linuxname.InterfaceProblem(n.Interface); msg != "" {
 			b.Error("interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.Interface, msg))
 		}
 		return
@@ -143,7 +144,7 @@ func decodeInterface(b *config.Block, n *Network, members []string, prior map[st
 		n.Interfaces[k.AsString()] = e.AsString()
 	}
 	for _, key := range slices.Sorted(maps.Keys(n.Interfaces)) {
-		if msg := checkIfname(n.Interfaces[key]); msg != "" {
+		if msg := linuxname.InterfaceProblem(n.Interfaces[key]); msg != "" {
 			b.Error("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", key, n.Interfaces[key], msg))
 		}
 		if !checkKeys || slices.Contains(members, key) {
@@ -210,19 +211,6 @@ func foldNodeInterfaces(b *config.Block, n *Network, members []string, nodes map
 		}
 		n.Interfaces[m] = node.FabricInterface
 	}
-}
-
-// checkIfname returns why name is not a valid Linux interface name, or "".
-func checkIfname(name string) string {
-	switch {
-	case name == "" || name == "." || name == "..":
-		return "is not an interface name"
-	case len(name) > 15:
-		return "is longer than 15 characters, the Linux limit for interface names"
-	case strings.ContainsAny(name, "/: \t\n"):
-		return "contains a character not allowed in interface names (slash, colon or space)"
-	}
-	return ""
 }
 
 // checkNetwork checks a network's arguments on their own.

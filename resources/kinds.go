@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // Kinds returns the resource kinds rayform knows, in the order they are
@@ -21,7 +22,7 @@ import (
 // and a block rayform would silently ignore is worse than none. Register it
 // here, with model.Kind(), once they are (issue 24).
 func Kinds() []kind.Kind {
-	return []kind.Kind{nodeKind{}, networkKind{}, clusterKind{}, serveKind{}}
+	return []kind.Kind{node.Kind{}, networkKind{}, clusterKind{}, serveKind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema

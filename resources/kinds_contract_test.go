@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/kind"
@@ -102,5 +103,25 @@ func TestKindLogs(t *testing.T) {
 	}
 	if _, err := logs("vllm_serve.nope", "", ""); err == nil {
 		t.Error("logs of a serve not in the configuration")
+	}
+}
+
+// TestDockerCheckedOnClusterNodes: the cluster kind, which runs the
+// containers, checks that docker is usable on each of its nodes (the node
+// kind checks only reachability and GPUs); the finding names the node.
+func TestDockerCheckedOnClusterNodes(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	cfg := planConfig(t, string(benchConfig(2)), cc.facts)
+	worker := cfg.RayClusters["main"].Workers[0]
+	cc.facts.Hosts[worker].Docker = observe.Docker{Err: "permission denied while trying to connect to the Docker daemon socket"}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject})
+	var got []plan.Finding
+	for _, f := range res.Plan.Findings {
+		if strings.HasPrefix(f.Summary, "docker is not usable") {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Host != worker || got[0].Address != cfg.Nodes[worker].Addr || got[0].Severity != plan.Error {
+		t.Errorf("docker findings %+v, want one error for %s", got, worker)
 	}
 }

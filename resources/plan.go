@@ -195,6 +195,11 @@ func (p *planner) Drift(d plan.Drift) { p.res.Plan.Drift = append(p.res.Plan.Dri
 // Note adds a note to the result (kind.Planner).
 func (p *planner) Note(n string) { p.res.Notes = append(p.res.Notes, n) }
 
+// Unreachable records that node could not be observed (kind.Planner).
+func (p *planner) Unreachable(node string) {
+	p.res.Plan.Unreachable = append(p.res.Plan.Unreachable, node)
+}
+
 // AddWork records w (kind.Planner).
 func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
@@ -202,13 +207,7 @@ func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix st
 	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
 }
 
-func (p *planner) host(node string) *observe.HostFacts {
-	hf := p.facts.Hosts[node]
-	if hf == nil || hf.Err != "" && !hf.Complete {
-		return nil
-	}
-	return hf
-}
+func (p *planner) host(node string) *observe.HostFacts { return kind.Usable(p.facts, node) }
 
 // observedContainer is a cluster's container on one node, as found.
 type observedContainer struct {

@@ -4,63 +4,11 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 )
-
-// nodes checks each node: reachable, docker usable, GPUs as declared.
-func (p *planner) nodes() {
-	inCluster := map[string]bool{}
-	for _, rc := range p.cfg.RayClusters {
-		for _, n := range rc.Nodes() {
-			inCluster[n] = true
-		}
-	}
-	for _, n := range sortedNodes(p.cfg) {
-		addr := n.Addr
-		if err, ok := p.facts.Errors[n.Name]; ok {
-			p.res.Plan.Unreachable = append(p.res.Plan.Unreachable, n.Name)
-			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("cannot observe %s", n.Name), err.Error(),
-				"check that `ssh "+sshTarget(n)+"` works from this machine (host key in known_hosts, key in the agent or identity_file)")
-			continue
-		}
-		hf := p.host(n.Name)
-		if hf == nil {
-			continue
-		}
-		if inCluster[n.Name] && !hf.Docker.Available {
-			p.finding(plan.Error, addr, n.Name, fmt.Sprintf("docker is not usable on %s", n.Name), hf.Docker.Err,
-				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
-		}
-		switch {
-		case hf.GPUs.Err != "" && n.GPUs > 0:
-			p.finding(plan.Warning, addr, n.Name, fmt.Sprintf("cannot verify the GPUs of %s", n.Name),
-				"nvidia-smi: "+hf.GPUs.Err, "install the NVIDIA driver, or check that nvidia-smi runs for the SSH user")
-		case hf.GPUs.Err == "" && len(hf.GPUs.List) != n.GPUs:
-			names := []string{}
-			for _, g := range hf.GPUs.List {
-				names = append(names, g.Name)
-			}
-			p.finding(plan.Error, addr, n.Name,
-				fmt.Sprintf("%s declares gpus = %d but nvidia-smi reports %d", n.Name, n.GPUs, len(hf.GPUs.List)),
-				strings.Join(names, ", "), fmt.Sprintf("set gpus = %d, or fix the host's driver", len(hf.GPUs.List)))
-		}
-	}
-}
-
-func sshTarget(n *Node) string {
-	t := n.Host
-	if n.User != "" {
-		t = n.User + "@" + t
-	}
-	if n.Port != 0 && n.Port != 22 {
-		t += " -p " + strconv.Itoa(n.Port)
-	}
-	return t
-}
 
 // networks checks every node of every network: its fabric address exists
 // inside the CIDR on the pinned interface, the link is up with the declared

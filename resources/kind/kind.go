@@ -124,6 +124,20 @@ func (w *Work) Container() string {
 	return w.Do.Container()
 }
 
+// Usable returns the facts of node if it could be observed (completely,
+// or in part with its error noted), nil otherwise: what a plan may judge
+// the node by.
+func Usable(f *observe.Facts, node string) *observe.HostFacts {
+	if f == nil {
+		return nil
+	}
+	hf := f.Hosts[node]
+	if hf == nil || hf.Err != "" && !hf.Complete {
+		return nil
+	}
+	return hf
+}
+
 // Planner is what a kind plans through: the inputs of the plan, and where
 // its results go.
 type Planner interface {
@@ -144,6 +158,8 @@ type Planner interface {
 	// Change, Finding, Drift and Note add to the plan.
 	Change(plan.ResourceChange)
 	Finding(plan.Finding)
+	// Unreachable records that node could not be observed.
+	Unreachable(node string)
 	Drift(plan.Drift)
 	Note(string)
 	// AddWork records what apply must do for w.Address.
