@@ -203,6 +203,10 @@ func (r *RayCluster) Nodes() []string {
 	return append([]string{r.Head}, r.Workers...)
 }
 
+// NetworkNodes returns the network the cluster binds and its nodes
+// (network.Member): how the network learns its members.
+func (r *RayCluster) NetworkNodes() (string, []string) { return r.Network, r.Nodes() }
+
 // Address returns "<head fabric ip>:<port>", and false before the head's
 // address is observed.
 func (r *RayCluster) Address() (string, bool) {

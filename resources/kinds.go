@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
 )
 
@@ -22,7 +23,7 @@ import (
 // and a block rayform would silently ignore is worse than none. Register it
 // here, with model.Kind(), once they are (issue 24).
 func Kinds() []kind.Kind {
-	return []kind.Kind{node.Kind{}, networkKind{}, clusterKind{}, serveKind{}}
+	return []kind.Kind{node.Kind{}, network.Kind{}, clusterKind{}, serveKind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema

@@ -82,7 +82,7 @@ func observeClusters(o *kind.Observation) {
 				hs.SpecHashes[container] = h
 			}
 			if nw != nil {
-				hs.Fabric = observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
+				hs.Fabric = nw.Fabric(node)
 				for _, peer := range nodes {
 					if peer != node {
 						a := assumed[peer]
@@ -274,16 +274,9 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
-		for _, node := range nw.Nodes {
-			hf := facts.Hosts[node]
-			if hf == nil {
-				continue
-			}
-			fab := observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
-			if a, iface, ok := fab.Find(hf); ok {
-				addrs[node], ifaces[node] = a, iface
-			}
-		}
+		a, i := nw.Found(facts)
+		maps.Copy(addrs, a)
+		maps.Copy(ifaces, i)
 	}
 	// A cluster without a network (a single node) is reached on its
 	// default route's address, which is also what Ray detects by itself.
@@ -331,15 +324,6 @@ func sortedNetworks(cfg *Config) []*Network {
 	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
-	}
-	return out
-}
-
-func sortedNodes(cfg *Config) []*Node {
-	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*Node, 0, len(names))
-	for _, k := range names {
-		out = append(out, cfg.Nodes[k])
 	}
 	return out
 }

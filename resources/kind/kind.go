@@ -15,6 +15,7 @@ package kind
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -122,6 +123,22 @@ func (w *Work) Container() string {
 		return ""
 	}
 	return w.Do.Container()
+}
+
+// Facts are what observing the hosts teaches the configuration
+// (config.Config.WithFacts): the kinds read them in their hooks (FactsOf)
+// to compute what depends on the hosts.
+type Facts struct {
+	// FabricAddrs maps a node name to the node's observed address on the
+	// network of its Ray cluster.
+	FabricAddrs map[string]netip.Addr
+}
+
+// FactsOf returns the facts a block is evaluated with; none before the
+// hosts are observed.
+func FactsOf(b *config.Block) Facts {
+	f, _ := b.Facts().(Facts)
+	return f
 }
 
 // Usable returns the facts of node if it could be observed (completely,
