@@ -20,16 +20,6 @@ import (
 	"github.com/rayform/rayform/engine/run"
 )
 
-// applyTimeouts are how long apply waits for Ray; tests shorten them.
-type applyTimeouts struct {
-	poll     time.Duration
-	rayReady time.Duration
-}
-
-func defaultApplyTimeouts() applyTimeouts {
-	return applyTimeouts{poll: time.Second, rayReady: 2 * time.Minute}
-}
-
 func runApply(ctx context.Context, c *cli, args []string) int {
 	var opts runOptions
 	fs := newFlagSet(c, "apply", "apply [options] [PLAN]\n\n  Observe the hosts, show the plan, ask for confirmation, and make the hosts\n  match the configuration, verifying every step. With PLAN (from plan -out),\n  apply exactly that plan, or refuse if the hosts changed since.")

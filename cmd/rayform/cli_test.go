@@ -144,8 +144,8 @@ func TestDestroyTargetKeepsDependencies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.targets, ","), func(t *testing.T) {
 			st, _ := state.New("p")
-			r := &run.Runner{Provider: provider{}, State: st, Project: "p", Options: run.Options{Targets: tt.targets}}
-			obs := &run.Observation{Config: cfgView{cfg}}
+			r := &run.Runner{Provider: resources.Provider{}, State: st, Project: "p", Options: run.Options{Targets: tt.targets}}
+			obs := &run.Observation{Config: resources.RunConfig(cfg)}
 			r.DestroyPlan(obs)
 			var got []string
 			for _, ch := range obs.Result.Plan.Changes {

@@ -70,7 +70,7 @@ ray_cluster "main" {
 				t.Fatal(err)
 			}
 			tc.set(st)
-			r := &run.Runner{Provider: provider{}, Config: cfgView{resources.View(cfg)}, State: st, Project: "p"}
+			r := &run.Runner{Provider: resources.Provider{}, Config: resources.RunConfig(resources.View(cfg)), State: st, Project: "p"}
 			got := r.LockNames()
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("locks %v, want %v", got, tc.want)

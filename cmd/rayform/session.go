@@ -104,8 +104,8 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		return nil, exitError
 	}
 	s.run = &run.Runner{
-		Provider:  provider{timeouts: defaultApplyTimeouts()},
-		Config:    cfgView{cfg},
+		Provider:  resources.Provider{Poll: time.Second, RayReadyTimeout: 2 * time.Minute},
+		Config:    resources.RunConfig(cfg),
 		State:     st,
 		StatePath: c.statePath(opts.stateFile),
 		Project:   project,
@@ -251,7 +251,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 	if err != nil {
 		return nil, err
 	}
-	return observedFrom(obs), nil
+	return &observed{facts: obs.Facts, cfg: resources.ConfigOf(obs.Config), result: resources.ResultOf(obs.Result), elapsed: obs.Elapsed}, nil
 }
 
 // stats sums the transport counters of every connection.
