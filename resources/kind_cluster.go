@@ -12,7 +12,9 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -297,6 +299,49 @@ func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 		return nil, fmt.Errorf("-node %s is not a node of %s (%s)", q.Node, q.Address, strings.Join(rc.Nodes(), ", "))
 	}
 	return out, nil
+}
+
+// Ahead: a cluster runs nothing ahead of the walk.
+func (clusterKind) Ahead(kind.Env, map[string]*Work, map[string][]apply.Step) []kind.Ahead {
+	return nil
+}
+
+// Starting: a cluster's readiness is its own steps'.
+func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+
+// AwaitSteps: none (Starting has none).
+func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Locks are each cluster's lock on its head, and, for each cluster the
+// state records, its lock on the head it was applied with (every host it
+// was applied to when the state does not say which was the head), so that
+// a copy of the configuration with another head, or a renamed cluster
+// carrying the same state, waits for a run of the original.
+func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
+	cfg := View(c)
+	var out []kind.Lock
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		out = append(out, kind.Lock{Resource: ClusterAddress(name), Key: name, Host: rc.Head})
+	}
+	if st == nil {
+		return out
+	}
+	for _, addr := range st.Addresses() {
+		a := plan.ParseAddress(addr)
+		if a.Type != KindCluster {
+			continue
+		}
+		r, _ := st.Get(addr)
+		if r.Head != "" {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: r.Head, FromState: true})
+			continue
+		}
+		for _, h := range r.Hosts {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: h.Node, FromState: true})
+		}
+	}
+	return out
 }
 
 // ClusterName is the name of the ray_cluster an argument names, as

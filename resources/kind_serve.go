@@ -13,6 +13,9 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -232,6 +235,45 @@ func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
 	}
 	return serveSteps(stepEnvOf(env), w)
 }
+
+// Ahead stops each serve that is replaced along with its cluster's
+// containers before the cluster changes: a worker under a running serve
+// must not go away (nor restart) under it. The stop is a node of its own,
+// "ADDRESS#stop", that the cluster depends on; the serve's own stop step
+// then finds the process gone.
+func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]apply.Step) []kind.Ahead {
+	var out []kind.Ahead
+	for _, addr := range slices.Sorted(maps.Keys(ws)) {
+		w := ws[addr]
+		sw := serveWork(w)
+		if sw == nil || w.Action != plan.Replace || sw.Cluster == "" {
+			continue
+		}
+		if cw := ws[sw.Cluster]; cw == nil || cw.Action == plan.NoOp || len(steps[addr]) == 0 {
+			continue
+		}
+		stop := ServeStopSteps(stepEnvOf(env), w)
+		if len(stop) == 0 {
+			continue
+		}
+		out = append(out, kind.Ahead{Node: addr + "#stop", Before: sw.Cluster, Address: addr, Action: plan.Replace, Steps: stop})
+	}
+	return out
+}
+
+// Starting are the serves running as declared but not answering yet
+// (StartingServes).
+func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
+	return StartingServes(PlanInput{Config: View(cfg), Facts: facts})
+}
+
+// AwaitSteps wait for a starting serve to be ready.
+func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
+	return AwaitSteps(stepEnvOf(env), w)
+}
+
+// Locks: a serve runs under its cluster's lock.
+func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
 
 // PrepareSteps: a serve prepares nothing ahead.
 func (serveKind) PrepareSteps(kind.Env, *Work) []apply.Step { return nil }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
@@ -123,5 +124,46 @@ func TestDockerCheckedOnClusterNodes(t *testing.T) {
 	}
 	if len(got) != 1 || got[0].Host != worker || got[0].Address != cfg.Nodes[worker].Addr || got[0].Severity != plan.Error {
 		t.Errorf("docker findings %+v, want one error for %s", got, worker)
+	}
+}
+
+// TestServeStopsAheadOfItsCluster: a serve replaced along with its
+// cluster's containers is stopped ahead of the walk, as a node the
+// cluster waits for; not when its cluster is left alone, nor when the
+// serve itself has no steps.
+func TestServeStopsAheadOfItsCluster(t *testing.T) {
+	serve := func(action plan.Action) *resources.Work {
+		return &resources.Work{Address: "vllm_serve.q", Type: resources.KindServe, Action: action, Hosts: []string{"h1"},
+			Do: &resources.ServeWork{Spec: resources.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
+	}
+	cluster := func(action plan.Action) *resources.Work {
+		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &resources.ClusterWork{Name: "main"}}
+	}
+	some := []apply.Step{{Name: "x"}}
+	env := &resources.StepEnv{}
+	for _, tt := range []struct {
+		name          string
+		serve, clustr plan.Action
+		steps         []apply.Step
+		want          int
+	}{
+		{"replaced with its cluster", plan.Replace, plan.Update, some, 1},
+		{"cluster unchanged", plan.Replace, plan.NoOp, some, 0},
+		{"serve created", plan.Create, plan.Update, some, 0},
+		{"serve without steps", plan.Replace, plan.Update, nil, 0},
+	} {
+		ws := map[string]*resources.Work{"vllm_serve.q": serve(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
+		steps := map[string][]apply.Step{"vllm_serve.q": tt.steps}
+		var got []kind.Ahead
+		for _, k := range resources.Kinds() {
+			got = append(got, k.Ahead(env, ws, steps)...)
+		}
+		if len(got) != tt.want {
+			t.Errorf("%s: %d ahead, want %d", tt.name, len(got), tt.want)
+			continue
+		}
+		if tt.want == 1 && (got[0].Node != "vllm_serve.q#stop" || got[0].Before != "ray_cluster.main" || got[0].Address != "vllm_serve.q" || len(got[0].Steps) == 0) {
+			t.Errorf("%s: %+v", tt.name, got[0])
+		}
 	}
 }

@@ -109,6 +109,13 @@ type ServeWork struct {
 	// Arch is the architecture check before the serve starts; nil when
 	// plan judged it from the state or could not read config.json.
 	Arch *ArchCheck
+	// Cluster is the address of its Ray cluster ("" when unknown).
+	Cluster string
+	// ClusterNodes are the nodes of its Ray cluster, head first: their
+	// container logs are read when the serve fails. Nil (a serve the
+	// state remembers) reads the logs of every node of the apply that has
+	// the container.
+	ClusterNodes []string
 }
 
 // Container is the serve's cluster's head container (kind.Doer).

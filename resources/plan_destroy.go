@@ -266,7 +266,7 @@ func destroyServes(d kind.Destroyer) {
 	for _, addr := range d.Doomed(KindServe) {
 		if sv := serveAt(cfg, addr); sv != nil {
 			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
-				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}}
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
 				hosts[addr] = []string{rc.Head}
 				cluster[addr] = rc.Addr
 			}

@@ -157,7 +157,7 @@ func StartingServes(in PlanInput) []*Work {
 			continue
 		}
 		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
-			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
+			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 	return out
 }

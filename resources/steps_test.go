@@ -468,8 +468,9 @@ func TestServeFailureDiagnosed(t *testing.T) {
 				MgmtAddrs: map[string]string{"spark1": "10.1.230.180", "spark2": "10.1.230.181"},
 				Cluster:   stepsCluster, Network: "network.fabric",
 			}
-			env.ServeNodes = map[string][]string{"vllm_serve.qwen": {"spark1", "spark2"}}
-			lines, err := walkWork(t, env, qwenWork(plan.Create, qwenServe(), false))
+			w := qwenWork(plan.Create, qwenServe(), false)
+			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			lines, err := walkWork(t, env, w)
 			if err == nil {
 				t.Fatal("no error for a failed serve")
 			}
@@ -713,8 +714,9 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			h.serve.die = true
 			h.ss, h.vllmVersion = tt.ss, tt.version
 			env := l.env()
-			env.ServeNodes = map[string][]string{"vllm_serve.qwen": {"spark1", "spark2"}}
-			_, err := walkWork(t, env, qwenWork(plan.Create, qwenServe(), false))
+			w := qwenWork(plan.Create, qwenServe(), false)
+			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			_, err := walkWork(t, env, w)
 			var de *DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
 				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)

@@ -64,6 +64,37 @@ type Kind interface {
 	// Logs returns the commands that print the logs of resource q.Address
 	// of this kind.
 	Logs(q LogQuery) ([]LogCommand, error)
+	// Ahead returns work of this kind's resources that must run ahead of
+	// the walk, before another resource of ws changes (a serve stopped
+	// before its cluster's containers are replaced); steps are the walk's
+	// steps by address.
+	Ahead(env Env, ws map[string]*Work, steps map[string][]apply.Step) []Ahead
+	// Starting returns, for the kind's resources that the hosts show
+	// running as declared but not ready yet, the work of waiting for them
+	// (AwaitSteps): apply waits for them whether or not it changed them.
+	Starting(cfg *config.Config, facts *observe.Facts) []*Work
+	// AwaitSteps are the steps that wait for w (from Starting) to be
+	// ready.
+	AwaitSteps(env Env, w *Work) []apply.Step
+	// Locks are the locks a run takes for the kind's resources, those
+	// cfg declares and those st remembers (st nil: none); a kind whose
+	// resources need no lock returns none.
+	Locks(cfg *config.Config, st *state.State) []Lock
+}
+
+// Ahead is work that runs ahead of the walk: Steps of Address, as a node
+// of the walk's graph of its own (Node), that Before waits for.
+type Ahead struct {
+	Node, Before, Address string
+	Action                plan.Action
+	Steps                 []apply.Step
+}
+
+// Lock is one lock a run takes: Resource's lock named Key, on Host.
+type Lock struct {
+	Resource, Key, Host string
+	// FromState says the state, not the configuration, names the host.
+	FromState bool
 }
 
 // Traits are a kind's properties as data.
@@ -334,6 +365,18 @@ func (Base) Steps(Env, *Work) []apply.Step { return nil }
 
 // PrepareSteps does nothing.
 func (Base) PrepareSteps(Env, *Work) []apply.Step { return nil }
+
+// Ahead runs nothing ahead.
+func (Base) Ahead(Env, map[string]*Work, map[string][]apply.Step) []Ahead { return nil }
+
+// Starting waits for nothing.
+func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+
+// AwaitSteps waits for nothing.
+func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
+
+// Locks takes no lock.
+func (Base) Locks(*config.Config, *state.State) []Lock { return nil }
 
 // Logs has no logs.
 func (Base) Logs(q LogQuery) ([]LogCommand, error) { return nil, ErrNoLogs }
