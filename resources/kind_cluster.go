@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -351,3 +352,124 @@ func ClusterName(arg string) string { return strings.TrimPrefix(arg, KindCluster
 
 // ClusterAddress is the address of the ray_cluster called name.
 func ClusterAddress(name string) string { return KindCluster + "." + name }
+
+// observeClusters asks each cluster's nodes for its image and containers,
+// their fabric and peers, and its head for Ray's node table and ports.
+func observeClusters(o *kind.Observation) {
+	cfg, st, project := View(o.Config), o.State, o.Project
+	spec := o.Spec
+	assumed, assumedIfaces := AssumedFabric(cfg, st)
+	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
+	secretKeyProbes(spec, cfg, project)
+	for _, rc := range sortedClusters(cfg) {
+		nw := cfg.Networks[rc.Network]
+		container := ContainerName(rc)
+		nodes := rc.Nodes()
+		for _, node := range nodes {
+			hs := o.Host(node)
+			hs.Images = appendUnique(hs.Images, rc.Image)
+			hs.Containers = appendUnique(hs.Containers, container)
+			if h, ok := hashes[node][container]; ok {
+				if hs.SpecHashes == nil {
+					hs.SpecHashes = map[string]string{}
+				}
+				hs.SpecHashes[container] = h
+			}
+			if nw != nil {
+				hs.Fabric = nw.Fabric(node)
+				for _, peer := range nodes {
+					if peer != node {
+						a := assumed[peer]
+						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
+					}
+				}
+			}
+			if node == rc.Head {
+				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
+			}
+			o.SetHost(node, hs)
+		}
+	}
+}
+
+// presentClusters finds the project's cluster containers on the hosts, in
+// any state (an exited container still belongs to its cluster).
+func presentClusters(pr *kind.Presence) {
+	for _, node := range slices.Sorted(maps.Keys(pr.Facts.Hosts)) {
+		hf, ok := pr.Known(node)
+		if !ok {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, pr.Project) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			pr.Add(addr, KindCluster, node, c.Name)
+			if c.Labels[LabelRole] == "head" {
+				pr.Head(addr, node)
+			}
+		}
+	}
+}
+
+// destroyClusters plans the removal of the doomed clusters: each one's
+// containers of the project, labelled with its address, that the facts
+// show on any host (and, with Adopt, those of any other cluster address).
+func destroyClusters(d kind.Destroyer) {
+	cfg := View(d.Config())
+	containers := map[string]string{} // address → container name
+	hosts := map[string][]string{}
+	for _, addr := range d.Doomed(KindCluster) {
+		if rc := clusterAt(cfg, addr); rc != nil {
+			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
+		} else if r, ok := d.State().Get(addr); ok {
+			containers[addr], hosts[addr] = r.Container, stateNodes(r.Hosts)
+		}
+	}
+	facts := d.Facts()
+	found := map[string][]Removal{}
+	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
+		hf := facts.Hosts[node]
+		if hf == nil {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, d.Project()) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			if _, ok := containers[addr]; !ok {
+				if !d.Adopt() {
+					continue
+				}
+				containers[addr] = c.Name
+			}
+			found[addr] = append(found[addr], Removal{Node: node, Container: c.Name})
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(containers)) {
+		rems := found[addr]
+		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
+		nodes := hosts[addr]
+		for _, rm := range rems {
+			nodes = appendUnique(nodes, rm.Node)
+		}
+		name := plan.ParseAddress(addr).Instance()
+		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
+			Do: &ClusterWork{Name: name, ContainerName: containers[addr], Start: map[string]bool{}, Remove: rems}}
+		d.Add(w, name, len(rems) > 0)
+	}
+}
+
+// clusterAt is the configuration's cluster at addr, nil when none.
+func clusterAt(cfg *Config, addr string) *RayCluster {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindCluster {
+		return cfg.RayClusters[a.Instance()]
+	}
+	return nil
+}

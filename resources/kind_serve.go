@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
@@ -310,4 +311,176 @@ func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
 		shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
 	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
+}
+
+// observeServes asks, for each serve, every node of its cluster for its
+// model's directory (and the free space there), and the head for its own
+// port's answers, its record and its model's files; for a serve the state
+// remembers but the configuration no longer declares, its record.
+func observeServes(o *kind.Observation) {
+	cfg, project := View(o.Config), o.Project
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		container := ContainerName(rc)
+		for _, node := range rc.Nodes() {
+			hs := o.Host(node)
+			for _, m := range model.Serving(cfg.Config, sv.Model) {
+				hs.Trees = appendUnique(hs.Trees, m.Dir())
+			}
+			if node == rc.Head {
+				// Each serve asks for its own port's answers.
+				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
+				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
+			}
+			o.SetHost(node, hs)
+		}
+	}
+	for _, addr := range o.Remembered(KindServe) {
+		r, _ := o.State.Get(addr)
+		if len(r.Hosts) == 0 || r.Container == "" {
+			continue
+		}
+		node := r.Hosts[0].Node
+		hs := o.Host(node)
+		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
+		o.SetHost(node, hs)
+	}
+}
+
+// presentServes finds the serves whose process runs where the
+// configuration or the state says they run.
+func presentServes(pr *kind.Presence) {
+	type serveAt struct{ name, node, container string }
+	serves := map[string]serveAt{}
+	if pr.State != nil {
+		for _, addr := range pr.State.Addresses() {
+			r, _ := pr.State.Get(addr)
+			if a := plan.ParseAddress(addr); a.Type == KindServe && len(r.Hosts) > 0 {
+				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
+			}
+		}
+	}
+	if cfg := View(pr.Config); cfg != nil {
+		for _, sv := range sortedServes(cfg) {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		s := serves[addr]
+		hf, ok := pr.Known(s.node)
+		if !ok {
+			continue
+		}
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+			pr.Add(addr, KindServe, s.node, s.container)
+		}
+	}
+}
+
+// StartingServes returns, for each vllm_serve of in's configuration that
+// the hosts show running as declared but not answering yet (plan's "vLLM
+// is still starting": the process runs, its port is closed), the work of
+// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
+// changed anything, so that it reports success only for serves that serve.
+func StartingServes(in PlanInput) []*Work {
+	if in.Config == nil || in.Facts == nil {
+		return nil
+	}
+	var out []*Work
+	for _, sv := range sortedServes(in.Config) {
+		rc := in.Config.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		head := in.Facts.Hosts[rc.Head]
+		if head == nil || head.Err != "" {
+			continue
+		}
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil {
+			continue
+		}
+		rec := ServeRecord(head, sv.Name)
+		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
+			continue
+		}
+		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+	}
+	return out
+}
+
+// destroyServes plans the stop of each doomed serve whose process runs,
+// ordered before the removal of its cluster (before every other removal
+// when its cluster is unknown).
+func destroyServes(d kind.Destroyer) {
+	cfg := View(d.Config())
+	serves := map[string]*ServeWork{}
+	hosts := map[string][]string{}
+	cluster := map[string]string{} // serve address → its cluster's address
+	for _, addr := range d.Doomed(KindServe) {
+		if sv := serveAt(cfg, addr); sv != nil {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
+				hosts[addr] = []string{rc.Head}
+				cluster[addr] = rc.Addr
+			}
+			continue
+		}
+		if r, ok := d.State().Get(addr); ok {
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
+			hosts[addr] = stateNodes(r.Hosts)
+		}
+	}
+	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
+	// A serve of the state runs on the cluster whose container it names.
+	others := slices.Sorted(maps.Keys(d.Works()))
+	for addr, sw := range serves {
+		if cluster[addr] != "" {
+			continue
+		}
+		for _, o := range others {
+			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
+				cluster[addr] = o
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		sw := serves[addr]
+		running := false
+		if hf := d.Facts().Hosts[sw.Spec.Node]; hf != nil {
+			rec := ServeRecord(hf, sw.Spec.Name)
+			running = rec.Found && rec.Alive
+		}
+		sw.Stop = true
+		w := &Work{Address: addr, Type: KindServe, Hosts: hosts[addr], Do: sw}
+		d.Add(w, sw.Spec.Name, running)
+		// Serves stop first: before their cluster goes, and before every
+		// other removal when their cluster is unknown.
+		if c := cluster[addr]; c != "" {
+			d.Before(addr, c)
+			continue
+		}
+		for _, o := range others {
+			d.Before(addr, o)
+		}
+	}
+}
+
+// serveAt is the configuration's serve at addr, nil when none.
+func serveAt(cfg *Config, addr string) *VLLMServe {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindServe {
+		return cfg.Serves[a.Instance()]
+	}
+	return nil
 }

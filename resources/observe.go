@@ -7,10 +7,8 @@ import (
 	"slices"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
-	"github.com/rayform/rayform/resources/model"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -57,85 +55,6 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 		}
 	}
 	return spec
-}
-
-// observeClusters asks each cluster's nodes for its image and containers,
-// their fabric and peers, and its head for Ray's node table and ports.
-func observeClusters(o *kind.Observation) {
-	cfg, st, project := View(o.Config), o.State, o.Project
-	spec := o.Spec
-	assumed, assumedIfaces := AssumedFabric(cfg, st)
-	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
-	secretKeyProbes(spec, cfg, project)
-	for _, rc := range sortedClusters(cfg) {
-		nw := cfg.Networks[rc.Network]
-		container := ContainerName(rc)
-		nodes := rc.Nodes()
-		for _, node := range nodes {
-			hs := o.Host(node)
-			hs.Images = appendUnique(hs.Images, rc.Image)
-			hs.Containers = appendUnique(hs.Containers, container)
-			if h, ok := hashes[node][container]; ok {
-				if hs.SpecHashes == nil {
-					hs.SpecHashes = map[string]string{}
-				}
-				hs.SpecHashes[container] = h
-			}
-			if nw != nil {
-				hs.Fabric = nw.Fabric(node)
-				for _, peer := range nodes {
-					if peer != node {
-						a := assumed[peer]
-						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
-					}
-				}
-			}
-			if node == rc.Head {
-				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
-				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
-			}
-			o.SetHost(node, hs)
-		}
-	}
-}
-
-// observeServes asks, for each serve, every node of its cluster for its
-// model's directory (and the free space there), and the head for its own
-// port's answers, its record and its model's files; for a serve the state
-// remembers but the configuration no longer declares, its record.
-func observeServes(o *kind.Observation) {
-	cfg, project := View(o.Config), o.Project
-	for _, sv := range sortedServes(cfg) {
-		rc := cfg.RayClusters[sv.Cluster]
-		if rc == nil {
-			continue
-		}
-		container := ContainerName(rc)
-		for _, node := range rc.Nodes() {
-			hs := o.Host(node)
-			for _, m := range model.Serving(cfg.Config, sv.Model) {
-				hs.Trees = appendUnique(hs.Trees, m.Dir())
-			}
-			if node == rc.Head {
-				// Each serve asks for its own port's answers.
-				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
-				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
-				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
-			}
-			o.SetHost(node, hs)
-		}
-	}
-	for _, addr := range o.Remembered(KindServe) {
-		r, _ := o.State.Get(addr)
-		if len(r.Hosts) == 0 || r.Container == "" {
-			continue
-		}
-		node := r.Hosts[0].Node
-		hs := o.Host(node)
-		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
-		o.SetHost(node, hs)
-	}
 }
 
 // The probes a cluster and its serves ask of the head, and the one reading
