@@ -208,11 +208,17 @@ func (serveKind) Schema() config.Kind { return serveDescriptor() }
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
 func (serveKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema())}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema()), Status: "serves"}
 }
 
-// Observe asks each serve's head for its own port, record and model files.
-func (serveKind) Observe(o *kind.Observation) { observeServes(o) }
+// Observe asks each serve's head for its own port, record and model files,
+// and for status its /metrics and its process's start time.
+func (serveKind) Observe(o *kind.Observation) {
+	observeServes(o)
+	if o.Status {
+		statusProbes(o.Spec, View(o.Config), o.Project)
+	}
+}
 
 // Plan plans each serve of the configuration, after the clusters (it
 // reads its cluster's planned action).
@@ -271,6 +277,22 @@ func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
 // AwaitSteps wait for a starting serve to be ready.
 func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
 	return AwaitSteps(stepEnvOf(env), w)
+}
+
+// Status shows each serve's health on its own port; one not ok is a
+// problem.
+func (serveKind) Status(q kind.StatusQuery) []kind.Status {
+	cfg := View(q.Config)
+	var out []kind.Status
+	for _, sv := range sortedServes(cfg) {
+		ss := serveStatus(cfg, q.Facts, q.Project, sv)
+		var problems []string
+		if ss.Health != HealthOK {
+			problems = append(problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
+		}
+		out = append(out, kind.Status{Address: sv.Addr, Value: ss, Problems: problems, Render: ss.render})
+	}
+	return out
 }
 
 // Locks: a serve runs under its cluster's lock.

@@ -88,11 +88,7 @@ func (Provider) planInput(in run.PlanInput) PlanInput {
 }
 
 func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, status bool) observe.Spec {
-	spec := ObserveSpec(ConfigOf(cfg), st, project)
-	if status {
-		StatusProbes(&spec, ConfigOf(cfg), project)
-	}
-	return spec
+	return observeSpec(ConfigOf(cfg), st, project, status)
 }
 
 func (Provider) Evaluate(c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {

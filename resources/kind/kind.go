@@ -15,6 +15,7 @@ package kind
 
 import (
 	"context"
+	"io"
 	"net/netip"
 	"time"
 
@@ -76,10 +77,33 @@ type Kind interface {
 	// AwaitSteps are the steps that wait for w (from Starting) to be
 	// ready.
 	AwaitSteps(env Env, w *Work) []apply.Step
+	// Status reports what status shows of each of the kind's resources
+	// the configuration declares, judged as the plan judges them.
+	Status(q StatusQuery) []Status
 	// Locks are the locks a run takes for the kind's resources, those
 	// cfg declares and those st remembers (st nil: none); a kind whose
 	// resources need no lock returns none.
 	Locks(cfg *config.Config, st *state.State) []Lock
+}
+
+// StatusQuery is what Kind.Status reads: one observation of the hosts
+// and the plan made from it.
+type StatusQuery struct {
+	Config  *config.Config
+	Facts   *observe.Facts
+	Plan    *plan.Plan
+	Project string
+}
+
+// Status is what status shows of one resource.
+type Status struct {
+	Address string
+	// Value is its entry in status -json's list of its kind.
+	Value any
+	// Problems are what is wrong with it, one line each.
+	Problems []string
+	// Render prints it as text.
+	Render func(w io.Writer)
 }
 
 // Ahead is work that runs ahead of the walk: Steps of Address, as a node
@@ -107,6 +131,9 @@ type Traits struct {
 	// Exported names the attributes of a planned change of the kind that
 	// an output may show (an output changes with them).
 	Exported map[string]bool
+	// Status is the key of the list of the kind's resources in status
+	// -json ("" for a kind status does not list).
+	Status string
 }
 
 // Exported returns the arguments of schema that expressions may refer to,
@@ -249,6 +276,8 @@ type Observation struct {
 	Project string
 	// Spec is the observation being built; the kinds add to its hosts.
 	Spec *observe.Spec
+	// Status asks, besides what plan reads, what status shows.
+	Status bool
 }
 
 // Host returns the spec of node, created with the project when new; the
@@ -374,6 +403,9 @@ func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
 
 // AwaitSteps waits for nothing.
 func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
+
+// Status shows nothing.
+func (Base) Status(StatusQuery) []Status { return nil }
 
 // Locks takes no lock.
 func (Base) Locks(*config.Config, *state.State) []Lock { return nil }
