@@ -180,6 +180,12 @@ func (p *planner) Project() string { return p.in.Project }
 // Replace reports whether -replace named addr (kind.Planner).
 func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
 
+// Fabric is node's observed fabric address (kind.Planner).
+func (p *planner) Fabric(node string) (netip.Addr, bool) {
+	a, ok := p.addrs[node]
+	return a, ok
+}
+
 // Planned is the action planned so far for addr (kind.Planner).
 func (p *planner) Planned(addr string) (plan.Action, bool) {
 	for _, ch := range p.res.Plan.Changes {

@@ -226,6 +226,9 @@ type Planner interface {
 	Project() string
 	// Replace reports whether apply -replace named addr.
 	Replace(addr string) bool
+	// Fabric is node's observed address on its cluster's network (ok
+	// false when unknown).
+	Fabric(node string) (netip.Addr, bool)
 	// Planned returns the action planned for addr (ok false when no
 	// change was planned for it yet): how a resource learns what happens
 	// to one it depends on (a serve to its cluster).
@@ -352,6 +355,12 @@ type Env interface {
 	PollInterval() time.Duration
 	// MaxParallel bounds the hosts worked on at once within one step.
 	MaxParallel() int
+	// ProgressEvery throttles repetitive progress lines (transfers,
+	// progress bars).
+	ProgressEvery() time.Duration
+	// PrepareRan says that the prepare steps (PrepareSteps) ran before
+	// the walk: the walk's steps leave them out.
+	PrepareRan() bool
 }
 
 // LogQuery asks for the logs of one resource.
