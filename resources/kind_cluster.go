@@ -314,6 +314,18 @@ func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil
 // AwaitSteps: none (Starting has none).
 func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
 
+// Fingerprint is Ray's node table of every answer that is one, compared
+// by its rows (node address and state).
+func (clusterKind) Fingerprint(hf *observe.HostFacts) []string {
+	var out []string
+	for _, r := range hf.HTTP {
+		for _, n := range observe.ParseRayNodes(r, true).List {
+			out = append(out, "ray "+n.NodeIP+" "+n.State)
+		}
+	}
+	return out
+}
+
 // Locks are each cluster's lock on its head, and, for each cluster the
 // state records, its lock on the head it was applied with (every host it
 // was applied to when the state does not say which was the head), so that

@@ -295,6 +295,10 @@ func (serveKind) Status(q kind.StatusQuery) []kind.Status {
 	return out
 }
 
+// Fingerprint: a serve's record and answers are in every plan's
+// fingerprint already.
+func (serveKind) Fingerprint(*observe.HostFacts) []string { return nil }
+
 // Locks: a serve runs under its cluster's lock.
 func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
 

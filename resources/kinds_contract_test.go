@@ -3,6 +3,7 @@ package resources_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/resourcestest"
 )
 
 // TestKindRegistry: each registered kind is found by its block type and by
@@ -196,5 +198,34 @@ func TestRemovedServeOrdersOnlyRemovals(t *testing.T) {
 	}
 	if len(cluster.DestroyAfter) != 0 || len(gone.DestroyAfter) != 0 {
 		t.Errorf("destroy order on a kept resource: cluster after %v, serve after %v", cluster.DestroyAfter, gone.DestroyAfter)
+	}
+}
+
+// TestFingerprintReadsRayTableRows: a saved plan commits to Ray's node
+// table by its rows (the cluster kind's Fingerprint): a node that turned
+// DEAD changes the head's fingerprint, nothing else does.
+func TestFingerprintReadsRayTableRows(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	cfg := planConfig(t, string(benchConfig(2)), cc.facts)
+	rc := cfg.RayClusters["main"]
+	before := resources.HostFingerprints(cc.facts)
+	if again := resources.HostFingerprints(cc.facts); !maps.Equal(before, again) {
+		t.Fatalf("fingerprints differ for the same facts: %v, %v", before, again)
+	}
+	head := cc.facts.Hosts[rc.Head]
+	table := resources.RayTable(head, rc)
+	if len(table.List) < 2 {
+		t.Fatalf("node table %+v", table)
+	}
+	table.List[1].State = "DEAD"
+	resourcestest.SetRayTable(head, rc.DashboardPort, table)
+	after := resources.HostFingerprints(cc.facts)
+	if after[rc.Head] == before[rc.Head] {
+		t.Error("a DEAD Ray node left the head's fingerprint unchanged")
+	}
+	for _, n := range rc.Workers {
+		if after[n] != before[n] {
+			t.Errorf("%s's fingerprint changed with the head's table", n)
+		}
 	}
 }

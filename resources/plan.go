@@ -422,11 +422,12 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		}
 		for u, r := range hf.HTTP {
 			// The status, not the body: vLLM's /v1/models carries the
-			// time of the request. A node table is compared by its rows.
+			// time of the request; the kinds say what else of it counts
+			// (Kind.Fingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
-			for _, n := range observe.ParseRayNodes(r, true).List {
-				parts = append(parts, "ray "+n.NodeIP+" "+n.State)
-			}
+		}
+		for _, k := range Kinds() {
+			parts = append(parts, k.Fingerprint(hf)...)
 		}
 		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))

@@ -77,6 +77,10 @@ type Kind interface {
 	// AwaitSteps are the steps that wait for w (from Starting) to be
 	// ready.
 	AwaitSteps(env Env, w *Work) []apply.Step
+	// Fingerprint returns what a saved plan commits to of hf beyond the
+	// facts every plan reads (containers, HTTP statuses, records, images):
+	// the kind's reading of them (Ray's node table, by its rows).
+	Fingerprint(hf *observe.HostFacts) []string
 	// Status reports what status shows of each of the kind's resources
 	// the configuration declares, judged as the plan judges them.
 	Status(q StatusQuery) []Status
@@ -412,6 +416,9 @@ func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
 
 // AwaitSteps waits for nothing.
 func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
+
+// Fingerprint adds nothing.
+func (Base) Fingerprint(*observe.HostFacts) []string { return nil }
 
 // Status shows nothing.
 func (Base) Status(StatusQuery) []Status { return nil }
