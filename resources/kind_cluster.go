@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -207,6 +208,9 @@ func (r *RayCluster) Nodes() []string {
 	return append([]string{r.Head}, r.Workers...)
 }
 
+// PlacedOn is the cluster's nodes, head first (kind.Placed).
+func (r *RayCluster) PlacedOn(*config.Config) []string { return r.Nodes() }
+
 // NetworkNodes returns the network the cluster binds and its nodes
 // (network.Member): how the network learns its members.
 func (r *RayCluster) NetworkNodes() (string, []string) { return r.Network, r.Nodes() }
@@ -232,6 +236,9 @@ func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
 func (clusterKind) Traits() kind.Traits {
 	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema()), Status: "clusters"}
 }
+
+// Lookup: a cluster's plan needs nothing from outside the hosts.
+func (clusterKind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks for each cluster's containers, image, fabric and node table.
 func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -199,6 +200,19 @@ type VLLMServe struct {
 	PublicEndpoint string
 }
 
+// PlacedOn is the nodes of the serve's cluster in cfg, head first: every
+// one of them loads its model (kind.Placed).
+func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
+	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*RayCluster); ok {
+		return rc.Nodes()
+	}
+	return nil
+}
+
+// ServesModel is the model the serve loads (its model argument): a block
+// that provides weights (Weights) recognises its serves by it.
+func (s *VLLMServe) ServesModel() string { return s.Model }
+
 // serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
 type serveKind struct{}
 
@@ -210,6 +224,9 @@ func (serveKind) Schema() config.Kind { return serveDescriptor() }
 func (serveKind) Traits() kind.Traits {
 	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema()), Status: "serves"}
 }
+
+// Lookup: a serve's plan needs nothing from outside the hosts.
+func (serveKind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks each serve's head for its own port, record and model files,
 // and for status its /metrics and its process's start time.

@@ -37,6 +37,12 @@ type Kind interface {
 	Schema() config.Kind
 	// Traits are the kind's properties the CLI and the planner ask about.
 	Traits() Traits
+	// Lookup asks, once the configuration is evaluated with the observed
+	// facts and before the plan, what the kind's plan needs from outside
+	// the hosts (a model's files as its hub lists them), and completes the
+	// kind's block values in cfg with it. It is the only I/O of a plan
+	// besides the observation; ctx bounds it.
+	Lookup(ctx context.Context, cfg *config.Config)
 	// Observe adds to o.Spec what each host is asked about the kind's
 	// resources: those the configuration declares, and those the state
 	// remembers that it does not any more.
@@ -201,6 +207,14 @@ type Facts struct {
 func FactsOf(b *config.Block) Facts {
 	f, _ := b.Facts().(Facts)
 	return f
+}
+
+// Placed is implemented by the Go value of a block whose resource runs on
+// nodes: a ray_cluster on its nodes, a vllm_serve on its cluster's, head
+// first. A kind learns from it, through values, where a block that uses
+// its own (a serve that loads a model) runs.
+type Placed interface {
+	PlacedOn(cfg *config.Config) []string
 }
 
 // Usable returns the facts of node if it could be observed (completely,
@@ -392,6 +406,9 @@ type LogCommand struct {
 // steps, nothing present, no logs. Embed it and implement Schema, Traits
 // and Plan.
 type Base struct{}
+
+// Lookup asks nothing.
+func (Base) Lookup(context.Context, *config.Config) {}
 
 // Observe asks nothing.
 func (Base) Observe(*Observation) {}
