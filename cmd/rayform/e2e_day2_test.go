@@ -78,7 +78,7 @@ func TestE2EDayTwo(t *testing.T) {
 			"finished, 0 running, 0 waiting", "endpoint  http://192.168.200.12:8000/v1")
 		r = run("status", "-json")
 		mustCode(t, "status -json", r, exitOK)
-		var rep statusReport
+		var rep statusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("status -json is not JSON: %v\n%s", err, r.stdout)
 		}

@@ -73,7 +73,7 @@ func TestE2ETwoServesOnOneCluster(t *testing.T) {
 	mustContain(t, "status", r.stdout, "Serve vllm_serve.a on spark1:", "Serve vllm_serve.b on spark1:", "model     model-a", "model     model-b")
 	r = run("status", "-json")
 	mustCode(t, "status -json", r, exitOK)
-	var rep statusReport
+	var rep statusJSON
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("status -json: %v\n%s", err, r.stdout)
 	}
@@ -123,7 +123,7 @@ func TestE2ETwoServesOnOneCluster(t *testing.T) {
 		}
 		// Serve a, untouched, still reads ok.
 		r = run("status", "-json")
-		var rep statusReport
+		var rep statusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("status -json: %v\n%s", err, r.stdout)
 		}
