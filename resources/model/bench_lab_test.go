@@ -31,7 +31,9 @@ import (
 // model's size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies
 // go (default the lab directory: the lab's nodes share this machine's
 // filesystem, so each gets its own directory); RAYFORM_BENCH_NOHASH=1
-// stages without sha256 verification, to tell hashing's cost. Results are logged (-v);
+// stages without sha256 verification, to tell hashing's cost;
+// RAYFORM_BENCH_ROUNDS repeats the floor and the staging runs (default 1),
+// alternating, so that a loaded machine's noise shows. Results are logged (-v);
 // BENCHMARKS.md records them.
 func TestBenchStagingLab(t *testing.T) {
 	dir := os.Getenv("RAYFORM_BENCH_LAB")
@@ -65,31 +67,58 @@ func TestBenchStagingLab(t *testing.T) {
 	total := m.Bytes()
 	gbps := func(n int64, d time.Duration) float64 { return float64(n) * 8 / d.Seconds() / 1e9 }
 
-	// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
-	floor := rawTCP(t, src, a, total, 4)
-	t.Logf("raw TCP floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s)", GB(total), floor.Round(time.Millisecond), gbps(total, floor))
-
+	rounds := 1
+	if s := os.Getenv("RAYFORM_BENCH_ROUNDS"); s != "" {
+		if rounds, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	start := time.Now()
-	if err := Stage(ctx, m, src, []Peer{a}, StageOptions{Streams: 4}); err != nil {
-		t.Fatal(err)
-	}
-	one := time.Since(start)
-	t.Logf("staging spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s, %.2f× the floor)", GB(total), one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds())
+	// transfers collects each receiver's data phase (its last report).
+	var mu sync.Mutex
+	transfers := map[string]time.Duration{}
+	opt := StageOptions{Streams: 4, Progress: func(p Progress) {
+		if p.Finished {
+			mu.Lock()
+			transfers[p.Node] = p.Transfer
+			mu.Unlock()
+		}
+	}}
+	for r := range rounds {
+		for _, p := range []Peer{a, b} {
+			if err := os.RemoveAll(p.Layout.Dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
+		floor := rawTCP(t, src, a, total, 4)
+		t.Logf("round %d: raw TCP floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s)", r+1, GB(total), floor.Round(time.Millisecond), gbps(total, floor))
 
-	// Both receivers at once (the source's link is shared).
-	if err := os.RemoveAll(a.Layout.Dir); err != nil {
-		t.Fatal(err)
-	}
-	start = time.Now()
-	if err := Stage(ctx, m, src, []Peer{a, b}, StageOptions{Streams: 4}); err != nil {
-		t.Fatal(err)
-	}
-	two := time.Since(start)
-	t.Logf("staging spark1 → spark2 and spark3 at once, %s each: %s (%.2f Gbit/s out of spark1)", GB(total), two.Round(time.Millisecond), gbps(2*total, two))
-	for _, p := range []Peer{a, b} {
-		sameContent(t, m, src.Layout, p.Layout)
+		start := time.Now()
+		if err := Stage(ctx, m, src, []Peer{a}, opt); err != nil {
+			t.Fatal(err)
+		}
+		one := time.Since(start)
+		data := transfers[a.Name]
+		t.Logf("round %d: staging spark1 → spark2, 4 streams, %s: %s end to end (%.2f Gbit/s, %.2f× the floor); data phase %s (%.2f Gbit/s, %.2f× the floor)", r+1, GB(total),
+			one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds(), data.Round(time.Millisecond), gbps(total, data), floor.Seconds()/data.Seconds())
+
+		// Both receivers at once (the source's link is shared).
+		if err := os.RemoveAll(a.Layout.Dir); err != nil {
+			t.Fatal(err)
+		}
+		start = time.Now()
+		if err := Stage(ctx, m, src, []Peer{a, b}, opt); err != nil {
+			t.Fatal(err)
+		}
+		two := time.Since(start)
+		slowest := max(transfers[a.Name], transfers[b.Name])
+		t.Logf("round %d: staging spark1 → spark2 and spark3 at once, %s each: %s end to end (%.2f Gbit/s out of spark1); data phase of the slower %s (%.2f Gbit/s)", r+1, GB(total),
+			two.Round(time.Millisecond), gbps(2*total, two), slowest.Round(time.Millisecond), gbps(2*total, slowest))
+		for _, p := range []Peer{a, b} {
+			sameContent(t, m, src.Layout, p.Layout)
+		}
 	}
 }
 
