@@ -1,17 +1,18 @@
 package resources
 
 import (
-	"net/netip"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // The block types of the resource kinds (Kinds).
 const (
-	KindNode    = "node"
-	KindNetwork = "network"
+	KindNode    = node.Type
+	KindNetwork = network.Type
 	KindCluster = "ray_cluster"
 	KindServe   = "vllm_serve"
 )
@@ -61,7 +62,7 @@ func blocksOf[T any](c *config.Config, kind string) map[string]*T {
 // diags has errors only its Files are reliable.
 func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
 	if opts.Kinds == nil {
-		opts.Kinds = Kinds()
+		opts.Kinds = Schemas()
 	}
 	cfg, diags := config.Load(dir, opts)
 	return View(cfg), diags
@@ -71,26 +72,19 @@ func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
 // through them.
 func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagnostics) {
 	if opts.Kinds == nil {
-		opts.Kinds = Kinds()
+		opts.Kinds = Schemas()
 	}
 	cfg, diags := config.LoadFiles(files, opts)
 	return View(cfg), diags
 }
 
-// Facts are what observing the hosts teaches the configuration: the kinds
-// read them in their hooks (factsOf) to compute what depends on the hosts.
-type Facts struct {
-	// FabricAddrs maps a node name to the node's observed address on the
-	// network of its Ray cluster.
-	FabricAddrs map[string]netip.Addr
-}
+// Facts are what observing the hosts teaches the configuration
+// (kind.Facts).
+type Facts = kind.Facts
 
 // factsOf returns the facts a block is evaluated with; none before the
 // hosts are observed.
-func factsOf(b *config.Block) Facts {
-	f, _ := b.Facts().(Facts)
-	return f
-}
+func factsOf(b *config.Block) Facts { return kind.FactsOf(b) }
 
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), seen through the kinds.

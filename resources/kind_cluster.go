@@ -5,11 +5,19 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // Where arguments of the kinds go that a secret must not, for the error
@@ -20,8 +28,8 @@ const (
 	exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
 )
 
-// clusterKind is the ray_cluster block: Ray in one container per node.
-func clusterKind() config.Kind {
+// clusterDescriptor is the ray_cluster block: Ray in one container per node.
+func clusterDescriptor() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
 	strList := cty.List(cty.String)
 	return config.Kind{
@@ -198,6 +206,10 @@ func (r *RayCluster) Nodes() []string {
 	return append([]string{r.Head}, r.Workers...)
 }
 
+// NetworkNodes returns the network the cluster binds and its nodes
+// (network.Member): how the network learns its members.
+func (r *RayCluster) NetworkNodes() (string, []string) { return r.Network, r.Nodes() }
+
 // Address returns "<head fabric ip>:<port>", and false before the head's
 // address is observed.
 func (r *RayCluster) Address() (string, bool) {
@@ -205,4 +217,259 @@ func (r *RayCluster) Address() (string, bool) {
 		return "", false
 	}
 	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
+}
+
+// clusterKind is the ray_cluster kind: Ray in one container per node.
+type clusterKind struct{}
+
+// Schema is the ray_cluster block's descriptor.
+func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
+
+// Traits: a cluster is replaced (its containers recreated) on request, its
+// containers' logs are read with docker logs, and an output shows what its
+// plan schema exports.
+func (clusterKind) Traits() kind.Traits {
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema())}
+}
+
+// Observe asks for each cluster's containers, image, fabric and node table.
+func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }
+
+// Plan plans each cluster of the configuration.
+func (clusterKind) Plan(p kind.Planner) {
+	pl := own(p)
+	for _, rc := range sortedClusters(pl.cfg) {
+		pl.cluster(rc)
+	}
+}
+
+// Destroy removes the doomed clusters' containers.
+func (clusterKind) Destroy(d kind.Destroyer) { destroyClusters(d) }
+
+// Present finds the project's cluster containers.
+func (clusterKind) Present(pr *kind.Presence) { presentClusters(pr) }
+
+// Steps are the steps of a cluster's work (clusterSteps).
+func (clusterKind) Steps(env kind.Env, w *Work) []apply.Step {
+	if clusterWork(w) == nil {
+		return unsupported(w)
+	}
+	return clusterSteps(stepEnvOf(env), w)
+}
+
+// PrepareSteps pull the image and check Ray in it on every node that
+// starts a container, before anything is removed.
+func (clusterKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
+	if w.Action == plan.Delete || clusterWork(w) == nil {
+		return nil
+	}
+	r := newClusterRun(stepEnvOf(env), w)
+	if len(r.started) == 0 {
+		return nil
+	}
+	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
+}
+
+// Logs are its containers' logs (docker logs), on every node or on
+// q.Node.
+func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+	rc := clusterAt(View(q.Config), q.Address)
+	if rc == nil {
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindCluster)
+	}
+	tail := "all"
+	if q.Tail >= 0 {
+		tail = strconv.Itoa(q.Tail)
+	}
+	var out []kind.LogCommand
+	for _, n := range rc.Nodes() {
+		if q.Node != "" && n != q.Node {
+			continue
+		}
+		argv := []string{"docker", "logs", "--tail", tail}
+		if q.Since != "" {
+			argv = append(argv, "--since", q.Since)
+		}
+		if q.Follow {
+			argv = append(argv, "-f")
+		}
+		argv = append(argv, ContainerName(rc))
+		out = append(out, kind.LogCommand{Node: n, Script: shell.Join(argv)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-node %s is not a node of %s (%s)", q.Node, q.Address, strings.Join(rc.Nodes(), ", "))
+	}
+	return out, nil
+}
+
+// Ahead: a cluster runs nothing ahead of the walk.
+func (clusterKind) Ahead(kind.Env, map[string]*Work, map[string][]apply.Step) []kind.Ahead {
+	return nil
+}
+
+// Starting: a cluster's readiness is its own steps'.
+func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+
+// AwaitSteps: none (Starting has none).
+func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Locks are each cluster's lock on its head, and, for each cluster the
+// state records, its lock on the head it was applied with (every host it
+// was applied to when the state does not say which was the head), so that
+// a copy of the configuration with another head, or a renamed cluster
+// carrying the same state, waits for a run of the original.
+func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
+	cfg := View(c)
+	var out []kind.Lock
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		out = append(out, kind.Lock{Resource: ClusterAddress(name), Key: name, Host: rc.Head})
+	}
+	if st == nil {
+		return out
+	}
+	for _, addr := range st.Addresses() {
+		a := plan.ParseAddress(addr)
+		if a.Type != KindCluster {
+			continue
+		}
+		r, _ := st.Get(addr)
+		if r.Head != "" {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: r.Head, FromState: true})
+			continue
+		}
+		for _, h := range r.Hosts {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: h.Node, FromState: true})
+		}
+	}
+	return out
+}
+
+// ClusterName is the name of the ray_cluster an argument names, as
+// commands about one cluster (check, force-unlock) take it: NAME or
+// ray_cluster.NAME.
+func ClusterName(arg string) string { return strings.TrimPrefix(arg, KindCluster+".") }
+
+// ClusterAddress is the address of the ray_cluster called name.
+func ClusterAddress(name string) string { return KindCluster + "." + name }
+
+// observeClusters asks each cluster's nodes for its image and containers,
+// their fabric and peers, and its head for Ray's node table and ports.
+func observeClusters(o *kind.Observation) {
+	cfg, st, project := View(o.Config), o.State, o.Project
+	spec := o.Spec
+	assumed, assumedIfaces := AssumedFabric(cfg, st)
+	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
+	secretKeyProbes(spec, cfg, project)
+	for _, rc := range sortedClusters(cfg) {
+		nw := cfg.Networks[rc.Network]
+		container := ContainerName(rc)
+		nodes := rc.Nodes()
+		for _, node := range nodes {
+			hs := o.Host(node)
+			hs.Images = appendUnique(hs.Images, rc.Image)
+			hs.Containers = appendUnique(hs.Containers, container)
+			if h, ok := hashes[node][container]; ok {
+				if hs.SpecHashes == nil {
+					hs.SpecHashes = map[string]string{}
+				}
+				hs.SpecHashes[container] = h
+			}
+			if nw != nil {
+				hs.Fabric = nw.Fabric(node)
+				for _, peer := range nodes {
+					if peer != node {
+						a := assumed[peer]
+						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
+					}
+				}
+			}
+			if node == rc.Head {
+				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
+			}
+			o.SetHost(node, hs)
+		}
+	}
+}
+
+// presentClusters finds the project's cluster containers on the hosts, in
+// any state (an exited container still belongs to its cluster).
+func presentClusters(pr *kind.Presence) {
+	for _, node := range slices.Sorted(maps.Keys(pr.Facts.Hosts)) {
+		hf, ok := pr.Known(node)
+		if !ok {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, pr.Project) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			pr.Add(addr, KindCluster, node, c.Name)
+			if c.Labels[LabelRole] == "head" {
+				pr.Head(addr, node)
+			}
+		}
+	}
+}
+
+// destroyClusters plans the removal of the doomed clusters: each one's
+// containers of the project, labelled with its address, that the facts
+// show on any host (and, with Adopt, those of any other cluster address).
+func destroyClusters(d kind.Destroyer) {
+	cfg := View(d.Config())
+	containers := map[string]string{} // address → container name
+	hosts := map[string][]string{}
+	for _, addr := range d.Doomed(KindCluster) {
+		if rc := clusterAt(cfg, addr); rc != nil {
+			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
+		} else if r, ok := d.State().Get(addr); ok {
+			containers[addr], hosts[addr] = r.Container, stateNodes(r.Hosts)
+		}
+	}
+	facts := d.Facts()
+	found := map[string][]Removal{}
+	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
+		hf := facts.Hosts[node]
+		if hf == nil {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, d.Project()) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			if _, ok := containers[addr]; !ok {
+				if !d.Adopt() {
+					continue
+				}
+				containers[addr] = c.Name
+			}
+			found[addr] = append(found[addr], Removal{Node: node, Container: c.Name})
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(containers)) {
+		rems := found[addr]
+		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
+		nodes := hosts[addr]
+		for _, rm := range rems {
+			nodes = appendUnique(nodes, rm.Node)
+		}
+		name := plan.ParseAddress(addr).Instance()
+		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
+			Do: &ClusterWork{Name: name, ContainerName: containers[addr], Start: map[string]bool{}, Remove: rems}}
+		d.Add(w, name, len(rems) > 0)
+	}
+}
+
+// clusterAt is the configuration's cluster at addr, nil when none.
+func clusterAt(cfg *Config, addr string) *RayCluster {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindCluster {
+		return cfg.RayClusters[a.Instance()]
+	}
+	return nil
 }

@@ -11,11 +11,18 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/model"
 )
 
-// serveKind is the vllm_serve block: `vllm serve` on a cluster's head.
-func serveKind() config.Kind {
+// serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
+func serveDescriptor() config.Kind {
 	str, num := cty.String, cty.Number
 	return config.Kind{
 		Type:    KindServe,
@@ -190,4 +197,290 @@ type VLLMServe struct {
 	// PublicEndpoint is the same URL on the head node's host (its SSH
 	// address as configured), known from the configuration alone.
 	PublicEndpoint string
+}
+
+// serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
+type serveKind struct{}
+
+// Schema is the vllm_serve block's descriptor.
+func (serveKind) Schema() config.Kind { return serveDescriptor() }
+
+// Traits: a serve is replaced (its process restarted) on request, its log
+// file is read on its head, and an output shows what its schema exports.
+func (serveKind) Traits() kind.Traits {
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema())}
+}
+
+// Observe asks each serve's head for its own port, record and model files.
+func (serveKind) Observe(o *kind.Observation) { observeServes(o) }
+
+// Plan plans each serve of the configuration, after the clusters (it
+// reads its cluster's planned action).
+func (serveKind) Plan(p kind.Planner) {
+	pl := own(p)
+	for _, sv := range sortedServes(pl.cfg) {
+		pl.serve(sv)
+	}
+}
+
+// Destroy stops the doomed serves, before their clusters go.
+func (serveKind) Destroy(d kind.Destroyer) { destroyServes(d) }
+
+// Present finds the serves whose process runs.
+func (serveKind) Present(pr *kind.Presence) { presentServes(pr) }
+
+// Steps are the steps of a serve's work (serveSteps).
+func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
+	if serveWork(w) == nil {
+		return unsupported(w)
+	}
+	return serveSteps(stepEnvOf(env), w)
+}
+
+// Ahead stops each serve that is replaced along with its cluster's
+// containers before the cluster changes: a worker under a running serve
+// must not go away (nor restart) under it. The stop is a node of its own,
+// "ADDRESS#stop", that the cluster depends on; the serve's own stop step
+// then finds the process gone.
+func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]apply.Step) []kind.Ahead {
+	var out []kind.Ahead
+	for _, addr := range slices.Sorted(maps.Keys(ws)) {
+		w := ws[addr]
+		sw := serveWork(w)
+		if sw == nil || w.Action != plan.Replace || sw.Cluster == "" {
+			continue
+		}
+		if cw := ws[sw.Cluster]; cw == nil || cw.Action == plan.NoOp || len(steps[addr]) == 0 {
+			continue
+		}
+		stop := ServeStopSteps(stepEnvOf(env), w)
+		if len(stop) == 0 {
+			continue
+		}
+		out = append(out, kind.Ahead{Node: addr + "#stop", Before: sw.Cluster, Address: addr, Action: plan.Replace, Steps: stop})
+	}
+	return out
+}
+
+// Starting are the serves running as declared but not answering yet
+// (StartingServes).
+func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
+	return StartingServes(PlanInput{Config: View(cfg), Facts: facts})
+}
+
+// AwaitSteps wait for a starting serve to be ready.
+func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
+	return AwaitSteps(stepEnvOf(env), w)
+}
+
+// Locks: a serve runs under its cluster's lock.
+func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
+
+// PrepareSteps: a serve prepares nothing ahead.
+func (serveKind) PrepareSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Logs is the serve's log file on its cluster's head (bind-mounted into
+// the container), read on the host with tail: no docker exec.
+func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+	cfg := View(q.Config)
+	sv := serveAt(cfg, q.Address)
+	if sv == nil {
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindServe)
+	}
+	if q.Since != "" {
+		return nil, fmt.Errorf("-since applies to %s logs (docker logs); the serve log is a file: use -tail", KindCluster)
+	}
+	rc := cfg.RayClusters[sv.Cluster]
+	if rc == nil {
+		return nil, fmt.Errorf("%s: its cluster %s is not in the configuration", q.Address, sv.Cluster)
+	}
+	if q.Node != "" && q.Node != rc.Head {
+		return nil, fmt.Errorf("%s runs on its cluster's head, %s, not on %s", q.Address, rc.Head, q.Node)
+	}
+	tail := "+1"
+	if q.Tail >= 0 {
+		tail = strconv.Itoa(q.Tail)
+	}
+	spec := ServeSpec{Name: sv.Name, Container: ContainerName(rc), Node: rc.Head}
+	path := spec.HostLogPath(q.Project)
+	argv := []string{"tail", "-n", tail}
+	if q.Follow {
+		argv = append(argv, "-F")
+	}
+	argv = append(argv, path)
+	script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
+		shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
+	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
+}
+
+// observeServes asks, for each serve, every node of its cluster for its
+// model's directory (and the free space there), and the head for its own
+// port's answers, its record and its model's files; for a serve the state
+// remembers but the configuration no longer declares, its record.
+func observeServes(o *kind.Observation) {
+	cfg, project := View(o.Config), o.Project
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		container := ContainerName(rc)
+		for _, node := range rc.Nodes() {
+			hs := o.Host(node)
+			for _, m := range model.Serving(cfg.Config, sv.Model) {
+				hs.Trees = appendUnique(hs.Trees, m.Dir())
+			}
+			if node == rc.Head {
+				// Each serve asks for its own port's answers.
+				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
+				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
+			}
+			o.SetHost(node, hs)
+		}
+	}
+	for _, addr := range o.Remembered(KindServe) {
+		r, _ := o.State.Get(addr)
+		if len(r.Hosts) == 0 || r.Container == "" {
+			continue
+		}
+		node := r.Hosts[0].Node
+		hs := o.Host(node)
+		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
+		o.SetHost(node, hs)
+	}
+}
+
+// presentServes finds the serves whose process runs where the
+// configuration or the state says they run.
+func presentServes(pr *kind.Presence) {
+	type serveAt struct{ name, node, container string }
+	serves := map[string]serveAt{}
+	if pr.State != nil {
+		for _, addr := range pr.State.Addresses() {
+			r, _ := pr.State.Get(addr)
+			if a := plan.ParseAddress(addr); a.Type == KindServe && len(r.Hosts) > 0 {
+				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
+			}
+		}
+	}
+	if cfg := View(pr.Config); cfg != nil {
+		for _, sv := range sortedServes(cfg) {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		s := serves[addr]
+		hf, ok := pr.Known(s.node)
+		if !ok {
+			continue
+		}
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+			pr.Add(addr, KindServe, s.node, s.container)
+		}
+	}
+}
+
+// StartingServes returns, for each vllm_serve of in's configuration that
+// the hosts show running as declared but not answering yet (plan's "vLLM
+// is still starting": the process runs, its port is closed), the work of
+// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
+// changed anything, so that it reports success only for serves that serve.
+func StartingServes(in PlanInput) []*Work {
+	if in.Config == nil || in.Facts == nil {
+		return nil
+	}
+	var out []*Work
+	for _, sv := range sortedServes(in.Config) {
+		rc := in.Config.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		head := in.Facts.Hosts[rc.Head]
+		if head == nil || head.Err != "" {
+			continue
+		}
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil {
+			continue
+		}
+		rec := ServeRecord(head, sv.Name)
+		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
+			continue
+		}
+		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+	}
+	return out
+}
+
+// destroyServes plans the stop of each doomed serve whose process runs,
+// ordered before the removal of its cluster (before every other removal
+// when its cluster is unknown).
+func destroyServes(d kind.Destroyer) {
+	cfg := View(d.Config())
+	serves := map[string]*ServeWork{}
+	hosts := map[string][]string{}
+	cluster := map[string]string{} // serve address → its cluster's address
+	for _, addr := range d.Doomed(KindServe) {
+		if sv := serveAt(cfg, addr); sv != nil {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
+				hosts[addr] = []string{rc.Head}
+				cluster[addr] = rc.Addr
+			}
+			continue
+		}
+		if r, ok := d.State().Get(addr); ok {
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
+			hosts[addr] = stateNodes(r.Hosts)
+		}
+	}
+	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
+	// A serve of the state runs on the cluster whose container it names.
+	others := slices.Sorted(maps.Keys(d.Works()))
+	for addr, sw := range serves {
+		if cluster[addr] != "" {
+			continue
+		}
+		for _, o := range others {
+			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
+				cluster[addr] = o
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		sw := serves[addr]
+		running := false
+		if hf := d.Facts().Hosts[sw.Spec.Node]; hf != nil {
+			rec := ServeRecord(hf, sw.Spec.Name)
+			running = rec.Found && rec.Alive
+		}
+		sw.Stop = true
+		w := &Work{Address: addr, Type: KindServe, Hosts: hosts[addr], Do: sw}
+		d.Add(w, sw.Spec.Name, running)
+		// Serves stop first: before their cluster goes, and before every
+		// other removal when their cluster is unknown.
+		if c := cluster[addr]; c != "" {
+			d.Before(addr, c)
+			continue
+		}
+		for _, o := range others {
+			d.Before(addr, o)
+		}
+	}
+}
+
+// serveAt is the configuration's serve at addr, nil when none.
+func serveAt(cfg *Config, addr string) *VLLMServe {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindServe {
+		return cfg.Serves[a.Instance()]
+	}
+	return nil
 }

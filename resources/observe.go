@@ -7,9 +7,8 @@ import (
 	"slices"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -27,64 +26,16 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
-	assumed, assumedIfaces := AssumedFabric(cfg, st)
-	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
-	secretKeyProbes(&spec, cfg, project)
-	for _, rc := range sortedClusters(cfg) {
-		nw := cfg.Networks[rc.Network]
-		container := ContainerName(rc)
-		nodes := rc.Nodes()
-		for _, node := range nodes {
-			hs := spec.Hosts[node]
-			hs.Project = project
-			hs.Images = appendUnique(hs.Images, rc.Image)
-			hs.Containers = appendUnique(hs.Containers, container)
-			if h, ok := hashes[node][container]; ok {
-				if hs.SpecHashes == nil {
-					hs.SpecHashes = map[string]string{}
-				}
-				hs.SpecHashes[container] = h
-			}
-			if nw != nil {
-				hs.Fabric = observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
-				for _, peer := range nodes {
-					if peer != node {
-						a := assumed[peer]
-						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
-					}
-				}
-			}
-			// Every node of the cluster loads the weights of its serves'
-			// models: list each one's directory and the free space there.
-			for _, sv := range sortedServes(cfg) {
-				if sv.Cluster == rc.Name {
-					for _, m := range model.Serving(cfg.Config, sv.Model) {
-						hs.Trees = appendUnique(hs.Trees, m.Dir())
-					}
-				}
-			}
-			if node == rc.Head {
-				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
-				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
-				for _, sv := range sortedServes(cfg) {
-					if sv.Cluster == rc.Name {
-						// Each serve asks for its own port's answers.
-						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
-						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
-						hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
-					}
-				}
-			}
-			spec.Hosts[node] = hs
-		}
+	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec}
+	for _, k := range Kinds() {
+		k.Observe(o)
 	}
 	// Hosts of resources that left the configuration: look for their
-	// containers and serve records so they can be destroyed.
+	// containers (their kinds ask for the rest) so they can be destroyed.
 	if st != nil {
 		for _, addr := range st.Addresses() {
 			r, _ := st.Get(addr)
-			if configHas(cfg, addr) {
+			if kind.Declared(cfg.Config, addr) {
 				// Still configured: look at hosts it no longer names too
 				// (a removed worker), to find what must be stopped there.
 				for _, h := range r.Hosts {
@@ -94,16 +45,12 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 				}
 				continue
 			}
-			for i, h := range r.Hosts {
-				hs := spec.Hosts[h.Node]
-				hs.Project = project
+			for _, h := range r.Hosts {
+				hs := o.Host(h.Node)
 				if r.Container != "" {
 					hs.Containers = appendUnique(hs.Containers, r.Container)
 				}
-				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
-					hs.Records = append(hs.Records, serveRecordProbe(project, h.Node, r.Container, plan.ParseAddress(addr).Instance()))
-				}
-				spec.Hosts[h.Node] = hs
+				o.SetHost(h.Node, hs)
 			}
 		}
 	}
@@ -246,16 +193,9 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
-		for _, node := range nw.Nodes {
-			hf := facts.Hosts[node]
-			if hf == nil {
-				continue
-			}
-			fab := observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
-			if a, iface, ok := fab.Find(hf); ok {
-				addrs[node], ifaces[node] = a, iface
-			}
-		}
+		a, i := nw.Found(facts)
+		maps.Copy(addrs, a)
+		maps.Copy(ifaces, i)
 	}
 	// A cluster without a network (a single node) is reached on its
 	// default route's address, which is also what Ray detects by itself.
@@ -275,18 +215,6 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 // ContainerName is the name of a cluster's container on every node (its
 // container_name; the configuration gives it its default).
 func ContainerName(rc *RayCluster) string { return rc.ContainerName }
-
-func configHas(cfg *Config, addr string) bool {
-	a := plan.ParseAddress(addr)
-	typ, name := a.Type, a.Instance()
-	switch typ {
-	case "ray_cluster":
-		return cfg.RayClusters[name] != nil
-	case "vllm_serve":
-		return cfg.Serves[name] != nil
-	}
-	return false
-}
 
 func appendUnique(list []string, s string) []string {
 	if s == "" || slices.Contains(list, s) {
@@ -315,15 +243,6 @@ func sortedNetworks(cfg *Config) []*Network {
 	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
-	}
-	return out
-}
-
-func sortedNodes(cfg *Config) []*Node {
-	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*Node, 0, len(names))
-	for _, k := range names {
-		out = append(out, cfg.Nodes[k])
 	}
 	return out
 }

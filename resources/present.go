@@ -1,13 +1,11 @@
 package resources
 
 import (
-	"maps"
-	"slices"
 	"sort"
-	"strings"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // Present is what the observed hosts show of one resource of the project.
@@ -59,88 +57,18 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		sort.Strings(p.Nodes)
 		present[addr] = p
 	}
-	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
-		hf, ok := known(node)
-		if !ok {
-			continue
-		}
-		for _, c := range hf.Containers.List {
-			addr := c.Labels[LabelResource]
-			if c.Labels[LabelManaged] != "true" || c.Labels[LabelProject] != in.Project || !strings.HasPrefix(addr, "ray_cluster.") {
-				continue
-			}
-			add(addr, "ray_cluster", node, c.Name)
-			if c.Labels[LabelRole] == "head" {
-				p := present[addr]
-				p.Head = node
-				present[addr] = p
-			}
-		}
-	}
-	// Serves are found where the configuration or the state says they run.
-	type serveAt struct{ name, node, container string }
-	serves := map[string]serveAt{}
-	if in.State != nil {
-		for _, addr := range in.State.Addresses() {
-			r, _ := in.State.Get(addr)
-			if a := plan.ParseAddress(addr); a.Type == "vllm_serve" && len(r.Hosts) > 0 {
-				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
-			}
-		}
-	}
+	var cfg *config.Config
 	if in.Config != nil {
-		for _, sv := range sortedServes(in.Config) {
-			if rc := in.Config.RayClusters[sv.Cluster]; rc != nil {
-				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
-			}
-		}
+		cfg = in.Config.Config
 	}
-	for _, addr := range slices.Sorted(maps.Keys(serves)) {
-		s := serves[addr]
-		if _, ok := facts.Hosts[s.node]; !ok {
-			unknown[s.node] = true
-			continue
-		}
-		hf, ok := known(s.node)
-		if !ok {
-			continue
-		}
-		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
-			add(addr, "vllm_serve", s.node, s.container)
-		}
+	pr := &kind.Presence{Config: cfg, State: in.State, Facts: facts, Project: in.Project, Known: known, Add: add,
+		Head: func(addr, node string) {
+			p := present[addr]
+			p.Head = node
+			present[addr] = p
+		}}
+	for _, k := range Kinds() {
+		k.Present(pr)
 	}
 	return present, unknown
-}
-
-// StartingServes returns, for each vllm_serve of in's configuration that
-// the hosts show running as declared but not answering yet (plan's "vLLM
-// is still starting": the process runs, its port is closed), the work of
-// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
-// changed anything, so that it reports success only for serves that serve.
-func StartingServes(in PlanInput) []*Work {
-	if in.Config == nil || in.Facts == nil {
-		return nil
-	}
-	var out []*Work
-	for _, sv := range sortedServes(in.Config) {
-		rc := in.Config.RayClusters[sv.Cluster]
-		if rc == nil {
-			continue
-		}
-		head := in.Facts.Hosts[rc.Head]
-		if head == nil || head.Err != "" {
-			continue
-		}
-		spec, err := ServeSpecFor(in.Config, sv)
-		if err != nil {
-			continue
-		}
-		rec := ServeRecord(head, sv.Name)
-		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
-			continue
-		}
-		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},
-			Serve: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
-	}
-	return out
 }

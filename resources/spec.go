@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/network"
 )
 
 // Container labels rayform sets on every container it creates. A container
@@ -255,7 +256,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
-			NonCarryOver:  NetworkEnvKeys(),
+			NonCarryOver:  network.EnvKeys(),
 			ServeDir:      serveDir,
 			SecretKey:     cfg.SecretKeys[rc.Name],
 		}, nodeIface(nw, node, ifaces)))
