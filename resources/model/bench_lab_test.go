@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/local"
+	"github.com/rayform/rayform/engine/transport/shell"
 )
 
 // TestBenchStagingLab measures staging node to node over a lab's fabric
@@ -464,4 +466,134 @@ func TestLabHub(t *testing.T) {
 	sameContent(t, m, s1.Layout, s3.Layout)
 	t.Logf("%s: hub → spark1 %s (%.2f Gbit/s); spark1 → spark2 and spark3 over the fabric %s (%.2f Gbit/s out of spark1)",
 		GB(m.Bytes()), dl.Round(time.Millisecond), float64(m.Bytes())*8/dl.Seconds()/1e9, st.Round(time.Millisecond), float64(2*m.Bytes())*8/st.Seconds()/1e9)
+}
+
+// nodePeers are the lab's nodes as staging peers as an SSH session sees
+// them: commands run as `lab exec NODE` runs them (the node's network,
+// hostname and mount namespaces: its own model cache at
+// lab.ModelCacheDir), the model in layout of repo there.
+func nodePeers(t *testing.T, l *lab.Lab, repo string) map[string]Peer {
+	t.Helper()
+	peers := map[string]Peer{}
+	dir := t.TempDir()
+	for _, n := range l.Nodes {
+		cmd, err := l.Command(context.Background(), n.Name, "/bin/sh")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		b.WriteString("#!/bin/sh\nexec env -i")
+		for _, kv := range cmd.Env {
+			b.WriteString(" " + shell.Quote(kv))
+		}
+		for _, a := range cmd.Args {
+			b.WriteString(" " + shell.Quote(a))
+		}
+		b.WriteString(" \"$@\"\n")
+		w := filepath.Join(dir, "sh-"+n.Name)
+		if err := os.WriteFile(w, []byte(b.String()), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		peers[n.Name] = Peer{
+			Name:   n.Name,
+			Conn:   local.New(local.Options{Host: n.Name, Shell: w}),
+			Addr:   netip.MustParseAddr(n.FabricIP),
+			Layout: HFCacheLayout(lab.ModelCacheDir, repo),
+		}
+	}
+	return peers
+}
+
+// probeOn lists p's copy with observe's real tree probe, run on the node
+// (in its mount namespace), and judges it.
+func probeOn(t *testing.T, m Manifest, p Peer) Judgment {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := p.Conn.Run(ctx, transportCmd(observe.ProbeScript(observe.HostSpec{Trees: []string{p.Layout.Dir}})))
+	if err != nil {
+		t.Fatalf("probe on %s: %v %s", p.Name, err, res.Stderr)
+	}
+	f, err := observe.Parse(res.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Judge(m, p.Layout, f.Trees[p.Layout.Dir])
+}
+
+// TestStageLabSeeded stages the model lab up seeded on the head to the
+// other nodes of a lab that is up (RAYFORM_BENCH_LAB=/tmp/rayform-lab-NAME,
+// lab up -nodes 3 with the default -model-seed), each node in its own
+// model cache at lab.ModelCacheDir as its sessions see it: before, the
+// head's copy is complete and the others' absent with the whole size to
+// stage; after, every node's copy is complete, each blob with the bytes
+// the hub serves (sha256 of each shard as the hub publishes it); the
+// copies it made are removed at the end.
+func TestStageLabSeeded(t *testing.T) {
+	dir := os.Getenv("RAYFORM_BENCH_LAB")
+	if dir == "" || dir == "netns" {
+		t.Skip("RAYFORM_BENCH_LAB is not a lab directory")
+	}
+	l, err := lab.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Seeded == nil || len(l.Nodes) < 2 {
+		t.Skip("the lab has no seeded model or one node")
+	}
+	peers := nodePeers(t, l, l.Seeded.Repo)
+	head := peers[l.Seeded.Node]
+	m, err := ParseHubRevision(l.Seeded.Repo, "main", labHubGet(t, head, l.HubToken(), "/api/models/"+l.Seeded.Repo+"/revision/main?blobs=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Commit != l.Seeded.Commit || m.Bytes() != l.Seeded.Bytes {
+		t.Fatalf("the hub's %s is %s, %d bytes; lab.json says %s, %d", m.Repo, m.Commit, m.Bytes(), l.Seeded.Commit, l.Seeded.Bytes)
+	}
+	if j := probeOn(t, m, head); j.State != Complete {
+		t.Fatalf("the head's seeded copy: %s", j)
+	}
+	var dsts []Peer
+	for _, n := range l.Nodes {
+		if n.Name == head.Name {
+			continue
+		}
+		p := peers[n.Name]
+		if j := probeOn(t, m, p); j.State != Absent || j.NeedBytes != m.Bytes() {
+			t.Fatalf("%s before staging: %s (need %d), want absent with %d to stage", n.Name, j, j.NeedBytes, m.Bytes())
+		}
+		dsts = append(dsts, p)
+		node := n
+		t.Cleanup(func() {
+			_ = os.RemoveAll(filepath.Join(node.ModelCacheHostDir(), "hub", CacheDirName(m.Repo)))
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var rec recorder
+	if err := Stage(ctx, m, head, dsts, StageOptions{Progress: rec.add, Interval: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range l.Nodes {
+		p := peers[n.Name]
+		if j := probeOn(t, m, p); j.State != Complete {
+			t.Errorf("%s after staging: %s", n.Name, j)
+		}
+		if n.Name == head.Name {
+			continue
+		}
+		if ps := rec.by[n.Name]; len(ps) == 0 || !ps[len(ps)-1].Finished || ps[len(ps)-1].Done != m.Bytes() {
+			t.Errorf("%s progress %+v", n.Name, ps)
+		}
+		for _, f := range m.Files {
+			b, err := os.ReadFile(filepath.Join(n.ModelCacheHostDir(), "hub", CacheDirName(m.Repo), "snapshots", m.Commit, f.Path))
+			if err != nil {
+				t.Fatalf("%s: %v", n.Name, err)
+			}
+			sum := sha256.Sum256(b)
+			if int64(len(b)) != f.Size || (f.SHA256 != "" && hex.EncodeToString(sum[:]) != f.SHA256) {
+				t.Errorf("%s %s: %d bytes, sha256 %x; the hub has %d, %s", n.Name, f.Path, len(b), sum, f.Size, f.SHA256)
+			}
+		}
+	}
 }
