@@ -101,9 +101,9 @@ type Node struct {
 	// ModelDisk is the size of the node's model disk (a tmpfs at its
 	// ModelCacheHostDir), 0 for no limit (Config.ModelDisk, or the
 	// override NODE.model-disk=SIZE).
-	ModelDisk int64 `json:"model_disk,omitempty"`
-	Cut        bool `json:"cut,omitempty"`
-	PoweredOff bool `json:"powered_off,omitempty"`
+	ModelDisk  int64 `json:"model_disk,omitempty"`
+	Cut        bool  `json:"cut,omitempty"`
+	PoweredOff bool  `json:"powered_off,omitempty"`
 }
 
 // NetnsPath is the bind mount of the node's network namespace.
