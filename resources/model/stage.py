@@ -109,7 +109,10 @@ def serve(cfg):
         allow_reuse_address = True
         address_family = socket.AF_INET6 if ":" in cfg["bind"] else socket.AF_INET
 
-    srv = Server((cfg["bind"], int(cfg.get("port", 0))), Handler)
+    try:
+        srv = Server((cfg["bind"], int(cfg.get("port", 0))), Handler)
+    except OSError as e:
+        die("cannot listen on %s: %s; is it this node's fabric address?" % (cfg["bind"], e.strerror))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     sys.stdout.write("listening %d\n" % srv.server_address[1])
     sys.stdout.flush()
