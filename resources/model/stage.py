@@ -21,13 +21,11 @@ import errno
 import fcntl
 import hashlib
 import http.client
-import http.server
 import json
 import os
 import select
 import shutil
 import socket
-import socketserver
 import sys
 import threading
 import time
@@ -54,6 +52,10 @@ def inside(root, rel):
 
 
 def serve(cfg):
+    # Only the source serves: the receivers do not pay for these imports.
+    import http.server
+    import socketserver
+
     root = os.path.realpath(cfg["dir"])
     files = {}
     for rel in cfg["files"]:
