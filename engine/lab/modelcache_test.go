@@ -4,6 +4,7 @@ package lab
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,6 +81,30 @@ func TestModelCachePerNode(t *testing.T) {
 		}
 		if out, err := sshErr(t, l, "spark2", "ls "+repo); err == nil {
 			t.Errorf("spark2 has the seeded model: %q", out)
+		}
+	})
+
+	t.Run("hub tokens", func(t *testing.T) {
+		hc := l.clientHTTP()
+		for _, tt := range []struct {
+			name, token, code string
+			status         int
+		}{{"token", l.HubToken(), "", 200}, {"no access", l.HubNoAccessToken(), "GatedRepo", 403}, {"none", "", "GatedRepo", 401}} {
+			req, _ := http.NewRequest(http.MethodGet, l.HubEndpoint+"/api/models/"+HubRepoBig, nil)
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get("X-Error-Code") != tt.code {
+				t.Errorf("%s: %s %q, want %d %q", tt.name, resp.Status, resp.Header.Get("X-Error-Code"), tt.status, tt.code)
+			}
+		}
+		if l.HubToken() == "" || l.HubToken() == l.HubNoAccessToken() {
+			t.Errorf("tokens %q and %q", l.HubToken(), l.HubNoAccessToken())
 		}
 	})
 
