@@ -88,7 +88,7 @@ func TestModelCachePerNode(t *testing.T) {
 		hc := l.clientHTTP()
 		for _, tt := range []struct {
 			name, token, code string
-			status         int
+			status            int
 		}{{"token", l.HubToken(), "", 200}, {"no access", l.HubNoAccessToken(), "GatedRepo", 403}, {"none", "", "GatedRepo", 401}} {
 			req, _ := http.NewRequest(http.MethodGet, l.HubEndpoint+"/api/models/"+HubRepoBig, nil)
 			if tt.token != "" {
