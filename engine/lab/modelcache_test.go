@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // TestModelCachePerNode: a file written to the model cache on spark1 over
@@ -123,7 +127,9 @@ func TestModelCachePerNode(t *testing.T) {
 }
 
 // TestModelHCL: the model block names the lab hub's public repository
-// and endpoint, and says where lab up seeded it.
+// and endpoint, and says where lab up seeded it; rayform.hcl with it loads
+// with the model kind registered, the serve using the model's source and
+// the cache at the lab's per-node cache directory.
 func TestModelHCL(t *testing.T) {
 	l := &Lab{HubEndpoint: "http://" + HubAddr(), Seeded: &SeededModel{Repo: HubRepoTiny, Node: "spark1", Commit: strings.Repeat("a", 40), CacheDir: ModelCacheDir}}
 	src := l.modelHCL()
@@ -131,5 +137,24 @@ func TestModelHCL(t *testing.T) {
 		if !strings.Contains(src, want) {
 			t.Errorf("model block lacks %q:\n%s", want, src)
 		}
+	}
+	c, err := Config{Nodes: 3}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := c.nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Name, l.Dir, l.ClientNetns, l.Nodes, l.Docker = c.Name, c.Dir, c.Name+"-client", nodes, true
+	l.SSHConfig, l.KnownHosts, l.Key = c.Dir+"/ssh_config", c.Dir+"/known_hosts", c.Dir+"/id_ed25519"
+	full := l.rayformHCLWith(true)
+	cfg, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: append(resources.Schemas(), model.Kind())})
+	if diags.HasErrors() {
+		t.Fatalf("rayform.hcl with the model does not load: %v\n%s", diags, full)
+	}
+	ms := model.Serving(cfg.Config, HubRepoTiny)
+	if len(ms) != 1 || ms[0].CacheDir != ModelCacheDir || ms[0].Endpoint != l.HubEndpoint {
+		t.Errorf("the serve's models %+v, want one in %s from %s", ms, ModelCacheDir, l.HubEndpoint)
 	}
 }
