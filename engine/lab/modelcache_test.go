@@ -25,7 +25,7 @@ import (
 // huggingface_hub lays it out, with the bytes the lab hub serves.
 func TestModelCachePerNode(t *testing.T) {
 	requireLab(t, false)
-	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20, Overrides: []string{"spark2.model-disk=20M"}})
+	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20, Overrides: []string{"spark2.model-disk=20M"}, HubBigMiB: 8})
 	spark1, _ := l.Node("spark1")
 	sshOK(t, l, "spark1", "mkdir -p "+ModelCacheDir+"/models--a--b && echo head-copy > "+ModelCacheDir+"/models--a--b/config.json")
 
@@ -88,7 +88,7 @@ func TestModelCachePerNode(t *testing.T) {
 		}
 	})
 
-	t.Run("hub tokens", func(t *testing.T) {
+	t.Run("hub tokens", func(t *testing.T) { // HubBigMiB 8: the hub builds the gated repository at the first request
 		hc := l.clientHTTP()
 		for _, tt := range []struct {
 			name, token, code string
