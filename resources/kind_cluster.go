@@ -1,7 +1,9 @@
 package resources
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"slices"
@@ -206,6 +208,9 @@ func (r *RayCluster) Nodes() []string {
 	return append([]string{r.Head}, r.Workers...)
 }
 
+// PlacedOn is the cluster's nodes, head first (kind.Placed).
+func (r *RayCluster) PlacedOn(*config.Config) []string { return r.Nodes() }
+
 // NetworkNodes returns the network the cluster binds and its nodes
 // (network.Member): how the network learns its members.
 func (r *RayCluster) NetworkNodes() (string, []string) { return r.Network, r.Nodes() }
@@ -229,8 +234,11 @@ func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
 // containers' logs are read with docker logs, and an output shows what its
 // plan schema exports.
 func (clusterKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema())}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema()), Status: "clusters"}
 }
+
+// Lookup: a cluster's plan needs nothing from outside the hosts.
+func (clusterKind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks for each cluster's containers, image, fabric and node table.
 func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }
@@ -312,6 +320,18 @@ func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil
 
 // AwaitSteps: none (Starting has none).
 func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Fingerprint is Ray's node table of every answer that is one, compared
+// by its rows (node address and state).
+func (clusterKind) Fingerprint(hf *observe.HostFacts) []string {
+	var out []string
+	for _, r := range hf.HTTP {
+		for _, n := range observe.ParseRayNodes(r, true).List {
+			out = append(out, "ray "+n.NodeIP+" "+n.State)
+		}
+	}
+	return out
+}
 
 // Locks are each cluster's lock on its head, and, for each cluster the
 // state records, its lock on the head it was applied with (every host it
@@ -472,4 +492,78 @@ func clusterAt(cfg *Config, addr string) *RayCluster {
 		return cfg.RayClusters[a.Instance()]
 	}
 	return nil
+}
+
+// ClusterStatus is what status shows of a cluster: Ray's node table as its
+// head answered it.
+type ClusterStatus struct {
+	Address  string          `json:"address"`
+	Head     string          `json:"head"`
+	Ray      []RayNodeStatus `json:"ray_nodes"`
+	RayError string          `json:"ray_error,omitempty"`
+}
+
+// RayNodeStatus is one row of Ray's node table.
+type RayNodeStatus struct {
+	NodeIP string  `json:"node_ip"`
+	State  string  `json:"state"`
+	IsHead bool    `json:"is_head"`
+	GPUs   float64 `json:"gpus"`
+}
+
+// Status shows each cluster's node table; a node that is not ALIVE (and
+// has no ALIVE row of the same address: a DEAD row beside an ALIVE one is
+// the node's earlier life) is a problem.
+func (clusterKind) Status(q kind.StatusQuery) []kind.Status {
+	cfg := View(q.Config)
+	var out []kind.Status
+	for _, rc := range sortedClusters(cfg) {
+		sc := ClusterStatus{Address: rc.Addr, Head: rc.Head, Ray: []RayNodeStatus{}}
+		var problems []string
+		if hf := q.Facts.Hosts[rc.Head]; hf != nil {
+			table := RayTable(hf, rc)
+			sc.RayError = table.Err
+			alive := map[string]bool{}
+			for _, n := range table.Alive() {
+				alive[n.NodeIP] = true
+			}
+			for _, n := range table.List {
+				sc.Ray = append(sc.Ray, RayNodeStatus{NodeIP: n.NodeIP, State: n.State, IsHead: n.IsHead, GPUs: n.GPUs()})
+				if n.State != "ALIVE" && !alive[n.NodeIP] {
+					msg := fmt.Sprintf("%s: Ray node %s is %s", rc.Addr, n.NodeIP, n.State)
+					if n.StateMessage != "" {
+						msg += ": " + firstLineOr(n.StateMessage, "no answer")
+					}
+					problems = append(problems, msg)
+				}
+			}
+			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
+		}
+		out = append(out, kind.Status{Address: rc.Addr, Value: sc, Problems: problems, Render: sc.render})
+	}
+	return out
+}
+
+// render prints the cluster's node table.
+func (c ClusterStatus) render(w io.Writer) {
+	fmt.Fprintf(w, "\nRay (%s, head %s):\n", c.Address, c.Head)
+	if len(c.Ray) == 0 {
+		fmt.Fprintf(w, "  no node table: %s\n", firstNonEmpty(c.RayError, "-"))
+	}
+	for _, n := range c.Ray {
+		role := ""
+		if n.IsHead {
+			role = "head"
+		}
+		fmt.Fprintf(w, "  %-16s %-6s %-4s %g GPU\n", n.NodeIP, n.State, role, n.GPUs)
+	}
+}
+
+// firstLineOr is the first line of s, trimmed, or none when empty.
+func firstLineOr(s, none string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if s == "" {
+		return none
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -199,6 +200,19 @@ type VLLMServe struct {
 	PublicEndpoint string
 }
 
+// PlacedOn is the nodes of the serve's cluster in cfg, head first: every
+// one of them loads its model (kind.Placed).
+func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
+	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*RayCluster); ok {
+		return rc.Nodes()
+	}
+	return nil
+}
+
+// ServesModel is the model the serve loads (its model argument): a block
+// that provides weights (Weights) recognises its serves by it.
+func (s *VLLMServe) ServesModel() string { return s.Model }
+
 // serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
 type serveKind struct{}
 
@@ -208,11 +222,20 @@ func (serveKind) Schema() config.Kind { return serveDescriptor() }
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
 func (serveKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema())}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema()), Status: "serves"}
 }
 
-// Observe asks each serve's head for its own port, record and model files.
-func (serveKind) Observe(o *kind.Observation) { observeServes(o) }
+// Lookup: a serve's plan needs nothing from outside the hosts.
+func (serveKind) Lookup(context.Context, *config.Config) {}
+
+// Observe asks each serve's head for its own port, record and model files,
+// and for status its /metrics and its process's start time.
+func (serveKind) Observe(o *kind.Observation) {
+	observeServes(o)
+	if o.Status {
+		statusProbes(o.Spec, View(o.Config), o.Project)
+	}
+}
 
 // Plan plans each serve of the configuration, after the clusters (it
 // reads its cluster's planned action).
@@ -272,6 +295,26 @@ func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
 func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
 	return AwaitSteps(stepEnvOf(env), w)
 }
+
+// Status shows each serve's health on its own port; one not ok is a
+// problem.
+func (serveKind) Status(q kind.StatusQuery) []kind.Status {
+	cfg := View(q.Config)
+	var out []kind.Status
+	for _, sv := range sortedServes(cfg) {
+		ss := serveStatus(cfg, q.Facts, q.Project, sv)
+		var problems []string
+		if ss.Health != HealthOK {
+			problems = append(problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
+		}
+		out = append(out, kind.Status{Address: sv.Addr, Value: ss, Problems: problems, Render: ss.render})
+	}
+	return out
+}
+
+// Fingerprint: a serve's record and answers are in every plan's
+// fingerprint already.
+func (serveKind) Fingerprint(*observe.HostFacts) []string { return nil }
 
 // Locks: a serve runs under its cluster's lock.
 func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }

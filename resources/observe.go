@@ -22,11 +22,17 @@ import (
 // of a container that runs with that hash and the image inspection of a
 // host whose containers all do.
 func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
+	return observeSpec(cfg, st, project, false)
+}
+
+// observeSpec is ObserveSpec, with what status shows when status is set
+// (kind.Observation.Status).
+func observeSpec(cfg *Config, st *state.State, project string, status bool) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
-	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec}
+	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec, Status: status}
 	for _, k := range Kinds() {
 		k.Observe(o)
 	}

@@ -180,6 +180,12 @@ func (p *planner) Project() string { return p.in.Project }
 // Replace reports whether -replace named addr (kind.Planner).
 func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
 
+// Fabric is node's observed fabric address (kind.Planner).
+func (p *planner) Fabric(node string) (netip.Addr, bool) {
+	a, ok := p.addrs[node]
+	return a, ok
+}
+
 // Planned is the action planned so far for addr (kind.Planner).
 func (p *planner) Planned(addr string) (plan.Action, bool) {
 	for _, ch := range p.res.Plan.Changes {
@@ -416,11 +422,12 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		}
 		for u, r := range hf.HTTP {
 			// The status, not the body: vLLM's /v1/models carries the
-			// time of the request. A node table is compared by its rows.
+			// time of the request; the kinds say what else of it counts
+			// (Kind.Fingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
-			for _, n := range observe.ParseRayNodes(r, true).List {
-				parts = append(parts, "ray "+n.NodeIP+" "+n.State)
-			}
+		}
+		for _, k := range Kinds() {
+			parts = append(parts, k.Fingerprint(hf)...)
 		}
 		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))

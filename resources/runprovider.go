@@ -88,14 +88,10 @@ func (Provider) planInput(in run.PlanInput) PlanInput {
 }
 
 func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, status bool) observe.Spec {
-	spec := ObserveSpec(ConfigOf(cfg), st, project)
-	if status {
-		StatusProbes(&spec, ConfigOf(cfg), project)
-	}
-	return spec
+	return observeSpec(ConfigOf(cfg), st, project, status)
 }
 
-func (Provider) Evaluate(c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
+func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
 	loaded := ConfigOf(c)
 	addrs, _ := FabricAddrs(loaded, facts)
 	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs})
@@ -103,6 +99,10 @@ func (Provider) Evaluate(c run.Config, facts *observe.Facts, project string) (ru
 		return nil, diags
 	}
 	cfg.UseSecretKeys(facts, project)
+	// What the kinds' plans need from outside the hosts (kind.Kind.Lookup).
+	for _, k := range Kinds() {
+		k.Lookup(ctx, cfg.Config)
+	}
 	return cfgView{cfg}, diags
 }
 

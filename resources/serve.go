@@ -180,7 +180,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := serveArgs(sv, rc)
+	args := append(serveArgs(sv, rc), weightsArgs(cfg, sv)...)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
@@ -204,6 +204,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 			secret = append(secret, k)
 		}
 	}
+	weightsEnv(cfg, sv, env)
 	sort.Strings(secret)
 	spec := ServeSpec{
 		Resource:    sv.Addr,

@@ -212,6 +212,10 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 	}
 	name := ContainerName(rc)
 	nw := cfg.Networks[rc.Network]
+	volumes := rc.Volumes
+	if wv := weightsVolumes(cfg, rc); len(wv) > 0 {
+		volumes = slices.Concat(rc.Volumes, wv)
+	}
 	var specs []ContainerSpec
 	for i, node := range rc.Nodes() {
 		role := "worker"
@@ -252,7 +256,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			GPUs:          gpus,
 			Env:           env,
 			SecretEnv:     secret,
-			Volumes:       rc.Volumes,
+			Volumes:       volumes,
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,

@@ -44,7 +44,7 @@ func (r *Runner) Observe(ctx context.Context, refreshOnly bool) (*Observation, e
 	for _, h := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		r.log().Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", r.Conns[h].Stats().Handshakes)
 	}
-	cfg, diags := r.Provider.Evaluate(r.Config, facts, r.Project)
+	cfg, diags := r.Provider.Evaluate(ctx, r.Config, facts, r.Project)
 	if diags.HasErrors() {
 		if r.Diagnostics != nil {
 			r.Diagnostics(r.Config, diags)

@@ -141,8 +141,9 @@ type Provider interface {
 	// ObserveSpec says what to ask each host; status adds the probes
 	// only status shows.
 	ObserveSpec(cfg Config, st *state.State, project string, status bool) observe.Spec
-	// Evaluate re-evaluates cfg with what the hosts showed.
-	Evaluate(cfg Config, facts *observe.Facts, project string) (Config, hcl.Diagnostics)
+	// Evaluate re-evaluates cfg with what the hosts showed (and asks
+	// what else the plan needs, such as a model's files on its hub).
+	Evaluate(ctx context.Context, cfg Config, facts *observe.Facts, project string) (Config, hcl.Diagnostics)
 	// CheckReplace refuses a -replace address that cannot be replaced.
 	CheckReplace(cfg Config, addr string) error
 	// Plan computes the plan (no I/O).

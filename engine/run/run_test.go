@@ -119,7 +119,7 @@ func (w *world) ObserveSpec(run.Config, *state.State, string, bool) observe.Spec
 	return observe.Spec{Hosts: map[string]observe.HostSpec{"n1": {}}}
 }
 
-func (w *world) Evaluate(c run.Config, _ *observe.Facts, _ string) (run.Config, hcl.Diagnostics) {
+func (w *world) Evaluate(_ context.Context, c run.Config, _ *observe.Facts, _ string) (run.Config, hcl.Diagnostics) {
 	return c, nil
 }
 

@@ -15,6 +15,7 @@ package kind
 
 import (
 	"context"
+	"io"
 	"net/netip"
 	"time"
 
@@ -36,6 +37,12 @@ type Kind interface {
 	Schema() config.Kind
 	// Traits are the kind's properties the CLI and the planner ask about.
 	Traits() Traits
+	// Lookup asks, once the configuration is evaluated with the observed
+	// facts and before the plan, what the kind's plan needs from outside
+	// the hosts (a model's files as its hub lists them), and completes the
+	// kind's block values in cfg with it. It is the only I/O of a plan
+	// besides the observation; ctx bounds it.
+	Lookup(ctx context.Context, cfg *config.Config)
 	// Observe adds to o.Spec what each host is asked about the kind's
 	// resources: those the configuration declares, and those the state
 	// remembers that it does not any more.
@@ -76,10 +83,37 @@ type Kind interface {
 	// AwaitSteps are the steps that wait for w (from Starting) to be
 	// ready.
 	AwaitSteps(env Env, w *Work) []apply.Step
+	// Fingerprint returns what a saved plan commits to of hf beyond the
+	// facts every plan reads (containers, HTTP statuses, records, images):
+	// the kind's reading of them (Ray's node table, by its rows).
+	Fingerprint(hf *observe.HostFacts) []string
+	// Status reports what status shows of each of the kind's resources
+	// the configuration declares, judged as the plan judges them.
+	Status(q StatusQuery) []Status
 	// Locks are the locks a run takes for the kind's resources, those
 	// cfg declares and those st remembers (st nil: none); a kind whose
 	// resources need no lock returns none.
 	Locks(cfg *config.Config, st *state.State) []Lock
+}
+
+// StatusQuery is what Kind.Status reads: one observation of the hosts
+// and the plan made from it.
+type StatusQuery struct {
+	Config  *config.Config
+	Facts   *observe.Facts
+	Plan    *plan.Plan
+	Project string
+}
+
+// Status is what status shows of one resource.
+type Status struct {
+	Address string
+	// Value is its entry in status -json's list of its kind.
+	Value any
+	// Problems are what is wrong with it, one line each.
+	Problems []string
+	// Render prints it as text.
+	Render func(w io.Writer)
 }
 
 // Ahead is work that runs ahead of the walk: Steps of Address, as a node
@@ -107,6 +141,9 @@ type Traits struct {
 	// Exported names the attributes of a planned change of the kind that
 	// an output may show (an output changes with them).
 	Exported map[string]bool
+	// Status is the key of the list of the kind's resources in status
+	// -json ("" for a kind status does not list).
+	Status string
 }
 
 // Exported returns the arguments of schema that expressions may refer to,
@@ -172,6 +209,14 @@ func FactsOf(b *config.Block) Facts {
 	return f
 }
 
+// Placed is implemented by the Go value of a block whose resource runs on
+// nodes: a ray_cluster on its nodes, a vllm_serve on its cluster's, head
+// first. A kind learns from it, through values, where a block that uses
+// its own (a serve that loads a model) runs.
+type Placed interface {
+	PlacedOn(cfg *config.Config) []string
+}
+
 // Usable returns the facts of node if it could be observed (completely,
 // or in part with its error noted), nil otherwise: what a plan may judge
 // the node by.
@@ -199,6 +244,9 @@ type Planner interface {
 	Project() string
 	// Replace reports whether apply -replace named addr.
 	Replace(addr string) bool
+	// Fabric is node's observed address on its cluster's network (ok
+	// false when unknown).
+	Fabric(node string) (netip.Addr, bool)
 	// Planned returns the action planned for addr (ok false when no
 	// change was planned for it yet): how a resource learns what happens
 	// to one it depends on (a serve to its cluster).
@@ -249,6 +297,8 @@ type Observation struct {
 	Project string
 	// Spec is the observation being built; the kinds add to its hosts.
 	Spec *observe.Spec
+	// Status asks, besides what plan reads, what status shows.
+	Status bool
 }
 
 // Host returns the spec of node, created with the project when new; the
@@ -323,6 +373,12 @@ type Env interface {
 	PollInterval() time.Duration
 	// MaxParallel bounds the hosts worked on at once within one step.
 	MaxParallel() int
+	// ProgressEvery throttles repetitive progress lines (transfers,
+	// progress bars).
+	ProgressEvery() time.Duration
+	// PrepareRan says that the prepare steps (PrepareSteps) ran before
+	// the walk: the walk's steps leave them out.
+	PrepareRan() bool
 }
 
 // LogQuery asks for the logs of one resource.
@@ -351,6 +407,9 @@ type LogCommand struct {
 // and Plan.
 type Base struct{}
 
+// Lookup asks nothing.
+func (Base) Lookup(context.Context, *config.Config) {}
+
 // Observe asks nothing.
 func (Base) Observe(*Observation) {}
 
@@ -374,6 +433,12 @@ func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
 
 // AwaitSteps waits for nothing.
 func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
+
+// Fingerprint adds nothing.
+func (Base) Fingerprint(*observe.HostFacts) []string { return nil }
+
+// Status shows nothing.
+func (Base) Status(StatusQuery) []Status { return nil }
 
 // Locks takes no lock.
 func (Base) Locks(*config.Config, *state.State) []Lock { return nil }
