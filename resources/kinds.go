@@ -8,19 +8,15 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // Kinds returns the descriptors of the resource block types a
 // configuration may declare, in the order the README documents them: the
 // schema (arguments as data) and the checks of each kind. Whatever loads a
 // configuration passes them in config.Options.Kinds.
-//
-// The model kind (resources/model) is not registered yet: its plan and
-// apply steps (staging the weights before the serve starts) are not wired,
-// and a block rayform would silently ignore is worse than none. Register it
-// here, with model.Kind(), once they are (issue 24).
 func Kinds() []config.Kind {
-	return []config.Kind{nodeKind(), networkKind(), clusterKind(), serveKind()}
+	return []config.Kind{nodeKind(), networkKind(), clusterKind(), serveKind(), model.Kind()}
 }
 
 // kindArgs returns the arguments of block type kind.

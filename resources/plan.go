@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // PlanInput is everything a plan is computed from. Planning does no I/O.
@@ -32,6 +33,9 @@ type PlanInput struct {
 	// they match the configuration (apply -replace=ADDRESS): a ray_cluster
 	// recreates every container, a vllm_serve restarts its process.
 	Replace map[string]bool
+	// Models are the hub's manifests of the served models, by model name
+	// (ResolveModels); a model absent here is not planned.
+	Models map[string]model.Resolution
 }
 
 // Result is a plan plus the work apply needs to carry it out.
@@ -50,10 +54,12 @@ type Result struct {
 // Work is what apply must do for one resource.
 type Work struct {
 	Address string
-	Type    string // "ray_cluster" or "vllm_serve"
+	Type    string // "ray_cluster", "vllm_serve" or "model"
 	Action  plan.Action
 	Cluster *ClusterWork
 	Serve   *ServeWork
+	// Model is a model's staging (resources/model).
+	Model *model.Work
 	// Hosts are the nodes the resource lives on (for the state file).
 	Hosts []string
 	// DestroyAfter are the resources whose destruction goes before this
@@ -113,6 +119,7 @@ func Plan(in PlanInput) *Result {
 	for _, sv := range sortedServes(p.cfg) {
 		p.serve(sv)
 	}
+	p.models()
 	p.removed()
 	p.outputs()
 	if in.RefreshOnly {

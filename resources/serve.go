@@ -204,6 +204,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 			secret = append(secret, k)
 		}
 	}
+	modelServeEnv(cfg, sv, env)
 	sort.Strings(secret)
 	spec := ServeSpec{
 		Resource:    sv.Addr,

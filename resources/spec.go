@@ -212,6 +212,10 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 	name := ContainerName(rc)
 	nw := cfg.Networks[rc.Network]
 	var specs []ContainerSpec
+	volumes := rc.Volumes
+	if mv := modelVolumes(cfg, rc); len(mv) > 0 {
+		volumes = slices.Concat(rc.Volumes, mv)
+	}
 	for i, node := range rc.Nodes() {
 		role := "worker"
 		if i == 0 {
@@ -251,7 +255,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			GPUs:          gpus,
 			Env:           env,
 			SecretEnv:     secret,
-			Volumes:       rc.Volumes,
+			Volumes:       volumes,
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,

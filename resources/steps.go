@@ -20,6 +20,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // Defaults of StepEnv's durations.
@@ -157,6 +158,11 @@ func Steps(env *StepEnv, w *Work) []apply.Step {
 		return clusterSteps(e, w)
 	case w.Type == "vllm_serve" && w.Serve != nil:
 		return serveSteps(e, w)
+	case w.Type == model.Type && w.Model != nil:
+		if e.Prepared {
+			return nil // staged by PrepareSteps
+		}
+		return modelSteps(e, w)
 	}
 	return []apply.Step{{
 		Name: "unsupported work",
@@ -174,6 +180,9 @@ func Steps(env *StepEnv, w *Work) []apply.Step {
 // walk, whose Steps (with env.Prepared) then leave them out.
 func PrepareSteps(env *StepEnv, w *Work) []apply.Step {
 	e := env.withDefaults()
+	if w != nil && w.Type == model.Type && w.Model != nil {
+		return modelSteps(e, w)
+	}
 	if w == nil || w.Action == plan.NoOp || w.Action == plan.Delete || w.Type != "ray_cluster" || w.Cluster == nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/local"
 	"github.com/rayform/rayform/engine/transport/ssh"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // runOptions are the flags plan, apply and destroy share.
@@ -232,6 +233,8 @@ type observed struct {
 	cfg     *resources.Config // evaluated with the facts
 	result  *resources.Result
 	elapsed time.Duration
+	// models are the served models' manifests, as the hub listed them.
+	models map[string]model.Resolution
 }
 
 // observeAndPlan observes every host (one probe each, in parallel) and
@@ -257,7 +260,11 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		// once costs one round trip of wall time, not N/10.
 		parallelism = len(conns)
 	}
+	// The served models' file lists, from the hub, while the hosts are observed.
+	resolved := make(chan map[string]model.Resolution, 1)
+	go func() { resolved <- resources.ResolveModels(ctx, s.cfg, nil) }()
 	facts, err := observe.Observe(ctx, conns, spec, parallelism)
+	models := <-resolved
 	if err != nil {
 		return nil, fmt.Errorf("observing hosts: %w", err)
 	}
@@ -278,13 +285,13 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		}
 		replace[a] = true
 	}
-	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace})
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace, Models: models})
 	if len(s.opts.targets) > 0 {
 		if err := s.applyTargets(cfg, res); err != nil {
 			return nil, err
 		}
 	}
-	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start)}, nil
+	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start), models: models}, nil
 }
 
 // applyTargets narrows the plan to the targets and their dependencies.

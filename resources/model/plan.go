@@ -113,9 +113,14 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	if err := in.Resolution.Err; err != nil {
+		// Resolve's refusals end with their fix after the last "; ".
+		detail, fix := err.Error(), "check that the hub at "+m.Endpoint+" is reachable from this machine (the model's endpoint), then plan again"
+		if i := strings.LastIndex(detail, "; "); i >= 0 {
+			detail, fix = detail[:i], detail[i+2:]
+		}
 		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
-			Summary: "the hub's list of " + m.Source + "@" + m.Revision + " could not be read", Detail: err.Error(),
-			Fix: "fix the cause above; nothing was changed on the nodes"})
+			Summary: "the hub's list of " + m.Source + "@" + m.Revision + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
+			Fix: fix})
 		out.Change = ch
 		return out
 	}

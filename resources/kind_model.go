@@ -1,0 +1,131 @@
+package resources
+
+// The model kind's glue (issue 24): every model logic lives in
+// resources/model; what is here only connects it to the plan, the steps
+// and the container and serve specs, and is meant to fold into the kind
+// interface.
+
+import (
+	"context"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/model"
+)
+
+// ServedModels are the model blocks some vllm_serve uses (model =
+// model.NAME.source), sorted by name: the only ones plan resolves and
+// apply stages.
+func ServedModels(cfg *Config) []*model.Model {
+	var out []*model.Model
+	for _, sv := range sortedServes(cfg) {
+		for _, m := range model.Serving(cfg.Config, sv.Model) {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b *model.Model) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// ResolveModels asks the hub for the manifest of every served model of
+// cfg, by model name (model.ResolveAll): PlanInput.Models.
+func ResolveModels(ctx context.Context, cfg *Config, hc *http.Client) map[string]model.Resolution {
+	return model.ResolveAll(ctx, hc, ServedModels(cfg))
+}
+
+// modelNodes are the nodes that load m: every node of each cluster whose
+// serve uses it, the first cluster's head first.
+func modelNodes(cfg *Config, m *model.Model) []string {
+	var out []string
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil || !slices.Contains(model.Serving(cfg.Config, sv.Model), m) {
+			continue
+		}
+		for _, n := range rc.Nodes() {
+			out = appendUnique(out, n)
+		}
+	}
+	return out
+}
+
+// models plans every served model (model.Plan).
+func (p *planner) models() {
+	for _, m := range ServedModels(p.cfg) {
+		var res *model.Resolution
+		if r, ok := p.in.Models[m.Name]; ok {
+			res = &r
+		}
+		nodes := modelNodes(p.cfg, m)
+		pm := model.Plan(model.PlanInput{Model: m, Resolution: res, Nodes: nodes, Addrs: p.addrs,
+			Facts: func(n string) *observe.HostFacts { return p.host(n) }})
+		p.res.Plan.Findings = append(p.res.Plan.Findings, pm.Findings...)
+		p.res.Plan.Changes = append(p.res.Plan.Changes, pm.Change)
+		if pm.Work != nil {
+			p.res.Work[pm.Change.Address] = &Work{Address: pm.Change.Address, Type: model.Type, Action: pm.Change.Action, Hosts: nodes, Model: pm.Work}
+		}
+	}
+}
+
+// modelSteps are the model's steps (model.Work.Steps): they change
+// nothing that runs, so apply runs them before the walk (PrepareSteps),
+// before any serve or container is stopped or started.
+func modelSteps(e *StepEnv, w *Work) []apply.Step {
+	return w.Model.Steps(e.Conns, model.StageOptions{Interval: e.ProgressInterval})
+}
+
+// modelVolumes are the mounts of rc's containers for the models its
+// serves use: each model's cache directory at the same path (nil when
+// none, which leaves existing containers' specs as they were).
+func modelVolumes(cfg *Config, rc *RayCluster) []string {
+	var out []string
+	for _, sv := range sortedServes(cfg) {
+		if sv.Cluster != rc.Name {
+			continue
+		}
+		for _, m := range model.Serving(cfg.Config, sv.Model) {
+			if !mountsAt(rc.Volumes, m.CacheDir) {
+				out = appendUnique(out, m.CacheDir+":"+m.CacheDir)
+			}
+		}
+	}
+	return out
+}
+
+// modelServeEnv sets the environment of a serve whose model is a model
+// block: vLLM loads it from the staged cache (HF_HUB_CACHE, the cache_dir
+// mounted at the same path) and never reaches for the hub
+// (HF_HUB_OFFLINE=1).
+func modelServeEnv(cfg *Config, sv *VLLMServe, env map[string]string) {
+	for _, m := range model.Serving(cfg.Config, sv.Model) {
+		env["HF_HUB_OFFLINE"] = "1"
+		env["HF_HUB_CACHE"] = m.CacheDir
+		return
+	}
+}
+
+// mountsAt reports whether one of volumes (docker -v specs,
+// HOST:CONTAINER[:OPTIONS]) mounts something at the container path dir.
+func mountsAt(volumes []string, dir string) bool {
+	for _, v := range volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 && path.Clean(parts[1]) == dir {
+			return true
+		}
+	}
+	return false
+}
