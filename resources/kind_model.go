@@ -7,6 +7,7 @@ package resources
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path"
 	"slices"
@@ -128,4 +129,37 @@ func mountsAt(volumes []string, dir string) bool {
 		}
 	}
 	return false
+}
+
+// modelServeArgs are the serve's arguments for its model block: the
+// revision, when not main (vLLM, offline, reads refs/REVISION, which
+// staging writes), unless extra_args names one.
+func modelServeArgs(cfg *Config, sv *VLLMServe) []string {
+	for _, m := range model.Serving(cfg.Config, sv.Model) {
+		if m.Revision != "" && m.Revision != "main" && serveRevision(sv.ExtraArgs) == "main" {
+			return []string{"--revision", m.Revision}
+		}
+	}
+	return nil
+}
+
+// locateServeModel is locateModel, answered by the model kind when the
+// serve's model is a model block: its snapshot in cache_dir, which every
+// node's host holds at the same path as its containers, at the commit the
+// revision names, or refs/REVISION's.
+func locateServeModel(cfg *Config, rc *RayCluster, sv *VLLMServe) modelFiles {
+	if cfg == nil || cfg.Config == nil {
+		return locateModel(rc, sv)
+	}
+	for _, m := range model.Serving(cfg.Config, sv.Model) {
+		mf := modelFiles{Dir: m.Dir() + "/snapshots/" + m.Revision}
+		if !model.IsCommit(m.Revision) {
+			mf = modelFiles{Dir: m.Dir() + "/snapshots/" + observe.RefPlaceholder, Ref: m.Dir() + "/refs/" + m.Revision}
+		}
+		if err := (observe.HostSpec{Reads: []observe.ReadProbe{mf.config()}}).Validate(); err != nil {
+			return modelFiles{Why: fmt.Sprintf("the host path %s cannot be read by the probe (%v)", mf.Dir, err)}
+		}
+		return mf
+	}
+	return locateModel(rc, sv)
 }

@@ -358,6 +358,15 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))
 		}
+		for dir, t := range hf.Trees {
+			// A model's files (not the free space, which moves with
+			// every write): a copy that changed changes the plan.
+			h := sha256.New()
+			for _, f := range t.Files {
+				fmt.Fprintf(h, "%s %d %v\n", f.Path, f.Size, f.Dangling)
+			}
+			parts = append(parts, fmt.Sprintf("tree %s %v %x %s", dir, t.Exists, h.Sum(nil)[:8], t.Err))
+		}
 		for _, im := range hf.Images {
 			parts = append(parts, fmt.Sprintf("image %s %v %s", im.Ref, im.Present, im.ID))
 		}

@@ -196,6 +196,16 @@ func TestModelSpecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The preflight reads the model's config.json where staging
+			// puts it (the revision's snapshot in cache_dir).
+			var reads []string
+			for _, r := range resources.ObserveSpec(cfg, nil, benchProject).Hosts[rc.Head].Reads {
+				reads = append(reads, r.Path+" "+r.Ref)
+			}
+			repo := "/data/hf/hub/models--meta-llama--Llama-3.1-405B-Instruct-FP8"
+			if got := slices.Contains(reads, repo+"/snapshots/"+observe.RefPlaceholder+"/config.json "+repo+"/refs/main"); got != tc.mount {
+				t.Errorf("head reads %q", reads)
+			}
 			want := map[string]string{"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": "/data/hf/hub"}
 			for k, v := range want {
 				if got, ok := spec.Env[k]; ok != tc.mount || ok && got != v {
@@ -203,5 +213,24 @@ func TestModelSpecs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFingerprintTrees: a saved plan is refused when a node's copy of a
+// model changed since (a file more), not when only its free space did.
+func TestFingerprintTrees(t *testing.T) {
+	mf := modelManifest()
+	tree := modelTree(mf, func(f model.File) bool { return f.Path == "config.json" }, 1e12)
+	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{"h": {Trees: map[string]observe.TreeFacts{"/d": tree}}}}
+	before := resources.HostFingerprints(facts)["h"]
+	tree.FreeBytes = 5e11
+	facts.Hosts["h"].Trees["/d"] = tree
+	if got := resources.HostFingerprints(facts)["h"]; got != before {
+		t.Errorf("the free space changed the fingerprint")
+	}
+	tree.Files = append(tree.Files, observe.TreeFile{Path: "blobs/x", Size: 1})
+	facts.Hosts["h"].Trees["/d"] = tree
+	if got := resources.HostFingerprints(facts)["h"]; got == before {
+		t.Errorf("a new file left the fingerprint as it was")
 	}
 }

@@ -180,7 +180,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := serveArgs(sv, rc)
+	args := append(serveArgs(sv, rc), modelServeArgs(cfg, sv)...)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
