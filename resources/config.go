@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // The block types of the resource kinds (Kinds).
@@ -31,6 +32,10 @@ type Config struct {
 	// name, as read from each cluster's head (see UseSecretKeys and
 	// secretDigest); a cluster without one digests its secrets unkeyed.
 	SecretKeys map[string][]byte
+	// Models are the served models' files as the hub listed them, by
+	// model name (ResolveModels): a model absent here is not planned, and
+	// a serve runs its model at the commit resolved here.
+	Models map[string]model.Resolution
 }
 
 // View returns the kinds' view of an evaluated configuration; nil for nil.
@@ -99,6 +104,7 @@ func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 	v := View(out)
 	if v != nil {
 		v.SecretKeys = c.SecretKeys
+		v.Models = c.Models
 	}
 	return v, diags
 }

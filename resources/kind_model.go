@@ -43,7 +43,7 @@ func ServedModels(cfg *Config) []*model.Model {
 }
 
 // ResolveModels asks the hub for the manifest of every served model of
-// cfg, by model name (model.ResolveAll): PlanInput.Models.
+// cfg, by model name (model.ResolveAll): Config.Models.
 func ResolveModels(ctx context.Context, cfg *Config, hc *http.Client) map[string]model.Resolution {
 	return model.ResolveAll(ctx, hc, ServedModels(cfg))
 }
@@ -68,7 +68,7 @@ func modelNodes(cfg *Config, m *model.Model) []string {
 func (p *planner) models() {
 	for _, m := range ServedModels(p.cfg) {
 		var res *model.Resolution
-		if r, ok := p.in.Models[m.Name]; ok {
+		if r, ok := p.cfg.Models[m.Name]; ok {
 			res = &r
 		}
 		nodes := modelNodes(p.cfg, m)
@@ -131,12 +131,20 @@ func mountsAt(volumes []string, dir string) bool {
 	return false
 }
 
-// modelServeArgs are the serve's arguments for its model block: the
-// revision, when not main (vLLM, offline, reads refs/REVISION, which
-// staging writes), unless extra_args names one.
+// modelServeArgs are the serve's arguments for its model block, unless
+// extra_args names a revision: the commit plan resolved the revision to
+// (so that a revision that moves restarts the serve on the new weights,
+// staged before), else the revision when not main (vLLM, offline, reads
+// refs/REVISION, which staging writes).
 func modelServeArgs(cfg *Config, sv *VLLMServe) []string {
+	if serveRevision(sv.ExtraArgs) != "main" {
+		return nil
+	}
 	for _, m := range model.Serving(cfg.Config, sv.Model) {
-		if m.Revision != "" && m.Revision != "main" && serveRevision(sv.ExtraArgs) == "main" {
+		if r, ok := cfg.Models[m.Name]; ok && r.Err == nil && model.IsCommit(r.Manifest.Commit) {
+			return []string{"--revision", r.Manifest.Commit}
+		}
+		if m.Revision != "" && m.Revision != "main" {
 			return []string{"--revision", m.Revision}
 		}
 	}

@@ -33,9 +33,6 @@ type PlanInput struct {
 	// they match the configuration (apply -replace=ADDRESS): a ray_cluster
 	// recreates every container, a vllm_serve restarts its process.
 	Replace map[string]bool
-	// Models are the hub's manifests of the served models, by model name
-	// (ResolveModels); a model absent here is not planned.
-	Models map[string]model.Resolution
 }
 
 // Result is a plan plus the work apply needs to carry it out.

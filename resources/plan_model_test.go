@@ -114,8 +114,18 @@ func TestPlanModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := planConfig(t, modelConfig(), cc.facts)
-			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject,
-				Models: map[string]model.Resolution{"llama": tc.resolved}})
+			cfg.Models = map[string]model.Resolution{"llama": tc.resolved}
+			// The serve running converged is the one started at the
+			// resolved commit.
+			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := cc.facts.Hosts[`gpu["h1"]`]
+			rec := head.Records["serve-llama"]
+			rec.SpecHash = spec.Hash()
+			head.Records["serve-llama"] = rec
+			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
 			var txt, js bytes.Buffer
 			if err := plan.RenderText(&txt, res.Plan, plan.TextOptions{}); err != nil {
 				t.Fatal(err)
@@ -205,6 +215,15 @@ func TestModelSpecs(t *testing.T) {
 			repo := "/data/hf/hub/models--meta-llama--Llama-3.1-405B-Instruct-FP8"
 			if got := slices.Contains(reads, repo+"/snapshots/"+observe.RefPlaceholder+"/config.json "+repo+"/refs/main"); got != tc.mount {
 				t.Errorf("head reads %q", reads)
+			}
+			// The serve runs the commit plan resolved.
+			cfg.Models = map[string]model.Resolution{"llama": {Manifest: modelManifest()}}
+			pinned, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(strings.Join(pinned.Args, " "), "--revision "+modelCommit); got != tc.mount {
+				t.Errorf("serve args %q", pinned.Args)
 			}
 			want := map[string]string{"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": "/data/hf/hub"}
 			for k, v := range want {

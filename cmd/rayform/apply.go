@@ -278,7 +278,7 @@ func (s *session) apply(ctx context.Context, req applyRequest) int {
 		return exitError
 	}
 	// The plan against the state as now recorded.
-	again.result = resources.Plan(resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project, Models: again.models})
+	again.result = resources.Plan(resources.PlanInput{Config: again.cfg, Facts: again.facts, State: s.st, Project: s.project})
 	if len(s.opts.targets) > 0 {
 		if err := s.applyTargets(again.cfg, again.result); err != nil {
 			fmt.Fprintf(c.stderr, "Error: %v\n", err)

@@ -233,8 +233,6 @@ type observed struct {
 	cfg     *resources.Config // evaluated with the facts
 	result  *resources.Result
 	elapsed time.Duration
-	// models are the served models' manifests, as the hub listed them.
-	models map[string]model.Resolution
 }
 
 // observeAndPlan observes every host (one probe each, in parallel) and
@@ -278,6 +276,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		return nil, errors.New("the configuration is invalid with the observed facts")
 	}
 	cfg.UseSecretKeys(facts, s.project)
+	cfg.Models = models
 	replace := map[string]bool{}
 	for _, a := range s.opts.replace {
 		if !strings.HasPrefix(a, "ray_cluster.") && !strings.HasPrefix(a, "vllm_serve.") || !cfg.Graph().Has(a) {
@@ -285,13 +284,13 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 		}
 		replace[a] = true
 	}
-	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace, Models: models})
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace})
 	if len(s.opts.targets) > 0 {
 		if err := s.applyTargets(cfg, res); err != nil {
 			return nil, err
 		}
 	}
-	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start), models: models}, nil
+	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start)}, nil
 }
 
 // applyTargets narrows the plan to the targets and their dependencies.
