@@ -440,3 +440,66 @@ model "m" {
 		t.Logf("the apply cut short:\n%s\nthe next:\n%s", out.String(), apply.stdout)
 	}
 }
+
+// TestE2EModelStagedWhileServing: a serve runs on spark1 and spark2 with
+// the model; spark3 joins the cluster. apply stages the model to spark3
+// before it changes anything, and while it stages (the fabric slowed so
+// that it takes seconds) the running serve keeps answering; then the
+// cluster grows, the serve is restarted, and the next plan is empty.
+func TestE2EModelStagedWhileServing(t *testing.T) {
+	l := startLab(t, "rfe2emdw", "-nodes", "3")
+	block := fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr())
+	dir := l.modelConfig(2, block, "")
+	mustCode(t, "first apply", l.rayform("", "-chdir", dir, "apply", "-auto-approve"), 0)
+	three, err := os.ReadFile(filepath.Join(l.modelConfig(3, block, ""), "main.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), three, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := l.rayform("", "-chdir", dir, "plan")
+	mustContain(t, "plan with spark3", plan.stdout, "# (spark1: complete)", "# (spark2: complete)", "# (spark3: absent, 25.2 MB to stage from spark1 over the fabric (")
+
+	lb, err := lab.Load(l.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spark1 := lb.Nodes[0]
+	tc := func(args ...string) {
+		t.Helper()
+		argv := append([]string{"netns", "exec", spark1.Netns, "tc", "qdisc"}, args...)
+		if out, err := exec.Command("ip", argv...).CombinedOutput(); err != nil {
+			t.Fatalf("tc %v: %v\n%s", args, err, out)
+		}
+	}
+	tc("add", "dev", spark1.FabricIfname, "root", "tbf", "rate", "24mbit", "burst", "64kb", "latency", "400ms")
+	defer tc("del", "dev", spark1.FabricIfname, "root")
+	health := func() string {
+		out, _ := exec.Command("ip", "netns", "exec", l.name+"-client", "curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}",
+			"http://"+spark1.MgmtIP+":8000/health").Output()
+		return string(out)
+	}
+	if got := health(); got != "200" {
+		t.Fatalf("the serve answers %q before the apply", got)
+	}
+	cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+	receiving := regexp.MustCompile(`model\.m: spark3: [1-9][0-9.]* [kMG]B of `)
+	waitFor(t, "spark3 receiving over the fabric", 3*time.Minute, func() bool { return receiving.MatchString(out.String()) })
+	during := health()
+	stillStaging := !strings.Contains(out.String(), "model.m: spark3: 25.2 MB of 25.2 MB (100%), done")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	if !stillStaging {
+		t.Fatalf("staging ended before the serve was asked:\n%s", out.String())
+	}
+	if during != "200" {
+		t.Errorf("while spark3 received the model the serve answered %q, want 200\n%s", during, out.String())
+	}
+	o := out.String()
+	if done, changed := strings.Index(o, "model.m: spark3: 25.2 MB of 25.2 MB (100%), done"), strings.Index(o, "ray_cluster.spark: Modifying..."); done < 0 || changed < 0 || done > changed {
+		t.Errorf("staging must end (at %d) before the cluster changes (at %d):\n%s", done, changed, o)
+	}
+	mustCode(t, "plan after", l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode"), 0)
+}
