@@ -66,7 +66,7 @@ func blocksOf[T any](c *config.Config, kind string) map[string]*T {
 // diags has errors only its Files are reliable.
 func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
 	if opts.Kinds == nil {
-		opts.Kinds = Kinds()
+		opts.Kinds = Schemas()
 	}
 	cfg, diags := config.Load(dir, opts)
 	return View(cfg), diags
@@ -76,7 +76,7 @@ func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
 // through them.
 func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagnostics) {
 	if opts.Kinds == nil {
-		opts.Kinds = Kinds()
+		opts.Kinds = Schemas()
 	}
 	cfg, diags := config.LoadFiles(files, opts)
 	return View(cfg), diags

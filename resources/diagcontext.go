@@ -4,7 +4,6 @@ import (
 	"net/netip"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
 )
 
@@ -13,16 +12,10 @@ import (
 // fabric, each node's fabric and management addresses, and the settings
 // that decide the memory monitor's verdict.
 func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
-	var rc *RayCluster
-	var sv *VLLMServe
-	switch w.Type {
-	case "ray_cluster":
-		rc = cfg.RayClusters[plan.ParseAddress(w.Address).Instance()]
-	case "vllm_serve":
-		sv = cfg.Serves[plan.ParseAddress(w.Address).Instance()]
-		if sv != nil {
-			rc = cfg.RayClusters[sv.Cluster]
-		}
+	rc := clusterAt(cfg, w.Address)
+	sv := serveAt(cfg, w.Address)
+	if sv != nil {
+		rc = cfg.RayClusters[sv.Cluster]
 	}
 	dc := diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
 	if rc == nil {

@@ -40,8 +40,8 @@ func VerifyRayTable(t *testing.T, specs []ContainerSpec, rows []observe.RayNode)
 	clock := newStepsClock()
 	env := &StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		RayReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
-	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Cluster: &ClusterWork{Specs: specs, Start: map[string]bool{}}}
-	r := &clusterRun{e: env, w: w, c: w.Cluster, spec: map[string]ContainerSpec{}, head: head}
+	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Do: &ClusterWork{Specs: specs, Start: map[string]bool{}}}
+	r := &clusterRun{e: env, w: w, c: clusterWork(w), spec: map[string]ContainerSpec{}, head: head}
 	for _, s := range specs {
 		r.spec[s.Node] = s
 	}
@@ -83,8 +83,8 @@ func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
 	clock := newStepsClock()
 	env := &StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
-	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Serve: &ServeWork{Spec: spec, Start: true}}
-	r := &serveRun{e: env, w: w, s: w.Serve, spec: spec}
+	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &ServeWork{Spec: spec, Start: true}}
+	r := &serveRun{e: env, w: w, s: serveWork(w), spec: spec}
 	return r.verifyHTTP(context.Background())
 }
 

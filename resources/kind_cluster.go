@@ -5,11 +5,16 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // Where arguments of the kinds go that a secret must not, for the error
@@ -20,8 +25,8 @@ const (
 	exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
 )
 
-// clusterKind is the ray_cluster block: Ray in one container per node.
-func clusterKind() config.Kind {
+// clusterDescriptor is the ray_cluster block: Ray in one container per node.
+func clusterDescriptor() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
 	strList := cty.List(cty.String)
 	return config.Kind{
@@ -206,3 +211,94 @@ func (r *RayCluster) Address() (string, bool) {
 	}
 	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
 }
+
+// clusterKind is the ray_cluster kind: Ray in one container per node.
+type clusterKind struct{}
+
+// Schema is the ray_cluster block's descriptor.
+func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
+
+// Traits: a cluster is replaced (its containers recreated) on request, its
+// containers' logs are read with docker logs, and an output shows what its
+// plan schema exports.
+func (clusterKind) Traits() kind.Traits {
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema())}
+}
+
+// Observe asks for each cluster's containers, image, fabric and node table.
+func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }
+
+// Plan plans each cluster of the configuration.
+func (clusterKind) Plan(p kind.Planner) {
+	pl := own(p)
+	for _, rc := range sortedClusters(pl.cfg) {
+		pl.cluster(rc)
+	}
+}
+
+// Destroy removes the doomed clusters' containers.
+func (clusterKind) Destroy(d kind.Destroyer) { destroyClusters(d) }
+
+// Present finds the project's cluster containers.
+func (clusterKind) Present(pr *kind.Presence) { presentClusters(pr) }
+
+// Steps are the steps of a cluster's work (clusterSteps).
+func (clusterKind) Steps(env kind.Env, w *Work) []apply.Step {
+	if clusterWork(w) == nil {
+		return unsupported(w)
+	}
+	return clusterSteps(stepEnvOf(env), w)
+}
+
+// PrepareSteps pull the image and check Ray in it on every node that
+// starts a container, before anything is removed.
+func (clusterKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
+	if w.Action == plan.Delete || clusterWork(w) == nil {
+		return nil
+	}
+	r := newClusterRun(stepEnvOf(env), w)
+	if len(r.started) == 0 {
+		return nil
+	}
+	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
+}
+
+// Logs are its containers' logs (docker logs), on every node or on
+// q.Node.
+func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+	rc := clusterAt(View(q.Config), q.Address)
+	if rc == nil {
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindCluster)
+	}
+	tail := "all"
+	if q.Tail >= 0 {
+		tail = strconv.Itoa(q.Tail)
+	}
+	var out []kind.LogCommand
+	for _, n := range rc.Nodes() {
+		if q.Node != "" && n != q.Node {
+			continue
+		}
+		argv := []string{"docker", "logs", "--tail", tail}
+		if q.Since != "" {
+			argv = append(argv, "--since", q.Since)
+		}
+		if q.Follow {
+			argv = append(argv, "-f")
+		}
+		argv = append(argv, ContainerName(rc))
+		out = append(out, kind.LogCommand{Node: n, Script: shell.Join(argv)})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-node %s is not a node of %s (%s)", q.Node, q.Address, strings.Join(rc.Nodes(), ", "))
+	}
+	return out, nil
+}
+
+// ClusterName is the name of the ray_cluster an argument names, as
+// commands about one cluster (check, force-unlock) take it: NAME or
+// ray_cluster.NAME.
+func ClusterName(arg string) string { return strings.TrimPrefix(arg, KindCluster+".") }
+
+// ClusterAddress is the address of the ray_cluster called name.
+func ClusterAddress(name string) string { return KindCluster + "." + name }

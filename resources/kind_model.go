@@ -1,9 +1,9 @@
 package resources
 
 // The model kind's glue (issue 24): every model logic lives in
-// resources/model; what is here only connects it to the plan, the steps
-// and the container and serve specs, and is meant to fold into the kind
-// interface.
+// resources/model; what is here connects it to the plan and the steps
+// (modelKind), and to the cluster's containers (the cache mounted) and
+// the serve (offline, from the cache, at the resolved commit).
 
 import (
 	"context"
@@ -14,7 +14,9 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 )
 
@@ -64,29 +66,59 @@ func modelNodes(cfg *Config, m *model.Model) []string {
 	return out
 }
 
-// models plans every served model (model.Plan).
-func (p *planner) models() {
-	for _, m := range ServedModels(p.cfg) {
+// modelKind is the model kind (issue 24) as the run reaches it: its
+// logic is resources/model's; what is here reads the planner's and the
+// steps' environment (the fabric addresses, the connections) for it.
+type modelKind struct{ kind.Base }
+
+// Schema is the model block (model.Kind).
+func (modelKind) Schema() config.Kind { return model.Kind() }
+
+// Traits: a model is not replaced on request nor has logs; an output
+// shows what its schema exports.
+func (modelKind) Traits() kind.Traits { return kind.Traits{Exported: kind.Exported(model.Kind())} }
+
+// Plan plans every served model (model.Plan): a change with a line per
+// node, the findings, and the staging as work.
+func (modelKind) Plan(p kind.Planner) {
+	pl := own(p)
+	for _, m := range ServedModels(pl.cfg) {
 		var res *model.Resolution
-		if r, ok := p.cfg.Models[m.Name]; ok {
+		if r, ok := pl.cfg.Models[m.Name]; ok {
 			res = &r
 		}
-		nodes := modelNodes(p.cfg, m)
-		pm := model.Plan(model.PlanInput{Model: m, Resolution: res, Nodes: nodes, Addrs: p.addrs,
-			Facts: func(n string) *observe.HostFacts { return p.host(n) }})
-		p.res.Plan.Findings = append(p.res.Plan.Findings, pm.Findings...)
-		p.res.Plan.Changes = append(p.res.Plan.Changes, pm.Change)
+		nodes := modelNodes(pl.cfg, m)
+		pm := model.Plan(model.PlanInput{Model: m, Resolution: res, Nodes: nodes, Addrs: pl.addrs,
+			Facts: func(n string) *observe.HostFacts { return pl.host(n) }})
+		for _, f := range pm.Findings {
+			p.Finding(f)
+		}
+		p.Change(pm.Change)
 		if pm.Work != nil {
-			p.res.Work[pm.Change.Address] = &Work{Address: pm.Change.Address, Type: model.Type, Action: pm.Change.Action, Hosts: nodes, Model: pm.Work}
+			p.AddWork(&Work{Address: pm.Change.Address, Type: model.Type, Action: pm.Change.Action, Hosts: nodes, Do: pm.Work})
 		}
 	}
 }
 
-// modelSteps are the model's steps (model.Work.Steps): they change
-// nothing that runs, so apply runs them before the walk (PrepareSteps),
-// before any serve or container is stopped or started.
-func modelSteps(e *StepEnv, w *Work) []apply.Step {
-	return w.Model.Steps(e.Conns, model.StageOptions{Interval: e.ProgressInterval})
+// Steps: none in the walk once PrepareSteps staged the model (apply
+// always prepares); without, the staging itself.
+func (k modelKind) Steps(env kind.Env, w *Work) []apply.Step {
+	if stepEnvOf(env).Prepared {
+		return nil
+	}
+	return k.PrepareSteps(env, w)
+}
+
+// PrepareSteps stage the model (model.Work.Steps): they change nothing
+// that runs, so apply runs them before the walk, before any serve or
+// container is stopped or started.
+func (modelKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
+	mw, ok := w.Do.(*model.Work)
+	if !ok {
+		return unsupported(w)
+	}
+	e := stepEnvOf(env)
+	return mw.Steps(e.Conns, model.StageOptions{Interval: e.ProgressInterval})
 }
 
 // modelVolumes are the mounts of rc's containers for the models its

@@ -12,12 +12,13 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// networkKind is the network block: the fabric every layer of a Ray
+// networkDescriptor is the network block: the fabric every layer of a Ray
 // cluster binds to. Its interface map is decoded by the language
 // (engine/config), which knows the network's nodes.
-func networkKind() config.Kind {
+func networkDescriptor() config.Kind {
 	return config.Kind{
 		Type:    KindNetwork,
 		Summary: "the fabric every layer must use",
@@ -252,3 +253,18 @@ type Network struct {
 	// is absent until observed.
 	Addresses map[string]netip.Addr
 }
+
+// networkKind is the network kind: its plan checks the fabric on each
+// member node; it has nothing of its own on the hosts.
+type networkKind struct{ kind.Base }
+
+// Schema is the network block's descriptor.
+func (networkKind) Schema() config.Kind { return networkDescriptor() }
+
+// Traits: networks are neither replaced nor logged.
+func (networkKind) Traits() kind.Traits {
+	return kind.Traits{Exported: kind.Exported(networkDescriptor())}
+}
+
+// Plan checks the networks.
+func (networkKind) Plan(p kind.Planner) { own(p).networks() }

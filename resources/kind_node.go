@@ -7,12 +7,13 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// nodeKind is the node block: one SSH-reachable host. Its checks that
+// nodeDescriptor is the node block: one SSH-reachable host. Its checks that
 // involve references (bastion loops) and interface names are the
 // language's (engine/config).
-func nodeKind() config.Kind {
+func nodeDescriptor() config.Kind {
 	str, num, dyn := cty.String, cty.Number, cty.DynamicPseudoType
 	return config.Kind{
 		Type:    KindNode,
@@ -82,3 +83,16 @@ type Node struct {
 	// may name it too, but not differently.
 	FabricInterface string `rayform:"fabric_interface"`
 }
+
+// nodeKind is the node kind: its plan checks each node (reachable, docker
+// usable, GPUs as declared); it has nothing of its own on the hosts.
+type nodeKind struct{ kind.Base }
+
+// Schema is the node block's descriptor.
+func (nodeKind) Schema() config.Kind { return nodeDescriptor() }
+
+// Traits: nodes are neither replaced nor logged.
+func (nodeKind) Traits() kind.Traits { return kind.Traits{Exported: kind.Exported(nodeDescriptor())} }
+
+// Plan checks the nodes.
+func (nodeKind) Plan(p kind.Planner) { own(p).nodes() }

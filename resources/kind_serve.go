@@ -11,11 +11,14 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// serveKind is the vllm_serve block: `vllm serve` on a cluster's head.
-func serveKind() config.Kind {
+// serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
+func serveDescriptor() config.Kind {
 	str, num := cty.String, cty.Number
 	return config.Kind{
 		Type:    KindServe,
@@ -190,4 +193,79 @@ type VLLMServe struct {
 	// PublicEndpoint is the same URL on the head node's host (its SSH
 	// address as configured), known from the configuration alone.
 	PublicEndpoint string
+}
+
+// serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
+type serveKind struct{}
+
+// Schema is the vllm_serve block's descriptor.
+func (serveKind) Schema() config.Kind { return serveDescriptor() }
+
+// Traits: a serve is replaced (its process restarted) on request, its log
+// file is read on its head, and an output shows what its schema exports.
+func (serveKind) Traits() kind.Traits {
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema())}
+}
+
+// Observe asks each serve's head for its own port, record and model files.
+func (serveKind) Observe(o *kind.Observation) { observeServes(o) }
+
+// Plan plans each serve of the configuration, after the clusters (it
+// reads its cluster's planned action).
+func (serveKind) Plan(p kind.Planner) {
+	pl := own(p)
+	for _, sv := range sortedServes(pl.cfg) {
+		pl.serve(sv)
+	}
+}
+
+// Destroy stops the doomed serves, before their clusters go.
+func (serveKind) Destroy(d kind.Destroyer) { destroyServes(d) }
+
+// Present finds the serves whose process runs.
+func (serveKind) Present(pr *kind.Presence) { presentServes(pr) }
+
+// Steps are the steps of a serve's work (serveSteps).
+func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
+	if serveWork(w) == nil {
+		return unsupported(w)
+	}
+	return serveSteps(stepEnvOf(env), w)
+}
+
+// PrepareSteps: a serve prepares nothing ahead.
+func (serveKind) PrepareSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Logs is the serve's log file on its cluster's head (bind-mounted into
+// the container), read on the host with tail: no docker exec.
+func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+	cfg := View(q.Config)
+	sv := serveAt(cfg, q.Address)
+	if sv == nil {
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindServe)
+	}
+	if q.Since != "" {
+		return nil, fmt.Errorf("-since applies to %s logs (docker logs); the serve log is a file: use -tail", KindCluster)
+	}
+	rc := cfg.RayClusters[sv.Cluster]
+	if rc == nil {
+		return nil, fmt.Errorf("%s: its cluster %s is not in the configuration", q.Address, sv.Cluster)
+	}
+	if q.Node != "" && q.Node != rc.Head {
+		return nil, fmt.Errorf("%s runs on its cluster's head, %s, not on %s", q.Address, rc.Head, q.Node)
+	}
+	tail := "+1"
+	if q.Tail >= 0 {
+		tail = strconv.Itoa(q.Tail)
+	}
+	spec := ServeSpec{Name: sv.Name, Container: ContainerName(rc), Node: rc.Head}
+	path := spec.HostLogPath(q.Project)
+	argv := []string{"tail", "-n", tail}
+	if q.Follow {
+		argv = append(argv, "-F")
+	}
+	argv = append(argv, path)
+	script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
+		shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
+	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
 }

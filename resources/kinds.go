@@ -8,23 +8,48 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// Kinds returns the descriptors of the resource block types a
-// configuration may declare, in the order the README documents them: the
-// schema (arguments as data) and the checks of each kind. Whatever loads a
-// configuration passes them in config.Options.Kinds.
-func Kinds() []config.Kind {
-	return []config.Kind{nodeKind(), networkKind(), clusterKind(), serveKind(), model.Kind()}
+// Kinds returns the resource kinds rayform knows, in the order they are
+// planned and the README documents them. Each is reached only through
+// the kind.Kind interface: registering a kind is one line here.
+func Kinds() []kind.Kind {
+	return []kind.Kind{nodeKind{}, networkKind{}, clusterKind{}, serveKind{}, modelKind{}}
 }
 
-// kindArgs returns the arguments of block type kind.
-func kindArgs(kind string) []config.Arg {
+// Schemas returns the descriptors of the registered kinds (their schema
+// and checks): whatever loads a configuration passes them in
+// config.Options.Kinds.
+func Schemas() []config.Kind {
+	var out []config.Kind
 	for _, k := range Kinds() {
-		if k.Type == kind {
-			return k.Args
+		out = append(out, k.Schema())
+	}
+	return out
+}
+
+// KindOf returns the registered kind of block type typ, nil when none.
+func KindOf(typ string) kind.Kind {
+	for _, k := range Kinds() {
+		if k.Schema().Type == typ {
+			return k
 		}
+	}
+	return nil
+}
+
+// KindAt returns the registered kind of the resource at addr, nil when
+// none.
+func KindAt(addr string) kind.Kind {
+	return KindOf(plan.ParseAddress(addr).Type)
+}
+
+// kindArgs returns the arguments of block type typ.
+func kindArgs(typ string) []config.Arg {
+	if k := KindOf(typ); k != nil {
+		return k.Schema().Args
 	}
 	return nil
 }
@@ -72,4 +97,17 @@ func envValueProblem(v string) string {
 		return "a NUL byte, which ends a string in a process's environment: the value would arrive cut short"
 	}
 	return ""
+}
+
+// TypesWith returns the block types of the registered kinds whose traits
+// satisfy has, in registration order (for messages: "a ray_cluster or
+// vllm_serve").
+func TypesWith(has func(kind.Traits) bool) []string {
+	var out []string
+	for _, k := range Kinds() {
+		if has(k.Traits()) {
+			out = append(out, k.Schema().Type)
+		}
+	}
+	return out
 }

@@ -63,7 +63,7 @@ type section struct{ name, body string }
 func readmeSections() []section {
 	var out []section
 	exports := "| Block | Attributes |\n|---|---|\n"
-	for _, k := range Kinds() {
+	for _, k := range Schemas() {
 		out = append(out, section{"kind " + k.Type, kindReference(k)})
 		exports += fmt.Sprintf("| `%s` | %s |\n", k.Type, exportsDoc(k))
 	}

@@ -103,7 +103,7 @@ output "model" { value = model.m }
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	for _, k := range Kinds() {
+	for _, k := range Schemas() {
 		o := cfg.Outputs[k.Type]
 		if o == nil || !o.Value.Type().IsObjectType() {
 			t.Fatalf("output %s is not an object", k.Type)

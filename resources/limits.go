@@ -179,18 +179,18 @@ func checkServeLimits(b *config.Block) {
 func CheckCommandLimits(w *Work, project string) error {
 	var cmds []transport.Cmd
 	var names []string
-	if w.Cluster != nil {
-		for _, s := range w.Cluster.Specs {
-			if !w.Cluster.Start[s.Node] {
+	if cw := clusterWork(w); cw != nil {
+		for _, s := range cw.Specs {
+			if !cw.Start[s.Node] {
 				continue
 			}
 			cmds = append(cmds, transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()})
 			names = append(names, "docker run "+s.Name+" on "+s.Node)
 		}
 	}
-	if w.Serve != nil && w.Serve.Start {
-		cmds = append(cmds, transport.Cmd{Argv: w.Serve.Spec.ExecArgs("0"), Env: w.Serve.Spec.SecretEnvValues()})
-		names = append(names, "vllm serve "+w.Serve.Spec.Name+" on "+w.Serve.Spec.Node)
+	if sw := serveWork(w); sw != nil && sw.Start {
+		cmds = append(cmds, transport.Cmd{Argv: sw.Spec.ExecArgs("0"), Env: sw.Spec.SecretEnvValues()})
+		names = append(names, "vllm serve "+sw.Spec.Name+" on "+sw.Spec.Node)
 	}
 	for i, c := range cmds {
 		if err := commandFits(c); err != nil {

@@ -82,10 +82,13 @@ variable "serve_value" {
 				if err != nil {
 					t.Fatal(err)
 				}
-				w := &Work{Address: "ray_cluster.spark", Cluster: &ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}},
-					Serve: &ServeWork{Spec: sv, Start: true}}
-				if err := CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
-					t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
+				for _, w := range []*Work{
+					{Address: "ray_cluster.spark", Do: &ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
+					{Address: "vllm_serve.qwen", Do: &ServeWork{Spec: sv, Start: true}},
+				} {
+					if err := CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
+						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
+					}
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 )
 
@@ -27,16 +28,51 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
+	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec}
+	for _, k := range Kinds() {
+		k.Observe(o)
+	}
+	// Hosts of resources that left the configuration: look for their
+	// containers (their kinds ask for the rest) so they can be destroyed.
+	if st != nil {
+		for _, addr := range st.Addresses() {
+			r, _ := st.Get(addr)
+			if kind.Declared(cfg.Config, addr) {
+				// Still configured: look at hosts it no longer names too
+				// (a removed worker), to find what must be stopped there.
+				for _, h := range r.Hosts {
+					if _, ok := spec.Hosts[h.Node]; !ok {
+						spec.Hosts[h.Node] = observe.HostSpec{Project: project, Containers: []string{r.Container}}
+					}
+				}
+				continue
+			}
+			for _, h := range r.Hosts {
+				hs := o.Host(h.Node)
+				if r.Container != "" {
+					hs.Containers = appendUnique(hs.Containers, r.Container)
+				}
+				o.SetHost(h.Node, hs)
+			}
+		}
+	}
+	return spec
+}
+
+// observeClusters asks each cluster's nodes for its image and containers,
+// their fabric and peers, and its head for Ray's node table and ports.
+func observeClusters(o *kind.Observation) {
+	cfg, st, project := View(o.Config), o.State, o.Project
+	spec := o.Spec
 	assumed, assumedIfaces := AssumedFabric(cfg, st)
 	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
-	secretKeyProbes(&spec, cfg, project)
+	secretKeyProbes(spec, cfg, project)
 	for _, rc := range sortedClusters(cfg) {
 		nw := cfg.Networks[rc.Network]
 		container := ContainerName(rc)
 		nodes := rc.Nodes()
 		for _, node := range nodes {
-			hs := spec.Hosts[node]
-			hs.Project = project
+			hs := o.Host(node)
 			hs.Images = appendUnique(hs.Images, rc.Image)
 			hs.Containers = appendUnique(hs.Containers, container)
 			if h, ok := hashes[node][container]; ok {
@@ -54,60 +90,52 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 					}
 				}
 			}
-			// Every node of the cluster loads the weights of its serves'
-			// models: list each one's directory and the free space there.
-			for _, sv := range sortedServes(cfg) {
-				if sv.Cluster == rc.Name {
-					for _, m := range model.Serving(cfg.Config, sv.Model) {
-						hs.Trees = appendUnique(hs.Trees, m.Dir())
-					}
-				}
-			}
 			if node == rc.Head {
 				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
-				for _, sv := range sortedServes(cfg) {
-					if sv.Cluster == rc.Name {
-						// Each serve asks for its own port's answers.
-						hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-						hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
-						hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
-						hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
-					}
-				}
 			}
-			spec.Hosts[node] = hs
+			o.SetHost(node, hs)
 		}
 	}
-	// Hosts of resources that left the configuration: look for their
-	// containers and serve records so they can be destroyed.
-	if st != nil {
-		for _, addr := range st.Addresses() {
-			r, _ := st.Get(addr)
-			if configHas(cfg, addr) {
-				// Still configured: look at hosts it no longer names too
-				// (a removed worker), to find what must be stopped there.
-				for _, h := range r.Hosts {
-					if _, ok := spec.Hosts[h.Node]; !ok {
-						spec.Hosts[h.Node] = observe.HostSpec{Project: project, Containers: []string{r.Container}}
-					}
-				}
-				continue
+}
+
+// observeServes asks, for each serve, every node of its cluster for its
+// model's directory (and the free space there), and the head for its own
+// port's answers, its record and its model's files; for a serve the state
+// remembers but the configuration no longer declares, its record.
+func observeServes(o *kind.Observation) {
+	cfg, project := View(o.Config), o.Project
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		container := ContainerName(rc)
+		for _, node := range rc.Nodes() {
+			hs := o.Host(node)
+			for _, m := range model.Serving(cfg.Config, sv.Model) {
+				hs.Trees = appendUnique(hs.Trees, m.Dir())
 			}
-			for i, h := range r.Hosts {
-				hs := spec.Hosts[h.Node]
-				hs.Project = project
-				if r.Container != "" {
-					hs.Containers = appendUnique(hs.Containers, r.Container)
-				}
-				if r.Type == "vllm_serve" && i == 0 && r.Container != "" {
-					hs.Records = append(hs.Records, serveRecordProbe(project, h.Node, r.Container, plan.ParseAddress(addr).Instance()))
-				}
-				spec.Hosts[h.Node] = hs
+			if node == rc.Head {
+				// Each serve asks for its own port's answers.
+				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
+				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
 			}
+			o.SetHost(node, hs)
 		}
 	}
-	return spec
+	for _, addr := range o.Remembered(KindServe) {
+		r, _ := o.State.Get(addr)
+		if len(r.Hosts) == 0 || r.Container == "" {
+			continue
+		}
+		node := r.Hosts[0].Node
+		hs := o.Host(node)
+		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
+		o.SetHost(node, hs)
+	}
 }
 
 // The probes a cluster and its serves ask of the head, and the one reading
@@ -275,18 +303,6 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 // ContainerName is the name of a cluster's container on every node (its
 // container_name; the configuration gives it its default).
 func ContainerName(rc *RayCluster) string { return rc.ContainerName }
-
-func configHas(cfg *Config, addr string) bool {
-	a := plan.ParseAddress(addr)
-	typ, name := a.Type, a.Instance()
-	switch typ {
-	case "ray_cluster":
-		return cfg.RayClusters[name] != nil
-	case "vllm_serve":
-		return cfg.Serves[name] != nil
-	}
-	return false
-}
 
 func appendUnique(list []string, s string) []string {
 	if s == "" || slices.Contains(list, s) {

@@ -81,7 +81,7 @@ func checkLabelArgs(b *config.Block, args []string) {
 // clusterContainerOf reports whether labels are those of a ray_cluster
 // container of project (the only containers a vllm_serve runs in).
 func clusterContainerOf(labels map[string]string, project string) bool {
-	return labels[LabelManaged] == "true" && labels[LabelProject] == project && strings.HasPrefix(labels[LabelResource], "ray_cluster.")
+	return labels[LabelManaged] == "true" && labels[LabelProject] == project && plan.ParseAddress(labels[LabelResource]).Type == KindCluster
 }
 
 // refuseForeignServes drops from serves (the vllm_serves planned for
@@ -91,7 +91,7 @@ func clusterContainerOf(labels map[string]string, project string) bool {
 // create must never make rayform signal or delete anything inside it. The
 // probe does not look inside such a container either (engine/observe's
 // rf_sexec).
-func refuseForeignServes(res *Result, serves map[string]*ServeWork, facts *observe.Facts, project string) {
+func refuseForeignServes(finding func(plan.Finding), serves map[string]*ServeWork, facts *observe.Facts, project string) {
 	for _, addr := range slices.Sorted(maps.Keys(serves)) {
 		sw := serves[addr]
 		hf := facts.Hosts[sw.Spec.Node]
@@ -102,7 +102,7 @@ func refuseForeignServes(res *Result, serves map[string]*ServeWork, facts *obser
 			if c.Name != sw.Spec.Container || clusterContainerOf(c.Labels, project) {
 				continue
 			}
-			res.Plan.Findings = append(res.Plan.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: sw.Spec.Node,
+			finding(plan.Finding{Severity: plan.Error, Address: addr, Host: sw.Spec.Node,
 				Summary: fmt.Sprintf("%s names container %s, which rayform did not create", addr, c.Name),
 				Detail: fmt.Sprintf("%s runs in container %s on %s (as the state or the configuration says), but that container does not carry the labels of a ray_cluster of project %q (%s=%q, %s=%q, %s=%q). rayform never acts in, or looks inside, a container it did not create.",
 					addr, c.Name, sw.Spec.Node, project, LabelManaged, c.Labels[LabelManaged], LabelProject, c.Labels[LabelProject], LabelResource, c.Labels[LabelResource]),

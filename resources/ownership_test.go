@@ -35,7 +35,7 @@ func TestDockerArgsCannotSetRayformLabels(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(kindsBase, `container_name = "ray-main"`, "container_name = \"ray-main\"\n  docker_args    = "+tc.args, 1)
-			_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Kinds()})
+			_, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: Schemas()})
 			var found *hcl.Diagnostic
 			for _, d := range diags {
 				if d.Severity == hcl.DiagError && strings.HasPrefix(d.Summary, "Label") {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // PlanInput is everything a plan is computed from. Planning does no I/O.
@@ -48,25 +49,15 @@ type Result struct {
 	Notes []string
 }
 
-// Work is what apply must do for one resource.
-type Work struct {
-	Address string
-	Type    string // "ray_cluster", "vllm_serve" or "model"
-	Action  plan.Action
-	Cluster *ClusterWork
-	Serve   *ServeWork
-	// Model is a model's staging (resources/model).
-	Model *model.Work
-	// Hosts are the nodes the resource lives on (for the state file).
-	Hosts []string
-	// DestroyAfter are the resources whose destruction goes before this
-	// one's (OrderDestroy): a ray_cluster's vllm_serves.
-	DestroyAfter []string
-}
+// Work is what apply must do for one resource (kind.Work): its Do is a
+// *ClusterWork or a *ServeWork for the kinds of this package.
+type Work = kind.Work
 
 // ClusterWork is the work of a ray_cluster.
 type ClusterWork struct {
 	Name string
+	// ContainerName is the name of its containers on every node.
+	ContainerName string
 	// Specs are the desired containers, head first.
 	Specs []ContainerSpec
 	// Start lists the nodes whose container must be (re)created.
@@ -75,6 +66,26 @@ type ClusterWork struct {
 	Remove []Removal
 	// HeadAddr is "ip:port" of the GCS.
 	HeadAddr string
+}
+
+// Container is the name of the cluster's containers (kind.Doer).
+func (w *ClusterWork) Container() string {
+	switch {
+	case w.ContainerName != "":
+		return w.ContainerName
+	case len(w.Specs) > 0:
+		return w.Specs[0].Name
+	}
+	return w.Name
+}
+
+// clusterWork is w's cluster work, nil when w is not a cluster's.
+func clusterWork(w *Work) *ClusterWork {
+	if w == nil {
+		return nil
+	}
+	cw, _ := w.Do.(*ClusterWork)
+	return cw
 }
 
 // Removal is one container rayform created that must go.
@@ -100,6 +111,18 @@ type ServeWork struct {
 	Arch *ArchCheck
 }
 
+// Container is the serve's cluster's head container (kind.Doer).
+func (w *ServeWork) Container() string { return w.Spec.Container }
+
+// serveWork is w's serve work, nil when w is not a serve's.
+func serveWork(w *Work) *ServeWork {
+	if w == nil {
+		return nil
+	}
+	sw, _ := w.Do.(*ServeWork)
+	return sw
+}
+
 // Plan computes the plan. It is a pure function of its input.
 func Plan(in PlanInput) *Result {
 	p := &planner{in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*Work{}}}
@@ -108,15 +131,9 @@ func Plan(in PlanInput) *Result {
 	}
 	p.addrs, p.ifaces = FabricAddrs(p.cfg, p.facts)
 	p.res.Addrs = p.addrs
-	p.nodes()
-	p.networks()
-	for _, rc := range sortedClusters(p.cfg) {
-		p.cluster(rc)
+	for _, k := range Kinds() {
+		k.Plan(p)
 	}
-	for _, sv := range sortedServes(p.cfg) {
-		p.serve(sv)
-	}
-	p.models()
 	p.removed()
 	p.outputs()
 	if in.RefreshOnly {
@@ -133,9 +150,53 @@ type planner struct {
 	res    *Result
 	addrs  map[string]netip.Addr
 	ifaces map[string]string
-	// clusterAction remembers each cluster's action for its serves.
-	clusterAction map[string]plan.Action
 }
+
+// own is the planner of this package behind p: the kinds that live in
+// this package plan with its fabric addresses and its reading of the
+// observed containers, which kind.Planner does not carry. A kind in a
+// package of its own sees only kind.Planner.
+func own(p kind.Planner) *planner { return p.(*planner) }
+
+// Config is the evaluated configuration (kind.Planner).
+func (p *planner) Config() *config.Config { return p.cfg.Config }
+
+// Facts are the observed hosts (kind.Planner).
+func (p *planner) Facts() *observe.Facts { return p.facts }
+
+// State is the state, nil when there is none (kind.Planner).
+func (p *planner) State() *state.State { return p.in.State }
+
+// Project is the project's label value (kind.Planner).
+func (p *planner) Project() string { return p.in.Project }
+
+// Replace reports whether -replace named addr (kind.Planner).
+func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
+
+// Planned is the action planned so far for addr (kind.Planner).
+func (p *planner) Planned(addr string) (plan.Action, bool) {
+	for _, ch := range p.res.Plan.Changes {
+		if ch.Address == addr {
+			return ch.Action, true
+		}
+	}
+	return plan.NoOp, false
+}
+
+// Change adds a resource's change to the plan (kind.Planner).
+func (p *planner) Change(ch plan.ResourceChange) { p.res.Plan.Changes = append(p.res.Plan.Changes, ch) }
+
+// Finding adds a finding to the plan (kind.Planner).
+func (p *planner) Finding(f plan.Finding) { p.res.Plan.Findings = append(p.res.Plan.Findings, f) }
+
+// Drift adds drift to the plan (kind.Planner).
+func (p *planner) Drift(d plan.Drift) { p.res.Plan.Drift = append(p.res.Plan.Drift, d) }
+
+// Note adds a note to the result (kind.Planner).
+func (p *planner) Note(n string) { p.res.Notes = append(p.res.Notes, n) }
+
+// AddWork records w (kind.Planner).
+func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
 func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
 	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
@@ -269,7 +330,10 @@ func (p *planner) outputs() {
 	for _, ch := range p.res.Plan.Changes {
 		changes[ch.Address] = ch
 	}
-	exported := map[string]map[string]bool{"ray_cluster": exportedAttrs(clusterPlanSchema()), "vllm_serve": exportedAttrs(serveSchema())}
+	exported := map[string]map[string]bool{}
+	for _, k := range Kinds() {
+		exported[k.Schema().Type] = k.Traits().Exported
+	}
 	first := p.in.State == nil || len(p.in.State.Addresses()) == 0
 	g := p.cfg.Graph()
 	for _, name := range slices.Sorted(maps.Keys(p.cfg.Outputs)) {

@@ -31,9 +31,6 @@ func (p *planner) clusterContainer(rc *RayCluster, node string) observedContaine
 }
 
 func (p *planner) cluster(rc *RayCluster) {
-	if p.clusterAction == nil {
-		p.clusterAction = map[string]plan.Action{}
-	}
 	addr := rc.Addr
 	nodes := rc.Nodes()
 	p.gpuBudget(rc)
@@ -42,7 +39,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	// network binding").
 	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
 	name := ContainerName(rc)
-	work := &ClusterWork{Name: rc.Name, Specs: specs, Start: map[string]bool{}}
+	work := &ClusterWork{Name: rc.Name, ContainerName: name, Specs: specs, Start: map[string]bool{}}
 	if len(specs) > 0 {
 		work.HeadAddr = specs[0].HeadAddr
 	}
@@ -184,17 +181,16 @@ func (p *planner) cluster(rc *RayCluster) {
 	case len(work.Start) > 0 || len(work.Remove) > 0:
 		action = plan.Update
 	}
-	p.clusterAction[rc.Name] = action
 	if len(drift) > 0 {
 		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: firstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
 			Attrs: clusterDriftAttrs(specs, rayObserved)})
 	}
-	rcChange := plan.ResourceChange{Address: addr, Type: "ray_cluster", Name: rc.Name, Action: action, Hosts: nodes,
+	rcChange := plan.ResourceChange{Address: addr, Type: KindCluster, Name: rc.Name, Action: action, Hosts: nodes,
 		Reasons: append(drift, reasons...)}
 	rcChange.Attrs = clusterAttrs(rc, specs, action, before, after, rayObserved)
 	p.res.Plan.Changes = append(p.res.Plan.Changes, rcChange)
 	if action != plan.NoOp {
-		p.res.Work[addr] = &Work{Address: addr, Type: "ray_cluster", Action: action, Cluster: work, Hosts: nodes}
+		p.res.Work[addr] = &Work{Address: addr, Type: KindCluster, Action: action, Do: work, Hosts: nodes}
 	}
 }
 
@@ -491,14 +487,14 @@ func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]
 // removes, sorted.
 func (p *planner) changedNodes(rc *RayCluster) []string {
 	w := p.res.Work[rc.Addr]
-	if w == nil || w.Cluster == nil {
+	if w == nil || clusterWork(w) == nil {
 		return nil
 	}
 	set := map[string]bool{}
-	for n := range w.Cluster.Start {
+	for n := range clusterWork(w).Start {
 		set[n] = true
 	}
-	for _, rm := range w.Cluster.Remove {
+	for _, rm := range clusterWork(w).Remove {
 		set[rm.Node] = true
 	}
 	return slices.Sorted(maps.Keys(set))

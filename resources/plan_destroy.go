@@ -5,14 +5,15 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // DestroyWork plans the destruction of every resource of the configuration
@@ -29,17 +30,9 @@ import (
 // ObserveSpec(in.Config, in.State, in.Project).
 func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 	res := &Result{Plan: &plan.Plan{}, Work: map[string]*Work{}}
-	d := newDoomed()
-	if in.Config != nil {
-		d.fromConfig(in.Config)
-	}
-	if in.State != nil {
-		for _, addr := range in.State.Addresses() {
-			r, _ := in.State.Get(addr)
-			d.fromState(addr, r)
-		}
-	}
-	d.plan(res, in.Facts, in.Project, true, "destroy", "already gone from the hosts; only forgotten")
+	d := &destroyer{res: res, cfg: in.Config, st: in.State, facts: in.Facts, project: in.Project, all: true,
+		present: "destroy", gone: "already gone from the hosts; only forgotten"}
+	d.plan()
 	for _, u := range Unreached(in.Facts, res.Work) {
 		res.Plan.Findings = append(res.Plan.Findings, plan.Finding{Severity: plan.Warning, Address: u.Address, Host: u.Node,
 			Summary: fmt.Sprintf("cannot reach %s: what %s has there stays", u.Node, u.Address),
@@ -100,17 +93,10 @@ func (p *planner) removed() {
 	if p.in.State == nil {
 		return
 	}
-	d := newDoomed()
-	for _, addr := range p.in.State.Addresses() {
-		if configHas(p.cfg, addr) {
-			continue
-		}
-		r, _ := p.in.State.Get(addr)
-		d.fromState(addr, r)
-	}
 	// Even a resource already gone is forgotten by apply.
 	const why = "not in the configuration any more"
-	d.plan(p.res, p.facts, p.in.Project, false, why, why)
+	d := &destroyer{res: p.res, cfg: p.cfg, st: p.in.State, facts: p.facts, project: p.in.Project, present: why, gone: why}
+	d.plan()
 }
 
 // OrderDestroy adds to g the order in which the resources of work that g
@@ -131,67 +117,110 @@ func OrderDestroy(g *dag.Graph, work map[string]*Work) {
 	}
 }
 
-// doomed collects the resources a plan destroys and what is known of each.
-type doomed struct {
-	clusters     map[string]string   // cluster address → container name
-	clusterHosts map[string][]string // cluster address → nodes
-	serves       map[string]*ServeWork
-	serveHosts   map[string][]string
-	serveCluster map[string]string // serve address → its cluster's address
+// destroyer plans the removal of resources, kind by kind (kind.Destroyer).
+type destroyer struct {
+	res   *Result
+	cfg   *Config // nil when none is loaded
+	st    *state.State
+	facts *observe.Facts
+	// project is the rayform.project label's value.
+	project string
+	// all dooms the configuration's resources too, and adopts the
+	// project's containers found under other addresses (rayform destroy).
+	all bool
+	// present and gone are the reasons of a removal with something on the
+	// hosts and of one without.
+	present, gone string
+	// added are the removals planned, by address.
+	added map[string]*Work
 }
 
-func newDoomed() *doomed {
-	return &doomed{clusters: map[string]string{}, clusterHosts: map[string][]string{}, serves: map[string]*ServeWork{},
-		serveHosts: map[string][]string{}, serveCluster: map[string]string{}}
-}
-
-// fromConfig adds every ray_cluster and vllm_serve of cfg.
-func (d *doomed) fromConfig(cfg *Config) {
-	for _, rc := range sortedClusters(cfg) {
-		d.clusters[rc.Addr] = ContainerName(rc)
-		d.clusterHosts[rc.Addr] = rc.Nodes()
+// plan asks every kind, in registration order, to plan the removal of
+// its doomed resources.
+func (d *destroyer) plan() {
+	if d.facts == nil {
+		d.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	for _, sv := range sortedServes(cfg) {
-		rc := cfg.RayClusters[sv.Cluster]
-		if rc == nil {
-			continue
-		}
-		d.serves[sv.Addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}}
-		d.serveHosts[sv.Addr] = []string{rc.Head}
-		d.serveCluster[sv.Addr] = rc.Addr
+	d.added = map[string]*Work{}
+	for _, k := range Kinds() {
+		k.Destroy(d)
 	}
 }
 
-// fromState adds the state's resource addr unless it is known already
-// (the configuration says more of it).
-func (d *doomed) fromState(addr string, r state.Resource) {
-	pa := plan.ParseAddress(addr)
-	switch pa.Type {
-	case "ray_cluster":
-		if _, ok := d.clusters[addr]; !ok {
-			d.clusters[addr] = r.Container
-			d.clusterHosts[addr] = stateNodes(r.Hosts)
-		}
-	case "vllm_serve":
-		if _, ok := d.serves[addr]; !ok {
-			d.serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: pa.Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
-			d.serveHosts[addr] = stateNodes(r.Hosts)
+// Doomed lists the addresses of type typ to remove (kind.Destroyer).
+func (d *destroyer) Doomed(typ string) []string {
+	set := map[string]bool{}
+	if d.all && d.cfg != nil {
+		for name := range d.cfg.Blocks(typ) {
+			set[typ+"."+name] = true
 		}
 	}
+	if d.st != nil {
+		for _, addr := range d.st.Addresses() {
+			if plan.ParseAddress(addr).Type == typ && (d.all || d.cfg == nil || !kind.Declared(d.cfg.Config, addr)) {
+				set[addr] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
 }
 
-// plan adds the work and the change of each doomed resource to res: a
-// cluster's removals are the containers of project labelled with its
-// address that facts report on any host; a serve is stopped where its
-// process runs. With adopt, a container of project labelled with an
-// address not doomed yet is doomed too (rayform destroy leaves nothing of
-// the project). A resource with nothing on the hosts is a no-op, its
-// change saying gone instead of present.
-func (d *doomed) plan(res *Result, facts *observe.Facts, project string, adopt bool, present, gone string) {
-	if facts == nil {
-		facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
+// Config is the configuration, nil when none is loaded (kind.Destroyer).
+func (d *destroyer) Config() *config.Config {
+	if d.cfg == nil {
+		return nil
 	}
-	refuseForeignServes(res, d.serves, facts, project)
+	return d.cfg.Config
+}
+
+// State is the state, nil when none (kind.Destroyer).
+func (d *destroyer) State() *state.State { return d.st }
+
+// Facts are the observed hosts (kind.Destroyer).
+func (d *destroyer) Facts() *observe.Facts { return d.facts }
+
+// Project is the project's label value (kind.Destroyer).
+func (d *destroyer) Project() string { return d.project }
+
+// Adopt says whether the project's containers under other addresses are
+// doomed too (kind.Destroyer).
+func (d *destroyer) Adopt() bool { return d.all }
+
+// Add records a removal (kind.Destroyer).
+func (d *destroyer) Add(w *Work, name string, onHosts bool) {
+	addDestroy(d.res, w, name, onHosts, d.present, d.gone)
+	d.added[w.Address] = w
+}
+
+// Works are the removals planned so far (kind.Destroyer).
+func (d *destroyer) Works() map[string]*Work { return d.added }
+
+// Before orders the removal of first before that of then, when both are
+// removed (kind.Destroyer).
+func (d *destroyer) Before(first, then string) {
+	if w := d.added[then]; w != nil && d.added[first] != nil && !slices.Contains(w.DestroyAfter, first) {
+		w.DestroyAfter = append(w.DestroyAfter, first)
+	}
+}
+
+// Finding adds a finding (kind.Destroyer).
+func (d *destroyer) Finding(f plan.Finding) { d.res.Plan.Findings = append(d.res.Plan.Findings, f) }
+
+// destroyClusters plans the removal of the doomed clusters: each one's
+// containers of the project, labelled with its address, that the facts
+// show on any host (and, with Adopt, those of any other cluster address).
+func destroyClusters(d kind.Destroyer) {
+	cfg := View(d.Config())
+	containers := map[string]string{} // address → container name
+	hosts := map[string][]string{}
+	for _, addr := range d.Doomed(KindCluster) {
+		if rc := clusterAt(cfg, addr); rc != nil {
+			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
+		} else if r, ok := d.State().Get(addr); ok {
+			containers[addr], hosts[addr] = r.Container, stateNodes(r.Hosts)
+		}
+	}
+	facts := d.Facts()
 	found := map[string][]Removal{}
 	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		hf := facts.Hosts[node]
@@ -199,64 +228,110 @@ func (d *doomed) plan(res *Result, facts *observe.Facts, project string, adopt b
 			continue
 		}
 		for _, c := range hf.Containers.List {
-			if c.Labels[LabelManaged] != "true" || c.Labels[LabelProject] != project {
+			if !clusterContainerOf(c.Labels, d.Project()) {
 				continue
 			}
 			addr := c.Labels[LabelResource]
-			if !strings.HasPrefix(addr, "ray_cluster.") {
-				continue
-			}
-			if _, ok := d.clusters[addr]; !ok {
-				if !adopt {
+			if _, ok := containers[addr]; !ok {
+				if !d.Adopt() {
 					continue
 				}
-				d.clusters[addr] = c.Name
+				containers[addr] = c.Name
 			}
 			found[addr] = append(found[addr], Removal{Node: node, Container: c.Name})
 		}
 	}
-	// A serve of the state runs on the cluster whose container it names.
-	for addr, sw := range d.serves {
-		if d.serveCluster[addr] != "" {
-			continue
-		}
-		for caddr, name := range d.clusters {
-			if name == sw.Spec.Container {
-				d.serveCluster[addr] = caddr
-			}
-		}
-	}
-	for _, addr := range slices.Sorted(maps.Keys(d.clusters)) {
+	for _, addr := range slices.Sorted(maps.Keys(containers)) {
 		rems := found[addr]
 		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
-		hosts := d.clusterHosts[addr]
+		nodes := hosts[addr]
 		for _, rm := range rems {
-			hosts = appendUnique(hosts, rm.Node)
-		}
-		// Serves stop first: those on this cluster, and those whose
-		// cluster is unknown.
-		var after []string
-		for _, saddr := range slices.Sorted(maps.Keys(d.serves)) {
-			if c := d.serveCluster[saddr]; c == addr || c == "" {
-				after = append(after, saddr)
-			}
+			nodes = appendUnique(nodes, rm.Node)
 		}
 		name := plan.ParseAddress(addr).Instance()
-		w := &Work{Address: addr, Type: "ray_cluster", Hosts: hosts, DestroyAfter: after,
-			Cluster: &ClusterWork{Name: name, Start: map[string]bool{}, Remove: rems}}
-		addDestroy(res, w, name, len(rems) > 0, present, gone)
+		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
+			Do: &ClusterWork{Name: name, ContainerName: containers[addr], Start: map[string]bool{}, Remove: rems}}
+		d.Add(w, name, len(rems) > 0)
 	}
-	for _, addr := range slices.Sorted(maps.Keys(d.serves)) {
-		sw := d.serves[addr]
+}
+
+// destroyServes plans the stop of each doomed serve whose process runs,
+// ordered before the removal of its cluster (before every other removal
+// when its cluster is unknown).
+func destroyServes(d kind.Destroyer) {
+	cfg := View(d.Config())
+	serves := map[string]*ServeWork{}
+	hosts := map[string][]string{}
+	cluster := map[string]string{} // serve address → its cluster's address
+	for _, addr := range d.Doomed(KindServe) {
+		if sv := serveAt(cfg, addr); sv != nil {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}}
+				hosts[addr] = []string{rc.Head}
+				cluster[addr] = rc.Addr
+			}
+			continue
+		}
+		if r, ok := d.State().Get(addr); ok {
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
+			hosts[addr] = stateNodes(r.Hosts)
+		}
+	}
+	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
+	// A serve of the state runs on the cluster whose container it names.
+	others := slices.Sorted(maps.Keys(d.Works()))
+	for addr, sw := range serves {
+		if cluster[addr] != "" {
+			continue
+		}
+		for _, o := range others {
+			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
+				cluster[addr] = o
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		sw := serves[addr]
 		running := false
-		if hf := facts.Hosts[sw.Spec.Node]; hf != nil {
+		if hf := d.Facts().Hosts[sw.Spec.Node]; hf != nil {
 			rec := ServeRecord(hf, sw.Spec.Name)
 			running = rec.Found && rec.Alive
 		}
 		sw.Stop = true
-		w := &Work{Address: addr, Type: "vllm_serve", Hosts: d.serveHosts[addr], Serve: sw}
-		addDestroy(res, w, sw.Spec.Name, running, present, gone)
+		w := &Work{Address: addr, Type: KindServe, Hosts: hosts[addr], Do: sw}
+		d.Add(w, sw.Spec.Name, running)
+		// Serves stop first: before their cluster goes, and before every
+		// other removal when their cluster is unknown.
+		if c := cluster[addr]; c != "" {
+			d.Before(addr, c)
+			continue
+		}
+		for _, o := range others {
+			d.Before(addr, o)
+		}
 	}
+}
+
+// clusterAt is the configuration's cluster at addr, nil when none.
+func clusterAt(cfg *Config, addr string) *RayCluster {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindCluster {
+		return cfg.RayClusters[a.Instance()]
+	}
+	return nil
+}
+
+// serveAt is the configuration's serve at addr, nil when none.
+func serveAt(cfg *Config, addr string) *VLLMServe {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindServe {
+		return cfg.Serves[a.Instance()]
+	}
+	return nil
 }
 
 // addDestroy records w, a delete where something is on the hosts and a no-op

@@ -99,10 +99,10 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 }
 
 func removals(w *Work) []Removal {
-	if w.Cluster == nil {
+	if clusterWork(w) == nil {
 		return nil
 	}
-	return w.Cluster.Remove
+	return clusterWork(w).Remove
 }
 
 // TestDestroyNamesUnreachableHosts: a host of a destroyed resource that

@@ -33,7 +33,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	p.capacity(sv, rc)
 	p.memoryMonitor(sv, rc)
 	head := p.host(rc.Head)
-	clusterAction := p.clusterAction[rc.Name]
+	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
 	answer := ServeAnswer(head, sv.Port)
 	action := plan.NoOp
@@ -94,11 +94,11 @@ func (p *planner) serve(sv *VLLMServe) {
 	if len(drift) > 0 {
 		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
-	p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: "vllm_serve", Name: sv.Name, Action: action,
+	p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: KindServe, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
-		p.res.Work[addr] = &Work{Address: addr, Type: "vllm_serve", Action: action, Hosts: []string{rc.Head},
-			Serve: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+		p.res.Work[addr] = &Work{Address: addr, Type: KindServe, Action: action, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
 				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch}}
 	}
 }

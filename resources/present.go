@@ -4,10 +4,11 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // Present is what the observed hosts show of one resource of the project.
@@ -59,57 +60,73 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		sort.Strings(p.Nodes)
 		present[addr] = p
 	}
-	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
-		hf, ok := known(node)
+	var cfg *config.Config
+	if in.Config != nil {
+		cfg = in.Config.Config
+	}
+	pr := &kind.Presence{Config: cfg, State: in.State, Facts: facts, Project: in.Project, Known: known, Add: add,
+		Head: func(addr, node string) {
+			p := present[addr]
+			p.Head = node
+			present[addr] = p
+		}}
+	for _, k := range Kinds() {
+		k.Present(pr)
+	}
+	return present, unknown
+}
+
+// presentClusters finds the project's cluster containers on the hosts, in
+// any state (an exited container still belongs to its cluster).
+func presentClusters(pr *kind.Presence) {
+	for _, node := range slices.Sorted(maps.Keys(pr.Facts.Hosts)) {
+		hf, ok := pr.Known(node)
 		if !ok {
 			continue
 		}
 		for _, c := range hf.Containers.List {
-			addr := c.Labels[LabelResource]
-			if c.Labels[LabelManaged] != "true" || c.Labels[LabelProject] != in.Project || !strings.HasPrefix(addr, "ray_cluster.") {
+			if !clusterContainerOf(c.Labels, pr.Project) {
 				continue
 			}
-			add(addr, "ray_cluster", node, c.Name)
+			addr := c.Labels[LabelResource]
+			pr.Add(addr, KindCluster, node, c.Name)
 			if c.Labels[LabelRole] == "head" {
-				p := present[addr]
-				p.Head = node
-				present[addr] = p
+				pr.Head(addr, node)
 			}
 		}
 	}
-	// Serves are found where the configuration or the state says they run.
+}
+
+// presentServes finds the serves whose process runs where the
+// configuration or the state says they run.
+func presentServes(pr *kind.Presence) {
 	type serveAt struct{ name, node, container string }
 	serves := map[string]serveAt{}
-	if in.State != nil {
-		for _, addr := range in.State.Addresses() {
-			r, _ := in.State.Get(addr)
-			if a := plan.ParseAddress(addr); a.Type == "vllm_serve" && len(r.Hosts) > 0 {
+	if pr.State != nil {
+		for _, addr := range pr.State.Addresses() {
+			r, _ := pr.State.Get(addr)
+			if a := plan.ParseAddress(addr); a.Type == KindServe && len(r.Hosts) > 0 {
 				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
 			}
 		}
 	}
-	if in.Config != nil {
-		for _, sv := range sortedServes(in.Config) {
-			if rc := in.Config.RayClusters[sv.Cluster]; rc != nil {
+	if cfg := View(pr.Config); cfg != nil {
+		for _, sv := range sortedServes(cfg) {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
 				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
 			}
 		}
 	}
 	for _, addr := range slices.Sorted(maps.Keys(serves)) {
 		s := serves[addr]
-		if _, ok := facts.Hosts[s.node]; !ok {
-			unknown[s.node] = true
-			continue
-		}
-		hf, ok := known(s.node)
+		hf, ok := pr.Known(s.node)
 		if !ok {
 			continue
 		}
 		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
-			add(addr, "vllm_serve", s.node, s.container)
+			pr.Add(addr, KindServe, s.node, s.container)
 		}
 	}
-	return present, unknown
 }
 
 // StartingServes returns, for each vllm_serve of in's configuration that
@@ -139,8 +156,8 @@ func StartingServes(in PlanInput) []*Work {
 		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
 			continue
 		}
-		out = append(out, &Work{Address: sv.Addr, Type: "vllm_serve", Action: plan.NoOp, Hosts: []string{rc.Head},
-			Serve: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
+		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout}})
 	}
 	return out
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // Defaults of StepEnv's durations.
@@ -141,7 +141,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Steps returns the steps that carry out w: for a ray_cluster, remove the
+// Steps returns the steps that carry out w, its kind's (kind.Kind.Steps):
+// for a ray_cluster, remove the
 // containers that must go (after re-checking their labels), make the image
 // present, check that it has Ray, start the head and see it ALIVE under its
 // fabric address in Ray's node table, check that every worker reaches the
@@ -150,20 +151,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // /v1/models and one completion. A failure carries the diagnosis of the
 // logs involved.
 func Steps(env *StepEnv, w *Work) []apply.Step {
-	e := env.withDefaults()
-	switch {
-	case w == nil || w.Action == plan.NoOp:
+	if w == nil || w.Action == plan.NoOp {
 		return nil
-	case w.Type == "ray_cluster" && w.Cluster != nil:
-		return clusterSteps(e, w)
-	case w.Type == "vllm_serve" && w.Serve != nil:
-		return serveSteps(e, w)
-	case w.Type == model.Type && w.Model != nil:
-		if e.Prepared {
-			return nil // staged by PrepareSteps
-		}
-		return modelSteps(e, w)
 	}
+	k := KindOf(w.Type)
+	if k == nil || w.Do == nil {
+		return unsupported(w)
+	}
+	return k.Steps(env.withDefaults(), w)
+}
+
+// unsupported is the one step of work no kind can carry out: it fails.
+func unsupported(w *Work) []apply.Step {
 	return []apply.Step{{
 		Name: "unsupported work",
 		Run: func(context.Context, func(string)) error {
@@ -174,24 +173,47 @@ func Steps(env *StepEnv, w *Work) []apply.Step {
 
 // PrepareSteps are the steps of w that prove, before anything is removed
 // or stopped, that what w creates can be created, and change nothing that
-// runs: for a ray_cluster that starts containers, the image on every node
-// that starts one (pulled where missing, while the old containers keep
-// running) and Ray in it. Apply runs them for every resource before its
-// walk, whose Steps (with env.Prepared) then leave them out.
+// runs (kind.Kind.PrepareSteps): for a ray_cluster that starts containers,
+// the image on every node that starts one (pulled where missing, while the
+// old containers keep running) and Ray in it. Apply runs them for every
+// resource before its walk, whose Steps (with env.Prepared) then leave
+// them out.
 func PrepareSteps(env *StepEnv, w *Work) []apply.Step {
-	e := env.withDefaults()
-	if w != nil && w.Type == model.Type && w.Model != nil {
-		return modelSteps(e, w)
-	}
-	if w == nil || w.Action == plan.NoOp || w.Action == plan.Delete || w.Type != "ray_cluster" || w.Cluster == nil {
+	if w == nil || w.Action == plan.NoOp {
 		return nil
 	}
-	r := newClusterRun(e, w)
-	if len(r.started) == 0 {
+	k := KindOf(w.Type)
+	if k == nil || w.Do == nil {
 		return nil
 	}
-	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
+	return k.PrepareSteps(env.withDefaults(), w)
 }
+
+// stepEnvOf is the StepEnv behind env: the kinds of this package read the
+// whole of it (timeouts, the data-plane checks, diagnose's context); a
+// kind in a package of its own sees only kind.Env.
+func stepEnvOf(env kind.Env) *StepEnv { return env.(*StepEnv) }
+
+// Conn is node's connection (kind.Env).
+func (e *StepEnv) Conn(node string) transport.Conn { return e.Conns[node] }
+
+// ProjectName is the project's label value (kind.Env).
+func (e *StepEnv) ProjectName() string { return e.Project }
+
+// Logger receives debug lines (kind.Env).
+func (e *StepEnv) Logger() hclog.Logger { return e.Log }
+
+// Clock is the time now (kind.Env).
+func (e *StepEnv) Clock() time.Time { return e.Now() }
+
+// Wait waits d or until ctx ends (kind.Env).
+func (e *StepEnv) Wait(ctx context.Context, d time.Duration) error { return e.Sleep(ctx, d) }
+
+// PollInterval is the time between two reads of a condition (kind.Env).
+func (e *StepEnv) PollInterval() time.Duration { return e.Poll }
+
+// MaxParallel bounds the hosts worked on at once (kind.Env).
+func (e *StepEnv) MaxParallel() int { return e.Parallelism }
 
 // run runs cmd on node's connection.
 func (e *StepEnv) run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {

@@ -82,8 +82,8 @@ func TestArchStep(t *testing.T) {
 	env := (&StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).withDefaults()
 	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
 	run := func(container string) (string, error) {
-		w := &Work{Address: "vllm_serve.m", Action: plan.Create, Serve: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
-		r := &serveRun{e: env, w: w, s: w.Serve, spec: w.Serve.Spec}
+		w := &Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
+		r := &serveRun{e: env, w: w, s: serveWork(w), spec: serveWork(w).Spec}
 		var lines []string
 		err := r.archStep().Run(context.Background(), func(l string) { lines = append(lines, l) })
 		return strings.Join(lines, "\n"), err

@@ -43,7 +43,7 @@ type clusterRun struct {
 
 // newClusterRun prepares what the steps of w share.
 func newClusterRun(e *StepEnv, w *Work) *clusterRun {
-	c := w.Cluster
+	c := clusterWork(w)
 	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
 	for _, s := range c.Specs {
 		r.spec[s.Node] = s
@@ -58,7 +58,7 @@ func newClusterRun(e *StepEnv, w *Work) *clusterRun {
 }
 
 func clusterSteps(e *StepEnv, w *Work) []apply.Step {
-	c := w.Cluster
+	c := clusterWork(w)
 	r := newClusterRun(e, w)
 	var steps []apply.Step
 	if len(c.Remove) > 0 {

@@ -133,14 +133,15 @@ type checkStart struct {
 func NewCheckStarts(ctx context.Context, conns map[string]transport.Conn, work map[string]*Work, o dataplane.Options) *CheckStarts {
 	cs := &CheckStarts{sessions: map[string]*checkStart{}}
 	for addr, w := range work {
-		if w == nil || w.Serve == nil || !w.Serve.Start || len(w.Serve.Check) == 0 {
+		sw := serveWork(w)
+		if sw == nil || !sw.Start || len(sw.Check) == 0 {
 			continue
 		}
-		ns, err := connected(conns, w.Serve.Check)
+		ns, err := connected(conns, sw.Check)
 		if err != nil {
 			continue // the check step reports it
 		}
-		cs.sessions[addr] = &checkStart{nodes: w.Serve.Check, s: dataplane.Start(ctx, ns, o)}
+		cs.sessions[addr] = &checkStart{nodes: sw.Check, s: dataplane.Start(ctx, ns, o)}
 	}
 	return cs
 }

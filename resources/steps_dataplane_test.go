@@ -79,7 +79,7 @@ func (c *dpConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, 
 
 func dpWork() *Work {
 	w := qwenWork(plan.Create, qwenServe(), false)
-	w.Serve.Check = []dataplane.Node{
+	serveWork(w).Check = []dataplane.Node{
 		{Name: "spark1", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.12"), Iface: "enp1s0f1np1"},
 		{Name: "spark2", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.13"), Iface: "enp1s0f1np1"},
 	}

@@ -41,7 +41,7 @@ type serveRun struct {
 }
 
 func serveSteps(e *StepEnv, w *Work) []apply.Step {
-	r := &serveRun{e: e, w: w, s: w.Serve, spec: w.Serve.Spec}
+	r := &serveRun{e: e, w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	var steps []apply.Step
 	if r.s.Stop {
 		steps = append(steps, r.stopStep())
@@ -63,10 +63,10 @@ func serveSteps(e *StepEnv, w *Work) []apply.Step {
 // pipeline-parallel serve must not go away under a running serve), then
 // Steps(w), whose stop step then finds the process gone.
 func ServeStopSteps(env *StepEnv, w *Work) []apply.Step {
-	if w == nil || w.Serve == nil || !w.Serve.Stop {
+	if w == nil || serveWork(w) == nil || !serveWork(w).Stop {
 		return nil
 	}
-	r := &serveRun{e: env.withDefaults(), w: w, s: w.Serve, spec: w.Serve.Spec}
+	r := &serveRun{e: env.withDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	return []apply.Step{r.stopStep()}
 }
 
@@ -242,10 +242,10 @@ func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
 // configuration that runs but does not answer yet, changed or not: it
 // reports success only for serves that serve.
 func AwaitSteps(env *StepEnv, w *Work) []apply.Step {
-	if w == nil || w.Serve == nil {
+	if w == nil || serveWork(w) == nil {
 		return nil
 	}
-	r := &serveRun{e: env.withDefaults(), w: w, s: w.Serve, spec: w.Serve.Spec}
+	r := &serveRun{e: env.withDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	return []apply.Step{{
 		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
 		Run:    r.follow,

@@ -35,12 +35,12 @@ func pairSpecs(ip1 string) []ContainerSpec {
 
 func pairWork(action plan.Action, specs []ContainerSpec, start []string, remove ...string) *Work {
 	w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: action, Hosts: []string{"spark1", "spark2"},
-		Cluster: &ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
+		Do: &ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
 	for _, n := range start {
-		w.Cluster.Start[n] = true
+		clusterWork(w).Start[n] = true
 	}
 	for _, n := range remove {
-		w.Cluster.Remove = append(w.Cluster.Remove, Removal{Node: n, Container: "rayform-main"})
+		clusterWork(w).Remove = append(clusterWork(w).Remove, Removal{Node: n, Container: "rayform-main"})
 	}
 	return w
 }
@@ -92,7 +92,7 @@ func TestClusterSteps(t *testing.T) {
 				l.run(pairSpecs("192.168.200.12")...)
 			},
 			work: &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete, Hosts: []string{"spark1", "spark2"},
-				Cluster: &ClusterWork{Name: "main", Start: map[string]bool{},
+				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
 					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}},
 		},
 	}
@@ -136,7 +136,7 @@ func TestClusterSteps(t *testing.T) {
 }
 
 func specFor(w *Work, node string) ContainerSpec {
-	for _, s := range w.Cluster.Specs {
+	for _, s := range clusterWork(w).Specs {
 		if s.Node == node {
 			return s
 		}
@@ -182,7 +182,7 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")[0])
 			l.hosts["spark2"].containers["rayform-main"] = &fakeContainer{labels: tt.labels, running: true}
 			w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete,
-				Cluster: &ClusterWork{Name: "main", Start: map[string]bool{},
+				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
 					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
 			_, err := walkWork(t, l.env(), w)
 			if err == nil || !strings.Contains(err.Error(), "refusing to remove container rayform-main on spark2") ||
@@ -354,7 +354,7 @@ func qwenStartupLog() [][]byte {
 
 func qwenWork(action plan.Action, spec ServeSpec, stop bool) *Work {
 	return &Work{Address: spec.Resource, Type: "vllm_serve", Action: action, Hosts: []string{spec.Node},
-		Serve: &ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
+		Do: &ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
 }
 
 func TestServeSteps(t *testing.T) {
@@ -377,7 +377,7 @@ func TestServeSteps(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")...)
 			h := l.hosts["spark1"]
 			tt.setup(h)
-			if tt.work.Serve.Start {
+			if serveWork(tt.work).Start {
 				h.serve.chunks = qwenStartupLog()
 			}
 			h.models = qwenModels
@@ -386,7 +386,7 @@ func TestServeSteps(t *testing.T) {
 				t.Fatalf("walk: %v\n%s", err, strings.Join(lines, "\n"))
 			}
 			goldenSteps(t, tt.name, renderWalk(lines, nil, l))
-			if want := tt.work.Serve.Start; h.serve.alive != want {
+			if want := serveWork(tt.work).Start; h.serve.alive != want {
 				t.Errorf("serve alive = %v, want %v", h.serve.alive, want)
 			}
 			if len(l.hosts["spark2"].fake.Calls()) != 0 {
@@ -501,7 +501,7 @@ func TestServeReadyTimeout(t *testing.T) {
 	h := l.hosts["spark1"]
 	h.serve.chunks = qwenStartupLog()[:2] // loads forever
 	w := qwenWork(plan.Create, qwenServe(), false)
-	w.Serve.ReadyTimeout = time.Minute
+	serveWork(w).ReadyTimeout = time.Minute
 	_, err := walkWork(t, l.env(), w)
 	if err == nil || !strings.Contains(err.Error(), "vllm serve qwen on spark1 is not ready after 1m0s") {
 		t.Fatalf("err = %v", err)
@@ -590,8 +590,8 @@ func TestDestroyWork(t *testing.T) {
 	got := map[string]string{}
 	for addr, w := range res.Work {
 		got[addr] = string(w.Action)
-		if w.Cluster != nil {
-			b, _ := json.Marshal(w.Cluster.Remove)
+		if clusterWork(w) != nil {
+			b, _ := json.Marshal(clusterWork(w).Remove)
 			got[addr] += " " + string(b)
 		}
 	}

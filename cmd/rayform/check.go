@@ -76,7 +76,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 			failed = true
 			continue
 		}
-		dctx := resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, &resources.Work{Type: "ray_cluster", Address: rc.Addr})
+		dctx := resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, &resources.Work{Address: rc.Addr})
 		var cerr error
 		if !rep.OK() {
 			failed = true
@@ -137,7 +137,7 @@ func checkClusters(cfg *resources.Config, args []string) ([]string, error) {
 		return names, nil
 	}
 	for _, a := range args {
-		name := strings.TrimPrefix(a, "ray_cluster.")
+		name := resources.ClusterName(a)
 		if _, ok := cfg.RayClusters[name]; !ok {
 			return nil, fmt.Errorf("no ray_cluster %q in the configuration", name)
 		}

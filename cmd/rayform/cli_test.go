@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 )
@@ -143,18 +144,18 @@ func TestDestroyTargetKeepsDependencies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.targets, ","), func(t *testing.T) {
 			st, _ := state.New("p")
-			s := &session{opts: &runOptions{targets: tt.targets}, st: st, project: "p"}
-			obs := &observed{cfg: cfg}
-			s.destroyPlan(obs)
+			r := &run.Runner{Provider: resources.Provider{}, State: st, Project: "p", Options: run.Options{Targets: tt.targets}}
+			obs := &run.Observation{Config: resources.RunConfig(cfg)}
+			r.DestroyPlan(obs)
 			var got []string
-			for _, ch := range obs.result.Plan.Changes {
+			for _, ch := range obs.Result.Plan.Changes {
 				got = append(got, ch.Address)
-				if _, ok := obs.result.Work[ch.Address]; !ok {
+				if _, ok := obs.Result.Work[ch.Address]; !ok {
 					t.Errorf("%s planned without work", ch.Address)
 				}
 			}
-			if len(obs.result.Work) != len(got) || strings.Join(got, " ") != strings.Join(tt.want, " ") {
-				t.Errorf("destroys %v (work for %d), want %v", got, len(obs.result.Work), tt.want)
+			if len(obs.Result.Work) != len(got) || strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("destroys %v (work for %d), want %v", got, len(obs.Result.Work), tt.want)
 			}
 		})
 	}

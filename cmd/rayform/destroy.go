@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/rayform/rayform/engine/run"
 )
 
 func runDestroy(ctx context.Context, c *cli, args []string) int {
@@ -31,5 +33,5 @@ func runDestroy(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	return s.apply(ctx, applyRequest{autoApprove: *autoApprove, destroy: true, timeouts: defaultApplyTimeouts()})
+	return s.apply(ctx, run.ApplyRequest{AutoApprove: *autoApprove, Destroy: true})
 }

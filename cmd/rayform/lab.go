@@ -138,6 +138,9 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	simnode := fs.String("simnode", "", "simnode binary `PATH` (default: simnode next to rayform, then $PATH)")
 	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
 	bigMiB := fs.Int("big-image-mib", lab.DefaultBigImageMiB, "size in `MiB` of the large image's filler layer")
+	modelDisk := fs.String("model-disk", "", "size of every node's model disk (the model cache is a tmpfs of that `SIZE`, like 300M, so staging can fill it; default: no limit)")
+	modelSeed := fs.Bool("model-seed", true, "place a complete copy of the lab hub's "+lab.HubRepoTiny+" in the head's model cache only (false: every node's cache is empty)")
+	hubBigMiB := fs.Int("hub-big-mib", lab.DefaultHubBigMiB, "size in `MiB` of the lab hub's gated "+lab.HubRepoBig+" repository")
 	torch := fs.Bool("torch", false, "put this machine's python3 and python3-torch into the Ray image (real PyTorch for the data-plane check; about 600 MiB per node)")
 	rayMode := fs.String("ray", "simnode", "the Ray in the Ray image: `real` (ray[default] "+lab.RayVersion+" from PyPI, with python3-torch; built once into the image cache) or simnode (simnode's model of Ray, the fast mode)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -155,6 +158,15 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
 		FabricMTU: *mtu, GPUs: gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
 		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB, Torch: *torch,
+		NoModelSeed: !*modelSeed, HubBigMiB: *hubBigMiB,
+	}
+	if *modelDisk != "" {
+		n, err := lab.ParseSize(*modelDisk)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Error: -model-disk: %v\n", err)
+			return exitError
+		}
+		cfg.ModelDisk = n
 	}
 	for _, kv := range timing {
 		k, v, ok := strings.Cut(kv, "=")
@@ -239,6 +251,17 @@ func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
 	if l.Registry != "" {
 		fmt.Fprintf(c.stdout, "registry:         %s (mirror of every node's dockerd)\n", l.Registry)
 		fmt.Fprintf(c.stdout, "images:           %s (Ray + vLLM), %s (no Ray), %s (large)\n", l.Images["ray-vllm"], l.Images["no-ray"], l.Images["big"])
+	}
+	if l.HubEndpoint != "" {
+		fmt.Fprintf(c.stdout, "model hub:        %s (HF_ENDPOINT; %s public, %s gated: token in %s)\n", l.HubEndpoint, lab.HubRepoTiny, lab.HubRepoBig, filepath.Join(l.Dir, "hub", "token"))
+		disk := "no size limit"
+		if l.ModelDisk > 0 {
+			disk = fmt.Sprintf("a %d MiB disk each", l.ModelDisk>>20)
+		}
+		fmt.Fprintf(c.stdout, "model caches:     %s on every node, the node's own (%s)\n", lab.ModelCacheDir, disk)
+		if m := l.Seeded; m != nil {
+			fmt.Fprintf(c.stdout, "seeded model:     %s@%s (%s, %.0f MiB) on %s only\n", m.Repo, m.Revision, m.Commit[:12], float64(m.Bytes)/(1<<20), m.Node)
+		}
 	}
 	fmt.Fprintf(c.stdout, "ssh:              ip netns exec %s ssh -F %s %s\n", l.ClientNetns, l.SSHConfig, l.Nodes[0].Name)
 	// The hints name this very binary: the lab's commands run with a

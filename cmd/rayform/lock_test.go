@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 )
@@ -15,9 +16,9 @@ import (
 // Finding 9: the lock's holder record names the command that holds it.
 func TestLockHolderNamesTheCommand(t *testing.T) {
 	for _, op := range []string{"apply", "destroy"} {
-		h := lockHolder(op)
+		h := run.Holder(op)
 		if !strings.HasSuffix(h, fmt.Sprintf(" pid=%d rayform %s", os.Getpid(), op)) || !strings.Contains(h, "@") {
-			t.Errorf("lockHolder(%q) = %q, want who@host pid=N rayform %s", op, h, op)
+			t.Errorf("run.Holder(%q) = %q, want who@host pid=N rayform %s", op, h, op)
 		}
 	}
 }
@@ -39,7 +40,7 @@ ray_cluster "main" {
   head  = node.b
 }
 `
-	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds()})
+	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -69,11 +70,8 @@ ray_cluster "main" {
 				t.Fatal(err)
 			}
 			tc.set(st)
-			s := &session{cfg: resources.View(cfg), st: st, project: "p"}
-			var got []string
-			for _, lt := range s.lockTargets() {
-				got = append(got, lt.name+"@"+lt.host)
-			}
+			r := &run.Runner{Provider: resources.Provider{}, Config: resources.RunConfig(resources.View(cfg)), State: st, Project: "p"}
+			got := r.LockNames()
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("locks %v, want %v", got, tc.want)
 			}

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // runLogs prints (or follows) a resource's logs over the session's SSH
@@ -32,7 +31,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintln(c.stderr, "Error: logs takes one argument, a resource address (vllm_serve.NAME or ray_cluster.NAME)")
+		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(logAddresses(), "a "))
 		return exitError
 	}
 	addr := pos[0]
@@ -51,21 +50,21 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 	errs := make([]error, len(cmds))
 	width := 0
 	for _, lc := range cmds {
-		width = max(width, len(lc.node))
+		width = max(width, len(lc.Node))
 	}
 	for i, lc := range cmds {
-		conn, ok := s.conns[lc.node]
+		conn, ok := s.conns[lc.Node]
 		if !ok {
-			errs[i] = fmt.Errorf("no SSH settings for node %s", lc.node)
+			errs[i] = fmt.Errorf("no SSH settings for node %s", lc.Node)
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prefix := fmt.Sprintf("%-*s | ", width, lc.node)
+			prefix := fmt.Sprintf("%-*s | ", width, lc.Node)
 			out := &prefixWriter{mu: &mu, w: c.stdout, prefix: prefix}
 			errw := &prefixWriter{mu: &mu, w: c.stderr, prefix: prefix}
-			_, err := conn.Run(ctx, transport.Cmd{Script: lc.script, Stdout: out, Stderr: errw})
+			_, err := conn.Run(ctx, transport.Cmd{Script: lc.Script, Stdout: out, Stderr: errw})
 			out.flush()
 			errw.flush()
 			if err != nil && ctx.Err() == nil {
@@ -81,75 +80,20 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-// logCommand is the command that prints one log on one node.
-type logCommand struct {
-	node, script string
+// logCommands builds the commands for addr's logs: its kind's
+// (kind.Kind.Logs).
+func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since string) ([]kind.LogCommand, error) {
+	k := resources.KindAt(addr)
+	if k == nil || !k.Traits().Logs {
+		return nil, fmt.Errorf("%s: logs takes %s address", addr, logAddresses())
+	}
+	return k.Logs(kind.LogQuery{Config: s.cfg.Config, Project: s.project, Address: addr, Node: onlyNode, Follow: follow, Tail: tail, Since: since})
 }
 
-// logCommands builds the commands for addr's logs.
-func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since string) ([]logCommand, error) {
-	tailArg := "all"
-	if tail >= 0 {
-		tailArg = strconv.Itoa(tail)
-	}
-	var out []logCommand
-	switch {
-	case strings.HasPrefix(addr, "vllm_serve."):
-		name := strings.TrimPrefix(addr, "vllm_serve.")
-		sv := s.cfg.Serves[name]
-		if sv == nil {
-			return nil, fmt.Errorf("%s: no such vllm_serve in the configuration", addr)
-		}
-		if since != "" {
-			return nil, fmt.Errorf("-since applies to ray_cluster logs (docker logs); the serve log is a file: use -tail")
-		}
-		rc := s.cfg.RayClusters[sv.Cluster]
-		if rc == nil {
-			return nil, fmt.Errorf("%s: its cluster %s is not in the configuration", addr, sv.Cluster)
-		}
-		if onlyNode != "" && onlyNode != rc.Head {
-			return nil, fmt.Errorf("%s runs on its cluster's head, %s, not on %s", addr, rc.Head, onlyNode)
-		}
-		spec := resources.ServeSpec{Name: sv.Name, Container: resources.ContainerName(rc), Node: rc.Head}
-		path := spec.HostLogPath(s.project)
-		argv := []string{"tail", "-n", strings.Replace(tailArg, "all", "+1", 1)}
-		if follow {
-			argv = append(argv, "-F")
-		}
-		argv = append(argv, path)
-		// The log lives on the head host (bind-mounted into the
-		// container): read it there, no docker exec.
-		script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
-			shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
-		out = append(out, logCommand{node: rc.Head, script: script})
-	case strings.HasPrefix(addr, "ray_cluster."):
-		rc := s.cfg.RayClusters[strings.TrimPrefix(addr, "ray_cluster.")]
-		if rc == nil {
-			return nil, fmt.Errorf("%s: no such ray_cluster in the configuration", addr)
-		}
-		found := false
-		for _, n := range rc.Nodes() {
-			if onlyNode != "" && n != onlyNode {
-				continue
-			}
-			found = true
-			argv := []string{"docker", "logs", "--tail", tailArg}
-			if since != "" {
-				argv = append(argv, "--since", since)
-			}
-			if follow {
-				argv = append(argv, "-f")
-			}
-			argv = append(argv, resources.ContainerName(rc))
-			out = append(out, logCommand{node: n, script: shell.Join(argv)})
-		}
-		if !found {
-			return nil, fmt.Errorf("-node %s is not a node of %s (%s)", onlyNode, addr, strings.Join(rc.Nodes(), ", "))
-		}
-	default:
-		return nil, fmt.Errorf("%s: logs takes a vllm_serve.NAME or ray_cluster.NAME address", addr)
-	}
-	return out, nil
+// logAddresses names the addresses logs takes: "a ray_cluster.NAME or
+// vllm_serve.NAME".
+func logAddresses() string {
+	return "a " + strings.Join(resources.TypesWith(func(t kind.Traits) bool { return t.Logs }), ".NAME or ") + ".NAME"
 }
 
 // prefixWriter writes complete lines to w, each prefixed, under a mutex

@@ -2,24 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/local"
 	"github.com/rayform/rayform/engine/transport/ssh"
 	"github.com/rayform/rayform/resources"
-	"github.com/rayform/rayform/resources/model"
 )
 
 // runOptions are the flags plan, apply and destroy share.
@@ -60,7 +60,8 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 }
 
 // session is what one plan, apply or destroy run shares: the configuration,
-// the state, and one connection per host for the whole run.
+// the state, and one connection per host for the whole run; run is the
+// engine's run over them (engine/run), which plan, apply and destroy call.
 type session struct {
 	c       *cli
 	opts    *runOptions
@@ -70,20 +71,10 @@ type session struct {
 	dialer  transport.Dialer
 	conns   map[string]transport.Conn
 	closers []func() error
-	// timeouts bound apply's waits.
-	timeouts applyTimeouts
+	run     *run.Runner
 	// statusProbes adds status's probes (resources.StatusProbes) to the
 	// observation.
 	statusProbes bool
-}
-
-// applyParallelism is how many resources (and hosts within a step) apply
-// works on at once.
-func (s *session) applyParallelism() int {
-	if s.opts.parallelism > 0 {
-		return s.opts.parallelism
-	}
-	return 10
 }
 
 // openSession loads the configuration and state and prepares (but does not
@@ -111,6 +102,22 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 	if err := s.prepareDialer(); err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return nil, exitError
+	}
+	s.run = &run.Runner{
+		Provider:  resources.Provider{Poll: time.Second, RayReadyTimeout: 2 * time.Minute},
+		Config:    resources.RunConfig(cfg),
+		State:     st,
+		StatePath: c.statePath(opts.stateFile),
+		Project:   project,
+		Conns:     s.conns,
+		Options: run.Options{Parallelism: opts.parallelism, Targets: opts.targets, Replace: opts.replace,
+			NoLock: opts.noLock, LockTimeout: opts.lockTimeout},
+		Log:     c.log,
+		Dir:     c.dir,
+		Version: version,
+		Diagnostics: func(cfg run.Config, diags hcl.Diagnostics) {
+			writeDiagnostics(c, c.stderr, cfg.Lang().Files, diags)
+		},
 	}
 	return s, exitOK
 }
@@ -227,7 +234,8 @@ func (s *session) close() {
 	}
 }
 
-// observed is one observation of the hosts and the plan made from it.
+// observed is one observation of the hosts and the plan made from it, seen
+// through the resources.
 type observed struct {
 	facts   *observe.Facts
 	cfg     *resources.Config // evaluated with the facts
@@ -235,87 +243,15 @@ type observed struct {
 	elapsed time.Duration
 }
 
-// observeAndPlan observes every host (one probe each, in parallel) and
-// computes the plan. Configuration problems that only the facts reveal are
-// printed as diagnostics.
+// observeAndPlan observes every host and computes the plan (run.Runner's
+// Observe), seen through the resources.
 func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observed, error) {
-	start := time.Now()
-	spec := resources.ObserveSpec(s.cfg, s.st, s.project)
-	if s.statusProbes {
-		resources.StatusProbes(&spec, s.cfg, s.project)
-	}
-	conns := map[string]transport.Conn{}
-	for host := range spec.Hosts {
-		c, ok := s.conns[host]
-		if !ok {
-			return nil, fmt.Errorf("no SSH settings for host %s", host)
-		}
-		conns[host] = c
-	}
-	parallelism := s.opts.parallelism
-	if parallelism <= 0 {
-		// Observing is read-only and each host does its own work: all at
-		// once costs one round trip of wall time, not N/10.
-		parallelism = len(conns)
-	}
-	// The served models' file lists, from the hub, while the hosts are observed.
-	resolved := make(chan map[string]model.Resolution, 1)
-	go func() { resolved <- resources.ResolveModels(ctx, s.cfg, nil) }()
-	facts, err := observe.Observe(ctx, conns, spec, parallelism)
-	models := <-resolved
+	s.run.Options.StatusProbes = s.statusProbes
+	obs, err := s.run.Observe(ctx, refreshOnly)
 	if err != nil {
-		return nil, fmt.Errorf("observing hosts: %w", err)
+		return nil, err
 	}
-	for _, h := range sortedHosts(facts) {
-		s.c.log.Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", s.conns[h].Stats().Handshakes)
-	}
-	addrs, _ := resources.FabricAddrs(s.cfg, facts)
-	cfg, diags := s.cfg.WithFacts(resources.Facts{FabricAddrs: addrs})
-	if diags.HasErrors() {
-		writeDiagnostics(s.c, s.c.stderr, s.cfg.Files, diags)
-		return nil, errors.New("the configuration is invalid with the observed facts")
-	}
-	cfg.UseSecretKeys(facts, s.project)
-	cfg.Models = models
-	replace := map[string]bool{}
-	for _, a := range s.opts.replace {
-		if !strings.HasPrefix(a, "ray_cluster.") && !strings.HasPrefix(a, "vllm_serve.") || !cfg.Graph().Has(a) {
-			return nil, fmt.Errorf("-replace %s: no such ray_cluster or vllm_serve in the configuration", a)
-		}
-		replace[a] = true
-	}
-	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, State: s.st, Project: s.project, RefreshOnly: refreshOnly, Replace: replace})
-	if len(s.opts.targets) > 0 {
-		if err := s.applyTargets(cfg, res); err != nil {
-			return nil, err
-		}
-	}
-	return &observed{facts: facts, cfg: cfg, result: res, elapsed: time.Since(start)}, nil
-}
-
-// applyTargets narrows the plan to the targets and their dependencies.
-func (s *session) applyTargets(cfg *resources.Config, res *resources.Result) error {
-	g := cfg.Graph()
-	for _, t := range s.opts.targets {
-		if !g.Has(t) {
-			return fmt.Errorf("-target %s: no such resource in the configuration", t)
-		}
-	}
-	keep := map[string]bool{}
-	for _, n := range g.Subgraph(s.opts.targets).Nodes() {
-		keep[n] = true
-	}
-	keepOnly(res, keep)
-	return nil
-}
-
-func sortedHosts(f *observe.Facts) []string {
-	hosts := make([]string, 0, len(f.Hosts))
-	for h := range f.Hosts {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	return hosts
+	return &observed{facts: obs.Facts, cfg: resources.ConfigOf(obs.Config), result: resources.ResultOf(obs.Result), elapsed: obs.Elapsed}, nil
 }
 
 // stats sums the transport counters of every connection.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/resources"
 )
 
 func runForceUnlock(ctx context.Context, c *cli, args []string) int {
@@ -22,7 +23,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: force-unlock takes one argument, the ray_cluster's name")
 		return exitError
 	}
-	name := strings.TrimPrefix(fs.Arg(0), "ray_cluster.")
+	name := resources.ClusterName(fs.Arg(0))
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code
@@ -31,7 +32,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 	head := ""
 	if rc := s.cfg.RayClusters[name]; rc != nil {
 		head = rc.Head
-	} else if r, ok := s.st.Get("ray_cluster." + name); ok && r.Head != "" {
+	} else if r, ok := s.st.Get(resources.ClusterAddress(name)); ok && r.Head != "" {
 		head = r.Head
 	}
 	if head == "" {

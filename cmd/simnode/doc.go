@@ -89,6 +89,14 @@ $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json), then runs c10d's
 TCPStore rendezvous on tcp://<driver ip>:<free port>, the Gloo and NCCL
 interface checks and NCCL's bootstrap ring over real TCP, weight loading,
 KV cache sizing and CUDA graph capture, and serves the OpenAI API.
+Weights come from the Hugging Face cache (HF_HUB_CACHE, else HF_HOME/hub,
+else ~/.cache/huggingface/hub): with HF_HUB_OFFLINE=1 the repository id
+becomes its snapshot (refs/REVISION), or the serve fails at once with
+huggingface_hub's LocalEntryNotFoundError; every worker then loads the
+shards from that path on its own node, failing as vLLM's loader does where
+they are not there (internal/vllm/hfcache.go). A model in the cache (or a
+model directory) gives its architecture and shard sizes; without
+HF_HUB_OFFLINE a repository not in the cache keeps simulated weights.
 
 With the real Ray in the image (the lab's -ray real: the ray on PATH is Ray's
 Python entry point, not simnode), the ray backend is instead vLLM 0.17.1's

@@ -572,7 +572,7 @@ func TestLoadWithoutKinds(t *testing.T) {
 		t.Errorf("LoadFiles without kinds: %v, want No resource kinds", diags)
 	}
 	var onlyNodes []config.Kind
-	for _, k := range resources.Kinds() {
+	for _, k := range resources.Schemas() {
 		if k.Type == "node" {
 			onlyNodes = append(onlyNodes, k)
 		}

@@ -222,7 +222,7 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "No resource kinds",
-			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Kinds()).",
+			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Schemas()).",
 		}}
 	}
 	return byType, order, nil

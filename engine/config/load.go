@@ -35,7 +35,7 @@ type Options struct {
 	// only good for checking, never for planning.
 	UnknownVariables bool
 	// Kinds are the resource block types the configuration may use
-	// (resources.Kinds()); loading without them is an error.
+	// (resources.Schemas()); loading without them is an error.
 	Kinds []Kind
 }
 

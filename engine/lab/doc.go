@@ -61,6 +61,17 @@
 // public; HubRepoBig, gated by the token in DIR/hub/token), built and
 // hashed on their first request.
 //
+// Every node has its own model disk: its sshd (so every SSH session and
+// `lab exec`) and its dockerd (so its containers' bind mounts) see the
+// node's own NODEDIR/huggingface at ModelCacheMount
+// (/var/lib/rayform/huggingface; the hub cache ModelCacheDir is its hub/,
+// the model kind's default cache_dir), a tmpfs of Config.ModelDisk bytes
+// when set (modelcache.go). Unless Config.NoModelSeed, Up places a
+// complete copy of HubRepoTiny in the head's cache only, as
+// snapshot_download lays it out (Lab.Seeded); the other nodes start
+// empty. Lab.HubEndpoint and HubToken are what a model block needs to
+// download from the lab hub.
+//
 // # Processes and files
 //
 // All lab processes are children of one supervisor process per lab (see

@@ -85,10 +85,15 @@ func (l *Lab) rayformHCL() string {
 	}
 	w("}")
 	w("")
+	model, served := "\"Qwen/Qwen3.5-122B-A10B-FP8\"", "qwen3.5-122b"
+	if hclDeclaresModel {
+		b.WriteString(l.modelHCL())
+		model, served = "model.tiny.source", "tiny"
+	}
 	w("vllm_serve \"qwen\" {")
 	w("  cluster                = ray_cluster.spark")
-	w("  model                  = \"Qwen/Qwen3.5-122B-A10B-FP8\"")
-	w("  served_model_name      = \"qwen3.5-122b\"")
+	w("  model                  = %s", model)
+	w("  served_model_name      = %q", served)
 	tp, pp := gpus, 1
 	if len(l.Nodes) > 2 && l.Nodes[0].GPUs > 0 {
 		// Tensor parallel inside a node, pipeline parallel across nodes.
@@ -113,5 +118,37 @@ func (l *Lab) rayformHCL() string {
 	w("output \"public_endpoint\" {")
 	w("  value = vllm_serve.qwen.public_endpoint")
 	w("}")
+	return b.String()
+}
+
+// hclDeclaresModel makes rayform.hcl declare the lab hub's HubRepoTiny as
+// a model block that the serve uses (modelHCL). It waits for the model
+// kind's registration in resources (a configuration naming an unknown
+// block type does not load).
+const hclDeclaresModel = false
+
+// modelHCL is the model block of rayform.hcl: the lab hub's public
+// repository, which lab up placed on the head only (unless -model-seed
+// false), so plan shows the other nodes' copies absent and apply stages
+// them from the head over the fabric; in the default cache_dir, which is
+// every node's own disk (ModelCacheDir).
+func (l *Lab) modelHCL() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	endpoint := l.HubEndpoint
+	if endpoint == "" {
+		endpoint = "http://" + HubAddr()
+	}
+	if m := l.Seeded; m != nil {
+		w("# The lab hub's %s: lab up put a complete copy on %s only (%s in its cache %s).", m.Repo, m.Node, m.Commit[:12], m.CacheDir)
+	} else {
+		w("# The lab hub's %s: on no node yet (lab up -model-seed=false).", HubRepoTiny)
+	}
+	w("model \"tiny\" {")
+	w("  source   = %q", HubRepoTiny)
+	w("  revision = \"main\"")
+	w("  endpoint = %q", endpoint)
+	w("}")
+	w("")
 	return b.String()
 }

@@ -79,7 +79,10 @@ type Hub struct {
 	// Tokens are the tokens the hub knows; a gated repository accepts any
 	// of them.
 	Tokens []string
-	repos  map[string]*HubRepo
+	// NoAccess are tokens the hub knows that have not been granted access
+	// to the gated repositories: a gated repository answers them 403.
+	NoAccess []string
+	repos    map[string]*HubRepo
 	// Now is the clock of the lastModified fields; nil means time.Now.
 	Now func() time.Time
 }
@@ -269,13 +272,19 @@ func hubError(w http.ResponseWriter, status int, code, msg string) {
 func (h *Hub) authorize(w http.ResponseWriter, req *http.Request, r *HubRepo) bool {
 	auth := req.Header.Get("Authorization")
 	tok, hasTok := strings.CutPrefix(auth, "Bearer ")
-	if auth != "" && (!hasTok || !slices.Contains(h.Tokens, tok)) {
+	known := hasTok && (slices.Contains(h.Tokens, tok) || slices.Contains(h.NoAccess, tok))
+	if auth != "" && !known {
 		hubError(w, http.StatusUnauthorized, "", "Invalid credentials in Authorization header")
 		return false
 	}
 	if r.Gated && !hasTok {
 		hubError(w, http.StatusUnauthorized, "GatedRepo",
 			"Access to model "+r.ID+" is restricted. You must have access to it and be authenticated to access it. Please log in.")
+		return false
+	}
+	if r.Gated && slices.Contains(h.NoAccess, tok) {
+		hubError(w, http.StatusForbidden, "GatedRepo",
+			"Access to model "+r.ID+" is restricted and you are not in the authorized list. Visit https://huggingface.co/"+r.ID+" to ask for access.")
 		return false
 	}
 	return true

@@ -92,6 +92,17 @@ type Config struct {
 	Timing map[string]string
 	// Cut lists nodes whose fabric port is down from the start.
 	Cut []string
+	// ModelDisk, when positive, is the size in bytes of every node's model
+	// disk: the node's model cache (ModelCacheMount) is a tmpfs of that
+	// size, so staging a model can fill it. Zero: a directory on the lab
+	// directory's filesystem.
+	ModelDisk int64
+	// NoModelSeed leaves every node's model cache empty; by default Up
+	// places a complete copy of HubRepoTiny on the head (Lab.Seeded).
+	NoModelSeed bool
+	// HubBigMiB is the size of the lab hub's HubRepoBig (default
+	// DefaultHubBigMiB).
+	HubBigMiB int
 	// BigImageMiB is the size of ImageBig's filler layer (default 256).
 	BigImageMiB int
 	// Torch puts this machine's python3 and python3-torch (Debian's CPU
@@ -210,6 +221,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BigImageMiB < 1 || c.BigImageMiB > 8192 {
 		return c, fmt.Errorf("big image size %d MiB: want 1 to 8192", c.BigImageMiB)
+	}
+	if c.ModelDisk < 0 {
+		return c, fmt.Errorf("-model-disk %d: want a positive size", c.ModelDisk)
+	}
+	if c.HubBigMiB == 0 {
+		c.HubBigMiB = DefaultHubBigMiB
+	}
+	if c.HubBigMiB < 8 || c.HubBigMiB > 1<<20 {
+		return c, fmt.Errorf("hub big repository size %d MiB: want 8 to %d", c.HubBigMiB, 1<<20)
 	}
 	if c.Busybox == "" {
 		c.Busybox = "/usr/bin/busybox"

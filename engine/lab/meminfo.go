@@ -27,10 +27,6 @@ import (
 // what the simulated raylet's memory monitor reports on an idle node.
 const simBaseUsedMiB = 5684
 
-// meminfoScript bind-mounts $1 over /proc/meminfo and executes the rest of
-// its arguments; it runs inside a fresh private mount namespace.
-const meminfoScript = `mount --bind "$1" /proc/meminfo && shift && exec "$@"`
-
 // memoryMiB is the node's simulated memory in MiB, as hardware.json and
 // simnode count it.
 func (n Node) memoryMiB() int64 { return int64(n.MemoryGiB * 1024) }
@@ -107,11 +103,4 @@ func meminfoValue(meminfo, key string) (int64, bool) {
 		return n, err == nil
 	}
 	return 0, false
-}
-
-// withMeminfo wraps argv so it runs in a new private mount namespace where
-// the node's simulated meminfo covers /proc/meminfo.
-func (n Node) withMeminfo(unshare, sh string, argv []string) []string {
-	out := []string{unshare, "--mount", "--propagation", "private", "--", sh, "-c", meminfoScript, "rayform-lab-meminfo", n.meminfoPath()}
-	return append(out, argv...)
 }

@@ -62,9 +62,10 @@ func (l *Lab) Command(ctx context.Context, node string, argv ...string) (*exec.C
 			return nil, fmt.Errorf("find %s: %w", name, err)
 		}
 	}
-	// As in an SSH session, /proc/meminfo shows the node's simulated memory.
+	// As in an SSH session, /proc/meminfo shows the node's simulated
+	// memory and ModelCacheMount its own model cache.
 	args := append([]string{"--uts=" + filepath.Join(n.Dir, "uts"), "--"},
-		n.withMeminfo(unshare, sh, append([]string{ip, "netns", "exec", n.Netns}, argv...))...)
+		n.withMounts(unshare, sh, true, append([]string{ip, "netns", "exec", n.Netns}, argv...))...)
 	cmd := exec.CommandContext(ctx, nsenter, args...)
 	cmd.Env = append(env[1:], n.sessionEnv()...)
 	return cmd, nil

@@ -41,6 +41,18 @@ type Lab struct {
 	Loss  float64       `json:"loss_percent,omitempty"`
 	// Timing is simnode's timing overrides in every node's hardware.json.
 	Timing map[string]string `json:"timing,omitempty"`
+	// ModelDisk is the size of every node's model cache (a tmpfs), 0 for
+	// a directory on the lab directory's filesystem (Config.ModelDisk).
+	ModelDisk int64 `json:"model_disk,omitempty"`
+	// HubEndpoint is the lab hub's URL, HF_ENDPOINT for the nodes and the
+	// client ("http://" + HubAddr()); its gated repository's token is
+	// HubToken(), never in this file. HubBigMiB is HubRepoBig's size
+	// (LabHubRepos(HubBigMiB) are the hub's repositories).
+	HubEndpoint string `json:"hub_endpoint,omitempty"`
+	HubBigMiB   int    `json:"hub_big_mib,omitempty"`
+	// Seeded is the model lab up placed on the head's cache, nil when
+	// none (Config.NoModelSeed).
+	Seeded *SeededModel `json:"seeded_model,omitempty"`
 	// Files written for clients of the lab.
 	SSHConfig  string `json:"ssh_config"`
 	KnownHosts string `json:"known_hosts"`
@@ -135,4 +147,24 @@ func (l *Lab) save() error {
 		return fmt.Errorf("encode lab state: %w", err)
 	}
 	return jsonfile.WriteAtomic(filepath.Join(l.Dir, StateFile), append(b, '\n'), 0o644)
+}
+
+// SeededModel is a complete copy of a lab hub repository that lab up
+// placed in one node's model cache, as huggingface_hub's snapshot_download
+// would have: HubRepoTiny's "main" on the head, so that staging has a
+// source and the other nodes have nothing.
+type SeededModel struct {
+	// Repo is the repository id (HubRepoTiny), Revision "main", Commit
+	// what it resolves to (refs/main in the cache).
+	Repo     string `json:"repo"`
+	Revision string `json:"revision"`
+	Commit   string `json:"commit"`
+	// Bytes is the size of all its files.
+	Bytes int64 `json:"bytes"`
+	// Node is the node holding it (the head); CacheDir the hub cache it is
+	// in as the nodes see it (ModelCacheDir): the copy is
+	// CacheDir/models--ORG--NAME on Node, and Node's ModelCacheHostDir()
+	// + "/hub/models--ORG--NAME" from the root mount namespace.
+	Node     string `json:"node"`
+	CacheDir string `json:"cache_dir"`
 }

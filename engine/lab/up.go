@@ -128,7 +128,8 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 // sameShape reports whether the running lab was built from an equivalent config.
 func (l *Lab) sameShape(cfg Config, nodes []Node) bool {
 	if len(l.Nodes) != len(nodes) || l.Docker != !cfg.NoDocker || l.Delay != cfg.Delay || l.Loss != cfg.Loss ||
-		!maps.Equal(l.Timing, cfg.Timing) {
+		!maps.Equal(l.Timing, cfg.Timing) || l.ModelDisk != cfg.ModelDisk ||
+		(l.Seeded == nil) != cfg.NoModelSeed || l.HubBigMiB != cfg.HubBigMiB {
 		return false
 	}
 	for i, n := range nodes {
@@ -155,6 +156,9 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		Delay:            cfg.Delay,
 		Loss:             cfg.Loss,
 		Timing:           cfg.Timing,
+		ModelDisk:        cfg.ModelDisk,
+		HubEndpoint:      "http://" + HubAddr(),
+		HubBigMiB:        cfg.HubBigMiB,
 		SSHConfig:        filepath.Join(cfg.Dir, "ssh_config"),
 		KnownHosts:       filepath.Join(cfg.Dir, "known_hosts"),
 		Key:              filepath.Join(cfg.Dir, "id_ed25519"),
@@ -241,11 +245,17 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 			return nil, err
 		}
 	}
-	if err := l.startHub(ctx, sup, DefaultHubBigMiB); err != nil {
+	if err := l.startHub(ctx, sup, l.HubBigMiB); err != nil {
 		return nil, err
 	}
 	if err := l.startNodes(ctx, sup, t, l.Nodes); err != nil {
 		return nil, err
+	}
+	if !cfg.NoModelSeed {
+		if err := l.seedModel(); err != nil {
+			return nil, err
+		}
+		cfg.emit(start, "model", fmt.Sprintf("%s (%.0f MiB) in %s's cache only", l.Seeded.Repo, float64(l.Seeded.Bytes)/(1<<20), l.Seeded.Node))
 	}
 	cfg.emit(start, "daemons", fmt.Sprintf("sshd%s on %d nodes", map[bool]string{true: " and dockerd", false: ""}[l.Docker], len(nodes)))
 	if l.Delay > 0 || l.Loss > 0 {
@@ -567,11 +577,14 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 		if err := n.writeMeminfo(); err != nil {
 			return err
 		}
+		if err := n.prepareModelCache(l.ModelDisk); err != nil {
+			return err
+		}
 		// sshd (and so every session) sees the node's simulated
 		// /proc/meminfo; dockerd below keeps the real one.
 		sshd := procSpec{
 			ID: nodeProcID(n.Name, "sshd"),
-			Argv: append([]string{t.nsenter, uts, "--"}, n.withMeminfo(t.unshare, t.sh,
+			Argv: append([]string{t.nsenter, uts, "--"}, n.withMounts(t.unshare, t.sh, true,
 				[]string{t.ip, "netns", "exec", n.Netns, t.sshd, "-D", "-e", "-f", filepath.Join(n.Dir, "sshd_config")})...),
 			Env: []string{"PATH=" + stdPath},
 			Log: filepath.Join(n.Dir, "sshd.log"),
@@ -595,8 +608,11 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 			continue
 		}
 		dockerd := procSpec{
-			ID:   nodeProcID(n.Name, "dockerd"),
-			Argv: []string{t.nsenter, uts, "--net=" + n.NetnsPath(), "--", t.dockerd, "--config-file", filepath.Join(n.Dir, "daemon.json")},
+			ID: nodeProcID(n.Name, "dockerd"),
+			// Its own mount namespace: containers' bind mounts of the
+			// model cache see the node's own copy (modelcache.go).
+			Argv: append([]string{t.nsenter, uts, "--net=" + n.NetnsPath(), "--"},
+				n.withMounts(t.unshare, t.sh, false, []string{t.dockerd, "--config-file", filepath.Join(n.Dir, "daemon.json")})...),
 			Env: []string{
 				"PATH=" + n.BinDir + ":" + stdPath,
 				"SIMNODE_HARDWARE=" + n.Hardware,

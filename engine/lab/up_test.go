@@ -159,6 +159,17 @@ func TestTwoNodeLab(t *testing.T) {
 		}
 	})
 
+	t.Run("containers see their node's model cache", func(t *testing.T) {
+		sshOK(t, l, "spark1", "mkdir -p "+ModelCacheDir+" && echo spark1-copy > "+ModelCacheDir+"/marker")
+		for _, tt := range []struct{ node, want string }{{"spark1", "spark1-copy"}, {"spark2", "absent"}} {
+			out := sshOK(t, l, tt.node, "docker run --rm --network host -v "+ModelCacheMount+":/root/.cache/huggingface "+ImageRayVLLM+
+				" sh -c 'cat /root/.cache/huggingface/hub/marker 2>/dev/null || echo absent'")
+			if got := strings.TrimSpace(out); got != tt.want {
+				t.Errorf("a container on %s reads %q from its bind mount of %s, want %q", tt.node, got, ModelCacheMount, tt.want)
+			}
+		}
+	})
+
 	t.Run("pulls go through the lab registry", func(t *testing.T) {
 		out := sshOK(t, l, "spark2", "docker pull "+RegistryAddr()+"/"+ImageNoRay+" && docker pull "+ImageNoRay)
 		if !strings.Contains(out, "Status: Downloaded newer image for "+RegistryAddr()+"/"+ImageNoRay) {

@@ -35,6 +35,10 @@ func hfClient(t *testing.T) string {
 
 const hubToken = "hf_labTokenAbcdefghijklmnopqrstuvwx"
 
+// noAccessToken is a token the hub knows that was not granted the gated
+// repository.
+const noAccessToken = "hf_labNoAccessAbcdefghijklmnopqrstu"
+
 func startHub(t *testing.T) (*httptest.Server, *lab.HubRepo, *lab.HubRepo) {
 	t.Helper()
 	tiny := &lab.HubRepo{ID: "rayform-lab/tiny", Shards: []int64{3 << 20, 2<<20 + 12345}}
@@ -43,6 +47,7 @@ func startHub(t *testing.T) (*httptest.Server, *lab.HubRepo, *lab.HubRepo) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.NoAccess = []string{noAccessToken}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv, tiny, gated
@@ -206,6 +211,7 @@ func TestDownloadFromHub(t *testing.T) {
 	}{
 		{"wrong token", "hf_wrong", "main", "spark1: staging rayform-lab/gated from the hub " + srv.URL + ": the hub answered 401 for rayform-lab/gated@main .gitattributes: it refused the token (Invalid credentials in Authorization header); set the model's token to a valid token with read access"},
 		{"no token", "", "main", "the repository is gated (Access to model rayform-lab/gated is restricted."},
+		{"token without access", noAccessToken, "main", "the hub answered 403 for rayform-lab/gated@main .gitattributes: the token has no access (Access to model rayform-lab/gated is restricted and you are not in the authorized list. Visit https://huggingface.co/rayform-lab/gated to ask for access.); request access to the repository on the hub, or use a token that has it"},
 		{"unknown revision", hubToken, "v9", "the hub has no revision 'v9' of rayform-lab/gated (Invalid rev id: v9); check the model's revision"},
 	}
 	for _, tc := range bad {
@@ -248,6 +254,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{"gated without a token", gated.ID, "main", "", "model rayform-lab/gated@main: the hub answered 401: the repository is gated (Access to model rayform-lab/gated is restricted."},
 		{"wrong token", gated.ID, "main", "hf_wrongtoken", "model rayform-lab/gated@main: the hub answered 401: it refused the token (Invalid credentials in Authorization header); set the model's token to a valid token with read access"},
+		{"token without access", gated.ID, "main", noAccessToken, "model rayform-lab/gated@main: the hub answered 403: the token has no access (Access to model rayform-lab/gated is restricted and you are not in the authorized list. Visit https://huggingface.co/rayform-lab/gated to ask for access.); request access to rayform-lab/gated on the hub, or use a token that has it"},
 		{"no such repository", "rayform-lab/nope", "main", "", "the hub answered 401: no repository rayform-lab/nope, or it is private (Repository not found); check the model's source, or set its token"},
 		{"no such revision", tiny.ID, "v9", "", `the hub answered 404: rayform-lab/tiny has no revision "v9" (Invalid rev id: v9); check the model's revision`},
 	} {

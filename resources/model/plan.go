@@ -208,3 +208,6 @@ func attrs(m *Model, mf Manifest, d Decision) []plan.AttrChange {
 		val("size", fmt.Sprintf("%s in %d files", GB(mf.Bytes()), len(mf.Files))),
 	}
 }
+
+// Container is "": a model runs in no container of its own (kind.Doer).
+func (w *Work) Container() string { return "" }

@@ -11,6 +11,7 @@
 #          sha256 (where known), renaming only a verified file to its final
 #          name; prints "progress DONE TOTAL" lines and "ok" at the end.
 # Errors are one line on stderr starting "rayform-stage: " and exit 1.
+import errno
 import hashlib
 import http.client
 import http.server
@@ -121,6 +122,10 @@ class Progress:
         with self.lock:
             self.done += n
 
+    def remaining(self):
+        with self.lock:
+            return self.total - self.done
+
     def line(self):
         with self.lock:
             return "progress %d %d\n" % (self.done, self.total)
@@ -188,6 +193,21 @@ def open_source(cfg, f, have):
     die("%s: more than 5 redirects fetching %s from the hub" % (cfg["node"], f["path"]))
 
 
+def write_failed(cfg, part, e, have, size, prog):
+    """The error of a write that failed (a full disk: ENOSPC) after have
+    of size bytes of part: the node, the path, and for a full disk what
+    staging still needs against what is free."""
+    msg = "%s: writing %s: %s after %d of %d bytes" % (cfg["node"], part, e.strerror, have, size)
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        try:
+            free = shutil.disk_usage(os.path.dirname(part)).free
+        except OSError:
+            free = 0
+        msg += "; %d bytes still to stage into %s but %d free: free space there (or give the model a larger cache_dir) and apply again" % (
+            prog.remaining(), cfg["dir"], free)
+    return msg + "; the partial file is kept for the next apply"
+
+
 def fetch_file(cfg, f, prog):
     root = cfg["dir"]
     store = inside(root, f["store"])
@@ -230,8 +250,7 @@ def fetch_file(cfg, f, prog):
                         try:
                             w.write(b)
                         except OSError as e:
-                            die("%s: writing %s: %s after %d of %d bytes; the partial file is kept for the next apply" % (
-                                cfg["node"], part, e.strerror, have, size))
+                            die(write_failed(cfg, part, e, have, size, prog))
                         if h is not None:
                             h.update(b)
                         have += len(b)
@@ -239,6 +258,8 @@ def fetch_file(cfg, f, prog):
                     w.flush()
                     os.fsync(w.fileno())
             except (OSError, http.client.HTTPException) as e:
+                if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+                    die(write_failed(cfg, part, e, have, size, prog))
                 die("%s: fetching %s from %s: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
                     cfg["node"], f["path"], where, e, have, size))
             finally:

@@ -359,3 +359,72 @@ func TestStageWriteFails(t *testing.T) {
 	}
 	sameContent(t, m, src, dst)
 }
+
+// TestStageDiskFullMidCopy: a receiver's disk fills up mid-copy (a 6 MiB
+// tmpfs; needs root). The space check passes: a partial shard of full
+// length counts as received, but it is sparse, holds no disk, and its
+// sha256 is wrong, so it is fetched again, and the disk runs out then.
+// The error names the node, the file being written, the errno's text and
+// the bytes still to stage against the bytes free; no file is under its
+// final name that is not whole, the copy is not judged complete, and with
+// a larger disk the next run converges.
+func TestStageDiskFullMidCopy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs")
+	}
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	small := filepath.Join(root, "small")
+	if err := os.MkdirAll(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("mount tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", small).Run() })
+	dst := HFCacheLayout(small, m.Repo)
+	shard := m.Files[4]
+	part := filepath.Join(dst.Dir, dst.StorePath(m, shard)+PartialSuffix)
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(part, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(part, shard.Size); err != nil { // sparse: no blocks
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := Stage(ctx, m, peer("spark1", src), []Peer{peer("spark2", dst)}, StageOptions{Streams: 1})
+	for _, want := range []string{
+		"spark2: staging org/tiny from spark1 (127.0.0.1): ",
+		"writing " + part + ": No space left on device after ",
+		" of 5242880 bytes; ",
+		" bytes still to stage into " + dst.Dir + " but ",
+		" free: free space there (or give the model a larger cache_dir) and apply again; the partial file is kept for the next apply",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %v\nwant %q", err, want)
+		}
+	}
+	t.Logf("disk full: %v", err)
+	if j := probe(t, m, dst); j.State == Complete {
+		t.Fatalf("a full disk left the copy judged complete: %s", j)
+	}
+	for _, f := range m.Files {
+		if fi, err := os.Stat(filepath.Join(dst.Dir, dst.StorePath(m, f))); err == nil && fi.Size() != f.Size {
+			t.Errorf("%s is under its final name with %d of %d bytes", f.Path, fi.Size(), f.Size)
+		}
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=32m", small).CombinedOutput(); err != nil {
+		t.Fatalf("grow the tmpfs: %v %s", err, out)
+	}
+	if err := stage(t, m, src, map[string]Layout{"spark2": dst}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if j := probe(t, m, dst); j.State != Complete {
+		t.Errorf("after the next run: %s", j)
+	}
+	sameContent(t, m, src, dst)
+}

@@ -103,6 +103,23 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 	}
 	api.Info("api_server.py:1885", "vLLM API server version %s", Version)
 	api.Info("utils.py:253", "non-default args: %s", nonDefaultArgs(parser, res, model))
+	// EngineArgs.__post_init__: offline, the repository id becomes its
+	// snapshot in the cache, or the serve ends here (hfcache.go).
+	repo, local := model, ""
+	if st, err := os.Stat(model); err == nil && st.IsDir() {
+		local = model
+	} else if hubOffline(p.Env) {
+		snap := snapshotDir(hubCacheDir(p.Env), model, res.Get("revision"))
+		if snap == "" {
+			return apiFail("huggingface_hub.errors.LocalEntryNotFoundError", errNoSnapshot)
+		}
+		// The line number is vLLM 0.17.1's by way of later releases' logs
+		// (arg_utils.py:779 in 0.2x); the message is the same in all.
+		api.Info("arg_utils.py:779", "HF_HUB_OFFLINE is True, replace model_id [%s] to model_path [%s]", model, snap)
+		model, local = snap, snap
+	} else {
+		local = snapshotDir(hubCacheDir(p.Env), model, res.Get("revision"))
+	}
 
 	h, err := hw.Load(p.Env)
 	if err != nil && !errors.Is(err, hw.ErrNoDriver) {
@@ -115,7 +132,18 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 	if err != nil {
 		return apiFail("ValueError", err.Error())
 	}
-	m := h.LookupModel(model)
+	m := h.LookupModel(repo)
+	if local != "" {
+		// The weights are there: their architecture and sizes are the
+		// files', not the table's.
+		lm := readLocalModel(local)
+		if lm.Architecture != "" {
+			m.Architecture = lm.Architecture
+		}
+		if len(lm.Shards) > 0 {
+			m.Shards, m.WeightsGiB = len(lm.Shards), float64(lm.Bytes)/(1<<30)
+		}
+	}
 	api.Info("model.py:637", "Resolved architecture: %s", m.Architecture)
 	maxLen := m.MaxModelLen
 	if res.IsSet("max_model_len") {

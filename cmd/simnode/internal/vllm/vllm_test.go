@@ -140,7 +140,10 @@ func TestSIGTERMWhileStarting(t *testing.T) {
 
 type lockedWriter struct {
 	mu sync.Mutex
-	w  *bytes.Buffer
+	w  interface {
+		Write([]byte) (int, error)
+		String() string
+	}
 }
 
 func (l *lockedWriter) Write(b []byte) (int, error) {

@@ -10,6 +10,7 @@ import (
 	"math/rand"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -299,8 +300,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (w *Worker) loadModel(ctx context.Context) (*LoadResult, error) {
 	start := time.Now()
 	w.log("INFO", "gpu_model_runner.py:3338", "Starting to load model %s...", w.Spec.Model)
-	total := w.timing.Get("weight_load")
 	shards := max(w.Spec.Shards, 1)
+	if filepath.IsAbs(w.Spec.Model) {
+		// A model path (a snapshot after HF_HUB_OFFLINE): this node's own
+		// copy is what loads, or fails as vLLM's loader does (hfcache.go).
+		if typ, msg := weightsError(w.Spec.Model); typ != "" {
+			return nil, &torchdist.PyError{Type: typ, Msg: msg}
+		}
+		shards = max(len(weightFiles(w.Spec.Model)), 1)
+	}
+	total := w.timing.Get("weight_load")
 	per := total / time.Duration(shards)
 	rank0 := w.init.Rank == 0
 	const desc = "Loading safetensors checkpoint shards"

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -13,12 +13,24 @@ import (
 	"sync"
 
 	"github.com/rayform/rayform/engine/lock"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// clusterLocks are the cluster locks one apply or destroy holds, and the
-// fences it advanced on the hosts under them.
+// LockView is told what taking the locks waits for or works around.
+type LockView interface {
+	// LockWaiting: the lock of resource is held; the run waits up to
+	// Options.LockTimeout for it (told once per lock).
+	LockWaiting(resource string, held *lock.HeldError)
+	// LockBroken: the stale lock of resource on host (its holder's record)
+	// was broken.
+	LockBroken(resource, host, record string)
+	// LockSkipped: the lock of resource on host, where only the state
+	// records it, could not be taken; the host is fenced off.
+	LockSkipped(resource, host string, err error)
+}
+
+// clusterLocks are the locks one apply or destroy holds, and the fences
+// it advanced on the hosts under them.
 type clusterLocks struct {
 	held []*lock.Lock
 	// lost is closed when any of them is lost.
@@ -63,58 +75,40 @@ func (l *clusterLocks) guard(host string, conn transport.Conn) transport.Conn {
 	return transport.Guard(conn, check, l.fences[host]...)
 }
 
-// lockTarget is one lock a run takes: a deployment identity's lock on one
-// host.
+// lockTarget is one lock a run takes, with its lock name.
 type lockTarget struct {
-	cluster string // the ray_cluster's name
-	name    string // lock.Name of the identity
-	host    string // node name
-	// fromState: only the state names this host for the cluster (not the
-	// configuration as its head).
-	fromState bool
+	LockTarget
+	name string // lock.Name of the identity
 }
 
-// lockTargets lists the locks a run takes: each ray_cluster's lock on its
-// head, and, for each ray_cluster the state records, its lock on the head
-// it was applied with (every host it was applied to when the state does
-// not say which was the head), so that a copy of the configuration with
-// another head, or a renamed cluster carrying the same state, waits for a
-// run of the original. Sorted by name then host: two runs take common
+// LockNames lists the locks a run takes as "NAME@HOST": the provider's
+// targets (each resource's lock on its head, and on the heads the state
+// recorded), deduplicated, sorted by name then host: two runs take common
 // locks in one order.
-func (s *session) lockTargets() []lockTarget {
+func (r *Runner) LockNames() []string {
+	var out []string
+	for _, t := range r.lockTargets() {
+		out = append(out, t.name+"@"+t.Host)
+	}
+	return out
+}
+
+func (r *Runner) lockTargets() []lockTarget {
 	seen := map[[2]string]bool{}
 	var out []lockTarget
-	fromState := false
-	add := func(cluster, host string) {
-		t := lockTarget{cluster: cluster, name: lock.Name(s.project, cluster), host: host, fromState: fromState}
-		if !seen[[2]string{t.name, host}] {
-			seen[[2]string{t.name, host}] = true
-			out = append(out, t)
-		}
-	}
-	for name, rc := range s.cfg.RayClusters {
-		add(name, rc.Head)
-	}
-	fromState = true
-	for _, addr := range s.st.Addresses() {
-		a := plan.ParseAddress(addr)
-		if a.Type != "ray_cluster" {
+	for _, t := range r.Provider.LockTargets(r.Config, r.State) {
+		lt := lockTarget{LockTarget: t, name: lock.Name(r.Project, t.Key)}
+		if seen[[2]string{lt.name, t.Host}] {
 			continue
 		}
-		r, _ := s.st.Get(addr)
-		if r.Head != "" {
-			add(a.Instance(), r.Head)
-			continue
-		}
-		for _, h := range r.Hosts {
-			add(a.Instance(), h.Node)
-		}
+		seen[[2]string{lt.name, t.Host}] = true
+		out = append(out, lt)
 	}
-	sort.Slice(out, func(i, j int) bool {
+	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].name != out[j].name {
 			return out[i].name < out[j].name
 		}
-		return out[i].host < out[j].host
+		return out[i].Host < out[j].Host
 	})
 	return out
 }
@@ -122,22 +116,22 @@ func (s *session) lockTargets() []lockTarget {
 // lockClusters takes every lock of lockTargets, each under its name and
 // under the name earlier rayform versions used (so that a run of one is
 // seen), then advances the fence of each deployment identity on every host
-// of the session. A held lock fails at once naming the holder, or after
-// -lock-timeout.
-func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, error) {
+// of the run. A held lock fails at once naming the holder, or after
+// Options.LockTimeout.
+func (r *Runner) lockClusters(ctx context.Context, op string, v LockView) (*clusterLocks, error) {
 	locks := &clusterLocks{lost: make(chan struct{}), fences: map[string][]transport.Fence{}, fenceErr: map[string]error{}}
-	if s.opts.noLock {
+	if r.Options.NoLock {
 		return locks, nil
 	}
-	holder := lockHolder(op)
+	holder := Holder(op)
 	fenced := map[string]bool{}
 	unlocked := map[string]error{} // hosts whose changes stay refused
-	for _, t := range s.lockTargets() {
-		conn, ok := s.conns[t.host]
+	for _, t := range r.lockTargets() {
+		conn, ok := r.Conns[t.Host]
 		if !ok {
 			continue
 		}
-		for _, name := range []string{t.name, lock.LegacyName(s.project, t.cluster)} {
+		for _, name := range []string{t.name, lock.LegacyName(r.Project, t.Key)} {
 			// Every holder record names the identity: a lock of the
 			// legacy name that another identity's run holds (the names
 			// of two deployments joined by '-' can coincide) is not a
@@ -146,7 +140,7 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 				err := lock.Inspect(ctx, conn, name)
 				var held *lock.HeldError
 				if errors.As(err, &held) && held.Identity != "" && held.Identity != t.name {
-					s.c.log.Debug("legacy lock name held by another deployment", "lock", name, "holder", held.Holder, "for", held.Identity)
+					r.log().Debug("legacy lock name held by another deployment", "lock", name, "holder", held.Holder, "for", held.Identity)
 					continue
 				}
 			}
@@ -154,34 +148,31 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 			l, err := lock.Acquire(ctx, conn, name, lock.Options{
 				Holder:   holder,
 				Identity: t.name,
-				Wait:     s.opts.lockTimeout,
+				Wait:     r.Options.LockTimeout,
 				Waiting: func(h *lock.HeldError) {
 					if !told {
 						told = true
-						fmt.Fprintf(s.c.stderr, "Waiting up to %s for the lock of ray_cluster.%s: %v\n", s.opts.lockTimeout, t.cluster, h)
+						v.LockWaiting(t.Resource, h)
 					}
 				},
-				Broke: func(record string) {
-					fmt.Fprintf(s.c.stderr, "Warning: broke the stale lock of ray_cluster.%s on %s (its holder %q stopped renewing it for more than %s)\n",
-						t.cluster, t.host, record, lock.DefaultLease)
-				},
+				Broke: func(record string) { v.LockBroken(t.Resource, t.Host, record) },
 			})
 			if err != nil {
 				if errors.Is(err, lock.ErrHeld) {
 					locks.release()
-					return nil, fmt.Errorf("%w\n\nAnother rayform is working on ray_cluster.%s. Wait for it to finish (-lock-timeout=DURATION waits for it); a holder that vanished loses the lock %s after its last renewal. If you are sure it is gone, run rayform force-unlock %s",
-						err, t.cluster, lock.DefaultLease, t.cluster)
+					return nil, fmt.Errorf("%w\n\nAnother rayform is working on %s. Wait for it to finish (-lock-timeout=DURATION waits for it); a holder that vanished loses the lock %s after its last renewal. If you are sure it is gone, run rayform force-unlock %s",
+						err, t.Resource, lock.DefaultLease, t.Key)
 				}
-				if t.fromState {
+				if t.FromState {
 					// A host only the state names that cannot be reached
 					// cannot be changed either: this run goes on without
 					// its lock, and its fence refuses any change there.
-					fmt.Fprintf(s.c.stderr, "Warning: could not take the lock of ray_cluster.%s on %s, where the state recorded it: %v\n", t.cluster, t.host, err)
-					unlocked[t.host] = fmt.Errorf("the lock of ray_cluster.%s could not be taken there: %w", t.cluster, err)
+					v.LockSkipped(t.Resource, t.Host, err)
+					unlocked[t.Host] = fmt.Errorf("the lock of %s could not be taken there: %w", t.Resource, err)
 					continue
 				}
 				locks.release()
-				return nil, fmt.Errorf("locking ray_cluster.%s on %s: %w", t.cluster, t.host, err)
+				return nil, fmt.Errorf("locking %s on %s: %w", t.Resource, t.Host, err)
 			}
 			locks.held = append(locks.held, l)
 			go func() {
@@ -191,7 +182,7 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 		}
 		fenced[t.name] = true
 	}
-	s.advanceFences(ctx, locks, slices.Sorted(maps.Keys(fenced)))
+	r.advanceFences(ctx, locks, slices.Sorted(maps.Keys(fenced)))
 	for host, err := range unlocked {
 		locks.fenceErr[host] = err
 	}
@@ -199,15 +190,15 @@ func (s *session) lockClusters(ctx context.Context, op string) (*clusterLocks, e
 }
 
 // advanceFences advances the fence of each lock name on every host of the
-// session, in parallel. A host that fails keeps the error: its changes are
+// run, in parallel. A host that fails keeps the error: its changes are
 // refused.
-func (s *session) advanceFences(ctx context.Context, locks *clusterLocks, names []string) {
+func (r *Runner) advanceFences(ctx context.Context, locks *clusterLocks, names []string) {
 	if len(names) == 0 {
 		return
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for host, conn := range s.conns {
+	for host, conn := range r.Conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -226,16 +217,16 @@ func (s *session) advanceFences(ctx context.Context, locks *clusterLocks, names 
 			locks.fences[host] = fences
 			if len(errs) > 0 {
 				locks.fenceErr[host] = errors.New(strings.Join(errs, "; "))
-				s.c.log.Warn("fencing failed", "host", host, "error", locks.fenceErr[host])
+				r.log().Warn("fencing failed", "host", host, "error", locks.fenceErr[host])
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// lockHolder describes this process in the lock's holder record: who,
-// where, and the command (apply or destroy).
-func lockHolder(op string) string {
+// Holder describes this process in a lock's holder record: who, where,
+// and the command (apply or destroy).
+func Holder(op string) string {
 	who := "unknown"
 	if u, err := user.Current(); err == nil {
 		who = u.Username

@@ -1,0 +1,109 @@
+//go:build linux
+
+package lab
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestModelCachePerNode: a file written to the model cache on spark1 over
+// its sshd is on spark1 (again over SSH, and in spark1's directory) and
+// not on spark2, nor in the root mount namespace's ModelCacheMount; with
+// ModelDisk each node's cache is a disk of that size: a write past it
+// fails with "No space left on device" on that node only. Up seeded the
+// head alone with a complete copy of HubRepoTiny, laid out as
+// huggingface_hub lays it out, with the bytes the lab hub serves.
+func TestModelCachePerNode(t *testing.T) {
+	requireLab(t, false)
+	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20})
+	spark1, _ := l.Node("spark1")
+	sshOK(t, l, "spark1", "mkdir -p "+ModelCacheDir+"/models--a--b && echo head-copy > "+ModelCacheDir+"/models--a--b/config.json")
+
+	if got := strings.TrimSpace(sshOK(t, l, "spark1", "cat "+ModelCacheDir+"/models--a--b/config.json")); got != "head-copy" {
+		t.Errorf("spark1 reads %q back", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(spark1.ModelCacheHostDir(), "hub", "models--a--b", "config.json")); err != nil || string(b) != "head-copy\n" {
+		t.Errorf("spark1's cache directory holds %q, %v", b, err)
+	}
+	out, err := sshErr(t, l, "spark2", "cat "+ModelCacheDir+"/models--a--b/config.json")
+	if err == nil || !strings.Contains(out, "No such file or directory") {
+		t.Errorf("spark2 sees spark1's file: %v %q", err, out)
+	}
+	if out, err := labRun(t, l, "spark2", "ls", ModelCacheDir); err != nil || strings.TrimSpace(out) != "" {
+		t.Errorf("lab exec spark2 ls %s = %q, %v; want an empty cache", ModelCacheDir, out, err)
+	}
+	if _, err := os.Stat(filepath.Join(ModelCacheDir, "models--a--b")); !os.IsNotExist(err) {
+		t.Errorf("the root namespace sees the node's file under %s: %v", ModelCacheDir, err)
+	}
+
+	t.Run("seeded on the head only", func(t *testing.T) {
+		m := l.Seeded
+		if m == nil || m.Repo != HubRepoTiny || m.Node != "spark1" || m.CacheDir != ModelCacheDir || m.Revision != "main" {
+			t.Fatalf("seeded %+v", m)
+		}
+		repo := ModelCacheDir + "/models--rayform-lab--tiny"
+		if got := sshOK(t, l, "spark1", "cat "+repo+"/refs/main"); got != m.Commit {
+			t.Errorf("spark1's refs/main = %q, want %q", got, m.Commit)
+		}
+		var tiny *HubRepo
+		for _, r := range LabHubRepos(l.HubBigMiB) {
+			if r.ID == HubRepoTiny {
+				tiny = r
+			}
+		}
+		files, err := tiny.Files()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for _, f := range files {
+			total += f.Size
+			// The snapshot's file resolves to its blob, whose sha256 (for a
+			// shard) is what the hub publishes.
+			out := sshOK(t, l, "spark1", "stat -L -c %s "+repo+"/snapshots/"+m.Commit+"/"+f.Path+" && readlink "+repo+"/snapshots/"+m.Commit+"/"+f.Path)
+			if want := fmt.Sprintf("%d\n../../blobs/%s\n", f.Size, f.Etag()); out != want {
+				t.Errorf("spark1 %s: %q, want %q", f.Path, out, want)
+			}
+			if f.SHA256 != "" {
+				if got := strings.Fields(sshOK(t, l, "spark1", "sha256sum "+repo+"/blobs/"+f.Etag()))[0]; got != f.SHA256 {
+					t.Errorf("%s sha256 %s, the hub publishes %s", f.Path, got, f.SHA256)
+				}
+			}
+		}
+		if total != m.Bytes || len(files) < 8 {
+			t.Errorf("%d files of %d bytes, seeded %d", len(files), total, m.Bytes)
+		}
+		if out, err := sshErr(t, l, "spark2", "ls "+repo); err == nil {
+			t.Errorf("spark2 has the seeded model: %q", out)
+		}
+	})
+
+	t.Run("model disk size", func(t *testing.T) {
+		if got := strings.TrimSpace(sshOK(t, l, "spark2", "df -k "+ModelCacheDir+" | awk 'NR==2{print $2}'")); got != "40960" {
+			t.Errorf("spark2's model disk is %s KiB, want 40960", got)
+		}
+		out, err := sshErr(t, l, "spark2", "head -c 45000000 /dev/zero > "+ModelCacheDir+"/fill")
+		if err == nil || !strings.Contains(out, "No space left on device") {
+			t.Errorf("writing 45 MB to a 40 MiB model disk: %v %q", err, out)
+		}
+		if got := strings.TrimSpace(sshOK(t, l, "spark1", "df -k "+ModelCacheDir+" | awk 'NR==2{print $4}'")); got == "0" {
+			t.Errorf("spark2's full disk filled spark1's")
+		}
+	})
+}
+
+// TestModelHCL: the model block names the lab hub's public repository
+// and endpoint, and says where lab up seeded it.
+func TestModelHCL(t *testing.T) {
+	l := &Lab{HubEndpoint: "http://" + HubAddr(), Seeded: &SeededModel{Repo: HubRepoTiny, Node: "spark1", Commit: strings.Repeat("a", 40), CacheDir: ModelCacheDir}}
+	src := l.modelHCL()
+	for _, want := range []string{`source   = "rayform-lab/tiny"`, `endpoint = "http://10.1.230.1:5080"`, "on spark1 only (aaaaaaaaaaaa in its cache " + ModelCacheDir + ")"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("model block lacks %q:\n%s", want, src)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/transport"
+)
+
+// ErrInvalidWithFacts is Observe's error when the configuration is invalid
+// with the observed facts (Runner.Diagnostics was shown why).
+var ErrInvalidWithFacts = errors.New("the configuration is invalid with the observed facts")
+
+// Observe observes every host (one probe each, in parallel) and computes
+// the plan, narrowed to the targets. Configuration problems that only the
+// facts reveal go to r.Diagnostics.
+func (r *Runner) Observe(ctx context.Context, refreshOnly bool) (*Observation, error) {
+	start := time.Now()
+	spec := r.Provider.ObserveSpec(r.Config, r.State, r.Project, r.Options.StatusProbes)
+	conns := map[string]transport.Conn{}
+	for host := range spec.Hosts {
+		c, ok := r.Conns[host]
+		if !ok {
+			return nil, fmt.Errorf("no SSH settings for host %s", host)
+		}
+		conns[host] = c
+	}
+	parallelism := r.Options.Parallelism
+	if parallelism <= 0 {
+		// Observing is read-only and each host does its own work: all at
+		// once costs one round trip of wall time, not N/10.
+		parallelism = len(conns)
+	}
+	facts, err := observe.Observe(ctx, conns, spec, parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("observing hosts: %w", err)
+	}
+	for _, h := range slices.Sorted(maps.Keys(facts.Hosts)) {
+		r.log().Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", r.Conns[h].Stats().Handshakes)
+	}
+	cfg, diags := r.Provider.Evaluate(ctx, r.Config, facts, r.Project)
+	if diags.HasErrors() {
+		if r.Diagnostics != nil {
+			r.Diagnostics(r.Config, diags)
+		}
+		return nil, ErrInvalidWithFacts
+	}
+	replace := map[string]bool{}
+	for _, a := range r.Options.Replace {
+		if err := r.Provider.CheckReplace(cfg, a); err != nil {
+			return nil, err
+		}
+		replace[a] = true
+	}
+	in := r.planInput(cfg, facts)
+	in.RefreshOnly, in.Replace = refreshOnly, replace
+	res := r.Provider.Plan(in)
+	obs := &Observation{Facts: facts, Config: cfg, Result: res}
+	if err := r.narrow(obs); err != nil {
+		return nil, err
+	}
+	obs.Elapsed = time.Since(start)
+	return obs, nil
+}
+
+// narrow narrows obs's plan to the targets and their dependencies.
+func (r *Runner) narrow(obs *Observation) error {
+	if len(r.Options.Targets) == 0 {
+		return nil
+	}
+	g := obs.Config.Lang().Graph()
+	for _, t := range r.Options.Targets {
+		if !g.Has(t) {
+			return fmt.Errorf("-target %s: no such resource in the configuration", t)
+		}
+	}
+	keep := map[string]bool{}
+	for _, n := range g.Subgraph(r.Options.Targets).Nodes() {
+		keep[n] = true
+	}
+	keepOnly(obs.Result, keep)
+	return nil
+}
+
+// DestroyPlan replaces obs's plan with the destruction of every resource
+// (Provider.DestroyPlan), narrowed with targets to the targets and what
+// depends on them, as Terraform's destroy -target does: destroying a
+// resource never takes what it depends on with it. It returns the order
+// of the walk.
+func (r *Runner) DestroyPlan(obs *Observation) *dag.Graph {
+	res, g := r.Provider.DestroyPlan(r.planInput(obs.Config, obs.Facts))
+	obs.Result = res
+	if len(r.Options.Targets) == 0 {
+		return g
+	}
+	keep := map[string]bool{}
+	for _, t := range r.Options.Targets {
+		keep[t] = true
+	}
+	for _, n := range obs.Config.Lang().Graph().WithDependents(r.Options.Targets) {
+		keep[n] = true
+	}
+	keepOnly(res, keep)
+	return g
+}
+
+// keepOnly drops from res every change and piece of work not in keep.
+func keepOnly(res *Result, keep map[string]bool) {
+	changes := res.Plan.Changes[:0]
+	for _, ch := range res.Plan.Changes {
+		if keep[ch.Address] {
+			changes = append(changes, ch)
+		}
+	}
+	res.Plan.Changes = changes
+	for addr := range res.Work {
+		if !keep[addr] {
+			delete(res.Work, addr)
+		}
+	}
+}
+
+// Starting are the resources of obs's plan (all of the configuration's,
+// or the targeted ones) that run but are not ready yet (Provider.Starting):
+// not converged, as apply would wait for them.
+func (r *Runner) Starting(obs *Observation) []Work {
+	planned := map[string]bool{}
+	for _, ch := range obs.Result.Plan.Changes {
+		planned[ch.Address] = true
+	}
+	var out []Work
+	for _, w := range r.Provider.Starting(r.planInput(obs.Config, obs.Facts)) {
+		if planned[w.Address()] {
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -1,0 +1,304 @@
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/run"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/kind"
+)
+
+// Provider answers the engine's run (engine/run) with the resource kinds:
+// what to observe, the plan, the steps, what is present, the locks. It is
+// the one place that wires the kinds into a run.
+type Provider struct {
+	// Poll and RayReadyTimeout are the steps' (StepEnv); zero: their
+	// defaults.
+	Poll, RayReadyTimeout time.Duration
+}
+
+var _ run.Provider = Provider{}
+
+// RunConfig is c as the engine holds it (run.Config).
+func RunConfig(c *Config) run.Config { return cfgView{c} }
+
+// cfgView is a Config as the engine holds it.
+type cfgView struct{ *Config }
+
+func (c cfgView) Lang() *config.Config { return c.Config.Config }
+
+// ConfigOf returns the Config the engine holds (nil for none).
+func ConfigOf(c run.Config) *Config {
+	if v, ok := c.(cfgView); ok {
+		return v.Config
+	}
+	return nil
+}
+
+// work is a Work as the engine holds it.
+type work struct{ w *Work }
+
+func (w work) Address() string     { return w.w.Address }
+func (w work) Action() plan.Action { return w.w.Action }
+
+// wrapResult and ResultOf convert between the kinds' plan result and the
+// engine's.
+func wrapResult(res *Result) *run.Result {
+	out := &run.Result{Plan: res.Plan, Work: map[string]run.Work{}, Notes: res.Notes, Data: res.Addrs}
+	for addr, w := range res.Work {
+		out.Work[addr] = work{w}
+	}
+	return out
+}
+
+// ResultOf is the engine's plan result as the kinds made it (nil for nil).
+func ResultOf(res *run.Result) *Result {
+	if res == nil {
+		return nil
+	}
+	addrs, _ := res.Data.(map[string]netip.Addr)
+	return &Result{Plan: res.Plan, Work: unwrapWork(res.Work), Addrs: addrs, Notes: res.Notes}
+}
+
+func unwrapWork(ws map[string]run.Work) map[string]*Work {
+	out := map[string]*Work{}
+	for addr, w := range ws {
+		out[addr] = w.(work).w
+	}
+	return out
+}
+
+func (Provider) planInput(in run.PlanInput) PlanInput {
+	return PlanInput{Config: ConfigOf(in.Config), Facts: in.Facts, State: in.State, Project: in.Project, RefreshOnly: in.RefreshOnly, Replace: in.Replace}
+}
+
+func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, status bool) observe.Spec {
+	spec := ObserveSpec(ConfigOf(cfg), st, project)
+	if status {
+		StatusProbes(&spec, ConfigOf(cfg), project)
+	}
+	return spec
+}
+
+func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
+	loaded := ConfigOf(c)
+	addrs, _ := FabricAddrs(loaded, facts)
+	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs})
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	cfg.UseSecretKeys(facts, project)
+	// The served models' files, as the hub lists them (model kind).
+	cfg.Models = ResolveModels(ctx, cfg, nil)
+	return cfgView{cfg}, diags
+}
+
+func (Provider) CheckReplace(cfg run.Config, a string) error {
+	if k := KindAt(a); k == nil || !k.Traits().Replaceable || !cfg.Lang().Graph().Has(a) {
+		return fmt.Errorf("-replace %s: no such %s in the configuration", a, strings.Join(TypesWith(func(t kind.Traits) bool { return t.Replaceable }), " or "))
+	}
+	return nil
+}
+
+func (p Provider) Plan(in run.PlanInput) *run.Result {
+	return wrapResult(Plan(p.planInput(in)))
+}
+
+func (p Provider) DestroyPlan(in run.PlanInput) (*run.Result, *dag.Graph) {
+	res, g := DestroyWork(p.planInput(in))
+	return wrapResult(res), g
+}
+
+func (p Provider) Starting(in run.PlanInput) []run.Work {
+	var out []run.Work
+	for _, w := range StartingServes(p.planInput(in)) {
+		out = append(out, work{w})
+	}
+	return out
+}
+
+func (Provider) Fingerprints(facts *observe.Facts) map[string]string {
+	return HostFingerprints(facts)
+}
+
+// LockTargets are each ray_cluster's lock on its head, and, for each
+// ray_cluster the state records, its lock on the head it was applied with
+// (every host it was applied to when the state does not say which was the
+// head), so that a copy of the configuration with another head, or a
+// renamed cluster carrying the same state, waits for a run of the
+// original.
+func (Provider) LockTargets(c run.Config, st *state.State) []run.LockTarget {
+	cfg := ConfigOf(c)
+	var out []run.LockTarget
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		out = append(out, run.LockTarget{Resource: "ray_cluster." + name, Key: name, Host: rc.Head})
+	}
+	for _, addr := range st.Addresses() {
+		a := plan.ParseAddress(addr)
+		if a.Type != "ray_cluster" {
+			continue
+		}
+		r, _ := st.Get(addr)
+		if r.Head != "" {
+			out = append(out, run.LockTarget{Resource: "ray_cluster." + a.Instance(), Key: a.Instance(), Host: r.Head, FromState: true})
+			continue
+		}
+		for _, h := range r.Hosts {
+			out = append(out, run.LockTarget{Resource: "ray_cluster." + a.Instance(), Key: a.Instance(), Host: h.Node, FromState: true})
+		}
+	}
+	return out
+}
+
+func (p Provider) Present(in run.PlanInput) (map[string]run.Present, map[string]bool) {
+	present, unknown := PresentResources(p.planInput(in))
+	out := map[string]run.Present{}
+	for addr, pr := range present {
+		out[addr] = run.Present{Type: pr.Type, Nodes: pr.Nodes, Container: pr.Container, Head: pr.Head}
+	}
+	return out, unknown
+}
+
+func (Provider) Record(rw run.Work) run.Present {
+	w := rw.(work).w
+	r := run.Present{Type: w.Type, Nodes: w.Hosts, Container: w.Container()}
+	return r
+}
+
+func (Provider) Host(c run.Config, node string) (state.Host, bool) {
+	n := ConfigOf(c).Nodes[node]
+	if n == nil {
+		return state.Host{}, false
+	}
+	return state.Host{Node: node, Host: n.Host, User: n.User, Port: n.Port, Bastion: n.Bastion}, true
+}
+
+func (Provider) Fabric(c run.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+	return FabricAddrs(ConfigOf(c), facts)
+}
+
+func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Unreach {
+	var out []run.Unreach
+	for _, u := range Unreached(facts, unwrapWork(ws)) {
+		out = append(out, run.Unreach{Address: u.Address, Node: u.Node, Why: u.Why})
+	}
+	return out
+}
+
+// CheckPrepare checks every command line within the hosts' limits
+// (CheckCommandLimits).
+func (Provider) CheckPrepare(obs *run.Observation, project string) error {
+	var errs []error
+	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
+		if w := obs.Result.Work[addr].(work).w; w.Action != plan.NoOp && w.Action != plan.Delete {
+			if err := CheckCommandLimits(w, project); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stepEnv is what the steps of w need from the run.
+func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *StepEnv {
+	addrs, _ := obs.Result.Data.(map[string]netip.Addr)
+	return &StepEnv{
+		Conns:           env.Conns,
+		Project:         env.Project,
+		Poll:            p.Poll,
+		RayReadyTimeout: p.RayReadyTimeout,
+		Parallelism:     env.Parallelism,
+		Diagnose:        DiagnoseContext(ConfigOf(obs.Config), obs.Facts, addrs, w),
+		Log:             env.Log,
+		State:           env.State, // the images' answers to the architecture check
+	}
+}
+
+// PrepareSteps are PrepareSteps: the image on every node that
+// starts a container, and Ray in it.
+func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) []apply.Step {
+	w := obs.Result.Work[addr].(work).w
+	return PrepareSteps(p.stepEnv(env, obs, w), w)
+}
+
+// Walk gives each resource's steps (Steps, the prepare steps
+// left out), with the data-plane checks' ranks started as their
+// containers start, and stopServesFirst's stops ahead.
+func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
+	cfg := ConfigOf(obs.Config)
+	ws := unwrapWork(obs.Result.Work)
+	checks := NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
+	serveNodes := map[string][]string{}
+	for _, sv := range cfg.Serves {
+		if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+			serveNodes[sv.Addr] = rc.Nodes()
+		}
+	}
+	out := run.WalkSteps{Steps: map[string][]apply.Step{}, Done: checks.Close}
+	for addr, w := range ws {
+		e := p.stepEnv(env, obs, w)
+		e.ServeNodes = serveNodes
+		e.Checks = checks
+		// prepare ran the image and Ray checks.
+		e.Prepared = true
+		out.Steps[addr] = Steps(e, w)
+	}
+	out.Ahead = p.stopServesFirst(env, cfg, ws, out.Steps)
+	return out
+}
+
+// stopServesFirst stops each serve that is replaced along with its
+// cluster's containers before the cluster changes: a worker under a
+// running serve must not go away (nor restart) under it. The stop is a
+// node of its own, "ADDRESS#stop", that the cluster depends on; the
+// serve's own stop step then finds the process gone.
+func (p Provider) stopServesFirst(env run.Env, cfg *Config, ws map[string]*Work, steps map[string][]apply.Step) []run.Ahead {
+	var out []run.Ahead
+	for _, sv := range cfg.Serves {
+		w := ws[sv.Addr]
+		rc := cfg.RayClusters[sv.Cluster]
+		if w == nil || w.Action != plan.Replace || rc == nil {
+			continue
+		}
+		cw := ws[rc.Addr]
+		if cw == nil || cw.Action == plan.NoOp {
+			continue
+		}
+		if len(steps[sv.Addr]) == 0 {
+			continue
+		}
+		e := &StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}
+		stop := ServeStopSteps(e, w)
+		if len(stop) == 0 {
+			continue
+		}
+		out = append(out, run.Ahead{Node: sv.Addr + "#stop", Before: rc.Addr,
+			Resource: &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: stop, Ahead: true}})
+	}
+	return out
+}
+
+func (Provider) OrderDestroy(g *dag.Graph, ws map[string]run.Work) {
+	OrderDestroy(g, unwrapWork(ws))
+}
+
+func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []apply.Step {
+	w := rw.(work).w
+	return AwaitSteps(p.stepEnv(env, obs, w), w)
+}
