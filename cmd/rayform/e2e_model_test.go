@@ -107,6 +107,11 @@ func TestE2EModelStagedFromTheHead(t *testing.T) {
 		"# (spark2: absent, 25.2 MB to stage from spark1 over the fabric (",
 		"# (spark3: absent, 25.2 MB to stage from spark1 over the fabric (")
 
+	// The images pulled first (the cluster alone does not depend on the
+	// model), so that the two applies timed below differ by the staging.
+	mustCode(t, "apply -target the cluster", l.rayform("", "-chdir", dir, "apply", "-auto-approve", "-target=ray_cluster.spark"), 0)
+	mustCode(t, "destroy the cluster", l.rayform("", "-chdir", dir, "destroy", "-auto-approve"), 0)
+	loadStaged := loadAvg()
 	apply := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
 	mustCode(t, "apply", apply, 0)
 	out := apply.stdout
@@ -126,7 +131,6 @@ func TestE2EModelStagedFromTheHead(t *testing.T) {
 	if staged < 0 || serve < 0 || staged > serve {
 		t.Errorf("staging (at %d) must come before the serve starts (at %d):\n%s", staged, serve, out)
 	}
-	t.Logf("apply with staging took %s", apply.elapsed)
 
 	again := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
 	mustCode(t, "second plan", again, 0)
@@ -149,6 +153,18 @@ func TestE2EModelStagedFromTheHead(t *testing.T) {
 	if testing.Verbose() {
 		t.Log(apply.stdout)
 	}
+
+	// The same apply from nothing running, every node holding the model:
+	// the time from apply to serving without staging (BENCHMARKS.md).
+	mustCode(t, "destroy", l.rayform("", "-chdir", dir, "destroy", "-auto-approve"), 0)
+	loadPlain := loadAvg()
+	plain := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	mustCode(t, "apply without staging", plain, 0)
+	if strings.Contains(plain.stdout, "model.m: stage") {
+		t.Errorf("the apply after destroy staged again:\n%s", plain.stdout)
+	}
+	t.Logf("apply to serving (3 nodes, images present, %s): with staging to 2 nodes %s (load average %s), without staging %s (load average %s)",
+		lab.HubRepoTiny, apply.elapsed.Round(100*time.Millisecond), loadStaged, plain.elapsed.Round(100*time.Millisecond), loadPlain)
 }
 
 // TestE2EModelDownloaded: a lab where no node has the model (lab up
@@ -261,7 +277,7 @@ model "m" {
 	// homes, serve records and logs, and their model caches.
 	roots := []string{dir, "/var/tmp/rayform/" + filepath.Base(dir)}
 	for _, n := range lb.Nodes {
-		roots = append(roots, n.Home, filepath.Join(n.Dir, "huggingface")) // the node's model cache (lab.Node.ModelCacheHostDir, on modellab's branch)
+		roots = append(roots, n.Home, n.ModelCacheHostDir())
 	}
 	for _, root := range roots {
 		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -502,4 +518,75 @@ func TestE2EModelStagedWhileServing(t *testing.T) {
 		t.Errorf("staging must end (at %d) before the cluster changes (at %d):\n%s", done, changed, o)
 	}
 	mustCode(t, "plan after", l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode"), 0)
+}
+
+// loadAvg is this machine's 1, 5 and 15 minute load averages.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// TestE2EModelBenchApplyToServing measures, for BENCHMARKS.md, the time
+// from apply to serving on a 3-node lab with the lab hub's 1 GiB
+// repository on the head only: with staging it to the two workers, and,
+// after destroy, without (every node holds it). The images are pulled
+// before either. Set RAYFORM_E2E_MODEL_BENCH=1 to run it.
+func TestE2EModelBenchApplyToServing(t *testing.T) {
+	if os.Getenv("RAYFORM_E2E_MODEL_BENCH") == "" {
+		t.Skip("set RAYFORM_E2E_MODEL_BENCH=1 to measure")
+	}
+	l := startLab(t, "rfe2emdb", "-nodes", "3", "-model-seed=false")
+	lb, err := lab.Load(l.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	varFile := filepath.Join(t.TempDir(), "hub.rfvars")
+	os.WriteFile(varFile, []byte(fmt.Sprintf("hf_token = %q\n", lb.HubToken())), 0o600)
+	block := fmt.Sprintf(`variable "hf_token" {
+  type      = string
+  sensitive = true
+}
+
+model "m" {
+  source   = %q
+  endpoint = "http://%s"
+  token    = var.hf_token
+}`, lab.HubRepoBig, lab.HubAddr())
+	// The head alone first: its cluster is spark1, so the model goes
+	// there only (downloaded from the hub).
+	dir := l.modelConfig(1, block, "")
+	mustCode(t, "download onto the head", l.rayform("", "-chdir", dir, "apply", "-var-file="+varFile, "-auto-approve", "-target=model.m"), 0)
+	three, err := os.ReadFile(filepath.Join(l.modelConfig(3, block, ""), "main.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), three, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, "pull the images", l.rayform("", "-chdir", dir, "apply", "-var-file="+varFile, "-auto-approve", "-target=ray_cluster.spark"), 0)
+	mustCode(t, "destroy", l.rayform("", "-chdir", dir, "destroy", "-var-file="+varFile, "-auto-approve"), 0)
+
+	loadStaged := loadAvg()
+	staged := l.rayform("", "-chdir", dir, "apply", "-var-file="+varFile, "-auto-approve")
+	mustCode(t, "apply with staging", staged, 0)
+	mustContain(t, "apply with staging", staged.stdout, "model.m: stage rayform-lab/big (1.1 GB) from spark1 to spark2, spark3 over the fabric")
+	mustCode(t, "destroy", l.rayform("", "-chdir", dir, "destroy", "-var-file="+varFile, "-auto-approve"), 0)
+	loadPlain := loadAvg()
+	plain := l.rayform("", "-chdir", dir, "apply", "-var-file="+varFile, "-auto-approve")
+	mustCode(t, "apply without staging", plain, 0)
+	if strings.Contains(plain.stdout, "model.m: stage") {
+		t.Errorf("the apply after destroy staged again:\n%s", plain.stdout)
+	}
+	t.Logf("apply to serving (3 nodes, images present, %s 1.1 GB on the head): with staging to 2 nodes %s (load average %s), without staging %s (load average %s)",
+		lab.HubRepoBig, staged.elapsed.Round(100*time.Millisecond), loadStaged, plain.elapsed.Round(100*time.Millisecond), loadPlain)
+	var rates []string
+	for _, line := range strings.Split(staged.stdout, "\n") {
+		if strings.Contains(line, "(100%)") && !strings.HasSuffix(line, "done") && strings.Contains(line, "model.m: spark") {
+			rates = append(rates, strings.TrimPrefix(line, "model.m: "))
+		}
+	}
+	t.Logf("last rates reported: %s", strings.Join(rates, "; "))
 }
