@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 )
@@ -82,7 +83,15 @@ func (modelKind) Traits() kind.Traits { return kind.Traits{Exported: kind.Export
 // node, the findings, and the staging as work.
 func (modelKind) Plan(p kind.Planner) {
 	pl := own(p)
-	for _, m := range ServedModels(pl.cfg) {
+	served := ServedModels(pl.cfg)
+	for _, v := range pl.cfg.Blocks(model.Type) {
+		if m := v.(*model.Model); !slices.Contains(served, m) {
+			p.Finding(plan.Finding{Severity: plan.Warning, Address: m.Addr, At: fmt.Sprintf("%s:%d", m.DeclRange.Filename, m.DeclRange.Start.Line),
+				Summary: fmt.Sprintf("%s is used by no vllm_serve: nothing stages it", m.Addr),
+				Fix:     fmt.Sprintf("set model = %s.source on the vllm_serve that loads it, or remove the block", m.Addr)})
+		}
+	}
+	for _, m := range served {
 		var res *model.Resolution
 		if r, ok := pl.cfg.Models[m.Name]; ok {
 			res = &r

@@ -3,6 +3,7 @@ package resources_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
@@ -251,5 +252,30 @@ func TestFingerprintTrees(t *testing.T) {
 	facts.Hosts["h"].Trees["/d"] = tree
 	if got := resources.HostFingerprints(facts)["h"]; got == before {
 		t.Errorf("a new file left the fingerprint as it was")
+	}
+}
+
+// TestPlanModelUnused: a model block no serve uses is a warning at its
+// line, and is not planned.
+func TestPlanModelUnused(t *testing.T) {
+	src := string(benchConfig(3)) + "\nmodel \"spare\" {\n  source = \"org/spare\"\n}\n"
+	cc := convergedCluster(t, 3)
+	cfg := planConfig(t, src, cc.facts)
+	st, err := state.New(benchProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+	var got []string
+	for _, f := range res.Plan.Findings {
+		got = append(got, fmt.Sprintf("%s %s %s: %s", f.Severity, f.Address, f.At, f.Summary))
+	}
+	line := strings.Count(string(benchConfig(3)), "\n") + 2 // after the blank line
+	want := fmt.Sprintf("warning model.spare main.hcl:%d: model.spare is used by no vllm_serve: nothing stages it", line)
+	if !slices.Equal(got, []string{want}) {
+		t.Errorf("findings %q, want %q", got, want)
+	}
+	if res.Plan.HasChanges() || len(res.Work) != 0 {
+		t.Errorf("an unused model is planned: %+v", res.Plan.Changes)
 	}
 }
