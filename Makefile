@@ -32,9 +32,10 @@ golden: ## Rewrite golden files from the current output
 # /tmp/rayform-lab-$(LAB).
 LAB      ?= rflab
 LAB_DIR  := /tmp/rayform-lab-$(LAB)
-# RAY=real runs the demo on the real Ray 2.53.0 (lab up -ray real; the first
-# run fetches its wheels from PyPI into the lab cache).
-RAY      ?= simnode
+# RAY picks the demo's Ray: real (the default) is the real Ray 2.53.0 (lab up
+# -ray real; the first run fetches its wheels from PyPI into the lab cache),
+# simnode is the fast mode (simnode's model of Ray).
+RAY      ?= real
 RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
 
 demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode), apply, show status and a curl that works

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"github.com/rayform/rayform/resources/network"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -46,7 +47,7 @@ func clusterPlanSchema() []attr {
 // records them: the cluster's arguments and the node's pinned values.
 func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrValues {
 	pinned := map[string]string{}
-	for _, k := range NetworkEnvKeys() {
+	for _, k := range network.EnvKeys() {
 		if v, ok := spec.Env[k]; ok {
 			pinned[k] = v
 		}

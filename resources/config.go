@@ -1,18 +1,18 @@
 package resources
 
 import (
-	"net/netip"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // The block types of the resource kinds (Kinds).
 const (
-	KindNode    = "node"
-	KindNetwork = "network"
+	KindNode    = node.Type
+	KindNetwork = network.Type
 	KindCluster = "ray_cluster"
 	KindServe   = "vllm_serve"
 )
@@ -32,10 +32,6 @@ type Config struct {
 	// name, as read from each cluster's head (see UseSecretKeys and
 	// secretDigest); a cluster without one digests its secrets unkeyed.
 	SecretKeys map[string][]byte
-	// Models are the served models' files as the hub listed them, by
-	// model name (ResolveModels): a model absent here is not planned, and
-	// a serve runs its model at the commit resolved here.
-	Models map[string]model.Resolution
 }
 
 // View returns the kinds' view of an evaluated configuration; nil for nil.
@@ -82,20 +78,13 @@ func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagn
 	return View(cfg), diags
 }
 
-// Facts are what observing the hosts teaches the configuration: the kinds
-// read them in their hooks (factsOf) to compute what depends on the hosts.
-type Facts struct {
-	// FabricAddrs maps a node name to the node's observed address on the
-	// network of its Ray cluster.
-	FabricAddrs map[string]netip.Addr
-}
+// Facts are what observing the hosts teaches the configuration
+// (kind.Facts).
+type Facts = kind.Facts
 
 // factsOf returns the facts a block is evaluated with; none before the
 // hosts are observed.
-func factsOf(b *config.Block) Facts {
-	f, _ := b.Facts().(Facts)
-	return f
-}
+func factsOf(b *config.Block) Facts { return kind.FactsOf(b) }
 
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), seen through the kinds.
@@ -104,7 +93,6 @@ func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 	v := View(out)
 	if v != nil {
 		v.SecretKeys = c.SecretKeys
-		v.Models = c.Models
 	}
 	return v, diags
 }

@@ -1,10 +1,13 @@
 package resources
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -12,7 +15,9 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -203,6 +208,13 @@ func (r *RayCluster) Nodes() []string {
 	return append([]string{r.Head}, r.Workers...)
 }
 
+// PlacedOn is the cluster's nodes, head first (kind.Placed).
+func (r *RayCluster) PlacedOn(*config.Config) []string { return r.Nodes() }
+
+// NetworkNodes returns the network the cluster binds and its nodes
+// (network.Member): how the network learns its members.
+func (r *RayCluster) NetworkNodes() (string, []string) { return r.Network, r.Nodes() }
+
 // Address returns "<head fabric ip>:<port>", and false before the head's
 // address is observed.
 func (r *RayCluster) Address() (string, bool) {
@@ -222,8 +234,11 @@ func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
 // containers' logs are read with docker logs, and an output shows what its
 // plan schema exports.
 func (clusterKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema())}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema()), Status: "clusters"}
 }
+
+// Lookup: a cluster's plan needs nothing from outside the hosts.
+func (clusterKind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks for each cluster's containers, image, fabric and node table.
 func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }
@@ -295,6 +310,61 @@ func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	return out, nil
 }
 
+// Ahead: a cluster runs nothing ahead of the walk.
+func (clusterKind) Ahead(kind.Env, map[string]*Work, map[string][]apply.Step) []kind.Ahead {
+	return nil
+}
+
+// Starting: a cluster's readiness is its own steps'.
+func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+
+// AwaitSteps: none (Starting has none).
+func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
+
+// Fingerprint is Ray's node table of every answer that is one, compared
+// by its rows (node address and state).
+func (clusterKind) Fingerprint(hf *observe.HostFacts) []string {
+	var out []string
+	for _, r := range hf.HTTP {
+		for _, n := range observe.ParseRayNodes(r, true).List {
+			out = append(out, "ray "+n.NodeIP+" "+n.State)
+		}
+	}
+	return out
+}
+
+// Locks are each cluster's lock on its head, and, for each cluster the
+// state records, its lock on the head it was applied with (every host it
+// was applied to when the state does not say which was the head), so that
+// a copy of the configuration with another head, or a renamed cluster
+// carrying the same state, waits for a run of the original.
+func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
+	cfg := View(c)
+	var out []kind.Lock
+	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
+		rc := cfg.RayClusters[name]
+		out = append(out, kind.Lock{Resource: ClusterAddress(name), Key: name, Host: rc.Head})
+	}
+	if st == nil {
+		return out
+	}
+	for _, addr := range st.Addresses() {
+		a := plan.ParseAddress(addr)
+		if a.Type != KindCluster {
+			continue
+		}
+		r, _ := st.Get(addr)
+		if r.Head != "" {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: r.Head, FromState: true})
+			continue
+		}
+		for _, h := range r.Hosts {
+			out = append(out, kind.Lock{Resource: ClusterAddress(a.Instance()), Key: a.Instance(), Host: h.Node, FromState: true})
+		}
+	}
+	return out
+}
+
 // ClusterName is the name of the ray_cluster an argument names, as
 // commands about one cluster (check, force-unlock) take it: NAME or
 // ray_cluster.NAME.
@@ -302,3 +372,198 @@ func ClusterName(arg string) string { return strings.TrimPrefix(arg, KindCluster
 
 // ClusterAddress is the address of the ray_cluster called name.
 func ClusterAddress(name string) string { return KindCluster + "." + name }
+
+// observeClusters asks each cluster's nodes for its image and containers,
+// their fabric and peers, and its head for Ray's node table and ports.
+func observeClusters(o *kind.Observation) {
+	cfg, st, project := View(o.Config), o.State, o.Project
+	spec := o.Spec
+	assumed, assumedIfaces := AssumedFabric(cfg, st)
+	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
+	secretKeyProbes(spec, cfg, project)
+	for _, rc := range sortedClusters(cfg) {
+		nw := cfg.Networks[rc.Network]
+		container := ContainerName(rc)
+		nodes := rc.Nodes()
+		for _, node := range nodes {
+			hs := o.Host(node)
+			hs.Images = appendUnique(hs.Images, rc.Image)
+			hs.Containers = appendUnique(hs.Containers, container)
+			if h, ok := hashes[node][container]; ok {
+				if hs.SpecHashes == nil {
+					hs.SpecHashes = map[string]string{}
+				}
+				hs.SpecHashes[container] = h
+			}
+			if nw != nil {
+				hs.Fabric = nw.Fabric(node)
+				for _, peer := range nodes {
+					if peer != node {
+						a := assumed[peer]
+						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
+					}
+				}
+			}
+			if node == rc.Head {
+				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
+			}
+			o.SetHost(node, hs)
+		}
+	}
+}
+
+// presentClusters finds the project's cluster containers on the hosts, in
+// any state (an exited container still belongs to its cluster).
+func presentClusters(pr *kind.Presence) {
+	for _, node := range slices.Sorted(maps.Keys(pr.Facts.Hosts)) {
+		hf, ok := pr.Known(node)
+		if !ok {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, pr.Project) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			pr.Add(addr, KindCluster, node, c.Name)
+			if c.Labels[LabelRole] == "head" {
+				pr.Head(addr, node)
+			}
+		}
+	}
+}
+
+// destroyClusters plans the removal of the doomed clusters: each one's
+// containers of the project, labelled with its address, that the facts
+// show on any host (and, with Adopt, those of any other cluster address).
+func destroyClusters(d kind.Destroyer) {
+	cfg := View(d.Config())
+	containers := map[string]string{} // address → container name
+	hosts := map[string][]string{}
+	for _, addr := range d.Doomed(KindCluster) {
+		if rc := clusterAt(cfg, addr); rc != nil {
+			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
+		} else if r, ok := d.State().Get(addr); ok {
+			containers[addr], hosts[addr] = r.Container, stateNodes(r.Hosts)
+		}
+	}
+	facts := d.Facts()
+	found := map[string][]Removal{}
+	for _, node := range slices.Sorted(maps.Keys(facts.Hosts)) {
+		hf := facts.Hosts[node]
+		if hf == nil {
+			continue
+		}
+		for _, c := range hf.Containers.List {
+			if !clusterContainerOf(c.Labels, d.Project()) {
+				continue
+			}
+			addr := c.Labels[LabelResource]
+			if _, ok := containers[addr]; !ok {
+				if !d.Adopt() {
+					continue
+				}
+				containers[addr] = c.Name
+			}
+			found[addr] = append(found[addr], Removal{Node: node, Container: c.Name})
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(containers)) {
+		rems := found[addr]
+		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
+		nodes := hosts[addr]
+		for _, rm := range rems {
+			nodes = appendUnique(nodes, rm.Node)
+		}
+		name := plan.ParseAddress(addr).Instance()
+		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
+			Do: &ClusterWork{Name: name, ContainerName: containers[addr], Start: map[string]bool{}, Remove: rems}}
+		d.Add(w, name, len(rems) > 0)
+	}
+}
+
+// clusterAt is the configuration's cluster at addr, nil when none.
+func clusterAt(cfg *Config, addr string) *RayCluster {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindCluster {
+		return cfg.RayClusters[a.Instance()]
+	}
+	return nil
+}
+
+// ClusterStatus is what status shows of a cluster: Ray's node table as its
+// head answered it.
+type ClusterStatus struct {
+	Address  string          `json:"address"`
+	Head     string          `json:"head"`
+	Ray      []RayNodeStatus `json:"ray_nodes"`
+	RayError string          `json:"ray_error,omitempty"`
+}
+
+// RayNodeStatus is one row of Ray's node table.
+type RayNodeStatus struct {
+	NodeIP string  `json:"node_ip"`
+	State  string  `json:"state"`
+	IsHead bool    `json:"is_head"`
+	GPUs   float64 `json:"gpus"`
+}
+
+// Status shows each cluster's node table; a node that is not ALIVE (and
+// has no ALIVE row of the same address: a DEAD row beside an ALIVE one is
+// the node's earlier life) is a problem.
+func (clusterKind) Status(q kind.StatusQuery) []kind.Status {
+	cfg := View(q.Config)
+	var out []kind.Status
+	for _, rc := range sortedClusters(cfg) {
+		sc := ClusterStatus{Address: rc.Addr, Head: rc.Head, Ray: []RayNodeStatus{}}
+		var problems []string
+		if hf := q.Facts.Hosts[rc.Head]; hf != nil {
+			table := RayTable(hf, rc)
+			sc.RayError = table.Err
+			alive := map[string]bool{}
+			for _, n := range table.Alive() {
+				alive[n.NodeIP] = true
+			}
+			for _, n := range table.List {
+				sc.Ray = append(sc.Ray, RayNodeStatus{NodeIP: n.NodeIP, State: n.State, IsHead: n.IsHead, GPUs: n.GPUs()})
+				if n.State != "ALIVE" && !alive[n.NodeIP] {
+					msg := fmt.Sprintf("%s: Ray node %s is %s", rc.Addr, n.NodeIP, n.State)
+					if n.StateMessage != "" {
+						msg += ": " + firstLineOr(n.StateMessage, "no answer")
+					}
+					problems = append(problems, msg)
+				}
+			}
+			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
+		}
+		out = append(out, kind.Status{Address: rc.Addr, Value: sc, Problems: problems, Render: sc.render})
+	}
+	return out
+}
+
+// render prints the cluster's node table.
+func (c ClusterStatus) render(w io.Writer) {
+	fmt.Fprintf(w, "\nRay (%s, head %s):\n", c.Address, c.Head)
+	if len(c.Ray) == 0 {
+		fmt.Fprintf(w, "  no node table: %s\n", firstNonEmpty(c.RayError, "-"))
+	}
+	for _, n := range c.Ray {
+		role := ""
+		if n.IsHead {
+			role = "head"
+		}
+		fmt.Fprintf(w, "  %-16s %-6s %-4s %g GPU\n", n.NodeIP, n.State, role, n.GPUs)
+	}
+}
+
+// firstLineOr is the first line of s, trimmed, or none when empty.
+func firstLineOr(s, none string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if s == "" {
+		return none
+	}
+	return s
+}

@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -195,6 +199,19 @@ type VLLMServe struct {
 	PublicEndpoint string
 }
 
+// PlacedOn is the nodes of the serve's cluster in cfg, head first: every
+// one of them loads its model (kind.Placed).
+func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
+	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*RayCluster); ok {
+		return rc.Nodes()
+	}
+	return nil
+}
+
+// ServesModel is the model the serve loads (its model argument): a block
+// that provides weights (Weights) recognises its serves by it.
+func (s *VLLMServe) ServesModel() string { return s.Model }
+
 // serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
 type serveKind struct{}
 
@@ -204,11 +221,20 @@ func (serveKind) Schema() config.Kind { return serveDescriptor() }
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
 func (serveKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema())}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema()), Status: "serves"}
 }
 
-// Observe asks each serve's head for its own port, record and model files.
-func (serveKind) Observe(o *kind.Observation) { observeServes(o) }
+// Lookup: a serve's plan needs nothing from outside the hosts.
+func (serveKind) Lookup(context.Context, *config.Config) {}
+
+// Observe asks each serve's head for its own port, record and model files,
+// and for status its /metrics and its process's start time.
+func (serveKind) Observe(o *kind.Observation) {
+	observeServes(o)
+	if o.Status {
+		statusProbes(o.Spec, View(o.Config), o.Project)
+	}
+}
 
 // Plan plans each serve of the configuration, after the clusters (it
 // reads its cluster's planned action).
@@ -232,6 +258,65 @@ func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
 	}
 	return serveSteps(stepEnvOf(env), w)
 }
+
+// Ahead stops each serve that is replaced along with its cluster's
+// containers before the cluster changes: a worker under a running serve
+// must not go away (nor restart) under it. The stop is a node of its own,
+// "ADDRESS#stop", that the cluster depends on; the serve's own stop step
+// then finds the process gone.
+func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]apply.Step) []kind.Ahead {
+	var out []kind.Ahead
+	for _, addr := range slices.Sorted(maps.Keys(ws)) {
+		w := ws[addr]
+		sw := serveWork(w)
+		if sw == nil || w.Action != plan.Replace || sw.Cluster == "" {
+			continue
+		}
+		if cw := ws[sw.Cluster]; cw == nil || cw.Action == plan.NoOp || len(steps[addr]) == 0 {
+			continue
+		}
+		stop := ServeStopSteps(stepEnvOf(env), w)
+		if len(stop) == 0 {
+			continue
+		}
+		out = append(out, kind.Ahead{Node: addr + "#stop", Before: sw.Cluster, Address: addr, Action: plan.Replace, Steps: stop})
+	}
+	return out
+}
+
+// Starting are the serves running as declared but not answering yet
+// (StartingServes).
+func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
+	return StartingServes(PlanInput{Config: View(cfg), Facts: facts})
+}
+
+// AwaitSteps wait for a starting serve to be ready.
+func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
+	return AwaitSteps(stepEnvOf(env), w)
+}
+
+// Status shows each serve's health on its own port; one not ok is a
+// problem.
+func (serveKind) Status(q kind.StatusQuery) []kind.Status {
+	cfg := View(q.Config)
+	var out []kind.Status
+	for _, sv := range sortedServes(cfg) {
+		ss := serveStatus(cfg, q.Facts, q.Project, sv)
+		var problems []string
+		if ss.Health != HealthOK {
+			problems = append(problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
+		}
+		out = append(out, kind.Status{Address: sv.Addr, Value: ss, Problems: problems, Render: ss.render})
+	}
+	return out
+}
+
+// Fingerprint: a serve's record and answers are in every plan's
+// fingerprint already.
+func (serveKind) Fingerprint(*observe.HostFacts) []string { return nil }
+
+// Locks: a serve runs under its cluster's lock.
+func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
 
 // PrepareSteps: a serve prepares nothing ahead.
 func (serveKind) PrepareSteps(kind.Env, *Work) []apply.Step { return nil }
@@ -268,4 +353,173 @@ func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
 		shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
 	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
+}
+
+// observeServes asks, for each serve, the head for its own port's
+// answers, its record and its model's files (the model kind lists a
+// model block's directory on every node); for a serve the state
+// remembers but the configuration no longer declares, its record.
+func observeServes(o *kind.Observation) {
+	cfg, project := View(o.Config), o.Project
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		container := ContainerName(rc)
+		for _, node := range rc.Nodes() {
+			hs := o.Host(node)
+			if node == rc.Head {
+				// Each serve asks for its own port's answers.
+				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
+				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
+				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
+				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
+			}
+			o.SetHost(node, hs)
+		}
+	}
+	for _, addr := range o.Remembered(KindServe) {
+		r, _ := o.State.Get(addr)
+		if len(r.Hosts) == 0 || r.Container == "" {
+			continue
+		}
+		node := r.Hosts[0].Node
+		hs := o.Host(node)
+		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
+		o.SetHost(node, hs)
+	}
+}
+
+// presentServes finds the serves whose process runs where the
+// configuration or the state says they run.
+func presentServes(pr *kind.Presence) {
+	type serveAt struct{ name, node, container string }
+	serves := map[string]serveAt{}
+	if pr.State != nil {
+		for _, addr := range pr.State.Addresses() {
+			r, _ := pr.State.Get(addr)
+			if a := plan.ParseAddress(addr); a.Type == KindServe && len(r.Hosts) > 0 {
+				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
+			}
+		}
+	}
+	if cfg := View(pr.Config); cfg != nil {
+		for _, sv := range sortedServes(cfg) {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		s := serves[addr]
+		hf, ok := pr.Known(s.node)
+		if !ok {
+			continue
+		}
+		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
+			pr.Add(addr, KindServe, s.node, s.container)
+		}
+	}
+}
+
+// StartingServes returns, for each vllm_serve of in's configuration that
+// the hosts show running as declared but not answering yet (plan's "vLLM
+// is still starting": the process runs, its port is closed), the work of
+// waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
+// changed anything, so that it reports success only for serves that serve.
+func StartingServes(in PlanInput) []*Work {
+	if in.Config == nil || in.Facts == nil {
+		return nil
+	}
+	var out []*Work
+	for _, sv := range sortedServes(in.Config) {
+		rc := in.Config.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		head := in.Facts.Hosts[rc.Head]
+		if head == nil || head.Err != "" {
+			continue
+		}
+		spec, err := ServeSpecFor(in.Config, sv)
+		if err != nil {
+			continue
+		}
+		rec := ServeRecord(head, sv.Name)
+		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
+			continue
+		}
+		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+	}
+	return out
+}
+
+// destroyServes plans the stop of each doomed serve whose process runs,
+// ordered before the removal of its cluster (before every other removal
+// when its cluster is unknown).
+func destroyServes(d kind.Destroyer) {
+	cfg := View(d.Config())
+	serves := map[string]*ServeWork{}
+	hosts := map[string][]string{}
+	cluster := map[string]string{} // serve address → its cluster's address
+	for _, addr := range d.Doomed(KindServe) {
+		if sv := serveAt(cfg, addr); sv != nil {
+			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
+				hosts[addr] = []string{rc.Head}
+				cluster[addr] = rc.Addr
+			}
+			continue
+		}
+		if r, ok := d.State().Get(addr); ok {
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
+			hosts[addr] = stateNodes(r.Hosts)
+		}
+	}
+	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
+	// A serve of the state runs on the cluster whose container it names.
+	others := slices.Sorted(maps.Keys(d.Works()))
+	for addr, sw := range serves {
+		if cluster[addr] != "" {
+			continue
+		}
+		for _, o := range others {
+			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
+				cluster[addr] = o
+			}
+		}
+	}
+	for _, addr := range slices.Sorted(maps.Keys(serves)) {
+		sw := serves[addr]
+		running := false
+		if hf := d.Facts().Hosts[sw.Spec.Node]; hf != nil {
+			rec := ServeRecord(hf, sw.Spec.Name)
+			running = rec.Found && rec.Alive
+		}
+		sw.Stop = true
+		w := &Work{Address: addr, Type: KindServe, Hosts: hosts[addr], Do: sw}
+		d.Add(w, sw.Spec.Name, running)
+		// Serves stop first: before their cluster goes, and before every
+		// other removal when their cluster is unknown.
+		if c := cluster[addr]; c != "" {
+			d.Before(addr, c)
+			continue
+		}
+		for _, o := range others {
+			d.Before(addr, o)
+		}
+	}
+}
+
+// serveAt is the configuration's serve at addr, nil when none.
+func serveAt(cfg *Config, addr string) *VLLMServe {
+	if cfg == nil {
+		return nil
+	}
+	if a := plan.ParseAddress(addr); a.Type == KindServe {
+		return cfg.Serves[a.Instance()]
+	}
+	return nil
 }

@@ -10,13 +10,16 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // Kinds returns the resource kinds rayform knows, in the order they are
 // planned and the README documents them. Each is reached only through
 // the kind.Kind interface: registering a kind is one line here.
 func Kinds() []kind.Kind {
-	return []kind.Kind{nodeKind{}, networkKind{}, clusterKind{}, serveKind{}, modelKind{}}
+	return []kind.Kind{node.Kind{}, network.Kind{}, clusterKind{}, serveKind{}, model.Kind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema

@@ -3,13 +3,18 @@ package resources_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/resourcestest"
 )
 
 // TestKindRegistry: each registered kind is found by its block type and by
@@ -102,5 +107,125 @@ func TestKindLogs(t *testing.T) {
 	}
 	if _, err := logs("vllm_serve.nope", "", ""); err == nil {
 		t.Error("logs of a serve not in the configuration")
+	}
+}
+
+// TestDockerCheckedOnClusterNodes: the cluster kind, which runs the
+// containers, checks that docker is usable on each of its nodes (the node
+// kind checks only reachability and GPUs); the finding names the node.
+func TestDockerCheckedOnClusterNodes(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	cfg := planConfig(t, string(benchConfig(2)), cc.facts)
+	worker := cfg.RayClusters["main"].Workers[0]
+	cc.facts.Hosts[worker].Docker = observe.Docker{Err: "permission denied while trying to connect to the Docker daemon socket"}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject})
+	var got []plan.Finding
+	for _, f := range res.Plan.Findings {
+		if strings.HasPrefix(f.Summary, "docker is not usable") {
+			got = append(got, f)
+		}
+	}
+	if len(got) != 1 || got[0].Host != worker || got[0].Address != cfg.Nodes[worker].Addr || got[0].Severity != plan.Error {
+		t.Errorf("docker findings %+v, want one error for %s", got, worker)
+	}
+}
+
+// TestServeStopsAheadOfItsCluster: a serve replaced along with its
+// cluster's containers is stopped ahead of the walk, as a node the
+// cluster waits for; not when its cluster is left alone, nor when the
+// serve itself has no steps.
+func TestServeStopsAheadOfItsCluster(t *testing.T) {
+	serve := func(action plan.Action) *resources.Work {
+		return &resources.Work{Address: "vllm_serve.q", Type: resources.KindServe, Action: action, Hosts: []string{"h1"},
+			Do: &resources.ServeWork{Spec: resources.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
+	}
+	cluster := func(action plan.Action) *resources.Work {
+		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &resources.ClusterWork{Name: "main"}}
+	}
+	some := []apply.Step{{Name: "x"}}
+	env := &resources.StepEnv{}
+	for _, tt := range []struct {
+		name          string
+		serve, clustr plan.Action
+		steps         []apply.Step
+		want          int
+	}{
+		{"replaced with its cluster", plan.Replace, plan.Update, some, 1},
+		{"cluster unchanged", plan.Replace, plan.NoOp, some, 0},
+		{"serve created", plan.Create, plan.Update, some, 0},
+		{"serve without steps", plan.Replace, plan.Update, nil, 0},
+	} {
+		ws := map[string]*resources.Work{"vllm_serve.q": serve(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
+		steps := map[string][]apply.Step{"vllm_serve.q": tt.steps}
+		var got []kind.Ahead
+		for _, k := range resources.Kinds() {
+			got = append(got, k.Ahead(env, ws, steps)...)
+		}
+		if len(got) != tt.want {
+			t.Errorf("%s: %d ahead, want %d", tt.name, len(got), tt.want)
+			continue
+		}
+		if tt.want == 1 && (got[0].Node != "vllm_serve.q#stop" || got[0].Before != "ray_cluster.main" || got[0].Address != "vllm_serve.q" || len(got[0].Steps) == 0) {
+			t.Errorf("%s: %+v", tt.name, got[0])
+		}
+	}
+}
+
+// TestRemovedServeOrdersOnlyRemovals: a serve that left the configuration
+// is stopped, and its stop orders only other removals: the cluster it ran
+// on, still configured and changed by the plan, is not made to wait for it
+// (destroy's order binds the resources being destroyed, not the others).
+func TestRemovedServeOrdersOnlyRemovals(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	cfg := planConfig(t, string(benchConfig(2)), cc.facts)
+	rc := cfg.RayClusters["main"]
+	// The worker's container is gone: the cluster is updated.
+	cc.facts.Hosts[rc.Workers[0]].Containers.List = nil
+	head := cc.facts.Hosts[rc.Head]
+	head.Records["serve-gone"] = observe.ProcessRecord{Found: true, Alive: true}
+	st, err := state.New(benchProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Set("vllm_serve.gone", state.Resource{Type: resources.KindServe, Container: rc.ContainerName, Hosts: []state.Host{{Node: rc.Head}}})
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+	gone, cluster := res.Work["vllm_serve.gone"], res.Work[rc.Addr]
+	if gone == nil || gone.Action != plan.Delete {
+		t.Fatalf("removed serve: %+v", gone)
+	}
+	if cluster == nil || cluster.Action != plan.Update {
+		t.Fatalf("cluster: %+v", cluster)
+	}
+	if len(cluster.DestroyAfter) != 0 || len(gone.DestroyAfter) != 0 {
+		t.Errorf("destroy order on a kept resource: cluster after %v, serve after %v", cluster.DestroyAfter, gone.DestroyAfter)
+	}
+}
+
+// TestFingerprintReadsRayTableRows: a saved plan commits to Ray's node
+// table by its rows (the cluster kind's Fingerprint): a node that turned
+// DEAD changes the head's fingerprint, nothing else does.
+func TestFingerprintReadsRayTableRows(t *testing.T) {
+	cc := convergedCluster(t, 2)
+	cfg := planConfig(t, string(benchConfig(2)), cc.facts)
+	rc := cfg.RayClusters["main"]
+	before := resources.HostFingerprints(cc.facts)
+	if again := resources.HostFingerprints(cc.facts); !maps.Equal(before, again) {
+		t.Fatalf("fingerprints differ for the same facts: %v, %v", before, again)
+	}
+	head := cc.facts.Hosts[rc.Head]
+	table := resources.RayTable(head, rc)
+	if len(table.List) < 2 {
+		t.Fatalf("node table %+v", table)
+	}
+	table.List[1].State = "DEAD"
+	resourcestest.SetRayTable(head, rc.DashboardPort, table)
+	after := resources.HostFingerprints(cc.facts)
+	if after[rc.Head] == before[rc.Head] {
+		t.Error("a DEAD Ray node left the head's fingerprint unchanged")
+	}
+	for _, n := range rc.Workers {
+		if after[n] != before[n] {
+			t.Errorf("%s's fingerprint changed with the head's table", n)
+		}
 	}
 }

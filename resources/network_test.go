@@ -9,23 +9,6 @@ import (
 	"github.com/rayform/rayform/engine/config"
 )
 
-// UCX names RDMA devices <hca>:<port>; a netdev name would limit it to TCP.
-func TestUCXDevices(t *testing.T) {
-	for _, tt := range []struct {
-		hcas []string
-		want string
-	}{
-		{[]string{"mlx5_0"}, "mlx5_0:1"},
-		{[]string{"mlx5_0:2", "rocep1s0f1"}, "mlx5_0:2,rocep1s0f1:1"},
-		{[]string{"=mlx5_0"}, "mlx5_0:1"},
-		{[]string{"^mlx5_1"}, ""},
-	} {
-		if got := ucxDevices(tt.hcas); got != tt.want {
-			t.Errorf("ucxDevices(%q) = %q, want %q", tt.hcas, got, tt.want)
-		}
-	}
-}
-
 // TestContainerEnv checks the one place the Ray container's environment is
 // built: the cluster's env, the memory monitor and the network's pins.
 func TestContainerEnv(t *testing.T) {

@@ -7,10 +7,8 @@ import (
 	"slices"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
-	"github.com/rayform/rayform/resources/model"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -24,11 +22,17 @@ import (
 // of a container that runs with that hash and the image inspection of a
 // host whose containers all do.
 func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
+	return observeSpec(cfg, st, project, false)
+}
+
+// observeSpec is ObserveSpec, with what status shows when status is set
+// (kind.Observation.Status).
+func observeSpec(cfg *Config, st *state.State, project string, status bool) observe.Spec {
 	spec := observe.Spec{Hosts: map[string]observe.HostSpec{}}
 	for name := range cfg.Nodes {
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
-	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec}
+	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec, Status: status}
 	for _, k := range Kinds() {
 		k.Observe(o)
 	}
@@ -57,85 +61,6 @@ func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
 		}
 	}
 	return spec
-}
-
-// observeClusters asks each cluster's nodes for its image and containers,
-// their fabric and peers, and its head for Ray's node table and ports.
-func observeClusters(o *kind.Observation) {
-	cfg, st, project := View(o.Config), o.State, o.Project
-	spec := o.Spec
-	assumed, assumedIfaces := AssumedFabric(cfg, st)
-	hashes := assumedSpecHashes(cfg, assumed, assumedIfaces)
-	secretKeyProbes(spec, cfg, project)
-	for _, rc := range sortedClusters(cfg) {
-		nw := cfg.Networks[rc.Network]
-		container := ContainerName(rc)
-		nodes := rc.Nodes()
-		for _, node := range nodes {
-			hs := o.Host(node)
-			hs.Images = appendUnique(hs.Images, rc.Image)
-			hs.Containers = appendUnique(hs.Containers, container)
-			if h, ok := hashes[node][container]; ok {
-				if hs.SpecHashes == nil {
-					hs.SpecHashes = map[string]string{}
-				}
-				hs.SpecHashes[container] = h
-			}
-			if nw != nil {
-				hs.Fabric = observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
-				for _, peer := range nodes {
-					if peer != node {
-						a := assumed[peer]
-						hs.Peers = append(hs.Peers, observe.Peer{Host: peer, Addr: a, Assumed: a.IsValid()})
-					}
-				}
-			}
-			if node == rc.Head {
-				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
-				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
-			}
-			o.SetHost(node, hs)
-		}
-	}
-}
-
-// observeServes asks, for each serve, every node of its cluster for its
-// model's directory (and the free space there), and the head for its own
-// port's answers, its record and its model's files; for a serve the state
-// remembers but the configuration no longer declares, its record.
-func observeServes(o *kind.Observation) {
-	cfg, project := View(o.Config), o.Project
-	for _, sv := range sortedServes(cfg) {
-		rc := cfg.RayClusters[sv.Cluster]
-		if rc == nil {
-			continue
-		}
-		container := ContainerName(rc)
-		for _, node := range rc.Nodes() {
-			hs := o.Host(node)
-			for _, m := range model.Serving(cfg.Config, sv.Model) {
-				hs.Trees = appendUnique(hs.Trees, m.Dir())
-			}
-			if node == rc.Head {
-				// Each serve asks for its own port's answers.
-				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
-				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
-				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
-				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
-			}
-			o.SetHost(node, hs)
-		}
-	}
-	for _, addr := range o.Remembered(KindServe) {
-		r, _ := o.State.Get(addr)
-		if len(r.Hosts) == 0 || r.Container == "" {
-			continue
-		}
-		node := r.Hosts[0].Node
-		hs := o.Host(node)
-		hs.Records = append(hs.Records, serveRecordProbe(project, node, r.Container, plan.ParseAddress(addr).Instance()))
-		o.SetHost(node, hs)
-	}
 }
 
 // The probes a cluster and its serves ask of the head, and the one reading
@@ -274,16 +199,9 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
-		for _, node := range nw.Nodes {
-			hf := facts.Hosts[node]
-			if hf == nil {
-				continue
-			}
-			fab := observe.Fabric{Interface: nw.InterfaceFor(node), CIDR: nw.CIDR}
-			if a, iface, ok := fab.Find(hf); ok {
-				addrs[node], ifaces[node] = a, iface
-			}
-		}
+		a, i := nw.Found(facts)
+		maps.Copy(addrs, a)
+		maps.Copy(ifaces, i)
 	}
 	// A cluster without a network (a single node) is reached on its
 	// default route's address, which is also what Ray detects by itself.
@@ -331,15 +249,6 @@ func sortedNetworks(cfg *Config) []*Network {
 	out := make([]*Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])
-	}
-	return out
-}
-
-func sortedNodes(cfg *Config) []*Node {
-	names := slices.Sorted(maps.Keys(cfg.Nodes))
-	out := make([]*Node, 0, len(names))
-	for _, k := range names {
-		out = append(out, cfg.Nodes[k])
 	}
 	return out
 }

@@ -109,6 +109,13 @@ type ServeWork struct {
 	// Arch is the architecture check before the serve starts; nil when
 	// plan judged it from the state or could not read config.json.
 	Arch *ArchCheck
+	// Cluster is the address of its Ray cluster ("" when unknown).
+	Cluster string
+	// ClusterNodes are the nodes of its Ray cluster, head first: their
+	// container logs are read when the serve fails. Nil (a serve the
+	// state remembers) reads the logs of every node of the apply that has
+	// the container.
+	ClusterNodes []string
 }
 
 // Container is the serve's cluster's head container (kind.Doer).
@@ -173,6 +180,12 @@ func (p *planner) Project() string { return p.in.Project }
 // Replace reports whether -replace named addr (kind.Planner).
 func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
 
+// Fabric is node's observed fabric address (kind.Planner).
+func (p *planner) Fabric(node string) (netip.Addr, bool) {
+	a, ok := p.addrs[node]
+	return a, ok
+}
+
 // Planned is the action planned so far for addr (kind.Planner).
 func (p *planner) Planned(addr string) (plan.Action, bool) {
 	for _, ch := range p.res.Plan.Changes {
@@ -195,6 +208,11 @@ func (p *planner) Drift(d plan.Drift) { p.res.Plan.Drift = append(p.res.Plan.Dri
 // Note adds a note to the result (kind.Planner).
 func (p *planner) Note(n string) { p.res.Notes = append(p.res.Notes, n) }
 
+// Unreachable records that node could not be observed (kind.Planner).
+func (p *planner) Unreachable(node string) {
+	p.res.Plan.Unreachable = append(p.res.Plan.Unreachable, node)
+}
+
 // AddWork records w (kind.Planner).
 func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
@@ -202,13 +220,7 @@ func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix st
 	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
 }
 
-func (p *planner) host(node string) *observe.HostFacts {
-	hf := p.facts.Hosts[node]
-	if hf == nil || hf.Err != "" && !hf.Complete {
-		return nil
-	}
-	return hf
-}
+func (p *planner) host(node string) *observe.HostFacts { return kind.Usable(p.facts, node) }
 
 // observedContainer is a cluster's container on one node, as found.
 type observedContainer struct {
@@ -410,23 +422,15 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		}
 		for u, r := range hf.HTTP {
 			// The status, not the body: vLLM's /v1/models carries the
-			// time of the request. A node table is compared by its rows.
+			// time of the request; the kinds say what else of it counts
+			// (Kind.Fingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
-			for _, n := range observe.ParseRayNodes(r, true).List {
-				parts = append(parts, "ray "+n.NodeIP+" "+n.State)
-			}
+		}
+		for _, k := range Kinds() {
+			parts = append(parts, k.Fingerprint(hf)...)
 		}
 		for k, sr := range hf.Records {
 			parts = append(parts, fmt.Sprintf("serve %s %s %v", k, sr.SpecHash, sr.Alive))
-		}
-		for dir, t := range hf.Trees {
-			// A model's files (not the free space, which moves with
-			// every write): a copy that changed changes the plan.
-			h := sha256.New()
-			for _, f := range t.Files {
-				fmt.Fprintf(h, "%s %d %v\n", f.Path, f.Size, f.Dangling)
-			}
-			parts = append(parts, fmt.Sprintf("tree %s %v %x %s", dir, t.Exists, h.Sum(nil)[:8], t.Err))
 		}
 		for _, im := range hf.Images {
 			parts = append(parts, fmt.Sprintf("image %s %v %s", im.Ref, im.Present, im.ID))

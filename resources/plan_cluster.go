@@ -33,6 +33,13 @@ func (p *planner) clusterContainer(rc *RayCluster, node string) observedContaine
 func (p *planner) cluster(rc *RayCluster) {
 	addr := rc.Addr
 	nodes := rc.Nodes()
+	// Its containers need docker on every node.
+	for _, n := range nodes {
+		if hf := p.host(n); hf != nil && !hf.Docker.Available {
+			p.finding(plan.Error, nodeAddr(p.cfg, n), n, fmt.Sprintf("docker is not usable on %s", n), hf.Docker.Err,
+				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
+		}
+	}
 	p.gpuBudget(rc)
 	// A cluster with workers always has a network here: the configuration
 	// refuses one without (checkRayCluster, "Multi-node cluster without a
@@ -498,4 +505,12 @@ func (p *planner) changedNodes(rc *RayCluster) []string {
 		set[rm.Node] = true
 	}
 	return slices.Sorted(maps.Keys(set))
+}
+
+// nodeAddr is the address of node's block (node.NAME).
+func nodeAddr(cfg *Config, node string) string {
+	if n := cfg.Nodes[node]; n != nil {
+		return n.Addr
+	}
+	return KindNode + "." + node
 }

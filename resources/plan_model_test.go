@@ -33,6 +33,12 @@ model "llama" {
 `
 }
 
+// useResolution gives model block name of cfg the hub's answer r, as
+// Lookup does.
+func useResolution(cfg *resources.Config, name string, r model.Resolution) {
+	cfg.Blocks(model.Type)[name].(*model.Model).UseResolution(r)
+}
+
 // modelManifest is what the hub lists of the model for the tests.
 func modelManifest() model.Manifest {
 	sha := func(c string) string { return strings.Repeat(c, 64) }
@@ -115,7 +121,7 @@ func TestPlanModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := planConfig(t, modelConfig(), cc.facts)
-			cfg.Models = map[string]model.Resolution{"llama": tc.resolved}
+			useResolution(cfg, "llama", tc.resolved)
 			// The serve running converged is the one started at the
 			// resolved commit.
 			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
@@ -218,7 +224,9 @@ func TestModelSpecs(t *testing.T) {
 				t.Errorf("head reads %q", reads)
 			}
 			// The serve runs the commit plan resolved.
-			cfg.Models = map[string]model.Resolution{"llama": {Manifest: modelManifest()}}
+			if tc.mount {
+				useResolution(cfg, "llama", model.Resolution{Manifest: modelManifest()})
+			}
 			pinned, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)

@@ -99,7 +99,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp {
 		p.res.Work[addr] = &Work{Address: addr, Type: KindServe, Action: action, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch}}
+				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}}
 	}
 }
 

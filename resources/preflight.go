@@ -154,7 +154,7 @@ func preflightReads(cfg *Config, sv *VLLMServe) []observe.ReadProbe {
 	if rc == nil {
 		return nil
 	}
-	m := locateServeModel(cfg, rc, sv)
+	m := locateWeights(cfg, rc, sv)
 	if m.Why != "" {
 		return nil
 	}
@@ -176,7 +176,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 	skip := func(why string) {
 		p.res.Notes = append(p.res.Notes, fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
 	}
-	m := locateServeModel(p.cfg, rc, sv)
+	m := locateWeights(p.cfg, rc, sv)
 	if m.Why != "" {
 		skip(m.Why)
 		return nil

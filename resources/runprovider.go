@@ -88,11 +88,7 @@ func (Provider) planInput(in run.PlanInput) PlanInput {
 }
 
 func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, status bool) observe.Spec {
-	spec := ObserveSpec(ConfigOf(cfg), st, project)
-	if status {
-		StatusProbes(&spec, ConfigOf(cfg), project)
-	}
-	return spec
+	return observeSpec(ConfigOf(cfg), st, project, status)
 }
 
 func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
@@ -103,8 +99,10 @@ func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts
 		return nil, diags
 	}
 	cfg.UseSecretKeys(facts, project)
-	// The served models' files, as the hub lists them (model kind).
-	cfg.Models = ResolveModels(ctx, cfg, nil)
+	// What the kinds' plans need from outside the hosts (kind.Kind.Lookup).
+	for _, k := range Kinds() {
+		k.Lookup(ctx, cfg.Config)
+	}
 	return cfgView{cfg}, diags
 }
 
@@ -124,10 +122,17 @@ func (p Provider) DestroyPlan(in run.PlanInput) (*run.Result, *dag.Graph) {
 	return wrapResult(res), g
 }
 
+// Starting are the resources every kind waits for (kind.Kind.Starting).
 func (p Provider) Starting(in run.PlanInput) []run.Work {
+	cfg := ConfigOf(in.Config)
+	if cfg == nil || in.Facts == nil {
+		return nil
+	}
 	var out []run.Work
-	for _, w := range StartingServes(p.planInput(in)) {
-		out = append(out, work{w})
+	for _, k := range Kinds() {
+		for _, w := range k.Starting(cfg.Config, in.Facts) {
+			out = append(out, work{w})
+		}
 	}
 	return out
 }
@@ -136,31 +141,13 @@ func (Provider) Fingerprints(facts *observe.Facts) map[string]string {
 	return HostFingerprints(facts)
 }
 
-// LockTargets are each ray_cluster's lock on its head, and, for each
-// ray_cluster the state records, its lock on the head it was applied with
-// (every host it was applied to when the state does not say which was the
-// head), so that a copy of the configuration with another head, or a
-// renamed cluster carrying the same state, waits for a run of the
-// original.
+// LockTargets are the locks of every kind's resources (kind.Kind.Locks).
 func (Provider) LockTargets(c run.Config, st *state.State) []run.LockTarget {
 	cfg := ConfigOf(c)
 	var out []run.LockTarget
-	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
-		rc := cfg.RayClusters[name]
-		out = append(out, run.LockTarget{Resource: "ray_cluster." + name, Key: name, Host: rc.Head})
-	}
-	for _, addr := range st.Addresses() {
-		a := plan.ParseAddress(addr)
-		if a.Type != "ray_cluster" {
-			continue
-		}
-		r, _ := st.Get(addr)
-		if r.Head != "" {
-			out = append(out, run.LockTarget{Resource: "ray_cluster." + a.Instance(), Key: a.Instance(), Host: r.Head, FromState: true})
-			continue
-		}
-		for _, h := range r.Hosts {
-			out = append(out, run.LockTarget{Resource: "ray_cluster." + a.Instance(), Key: a.Instance(), Host: h.Node, FromState: true})
+	for _, k := range Kinds() {
+		for _, l := range k.Locks(cfg.Config, st) {
+			out = append(out, run.LockTarget{Resource: l.Resource, Key: l.Key, Host: l.Host, FromState: l.FromState})
 		}
 	}
 	return out
@@ -237,59 +224,26 @@ func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) [
 	return PrepareSteps(p.stepEnv(env, obs, w), w)
 }
 
-// Walk gives each resource's steps (Steps, the prepare steps
-// left out), with the data-plane checks' ranks started as their
-// containers start, and stopServesFirst's stops ahead.
+// Walk gives each resource's steps (Steps, the prepare steps left out),
+// with the data-plane checks' ranks started as their containers start,
+// and the kinds' work ahead of the walk (kind.Kind.Ahead).
 func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
-	cfg := ConfigOf(obs.Config)
 	ws := unwrapWork(obs.Result.Work)
 	checks := NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
-	serveNodes := map[string][]string{}
-	for _, sv := range cfg.Serves {
-		if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
-			serveNodes[sv.Addr] = rc.Nodes()
-		}
-	}
 	out := run.WalkSteps{Steps: map[string][]apply.Step{}, Done: checks.Close}
 	for addr, w := range ws {
 		e := p.stepEnv(env, obs, w)
-		e.ServeNodes = serveNodes
 		e.Checks = checks
 		// prepare ran the image and Ray checks.
 		e.Prepared = true
 		out.Steps[addr] = Steps(e, w)
 	}
-	out.Ahead = p.stopServesFirst(env, cfg, ws, out.Steps)
-	return out
-}
-
-// stopServesFirst stops each serve that is replaced along with its
-// cluster's containers before the cluster changes: a worker under a
-// running serve must not go away (nor restart) under it. The stop is a
-// node of its own, "ADDRESS#stop", that the cluster depends on; the
-// serve's own stop step then finds the process gone.
-func (p Provider) stopServesFirst(env run.Env, cfg *Config, ws map[string]*Work, steps map[string][]apply.Step) []run.Ahead {
-	var out []run.Ahead
-	for _, sv := range cfg.Serves {
-		w := ws[sv.Addr]
-		rc := cfg.RayClusters[sv.Cluster]
-		if w == nil || w.Action != plan.Replace || rc == nil {
-			continue
+	e := (&StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).withDefaults()
+	for _, k := range Kinds() {
+		for _, a := range k.Ahead(e, ws, out.Steps) {
+			out.Ahead = append(out.Ahead, run.Ahead{Node: a.Node, Before: a.Before,
+				Resource: &apply.Resource{Address: a.Address, Action: a.Action, Steps: a.Steps, Ahead: true}})
 		}
-		cw := ws[rc.Addr]
-		if cw == nil || cw.Action == plan.NoOp {
-			continue
-		}
-		if len(steps[sv.Addr]) == 0 {
-			continue
-		}
-		e := &StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}
-		stop := ServeStopSteps(e, w)
-		if len(stop) == 0 {
-			continue
-		}
-		out = append(out, run.Ahead{Node: sv.Addr + "#stop", Before: rc.Addr,
-			Resource: &apply.Resource{Address: sv.Addr, Action: plan.Replace, Steps: stop, Ahead: true}})
 	}
 	return out
 }
@@ -298,7 +252,12 @@ func (Provider) OrderDestroy(g *dag.Graph, ws map[string]run.Work) {
 	OrderDestroy(g, unwrapWork(ws))
 }
 
+// AwaitSteps are the steps of w's kind that wait for it (kind.Kind.AwaitSteps).
 func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []apply.Step {
 	w := rw.(work).w
-	return AwaitSteps(p.stepEnv(env, obs, w), w)
+	k := KindOf(w.Type)
+	if k == nil {
+		return nil
+	}
+	return k.AwaitSteps(p.stepEnv(env, obs, w).withDefaults(), w)
 }

@@ -180,7 +180,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	if served == "" {
 		served = sv.Model
 	}
-	args := append(serveArgs(sv, rc), modelServeArgs(cfg, sv)...)
+	args := append(serveArgs(sv, rc), weightsArgs(cfg, sv)...)
 	env := map[string]string{}
 	var secret []string
 	for i, a := range sv.ExtraArgs {
@@ -204,7 +204,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 			secret = append(secret, k)
 		}
 	}
-	modelServeEnv(cfg, sv, env)
+	weightsEnv(cfg, sv, env)
 	sort.Strings(secret)
 	spec := ServeSpec{
 		Resource:    sv.Addr,

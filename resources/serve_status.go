@@ -2,6 +2,8 @@ package resources
 
 import (
 	"bufio"
+	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -9,11 +11,11 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 )
 
-// StatusProbes adds to spec what status shows beyond what plan reads, in
+// statusProbes adds to spec what status shows beyond what plan reads, in
 // the same probe: each serve's /metrics (sent only to the serve's own
 // process, as its /health is) and the start time of its process (its pid
 // file's mtime, on the head).
-func StatusProbes(spec *observe.Spec, cfg *Config, project string) {
+func statusProbes(spec *observe.Spec, cfg *Config, project string) {
 	for _, sv := range sortedServes(cfg) {
 		rc := cfg.RayClusters[sv.Cluster]
 		if rc == nil {
@@ -125,4 +127,75 @@ func parseVLLMMetrics(body string) *VLLMMetrics {
 		return nil
 	}
 	return m
+}
+
+// ServeStatus is what status shows of a serve.
+type ServeStatus struct {
+	Address  string `json:"address"`
+	Node     string `json:"node"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// Health is one of the Health constants.
+	Health       string   `json:"health"`
+	HealthDetail string   `json:"health_detail,omitempty"`
+	Models       []string `json:"models,omitempty"`
+	// UptimeSeconds is how long the serve process has run (0: unknown).
+	UptimeSeconds int64        `json:"uptime_seconds,omitempty"`
+	Metrics       *VLLMMetrics `json:"metrics,omitempty"`
+}
+
+// serveStatus reads a serve from the observation: its health from its
+// record and its own port's answers, judged as plan judges them
+// (JudgeServe), its uptime and vLLM's metrics.
+func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServe) ServeStatus {
+	rc := cfg.RayClusters[sv.Cluster]
+	ss := ServeStatus{Address: sv.Addr, Endpoint: sv.Endpoint, Health: HealthDown}
+	if rc == nil {
+		ss.HealthDetail = "its cluster is not in the configuration"
+		return ss
+	}
+	ss.Node = rc.Head
+	hf := facts.Hosts[rc.Head]
+	if hf == nil {
+		ss.HealthDetail = "the head could not be observed"
+		return ss
+	}
+	spec, err := ServeSpecFor(cfg, sv)
+	if err != nil {
+		ss.HealthDetail = err.Error()
+		return ss
+	}
+	answer := ServeAnswer(hf, sv.Port)
+	h := JudgeServe(ServeRecord(hf, sv.Name), answer, spec)
+	ss.Health, ss.HealthDetail = h.State, h.Detail
+	for _, m := range answer.Models {
+		ss.Models = append(ss.Models, m.ID)
+	}
+	if h.State == HealthDown {
+		return ss
+	}
+	uptime := ServeUptime(hf, spec, project)
+	ss.UptimeSeconds = int64(uptime / time.Second)
+	if h.State == HealthOK {
+		ss.Metrics = ServeMetrics(hf, sv.Port, uptime)
+	}
+	return ss
+}
+
+// render prints the serve's health, model, uptime and metrics.
+func (s ServeStatus) render(w io.Writer) {
+	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, firstNonEmpty(s.Node, "-"))
+	fmt.Fprintf(w, "  health    %s (%s)\n", s.Health, s.HealthDetail)
+	if len(s.Models) > 0 {
+		fmt.Fprintf(w, "  model     %s\n", strings.Join(s.Models, ", "))
+	}
+	if s.UptimeSeconds > 0 {
+		fmt.Fprintf(w, "  uptime    %s\n", time.Duration(s.UptimeSeconds)*time.Second)
+	}
+	if m := s.Metrics; m != nil {
+		fmt.Fprintf(w, "  requests  %g finished, %g running, %g waiting\n", m.RequestsFinished, m.RequestsRunning, m.RequestsWaiting)
+		fmt.Fprintf(w, "  tokens    %g prompt, %g generated (%.1f tokens/s on average since start)\n", m.PromptTokens, m.GenerationTokens, m.TokensPerSecond)
+	}
+	if s.Endpoint != "" {
+		fmt.Fprintf(w, "  endpoint  %s\n", s.Endpoint)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/network"
 )
 
 // Container labels rayform sets on every container it creates. A container
@@ -211,11 +212,11 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 	}
 	name := ContainerName(rc)
 	nw := cfg.Networks[rc.Network]
-	var specs []ContainerSpec
 	volumes := rc.Volumes
-	if mv := modelVolumes(cfg, rc); len(mv) > 0 {
-		volumes = slices.Concat(rc.Volumes, mv)
+	if wv := weightsVolumes(cfg, rc); len(wv) > 0 {
+		volumes = slices.Concat(rc.Volumes, wv)
 	}
+	var specs []ContainerSpec
 	for i, node := range rc.Nodes() {
 		role := "worker"
 		if i == 0 {
@@ -259,7 +260,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
-			NonCarryOver:  NetworkEnvKeys(),
+			NonCarryOver:  network.EnvKeys(),
 			ServeDir:      serveDir,
 			SecretKey:     cfg.SecretKeys[rc.Name],
 		}, nodeIface(nw, node, ifaces)))

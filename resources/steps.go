@@ -70,11 +70,6 @@ type StepEnv struct {
 	// Diagnose is the declared topology handed to diagnose.Classify; the
 	// steps fill in the resource's own addresses, image and head.
 	Diagnose diagnose.Context
-	// ServeNodes maps a vllm_serve address to the nodes of its Ray cluster,
-	// head first: their container logs are read when the serve fails. A
-	// serve without an entry reads the logs of every node in Conns that
-	// has the container.
-	ServeNodes map[string][]string
 	// Dataplane tunes the data-plane check before a serve starts (zero:
 	// dataplane's defaults).
 	Dataplane dataplane.Options
@@ -214,6 +209,12 @@ func (e *StepEnv) PollInterval() time.Duration { return e.Poll }
 
 // MaxParallel bounds the hosts worked on at once (kind.Env).
 func (e *StepEnv) MaxParallel() int { return e.Parallelism }
+
+// ProgressEvery throttles repetitive progress lines (kind.Env).
+func (e *StepEnv) ProgressEvery() time.Duration { return e.ProgressInterval }
+
+// PrepareRan says that PrepareSteps ran before the walk (kind.Env).
+func (e *StepEnv) PrepareRan() bool { return e.Prepared }
 
 // run runs cmd on node's connection.
 func (e *StepEnv) run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {

@@ -412,7 +412,7 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	}
 	logs = append(logs, diagnose.Log{Host: node, Source: "vllm serve log", Text: text})
 	srcs := []logSource{{node: node, container: c, source: "ray head container"}}
-	nodes, known := r.e.ServeNodes[r.w.Address]
+	nodes, known := r.s.ClusterNodes, r.s.ClusterNodes != nil
 	if !known {
 		nodes = slices.Sorted(maps.Keys(r.e.Conns))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/network"
 )
 
 const stepsCluster = "ray_cluster.main"
@@ -28,7 +29,7 @@ func pairSpecs(ip1 string) []ContainerSpec {
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			NonCarryOver: NetworkEnvKeys(), ServeDir: serveDir}
+			NonCarryOver: network.EnvKeys(), ServeDir: serveDir}
 	}
 	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
@@ -467,8 +468,9 @@ func TestServeFailureDiagnosed(t *testing.T) {
 				MgmtAddrs: map[string]string{"spark1": "10.1.230.180", "spark2": "10.1.230.181"},
 				Cluster:   stepsCluster, Network: "network.fabric",
 			}
-			env.ServeNodes = map[string][]string{"vllm_serve.qwen": {"spark1", "spark2"}}
-			lines, err := walkWork(t, env, qwenWork(plan.Create, qwenServe(), false))
+			w := qwenWork(plan.Create, qwenServe(), false)
+			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			lines, err := walkWork(t, env, w)
 			if err == nil {
 				t.Fatal("no error for a failed serve")
 			}
@@ -712,8 +714,9 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			h.serve.die = true
 			h.ss, h.vllmVersion = tt.ss, tt.version
 			env := l.env()
-			env.ServeNodes = map[string][]string{"vllm_serve.qwen": {"spark1", "spark2"}}
-			_, err := walkWork(t, env, qwenWork(plan.Create, qwenServe(), false))
+			w := qwenWork(plan.Create, qwenServe(), false)
+			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			_, err := walkWork(t, env, w)
 			var de *DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
 				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)

@@ -1,21 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
-	"strings"
-	"time"
 
-	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/dag"
-	"github.com/rayform/rayform/engine/lock"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/planfile"
 	"github.com/rayform/rayform/engine/run"
 )
@@ -82,95 +72,6 @@ func (s *session) apply(ctx context.Context, req run.ApplyRequest) int {
 	return exitOK
 }
 
-// applyView renders an apply or a destroy (run.View) as text or NDJSON.
-type applyView struct {
-	s       *session
-	destroy bool
-}
-
-var _ run.View = (*applyView)(nil)
-
-func (v *applyView) op() string {
-	if v.destroy {
-		return "destroy"
-	}
-	return "apply"
-}
-
-func (v *applyView) Hooks() apply.Hooks { return v.s.hooks() }
-
-func (v *applyView) Plan(obs *run.Observation) error {
-	return renderPlan(v.s.c, v.s.opts, v.s, obs, "")
-}
-
-func (v *applyView) Confirm(ctx context.Context) bool { return v.s.confirm(ctx, v.destroy) }
-
-func (v *applyView) Cancelled() {
-	if v.destroy {
-		fmt.Fprintln(v.s.c.stderr, "\nDestroy cancelled.")
-	} else {
-		fmt.Fprintln(v.s.c.stderr, "\nApply cancelled.")
-	}
-}
-
-func (v *applyView) Interrupting() {
-	fmt.Fprintln(v.s.c.stderr, "\nInterrupt received.\nPlease wait for rayform to exit or data loss may occur.\nGracefully shutting down...")
-}
-
-func (v *applyView) Error(err error) { fmt.Fprintf(v.s.c.stderr, "Error: %v\n", err) }
-
-func (v *applyView) Failed(err error, interrupted bool) { v.s.reportFailure(err, interrupted, v.op()) }
-
-func (v *applyView) NothingChanged() {
-	fmt.Fprintf(v.s.c.stderr, "\nNothing was changed: rayform stops before removing or stopping anything when what it would start cannot start.\n")
-}
-
-func (v *applyView) LockLost(err error) { fmt.Fprintf(v.s.c.stderr, "\nError: %v\n", err) }
-
-// Unreached tells, after a destroy, of every host it could not reach and
-// the resources left there, which the state keeps.
-func (v *applyView) Unreached(un []run.Unreach) {
-	var lines []string
-	nodes := map[string]bool{}
-	for _, u := range un {
-		lines = append(lines, fmt.Sprintf("%s on %s: %s", u.Address, u.Node, u.Why))
-		nodes[u.Node] = true
-	}
-	fmt.Fprintf(v.s.c.stderr, "\nError: destroy could not reach every host; what these resources have there is left, and the state keeps them:\n  %s\n\nMake %s reachable, then run rayform destroy again.\n",
-		strings.Join(lines, "\n  "), strings.Join(slices.Sorted(maps.Keys(nodes)), ", "))
-}
-
-func (v *applyView) Complete(counts plan.Counts, obs *run.Observation, changed bool) {
-	c := v.s.c
-	if !v.s.opts.json {
-		verb := "Apply"
-		if v.destroy {
-			verb = "Destroy"
-		}
-		fmt.Fprintf(c.stdout, "\n%s complete! Resources: %d added, %d changed, %d destroyed.\n", verb, counts.Add, counts.Change, counts.Destroy)
-		v.s.printOutputs(obs)
-		return
-	}
-	if changed {
-		e := plan.NewEvent(time.Now(), "info", "change_summary", fmt.Sprintf("Apply complete! Resources: %d added, %d changed, %d destroyed.", counts.Add, counts.Change, counts.Destroy))
-		e["changes"] = map[string]any{"add": counts.Add, "change": counts.Change, "remove": counts.Destroy, "operation": "apply"}
-		plan.WriteEvent(c.stdout, e)
-	}
-}
-
-func (v *applyView) LockWaiting(resource string, held *lock.HeldError) {
-	fmt.Fprintf(v.s.c.stderr, "Waiting up to %s for the lock of %s: %v\n", v.s.opts.lockTimeout, resource, held)
-}
-
-func (v *applyView) LockBroken(resource, host, record string) {
-	fmt.Fprintf(v.s.c.stderr, "Warning: broke the stale lock of %s on %s (its holder %q stopped renewing it for more than %s)\n",
-		resource, host, record, lock.DefaultLease)
-}
-
-func (v *applyView) LockSkipped(resource, host string, err error) {
-	fmt.Fprintf(v.s.c.stderr, "Warning: could not take the lock of %s on %s, where the state recorded it: %v\n", resource, host, err)
-}
-
 // noPromptReason says why apply or destroy cannot ask for approval ("" when
 // it can): -json owns stdout, -input=false forbids prompts.
 func noPromptReason(opts *runOptions) string {
@@ -181,114 +82,4 @@ func noPromptReason(opts *runOptions) string {
 		return "-input=false is set"
 	}
 	return ""
-}
-
-// confirm asks Terraform's question; only "yes" approves. An interrupt
-// (ctx ends: the first Ctrl-C at the prompt, or a lost lock) answers no at
-// once, without waiting for a line.
-func (s *session) confirm(ctx context.Context, destroy bool) bool {
-	c := s.c
-	switch {
-	case destroy && len(s.opts.targets) > 0:
-		fmt.Fprint(c.stdout, "\nDo you really want to destroy the targeted resources?\n  rayform will destroy the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
-	case destroy:
-		fmt.Fprint(c.stdout, "\nDo you really want to destroy all resources?\n  rayform will destroy all the resources shown above.\n  There is no undo. Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
-	default:
-		fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  rayform will perform the actions described above.\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
-	}
-	answer := make(chan string, 1)
-	go func() {
-		// Left blocked on stdin after an interrupt: the process exits.
-		line, err := bufio.NewReader(c.stdin).ReadString('\n')
-		if err != nil && line == "" {
-			fmt.Fprintln(c.stdout)
-		}
-		answer <- line
-	}()
-	select {
-	case line := <-answer:
-		return strings.TrimSpace(line) == "yes"
-	case <-ctx.Done():
-		fmt.Fprintln(c.stdout)
-		return false
-	}
-}
-
-// hooks renders apply progress as text or NDJSON.
-func (s *session) hooks() apply.Hooks {
-	if s.opts.json {
-		return &jsonHooks{w: s.c.stdout, now: time.Now}
-	}
-	return newTextHooks(s.c.stdout, s.c.color)
-}
-
-func unwrapAll(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, unwrapAll(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
-// reportFailure prints each failed resource's error (which carries the
-// classified cause, its evidence and the fix) once. When the run was
-// interrupted, what the interrupt cut short or kept from starting is no
-// failure: it is listed in one message, with what to do (op is "apply" or
-// "destroy").
-func (s *session) reportFailure(err error, interrupted bool, op string) {
-	c := s.c
-	var cut []string
-	for _, e := range unwrapAll(err) {
-		var se *apply.StepError
-		if errors.As(e, &se) && errors.Is(se.Err, dag.ErrSkipped) {
-			continue
-		}
-		if errors.Is(e, dag.ErrSkipped) {
-			continue
-		}
-		if interrupted && (errors.Is(e, context.Canceled) || errors.Is(e, apply.ErrInterrupted)) {
-			switch {
-			case se != nil && errors.Is(e, apply.ErrInterrupted):
-				cut = append(cut, fmt.Sprintf("%s: %s: %v", se.Address, se.Step, apply.ErrInterrupted))
-			case se != nil:
-				cut = append(cut, fmt.Sprintf("%s: %s: cut short", se.Address, se.Step))
-			}
-			// A node the walk never reached (an output, a resource with
-			// nothing to do) is not worth a line.
-			continue
-		}
-		msg := e.Error()
-		if se != nil {
-			msg = fmt.Sprintf("%s: %s failed:\n\n%s", se.Address, se.Step, se.Err.Error())
-		}
-		fmt.Fprintf(c.stderr, "\n╷\n│ Error: %s\n╵\n", strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", "\n│ "))
-	}
-	if interrupted {
-		msg := "Error: " + op + " interrupted"
-		if len(cut) > 0 {
-			msg += ":\n  " + strings.Join(cut, "\n  ")
-		}
-		fmt.Fprintf(c.stderr, "\n%s\n\nRun rayform %s again to finish.\n", msg, op)
-	}
-}
-
-// printOutputs prints the outputs after a successful apply.
-func (s *session) printOutputs(obs *run.Observation) {
-	if len(obs.Result.Plan.Outputs) == 0 {
-		return
-	}
-	fmt.Fprintf(s.c.stdout, "\nOutputs:\n\n")
-	for _, o := range obs.Result.Plan.Outputs {
-		v := "(sensitive value)"
-		if !o.Sensitive {
-			v = plan.FormatValue(o.Value)
-		}
-		fmt.Fprintf(s.c.stdout, "%s = %s\n", o.Name, v)
-	}
 }

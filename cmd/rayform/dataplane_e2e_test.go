@@ -72,7 +72,10 @@ func serveStarted(dir string) bool {
 // rendezvous time, the interface Gloo used on each node and the bandwidth.
 func TestE2EDataplaneCheck(t *testing.T) {
 	requireTorch(t)
-	l := startLab(t, "rfdp", "-torch")
+	// Fast mode: the subject is the data-plane check (real torch across
+	// the namespaces, the -torch layer), not Ray; on the real Ray this test
+	// alone runs past 10 minutes (BENCHMARKS.md).
+	l := startLab(t, "rfdp", append([]string{"-torch"}, fastRay...)...)
 	dir := l.labProject()
 	r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-target=ray_cluster.spark")
 	mustCode(t, "apply -target=ray_cluster.spark", r, exitOK)
@@ -235,7 +238,9 @@ func TestE2EDataplaneCheck(t *testing.T) {
 // the fabric: rayform's pins win, in real Docker.
 func TestE2EDataplaneCheckThreeNodes(t *testing.T) {
 	requireTorch(t)
-	l := startLab(t, "rfdp3", "-torch", "-nodes", "3")
+	// Fast mode: the subject is the data-plane check and rayform's pins
+	// against the nodes' env files, not Ray.
+	l := startLab(t, "rfdp3", append([]string{"-torch", "-nodes", "3"}, fastRay...)...)
 	dir := l.labProject()
 	envFile := filepath.Join(t.TempDir(), "node.env")
 	if err := os.WriteFile(envFile, []byte("GLOO_SOCKET_IFNAME=rfnosuch0\nNCCL_SOCKET_IFNAME=rfnosuch0\n"), 0o644); err != nil {

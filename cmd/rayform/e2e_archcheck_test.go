@@ -29,7 +29,9 @@ func TestE2EArchCheckNoVLLM(t *testing.T) {
 }
 
 func archCheckNotChecked(t *testing.T, name, why string, flags ...string) {
-	l := startLab(t, name, append([]string{"-gpus", "2", "-unified=false", "-memory-gib", "16"}, flags...)...)
+	// Fast mode: the subject is plan's query of the image's vLLM model
+	// registry, which runs before (and without) Ray.
+	l := startLab(t, name, append(append([]string{"-gpus", "2", "-unified=false", "-memory-gib", "16"}, flags...), fastRay...)...)
 	hf := filepath.Join(l.dir, "hf-cache")
 	l.writeModel(t, "spark1", hf, "meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct")
 	serve := `  model                = "meta-llama/Llama-3.2-1B-Instruct"

@@ -78,7 +78,7 @@ func TestE2EDayTwo(t *testing.T) {
 			"finished, 0 running, 0 waiting", "endpoint  http://192.168.200.12:8000/v1")
 		r = run("status", "-json")
 		mustCode(t, "status -json", r, exitOK)
-		var rep statusReport
+		var rep statusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("status -json is not JSON: %v\n%s", err, r.stdout)
 		}
@@ -151,7 +151,8 @@ func TestE2EDayTwo(t *testing.T) {
 		mustCode(t, "plan of a second deployment", r, exitError)
 		mustContain(t, "plan of a second deployment", r.stdout, "port 6379 on spark1 is already in use", "port 8265 on spark1 is already in use",
 			"port 8000 on spark1 is already in use")
-		// The holder is named: simnode, or with RAYFORM_E2E_RAY=real Ray's gcs_server.
+		// The holder is named: the real Ray's gcs_server, or simnode with
+		// RAYFORM_E2E_RAY=simnode.
 		if !regexp.MustCompile(`listens on \S+:6379 by (simnode|gcs_server) \(pid \d+\)`).MatchString(r.stdout) {
 			t.Errorf("plan of a second deployment does not name what holds port 6379:\n%s", r.stdout)
 		}

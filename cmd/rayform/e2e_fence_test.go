@@ -188,7 +188,9 @@ func (l *e2eLab) nodeCommandRunning(node string, parts ...string) bool {
 }
 
 func TestE2EFencing(t *testing.T) {
-	l := startLab(t, "rfe2efence", "-delay", "500ms")
+	// Fast mode: the subject is the lock's fence on the hosts, which
+	// refuses a late command whatever it starts.
+	l := startLab(t, "rfe2efence", append([]string{"-delay", "500ms"}, fastRay...)...)
 	body := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
 	cleanProject := func(project string) {
 		t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + project) })

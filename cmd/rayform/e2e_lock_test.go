@@ -89,7 +89,9 @@ func entriesAfter(stderr, marker string) ([]string, bool) {
 //     holds the lock, and one that waits (-lock-timeout) takes it once the
 //     lease expired.
 func TestE2ELock(t *testing.T) {
-	l := startLab(t, "rfe2elock")
+	// Fast mode: the subject is the state lock and its leases over lost
+	// connections, not Ray.
+	l := startLab(t, "rfe2elock", fastRay...)
 	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
 	converges := func(t *testing.T) {
 		t.Helper()

@@ -59,7 +59,9 @@ vllm_serve "b" {
 // health and model. Then issue 22 item 9: a foreign listener on a serve's
 // port gets no request from plan, which names it.
 func TestE2ETwoServesOnOneCluster(t *testing.T) {
-	l := startLab(t, "rfe2e2srv", "-gpus", "2")
+	// Fast mode: the subject is observing two serves of one cluster
+	// (their ports, models and health) and a foreign listener, not Ray.
+	l := startLab(t, "rfe2e2srv", append([]string{"-gpus", "2"}, fastRay...)...)
 	dir := l.config(fmt.Sprintf(e2eTwoServes, seedImage, 8001))
 	twoGPUs(t, dir)
 	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
@@ -73,7 +75,7 @@ func TestE2ETwoServesOnOneCluster(t *testing.T) {
 	mustContain(t, "status", r.stdout, "Serve vllm_serve.a on spark1:", "Serve vllm_serve.b on spark1:", "model     model-a", "model     model-b")
 	r = run("status", "-json")
 	mustCode(t, "status -json", r, exitOK)
-	var rep statusReport
+	var rep statusJSON
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("status -json: %v\n%s", err, r.stdout)
 	}
@@ -123,7 +125,7 @@ func TestE2ETwoServesOnOneCluster(t *testing.T) {
 		}
 		// Serve a, untouched, still reads ok.
 		r = run("status", "-json")
-		var rep statusReport
+		var rep statusJSON
 		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 			t.Fatalf("status -json: %v\n%s", err, r.stdout)
 		}

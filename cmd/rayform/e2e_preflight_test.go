@@ -48,7 +48,9 @@ vllm_serve "m" {
 // The override env turns the context-length error into a warning, and a
 // model that is not in the cache gets a note, no finding.
 func TestE2EPreflightStopsAtPlan(t *testing.T) {
-	l := startLab(t, "rfe2epf", "-gpus", "2", "-unified=false", "-memory-gib", "16")
+	// Fast mode: the subject is plan's preflight of the model against the
+	// nodes' memory, which stops before any Ray starts.
+	l := startLab(t, "rfe2epf", append([]string{"-gpus", "2", "-unified=false", "-memory-gib", "16"}, fastRay...)...)
 	hf := filepath.Join(l.dir, "hf-cache")
 	for _, m := range []struct{ id, dir string }{
 		{"meta-llama/Llama-3.2-1B-Instruct", "llama-3.2-1b-instruct"},

@@ -25,7 +25,9 @@ import (
 // (item 4), and destroy with a node powered off (item 5). The subtests run
 // in order and share the deployment.
 func TestE2ESafety(t *testing.T) {
-	l := startLab(t, "rfe2esafe")
+	// Fast mode: the subject is what apply and destroy do with a running
+	// serve, prompts, Ctrl-C and bad values (issue 22), not Ray.
+	l := startLab(t, "rfe2esafe", fastRay...)
 	labHCL, err := os.ReadFile(filepath.Join(l.dir, "rayform.hcl"))
 	if err != nil {
 		t.Fatal(err)

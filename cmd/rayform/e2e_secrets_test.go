@@ -36,7 +36,9 @@ import (
 // container_name, docker_args and volumes is refused by validate, plan,
 // plan -json and apply, at the arguments' lines, and creates nothing.
 func TestE2ESecretsStaySecret(t *testing.T) {
-	l := startLab(t, "rfe2esec")
+	// Fast mode: the subject is where a secret goes (argv, files,
+	// outputs, logs), not Ray.
+	l := startLab(t, "rfe2esec", fastRay...)
 	var b [12]byte
 	rand.Read(b[:])
 	secret := "rfSECRET" + hex.EncodeToString(b[:])

@@ -19,8 +19,9 @@ import (
 )
 
 // End-to-end tests: the built rayform binary against a lab (network
-// namespaces with real sshd and dockerd, simnode playing Ray and vLLM),
-// run from the lab's client namespace, which has no route out of the lab.
+// namespaces with real sshd and dockerd; the real Ray 2.53.0, or simnode's
+// Ray in the fast mode; simnode playing vLLM), run from the lab's client
+// namespace, which has no route out of the lab.
 
 // e2eLab is one lab brought up by the built binary for a test.
 type e2eLab struct {
@@ -30,8 +31,18 @@ type e2eLab struct {
 	dir  string
 }
 
+// fastRay are the `lab up` arguments of the fast mode, simnode's model of
+// Ray (`-ray simnode`): only for tests whose subject is not Ray's behaviour
+// (locks, secrets, state, formatting, vLLM's side), each saying why where
+// it passes them. Every other test runs on the real Ray 2.53.0 (`-ray
+// real`, what startLab passes when the test names no Ray).
+var fastRay = []string{"-ray", "simnode"}
+
 // startLab brings a lab up with `rayform lab up` and tears it down after
-// the test.
+// the test. The lab runs the real Ray unless extra names one (fastRay);
+// RAYFORM_E2E_RAY=real or =simnode overrides both for every test (for a
+// quick local run on simnode's Ray, or to run the fast-mode tests on the
+// real one).
 func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	t.Helper()
 	requireLabHost(t)
@@ -43,12 +54,7 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	// checkouts on the same machine) apart, as engine/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)
 	l := &e2eLab{t: t, bin: bin, name: name, dir: filepath.Join(os.TempDir(), "rayform-lab-"+name)}
-	args := append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, extra...)
-	// RAYFORM_E2E_RAY=real runs the end-to-end tests on the real Ray
-	// (lab up -ray real) instead of simnode's.
-	if m := os.Getenv("RAYFORM_E2E_RAY"); m != "" {
-		args = append(args, "-ray", m)
-	}
+	args := append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, labRay(extra)...)
 	out, err := exec.Command(filepath.Join(bin, "rayform"), args...).CombinedOutput()
 	t.Cleanup(func() {
 		if out, err := exec.Command(filepath.Join(bin, "rayform"), "lab", "down", "-name", name).CombinedOutput(); err != nil {
@@ -59,6 +65,26 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
 	return l
+}
+
+// labRay returns a test's `lab up` arguments with the Ray it runs on: the
+// test's own -ray (fastRay), else -ray real; RAYFORM_E2E_RAY, when set,
+// replaces either.
+func labRay(extra []string) []string {
+	mode := "real"
+	var args []string
+	for i := 0; i < len(extra); i++ {
+		if extra[i] == "-ray" && i+1 < len(extra) {
+			mode = extra[i+1]
+			i++
+			continue
+		}
+		args = append(args, extra[i])
+	}
+	if m := os.Getenv("RAYFORM_E2E_RAY"); m != "" {
+		mode = m
+	}
+	return append(args, "-ray", mode)
 }
 
 // result is one run of the rayform binary.
@@ -579,4 +605,26 @@ func TestE2EApplyStopsAtTheRightStep(t *testing.T) {
 		mustContain(t, "apply", r.stdout, "fabric interface enp1s0f1np1 is down on spark2", "no carrier on enp1s0f1np1: check the cable and the switch port")
 		noContainers(t)
 	})
+}
+
+// The lab's Ray for a test: real unless the test asks for the fast mode;
+// RAYFORM_E2E_RAY overrides both.
+func TestLabRay(t *testing.T) {
+	tests := []struct {
+		env   string
+		extra []string
+		want  string
+	}{
+		{"", nil, "-ray real"},
+		{"", []string{"-nodes", "3"}, "-nodes 3 -ray real"},
+		{"", append([]string{"-torch"}, fastRay...), "-torch -ray simnode"},
+		{"simnode", []string{"-nodes", "3"}, "-nodes 3 -ray simnode"},
+		{"real", fastRay, "-ray real"},
+	}
+	for _, tt := range tests {
+		t.Setenv("RAYFORM_E2E_RAY", tt.env)
+		if got := strings.Join(labRay(tt.extra), " "); got != tt.want {
+			t.Errorf("RAYFORM_E2E_RAY=%q, extra %q: %q, want %q", tt.env, tt.extra, got, tt.want)
+		}
+	}
 }

@@ -133,7 +133,7 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	loss := fs.Float64("loss", 0, "percentage `P` of packets a node sends on its management link that are dropped")
 	var cut, sets, timing listFlag
 	fs.Var(&cut, "cut", "cut `NODE` off the fabric (repeatable)")
-	fs.Var(&sets, "set", "per-node override `NODE.KEY=VALUE` (keys: fabric-ifname gpus gpu-model memory-gib unified toolkit; repeatable)")
+	fs.Var(&sets, "set", "per-node override `NODE.KEY=VALUE` (keys: fabric-ifname gpus gpu-model memory-gib unified toolkit model-disk; repeatable)")
 	fs.Var(&timing, "timing", "simnode timing override `KEY=DURATION` on every node, e.g. weight_load=2s (repeatable)")
 	simnode := fs.String("simnode", "", "simnode binary `PATH` (default: simnode next to rayform, then $PATH)")
 	cache := fs.String("cache", "", "image cache `DIR` kept across labs (default /tmp/rayform-lab-cache)")
@@ -254,10 +254,15 @@ func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
 	}
 	if l.HubEndpoint != "" {
 		fmt.Fprintf(c.stdout, "model hub:        %s (HF_ENDPOINT; %s public, %s gated: token in %s)\n", l.HubEndpoint, lab.HubRepoTiny, lab.HubRepoBig, filepath.Join(l.Dir, "hub", "token"))
-		disk := "no size limit"
-		if l.ModelDisk > 0 {
-			disk = fmt.Sprintf("a %d MiB disk each", l.ModelDisk>>20)
+		var sizes []string
+		for _, n := range l.Nodes {
+			if n.ModelDisk > 0 {
+				sizes = append(sizes, fmt.Sprintf("%s %d MiB", n.Name, n.ModelDisk>>20))
+			} else {
+				sizes = append(sizes, n.Name+" no size limit")
+			}
 		}
+		disk := strings.Join(sizes, ", ")
 		fmt.Fprintf(c.stdout, "model caches:     %s on every node, the node's own (%s)\n", lab.ModelCacheDir, disk)
 		if m := l.Seeded; m != nil {
 			fmt.Fprintf(c.stdout, "seeded model:     %s@%s (%s, %.0f MiB) on %s only\n", m.Repo, m.Revision, m.Commit[:12], float64(m.Bytes)/(1<<20), m.Node)

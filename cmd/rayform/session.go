@@ -72,7 +72,7 @@ type session struct {
 	conns   map[string]transport.Conn
 	closers []func() error
 	run     *run.Runner
-	// statusProbes adds status's probes (resources.StatusProbes) to the
+	// statusProbes adds status's probes (kind.Observation.Status) to the
 	// observation.
 	statusProbes bool
 }

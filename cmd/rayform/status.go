@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // exitUnhealthy is status's exit code for a cluster that is not healthy.
@@ -73,14 +75,48 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 	}
 }
 
-// statusReport is status's document (-json prints it as is).
+// statusReport is status's document (-json prints it as is: project,
+// healthy, problems, nodes, then each kind's list under the key its
+// traits name, kind.Traits.Status).
 type statusReport struct {
-	Project  string          `json:"project"`
-	Healthy  bool            `json:"healthy"`
-	Problems []string        `json:"problems"`
-	Nodes    []statusNode    `json:"nodes"`
-	Clusters []statusCluster `json:"clusters"`
-	Serves   []statusServe   `json:"serves"`
+	Project  string       `json:"project"`
+	Healthy  bool         `json:"healthy"`
+	Problems []string     `json:"problems"`
+	Nodes    []statusNode `json:"nodes"`
+	// Kinds are each listed kind's resources, in registration order.
+	Kinds []statusKind `json:"-"`
+}
+
+// statusKind is one kind's list in the report.
+type statusKind struct {
+	Key   string
+	Items []kind.Status
+}
+
+// MarshalJSON writes the report's fields, then each kind's list of values
+// under its key.
+func (r *statusReport) MarshalJSON() ([]byte, error) {
+	type fixed statusReport
+	head, err := json.Marshal((*fixed)(r))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Write(head[:len(head)-1])
+	for _, k := range r.Kinds {
+		vals := make([]any, 0, len(k.Items))
+		for _, it := range k.Items {
+			vals = append(vals, it.Value)
+		}
+		key, _ := json.Marshal(k.Key)
+		v, err := json.Marshal(vals)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, ",%s:%s", key, v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 type statusNode struct {
@@ -103,36 +139,9 @@ type statusContainer struct {
 	Status   string `json:"status,omitempty"`
 }
 
-type statusCluster struct {
-	Address  string          `json:"address"`
-	Head     string          `json:"head"`
-	Ray      []statusRayNode `json:"ray_nodes"`
-	RayError string          `json:"ray_error,omitempty"`
-}
-
-type statusRayNode struct {
-	NodeIP string  `json:"node_ip"`
-	State  string  `json:"state"`
-	IsHead bool    `json:"is_head"`
-	GPUs   float64 `json:"gpus"`
-}
-
-type statusServe struct {
-	Address  string `json:"address"`
-	Node     string `json:"node"`
-	Endpoint string `json:"endpoint,omitempty"`
-	// Health is "ok", "starting", "hung", "down" or "unhealthy".
-	Health       string   `json:"health"`
-	HealthDetail string   `json:"health_detail,omitempty"`
-	Models       []string `json:"models,omitempty"`
-	// UptimeSeconds is how long the serve process has run (0: unknown).
-	UptimeSeconds int64                  `json:"uptime_seconds,omitempty"`
-	Metrics       *resources.VLLMMetrics `json:"metrics,omitempty"`
-}
-
-// status observes the hosts once, with plan's probe plus each serve's
-// /metrics and start time (resources.StatusProbes), and builds the
-// report.
+// status observes the hosts once, with plan's probe plus what the kinds
+// show in status (kind.Observation.Status: each serve's /metrics and start
+// time), and builds the report.
 func (s *session) status(ctx context.Context) (*statusReport, error) {
 	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
@@ -143,12 +152,12 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 }
 
 // buildStatus is the report of one observation and its plan: every
-// judgment in it is the plan's (findings, drift, changes) or resources'
-// (Ray's node table, each serve's health on its own port: JudgeServe), so
-// status and plan never disagree about a fact.
+// judgment in it is the plan's (findings, drift, changes) or the kinds'
+// (kind.Kind.Status: Ray's node table, each serve's health on its own
+// port, JudgeServe), so status and plan never disagree about a fact.
 func buildStatus(project string, obs *observed) *statusReport {
 	cfg, facts, p := obs.cfg, obs.facts, obs.result.Plan
-	rep := &statusReport{Project: project, Problems: []string{}, Nodes: []statusNode{}, Clusters: []statusCluster{}, Serves: []statusServe{}}
+	rep := &statusReport{Project: project, Problems: []string{}, Nodes: []statusNode{}}
 	for _, f := range p.Findings {
 		if f.Severity == plan.Error {
 			rep.Problems = append(rep.Problems, findingLine(f))
@@ -170,44 +179,17 @@ func buildStatus(project string, obs *observed) *statusReport {
 	for _, name := range names {
 		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, obs))
 	}
-	for _, rc := range sortedClusterList(cfg) {
-		sc := statusCluster{Address: rc.Addr, Head: rc.Head, Ray: []statusRayNode{}}
-		if hf := facts.Hosts[rc.Head]; hf != nil {
-			table := resources.RayTable(hf, rc)
-			sc.RayError = table.Err
-			alive := map[string]bool{}
-			for _, n := range table.Alive() {
-				alive[n.NodeIP] = true
-			}
-			for _, n := range table.List {
-				sc.Ray = append(sc.Ray, statusRayNode{NodeIP: n.NodeIP, State: n.State, IsHead: n.IsHead, GPUs: n.GPUs()})
-				// A DEAD row beside an ALIVE one of the same address is
-				// the node's earlier life (it restarted); alone, the node
-				// is gone from Ray.
-				if n.State != "ALIVE" && !alive[n.NodeIP] {
-					msg := fmt.Sprintf("%s: Ray node %s is %s", rc.Addr, n.NodeIP, n.State)
-					if n.StateMessage != "" {
-						msg += ": " + firstLine(n.StateMessage)
-					}
-					rep.Problems = append(rep.Problems, msg)
-				}
-			}
-			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
+	q := kind.StatusQuery{Config: cfg.Config, Facts: facts, Plan: p, Project: project}
+	for _, k := range resources.Kinds() {
+		key := k.Traits().Status
+		if key == "" {
+			continue
 		}
-		rep.Clusters = append(rep.Clusters, sc)
-	}
-	serveNames := make([]string, 0, len(cfg.Serves))
-	for n := range cfg.Serves {
-		serveNames = append(serveNames, n)
-	}
-	sort.Strings(serveNames)
-	for _, name := range serveNames {
-		sv := cfg.Serves[name]
-		ss := statusServeOf(project, sv, obs)
-		if ss.Health != resources.HealthOK {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (%s)", sv.Addr, ss.Health, ss.HealthDetail))
+		sk := statusKind{Key: key, Items: k.Status(q)}
+		for _, it := range sk.Items {
+			rep.Problems = append(rep.Problems, it.Problems...)
 		}
-		rep.Serves = append(rep.Serves, ss)
+		rep.Kinds = append(rep.Kinds, sk)
 	}
 	rep.Problems = dedupe(rep.Problems)
 	rep.Healthy = len(rep.Problems) == 0
@@ -262,15 +244,6 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-func sortedClusterList(cfg *resources.Config) []*resources.RayCluster {
-	var out []*resources.RayCluster
-	for _, rc := range cfg.RayClusters {
-		out = append(out, rc)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
 func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *observed) statusNode {
 	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
@@ -298,52 +271,6 @@ func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *
 		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[resources.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
 	}
 	return sn
-}
-
-// statusServeOf reads a serve from the observation: its health from its
-// record and its own port's answers, judged as plan judges them
-// (JudgeServe), its uptime and vLLM's metrics.
-func statusServeOf(project string, sv *resources.VLLMServe, obs *observed) statusServe {
-	rc := obs.cfg.RayClusters[sv.Cluster]
-	ss := statusServe{Address: sv.Addr, Endpoint: sv.Endpoint, Health: resources.HealthDown}
-	if rc == nil {
-		ss.HealthDetail = "its cluster is not in the configuration"
-		return ss
-	}
-	ss.Node = rc.Head
-	hf := obs.facts.Hosts[rc.Head]
-	if hf == nil {
-		ss.HealthDetail = "the head could not be observed"
-		return ss
-	}
-	spec, err := resources.ServeSpecFor(obs.cfg, sv)
-	if err != nil {
-		ss.HealthDetail = err.Error()
-		return ss
-	}
-	answer := resources.ServeAnswer(hf, sv.Port)
-	h := resources.JudgeServe(resources.ServeRecord(hf, sv.Name), answer, spec)
-	ss.Health, ss.HealthDetail = h.State, h.Detail
-	for _, m := range answer.Models {
-		ss.Models = append(ss.Models, m.ID)
-	}
-	if h.State == resources.HealthDown {
-		return ss
-	}
-	uptime := resources.ServeUptime(hf, spec, project)
-	ss.UptimeSeconds = int64(uptime / time.Second)
-	if h.State == resources.HealthOK {
-		ss.Metrics = resources.ServeMetrics(hf, sv.Port, uptime)
-	}
-	return ss
-}
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if s == "" {
-		return "no answer"
-	}
-	return s
 }
 
 // render prints the report as text.
@@ -384,34 +311,9 @@ func (r *statusReport) render(w io.Writer) {
 	if !listed {
 		fmt.Fprintln(w, "  (none of this project's)")
 	}
-	for _, c := range r.Clusters {
-		fmt.Fprintf(w, "\nRay (%s, head %s):\n", c.Address, c.Head)
-		if len(c.Ray) == 0 {
-			fmt.Fprintf(w, "  no node table: %s\n", orDash(c.RayError))
-		}
-		for _, n := range c.Ray {
-			role := ""
-			if n.IsHead {
-				role = "head"
-			}
-			fmt.Fprintf(w, "  %-16s %-6s %-4s %g GPU\n", n.NodeIP, n.State, role, n.GPUs)
-		}
-	}
-	for _, sv := range r.Serves {
-		fmt.Fprintf(w, "\nServe %s on %s:\n", sv.Address, orDash(sv.Node))
-		fmt.Fprintf(w, "  health    %s (%s)\n", sv.Health, sv.HealthDetail)
-		if len(sv.Models) > 0 {
-			fmt.Fprintf(w, "  model     %s\n", strings.Join(sv.Models, ", "))
-		}
-		if sv.UptimeSeconds > 0 {
-			fmt.Fprintf(w, "  uptime    %s\n", time.Duration(sv.UptimeSeconds)*time.Second)
-		}
-		if m := sv.Metrics; m != nil {
-			fmt.Fprintf(w, "  requests  %g finished, %g running, %g waiting\n", m.RequestsFinished, m.RequestsRunning, m.RequestsWaiting)
-			fmt.Fprintf(w, "  tokens    %g prompt, %g generated (%.1f tokens/s on average since start)\n", m.PromptTokens, m.GenerationTokens, m.TokensPerSecond)
-		}
-		if sv.Endpoint != "" {
-			fmt.Fprintf(w, "  endpoint  %s\n", sv.Endpoint)
+	for _, k := range r.Kinds {
+		for _, it := range k.Items {
+			it.Render(w)
 		}
 	}
 	if len(r.Problems) > 0 {
@@ -425,11 +327,4 @@ func (r *statusReport) render(w io.Writer) {
 
 func gib(b uint64) string {
 	return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

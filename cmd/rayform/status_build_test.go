@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -80,9 +82,81 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 	return &observed{cfg: cfg, facts: facts, result: &resources.Result{Plan: p}}
 }
 
+// statusJSON is status -json as the tests read it.
+type statusJSON struct {
+	Project  string                    `json:"project"`
+	Healthy  bool                      `json:"healthy"`
+	Problems []string                  `json:"problems"`
+	Nodes    []statusNode              `json:"nodes"`
+	Clusters []resources.ClusterStatus `json:"clusters"`
+	Serves   []resources.ServeStatus   `json:"serves"`
+}
+
+// statusDoc is rep as status -json prints it, read back.
+func statusDoc(t *testing.T, rep *statusReport) statusJSON {
+	t.Helper()
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc statusJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("status -json: %v\n%s", err, b)
+	}
+	return doc
+}
+
+// TestStatusJSONShape: status -json lists, after project, healthy,
+// problems and nodes, each kind's resources under its key (an empty list
+// for a kind without any), in the kinds' order.
+func TestStatusJSONShape(t *testing.T) {
+	b, err := json.Marshal(buildStatus("lab", statusObserved(t, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"project", "healthy", "problems", "nodes", "clusters", "serves"}; !slices.Equal(keys, want) {
+		t.Errorf("keys %v, want %v", keys, want)
+	}
+	// The text shows each kind's resources, clusters then serves.
+	var text bytes.Buffer
+	buildStatus("lab", statusObserved(t, nil)).render(&text)
+	out := text.String()
+	for _, want := range []string{"Ray (ray_cluster.main, head a):", "192.168.200.1    ALIVE  head 2 GPU", "Serve vllm_serve.one on a:", "Serve vllm_serve.two on a:", "health    ok", "model     m2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status text lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "Ray (") > strings.Index(out, "Serve ") {
+		t.Errorf("serves before clusters:\n%s", out)
+	}
+	// A kind without resources still has its list, empty.
+	b, err = json.Marshal(&statusReport{Problems: []string{}, Nodes: []statusNode{}, Kinds: []statusKind{{Key: "serves"}}})
+	if err != nil || !strings.Contains(string(b), `"serves":[]`) {
+		t.Errorf("empty kind: %s, %v", b, err)
+	}
+}
+
 func TestStatusEachServeOwnHealth(t *testing.T) {
 	obs := statusObserved(t, nil)
-	rep := buildStatus("lab", obs)
+	rep := statusDoc(t, buildStatus("lab", obs))
 	if !rep.Healthy || len(rep.Serves) != 2 {
 		t.Fatalf("healthy %v, serves %+v, problems %v", rep.Healthy, rep.Serves, rep.Problems)
 	}
@@ -94,14 +168,14 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 	// Serve two's port closed: only serve two is starting, one stays ok.
 	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, observe.VLLM{Observed: true,
 		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
-	rep = buildStatus("lab", obs)
+	rep = statusDoc(t, buildStatus("lab", obs))
 	if rep.Serves[0].Health != "ok" || rep.Serves[1].Health != "starting" || rep.Healthy {
 		t.Fatalf("serves %+v, healthy %v", rep.Serves, rep.Healthy)
 	}
 	// A foreign process on serve one's port: not judged as vLLM.
 	head := obs.facts.Hosts["a"]
 	head.HTTP[resources.ServeURL(8000, "/health")] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{HeldBy: "nc (pid 42)", Err: "port held by nc (pid 42)"}}
-	rep = buildStatus("lab", obs)
+	rep = statusDoc(t, buildStatus("lab", obs))
 	if s := rep.Serves[0]; s.Health != resources.HealthPortHeld || !strings.Contains(s.HealthDetail, "nc (pid 42)") {
 		t.Fatalf("serve one: %+v", s)
 	}

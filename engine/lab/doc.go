@@ -72,6 +72,17 @@
 // empty. Lab.HubEndpoint and HubToken are what a model block needs to
 // download from the lab hub.
 //
+// What a test of the model kind uses: Lab.HubEndpoint (HF_ENDPOINT),
+// HubToken (reads HubRepoBig, gated) and HubNoAccessToken (403 for it),
+// Lab.Seeded (Repo, Revision, Commit, Bytes, Node, CacheDir: the seeded
+// copy), ModelCacheDir (every node's hub cache as its SSH sessions and
+// containers see it; the model kind's default cache_dir),
+// Node.ModelCacheHostDir (the same directory from this machine: check or
+// corrupt a node's files there), Node.ModelDisk and Config.ModelDisk /
+// the override NODE.model-disk=SIZE (a node's disk that can fill),
+// Config.NoModelSeed (no node has the model), and LabHubRepos(HubBigMiB)
+// with HubRepo.Files (each file's size and sha256, as the hub serves it).
+//
 // # Processes and files
 //
 // All lab processes are children of one supervisor process per lab (see

@@ -22,7 +22,8 @@ import (
 // management network, beside the registry, at HubAddr. Its repositories
 // are LabHubRepos; the gated one needs the token Up writes to
 // DIR/hub/token (0600), which tests and the demo pass to rayform as a
-// sensitive variable.
+// sensitive variable; DIR/hub/token-no-access is a token the hub knows
+// without access to it (403).
 
 // HubPort is the lab hub's port on the client's management address.
 const HubPort = 5080
@@ -63,7 +64,10 @@ type hubStart struct {
 	// Netns is the network namespace to listen in, Addr where.
 	Netns, Addr string
 	Token       string
-	BigMiB      int
+	// NoAccess is a token the hub knows that was not granted the gated
+	// repository (403).
+	NoAccess string
+	BigMiB   int
 }
 
 // handleHub starts the lab hub, once, in the requested namespace.
@@ -83,6 +87,9 @@ func (s *supervisor) handleHub(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
+	}
+	if req.NoAccess != "" {
+		hub.NoAccess = []string{req.NoAccess}
 	}
 	var ln net.Listener
 	if err := inNetns(req.Netns, func() error {
@@ -106,23 +113,29 @@ func (s *supervisor) handleHub(w http.ResponseWriter, r *http.Request) {
 // startHub has the supervisor serve the hub on HubAddr in the client
 // namespace, with a new token in DIR/hub/token, and waits until it answers.
 func (l *Lab) startHub(ctx context.Context, sup *supClient, bigMiB int) error {
-	// A lab up over a lab that is up keeps the token its hub serves with.
-	token := l.HubToken()
-	if token == "" {
+	// A lab up over a lab that is up keeps the tokens its hub serves with.
+	token, noAccess := l.HubToken(), l.HubNoAccessToken()
+	for _, t := range []struct {
+		tok  *string
+		file string
+	}{{&token, "token"}, {&noAccess, "token-no-access"}} {
+		if *t.tok != "" {
+			continue
+		}
 		tok := make([]byte, 16)
 		if _, err := rand.Read(tok); err != nil {
 			return err
 		}
-		token = "hf_lab" + hex.EncodeToString(tok)
+		*t.tok = "hf_lab" + hex.EncodeToString(tok)
 		dir := filepath.Join(l.Dir, "hub")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, t.file), []byte(*t.tok), 0o600); err != nil {
 			return err
 		}
 	}
-	if err := sup.call(ctx, http.MethodPost, "/hub", hubStart{Netns: netnsPath(l.ClientNetns), Addr: HubAddr(), Token: token, BigMiB: bigMiB}, nil); err != nil {
+	if err := sup.call(ctx, http.MethodPost, "/hub", hubStart{Netns: netnsPath(l.ClientNetns), Addr: HubAddr(), Token: token, NoAccess: noAccess, BigMiB: bigMiB}, nil); err != nil {
 		return fmt.Errorf("start the lab hub: %w", err)
 	}
 	hc := l.clientHTTP()
@@ -140,10 +153,18 @@ func (l *Lab) startHub(ctx context.Context, sup *supClient, bigMiB int) error {
 	})
 }
 
-// HubToken is the lab hub's token (DIR/hub/token), "" when the lab has
-// no hub.
-func (l *Lab) HubToken() string {
-	b, err := os.ReadFile(filepath.Join(l.Dir, "hub", "token"))
+// HubToken is the lab hub's token (DIR/hub/token), which reads the gated
+// HubRepoBig; "" when the lab has no hub.
+func (l *Lab) HubToken() string { return l.hubFile("token") }
+
+// HubNoAccessToken is a token the lab hub knows that was not granted the
+// gated repository (DIR/hub/token-no-access): the hub answers it 403
+// GatedRepo, as the Hugging Face hub answers a user who has not been
+// given access. "" when the lab has none.
+func (l *Lab) HubNoAccessToken() string { return l.hubFile("token-no-access") }
+
+func (l *Lab) hubFile(name string) string {
+	b, err := os.ReadFile(filepath.Join(l.Dir, "hub", name))
 	if err != nil {
 		return ""
 	}

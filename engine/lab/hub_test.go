@@ -9,7 +9,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -93,3 +96,54 @@ func TestHubFiles(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestWriteHFCache: the copy lab up seeds is, file for file, what the hub
+// serves for the commit, laid out as huggingface_hub lays it out (blobs
+// named by ETag, snapshot links relative to blobs/, refs/main the commit
+// without a newline), and writing it again changes nothing.
+func TestWriteHFCache(t *testing.T) {
+	r := &HubRepo{ID: "rayform-lab/t", Shards: []int64{1<<20 + 333, 4096}}
+	h, err := NewHub(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	cache := t.TempDir()
+	commit, err := r.WriteHFCache(cache)
+	if err != nil || commit != r.Commit() {
+		t.Fatalf("WriteHFCache = %q, %v; want %s", commit, err, r.Commit())
+	}
+	if _, err := r.WriteHFCache(cache); err != nil {
+		t.Fatalf("again: %v", err)
+	}
+	repo := filepath.Join(cache, "models--rayform-lab--t")
+	if b, err := os.ReadFile(filepath.Join(repo, "refs", "main")); err != nil || string(b) != commit {
+		t.Errorf("refs/main = %q, %v", b, err)
+	}
+	files, err := r.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		resp, err := http.Get(srv.URL + "/rayform-lab/t/resolve/" + commit + "/" + f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		etag := strings.Trim(resp.Header.Get("Etag"), `"`)
+		link := filepath.Join(repo, "snapshots", commit, f.Path)
+		target, err := os.Readlink(link)
+		if err != nil || target != "../../blobs/"+f.Etag() || etag != f.Etag() {
+			t.Errorf("%s: link %q (%v), etag served %q, want ../../blobs/%s", f.Path, target, err, etag, f.Etag())
+		}
+		seeded, err := os.ReadFile(link)
+		if err != nil || !bytes.Equal(seeded, served) {
+			t.Errorf("%s: the seeded copy (%d bytes, %v) is not what the hub serves (%d bytes)", f.Path, len(seeded), err, len(served))
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(repo, "blobs", "*.incomplete")); len(left) > 0 {
+		t.Errorf("partial files left: %v", left)
+	}
+}

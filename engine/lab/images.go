@@ -150,16 +150,26 @@ func (c imageCache) prune(keep string) {
 }
 
 // pruneOthers removes the layers whose keys start with prefix but are not
-// prefix+keep (an old torch layer after the packages changed).
+// prefix+keep (an old torch layer after the packages changed), and their
+// blobs unless the kept layer has the same one: a key that changed with
+// the same content (the torch layer's key follows dpkg's status file, which
+// any apt-get run touches) rebuilds the very blob the old key named.
 func (c imageCache) pruneOthers(prefix, keep string) {
 	metas, _ := filepath.Glob(filepath.Join(c.dir, "layers", prefix+"*.json"))
+	read := func(m string) string {
+		var ref blobRef
+		if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &ref) == nil {
+			return ref.Digest
+		}
+		return ""
+	}
+	kept := read(filepath.Join(c.dir, "layers", prefix+keep+".json"))
 	for _, m := range metas {
 		if filepath.Base(m) == prefix+keep+".json" {
 			continue
 		}
-		var ref blobRef
-		if b, err := os.ReadFile(m); err == nil && json.Unmarshal(b, &ref) == nil && ref.Digest != "" {
-			_ = os.Remove(c.blobPath(ref.Digest))
+		if d := read(m); d != "" && d != kept {
+			_ = os.Remove(c.blobPath(d))
 		}
 		_ = os.Remove(m)
 	}

@@ -80,7 +80,8 @@ type Config struct {
 	Unified   *bool
 	// Overrides change one node: "spark2.fabric-ifname=enP2p1s0f1np1",
 	// "spark2.gpus=0", "spark2.toolkit=false" (no nvidia-container-runtime-hook),
-	// "spark1.memory-gib=128", "spark1.gpu-model=NVIDIA H100", "spark1.unified=false".
+	// "spark1.memory-gib=128", "spark1.gpu-model=NVIDIA H100", "spark1.unified=false",
+	// "spark2.model-disk=16M" (that node's model disk; see ModelDisk).
 	Overrides []string
 	// Delay is added to every packet a node sends on its management link.
 	Delay time.Duration
@@ -291,6 +292,7 @@ func (c Config) nodes() ([]Node, error) {
 			BinDir:       filepath.Join(dir, "bin"),
 			Home:         filepath.Join(dir, "home"),
 			Hardware:     filepath.Join(dir, "hardware.json"),
+			ModelDisk:    c.ModelDisk,
 		}
 		if !c.NoDocker {
 			out[i].DockerHost = "unix://" + filepath.Join(dir, "docker.sock")
@@ -341,6 +343,12 @@ func (n *Node) set(key, val string) error {
 			return fmt.Errorf("memory-gib %q: want a positive number", val)
 		}
 		n.MemoryGiB = v
+	case "model-disk":
+		v, err := ParseSize(val)
+		if err != nil {
+			return err
+		}
+		n.ModelDisk = v
 	case "unified", "toolkit":
 		v, err := strconv.ParseBool(val)
 		if err != nil {
@@ -352,7 +360,7 @@ func (n *Node) set(key, val string) error {
 			n.Toolkit = v
 		}
 	default:
-		return fmt.Errorf("unknown key %q (want fabric-ifname, gpus, gpu-model, memory-gib, unified or toolkit)", key)
+		return fmt.Errorf("unknown key %q (want fabric-ifname, gpus, gpu-model, memory-gib, unified, toolkit or model-disk)", key)
 	}
 	return nil
 }

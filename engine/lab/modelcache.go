@@ -18,8 +18,9 @@ import (
 // containers' bind mounts) run in private mount namespaces where the
 // node's own directory, NODEDIR/huggingface, is bind-mounted over
 // ModelCacheMount: a model staged to spark1 is not on spark2. With
-// Config.ModelDisk that directory is a tmpfs of that size, so a node's
-// model disk can fill up. The root mount namespace sees only the empty
+// Config.ModelDisk (or a node's override NODE.model-disk=SIZE, Node.ModelDisk)
+// that directory is a tmpfs of that size, so a node's model disk can
+// fill up. The root mount namespace sees only the empty
 // ModelCacheMount directory (created once) and the nodes' directories
 // under the lab directory; `lab down` unmounts the tmpfs with the rest.
 

@@ -4,6 +4,7 @@ package lab
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,13 +14,14 @@ import (
 // TestModelCachePerNode: a file written to the model cache on spark1 over
 // its sshd is on spark1 (again over SSH, and in spark1's directory) and
 // not on spark2, nor in the root mount namespace's ModelCacheMount; with
-// ModelDisk each node's cache is a disk of that size: a write past it
-// fails with "No space left on device" on that node only. Up seeded the
+// ModelDisk each node's cache is a disk of that size (spark2's its
+// override's): a write past it fails with "No space left on device" on
+// that node only. Up seeded the
 // head alone with a complete copy of HubRepoTiny, laid out as
 // huggingface_hub lays it out, with the bytes the lab hub serves.
 func TestModelCachePerNode(t *testing.T) {
 	requireLab(t, false)
-	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20})
+	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20, Overrides: []string{"spark2.model-disk=20M"}})
 	spark1, _ := l.Node("spark1")
 	sshOK(t, l, "spark1", "mkdir -p "+ModelCacheDir+"/models--a--b && echo head-copy > "+ModelCacheDir+"/models--a--b/config.json")
 
@@ -82,16 +84,40 @@ func TestModelCachePerNode(t *testing.T) {
 		}
 	})
 
+	t.Run("hub tokens", func(t *testing.T) {
+		hc := l.clientHTTP()
+		for _, tt := range []struct {
+			name, token, code string
+			status            int
+		}{{"token", l.HubToken(), "", 200}, {"no access", l.HubNoAccessToken(), "GatedRepo", 403}, {"none", "", "GatedRepo", 401}} {
+			req, _ := http.NewRequest(http.MethodGet, l.HubEndpoint+"/api/models/"+HubRepoBig, nil)
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get("X-Error-Code") != tt.code {
+				t.Errorf("%s: %s %q, want %d %q", tt.name, resp.Status, resp.Header.Get("X-Error-Code"), tt.status, tt.code)
+			}
+		}
+		if l.HubToken() == "" || l.HubToken() == l.HubNoAccessToken() {
+			t.Errorf("tokens %q and %q", l.HubToken(), l.HubNoAccessToken())
+		}
+	})
+
 	t.Run("model disk size", func(t *testing.T) {
-		if got := strings.TrimSpace(sshOK(t, l, "spark2", "df -k "+ModelCacheDir+" | awk 'NR==2{print $2}'")); got != "40960" {
-			t.Errorf("spark2's model disk is %s KiB, want 40960", got)
+		if got := strings.TrimSpace(sshOK(t, l, "spark2", "df -k "+ModelCacheDir+" | awk 'NR==2{print $2}'")); got != "20480" {
+			t.Errorf("spark2's model disk is %s KiB, want 20480 (its override)", got)
 		}
-		out, err := sshErr(t, l, "spark2", "head -c 45000000 /dev/zero > "+ModelCacheDir+"/fill")
+		out, err := sshErr(t, l, "spark2", "head -c 22000000 /dev/zero > "+ModelCacheDir+"/fill")
 		if err == nil || !strings.Contains(out, "No space left on device") {
-			t.Errorf("writing 45 MB to a 40 MiB model disk: %v %q", err, out)
+			t.Errorf("writing 22 MB to a 20 MiB model disk: %v %q", err, out)
 		}
-		if got := strings.TrimSpace(sshOK(t, l, "spark1", "df -k "+ModelCacheDir+" | awk 'NR==2{print $4}'")); got == "0" {
-			t.Errorf("spark2's full disk filled spark1's")
+		if got := strings.TrimSpace(sshOK(t, l, "spark1", "df -k "+ModelCacheDir+" | awk 'NR==2{print $2, ($4 > 0)}'")); got != "40960 1" {
+			t.Errorf("spark1's model disk (KiB, has free space) = %q, want 40960 1: spark2's full disk is not spark1's", got)
 		}
 	})
 }

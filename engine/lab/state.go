@@ -98,8 +98,12 @@ type Node struct {
 	DockerHost string `json:"docker_host,omitempty"`
 	// Cut is true while the node's fabric port is down; PoweredOff while the
 	// node is off.
-	Cut        bool `json:"cut,omitempty"`
-	PoweredOff bool `json:"powered_off,omitempty"`
+	// ModelDisk is the size of the node's model disk (a tmpfs at its
+	// ModelCacheHostDir), 0 for no limit (Config.ModelDisk, or the
+	// override NODE.model-disk=SIZE).
+	ModelDisk  int64 `json:"model_disk,omitempty"`
+	Cut        bool  `json:"cut,omitempty"`
+	PoweredOff bool  `json:"powered_off,omitempty"`
 }
 
 // NetnsPath is the bind mount of the node's network namespace.

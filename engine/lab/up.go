@@ -135,7 +135,7 @@ func (l *Lab) sameShape(cfg Config, nodes []Node) bool {
 	for i, n := range nodes {
 		o := l.Nodes[i]
 		if o.FabricIfname != n.FabricIfname || o.FabricMTU != n.FabricMTU || o.GPUs != n.GPUs ||
-			o.GPUModel != n.GPUModel || o.MemoryGiB != n.MemoryGiB || o.Unified != n.Unified || o.Toolkit != n.Toolkit {
+			o.GPUModel != n.GPUModel || o.MemoryGiB != n.MemoryGiB || o.Unified != n.Unified || o.Toolkit != n.Toolkit || o.ModelDisk != n.ModelDisk {
 			return false
 		}
 	}
@@ -577,7 +577,7 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 		if err := n.writeMeminfo(); err != nil {
 			return err
 		}
-		if err := n.prepareModelCache(l.ModelDisk); err != nil {
+		if err := n.prepareModelCache(n.ModelDisk); err != nil {
 			return err
 		}
 		// sshd (and so every session) sees the node's simulated

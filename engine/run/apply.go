@@ -107,7 +107,7 @@ func (r *Runner) applyRun(ctx context.Context, req ApplyRequest, v View) bool {
 		}
 		defer unlockState()
 	}
-	locks, err := r.lockClusters(ctx, op, v)
+	locks, err := r.takeLocks(ctx, op, v)
 	if err != nil {
 		v.Error(err)
 		return false

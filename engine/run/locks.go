@@ -29,9 +29,9 @@ type LockView interface {
 	LockSkipped(resource, host string, err error)
 }
 
-// clusterLocks are the locks one apply or destroy holds, and the fences
+// runLocks are the locks one apply or destroy holds, and the fences
 // it advanced on the hosts under them.
-type clusterLocks struct {
+type runLocks struct {
 	held []*lock.Lock
 	// lost is closed when any of them is lost.
 	lost chan struct{}
@@ -43,7 +43,7 @@ type clusterLocks struct {
 }
 
 // Err is nil while every lock is held, else the first loss's cause.
-func (l *clusterLocks) Err() error {
+func (l *runLocks) Err() error {
 	for _, h := range l.held {
 		if err := h.Err(); err != nil {
 			return err
@@ -52,7 +52,7 @@ func (l *clusterLocks) Err() error {
 	return nil
 }
 
-func (l *clusterLocks) release() {
+func (l *runLocks) release() {
 	for _, h := range l.held {
 		h.Release()
 	}
@@ -62,7 +62,7 @@ func (l *clusterLocks) release() {
 // locks are held (on the client) and that the host's fences still hold
 // the generations this run advanced them to (on the host, atomically with
 // the change: transport.Guard).
-func (l *clusterLocks) guard(host string, conn transport.Conn) transport.Conn {
+func (l *runLocks) guard(host string, conn transport.Conn) transport.Conn {
 	check := l.Err
 	if err := l.fenceErr[host]; err != nil {
 		check = func() error {
@@ -113,13 +113,13 @@ func (r *Runner) lockTargets() []lockTarget {
 	return out
 }
 
-// lockClusters takes every lock of lockTargets, each under its name and
+// takeLocks takes every lock of lockTargets, each under its name and
 // under the name earlier rayform versions used (so that a run of one is
 // seen), then advances the fence of each deployment identity on every host
 // of the run. A held lock fails at once naming the holder, or after
 // Options.LockTimeout.
-func (r *Runner) lockClusters(ctx context.Context, op string, v LockView) (*clusterLocks, error) {
-	locks := &clusterLocks{lost: make(chan struct{}), fences: map[string][]transport.Fence{}, fenceErr: map[string]error{}}
+func (r *Runner) takeLocks(ctx context.Context, op string, v LockView) (*runLocks, error) {
+	locks := &runLocks{lost: make(chan struct{}), fences: map[string][]transport.Fence{}, fenceErr: map[string]error{}}
 	if r.Options.NoLock {
 		return locks, nil
 	}
@@ -192,7 +192,7 @@ func (r *Runner) lockClusters(ctx context.Context, op string, v LockView) (*clus
 // advanceFences advances the fence of each lock name on every host of the
 // run, in parallel. A host that fails keeps the error: its changes are
 // refused.
-func (r *Runner) advanceFences(ctx context.Context, locks *clusterLocks, names []string) {
+func (r *Runner) advanceFences(ctx context.Context, locks *runLocks, names []string) {
 	if len(names) == 0 {
 		return
 	}

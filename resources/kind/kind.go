@@ -15,6 +15,8 @@ package kind
 
 import (
 	"context"
+	"io"
+	"net/netip"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -35,6 +37,12 @@ type Kind interface {
 	Schema() config.Kind
 	// Traits are the kind's properties the CLI and the planner ask about.
 	Traits() Traits
+	// Lookup asks, once the configuration is evaluated with the observed
+	// facts and before the plan, what the kind's plan needs from outside
+	// the hosts (a model's files as its hub lists them), and completes the
+	// kind's block values in cfg with it. It is the only I/O of a plan
+	// besides the observation; ctx bounds it.
+	Lookup(ctx context.Context, cfg *config.Config)
 	// Observe adds to o.Spec what each host is asked about the kind's
 	// resources: those the configuration declares, and those the state
 	// remembers that it does not any more.
@@ -63,6 +71,64 @@ type Kind interface {
 	// Logs returns the commands that print the logs of resource q.Address
 	// of this kind.
 	Logs(q LogQuery) ([]LogCommand, error)
+	// Ahead returns work of this kind's resources that must run ahead of
+	// the walk, before another resource of ws changes (a serve stopped
+	// before its cluster's containers are replaced); steps are the walk's
+	// steps by address.
+	Ahead(env Env, ws map[string]*Work, steps map[string][]apply.Step) []Ahead
+	// Starting returns, for the kind's resources that the hosts show
+	// running as declared but not ready yet, the work of waiting for them
+	// (AwaitSteps): apply waits for them whether or not it changed them.
+	Starting(cfg *config.Config, facts *observe.Facts) []*Work
+	// AwaitSteps are the steps that wait for w (from Starting) to be
+	// ready.
+	AwaitSteps(env Env, w *Work) []apply.Step
+	// Fingerprint returns what a saved plan commits to of hf beyond the
+	// facts every plan reads (containers, HTTP statuses, records, images):
+	// the kind's reading of them (Ray's node table, by its rows).
+	Fingerprint(hf *observe.HostFacts) []string
+	// Status reports what status shows of each of the kind's resources
+	// the configuration declares, judged as the plan judges them.
+	Status(q StatusQuery) []Status
+	// Locks are the locks a run takes for the kind's resources, those
+	// cfg declares and those st remembers (st nil: none); a kind whose
+	// resources need no lock returns none.
+	Locks(cfg *config.Config, st *state.State) []Lock
+}
+
+// StatusQuery is what Kind.Status reads: one observation of the hosts
+// and the plan made from it.
+type StatusQuery struct {
+	Config  *config.Config
+	Facts   *observe.Facts
+	Plan    *plan.Plan
+	Project string
+}
+
+// Status is what status shows of one resource.
+type Status struct {
+	Address string
+	// Value is its entry in status -json's list of its kind.
+	Value any
+	// Problems are what is wrong with it, one line each.
+	Problems []string
+	// Render prints it as text.
+	Render func(w io.Writer)
+}
+
+// Ahead is work that runs ahead of the walk: Steps of Address, as a node
+// of the walk's graph of its own (Node), that Before waits for.
+type Ahead struct {
+	Node, Before, Address string
+	Action                plan.Action
+	Steps                 []apply.Step
+}
+
+// Lock is one lock a run takes: Resource's lock named Key, on Host.
+type Lock struct {
+	Resource, Key, Host string
+	// FromState says the state, not the configuration, names the host.
+	FromState bool
 }
 
 // Traits are a kind's properties as data.
@@ -75,6 +141,9 @@ type Traits struct {
 	// Exported names the attributes of a planned change of the kind that
 	// an output may show (an output changes with them).
 	Exported map[string]bool
+	// Status is the key of the list of the kind's resources in status
+	// -json ("" for a kind status does not list).
+	Status string
 }
 
 // Exported returns the arguments of schema that expressions may refer to,
@@ -124,6 +193,44 @@ func (w *Work) Container() string {
 	return w.Do.Container()
 }
 
+// Facts are what observing the hosts teaches the configuration
+// (config.Config.WithFacts): the kinds read them in their hooks (FactsOf)
+// to compute what depends on the hosts.
+type Facts struct {
+	// FabricAddrs maps a node name to the node's observed address on the
+	// network of its Ray cluster.
+	FabricAddrs map[string]netip.Addr
+}
+
+// FactsOf returns the facts a block is evaluated with; none before the
+// hosts are observed.
+func FactsOf(b *config.Block) Facts {
+	f, _ := b.Facts().(Facts)
+	return f
+}
+
+// Placed is implemented by the Go value of a block whose resource runs on
+// nodes: a ray_cluster on its nodes, a vllm_serve on its cluster's, head
+// first. A kind learns from it, through values, where a block that uses
+// its own (a serve that loads a model) runs.
+type Placed interface {
+	PlacedOn(cfg *config.Config) []string
+}
+
+// Usable returns the facts of node if it could be observed (completely,
+// or in part with its error noted), nil otherwise: what a plan may judge
+// the node by.
+func Usable(f *observe.Facts, node string) *observe.HostFacts {
+	if f == nil {
+		return nil
+	}
+	hf := f.Hosts[node]
+	if hf == nil || hf.Err != "" && !hf.Complete {
+		return nil
+	}
+	return hf
+}
+
 // Planner is what a kind plans through: the inputs of the plan, and where
 // its results go.
 type Planner interface {
@@ -137,6 +244,9 @@ type Planner interface {
 	Project() string
 	// Replace reports whether apply -replace named addr.
 	Replace(addr string) bool
+	// Fabric is node's observed address on its cluster's network (ok
+	// false when unknown).
+	Fabric(node string) (netip.Addr, bool)
 	// Planned returns the action planned for addr (ok false when no
 	// change was planned for it yet): how a resource learns what happens
 	// to one it depends on (a serve to its cluster).
@@ -144,6 +254,8 @@ type Planner interface {
 	// Change, Finding, Drift and Note add to the plan.
 	Change(plan.ResourceChange)
 	Finding(plan.Finding)
+	// Unreachable records that node could not be observed.
+	Unreachable(node string)
 	Drift(plan.Drift)
 	Note(string)
 	// AddWork records what apply must do for w.Address.
@@ -185,6 +297,8 @@ type Observation struct {
 	Project string
 	// Spec is the observation being built; the kinds add to its hosts.
 	Spec *observe.Spec
+	// Status asks, besides what plan reads, what status shows.
+	Status bool
 }
 
 // Host returns the spec of node, created with the project when new; the
@@ -259,6 +373,12 @@ type Env interface {
 	PollInterval() time.Duration
 	// MaxParallel bounds the hosts worked on at once within one step.
 	MaxParallel() int
+	// ProgressEvery throttles repetitive progress lines (transfers,
+	// progress bars).
+	ProgressEvery() time.Duration
+	// PrepareRan says that the prepare steps (PrepareSteps) ran before
+	// the walk: the walk's steps leave them out.
+	PrepareRan() bool
 }
 
 // LogQuery asks for the logs of one resource.
@@ -287,6 +407,9 @@ type LogCommand struct {
 // and Plan.
 type Base struct{}
 
+// Lookup asks nothing.
+func (Base) Lookup(context.Context, *config.Config) {}
+
 // Observe asks nothing.
 func (Base) Observe(*Observation) {}
 
@@ -301,6 +424,24 @@ func (Base) Steps(Env, *Work) []apply.Step { return nil }
 
 // PrepareSteps does nothing.
 func (Base) PrepareSteps(Env, *Work) []apply.Step { return nil }
+
+// Ahead runs nothing ahead.
+func (Base) Ahead(Env, map[string]*Work, map[string][]apply.Step) []Ahead { return nil }
+
+// Starting waits for nothing.
+func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+
+// AwaitSteps waits for nothing.
+func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
+
+// Fingerprint adds nothing.
+func (Base) Fingerprint(*observe.HostFacts) []string { return nil }
+
+// Status shows nothing.
+func (Base) Status(StatusQuery) []Status { return nil }
+
+// Locks takes no lock.
+func (Base) Locks(*config.Config, *state.State) []Lock { return nil }
 
 // Logs has no logs.
 func (Base) Logs(q LogQuery) ([]LogCommand, error) { return nil, ErrNoLogs }

@@ -34,7 +34,7 @@ func ResolveAll(ctx context.Context, hc *http.Client, models []*Model) map[strin
 	out := map[string]Resolution{}
 	for _, m := range models {
 		ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
-		mf, err := Resolve(ctx, hc, m.Endpoint, m.Token, m.Source, m.Revision)
+		mf, err := Resolve(ctx, hc, m.Endpoint, m.Token, m.Source, m.Rev)
 		cancel()
 		out[m.Name] = Resolution{Manifest: mf, Err: err}
 	}
@@ -119,7 +119,7 @@ func Plan(in PlanInput) Planned {
 			detail, fix = detail[:i], detail[i+2:]
 		}
 		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
-			Summary: "the hub's list of " + m.Source + "@" + m.Revision + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
+			Summary: "the hub's list of " + m.Source + "@" + m.Rev + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
 			Fix: fix})
 		out.Change = ch
 		return out
@@ -202,7 +202,7 @@ func attrs(m *Model, mf Manifest, d Decision) []plan.AttrChange {
 	}
 	return []plan.AttrChange{
 		val("source", m.Source),
-		val("revision", m.Revision),
+		val("revision", m.Rev),
 		val("commit", mf.Commit),
 		val("cache_dir", m.CacheDir),
 		val("size", fmt.Sprintf("%s in %d files", GB(mf.Bytes()), len(mf.Files))),

@@ -97,7 +97,7 @@ func runSteps(t *testing.T, w *Work, nodes []string, conns map[string]transport.
 func TestPlanAndStage(t *testing.T) {
 	root := t.TempDir()
 	mf, src := source(t, filepath.Join(root, "spark1"))
-	md := &Model{Name: "tiny", Source: mf.Repo, Revision: "main", CacheDir: "/unused"}
+	md := &Model{Name: "tiny", Source: mf.Repo, Rev: "main", CacheDir: "/unused"}
 	nodes := []string{"spark1", "spark2", "spark3"}
 	layouts := map[string]Layout{"spark1": src}
 	for _, n := range nodes[1:] {
@@ -140,7 +140,7 @@ func TestPlanAndStage(t *testing.T) {
 // apply stops before anything runs.
 func TestPlanErrors(t *testing.T) {
 	mf := tinyManifest(t)
-	md := &Model{Name: "tiny", Source: mf.Repo, Revision: "main", CacheDir: "/data/hub"}
+	md := &Model{Name: "tiny", Source: mf.Repo, Rev: "main", CacheDir: "/data/hub"}
 	md.Addr = "model.tiny"
 	dir := md.Dir()
 	full := listing(mf, HFCacheLayout(md.CacheDir, mf.Repo), func(f File) (int64, bool) { return f.Size, true }, observe.TreeFile{Path: "refs/main", Size: 40})
@@ -209,7 +209,7 @@ func TestPlanAndDownload(t *testing.T) {
 		recs = append(recs, rc)
 		conns[n] = rc
 	}
-	md := &Model{Name: "gated", Source: mf.Repo, Revision: "main", CacheDir: "/unused", Endpoint: srv.URL, Token: hubToken}
+	md := &Model{Name: "gated", Source: mf.Repo, Rev: "main", CacheDir: "/unused", Endpoint: srv.URL, Token: hubToken}
 	p := planFor(t, md, mf, nodes, layouts)
 	if p.Change.Action != plan.Create || p.Work == nil || p.Work.Decision.Download != "spark1" {
 		t.Fatalf("plan: %s %v %+v", p.Change.Action, p.Change.Reasons, p.Findings)

@@ -53,6 +53,10 @@ type Progress struct {
 	ETA         time.Duration
 	// Finished is set on the node's last report, when it succeeded.
 	Finished bool
+	// Transfer is, on the last report, how long the receiver took from
+	// its first request to its last byte written and verified: the data
+	// phase, without the start of the programs and the connections.
+	Transfer time.Duration
 }
 
 // String renders the progress line plan and apply print per node.
@@ -184,6 +188,23 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 		lines.close()
 		served <- err
 	}()
+	// The receivers start with the source, not after it: each checks its
+	// space and its partial files while the source starts, and learns the
+	// source's port on the second line of its stdin.
+	var wg sync.WaitGroup
+	errs := make([]error, len(dsts))
+	ports := make([]*io.PipeWriter, len(dsts))
+	for i, d := range dsts {
+		pr, pw := io.Pipe()
+		ports[i] = pw
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
+				"source_host": src.Addr.String(), "source_port": 0, "token": token,
+			}, pr, opt)
+		}()
+	}
 	port := 0
 	for line := range lines.c {
 		if p, ok := strings.CutPrefix(line, "listening "); ok {
@@ -193,7 +214,13 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	}
 	if port == 0 {
 		release.Close()
-		if err := <-served; err != nil {
+		for _, pw := range ports {
+			pw.Close()
+		}
+		err := <-served
+		cancel()
+		wg.Wait()
+		if err != nil {
 			return err
 		}
 		return fmt.Errorf("%s: staging server for %s ended before listening", src.Name, m.Repo)
@@ -202,19 +229,18 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 		for range lines.c { // drain
 		}
 	}()
-
-	var wg sync.WaitGroup
-	errs := make([]error, len(dsts))
-	for i, d := range dsts {
-		wg.Add(1)
+	for _, pw := range ports {
 		go func() {
-			defer wg.Done()
-			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
-				"source_host": src.Addr.String(), "source_port": port, "token": token,
-			}, opt)
+			// A receiver that has already failed never reads it: the
+			// write ends when the pipe is closed below.
+			_, _ = fmt.Fprintf(pw, "{\"source_port\": %d}\n", port)
+			pw.Close()
 		}()
 	}
 	wg.Wait()
+	for _, pw := range ports {
+		pw.CloseWithError(io.ErrClosedPipe)
+	}
 	release.Close()
 	cancel()
 	<-served // its error after cancel is the cancellation: the receivers' errors tell
@@ -223,8 +249,10 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 
 // fetchTo runs one receiver and relays its progress; from says where
 // it fetches from, for messages, and source adds to its configuration
-// where (a node's server, or the hub) and with which token.
-func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, opt StageOptions) error {
+// where (a node's server, or the hub) and with which token; more is the
+// rest of the receiver's stdin (a node's server's port, when source has
+// none yet).
+func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, more io.Reader, opt StageOptions) error {
 	// The receiver asks for each file by its path in the source's layout.
 	fs := files(m, d.Layout)
 	for i, f := range files(m, srcLayout) {
@@ -248,8 +276,11 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 		var firstBytes int64
 		var last Progress
 		for line := range lines.c {
-			if line == "ok" {
+			if rest, found := strings.CutPrefix(line, "ok"); found && (rest == "" || rest[0] == ' ') {
 				ok = true
+				if secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+					last.Transfer = time.Duration(secs * float64(time.Second))
+				}
 				continue
 			}
 			f := strings.Fields(line)
@@ -276,7 +307,7 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 			opt.Progress(last)
 		}
 	}()
-	res, err := d.Conn.Run(ctx, stageCmd(cfg, strings.NewReader(""), lines))
+	res, err := d.Conn.Run(ctx, stageCmd(cfg, more, lines))
 	lines.close()
 	<-done
 	if err != nil {
@@ -374,5 +405,5 @@ func Download(ctx context.Context, m Manifest, node Peer, hub Hub, opt StageOpti
 	return fetchTo(ctx, m, node, node.Layout, "from the hub "+hub.Endpoint, map[string]any{
 		"hub":   map[string]any{"endpoint": hub.Endpoint, "repo": m.Repo, "revision": m.Revision, "commit": m.Commit},
 		"token": hub.Token,
-	}, opt)
+	}, strings.NewReader(""), opt)
 }

@@ -9,23 +9,30 @@
 #          download them from the Hugging Face hub), several files at a
 #          time, resuming each from its FILE.incomplete, verifying size and
 #          sha256 (where known), renaming only a verified file to its final
-#          name; prints "progress DONE TOTAL" lines and "ok" at the end.
+#          name; prints "progress DONE TOTAL" lines and "ok SECONDS" at the
+#          end (SECONDS: from its first request to its last byte).
+# A receiver from a serving node starts with the source: the source's port
+# comes on the second line of its stdin once the source listens. Over plain
+# HTTP the body moves socket to file with os.splice (Linux, Python 3.10 on;
+# no copy through the process) and sha256 reads each chunk back while it is
+# in the page cache; otherwise recv_into a reused buffer and write.
 # Errors are one line on stderr starting "rayform-stage: " and exit 1.
 import errno
+import fcntl
 import hashlib
 import http.client
-import http.server
 import json
 import os
+import select
 import shutil
 import socket
-import socketserver
 import sys
 import threading
 import time
 import urllib.parse
 
 CHUNK = 1 << 20
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ from Python 3.10, Linux's value
 
 
 def die(msg):
@@ -45,6 +52,10 @@ def inside(root, rel):
 
 
 def serve(cfg):
+    # Only the source serves: the receivers do not pay for these imports.
+    import http.server
+    import socketserver
+
     root = os.path.realpath(cfg["dir"])
     files = {}
     for rel in cfg["files"]:
@@ -100,7 +111,10 @@ def serve(cfg):
         allow_reuse_address = True
         address_family = socket.AF_INET6 if ":" in cfg["bind"] else socket.AF_INET
 
-    srv = Server((cfg["bind"], int(cfg.get("port", 0))), Handler)
+    try:
+        srv = Server((cfg["bind"], int(cfg.get("port", 0))), Handler)
+    except OSError as e:
+        die("cannot listen on %s: %s; is it this node's fabric address?" % (cfg["bind"], e.strerror))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     sys.stdout.write("listening %d\n" % srv.server_address[1])
     sys.stdout.flush()
@@ -208,6 +222,102 @@ def write_failed(cfg, part, e, have, size, prog):
     return msg + "; the partial file is kept for the next apply"
 
 
+def can_splice(conn, resp):
+    """Whether the body can move socket to file in the kernel (os.splice,
+    Linux, Python 3.10 on): a plain HTTP connection, a body of known
+    length."""
+    return (hasattr(os, "splice") and type(conn) is http.client.HTTPConnection and conn.sock is not None
+            and not resp.chunked and resp.length is not None)
+
+
+def splice_body(cfg, f, conn, resp, part, have, size, h, prog, where):
+    """Receive the rest of resp's body (size - have bytes) into part at
+    offset have with os.splice, socket to pipe to file: no copy through
+    this process. sha256 (h) reads each chunk back from the page cache
+    while it is hot. Returns the bytes in part."""
+    # The body ends where its Content-Length says (a source whose copy is
+    # short sends less, and keeps the connection open).
+    end = min(size, have + resp.length)
+    # What http.client has already read past the headers goes first.
+    pre = resp.fp.peek(1)[:end - have] if end > have else b""
+    fd = os.open(part, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        have = splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, where)
+        if have < size:
+            die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
+                cfg["node"], where, have, size, f["path"]))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return have
+
+
+def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, where):
+    """splice_body's loop: returns the bytes in part, or dies with the
+    node, the file and the bytes received."""
+    rp = wp = -1
+    try:
+        if pre:
+            pre = resp.fp.read(len(pre))
+            write_all(cfg, fd, pre, have, part, size, prog)
+            if h is not None:
+                h.update(pre)
+            have += len(pre)
+            prog.add(len(pre))
+        rp, wp = os.pipe()
+        try:
+            fcntl.fcntl(wp, F_SETPIPE_SZ, CHUNK)
+        except OSError:
+            pass  # the default 64 KiB pipe works, in smaller steps
+        sock = conn.sock.fileno()
+        poll = select.poll()
+        poll.register(sock, select.POLLIN)
+        timeout_ms = int(cfg.get("timeout", 60) * 1000)
+        buf = memoryview(bytearray(CHUNK)) if h is not None else None
+        while have < end:
+            try:
+                n = os.splice(sock, wp, min(CHUNK, end - have))
+            except BlockingIOError:  # the socket has a timeout: non-blocking
+                if not poll.poll(timeout_ms):
+                    raise TimeoutError("timed out")
+                continue
+            if not n:
+                die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
+                    cfg["node"], where, have, size, f["path"]))
+            moved = 0
+            while moved < n:
+                try:
+                    moved += os.splice(rp, fd, n - moved, offset_dst=have + moved)
+                except OSError as e:
+                    prog.add(moved)
+                    die(write_failed(cfg, part, e, have + moved, size, prog))
+            if h is not None:
+                got = os.preadv(fd, [buf[:n]], have)
+                h.update(buf[:got])
+            have += n
+            prog.add(n)
+    except OSError as e:
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            die(write_failed(cfg, part, e, have, size, prog))
+        die("%s: fetching %s from %s: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
+            cfg["node"], f["path"], where, e, have, size))
+    finally:
+        for x in (rp, wp):
+            if x >= 0:
+                os.close(x)
+    return have
+
+
+def write_all(cfg, fd, b, off, part, size, prog):
+    """pwrite all of b at off, or die with the write's error."""
+    done = 0
+    while done < len(b):
+        try:
+            done += os.pwrite(fd, b[done:], off + done)
+        except OSError as e:
+            die(write_failed(cfg, part, e, off + done, size, prog))
+
+
 def fetch_file(cfg, f, prog):
     root = cfg["dir"]
     store = inside(root, f["store"])
@@ -239,24 +349,27 @@ def fetch_file(cfg, f, prog):
                     prog.add(-have)
                     have = 0
                     h = hashlib.sha256() if want else None
-                buf = memoryview(bytearray(CHUNK))
-                with open(part, "ab", buffering=0) as w:
-                    while have < size:
-                        got = resp.readinto(buf[:min(CHUNK, size - have)])
-                        b = buf[:got]
-                        if not got:
-                            die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
-                                cfg["node"], where, have, size, f["path"]))
-                        try:
-                            w.write(b)
-                        except OSError as e:
-                            die(write_failed(cfg, part, e, have, size, prog))
-                        if h is not None:
-                            h.update(b)
-                        have += len(b)
-                        prog.add(len(b))
-                    w.flush()
-                    os.fsync(w.fileno())
+                if can_splice(conn, resp):
+                    have = splice_body(cfg, f, conn, resp, part, have, size, h, prog, where)
+                else:
+                    buf = memoryview(bytearray(CHUNK))
+                    with open(part, "ab", buffering=0) as w:
+                        while have < size:
+                            got = resp.readinto(buf[:min(CHUNK, size - have)])
+                            b = buf[:got]
+                            if not got:
+                                die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
+                                    cfg["node"], where, have, size, f["path"]))
+                            try:
+                                w.write(b)
+                            except OSError as e:
+                                die(write_failed(cfg, part, e, have, size, prog))
+                            if h is not None:
+                                h.update(b)
+                            have += len(b)
+                            prog.add(len(b))
+                        w.flush()
+                        os.fsync(w.fileno())
             except (OSError, http.client.HTTPException) as e:
                 if getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
                     die(write_failed(cfg, part, e, have, size, prog))
@@ -324,6 +437,14 @@ def fetch(cfg):
             sys.stdout.flush()
 
     threading.Thread(target=report, daemon=True).start()
+    if todo and not cfg.get("hub") and not cfg.get("source_port"):
+        # The source starts while this receiver does: its port comes on
+        # the next line.
+        line = sys.stdin.buffer.readline()
+        if not line:
+            die("%s: the source never started serving; nothing was fetched" % cfg["node"])
+        cfg.update(json.loads(line))
+    start = time.monotonic()
     queue = list(reversed(todo))
     qlock = threading.Lock()
 
@@ -349,8 +470,9 @@ def fetch(cfg):
         with open(ref + ".rayform-tmp", "w") as w:
             w.write(cfg["commit"])
         os.replace(ref + ".rayform-tmp", ref)
+    transfer = time.monotonic() - start
     sys.stdout.write(prog.line())
-    sys.stdout.write("ok\n")
+    sys.stdout.write("ok %.6f\n" % transfer)
     sys.stdout.flush()
 
 

@@ -428,3 +428,25 @@ func TestStageDiskFullMidCopy(t *testing.T) {
 	}
 	sameContent(t, m, src, dst)
 }
+
+// TestStageSourceFails: the receivers start with the source; when the
+// source cannot serve (its fabric address is not its own: bind fails),
+// Stage returns the source's failure, naming it, and the receivers that
+// waited for its port end without writing anything.
+func TestStageSourceFails(t *testing.T) {
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
+	bad := peer("spark1", src)
+	bad.Addr = netip.MustParseAddr("192.0.2.1") // TEST-NET-1: no interface has it
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := Stage(ctx, m, bad, []Peer{peer("spark2", dst)}, StageOptions{})
+	if err == nil || !strings.Contains(err.Error(), "spark1: serving org/tiny for staging: cannot listen on 192.0.2.1: Cannot assign requested address; is it this node's fabric address?") {
+		t.Fatalf("error %v, want the source's failure", err)
+	}
+	t.Logf("source fails: %v", err)
+	if j := probe(t, m, dst); j.State != Absent {
+		t.Errorf("the receiver after the source failed: %s", j)
+	}
+}

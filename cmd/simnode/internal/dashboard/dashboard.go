@@ -2,6 +2,12 @@
 // node (--dashboard-host:--dashboard-port): /api/gcs_healthz, /api/version,
 // the state API's /api/v0/nodes, /nodes?view=summary and
 // /api/cluster_status.
+//
+// Fast mode only: this is part of simnode's model of Ray, which the lab
+// runs with `lab up -ray simnode` (lab up's default, `make demo
+// RAY=simnode`, and the end-to-end tests whose subject is not Ray). No
+// end-to-end test of Ray's behaviour uses it: those run the real Ray 2.53.0
+// (`-ray real`).
 package dashboard
 
 import (

@@ -2,6 +2,12 @@
 // (bound like Ray's on 0.0.0.0:<port>) holding the node table, placement
 // groups and actors, and routing messages between drivers (vLLM's engine),
 // raylets and CLI clients over the wire protocol.
+//
+// Fast mode only: this is part of simnode's model of Ray, which the lab
+// runs with `lab up -ray simnode` (lab up's default, `make demo
+// RAY=simnode`, and the end-to-end tests whose subject is not Ray). No
+// end-to-end test of Ray's behaviour uses it: those run the real Ray 2.53.0
+// (`-ray real`).
 package gcs
 
 import (

@@ -1,6 +1,12 @@
 // Package raycli plays Ray's `ray` command: start (head and worker, with
 // the real IP auto-detection, daemonized or --block), stop, status, list
 // nodes and health-check, with click's argument handling and Ray's output.
+//
+// Fast mode only: this is part of simnode's model of Ray, which the lab
+// runs with `lab up -ray simnode` (lab up's default, `make demo
+// RAY=simnode`, and the end-to-end tests whose subject is not Ray). No
+// end-to-end test of Ray's behaviour uses it: those run the real Ray 2.53.0
+// (`-ray real`).
 package raycli
 
 import (

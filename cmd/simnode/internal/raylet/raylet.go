@@ -4,6 +4,12 @@
 // node's environment, relays their messages and output, and runs Ray's
 // memory monitor, killing the newest worker when the node's memory usage
 // crosses RAY_memory_usage_threshold.
+//
+// Fast mode only: this is part of simnode's model of Ray, which the lab
+// runs with `lab up -ray simnode` (lab up's default, `make demo
+// RAY=simnode`, and the end-to-end tests whose subject is not Ray). No
+// end-to-end test of Ray's behaviour uses it: those run the real Ray 2.53.0
+// (`-ray real`).
 package raylet
 
 import (

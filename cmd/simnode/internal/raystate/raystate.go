@@ -1,6 +1,12 @@
 // Package raystate renders Ray's views of the cluster from the GCS node
 // table: the state API's node rows (`ray list nodes` in json, yaml and table
 // formats, and the dashboard's /api/v0/nodes), and `ray status` text.
+//
+// Fast mode only: this is part of simnode's model of Ray, which the lab
+// runs with `lab up -ray simnode` (lab up's default, `make demo
+// RAY=simnode`, and the end-to-end tests whose subject is not Ray). No
+// end-to-end test of Ray's behaviour uses it: those run the real Ray 2.53.0
+// (`-ray real`).
 package raystate
 
 import (

@@ -353,7 +353,6 @@ func (w *Worker) warmUp(ctx context.Context) error {
 	}
 	start := time.Now()
 	pool := w.HW.GraphPoolMiB
-	w.setUsage(w.usedMiB + pool)
 	d := w.timing.Get("graph_capture")
 	rank0 := w.init.Rank == 0
 	bars := []struct {
@@ -361,7 +360,7 @@ func (w *Worker) warmUp(ctx context.Context) error {
 		n    int
 		frac float64
 	}{{"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 67, 0.6}, {"Capturing CUDA graphs (decode, FULL)", 35, 0.4}}
-	for _, b := range bars {
+	for i, b := range bars {
 		bs := time.Now()
 		steps := 4
 		for s := 0; s <= steps; s++ {
@@ -376,6 +375,13 @@ func (w *Worker) warmUp(ctx context.Context) error {
 					end = "\n"
 				}
 				fmt.Fprint(w.Err, pylog.Bar(b.desc, b.n*s/steps, b.n, time.Since(bs))+end)
+			}
+			if i == 0 && s == 0 {
+				// The pool grows once capture has begun: the first bar
+				// is out before the memory that may get the worker
+				// killed (Ray's memory monitor samples every
+				// RAY_memory_monitor_refresh_ms).
+				w.setUsage(w.usedMiB + pool)
 			}
 		}
 	}
