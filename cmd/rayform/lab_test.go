@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/engine/lab"
 )
 
 func TestLabUsageErrors(t *testing.T) {
@@ -33,6 +35,7 @@ func TestLabUsageErrors(t *testing.T) {
 		{"up with extra arguments", []string{"lab", "up", "now"}, exitError, "unexpected arguments"},
 		{"up with a bad timing", []string{"lab", "up", "-timing", "weight_load"}, exitError, "want KEY=DURATION"},
 		{"up with a bad ray", []string{"lab", "up", "-ray", "fake"}, exitError, `-ray "fake": want real or simnode`},
+		{"up with a bad model disk", []string{"lab", "up", "-model-disk", "3X"}, exitError, `-model-disk: size "3X": want a count of bytes, or a number with K, M, G or T (like 300M)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +132,12 @@ func TestLabCommand(t *testing.T) {
 		want     []string
 	}{
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
-			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", rayform + " lab exec -name " + name + " client -- " + rayform + " -chdir " + labDir + " plan"}},
+			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", rayform + " lab exec -name " + name + " client -- " + rayform + " -chdir " + labDir + " plan",
+				"model caches:     /var/lib/rayform/huggingface/hub on every node, the node's own (spark1 no size limit, spark2 no size limit)",
+				"seeded model:     rayform-lab/tiny@main (", "MiB) on spark1 only"}},
+		// The seeded model is in the head's own cache only.
+		{[]string{"lab", "exec", "-name", name, "spark1", "--", "ls", lab.ModelCacheDir}, 0, []string{"models--rayform-lab--tiny"}},
+		{[]string{"lab", "exec", "-name", name, "spark2", "--", "ls", lab.ModelCacheDir + "/models--rayform-lab--tiny"}, 2, []string{"No such file or directory"}},
 		// The printed hint works as printed (validate: this lab has no docker).
 		{[]string{"lab", "exec", "-name", name, "client", "--", rayform, "-chdir", labDir, "validate"}, 0, []string{"Success! The configuration is valid."}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},

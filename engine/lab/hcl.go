@@ -14,7 +14,11 @@ import (
 // network, a Ray cluster of every node on the lab's Ray + vLLM image and a
 // vLLM server, under a declared project. Without Torch the image cannot run the data-plane check, which
 // is turned off.
-func (l *Lab) rayformHCL() string {
+func (l *Lab) rayformHCL() string { return l.rayformHCLWith(hclDeclaresModel) }
+
+// rayformHCLWith renders rayform.hcl, declaring the model (modelHCL) when
+// withModel.
+func (l *Lab) rayformHCLWith(withModel bool) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	home := l.ClientHome
@@ -86,7 +90,7 @@ func (l *Lab) rayformHCL() string {
 	w("}")
 	w("")
 	model, served := "\"Qwen/Qwen3.5-122B-A10B-FP8\"", "qwen3.5-122b"
-	if hclDeclaresModel {
+	if withModel {
 		b.WriteString(l.modelHCL())
 		model, served = "model.tiny.source", "tiny"
 	}

@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/model"
 )
 
 // TestModelCachePerNode: a file written to the model cache on spark1 over
@@ -21,7 +25,7 @@ import (
 // huggingface_hub lays it out, with the bytes the lab hub serves.
 func TestModelCachePerNode(t *testing.T) {
 	requireLab(t, false)
-	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20, Overrides: []string{"spark2.model-disk=20M"}})
+	l := upLab(t, Config{Name: testLabName("rfl-cache"), Nodes: 2, NoDocker: true, ModelDisk: 40 << 20, Overrides: []string{"spark2.model-disk=20M"}, HubBigMiB: 8})
 	spark1, _ := l.Node("spark1")
 	sshOK(t, l, "spark1", "mkdir -p "+ModelCacheDir+"/models--a--b && echo head-copy > "+ModelCacheDir+"/models--a--b/config.json")
 
@@ -84,7 +88,7 @@ func TestModelCachePerNode(t *testing.T) {
 		}
 	})
 
-	t.Run("hub tokens", func(t *testing.T) {
+	t.Run("hub tokens", func(t *testing.T) { // HubBigMiB 8: the hub builds the gated repository at the first request
 		hc := l.clientHTTP()
 		for _, tt := range []struct {
 			name, token, code string
@@ -123,7 +127,9 @@ func TestModelCachePerNode(t *testing.T) {
 }
 
 // TestModelHCL: the model block names the lab hub's public repository
-// and endpoint, and says where lab up seeded it.
+// and endpoint, and says where lab up seeded it; rayform.hcl with it loads
+// with the model kind registered, the serve using the model's source and
+// the cache at the lab's per-node cache directory.
 func TestModelHCL(t *testing.T) {
 	l := &Lab{HubEndpoint: "http://" + HubAddr(), Seeded: &SeededModel{Repo: HubRepoTiny, Node: "spark1", Commit: strings.Repeat("a", 40), CacheDir: ModelCacheDir}}
 	src := l.modelHCL()
@@ -131,5 +137,24 @@ func TestModelHCL(t *testing.T) {
 		if !strings.Contains(src, want) {
 			t.Errorf("model block lacks %q:\n%s", want, src)
 		}
+	}
+	c, err := Config{Nodes: 3}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := c.nodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Name, l.Dir, l.ClientNetns, l.Nodes, l.Docker = c.Name, c.Dir, c.Name+"-client", nodes, true
+	l.SSHConfig, l.KnownHosts, l.Key = c.Dir+"/ssh_config", c.Dir+"/known_hosts", c.Dir+"/id_ed25519"
+	full := l.rayformHCLWith(true)
+	cfg, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: resources.Schemas()})
+	if diags.HasErrors() {
+		t.Fatalf("rayform.hcl with the model does not load: %v\n%s", diags, full)
+	}
+	ms := model.Serving(cfg.Config, HubRepoTiny)
+	if len(ms) != 1 || ms[0].CacheDir != ModelCacheDir || ms[0].Endpoint != l.HubEndpoint {
+		t.Errorf("the serve's models %+v, want one in %s from %s", ms, ModelCacheDir, l.HubEndpoint)
 	}
 }

@@ -110,12 +110,15 @@ func (o StageOptions) withDefaults() StageOptions {
 
 // stageFile is one file as stage.py reads it.
 type stageFile struct {
-	Path   string `json:"path"`
-	Src    string `json:"src"`
-	Store  string `json:"store"`
-	Link   string `json:"link"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256,omitempty"`
+	Path string `json:"path"`
+	Src  string `json:"src"`
+	// SrcStore is where the source writes the file's content (its blob),
+	// for messages.
+	SrcStore string `json:"src_store,omitempty"`
+	Store    string `json:"store"`
+	Link     string `json:"link"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256,omitempty"`
 }
 
 // files lists m's files for stage.py in layout l.
@@ -202,6 +205,7 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 			defer wg.Done()
 			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
 				"source_host": src.Addr.String(), "source_port": 0, "token": token,
+				"source_name": src.Name, "source_dir": src.Layout.Dir,
 			}, pr, opt)
 		}()
 	}
@@ -256,7 +260,7 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 	// The receiver asks for each file by its path in the source's layout.
 	fs := files(m, d.Layout)
 	for i, f := range files(m, srcLayout) {
-		fs[i].Src = f.Src
+		fs[i].Src, fs[i].SrcStore = f.Src, f.Store
 	}
 	c := map[string]any{
 		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),

@@ -387,7 +387,12 @@ def fetch_file(cfg, f, prog):
             if attempt == 1:
                 sys.stderr.write("rayform-stage: %s: %s: sha256 %s, want %s; fetching it again\n" % (cfg["node"], f["path"], h.hexdigest(), want))
                 continue
-            die("%s: %s: sha256 %s, want %s, twice: the source's copy is corrupt" % (cfg["node"], f["path"], h.hexdigest(), want))
+            if cfg.get("hub"):
+                die("%s: %s: sha256 %s, want %s, twice: the hub serves it corrupt; apply again later, or report it to the hub" % (
+                    cfg["node"], f["path"], h.hexdigest(), want))
+            die("%s: %s: sha256 %s, want %s, twice: the copy on %s (%s) is corrupt; delete it there and apply again, so that it is fetched anew" % (
+                cfg["node"], f["path"], h.hexdigest(), want, cfg.get("source_name", source_name(cfg)),
+                os.path.join(cfg.get("source_dir", ""), f.get("src_store") or f["src"])))
         os.replace(part, store)
         return
     die("unreachable")

@@ -450,3 +450,38 @@ func TestStageSourceFails(t *testing.T) {
 		t.Errorf("the receiver after the source failed: %s", j)
 	}
 }
+
+// TestStageCorruptSource: the source's shard has its size but not its
+// sha256 (a flipped byte at rest): the receiver fetches it, finds the
+// hash wrong, fetches it again, finds it wrong again, and stops naming
+// the source's file and the fix; nothing of it is left on the receiver,
+// neither under its final name nor as a partial file to resume.
+func TestStageCorruptSource(t *testing.T) {
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	shard := m.Files[3]
+	blob := filepath.Join(src.Dir, src.StorePath(m, shard))
+	data, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[1000] ^= 0xff
+	if err := os.WriteFile(blob, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
+	err = stage(t, m, src, map[string]Layout{"spark2": dst}, nil)
+	want := "spark2: staging org/tiny from spark1 (127.0.0.1): " + shard.Path + ": sha256 "
+	fix := "twice: the copy on spark1 (" + blob + ") is corrupt; delete it there and apply again, so that it is fetched anew"
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fix) {
+		t.Fatalf("error %v\nwant %q and %q", err, want, fix)
+	}
+	for _, p := range []string{dst.StorePath(m, shard), dst.StorePath(m, shard) + PartialSuffix} {
+		if _, err := os.Stat(filepath.Join(dst.Dir, p)); !os.IsNotExist(err) {
+			t.Errorf("%s is left: %v", p, err)
+		}
+	}
+	if j := probe(t, m, dst); j.State == Complete {
+		t.Errorf("after: %s", j)
+	}
+}
