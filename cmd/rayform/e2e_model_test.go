@@ -97,7 +97,9 @@ var stageProgressRE = regexp.MustCompile(`model\.m: (spark\d): ([0-9.]+ [kMG]?B)
 // plan -detailed-exitcode exits 0; every node's files match the head's by
 // size and sha256.
 func TestE2EModelStagedFromTheHead(t *testing.T) {
-	l := startLab(t, "rfe2emdl", "-nodes", "3")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdl", append([]string{"-nodes", "3"}, fastRay...)...)
 	dir := l.modelConfig(3, fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr()), "")
 	plan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
 	mustCode(t, "plan", plan, 2)
@@ -177,7 +179,9 @@ func TestE2EModelStagedFromTheHead(t *testing.T) {
 // argv on the nodes while apply runs, no file rayform writes (state,
 // configuration directory, the nodes' homes and model caches).
 func TestE2EModelDownloaded(t *testing.T) {
-	l := startLab(t, "rfe2emdd", "-model-seed=false", "-hub-big-mib", "64")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdd", append([]string{"-model-seed=false", "-hub-big-mib", "64"}, fastRay...)...)
 	lb, err := lab.Load(l.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +319,9 @@ model "m" {
 // shows the worker partial, not complete). Once the filler is gone, the
 // next apply converges and the files match the head's.
 func TestE2EModelDiskFull(t *testing.T) {
-	l := startLab(t, "rfe2emdf", "-model-disk", "30M")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdf", append([]string{"-model-disk", "30M"}, fastRay...)...)
 	if out, err := l.ssh("spark2", "head -c 12M /dev/zero > /var/lib/rayform/huggingface/filler"); err != nil {
 		t.Fatalf("filling the disk: %v\n%s", err, out)
 	}
@@ -378,7 +384,9 @@ func TestE2EModelDiskFull(t *testing.T) {
 // whole); once the link is back, the next apply resumes and converges,
 // and the files match.
 func TestE2EModelLinkCut(t *testing.T) {
-	l := startLab(t, "rfe2emdc", "-model-seed=false")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdc", append([]string{"-model-seed=false"}, fastRay...)...)
 	lb, err := lab.Load(l.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -463,7 +471,9 @@ model "m" {
 // that it takes seconds) the running serve keeps answering; then the
 // cluster grows, the serve is restarted, and the next plan is empty.
 func TestE2EModelStagedWhileServing(t *testing.T) {
-	l := startLab(t, "rfe2emdw", "-nodes", "3")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdw", append([]string{"-nodes", "3"}, fastRay...)...)
 	block := fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr())
 	dir := l.modelConfig(2, block, "")
 	mustCode(t, "first apply", l.rayform("", "-chdir", dir, "apply", "-auto-approve"), 0)
@@ -538,7 +548,9 @@ func TestE2EModelBenchApplyToServing(t *testing.T) {
 	if os.Getenv("RAYFORM_E2E_MODEL_BENCH") == "" {
 		t.Skip("set RAYFORM_E2E_MODEL_BENCH=1 to measure")
 	}
-	l := startLab(t, "rfe2emdb", "-nodes", "3", "-model-seed=false")
+	// Fast mode: the subject is the model kind (staging, download, the
+	// nodes' model caches), not Ray.
+	l := startLab(t, "rfe2emdb", append([]string{"-nodes", "3", "-model-seed=false"}, fastRay...)...)
 	lb, err := lab.Load(l.dir)
 	if err != nil {
 		t.Fatal(err)
