@@ -12,14 +12,18 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
 )
 
-// Where vLLM finds the weights. `vllm serve ORG/NAME` with HF_HUB_OFFLINE
-// set replaces the repository id by its snapshot in the Hugging Face cache
-// before anything else (vLLM's EngineArgs.__post_init__ in
-// vllm/engine/arg_utils.py calls get_model_path, which calls
+// Where vLLM finds the weights (read in the vllm 0.17.1 wheel from PyPI).
+// `vllm serve ORG/NAME` with HF_HUB_OFFLINE set replaces the repository id
+// by its snapshot in the Hugging Face cache before anything else
+// (EngineArgs.__post_init__, vllm/engine/arg_utils.py:636-644, calls
+// get_model_path, vllm/transformers_utils/repo_utils.py:204, which calls
 // huggingface_hub's snapshot_download(repo_id, revision=...,
 // local_files_only=True)); every worker then loads the safetensors shards
-// from that directory on its own node (DefaultModelLoader._prepare_weights
-// in vllm/model_executor/model_loader/default_loader.py). The stand-in
+// from that directory on its own node (DefaultModelLoader._prepare_weights,
+// vllm/model_executor/model_loader/default_loader.py:96 is_local, :178-181
+// the RuntimeError; a path that is not a directory goes to
+// weight_utils.py's download_weights_from_hf, whose snapshot_download
+// refuses it as a repo id). The stand-in
 // does the same lookups on the container's filesystem, so a node without
 // the files fails as vLLM does there, with its error text. Without
 // HF_HUB_OFFLINE a repository that is not in the cache is not downloaded
