@@ -162,9 +162,11 @@ func weightFiles(dir string) []string {
 // a repository id (validate_repo_id, huggingface_hub 0.36
 // utils/_validators.py); a directory without shards is
 // default_loader.py's RuntimeError; a shard that does not open (a link to
-// a missing blob) is safetensors' FileNotFoundError (bindings/python
-// src/lib.rs, Open::new: "No such file or directory: {filename:?}", Rust's
-// quoting of the path).
+// a missing blob) is safetensors' FileNotFoundError from safe_open (the
+// text safetensors 0.6.2 from PyPI prints, the path unquoted; older
+// releases quoted it). The HFValidationError and huggingface_hub's
+// LocalEntryNotFoundError texts are what huggingface_hub 0.36.0 printed
+// for the same calls.
 func weightsError(model string) (typ, msg string) {
 	if st, err := os.Stat(model); err != nil || !st.IsDir() {
 		return "huggingface_hub.errors.HFValidationError", fmt.Sprintf("Repo id must be in the form 'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument if needed.", model)
@@ -176,8 +178,7 @@ func weightsError(model string) (typ, msg string) {
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
-			q, _ := json.Marshal(f)
-			return "FileNotFoundError", "No such file or directory: " + string(q)
+			return "FileNotFoundError", "No such file or directory: " + f
 		}
 		fh.Close()
 	}
