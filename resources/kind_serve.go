@@ -19,7 +19,6 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
-	"github.com/rayform/rayform/resources/model"
 )
 
 // serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
@@ -356,9 +355,9 @@ func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
 }
 
-// observeServes asks, for each serve, every node of its cluster for its
-// model's directory (and the free space there), and the head for its own
-// port's answers, its record and its model's files; for a serve the state
+// observeServes asks, for each serve, the head for its own port's
+// answers, its record and its model's files (the model kind lists a
+// model block's directory on every node); for a serve the state
 // remembers but the configuration no longer declares, its record.
 func observeServes(o *kind.Observation) {
 	cfg, project := View(o.Config), o.Project
@@ -370,9 +369,6 @@ func observeServes(o *kind.Observation) {
 		container := ContainerName(rc)
 		for _, node := range rc.Nodes() {
 			hs := o.Host(node)
-			for _, m := range model.Serving(cfg.Config, sv.Model) {
-				hs.Trees = appendUnique(hs.Trees, m.Dir())
-			}
 			if node == rc.Head {
 				// Each serve asks for its own port's answers.
 				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)

@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
 )
@@ -17,13 +18,8 @@ import (
 // Kinds returns the resource kinds rayform knows, in the order they are
 // planned and the README documents them. Each is reached only through
 // the kind.Kind interface: registering a kind is one line here.
-//
-// The model kind (resources/model) is not registered yet: its plan and
-// apply steps (staging the weights before the serve starts) are not wired,
-// and a block rayform would silently ignore is worse than none. Register it
-// here, with model.Kind(), once they are (issue 24).
 func Kinds() []kind.Kind {
-	return []kind.Kind{node.Kind{}, network.Kind{}, clusterKind{}, serveKind{}}
+	return []kind.Kind{node.Kind{}, network.Kind{}, clusterKind{}, serveKind{}, model.Kind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema

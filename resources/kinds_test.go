@@ -96,6 +96,8 @@ output "node" { value = node.a }
 output "network" { value = network.fabric }
 output "ray_cluster" { value = ray_cluster.main }
 output "vllm_serve" { value = vllm_serve.s }
+model "m" { source = "org/m" }
+output "model" { value = model.m }
 `
 	cfg, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {

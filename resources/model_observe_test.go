@@ -50,7 +50,7 @@ vllm_serve "other" {
   model   = "org/not-declared"
 }
 `
-	cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: append(resources.Schemas(), model.Kind())})
+	cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -149,7 +149,7 @@ func TestModelHCL(t *testing.T) {
 	l.Name, l.Dir, l.ClientNetns, l.Nodes, l.Docker = c.Name, c.Dir, c.Name+"-client", nodes, true
 	l.SSHConfig, l.KnownHosts, l.Key = c.Dir+"/ssh_config", c.Dir+"/known_hosts", c.Dir+"/id_ed25519"
 	full := l.rayformHCLWith(true)
-	cfg, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: append(resources.Schemas(), model.Kind())})
+	cfg, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: resources.Schemas()})
 	if diags.HasErrors() {
 		t.Fatalf("rayform.hcl with the model does not load: %v\n%s", diags, full)
 	}

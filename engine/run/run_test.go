@@ -85,12 +85,17 @@ type world struct {
 	starting map[string]bool
 	// ahead are stops (addr → the address that waits for it).
 	ahead map[string]string
+	// during, when set, runs inside the step of its address (an
+	// interrupt arriving mid-step).
+	during map[string]func(ctx context.Context) error
+	// unreached are the hosts a destroy could not observe.
+	unreached []run.Unreach
 }
 
 var _ run.Provider = (*world)(nil)
 
 func newWorld(running ...string) *world {
-	w := &world{running: map[string]bool{}, fail: map[string]bool{}, noop: map[string]bool{}, starting: map[string]bool{}, ahead: map[string]string{}}
+	w := &world{running: map[string]bool{}, fail: map[string]bool{}, noop: map[string]bool{}, starting: map[string]bool{}, ahead: map[string]string{}, during: map[string]func(context.Context) error{}}
 	for _, a := range running {
 		w.running[a] = true
 	}
@@ -220,8 +225,10 @@ func (w *world) Present(in run.PlanInput) (map[string]run.Present, map[string]bo
 	return out, map[string]bool{}
 }
 
+// Record names the container otherwise than Present does, so that a test
+// tells which the state came from.
 func (w *world) Record(rw run.Work) run.Present {
-	return run.Present{Type: "svc", Nodes: []string{"n1"}, Container: strings.ReplaceAll(rw.Address(), ".", "-")}
+	return run.Present{Type: "svc", Nodes: []string{"n1"}, Container: "recorded-" + strings.ReplaceAll(rw.Address(), ".", "-")}
 }
 
 func (w *world) Host(_ run.Config, node string) (state.Host, bool) {
@@ -235,7 +242,7 @@ func (w *world) Fabric(run.Config, *observe.Facts) (map[string]netip.Addr, map[s
 	return map[string]netip.Addr{"n1": netip.MustParseAddr("192.168.1.1")}, map[string]string{"n1": "eth1"}
 }
 
-func (w *world) Unreached(*observe.Facts, map[string]run.Work) []run.Unreach { return nil }
+func (w *world) Unreached(*observe.Facts, map[string]run.Work) []run.Unreach { return w.unreached }
 
 func (w *world) CheckPrepare(*run.Observation, string) error { return nil }
 
@@ -253,8 +260,13 @@ func (w *world) Walk(_ context.Context, _ run.Env, obs *run.Observation) run.Wal
 	out := run.WalkSteps{Steps: map[string][]apply.Step{}}
 	for addr, wk := range obs.Result.Work {
 		action := wk.Action()
-		out.Steps[addr] = []apply.Step{{Name: string(action), Run: func(context.Context, func(string)) error {
+		out.Steps[addr] = []apply.Step{{Name: string(action), Run: func(ctx context.Context, _ func(string)) error {
 			w.record(string(action) + " " + addr)
+			if f := w.during[addr]; f != nil {
+				if err := f(ctx); err != nil {
+					return err
+				}
+			}
 			if w.fail[addr] {
 				return errors.New("it broke")
 			}
@@ -297,14 +309,15 @@ func (w *world) AwaitSteps(_ run.Env, _ *run.Observation, rw run.Work) []apply.S
 
 // view records what the run shows.
 type view struct {
-	mu       sync.Mutex
-	approve  bool
-	asked    bool
-	events   []string
-	errs     []string
-	failed   []error
-	complete *plan.Counts
-	changed  bool
+	mu          sync.Mutex
+	approve     bool
+	asked       bool
+	events      []string
+	errs        []string
+	failed      []error
+	interrupted bool
+	complete    *plan.Counts
+	changed     bool
 }
 
 var _ run.View = (*view)(nil)
@@ -324,10 +337,13 @@ func (v *view) Confirm(context.Context) bool                   { v.asked = true;
 func (v *view) Cancelled()                                     { v.add("cancelled") }
 func (v *view) Interrupting()                                  { v.add("interrupting") }
 func (v *view) Error(err error)                                { v.errs = append(v.errs, err.Error()) }
-func (v *view) Failed(err error, _ bool)                       { v.failed = append(v.failed, err) }
-func (v *view) NothingChanged()                                { v.add("nothing changed") }
-func (v *view) LockLost(err error)                             { v.errs = append(v.errs, err.Error()) }
-func (v *view) Unreached([]run.Unreach)                        { v.add("unreached") }
+func (v *view) Failed(err error, interrupted bool) {
+	v.failed = append(v.failed, err)
+	v.interrupted = v.interrupted || interrupted
+}
+func (v *view) NothingChanged()         { v.add("nothing changed") }
+func (v *view) LockLost(err error)      { v.errs = append(v.errs, err.Error()) }
+func (v *view) Unreached([]run.Unreach) { v.add("unreached") }
 func (v *view) Complete(c plan.Counts, _ *run.Observation, changed bool) {
 	v.complete, v.changed = &c, changed
 }
@@ -550,5 +566,65 @@ func TestLockNamesDeduplicatedAndSorted(t *testing.T) {
 	slices.Sort(want)
 	if got := r.LockNames(); !slices.Equal(got, want) {
 		t.Errorf("locks %v, want %v", got, want)
+	}
+}
+
+// TestInterruptedApplyRecordsWhatCompleted: the second interrupt cancels
+// the run's context mid-walk; the hosts are not observed again, so the
+// state records exactly the resources the walk completed (from the
+// provider's Record), not the one cut short.
+func TestInterruptedApplyRecordsWhatCompleted(t *testing.T) {
+	w := newWorld()
+	r := runner(t, w, twoSvcs, run.Options{})
+	ctx, second := context.WithCancel(context.Background())
+	defer second()
+	var handler func()
+	req := run.ApplyRequest{AutoApprove: true, OnInterrupt: func(f func()) {
+		if f != nil {
+			handler = f
+		}
+	}}
+	w.during["svc.b"] = func(stepCtx context.Context) error {
+		handler() // the first Ctrl-C: no new step starts
+		second()  // the second: what runs is cancelled
+		<-stepCtx.Done()
+		return stepCtx.Err()
+	}
+	v := &view{}
+	if err := r.Apply(ctx, req, v); !errors.Is(err, run.ErrFailed) {
+		t.Fatalf("apply: %v, want ErrFailed", err)
+	}
+	if !v.interrupted || !slices.Contains(v.events, "interrupting") {
+		t.Errorf("interrupted %v, events %v: want the interrupt reported", v.interrupted, v.events)
+	}
+	saved, err := state.Load(r.StatePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := saved.Addresses(); !slices.Equal(got, []string{"svc.a"}) {
+		t.Fatalf("state records %v, want [svc.a], the one the walk completed", got)
+	}
+	rec, _ := saved.Get("svc.a")
+	if rec.Container != "recorded-svc-a" || len(rec.Hosts) != 1 || rec.Hosts[0].Host != "10.0.0.1" {
+		t.Errorf("svc.a recorded as %+v, want the provider's record of the completed work, on n1", rec)
+	}
+}
+
+// TestDestroyFailsOnUnreachedHosts: a destroy that could not observe a
+// host of a resource fails, telling which, even though what it could
+// reach was destroyed.
+func TestDestroyFailsOnUnreachedHosts(t *testing.T) {
+	w := newWorld("svc.a")
+	w.unreached = []run.Unreach{{Address: "svc.a", Node: "n2", Why: "connection refused"}}
+	r := runner(t, w, `svc "a" {}`, run.Options{})
+	v := &view{}
+	if err := r.Apply(context.Background(), run.ApplyRequest{Destroy: true, AutoApprove: true}, v); !errors.Is(err, run.ErrFailed) {
+		t.Fatalf("destroy: %v, want ErrFailed", err)
+	}
+	if !slices.Contains(v.events, "unreached") || v.complete != nil {
+		t.Errorf("events %v, complete %+v: want unreached and no completion", v.events, v.complete)
+	}
+	if got := w.steps(); !slices.Equal(got, []string{"delete svc.a"}) {
+		t.Errorf("steps %v, want [delete svc.a]", got)
 	}
 }

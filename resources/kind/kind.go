@@ -4,13 +4,17 @@
 // resources package registers the kinds (resources.Kinds) and reaches each
 // one only through this interface: planning, the apply steps, destroy,
 // what is present on the hosts, logs and the CLI's properties of an
-// address iterate over the registered kinds, with no switch on a kind's
-// name. A kind depends on another only through the values this package
-// carries (a Work's Container, a planned Action looked up by address), never
-// through the other's Go types.
+// address, status and the run's locks iterate over the registered kinds,
+// with no switch on a kind's name. A kind in a package of its own (node,
+// network, model) depends on another only through this package (a planned
+// action looked up by address, a Work's Container) and through
+// interfaces that block values implement (Placed here, network.Member,
+// resources.Weights), never through the other's Go types. The ray_cluster
+// and vllm_serve kinds still share the resources package, whose planner
+// and steps' environment they read beyond Planner and Env.
 //
-// It imports only the engine, so that a kind in a package of its own
-// (resources/model) can implement it.
+// It imports only the engine, so that a kind in a package of its own can
+// implement it.
 package kind
 
 import (
@@ -134,7 +138,7 @@ type Lock struct {
 // Traits are a kind's properties as data.
 type Traits struct {
 	// Replaceable says that apply -replace=ADDRESS may name a resource of
-	// the kind (what a replacement does is ReplaceDoc).
+	// the kind (a cluster recreates its containers, a serve restarts).
 	Replaceable bool
 	// Logs says that rayform logs ADDRESS prints its logs.
 	Logs bool

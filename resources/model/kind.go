@@ -29,18 +29,23 @@ const DefaultEndpoint = "https://huggingface.co"
 // cache at CacheDir on every node that needs it.
 type Model struct {
 	config.Decl
-	Name     string `rayform:",name"`
-	Source   string `rayform:"source"`
-	Revision string `rayform:"revision"`
+	Name   string `rayform:",name"`
+	Source string `rayform:"source"`
+	// Rev is the revision argument (Revision is what the serve runs).
+	Rev      string `rayform:"revision"`
 	CacheDir string `rayform:"cache_dir"`
 	// Token is the hub token, "" for none; it reaches the hosts only on
 	// stdin (HF_TOKEN in the downloader's environment), never in argv.
 	Token    string `rayform:"token"`
 	Endpoint string `rayform:"endpoint"`
+
+	// resolution is the hub's list of the revision's files (Lookup),
+	// nil until asked.
+	resolution *Resolution
 }
 
-// Kind is the model kind's descriptor, registered in resources.Kinds.
-func Kind() config.Kind {
+// Descriptor is the model block's schema (Kind.Schema).
+func Descriptor() config.Kind {
 	str := cty.String
 	return config.Kind{
 		Type:    Type,
@@ -75,9 +80,9 @@ func check(b *config.Block) {
 		b.Error("source", "Invalid model source",
 			fmt.Sprintf("source is %q; want a hub repository id ORG/NAME, like \"Qwen/Qwen3-8B\" (letters, digits, '.', '_', '-'; no \"--\", which the cache's directory names use as the separator).", m.Source))
 	}
-	if b.IsSet("revision") && (!revRE.MatchString(m.Revision) || strings.Contains(m.Revision, "..") || len(m.Revision) > 200) {
+	if b.IsSet("revision") && (!revRE.MatchString(m.Rev) || strings.Contains(m.Rev, "..") || len(m.Rev) > 200) {
 		b.Error("revision", "Invalid revision",
-			fmt.Sprintf("revision is %q; want a branch, tag or commit of the repository, like \"main\" or a 40-character commit hash.", m.Revision))
+			fmt.Sprintf("revision is %q; want a branch, tag or commit of the repository, like \"main\" or a 40-character commit hash.", m.Rev))
 	}
 	if b.IsSet("cache_dir") && (!dirRE.MatchString(m.CacheDir) || path.Clean(m.CacheDir) != m.CacheDir || strings.Contains(m.CacheDir, "/../")) {
 		b.Error("cache_dir", "Invalid cache directory",

@@ -10,7 +10,7 @@ import (
 func load(t *testing.T, src string, env ...string) (*config.Config, string) {
 	t.Helper()
 	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)},
-		config.Options{BaseDir: ".", Kinds: []config.Kind{Kind()}, Env: env})
+		config.Options{BaseDir: ".", Kinds: []config.Kind{Descriptor()}, Env: env})
 	if !diags.HasErrors() {
 		return cfg, ""
 	}
@@ -42,7 +42,7 @@ output "src" { value = model.qwen.source }
 		t.Fatal(errs)
 	}
 	q := cfg.Blocks(Type)["qwen"].(*Model)
-	if q.Name != "qwen" || q.Source != "Qwen/Qwen3-0.6B" || q.Revision != "main" || q.CacheDir != DefaultCacheDir ||
+	if q.Name != "qwen" || q.Source != "Qwen/Qwen3-0.6B" || q.Rev != "main" || q.CacheDir != DefaultCacheDir ||
 		q.Endpoint != DefaultEndpoint || q.Token != "hf_secretvalue" {
 		t.Errorf("qwen: %+v", q)
 	}
@@ -53,7 +53,7 @@ output "src" { value = model.qwen.source }
 		t.Errorf("dir %q", got)
 	}
 	p := cfg.Blocks(Type)["pinned"].(*Model)
-	if p.Revision != "0123456789abcdef0123456789abcdef01234567" || p.CacheDir != "/data/hf/hub" || p.Endpoint != "http://10.1.230.1:5080" {
+	if p.Rev != "0123456789abcdef0123456789abcdef01234567" || p.CacheDir != "/data/hf/hub" || p.Endpoint != "http://10.1.230.1:5080" {
 		t.Errorf("pinned: %+v", p)
 	}
 	if got := cfg.Outputs["src"].Value.AsString(); got != "Qwen/Qwen3-0.6B" {

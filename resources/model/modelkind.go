@@ -1,0 +1,214 @@
+package model
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"maps"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/resources/kind"
+)
+
+// Kind is the model kind as rayform reaches it (kind.Kind): registered
+// in resources.Kinds. A model has no container of its own: plan judges
+// every serving node's copy, apply stages what is missing before the walk
+// (PrepareSteps), and the serve and its cluster learn from the model
+// block's value (Weights: Provides, HostDir, ServeEnv, Revision, Files)
+// how to load it.
+type Kind struct{ kind.Base }
+
+// Schema is the model block (Descriptor).
+func (Kind) Schema() config.Kind { return Descriptor() }
+
+// Traits: a model is not replaced on request and has no logs; an output
+// shows what its schema exports.
+func (Kind) Traits() kind.Traits { return kind.Traits{Exported: kind.Exported(Descriptor())} }
+
+// servesModel is the value of a block that loads a model (a vllm_serve):
+// its model argument, which a model block's source provides.
+type servesModel interface {
+	ServesModel() string
+}
+
+// models are cfg's model blocks, sorted by name.
+func models(cfg *config.Config) []*Model {
+	var out []*Model
+	blocks := cfg.Blocks(Type)
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		out = append(out, blocks[name].(*Model))
+	}
+	return out
+}
+
+// nodes are the nodes that load m: those of every block that serves it
+// (kind.Placed), the first one's head first; nil when no block serves it.
+func nodes(cfg *config.Config, m *Model) []string {
+	var out []string
+	for _, typ := range cfg.Kinds() {
+		blocks := cfg.Blocks(typ)
+		for _, name := range slices.Sorted(maps.Keys(blocks)) {
+			s, ok := blocks[name].(servesModel)
+			pl, placed := blocks[name].(kind.Placed)
+			if !ok || !placed || !m.Provides(s.ServesModel()) {
+				continue
+			}
+			for _, n := range pl.PlacedOn(cfg) {
+				if !slices.Contains(out, n) {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Lookup asks the hub for the files of every served model (Resolve),
+// from the machine running rayform, and keeps the answer on the block's
+// value for Plan and Revision.
+func (Kind) Lookup(ctx context.Context, cfg *config.Config) {
+	var served []*Model
+	for _, m := range models(cfg) {
+		if len(nodes(cfg, m)) > 0 {
+			served = append(served, m)
+		}
+	}
+	res := ResolveAll(ctx, nil, served)
+	for _, m := range served {
+		m.UseResolution(res[m.Name])
+	}
+}
+
+// UseResolution keeps r as the hub's answer for m (what Lookup does with
+// the hub's): Plan judges the nodes' copies against its files, and the
+// serve runs its commit.
+func (m *Model) UseResolution(r Resolution) { m.resolution = &r }
+
+// Observe lists, on every node that loads a model, its directory and the
+// free space there.
+func (Kind) Observe(o *kind.Observation) {
+	for _, m := range models(o.Config) {
+		for _, n := range nodes(o.Config, m) {
+			hs := o.Host(n)
+			if !slices.Contains(hs.Trees, m.Dir()) {
+				hs.Trees = append(hs.Trees, m.Dir())
+			}
+			o.SetHost(n, hs)
+		}
+	}
+}
+
+// Plan plans every served model (Plan): a change with a line per node,
+// the findings, and the staging as work. A model no serve uses is a
+// warning.
+func (Kind) Plan(p kind.Planner) {
+	cfg := p.Config()
+	for _, m := range models(cfg) {
+		ns := nodes(cfg, m)
+		if len(ns) == 0 {
+			p.Finding(plan.Finding{Severity: plan.Warning, Address: address(m), At: at(m),
+				Summary: fmt.Sprintf("%s is used by no vllm_serve: nothing stages it", address(m)),
+				Fix:     fmt.Sprintf("set model = %s.source on the vllm_serve that loads it, or remove the block", address(m))})
+			continue
+		}
+		addrs := map[string]netip.Addr{}
+		for _, n := range ns {
+			if a, ok := p.Fabric(n); ok {
+				addrs[n] = a
+			}
+		}
+		pm := Plan(PlanInput{Model: m, Resolution: m.resolution, Nodes: ns, Addrs: addrs,
+			Facts: func(n string) *observe.HostFacts { return kind.Usable(p.Facts(), n) }})
+		for _, f := range pm.Findings {
+			p.Finding(f)
+		}
+		p.Change(pm.Change)
+		if pm.Work != nil {
+			p.AddWork(&kind.Work{Address: pm.Change.Address, Type: Type, Action: pm.Change.Action, Hosts: ns, Do: pm.Work})
+		}
+	}
+}
+
+// Steps: none in the walk, as apply stages in PrepareSteps (its run
+// always prepares first).
+func (Kind) Steps(kind.Env, *kind.Work) []apply.Step { return nil }
+
+// PrepareSteps stage the model (Work.Steps): they change nothing that
+// runs, so apply runs them before the walk, before any serve or container
+// is stopped or started, while the running serves keep serving; a
+// failure leaves everything as it was.
+func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
+	mw, ok := w.Do.(*Work)
+	if !ok {
+		return nil
+	}
+	conns := map[string]transport.Conn{}
+	for n := range mw.Layouts {
+		if c := env.Conn(n); c != nil {
+			conns[n] = c
+		}
+	}
+	// A line per receiving node every two seconds, as apply throttles
+	// its other progress lines (resources.DefaultProgressInterval).
+	return mw.Steps(conns, StageOptions{Interval: 2 * time.Second})
+}
+
+// Fingerprint is what a saved plan commits to of a node's model copies:
+// their files (not the free space, which moves with every write).
+func (Kind) Fingerprint(hf *observe.HostFacts) []string {
+	var out []string
+	for _, dir := range slices.Sorted(maps.Keys(hf.Trees)) {
+		t := hf.Trees[dir]
+		var b strings.Builder
+		for _, f := range t.Files {
+			fmt.Fprintf(&b, "%s %d %v\n", f.Path, f.Size, f.Dangling)
+		}
+		out = append(out, fmt.Sprintf("tree %s %v %x %s", dir, t.Exists, sha256.Sum256([]byte(b.String())), t.Err))
+	}
+	return out
+}
+
+// The model block's value as the serve and its cluster read it
+// (resources.Weights).
+
+// Provides reports whether the model is what a serve's model argument
+// names (model = model.NAME.source).
+func (m *Model) Provides(serveModel string) bool { return m.Source == serveModel }
+
+// HostDir is the hub cache on every host, which the cluster's containers
+// mount at the same path.
+func (m *Model) HostDir() string { return m.CacheDir }
+
+// ServeEnv: vLLM loads the model from the staged cache and never reaches
+// for the hub.
+func (m *Model) ServeEnv() map[string]string {
+	return map[string]string{"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": m.CacheDir}
+}
+
+// Revision is the commit plan resolved the revision to (so that a
+// revision that moves restarts the serve on the new weights, staged
+// before), else the revision itself.
+func (m *Model) Revision() string {
+	if r := m.resolution; r != nil && r.Err == nil && IsCommit(r.Manifest.Commit) {
+		return r.Manifest.Commit
+	}
+	return m.Rev
+}
+
+// Files is where config.json lies on the hosts: the revision's snapshot
+// (by commit, or through refs/REVISION).
+func (m *Model) Files() (dir, ref string) {
+	if IsCommit(m.Rev) {
+		return path.Join(m.Dir(), "snapshots", m.Rev), ""
+	}
+	return path.Join(m.Dir(), "snapshots", observe.RefPlaceholder), path.Join(m.Dir(), "refs", m.Rev)
+}

@@ -1,0 +1,213 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+)
+
+// Resolution is a model's manifest as the hub listed it for the plan, or
+// why it could not be listed (Err, with its cause and fix).
+type Resolution struct {
+	Manifest Manifest
+	Err      error
+}
+
+// ResolveTimeout bounds the hub's answers for one model at plan time.
+const ResolveTimeout = time.Minute
+
+// ResolveAll asks the hub for the manifest of each model (Resolve), by
+// model name. It is the only I/O of a model's plan: the hub is asked from
+// the machine running rayform, the token only in the Authorization header.
+func ResolveAll(ctx context.Context, hc *http.Client, models []*Model) map[string]Resolution {
+	if hc == nil {
+		hc = &http.Client{Timeout: ResolveTimeout}
+	}
+	out := map[string]Resolution{}
+	for _, m := range models {
+		ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
+		mf, err := Resolve(ctx, hc, m.Endpoint, m.Token, m.Source, m.Rev)
+		cancel()
+		out[m.Name] = Resolution{Manifest: mf, Err: err}
+	}
+	return out
+}
+
+// PlanInput is what a model's plan is computed from (no I/O).
+type PlanInput struct {
+	Model *Model
+	// Resolution is the hub's manifest of the model; nil when the model
+	// was not resolved (the plan then shows nothing for it).
+	Resolution *Resolution
+	// Nodes are the nodes that load the model (every node of the clusters
+	// whose serves use it), a cluster's head first: a complete copy there
+	// is preferred as the source.
+	Nodes []string
+	// Facts are a node's observed facts, nil when it could not be observed.
+	Facts func(node string) *observe.HostFacts
+	// Addrs are the nodes' fabric addresses.
+	Addrs map[string]netip.Addr
+	// Layout, when set, is where the model lies on a node; by default the
+	// Hugging Face cache at the model's cache_dir, the same path on every
+	// node. (Tests of nodes sharing one filesystem give each its own.)
+	Layout func(node string) Layout
+}
+
+// Planned is a model's part of the plan.
+type Planned struct {
+	Change   plan.ResourceChange
+	Findings []plan.Finding
+	// Work is what apply stages; nil when every node has a complete copy
+	// (or the plan has errors for the model).
+	Work *Work
+}
+
+// Work is what apply does for a model: the decision's staging.
+type Work struct {
+	Model    *Model
+	Manifest Manifest
+	Decision Decision
+	// Layouts are where the model lies on each node.
+	Layouts map[string]Layout
+	// Addrs are the nodes' fabric addresses: a source serves on its own,
+	// receivers connect to it.
+	Addrs map[string]netip.Addr
+}
+
+// address is a model block's resource address.
+func address(m *Model) string {
+	if m.Addr != "" {
+		return m.Addr
+	}
+	return Type + "." + m.Name
+}
+
+// at is the file:line of the model block, "" when unknown.
+func at(m *Model) string {
+	r := m.DeclRange
+	if r.Filename == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+}
+
+// Plan judges every node's copy of in.Model and plans its staging: a
+// change with one line per node (complete, partial or absent, how much to
+// stage, from where, the free space), an error finding for a hub refusal
+// or a node without the space, and the work apply carries out.
+func Plan(in PlanInput) Planned {
+	m := in.Model
+	addr := address(m)
+	ch := plan.ResourceChange{Address: addr, Type: Type, Name: m.Name, Action: plan.NoOp, Hosts: in.Nodes}
+	out := Planned{}
+	if in.Resolution == nil || len(in.Nodes) == 0 {
+		out.Change = ch
+		return out
+	}
+	if err := in.Resolution.Err; err != nil {
+		// Resolve's refusals end with their fix after the last "; ".
+		detail, fix := err.Error(), "check that the hub at "+m.Endpoint+" is reachable from this machine (the model's endpoint), then plan again"
+		if i := strings.LastIndex(detail, "; "); i >= 0 {
+			detail, fix = detail[:i], detail[i+2:]
+		}
+		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
+			Summary: "the hub's list of " + m.Source + "@" + m.Rev + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
+			Fix: fix})
+		out.Change = ch
+		return out
+	}
+	mf := in.Resolution.Manifest
+	facts := in.Facts
+	if facts == nil {
+		facts = func(string) *observe.HostFacts { return nil }
+	}
+	copies := m.Copies(in.Nodes, facts)
+	if in.Layout != nil {
+		for i := range copies {
+			c := &copies[i]
+			c.Layout = in.Layout(c.Node)
+			c.Tree = observe.TreeFacts{FreeBytes: -1, Err: "not observed"}
+			if f := facts(c.Node); f != nil {
+				if t, ok := f.Trees[c.Layout.Dir]; ok {
+					c.Tree = t
+				}
+			}
+		}
+	}
+	d := Decide(mf, copies)
+	ch.Reasons = d.Lines()
+	ch.Attrs = attrs(m, mf, d)
+	if len(d.Receivers) == 0 {
+		out.Change = ch
+		return out
+	}
+	ch.Action = plan.Update
+	if d.Source == "" {
+		ch.Action = plan.Create
+	}
+	for _, e := range d.Errors {
+		node, msg, _ := strings.Cut(e, ": ")
+		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: node,
+			Summary: fmt.Sprintf("not enough disk space on %s for %s", node, m.Source),
+			Detail:  msg, Fix: "free the space, or set cache_dir on " + addr + " to a filesystem with room; apply stops before staging anything"})
+	}
+	for _, n := range d.Receivers {
+		if facts(n) == nil {
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: n,
+				Summary: fmt.Sprintf("%s could not be observed: what it holds of %s is unknown", n, m.Source),
+				Fix:     "make the node reachable over SSH and plan again"})
+		}
+	}
+	// The node others receive from serves on its fabric address: the
+	// source, or the downloader when others receive from it.
+	from := d.Source
+	if from == "" && len(d.Receivers) > 1 {
+		from = d.Download
+	}
+	if from != "" {
+		if !in.Addrs[from].IsValid() {
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: from,
+				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", from, m.Source),
+				Fix:     "see the network's findings: the receivers connect to the source's fabric address"})
+		}
+	}
+	out.Change = ch
+	if len(out.Findings) > 0 {
+		return out
+	}
+	w := &Work{Model: m, Manifest: mf, Decision: d, Layouts: map[string]Layout{}, Addrs: map[string]netip.Addr{}}
+	for _, c := range copies {
+		w.Layouts[c.Node] = c.Layout
+		if a, ok := in.Addrs[c.Node]; ok {
+			w.Addrs[c.Node] = a
+		}
+	}
+	out.Work = w
+	return out
+}
+
+// attrs are the model's attributes as plan shows them: what it is and
+// where it goes (the token is never shown).
+func attrs(m *Model, mf Manifest, d Decision) []plan.AttrChange {
+	val := func(name, v string) plan.AttrChange {
+		return plan.AttrChange{Name: name, Before: cty.StringVal(v), After: cty.StringVal(v)}
+	}
+	return []plan.AttrChange{
+		val("source", m.Source),
+		val("revision", m.Rev),
+		val("commit", mf.Commit),
+		val("cache_dir", m.CacheDir),
+		val("size", fmt.Sprintf("%s in %d files", GB(mf.Bytes()), len(mf.Files))),
+	}
+}
+
+// Container is "": a model runs in no container of its own (kind.Doer).
+func (w *Work) Container() string { return "" }

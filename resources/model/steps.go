@@ -1,0 +1,89 @@
+package model
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/transport"
+)
+
+// Steps are apply's steps for w, as its Decision says: stage from the
+// node with a complete copy to every node lacking something, node to node
+// over the fabric; or, where no node has one, download from the hub onto
+// one node, then stage from it to the others. Each reports every
+// receiver's progress (bytes, rate, ETA) as a line per node. They change
+// nothing that runs (files are written under their final names only once
+// verified), so apply runs them before it stops or starts anything: a
+// serve keeps serving while its weights are staged, and a failure leaves
+// every serve as it was.
+func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.Step {
+	d := w.Decision
+	repo := w.Manifest.Repo
+	peer := func(n string) (Peer, error) {
+		c := conns[n]
+		if c == nil {
+			return Peer{}, fmt.Errorf("%s: no connection to stage %s", n, repo)
+		}
+		return Peer{Name: n, Conn: c, Addr: w.Addrs[n], Layout: w.Layouts[n]}, nil
+	}
+	peers := func(ns []string) ([]Peer, error) {
+		var out []Peer
+		for _, n := range ns {
+			p, err := peer(n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	withProgress := func(progress func(string)) StageOptions {
+		o := opt
+		o.Progress = func(p Progress) { progress(p.String()) }
+		return o
+	}
+	stage := func(from string, to []string) apply.Step {
+		return apply.Step{
+			Name: fmt.Sprintf("stage %s (%s) from %s to %s over the fabric", repo, GB(w.Manifest.Bytes()), from, strings.Join(to, ", ")),
+			Run: func(ctx context.Context, progress func(string)) error {
+				src, err := peer(from)
+				if err != nil {
+					return err
+				}
+				if !src.Addr.IsValid() {
+					return fmt.Errorf("%s: no fabric address to serve %s from", from, repo)
+				}
+				dsts, err := peers(to)
+				if err != nil {
+					return err
+				}
+				return Stage(ctx, w.Manifest, src, dsts, withProgress(progress))
+			},
+		}
+	}
+	var steps []apply.Step
+	switch {
+	case len(d.Receivers) == 0:
+	case d.Source != "":
+		steps = append(steps, stage(d.Source, d.Receivers))
+	case d.Download != "":
+		dl := d.Download
+		steps = append(steps, apply.Step{
+			Name: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
+			Run: func(ctx context.Context, progress func(string)) error {
+				p, err := peer(dl)
+				if err != nil {
+					return err
+				}
+				return Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress))
+			},
+		})
+		if others := slices.DeleteFunc(slices.Clone(d.Receivers), func(n string) bool { return n == dl }); len(others) > 0 {
+			steps = append(steps, stage(dl, others))
+		}
+	}
+	return steps
+}
