@@ -145,6 +145,29 @@ func TestTwoNodeLab(t *testing.T) {
 		}
 	})
 
+	t.Run("vllm serve offline reads the seeded model on the head only", func(t *testing.T) {
+		// The serve as rayform starts it after staging: HF_HUB_OFFLINE=1,
+		// the node's cache mounted at the container's default hub cache.
+		args := "--gpus all --network host -e HF_HUB_OFFLINE=1 -v " + ModelCacheDir + ":/root/.cache/huggingface/hub " +
+			ImageRayVLLM + " vllm serve " + HubRepoTiny + " --port 0 --max-model-len 1024"
+		snap := "/root/.cache/huggingface/hub/models--rayform-lab--tiny/snapshots/" + l.Seeded.Commit
+		// The head's serve starts on the seeded snapshot: its first lines
+		// tell, then it is removed.
+		sshOK(t, l, "spark1", "docker run -d --name offline "+args)
+		t.Cleanup(func() { _, _ = sshErr(t, l, "spark1", "docker rm -f offline") })
+		sshOK(t, l, "spark1", `timeout 120 sh -c 'docker logs -f offline 2>&1 | grep -m1 -e "Resolved architecture" -e Error'; true`)
+		out := sshOK(t, l, "spark1", "docker logs offline 2>&1")
+		for _, want := range []string{"HF_HUB_OFFLINE is True, replace model_id [" + HubRepoTiny + "] to model_path [" + snap + "]", "Resolved architecture: Qwen2ForCausalLM"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("vllm serve on spark1 lacks %q:\n%s", want, out)
+			}
+		}
+		out, err := sshErr(t, l, "spark2", "docker run --rm "+args)
+		if err == nil || !strings.Contains(out, "huggingface_hub.errors.LocalEntryNotFoundError: Cannot find an appropriate cached snapshot folder") {
+			t.Errorf("vllm serve on spark2 (no copy): %v\n%s", err, out)
+		}
+	})
+
 	t.Run("docker run --gpus all sees the node's GPU", func(t *testing.T) {
 		for _, n := range l.Nodes {
 			out := sshOK(t, l, n.Name, "docker run --rm --gpus all --network host "+ImageRayVLLM+

@@ -430,7 +430,8 @@ def fetch(cfg):
     need = total - done
     free = shutil.disk_usage(root).free
     if need > free:
-        die("%s: %d bytes to stage into %s but %d free" % (cfg["node"], need, root, free))
+        die("%s: %d bytes to stage into %s but %d free: free space there (or give the model a larger cache_dir) and apply again" % (
+            cfg["node"], need, root, free))
     prog = Progress(total, done)
     sys.stdout.write(prog.line())
     sys.stdout.flush()

@@ -12,14 +12,18 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
 )
 
-// Where vLLM finds the weights. `vllm serve ORG/NAME` with HF_HUB_OFFLINE
-// set replaces the repository id by its snapshot in the Hugging Face cache
-// before anything else (vLLM's EngineArgs.__post_init__ in
-// vllm/engine/arg_utils.py calls get_model_path, which calls
+// Where vLLM finds the weights (read in the vllm 0.17.1 wheel from PyPI).
+// `vllm serve ORG/NAME` with HF_HUB_OFFLINE set replaces the repository id
+// by its snapshot in the Hugging Face cache before anything else
+// (EngineArgs.__post_init__, vllm/engine/arg_utils.py:636-644, calls
+// get_model_path, vllm/transformers_utils/repo_utils.py:204, which calls
 // huggingface_hub's snapshot_download(repo_id, revision=...,
 // local_files_only=True)); every worker then loads the safetensors shards
-// from that directory on its own node (DefaultModelLoader._prepare_weights
-// in vllm/model_executor/model_loader/default_loader.py). The stand-in
+// from that directory on its own node (DefaultModelLoader._prepare_weights,
+// vllm/model_executor/model_loader/default_loader.py:96 is_local, :178-181
+// the RuntimeError; a path that is not a directory goes to
+// weight_utils.py's download_weights_from_hf, whose snapshot_download
+// refuses it as a repo id). The stand-in
 // does the same lookups on the container's filesystem, so a node without
 // the files fails as vLLM does there, with its error text. Without
 // HF_HUB_OFFLINE a repository that is not in the cache is not downloaded
@@ -158,9 +162,11 @@ func weightFiles(dir string) []string {
 // a repository id (validate_repo_id, huggingface_hub 0.36
 // utils/_validators.py); a directory without shards is
 // default_loader.py's RuntimeError; a shard that does not open (a link to
-// a missing blob) is safetensors' FileNotFoundError (bindings/python
-// src/lib.rs, Open::new: "No such file or directory: {filename:?}", Rust's
-// quoting of the path).
+// a missing blob) is safetensors' FileNotFoundError from safe_open (the
+// text safetensors 0.6.2 from PyPI prints, the path unquoted; older
+// releases quoted it). The HFValidationError and huggingface_hub's
+// LocalEntryNotFoundError texts are what huggingface_hub 0.36.0 printed
+// for the same calls.
 func weightsError(model string) (typ, msg string) {
 	if st, err := os.Stat(model); err != nil || !st.IsDir() {
 		return "huggingface_hub.errors.HFValidationError", fmt.Sprintf("Repo id must be in the form 'repo_name' or 'namespace/repo_name': '%s'. Use `repo_type` argument if needed.", model)
@@ -172,8 +178,7 @@ func weightsError(model string) (typ, msg string) {
 	for _, f := range files {
 		fh, err := os.Open(f)
 		if err != nil {
-			q, _ := json.Marshal(f)
-			return "FileNotFoundError", "No such file or directory: " + string(q)
+			return "FileNotFoundError", "No such file or directory: " + f
 		}
 		fh.Close()
 	}

@@ -115,7 +115,7 @@ func TestOfflineServe(t *testing.T) {
 	t.Run("a shard missing on the node", func(t *testing.T) {
 		cache, snap := writeCache(t, t.TempDir(), "model-00002-of-00002.safetensors")
 		out, code := serveUntil(t, sim.Env{"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": cache}, "", "org/tiny", "--port", "0")
-		want := `FileNotFoundError: No such file or directory: "` + snap + `/model-00002-of-00002.safetensors"`
+		want := "FileNotFoundError: No such file or directory: " + snap + "/model-00002-of-00002.safetensors"
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("exit %d, output lacks %q:\n%s", code, want, out)
 		}
@@ -139,7 +139,7 @@ func TestWeightsError(t *testing.T) {
 		{"complete", snap, "", ""},
 		{"not on this node", missing, "huggingface_hub.errors.HFValidationError", "Repo id must be in the form 'repo_name' or 'namespace/repo_name': '" + missing + "'. Use `repo_type` argument if needed."},
 		{"no shards", empty, "RuntimeError", "Cannot find any model weights with `" + empty + "`"},
-		{"dangling shard", dangling, "FileNotFoundError", `No such file or directory: "` + dangling + `/model-00001-of-00002.safetensors"`},
+		{"dangling shard", dangling, "FileNotFoundError", "No such file or directory: " + dangling + "/model-00001-of-00002.safetensors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -113,9 +113,9 @@ func serve(ctx context.Context, p *sim.Proc, parser *argparse.Parser, res *argpa
 		if snap == "" {
 			return apiFail("huggingface_hub.errors.LocalEntryNotFoundError", errNoSnapshot)
 		}
-		// The line number is vLLM 0.17.1's by way of later releases' logs
-		// (arg_utils.py:779 in 0.2x); the message is the same in all.
-		api.Info("arg_utils.py:779", "HF_HUB_OFFLINE is True, replace model_id [%s] to model_path [%s]", model, snap)
+		// vLLM 0.17.1's wheel: vllm/engine/arg_utils.py lines 636-644
+		// (get_model_path is vllm/transformers_utils/repo_utils.py:204).
+		api.Info("arg_utils.py:640", "HF_HUB_OFFLINE is True, replace model_id [%s] to model_path [%s]", model, snap)
 		model, local = snap, snap
 	} else {
 		local = snapshotDir(hubCacheDir(p.Env), model, res.Get("revision"))
