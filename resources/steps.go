@@ -213,7 +213,6 @@ func (e *StepEnv) MaxParallel() int { return e.Parallelism }
 // ProgressEvery throttles repetitive progress lines (kind.Env).
 func (e *StepEnv) ProgressEvery() time.Duration { return e.ProgressInterval }
 
-
 // run runs cmd on node's connection.
 func (e *StepEnv) run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {
 	conn := e.Conns[node]
