@@ -213,9 +213,6 @@ func (e *StepEnv) MaxParallel() int { return e.Parallelism }
 // ProgressEvery throttles repetitive progress lines (kind.Env).
 func (e *StepEnv) ProgressEvery() time.Duration { return e.ProgressInterval }
 
-// PrepareRan says that PrepareSteps ran before the walk (kind.Env).
-func (e *StepEnv) PrepareRan() bool { return e.Prepared }
-
 // run runs cmd on node's connection.
 func (e *StepEnv) run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {
 	conn := e.Conns[node]

@@ -380,9 +380,6 @@ type Env interface {
 	// ProgressEvery throttles repetitive progress lines (transfers,
 	// progress bars).
 	ProgressEvery() time.Duration
-	// PrepareRan says that the prepare steps (PrepareSteps) ran before
-	// the walk: the walk's steps leave them out.
-	PrepareRan() bool
 }
 
 // LogQuery asks for the logs of one resource.

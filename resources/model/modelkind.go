@@ -9,7 +9,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
@@ -157,9 +156,9 @@ func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
 			conns[n] = c
 		}
 	}
-	// A line per receiving node every two seconds, as apply throttles
-	// its other progress lines (resources.DefaultProgressInterval).
-	return mw.Steps(conns, StageOptions{Interval: 2 * time.Second})
+	// A line per receiving node as often as apply lets its other
+	// progress lines through.
+	return mw.Steps(conns, StageOptions{Interval: env.ProgressEvery()})
 }
 
 // Fingerprint is what a saved plan commits to of a node's model copies:
