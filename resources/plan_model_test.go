@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -285,5 +286,34 @@ func TestPlanModelUnused(t *testing.T) {
 	}
 	if res.Plan.HasChanges() || len(res.Work) != 0 {
 		t.Errorf("an unused model is planned: %+v", res.Plan.Changes)
+	}
+}
+
+// TestPlanModelPreflightNote: a serve about to start whose model block is
+// not on the head yet: the preflight's note says apply stages it (not
+// that vLLM downloads it), and the model is planned.
+func TestPlanModelPreflightNote(t *testing.T) {
+	mf := modelManifest()
+	cc := convergedFrom(t, []byte(modelConfig()), nil)
+	cfg := planConfig(t, modelConfig(), cc.facts)
+	useResolution(cfg, "llama", model.Resolution{Manifest: mf})
+	head := cc.facts.Hosts[`gpu["h1"]`]
+	delete(head.Records, "serve-llama") // the serve starts
+	reads := resources.ObserveSpec(cfg, nil, benchProject).Hosts[`gpu["h1"]`].Reads
+	if len(reads) == 0 {
+		t.Fatal("the head reads nothing of the model")
+	}
+	head.Reads = map[string]observe.ReadResult{reads[0].Key(): {Exists: false}}
+	st, err := state.New(benchProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+	want := "the model is not in its Hugging Face cache yet (apply stages it before vLLM starts; the next plan checks it)"
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+		t.Errorf("notes %q lack %q", res.Notes, want)
+	}
+	if res.Work["model.llama"] == nil || res.Work["vllm_serve.llama"] == nil {
+		t.Errorf("work %v, want the model staged and the serve started", slices.Sorted(maps.Keys(res.Work)))
 	}
 }
