@@ -46,7 +46,7 @@ demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=n
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status
 	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw public_endpoint) && \
-	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"qwen3.5-122b\",\"prompt\":\"Hello\",\"max_tokens\":8}'" && \
+	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"Hello\",\"max_tokens\":8}'" && \
 	  $(RF_CLIENT) sh -c "$$req" >/dev/null && \
 	  echo && echo "The lab $(LAB) is up and serving. From its client namespace:" && echo && \
 	  echo "  sudo $(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 )
 
@@ -285,5 +287,59 @@ func TestPlanModelUnused(t *testing.T) {
 	}
 	if res.Plan.HasChanges() || len(res.Work) != 0 {
 		t.Errorf("an unused model is planned: %+v", res.Plan.Changes)
+	}
+}
+
+// TestPlanModelPreflightNote: a serve about to start whose model block is
+// not on the head yet: the preflight's note says apply stages it (not
+// that vLLM downloads it), and the model is planned.
+func TestPlanModelPreflightNote(t *testing.T) {
+	mf := modelManifest()
+	cc := convergedFrom(t, []byte(modelConfig()), nil)
+	cfg := planConfig(t, modelConfig(), cc.facts)
+	useResolution(cfg, "llama", model.Resolution{Manifest: mf})
+	head := cc.facts.Hosts[`gpu["h1"]`]
+	delete(head.Records, "serve-llama") // the serve starts
+	reads := resources.ObserveSpec(cfg, nil, benchProject).Hosts[`gpu["h1"]`].Reads
+	if len(reads) == 0 {
+		t.Fatal("the head reads nothing of the model")
+	}
+	head.Reads = map[string]observe.ReadResult{reads[0].Key(): {Exists: false}}
+	st, err := state.New(benchProject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
+	want := "the model is not in its Hugging Face cache yet (apply stages it before vLLM starts; the next plan checks it)"
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+		t.Errorf("notes %q lack %q", res.Notes, want)
+	}
+	if res.Work["model.llama"] == nil || res.Work["vllm_serve.llama"] == nil {
+		t.Errorf("work %v, want the model staged and the serve started", slices.Sorted(maps.Keys(res.Work)))
+	}
+}
+
+// TestModelStatus: status lists each node's copy of a served model as
+// plan judges it, with the commit.
+func TestModelStatus(t *testing.T) {
+	mf := modelManifest()
+	dir := "/data/hf/hub/" + model.CacheDirName(mf.Repo)
+	cc := convergedFrom(t, []byte(modelConfig()), nil)
+	all := func(model.File) bool { return true }
+	cc.facts.Hosts[`gpu["h1"]`].Trees = map[string]observe.TreeFacts{dir: modelTree(mf, all, 1e12)}
+	cc.facts.Hosts[`gpu["h2"]`].Trees = map[string]observe.TreeFacts{dir: modelTree(mf, all, 1e12)}
+	cfg := planConfig(t, modelConfig(), cc.facts)
+	useResolution(cfg, "llama", model.Resolution{Manifest: mf})
+	st := model.Kind{}.Status(kind.StatusQuery{Config: cfg.Config, Facts: cc.facts})
+	if len(st) != 1 || st[0].Address != "model.llama" {
+		t.Fatalf("status %+v", st)
+	}
+	var b bytes.Buffer
+	st[0].Render(&b)
+	for _, want := range []string{"Model model.llama: meta-llama/Llama-3.1-405B-Instruct-FP8@main (0123456789ab)",
+		`  gpu["h1"]: complete`, `  gpu["h2"]: complete`, `  gpu["h3"]: absent, 410.0 GB to stage from gpu["h1"] over the fabric`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -198,10 +198,10 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 		skip(fmt.Sprintf("reading %s/config.json on %s: %s", where, rc.Head, got.Err))
 		return nil
 	case !got.Exists && m.Ref != "" && got.Ref == "":
-		skip(fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (vLLM downloads it at start)", rc.Head, m.Ref))
+		skip(fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (%s)", rc.Head, m.Ref, p.fetchedBy(sv, "vLLM downloads it at start")))
 		return nil
 	case !got.Exists:
-		skip(fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; vLLM fetches them at start)", rc.Head, where))
+		skip(fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; %s)", rc.Head, where, p.fetchedBy(sv, "vLLM fetches them at start")))
 		return nil
 	case got.Truncated:
 		skip(fmt.Sprintf("%s/config.json on %s is larger than %d bytes", where, rc.Head, preflightConfigMax))
@@ -303,4 +303,14 @@ func (p *planner) gpuMemory(rc *RayCluster) (int64, bool) {
 		}
 	}
 	return least, unified
+}
+
+// fetchedBy says who brings a serve's missing weights: the block that
+// provides them (a model block: apply stages them before vLLM starts),
+// else vLLM itself (def).
+func (p *planner) fetchedBy(sv *VLLMServe, def string) string {
+	if weightsFor(p.cfg, sv) != nil {
+		return "apply stages it before vLLM starts; the next plan checks it"
+	}
+	return def
 }

@@ -136,6 +136,9 @@ func TestE2EModelStagedFromTheHead(t *testing.T) {
 
 	again := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
 	mustCode(t, "second plan", again, 0)
+	status := l.rayform("", "-chdir", dir, "status")
+	mustCode(t, "status", status, 0)
+	mustContain(t, "status", status.stdout, "Model model.m: rayform-lab/tiny@main (", "  spark1: complete", "  spark2: complete", "  spark3: complete")
 
 	head := l.snapshotSums(t, "spark1", lab.HubRepoTiny)
 	if strings.Count(head, "\n") < 3 {

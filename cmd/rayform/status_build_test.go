@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/resourcestest"
 )
 
@@ -90,6 +91,7 @@ type statusJSON struct {
 	Nodes    []statusNode              `json:"nodes"`
 	Clusters []resources.ClusterStatus `json:"clusters"`
 	Serves   []resources.ServeStatus   `json:"serves"`
+	Models   []model.NodesStatus       `json:"models"`
 }
 
 // statusDoc is rep as status -json prints it, read back.
@@ -132,7 +134,7 @@ func TestStatusJSONShape(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := []string{"project", "healthy", "problems", "nodes", "clusters", "serves"}; !slices.Equal(keys, want) {
+	if want := []string{"project", "healthy", "problems", "nodes", "clusters", "serves", "models"}; !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
 	// The text shows each kind's resources, clusters then serves.

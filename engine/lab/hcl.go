@@ -103,6 +103,12 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 		// Tensor parallel inside a node, pipeline parallel across nodes.
 		tp, pp = l.Nodes[0].GPUs, len(l.Nodes)
 	}
+	maxLen := 32768
+	if withModel {
+		// The lab hub's tiny model: 4 attention heads, 2 layers (one per
+		// shard), 4096 positions.
+		tp, pp, maxLen = min(tp, 2), min(pp, 2), 4096
+	}
 	if tp < 1 {
 		tp = 1
 	}
@@ -111,7 +117,7 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 		w("  pipeline_parallel_size = %d", pp)
 	}
 	w("  gpu_memory_utilization = 0.85")
-	w("  max_model_len          = 32768")
+	w("  max_model_len          = %d", maxLen)
 	w("}")
 	w("")
 	w("output \"endpoint\" {")
@@ -129,7 +135,7 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 // a model block that the serve uses (modelHCL). It waits for the model
 // kind's registration in resources (a configuration naming an unknown
 // block type does not load).
-const hclDeclaresModel = false
+const hclDeclaresModel = true
 
 // modelHCL is the model block of rayform.hcl: the lab hub's public
 // repository, which lab up placed on the head only (unless -model-seed

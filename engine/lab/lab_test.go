@@ -209,7 +209,8 @@ func TestRayformHCLValidates(t *testing.T) {
 	}{
 		{"pair", Config{}, []string{`host          = "10.1.230.180"`, "tensor_parallel_size   = 2", `interface = "enp1s0f1np1"`, "workers        = [node.spark2]"}},
 		{"single", Config{Nodes: 1}, []string{"workers        = []", "tensor_parallel_size   = 1"}},
-		{"four with pp", Config{Nodes: 4}, []string{"pipeline_parallel_size = 4", "tensor_parallel_size   = 1"}},
+		// The lab hub's tiny model has 2 layers: at most 2 pipeline stages.
+		{"four with pp", Config{Nodes: 4}, []string{"pipeline_parallel_size = 2", "tensor_parallel_size   = 1", "model                  = model.tiny.source"}},
 		{"per-node interfaces", Config{Overrides: []string{"spark2.fabric-ifname=enP2p1s0f1np1"}, FabricMTU: 9000},
 			[]string{`spark2 = "enP2p1s0f1np1"`, "mtu       = 9000"}},
 		{"no docker", Config{NoDocker: true}, []string{`network "fabric"`}},

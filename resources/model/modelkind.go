@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"maps"
 	"net/netip"
 	"path"
@@ -30,8 +31,10 @@ type Kind struct{ kind.Base }
 func (Kind) Schema() config.Kind { return Descriptor() }
 
 // Traits: a model is not replaced on request and has no logs; an output
-// shows what its schema exports.
-func (Kind) Traits() kind.Traits { return kind.Traits{Exported: kind.Exported(Descriptor())} }
+// shows what its schema exports; status lists each node's copy.
+func (Kind) Traits() kind.Traits {
+	return kind.Traits{Exported: kind.Exported(Descriptor()), Status: "models"}
+}
 
 // servesModel is the value of a block that loads a model (a vllm_serve):
 // its model argument, which a model block's source provides.
@@ -210,4 +213,53 @@ func (m *Model) Files() (dir, ref string) {
 		return path.Join(m.Dir(), "snapshots", m.Rev), ""
 	}
 	return path.Join(m.Dir(), "snapshots", observe.RefPlaceholder), path.Join(m.Dir(), "refs", m.Rev)
+}
+
+// NodesStatus is what status shows of a model: its revision and each
+// node's copy, as plan judges them.
+type NodesStatus struct {
+	Address  string   `json:"address"`
+	Source   string   `json:"source"`
+	Revision string   `json:"revision"`
+	Commit   string   `json:"commit,omitempty"`
+	Nodes    []string `json:"nodes"`
+	// Error is why the hub's list could not be read ("" when it was).
+	Error string `json:"error,omitempty"`
+}
+
+func (s NodesStatus) render(w io.Writer) {
+	rev := s.Revision
+	if s.Commit != "" && s.Commit != s.Revision {
+		rev += " (" + s.Commit[:min(12, len(s.Commit))] + ")"
+	}
+	fmt.Fprintf(w, "\nModel %s: %s@%s\n", s.Address, s.Source, rev)
+	if s.Error != "" {
+		fmt.Fprintf(w, "  hub       %s\n", s.Error)
+	}
+	for _, n := range s.Nodes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+}
+
+// Status shows every served model's copy on each node, judged as plan
+// judges them. Its problems are the plan's (a node without a complete
+// copy is a change, a hub refusal an error), which status lists already.
+func (Kind) Status(q kind.StatusQuery) []kind.Status {
+	var out []kind.Status
+	for _, m := range models(q.Config) {
+		ns := nodes(q.Config, m)
+		if len(ns) == 0 || m.resolution == nil {
+			continue
+		}
+		st := NodesStatus{Address: address(m), Source: m.Source, Revision: m.Rev, Nodes: []string{}}
+		if err := m.resolution.Err; err != nil {
+			st.Error = err.Error()
+		} else {
+			mf := m.resolution.Manifest
+			st.Commit = mf.Commit
+			st.Nodes = Decide(mf, m.Copies(ns, func(n string) *observe.HostFacts { return kind.Usable(q.Facts, n) })).Lines()
+		}
+		out = append(out, kind.Status{Address: address(m), Value: st, Render: st.render})
+	}
+	return out
 }

@@ -39,13 +39,20 @@ ray_cluster "spark" {
   dataplane_check = false
 }
 
+# The lab hub's rayform-lab/tiny: on no node yet (lab up -model-seed=false).
+model "tiny" {
+  source   = "rayform-lab/tiny"
+  revision = "main"
+  endpoint = "http://10.1.230.1:5080"
+}
+
 vllm_serve "qwen" {
   cluster                = ray_cluster.spark
-  model                  = "Qwen/Qwen3.5-122B-A10B-FP8"
-  served_model_name      = "qwen3.5-122b"
+  model                  = model.tiny.source
+  served_model_name      = "tiny"
   tensor_parallel_size   = 2
   gpu_memory_utilization = 0.85
-  max_model_len          = 32768
+  max_model_len          = 4096
 }
 
 output "endpoint" {
