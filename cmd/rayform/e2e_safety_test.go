@@ -135,9 +135,9 @@ func TestE2ESafety(t *testing.T) {
 			edit []string
 			want string
 		}{
-			{"NUL in model", []string{`"Qwen/Qwen3.5-122B-A10B-FP8"`, `"Qwen/Qwen3.5-122B-A10B-FP8\u0000"`}, "Value with a NUL byte"},
+			{"NUL in served_model_name", []string{`served_model_name      = "tiny"`, `served_model_name      = "tiny\u0000"`}, "Value with a NUL byte"},
 			{"NUL in docker_args", []string{"  memory_monitor = false\n", "  memory_monitor = false\n  docker_args    = [\"--label\", \"x\\u0000y\"]\n"}, "Value with a NUL byte"},
-			{"100 KB env value", []string{"  max_model_len          = 32768\n", "  max_model_len          = 32768\n  env = { NOTES = format(\"%0100000d\", 0) }\n"}, "Values too long for a command line"},
+			{"100 KB env value", []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  env = { NOTES = format(\"%0100000d\", 0) }\n"}, "Values too long for a command line"},
 			{"malformed image", []string{`"hellohal2064/vllm-qwen3.5-gb10"`, `"hellohal2064/vllm qwen"`}, "Invalid image reference"},
 		} {
 			setConfig(t, tt.edit...)
@@ -154,7 +154,7 @@ func TestE2ESafety(t *testing.T) {
 	})
 
 	t.Run("Ctrl-C at the approval prompt", func(t *testing.T) {
-		setConfig(t, "max_model_len          = 32768", "max_model_len          = 16384")
+		setConfig(t, "max_model_len          = 4096", "max_model_len          = 2048")
 		cmd, out, stdin := l.startWithStdin("-chdir="+dir, "apply")
 		waitFor(t, "the approval prompt", 2*time.Minute, func() bool { return strings.Contains(out.String(), "Enter a value:") })
 		if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -201,7 +201,7 @@ func TestE2ESafety(t *testing.T) {
 	})
 
 	t.Run("apply verifies a serve still loading", func(t *testing.T) {
-		slow := []string{"  max_model_len          = 32768\n", "  max_model_len          = 32768\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"40s\" }\n"}
+		slow := []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"40s\" }\n"}
 		setConfig(t, slow...)
 		r := run("apply", "-auto-approve")
 		mustCode(t, "apply of a serve slower than its ready_timeout", r, exitError)
