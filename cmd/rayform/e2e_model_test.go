@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -248,22 +247,7 @@ model "m" {
 		"# (spark2: absent, 67.1 MB to stage from spark1 over the fabric, once it has downloaded it (")
 
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 0; ; n++ {
-			for _, node := range []string{"spark1", "spark2"} {
-				out, _ := l.ssh(node, "ps -eo args")
-				keep(fmt.Sprintf("ps on %s (sample %d)", node, n), out)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
+	wg := l.sampleArgv(stop, 100*time.Millisecond, keep, "spark1", "spark2")
 	apply := run("apply", rightFile, "apply", "-auto-approve")
 	close(stop)
 	wg.Wait()

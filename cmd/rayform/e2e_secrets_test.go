@@ -81,23 +81,7 @@ output "auth" {
 	}
 	// psWhile samples every process's argv on both nodes until stop.
 	psWhile := func(stop <-chan struct{}) *sync.WaitGroup {
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := 0; ; n++ {
-				for _, node := range []string{"spark1", "spark2"} {
-					out, _ := l.ssh(node, "ps -eo args")
-					keep(fmt.Sprintf("ps on %s (sample %d)", node, n), out)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(200 * time.Millisecond):
-				}
-			}
-		}()
-		return &wg
+		return l.sampleArgv(stop, 200*time.Millisecond, keep, "spark1", "spark2")
 	}
 	// hostFiles keeps every file rayform may write on the hosts: the SSH
 	// user's home and the project's serve records and logs, and checks the
@@ -309,4 +293,27 @@ output "auth" {
 		t.Fatal("nothing of substance was scanned: the test proves nothing")
 	}
 	t.Logf("scanned %d texts, %d bytes", len(seen), scanned)
+}
+
+// sampleArgv hands keep every process's argv on each of nodes ("ps -eo
+// args"), every interval until stop is closed; wait on the group it
+// returns before reading what keep gathered.
+func (l *e2eLab) sampleArgv(stop <-chan struct{}, every time.Duration, keep func(where, text string), nodes ...string) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 0; ; n++ {
+			for _, node := range nodes {
+				out, _ := l.ssh(node, "ps -eo args")
+				keep(fmt.Sprintf("ps on %s (sample %d)", node, n), out)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(every):
+			}
+		}
+	}()
+	return &wg
 }
