@@ -43,8 +43,12 @@ import (
 // from round to round, so that a loaded machine's noise falls on every
 // mode alike. RAYFORM_BENCH_BASELINE=FILE adds the same runs with FILE as
 // the staging script (an older stage.py: git show REV:resources/model/stage.py),
-// so that a change is measured against what it replaced in the same run;
-// RAYFORM_BENCH_TWO=1 adds staging to two receivers at once.
+// so that a change is measured against what it replaced in the same run
+// (RAYFORM_BENCH_BASELINE_PYTHON: its interpreter's command line, default
+// the current one);
+// RAYFORM_BENCH_TWO=1 adds staging to two receivers at once;
+// RAYFORM_BENCH_STREAMS sets staging's streams (default 4; the floor
+// always has 4).
 //
 // Each run's CPU time (user + system, core-seconds) is taken per process
 // from the shell that starts it (times), so the log says what each side
@@ -95,34 +99,44 @@ func TestBenchStagingLab(t *testing.T) {
 		}
 	}
 	type variant struct {
-		name   string
-		script string
-		m      Manifest
+		name           string
+		script, python string
+		m              Manifest
 	}
 	var variants []variant
-	scripts := [][2]string{{"current", stageScript}}
+	scripts := [][3]string{{"current", stageScript, stagePython}}
 	if f := os.Getenv("RAYFORM_BENCH_BASELINE"); f != "" {
 		old, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		scripts = append(scripts, [2]string{"baseline", string(old)})
+		py := os.Getenv("RAYFORM_BENCH_BASELINE_PYTHON")
+		if py == "" {
+			py = stagePython
+		}
+		scripts = append(scripts, [3]string{"baseline", string(old), py})
 	}
 	for _, s := range scripts {
 		if os.Getenv("RAYFORM_BENCH_NOHASH") == "" {
-			variants = append(variants, variant{s[0] + ", sha256", s[1], m})
+			variants = append(variants, variant{s[0] + ", sha256", s[1], s[2], m})
 		}
-		variants = append(variants, variant{s[0] + ", sizes only", s[1], sizesOnly(m)})
+		variants = append(variants, variant{s[0] + ", sizes only", s[1], s[2], sizesOnly(m)})
 	}
-	current := stageScript
-	t.Cleanup(func() { stageScript = current })
+	current, currentPython := stageScript, stagePython
+	t.Cleanup(func() { stageScript, stagePython = current, currentPython })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// transfers collects each receiver's data phase (its last report).
 	var mu sync.Mutex
 	transfers := map[string]time.Duration{}
-	opt := StageOptions{Streams: 4, Progress: func(p Progress) {
+	streams := 4
+	if s := os.Getenv("RAYFORM_BENCH_STREAMS"); s != "" {
+		if streams, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt := StageOptions{Streams: streams, Progress: func(p Progress) {
 		if p.Finished {
 			mu.Lock()
 			transfers[p.Node] = p.Transfer
@@ -155,7 +169,7 @@ func TestBenchStagingLab(t *testing.T) {
 			if err := os.RemoveAll(a.Layout.Dir); err != nil {
 				t.Fatal(err)
 			}
-			stageScript = v.script
+			stageScript, stagePython = v.script, v.python
 			cpu.reset()
 			busy0 := machineBusy(t)
 			start := time.Now()
@@ -182,7 +196,7 @@ func TestBenchStagingLab(t *testing.T) {
 				r+1, v.name, one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds(), data.Round(time.Millisecond), gbps(total, data), floor.Seconds()/data.Seconds(),
 				ss+sr, ss, sr, fixedCPU, fixed.Round(time.Millisecond), (ss+sr-fixedCPU)/gb, busy.total, busy.softirq, loadavg(t))
 		}
-		stageScript = current
+		stageScript, stagePython = current, currentPython
 
 		if os.Getenv("RAYFORM_BENCH_TWO") != "" {
 			// Both receivers at once (the source's link is shared).
@@ -213,7 +227,7 @@ func TestBenchStagingLab(t *testing.T) {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	t.Logf("summary, %s, %d rounds, %d cores: floor median %.3f s, CPU %.2f core-s/GB", GB(total), rounds, cores, med(floors), med(floorCPU)/gb)
+	t.Logf("summary, %s, %d rounds, %d cores, staging with %d streams: floor median %.3f s, CPU %.2f core-s/GB", GB(total), rounds, cores, streams, med(floors), med(floorCPU)/gb)
 	for _, v := range variants {
 		var e2e, data, cpuGB, fixed, boundE2E, boundData []float64
 		for _, s := range results[v.name] {
