@@ -489,11 +489,12 @@ def cores():
 
 def streams(cfg):
     """How many files to fetch at once: the configuration's number, or
-    (0) one per core, at least 4, at most 32."""
+    (0) one per core, at least 4, at most 32 from a node and 8 from the
+    hub (huggingface_hub's own max_workers: a hub may throttle more)."""
     n = int(cfg.get("streams", 0))
     if n > 0:
         return n
-    return min(32, max(4, cores()))
+    return min(8 if cfg.get("hub") else 32, max(4, cores()))
 
 
 def fetch(cfg):
