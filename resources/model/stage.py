@@ -536,21 +536,21 @@ def fetch(cfg):
             die("%s: the source never started serving; nothing was fetched" % cfg["node"])
         cfg.update(json.loads(line))
     start = time.monotonic()
-    queue = list(reversed(todo))
+    pending = list(reversed(todo))
     qlock = threading.Lock()
 
     def worker():
         while True:
             with qlock:
-                if not queue:
+                if not pending:
                     return
-                f = queue.pop()
+                f = pending.pop()
             fetch_file(cfg, f, prog)
 
     n = min(max(1, len(todo)), streams(cfg))
     # sha256 trails the writer in a thread of its own where the node has
     # a core for each (it overlaps a file's receiving and hashing, but
-    # reading back on another core costs 5-15% more CPU: where the cores
+    # reading back on another core costs 5-18% more CPU: where the cores
     # are all busy, hashing inline is faster).
     if cfg.get("trail") is None:
         cfg["trail"] = 2 * n <= cores()
