@@ -1,8 +1,9 @@
 package resources
 
 import (
-	"github.com/rayform/rayform/resources/network"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/resources/network"
 )
 
 // LabelAttrs carries, on every container rayform creates, the cluster's

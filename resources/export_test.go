@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // VerifyRayTable runs apply's verification of Ray's node table (the
@@ -38,7 +39,7 @@ func VerifyRayTable(t *testing.T, specs []ContainerSpec, rows []observe.RayNode)
 		return transport.Result{}, nil
 	})
 	clock := newStepsClock()
-	env := &StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		RayReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
 	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Do: &ClusterWork{Specs: specs, Start: map[string]bool{}}}
 	r := &clusterRun{e: env, w: w, c: clusterWork(w), spec: map[string]ContainerSpec{}, head: head}
@@ -81,7 +82,7 @@ func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
 		return transport.Result{}, nil
 	})
 	clock := newStepsClock()
-	env := &StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
 	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &ServeWork{Spec: spec, Start: true}}
 	r := &serveRun{e: env, w: w, s: serveWork(w), spec: spec}

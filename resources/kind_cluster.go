@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -262,7 +263,7 @@ func (clusterKind) Steps(env kind.Env, w *Work) []apply.Step {
 	if clusterWork(w) == nil {
 		return unsupported(w)
 	}
-	return clusterSteps(stepEnvOf(env), w)
+	return clusterSteps(hostenv.Of(env), w)
 }
 
 // PrepareSteps pull the image and check Ray in it on every node that
@@ -271,7 +272,7 @@ func (clusterKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
 	if w.Action == plan.Delete || clusterWork(w) == nil {
 		return nil
 	}
-	r := newClusterRun(stepEnvOf(env), w)
+	r := newClusterRun(hostenv.Of(env), w)
 	if len(r.started) == 0 {
 		return nil
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -256,7 +257,7 @@ func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
 	if serveWork(w) == nil {
 		return unsupported(w)
 	}
-	return serveSteps(stepEnvOf(env), w)
+	return serveSteps(hostenv.Of(env), w)
 }
 
 // Ahead stops each serve that is replaced along with its cluster's
@@ -275,7 +276,7 @@ func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]app
 		if cw := ws[sw.Cluster]; cw == nil || cw.Action == plan.NoOp || len(steps[addr]) == 0 {
 			continue
 		}
-		stop := ServeStopSteps(stepEnvOf(env), w)
+		stop := ServeStopSteps(hostenv.Of(env), w)
 		if len(stop) == 0 {
 			continue
 		}
@@ -292,7 +293,7 @@ func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
 
 // AwaitSteps wait for a starting serve to be ready.
 func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
-	return AwaitSteps(stepEnvOf(env), w)
+	return AwaitSteps(hostenv.Of(env), w)
 }
 
 // Status shows each serve's health on its own port; one not ok is a

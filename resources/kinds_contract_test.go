@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/resourcestest"
 )
@@ -60,7 +61,7 @@ func TestKindRegistry(t *testing.T) {
 // is not skipped silently; its one step fails, naming it.
 func TestStepsOfUnregisteredKind(t *testing.T) {
 	w := &resources.Work{Address: "dns.a", Type: "dns", Action: plan.Create}
-	steps := resources.Steps(&resources.StepEnv{}, w)
+	steps := resources.Steps(&hostenv.StepEnv{}, w)
 	if len(steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(steps))
 	}
@@ -68,7 +69,7 @@ func TestStepsOfUnregisteredKind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"dns"`) {
 		t.Errorf("step error %v, want one naming the type", err)
 	}
-	if len(resources.PrepareSteps(&resources.StepEnv{}, w)) != 0 {
+	if len(resources.PrepareSteps(&hostenv.StepEnv{}, w)) != 0 {
 		t.Error("prepare steps for an unregistered kind")
 	}
 }
@@ -143,7 +144,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &resources.ClusterWork{Name: "main"}}
 	}
 	some := []apply.Step{{Name: "x"}}
-	env := &resources.StepEnv{}
+	env := &hostenv.StepEnv{}
 	for _, tt := range []struct {
 		name          string
 		serve, clustr plan.Action

@@ -2,11 +2,12 @@ package resources
 
 import (
 	"fmt"
-	"github.com/rayform/rayform/resources/network"
 	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
+
+	"github.com/rayform/rayform/resources/network"
 )
 
 // PinnedEnv lists the environment variables rayform sets in every Ray

@@ -1,9 +1,10 @@
 package resources_test
 
 import (
-	"github.com/rayform/rayform/engine/plan"
 	"net/netip"
 	"testing"
+
+	"github.com/rayform/rayform/engine/plan"
 
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"

@@ -121,6 +121,16 @@ type ServeWork struct {
 // Container is the serve's cluster's head container (kind.Doer).
 func (w *ServeWork) Container() string { return w.Spec.Container }
 
+// CheckAhead are the ranks of the data-plane check whose ranks start ahead,
+// as their containers start (hostenv.CheckAhead): the check of a serve
+// that starts, nil otherwise.
+func (w *ServeWork) CheckAhead() []dataplane.Node {
+	if !w.Start {
+		return nil
+	}
+	return w.Check
+}
+
 // serveWork is w's serve work, nil when w is not a serve's.
 func serveWork(w *Work) *ServeWork {
 	if w == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 )
@@ -160,7 +161,7 @@ func TestPlanModel(t *testing.T) {
 			}
 			if w != nil {
 				// Staged before the walk (with the image pulls), never in it.
-				env := &resources.StepEnv{}
+				env := &hostenv.StepEnv{}
 				var names []string
 				for _, st := range resources.PrepareSteps(env, w) {
 					names = append(names, st.Name)

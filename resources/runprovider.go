@@ -20,6 +20,7 @@ import (
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -203,9 +204,9 @@ func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 }
 
 // stepEnv is what the steps of w need from the run.
-func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *StepEnv {
+func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *hostenv.StepEnv {
 	addrs, _ := obs.Result.Data.(map[string]netip.Addr)
-	return &StepEnv{
+	return &hostenv.StepEnv{
 		Conns:           env.Conns,
 		Project:         env.Project,
 		Poll:            p.Poll,
@@ -229,7 +230,7 @@ func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) [
 // and the kinds' work ahead of the walk (kind.Kind.Ahead).
 func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
 	ws := unwrapWork(obs.Result.Work)
-	checks := NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
+	checks := hostenv.NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
 	out := run.WalkSteps{Steps: map[string][]apply.Step{}, Done: checks.Close}
 	for addr, w := range ws {
 		e := p.stepEnv(env, obs, w)
@@ -238,7 +239,7 @@ func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) r
 		e.Prepared = true
 		out.Steps[addr] = Steps(e, w)
 	}
-	e := (&StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).withDefaults()
+	e := (&hostenv.StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).WithDefaults()
 	for _, k := range Kinds() {
 		for _, a := range k.Ahead(e, ws, out.Steps) {
 			out.Ahead = append(out.Ahead, run.Ahead{Node: a.Node, Before: a.Before,
@@ -259,5 +260,5 @@ func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []a
 	if k == nil {
 		return nil
 	}
-	return k.AwaitSteps(p.stepEnv(env, obs, w).withDefaults(), w)
+	return k.AwaitSteps(p.stepEnv(env, obs, w).WithDefaults(), w)
 }

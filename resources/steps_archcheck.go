@@ -225,7 +225,7 @@ func (r *serveRun) archStep() apply.Step {
 		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
 			ac := r.s.Arch
-			res, err := r.e.read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
+			res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
 			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
 			if err != nil || !strings.HasPrefix(id, "sha256:") {
 				progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", r.spec.Container, r.node(), err))
@@ -277,7 +277,7 @@ func (r *serveRun) queryImage(ctx context.Context, id, ref string, progress func
 if command -v timeout >/dev/null 2>&1; then exec timeout %d python3 -c %s; fi
 exec python3 -c %s`, limit, shell.Quote(archQuery), shell.Quote(archQuery))
 	start := time.Now()
-	res, err := r.e.run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}})
+	res, err := r.e.Run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}})
 	took := time.Since(start).Seconds()
 	im, ok := parseArchAnswer(res.Stdout)
 	switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 
@@ -79,7 +80,7 @@ func TestArchStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := (&StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).withDefaults()
+	env := (&hostenv.StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).WithDefaults()
 	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
 	run := func(container string) (string, error) {
 		w := &Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}

@@ -21,6 +21,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // stopGrace is how long `docker stop` lets Ray shut down (and deregister
@@ -32,7 +33,7 @@ const rayListTimeout = 60 * time.Second
 
 // clusterRun is what the steps of one ray_cluster share.
 type clusterRun struct {
-	e    *StepEnv
+	e    *hostenv.StepEnv
 	w    *Work
 	c    *ClusterWork
 	spec map[string]ContainerSpec
@@ -42,7 +43,7 @@ type clusterRun struct {
 }
 
 // newClusterRun prepares what the steps of w share.
-func newClusterRun(e *StepEnv, w *Work) *clusterRun {
+func newClusterRun(e *hostenv.StepEnv, w *Work) *clusterRun {
 	c := clusterWork(w)
 	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
 	for _, s := range c.Specs {
@@ -57,7 +58,7 @@ func newClusterRun(e *StepEnv, w *Work) *clusterRun {
 	return r
 }
 
-func clusterSteps(e *StepEnv, w *Work) []apply.Step {
+func clusterSteps(e *hostenv.StepEnv, w *Work) []apply.Step {
 	c := clusterWork(w)
 	r := newClusterRun(e, w)
 	var steps []apply.Step
@@ -111,9 +112,9 @@ func (r *clusterRun) removeStep(rems []Removal) apply.Step {
 		mu.Lock()
 		present = map[Removal]map[string]string{}
 		mu.Unlock()
-		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+		return r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
 			for _, rm := range byNode[node] {
-				labels, found, err := r.e.containerLabels(ctx, node, rm.Container)
+				labels, found, err := containerLabels(ctx, r.e, node, rm.Container)
 				if err != nil {
 					return err
 				}
@@ -127,7 +128,7 @@ func (r *clusterRun) removeStep(rems []Removal) apply.Step {
 		})
 	}
 	return apply.Step{
-		Name: fmt.Sprintf("remove container %s on %s", strings.Join(sortedSet(names), ", "), describeNodes(nodes)),
+		Name: fmt.Sprintf("remove container %s on %s", strings.Join(hostenv.SortedSet(names), ", "), hostenv.DescribeNodes(nodes)),
 		Check: func(ctx context.Context) (bool, error) {
 			if err := inspect(ctx); err != nil {
 				return false, err
@@ -149,26 +150,26 @@ func (r *clusterRun) removeStep(rems []Removal) apply.Step {
 			if len(refused) > 0 {
 				return errors.Join(refused...)
 			}
-			done := newDoneSet()
-			err := r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+			done := hostenv.NewDoneSet()
+			err := r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
 				for _, rm := range byNode[node] {
 					if _, ok := present[rm]; !ok {
 						continue
 					}
-					if err := r.e.removeContainer(ctx, rm); err != nil {
+					if err := removeContainer(ctx, r.e, rm); err != nil {
 						return err
 					}
-					done.add(node, fmt.Sprintf("removed %s on %s", rm.Container, node))
+					done.Add(node, fmt.Sprintf("removed %s on %s", rm.Container, node))
 				}
 				return nil
 			})
-			done.report(progress)
+			done.Report(progress)
 			return err
 		},
 		Verify: func(ctx context.Context) error {
-			return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+			return r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
 				for _, rm := range byNode[node] {
-					_, found, err := r.e.containerLabels(ctx, node, rm.Container)
+					_, found, err := containerLabels(ctx, r.e, node, rm.Container)
 					if err != nil {
 						return err
 					}
@@ -183,27 +184,27 @@ func (r *clusterRun) removeStep(rems []Removal) apply.Step {
 }
 
 // removeContainer stops a container, letting Ray shut down, and removes it.
-func (e *StepEnv) removeContainer(ctx context.Context, rm Removal) error {
-	if _, err := e.mutate(ctx, rm.Node, "docker", "stop", "-t", strconv.Itoa(stopGrace), rm.Container); err != nil && !isNoSuch(err) {
+func removeContainer(ctx context.Context, e *hostenv.StepEnv, rm Removal) error {
+	if _, err := e.Mutate(ctx, rm.Node, "docker", "stop", "-t", strconv.Itoa(stopGrace), rm.Container); err != nil && !hostenv.IsNoSuch(err) {
 		return fmt.Errorf("stopping %s on %s: %w", rm.Container, rm.Node, err)
 	}
-	if _, err := e.mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !isNoSuch(err) {
+	if _, err := e.Mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !hostenv.IsNoSuch(err) {
 		return fmt.Errorf("removing %s on %s: %w", rm.Container, rm.Node, err)
 	}
 	// The serve records the container bind-mounted from the host go with
 	// it. Best effort: the files belong to the container's user, so an SSH
 	// user other than root may not remove them; a container of the same
 	// name started later clears them at its start anyway.
-	_, _ = e.mutate(ctx, rm.Node, "rm", "-rf", "--", ServeHostDir(e.Project, rm.Node, rm.Container))
+	_, _ = e.Mutate(ctx, rm.Node, "rm", "-rf", "--", ServeHostDir(e.Project, rm.Node, rm.Container))
 	return nil
 }
 
 // containerLabels reads a container's labels; found is false when there is
 // no container of that name.
-func (e *StepEnv) containerLabels(ctx context.Context, node, container string) (map[string]string, bool, error) {
-	res, err := e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", container)
+func containerLabels(ctx context.Context, e *hostenv.StepEnv, node, container string) (map[string]string, bool, error) {
+	res, err := e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", container)
 	if err != nil {
-		if isNoSuch(err) {
+		if hostenv.IsNoSuch(err) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("inspecting %s on %s: %w", container, node, err)
@@ -250,8 +251,8 @@ func (r *clusterRun) imageStep(nodes []string) apply.Step {
 		mu.Lock()
 		missing = map[string]bool{}
 		mu.Unlock()
-		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
-			ok, err := r.e.hasImage(ctx, node, r.spec[node].Image)
+		return r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
+			ok, err := hasImage(ctx, r.e, node, r.spec[node].Image)
 			if err == nil && !ok {
 				mu.Lock()
 				missing[node] = true
@@ -261,7 +262,7 @@ func (r *clusterRun) imageStep(nodes []string) apply.Step {
 		})
 	}
 	return apply.Step{
-		Name: fmt.Sprintf("image %s on %s", image, describeNodes(nodes)),
+		Name: fmt.Sprintf("image %s on %s", image, hostenv.DescribeNodes(nodes)),
 		Check: func(ctx context.Context) (bool, error) {
 			if err := check(ctx); err != nil {
 				return false, err
@@ -274,15 +275,15 @@ func (r *clusterRun) imageStep(nodes []string) apply.Step {
 					return err
 				}
 			}
-			pull := sortedSet(missing)
-			report := syncProgress(progress, len(pull) > 1)
-			return r.e.forEach(ctx, pull, func(ctx context.Context, node string) error {
-				return r.e.pull(ctx, node, r.spec[node].Image, func(msg string) { report(node, msg) }, r.dctx())
+			toPull := hostenv.SortedSet(missing)
+			report := hostenv.SyncProgress(progress, len(toPull) > 1)
+			return r.e.ForEach(ctx, toPull, func(ctx context.Context, node string) error {
+				return pull(ctx, r.e, node, r.spec[node].Image, func(msg string) { report(node, msg) }, r.dctx())
 			})
 		},
 		Verify: func(ctx context.Context) error {
-			return r.e.forEach(ctx, sortedSet(missing), func(ctx context.Context, node string) error {
-				ok, err := r.e.hasImage(ctx, node, r.spec[node].Image)
+			return r.e.ForEach(ctx, hostenv.SortedSet(missing), func(ctx context.Context, node string) error {
+				ok, err := hasImage(ctx, r.e, node, r.spec[node].Image)
 				if err == nil && !ok {
 					err = fmt.Errorf("image %s is still missing on %s after docker pull", r.spec[node].Image, node)
 				}
@@ -293,12 +294,12 @@ func (r *clusterRun) imageStep(nodes []string) apply.Step {
 }
 
 // hasImage reports whether image is present on node.
-func (e *StepEnv) hasImage(ctx context.Context, node, image string) (bool, error) {
-	_, err := e.read(ctx, node, "docker", "image", "inspect", "--format", "{{.Id}}", image)
+func hasImage(ctx context.Context, e *hostenv.StepEnv, node, image string) (bool, error) {
+	_, err := e.Read(ctx, node, "docker", "image", "inspect", "--format", "{{.Id}}", image)
 	switch {
 	case err == nil:
 		return true, nil
-	case isNoSuch(err):
+	case hostenv.IsNoSuch(err):
 		return false, nil
 	}
 	return false, fmt.Errorf("inspecting image %s on %s: %w", image, node, err)
@@ -306,21 +307,21 @@ func (e *StepEnv) hasImage(ctx context.Context, node, image string) (bool, error
 
 // pull runs docker pull, turning its output into throttled progress lines;
 // a failure is diagnosed from that output.
-func (e *StepEnv) pull(ctx context.Context, node, image string, progress func(string), dctx diagnose.Context) error {
+func pull(ctx context.Context, e *hostenv.StepEnv, node, image string, progress func(string), dctx diagnose.Context) error {
 	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress,
-		throttle: throttle{now: e.Now, interval: e.ProgressInterval}}
-	w := &lineWriter{fn: p.line}
-	res, err := e.run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
+		throttle: hostenv.NewThrottle(e.Now, e.ProgressInterval)}
+	w := hostenv.NewLineWriter(p.line)
+	res, err := e.Run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
 	if err != nil {
-		if exitCode(err) < 0 || ctx.Err() != nil {
+		if hostenv.ExitCode(err) < 0 || ctx.Err() != nil {
 			return fmt.Errorf("docker pull %s on %s: %w", image, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
 		failure := fmt.Errorf("docker pull %s on %s failed: %w", image, node, err)
-		if d, ok := e.mirrorVerdict(ctx, node, image, text, dctx); ok {
-			return &DiagnosedError{Err: failure, Diagnosis: d}
+		if d, ok := mirrorVerdict(ctx, e, node, image, text, dctx); ok {
+			return &hostenv.DiagnosedError{Err: failure, Diagnosis: d}
 		}
-		return diagnosed(failure, []diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
+		return hostenv.Diagnosed(failure, []diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
 	}
 	return nil
 }
@@ -341,12 +342,12 @@ const manifestAccept = "application/vnd.oci.image.index.v1+json, application/vnd
 // mistyped name reads "registry-1.docker.io is unreachable" although the
 // mirror answered that the image does not exist. ok is true when a mirror
 // said so; the diagnosis then quotes its answer.
-func (e *StepEnv) mirrorVerdict(ctx context.Context, node, image string, pullOut []byte, dctx diagnose.Context) (diagnose.Diagnosis, bool) {
+func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, pullOut []byte, dctx diagnose.Context) (diagnose.Diagnosis, bool) {
 	ref, err := imageref.Parse(image)
 	if err != nil || ref.Domain != imageref.DockerHub || registryVerdictRE.Match(pullOut) {
 		return diagnose.Diagnosis{}, false
 	}
-	res, err := e.read(ctx, node, "docker", "info", "--format", "{{json .RegistryConfig.Mirrors}}")
+	res, err := e.Read(ctx, node, "docker", "info", "--format", "{{json .RegistryConfig.Mirrors}}")
 	if err != nil {
 		return diagnose.Diagnosis{}, false
 	}
@@ -360,7 +361,7 @@ func (e *StepEnv) mirrorVerdict(ctx context.Context, node, image string, pullOut
 			continue
 		}
 		url := m + "/v2/" + ref.Path + "/manifests/" + ref.ManifestRef()
-		res, err := e.read(ctx, node, "curl", "-sS", "-m", "10", "-H", "Accept: "+manifestAccept, "-w", "\n%{http_code}", url)
+		res, err := e.Read(ctx, node, "curl", "-sS", "-m", "10", "-H", "Accept: "+manifestAccept, "-w", "\n%{http_code}", url)
 		if err != nil {
 			continue
 		}
@@ -414,7 +415,7 @@ type pullProgress struct {
 	image    string
 	layers   map[string]bool // layer id → done
 	progress func(string)
-	throttle throttle
+	throttle hostenv.Throttle
 }
 
 func (p *pullProgress) line(l string) {
@@ -430,7 +431,7 @@ func (p *pullProgress) line(l string) {
 				done++
 			}
 		}
-		if p.throttle.allow("layers", done == len(p.layers)) {
+		if p.throttle.Allow("layers", done == len(p.layers)) {
 			p.progress(fmt.Sprintf("pulling %s: %d/%d layers", p.image, done, len(p.layers)))
 		}
 		return
@@ -444,24 +445,24 @@ func (p *pullProgress) line(l string) {
 // container labelled as rayform's.
 func (r *clusterRun) rayStep(nodes []string) apply.Step {
 	return apply.Step{
-		Name: fmt.Sprintf("check that %s has ray on %s", r.head.Image, describeNodes(nodes)),
+		Name: fmt.Sprintf("check that %s has ray on %s", r.head.Image, hostenv.DescribeNodes(nodes)),
 		Run: func(ctx context.Context, progress func(string)) error {
-			return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
-				return r.e.checkRay(ctx, node, r.spec[node].Image, r.dctx())
+			return r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
+				return checkRay(ctx, r.e, node, r.spec[node].Image, r.dctx())
 			})
 		},
 	}
 }
 
 // checkRay runs `command -v ray` in image on node.
-func (e *StepEnv) checkRay(ctx context.Context, node, image string, dctx diagnose.Context) error {
-	res, err := e.mutate(ctx, node, "docker", "run", "--rm",
+func checkRay(ctx context.Context, e *hostenv.StepEnv, node, image string, dctx diagnose.Context) error {
+	res, err := e.Mutate(ctx, node, "docker", "run", "--rm",
 		"--label", LabelManaged+"=true", "--label", LabelProject+"="+e.Project,
 		"--entrypoint", "sh", image, "-c", "command -v ray")
 	if err == nil && strings.TrimSpace(string(res.Stdout)) != "" {
 		return nil
 	}
-	code := exitCode(err)
+	code := hostenv.ExitCode(err)
 	if err == nil || ((code == 1 || code == 127) && !strings.Contains(string(res.Stderr), "docker:") &&
 		!strings.Contains(string(res.Stderr), "Error response from daemon")) {
 		return rayMissingError(node, image, dctx.Cluster)
@@ -470,7 +471,7 @@ func (e *StepEnv) checkRay(ctx context.Context, node, image string, dctx diagnos
 		return fmt.Errorf("checking for ray in %s on %s: %w", image, node, err)
 	}
 	text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
-	return diagnosed(fmt.Errorf("checking for ray in %s on %s: %w", image, node, err),
+	return hostenv.Diagnosed(fmt.Errorf("checking for ray in %s on %s: %w", image, node, err),
 		[]diagnose.Log{{Host: node, Source: "docker run " + image, Text: text}}, dctx)
 }
 
@@ -489,7 +490,7 @@ func (r *clusterRun) startStep(nodes []string) apply.Step {
 	head := len(nodes) == 1 && nodes[0] == r.head.Node
 	name := "start ray head on " + r.head.Node
 	if !head {
-		name = "start ray workers on " + describeNodes(nodes)
+		name = "start ray workers on " + hostenv.DescribeNodes(nodes)
 	}
 	var (
 		mu      sync.Mutex
@@ -499,7 +500,7 @@ func (r *clusterRun) startStep(nodes []string) apply.Step {
 		mu.Lock()
 		pending = map[string]bool{}
 		mu.Unlock()
-		return r.e.forEach(ctx, nodes, func(ctx context.Context, node string) error {
+		return r.e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
 			ok, err := r.running(ctx, node)
 			if err == nil && !ok {
 				mu.Lock()
@@ -523,17 +524,17 @@ func (r *clusterRun) startStep(nodes []string) apply.Step {
 					return err
 				}
 			}
-			done := newDoneSet()
-			err := r.e.forEach(ctx, sortedSet(pending), func(ctx context.Context, node string) error {
+			done := hostenv.NewDoneSet()
+			err := r.e.ForEach(ctx, hostenv.SortedSet(pending), func(ctx context.Context, node string) error {
 				id, err := r.start(ctx, node)
 				if err != nil {
 					return err
 				}
 				r.e.Checks.ContainerStarted(node, r.spec[node].Name)
-				done.add(node, fmt.Sprintf("started %s on %s (%s)", r.spec[node].Name, node, shortID(id)))
+				done.Add(node, fmt.Sprintf("started %s on %s (%s)", r.spec[node].Name, node, shortID(id)))
 				return nil
 			})
-			done.report(progress)
+			done.Report(progress)
 			return err
 		},
 	}
@@ -548,9 +549,9 @@ func (r *clusterRun) startStep(nodes []string) apply.Step {
 // removed it).
 func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 	spec := r.spec[node]
-	res, err := r.e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{json .Config.Labels}}", spec.Name)
+	res, err := r.e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{json .Config.Labels}}", spec.Name)
 	if err != nil {
-		if isNoSuch(err) {
+		if hostenv.IsNoSuch(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("inspecting %s on %s: %w", spec.Name, node, err)
@@ -575,13 +576,13 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 // one behind.
 func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
-	res, err := r.e.run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
+	res, err := r.e.Run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
 	if err != nil {
-		if exitCode(err) < 0 || ctx.Err() != nil {
+		if hostenv.ExitCode(err) < 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
-		return "", diagnosed(fmt.Errorf("docker run %s on %s failed: %w", spec.Name, node, err),
+		return "", hostenv.Diagnosed(fmt.Errorf("docker run %s on %s failed: %w", spec.Name, node, err),
 			[]diagnose.Log{{Host: node, Source: "docker run", Text: text}}, r.dctx())
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
@@ -599,10 +600,10 @@ func shortID(id string) string {
 func (r *clusterRun) waitHead(ctx context.Context) error {
 	want := r.head.NodeIP
 	last := "no answer yet"
-	err := r.e.poll(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
+	err := r.e.PollUntil(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
 		rows, err := r.rayNodes(ctx)
 		if err != nil {
-			if isNoSuch(err) {
+			if hostenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the ray head container %s on %s stopped: %w", r.head.Name, r.head.Node, err)
 			}
 			last = err.Error()
@@ -620,7 +621,7 @@ func (r *clusterRun) waitHead(ctx context.Context) error {
 		last = "Ray's node table has no ALIVE head"
 		return false, nil
 	})
-	if errors.Is(err, errTimedOut) {
+	if errors.Is(err, hostenv.ErrTimedOut) {
 		err = fmt.Errorf("the ray head on %s is not ALIVE in Ray's node table after %s (last: %s)", r.head.Node, r.e.RayReadyTimeout, last)
 	}
 	if err != nil {
@@ -637,14 +638,14 @@ func (r *clusterRun) gcsStep(workers []string) apply.Step {
 		addr = r.head.HeadAddr
 	}
 	return apply.Step{
-		Name: fmt.Sprintf("reach the GCS at %s from %s", addr, describeNodes(workers)),
+		Name: fmt.Sprintf("reach the GCS at %s from %s", addr, hostenv.DescribeNodes(workers)),
 		Run: func(ctx context.Context, progress func(string)) error {
 			host, port, ok := splitHostPort(addr)
 			if !ok {
 				return fmt.Errorf("the head's GCS address %q is not ip:port", addr)
 			}
-			return r.e.forEach(ctx, workers, func(ctx context.Context, node string) error {
-				res, err := r.e.run(ctx, node, transport.Cmd{Script: tcpScript(host, port)})
+			return r.e.ForEach(ctx, workers, func(ctx context.Context, node string) error {
+				res, err := r.e.Run(ctx, node, transport.Cmd{Script: tcpScript(host, port)})
 				if err != nil {
 					msg := strings.TrimSpace(string(res.Stderr))
 					if msg == "" {
@@ -690,10 +691,10 @@ func (r *clusterRun) verifyStep() apply.Step {
 func (r *clusterRun) verifyTable(ctx context.Context) error {
 	var last []string
 	lastErr := ""
-	err := r.e.poll(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
+	err := r.e.PollUntil(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
 		rows, err := r.rayNodes(ctx)
 		if err != nil {
-			if isNoSuch(err) {
+			if hostenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the ray head container %s on %s is not running: %w", r.head.Name, r.head.Node, err)
 			}
 			lastErr = err.Error()
@@ -716,13 +717,13 @@ func (r *clusterRun) verifyTable(ctx context.Context) error {
 			if node == r.head.Node || s.NodeIP == "" || alive[s.NodeIP] {
 				continue
 			}
-			if err := r.e.containerRunning(ctx, node, s.Name); err != nil {
+			if err := containerRunning(ctx, r.e, node, s.Name); err != nil {
 				return false, err
 			}
 		}
 		return false, nil
 	})
-	if errors.Is(err, errTimedOut) {
+	if errors.Is(err, hostenv.ErrTimedOut) {
 		msg := fmt.Sprintf("Ray's node table on %s does not match the declaration after %s:", r.head.Node, r.e.RayReadyTimeout)
 		for _, d := range last {
 			msg += "\n  - " + d
@@ -739,10 +740,10 @@ func (r *clusterRun) verifyTable(ctx context.Context) error {
 }
 
 // containerRunning returns an error when the container does not run.
-func (e *StepEnv) containerRunning(ctx context.Context, node, container string) error {
-	res, err := e.read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", container)
+func containerRunning(ctx context.Context, e *hostenv.StepEnv, node, container string) error {
+	res, err := e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", container)
 	if err != nil {
-		if isNoSuch(err) {
+		if hostenv.IsNoSuch(err) {
 			return fmt.Errorf("container %s on %s is gone", container, node)
 		}
 		return fmt.Errorf("inspecting %s on %s: %w", container, node, err)
@@ -756,7 +757,7 @@ func (e *StepEnv) containerRunning(ctx context.Context, node, container string) 
 
 // rayNodes reads Ray's node table inside the head container.
 func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
-	res, err := r.e.run(ctx, r.head.Node, transport.Cmd{
+	res, err := r.e.Run(ctx, r.head.Node, transport.Cmd{
 		Argv:    []string{"docker", "exec", r.head.Name, "ray", "list", "nodes", "--format", "json", "--limit", "1000"},
 		Timeout: rayListTimeout,
 	})
@@ -773,24 +774,24 @@ func (r *clusterRun) diagnose(ctx context.Context, err error) error {
 		// Cancelled (an interrupt, a lost lock): no failure to classify.
 		return err
 	}
-	srcs := []logSource{{node: r.head.Node, container: r.head.Name, source: "ray head container"}}
+	srcs := []hostenv.LogSource{{Node: r.head.Node, Container: r.head.Name, Source: "ray head container"}}
 	for _, node := range r.started {
 		if node != r.head.Node {
-			srcs = append(srcs, logSource{node: node, container: r.spec[node].Name, source: "ray worker container"})
+			srcs = append(srcs, hostenv.LogSource{Node: node, Container: r.spec[node].Name, Source: "ray worker container"})
 		}
 	}
-	logs := r.e.containerLogs(ctx, srcs)
+	logs := r.e.ContainerLogs(ctx, srcs)
 	d := r.dctx()
 	for _, l := range logs {
 		// Ray's GCS could not bind its port on the head: ask who holds it.
 		if l.Host == r.head.Node && (bytes.Contains(l.Text, []byte("Failed to bind to address")) || bytes.Contains(l.Text, []byte("already in use"))) {
-			if holder := r.e.portHolder(ctx, r.head.Node, r.head.Port); holder != "" {
+			if holder := portHolder(ctx, r.e, r.head.Node, r.head.Port); holder != "" {
 				d.PortHolders = map[int]string{r.head.Port: holder}
 			}
 			break
 		}
 	}
-	return diagnosed(err, logs, d)
+	return hostenv.Diagnosed(err, logs, d)
 }
 
 // dctx is the diagnose context with this cluster's own facts filled in.

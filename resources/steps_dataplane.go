@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // serveCheck returns the ranks of the check that runs before a serve on
@@ -59,13 +57,13 @@ func (r *serveRun) dataplaneStep() apply.Step {
 		names[i] = n.Name
 	}
 	return apply.Step{
-		Name: "data-plane check (torch c10d, Gloo, NCCL) on " + describeNodes(names),
+		Name: "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names),
 		Run: func(ctx context.Context, progress func(string)) error {
-			ns, err := connected(r.e.Conns, r.s.Check)
+			ns, err := hostenv.Connected(r.e.Conns, r.s.Check)
 			if err != nil {
 				return err
 			}
-			rep := dataplane.Finish(ctx, r.e.Checks.take(r.w.Address, r.s.Check), ns, r.e.Dataplane)
+			rep := dataplane.Finish(ctx, r.e.Checks.Take(r.w.Address, r.s.Check), ns, r.e.Dataplane)
 			for _, line := range strings.Split(strings.TrimRight(rep.Table(), "\n"), "\n") {
 				progress(line)
 			}
@@ -84,114 +82,6 @@ func (r *serveRun) dataplaneStep() apply.Step {
 			}
 			return CheckError(rep, d, "vllm serve "+r.spec.Name+" was not started")
 		},
-	}
-}
-
-// RunCheck runs the data-plane check on nodes over e's connections.
-func RunCheck(ctx context.Context, e *StepEnv, nodes []dataplane.Node) (*dataplane.Report, error) {
-	ns, err := connected(e.Conns, nodes)
-	if err != nil {
-		return nil, err
-	}
-	return dataplane.Run(ctx, ns, e.Dataplane), nil
-}
-
-// connected returns nodes with each node's connection from conns.
-func connected(conns map[string]transport.Conn, nodes []dataplane.Node) ([]dataplane.Node, error) {
-	ns := make([]dataplane.Node, len(nodes))
-	for i, n := range nodes {
-		n.Conn = conns[n.Name]
-		if n.Conn == nil {
-			return nil, fmt.Errorf("data-plane check: no connection to %s", n.Name)
-		}
-		ns[i] = n
-	}
-	return ns, nil
-}
-
-// CheckStarts are the data-plane checks of one apply whose ranks start
-// ahead, as the containers they run in start: importing torch (seconds
-// per process) then overlaps the rest of the cluster's start, and the
-// check step before the serve only waits for what is left, then runs the
-// rendezvous and the collectives. The rendezvous itself still happens
-// after Ray's node table is verified. A nil *CheckStarts starts nothing
-// ahead.
-type CheckStarts struct {
-	mu       sync.Mutex
-	sessions map[string]*checkStart // by vllm_serve address
-}
-
-type checkStart struct {
-	nodes []dataplane.Node
-	s     *dataplane.Session
-}
-
-// NewCheckStarts prepares, for each serve of work that starts after a
-// data-plane check, a session whose ranks launch as their containers
-// start (ContainerStarted); its processes live within ctx until the check
-// step takes them or Close cancels them.
-func NewCheckStarts(ctx context.Context, conns map[string]transport.Conn, work map[string]*Work, o dataplane.Options) *CheckStarts {
-	cs := &CheckStarts{sessions: map[string]*checkStart{}}
-	for addr, w := range work {
-		sw := serveWork(w)
-		if sw == nil || !sw.Start || len(sw.Check) == 0 {
-			continue
-		}
-		ns, err := connected(conns, sw.Check)
-		if err != nil {
-			continue // the check step reports it
-		}
-		cs.sessions[addr] = &checkStart{nodes: sw.Check, s: dataplane.Start(ctx, ns, o)}
-	}
-	return cs
-}
-
-// ContainerStarted launches the ranks that run in container on node.
-func (cs *CheckStarts) ContainerStarted(node, container string) {
-	if cs == nil {
-		return
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	for _, st := range cs.sessions {
-		st.s.Launch(node, container)
-	}
-}
-
-// take hands the session of serve over to its check step, once, when it
-// checks the same nodes; nil otherwise.
-func (cs *CheckStarts) take(serve string, nodes []dataplane.Node) *dataplane.Session {
-	if cs == nil {
-		return nil
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	st := cs.sessions[serve]
-	delete(cs.sessions, serve)
-	if st == nil {
-		return nil
-	}
-	if !slices.EqualFunc(st.nodes, nodes, func(a, b dataplane.Node) bool {
-		return a.Name == b.Name && a.Container == b.Container && a.Addr == b.Addr && a.Iface == b.Iface
-	}) {
-		st.s.Close()
-		return nil
-	}
-	return st.s
-}
-
-// Close cancels the ranks of every check no step took (the apply ended
-// before its serve's check) and waits for them.
-func (cs *CheckStarts) Close() {
-	if cs == nil {
-		return
-	}
-	cs.mu.Lock()
-	sessions := cs.sessions
-	cs.sessions = map[string]*checkStart{}
-	cs.mu.Unlock()
-	for _, st := range sessions {
-		st.s.Close()
 	}
 }
 
@@ -219,7 +109,7 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 				if cluster == "" {
 					cluster = "the ray_cluster"
 				}
-				return &DiagnosedError{Err: err, Diagnosis: diagnose.Diagnosis{
+				return &hostenv.DiagnosedError{Err: err, Diagnosis: diagnose.Diagnosis{
 					Cause:       "dataplane-no-torch",
 					Title:       "the image has no python3 with torch: the data-plane check cannot run",
 					Evidence:    []diagnose.Evidence{{Source: dataplane.Source + " report", Line: strings.TrimSpace(l), LineNo: 1}},
@@ -239,5 +129,5 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 			Fix:         "Run rayform plan: it shows the new address, and apply recreates the node's Ray container with it. If the address should not have changed, restore it on " + p.Node + " (ip addr) and re-run apply.",
 		}
 	}
-	return &DiagnosedError{Err: err, Diagnosis: d}
+	return &hostenv.DiagnosedError{Err: err, Diagnosis: d}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // The -update flag may also be declared by another test file of the
@@ -167,12 +168,12 @@ func newFakeLab(t *testing.T, nodes ...string) *fakeLab {
 }
 
 // env returns a StepEnv over the lab's hosts with a fake clock.
-func (l *fakeLab) env() *StepEnv {
+func (l *fakeLab) env() *hostenv.StepEnv {
 	conns := map[string]transport.Conn{}
 	for n, h := range l.hosts {
 		conns[n] = h.fake
 	}
-	return &StepEnv{Conns: conns, Project: stepsProject, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
+	return &hostenv.StepEnv{Conns: conns, Project: stepsProject, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
 		StopTimeout: 5 * time.Second, HTTPReadyTimeout: 10 * time.Second, Now: l.clock.Now, Sleep: l.clock.Sleep}
 }
 
@@ -479,7 +480,7 @@ func (h *stepHooks) ResourceErrored(addr string, a plan.Action, _ time.Duration,
 
 // walk runs the steps of w through apply.Walk and returns the hook lines
 // and the error.
-func walkWork(t *testing.T, env *StepEnv, w *Work) ([]string, error) {
+func walkWork(t *testing.T, env *hostenv.StepEnv, w *Work) ([]string, error) {
 	t.Helper()
 	g := dag.New()
 	g.Add(w.Address)

@@ -20,6 +20,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // completionMaxTokens is the size of the smoke-test completion.
@@ -30,7 +31,7 @@ const completionPrompt = "The capital of France is"
 
 // serveRun is what the steps of one vllm_serve share.
 type serveRun struct {
-	e    *StepEnv
+	e    *hostenv.StepEnv
 	w    *Work
 	s    *ServeWork
 	spec ServeSpec
@@ -40,7 +41,7 @@ type serveRun struct {
 	exited       bool
 }
 
-func serveSteps(e *StepEnv, w *Work) []apply.Step {
+func serveSteps(e *hostenv.StepEnv, w *Work) []apply.Step {
 	r := &serveRun{e: e, w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	var steps []apply.Step
 	if r.s.Stop {
@@ -62,11 +63,11 @@ func serveSteps(e *StepEnv, w *Work) []apply.Step {
 // runs them before its cluster's containers change (a worker under a
 // pipeline-parallel serve must not go away under a running serve), then
 // Steps(w), whose stop step then finds the process gone.
-func ServeStopSteps(env *StepEnv, w *Work) []apply.Step {
+func ServeStopSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
 	if w == nil || serveWork(w) == nil || !serveWork(w).Stop {
 		return nil
 	}
-	r := &serveRun{e: env.withDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
+	r := &serveRun{e: env.WithDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	return []apply.Step{r.stopStep()}
 }
 
@@ -75,7 +76,7 @@ func (r *serveRun) node() string { return r.spec.Node }
 
 // exec runs a shell script inside the head container.
 func (r *serveRun) exec(ctx context.Context, script string, mutating bool) (transport.Result, error) {
-	return r.e.run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}, Mutating: mutating})
+	return r.e.Run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}, Mutating: mutating})
 }
 
 // pidStateScript prints "none", "dead PID" or "alive PID" for the serve
@@ -91,7 +92,7 @@ func (r *serveRun) pidStateScript(none string) string {
 func (r *serveRun) state(ctx context.Context) (string, string, error) {
 	res, err := r.exec(ctx, r.pidStateScript("none"), false)
 	if err != nil {
-		if isNoSuch(err) {
+		if hostenv.IsNoSuch(err) {
 			return "none", "", nil
 		}
 		return "", "", fmt.Errorf("reading the serve pid on %s: %w", r.node(), err)
@@ -114,13 +115,13 @@ func (r *serveRun) stopStep() apply.Step {
 				// SIGTERM once continued.
 				script := fmt.Sprintf(`kill -%s "$(cat %s)" 2>/dev/null; kill -CONT "$(cat %[2]s)" 2>/dev/null; true`, sig, shell.Quote(r.spec.pidPath()))
 				if _, err := r.exec(ctx, script, true); err != nil {
-					if isNoSuch(err) {
+					if hostenv.IsNoSuch(err) {
 						return nil
 					}
 					return fmt.Errorf("signalling vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 				}
 				var pid string
-				err := r.e.poll(ctx, r.e.StopTimeout, func(ctx context.Context) (bool, error) {
+				err := r.e.PollUntil(ctx, r.e.StopTimeout, func(ctx context.Context) (bool, error) {
 					st, p, err := r.state(ctx)
 					pid = p
 					return st != "alive", err
@@ -129,7 +130,7 @@ func (r *serveRun) stopStep() apply.Step {
 					progress(fmt.Sprintf("stopped vllm serve %s (SIG%s)", r.spec.Name, sig))
 					return nil
 				}
-				if !errors.Is(err, errTimedOut) {
+				if !errors.Is(err, hostenv.ErrTimedOut) {
 					return err
 				}
 				progress(fmt.Sprintf("vllm serve %s (pid %s) still runs %s after SIG%s", r.spec.Name, pid, r.e.StopTimeout, sig))
@@ -147,8 +148,8 @@ func (r *serveRun) forgetStep() apply.Step {
 	return apply.Step{
 		Name: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
-			_, err := r.e.mutate(ctx, r.node(), "docker", "exec", r.spec.Container, "rm", "-f", r.spec.specPath(), r.spec.pidPath(), r.spec.envPath())
-			if err != nil && !isNoSuch(err) {
+			_, err := r.e.Mutate(ctx, r.node(), "docker", "exec", r.spec.Container, "rm", "-f", r.spec.specPath(), r.spec.pidPath(), r.spec.envPath())
+			if err != nil && !hostenv.IsNoSuch(err) {
 				return fmt.Errorf("removing the record of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 			}
 			return nil
@@ -171,17 +172,17 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	// A previous log or pid must not be mistaken for the new process's.
 	// The lock file stays: a serve of the same name still exiting holds
 	// it, and the new one must wait on that same file (see StartScript).
-	if _, err := r.e.mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
+	if _, err := r.e.Mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
 		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
 	}
 	// The log is 0600, given to the SSH user (see ExecArgs).
 	owner := ""
-	if res, err := r.e.run(ctx, node, transport.Cmd{Argv: []string{"id", "-u"}}); err == nil {
+	if res, err := r.e.Run(ctx, node, transport.Cmd{Argv: []string{"id", "-u"}}); err == nil {
 		if id := strings.TrimSpace(string(res.Stdout)); id != "" && strings.Trim(id, "0123456789") == "" {
 			owner = id
 		}
 	}
-	if _, err := r.e.run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
+	if _, err := r.e.Run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}
 	return r.follow(ctx, progress)
@@ -194,15 +195,15 @@ func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
 	node, c := r.node(), r.spec.Container
 	timeout := r.s.ReadyTimeout
 	if timeout <= 0 {
-		timeout = DefaultServeTimeout
+		timeout = hostenv.DefaultServeTimeout
 	}
-	p := newServeProgress(progress, throttle{now: r.e.Now, interval: r.e.ProgressInterval})
+	p := newServeProgress(progress, hostenv.NewThrottle(r.e.Now, r.e.ProgressInterval))
 	offset := 0
-	err := r.e.poll(ctx, timeout, func(ctx context.Context) (bool, error) {
+	err := r.e.PollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
 		script := r.pidStateScript("starting") + fmt.Sprintf("; tail -c +%d %s 2>/dev/null; true", offset+1, shell.Quote(r.spec.LogPath()))
 		res, err := r.exec(ctx, script, false)
 		if err != nil {
-			if isNoSuch(err) {
+			if hostenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the head container %s on %s stopped while vllm serve %s was starting: %w", c, node, r.spec.Name, err)
 			}
 			return false, fmt.Errorf("reading the log of vllm serve %s on %s: %w", r.spec.Name, node, err)
@@ -224,7 +225,7 @@ func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
 		}
 		return false, nil
 	})
-	if errors.Is(err, errTimedOut) {
+	if errors.Is(err, hostenv.ErrTimedOut) {
 		p.failed()
 		err = fmt.Errorf("vllm serve %s on %s is not ready after %s (ready_timeout)", r.spec.Name, node, timeout)
 		r.readyTimeout = timeout
@@ -241,11 +242,11 @@ func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
 // /health and /v1/models. Apply runs them for every serve of the
 // configuration that runs but does not answer yet, changed or not: it
 // reports success only for serves that serve.
-func AwaitSteps(env *StepEnv, w *Work) []apply.Step {
+func AwaitSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
 	if w == nil || serveWork(w) == nil {
 		return nil
 	}
-	r := &serveRun{e: env.withDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
+	r := &serveRun{e: env.WithDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
 	return []apply.Step{{
 		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
 		Run:    r.follow,
@@ -258,7 +259,7 @@ func (r *serveRun) readyTimeoutValue() time.Duration {
 	if r.s.ReadyTimeout > 0 {
 		return r.s.ReadyTimeout
 	}
-	return DefaultServeTimeout
+	return hostenv.DefaultServeTimeout
 }
 
 // url is the serve's endpoint on the head's loopback.
@@ -276,8 +277,8 @@ func (r *serveRun) curl(ctx context.Context, args ...string) (transport.Result, 
 		cmd.Stdin = strings.NewReader("Authorization: Bearer " + key + "\n")
 	}
 	cmd.Argv = append(argv, args...)
-	res, err := r.e.run(ctx, r.node(), cmd)
-	if exitCode(err) == 127 {
+	res, err := r.e.Run(ctx, r.node(), cmd)
+	if hostenv.ExitCode(err) == 127 {
 		return res, fmt.Errorf("curl is not installed on %s; rayform checks vLLM's endpoints with it (apt-get install curl): %w", r.node(), err)
 	}
 	return res, err
@@ -296,13 +297,13 @@ func httpAnswer(out []byte) ([]byte, string) {
 // verifyHTTP waits for /health 200, then checks /v1/models.
 func (r *serveRun) verifyHTTP(ctx context.Context) error {
 	last := ""
-	err := r.e.poll(ctx, r.e.HTTPReadyTimeout, func(ctx context.Context) (bool, error) {
+	err := r.e.PollUntil(ctx, r.e.HTTPReadyTimeout, func(ctx context.Context) (bool, error) {
 		res, err := r.curl(ctx, "-o", "/dev/null", "-w", "%{http_code}", "-m", "5", r.url("/health"))
 		code := strings.TrimSpace(string(res.Stdout))
 		if code == "200" {
 			return true, nil
 		}
-		if exitCode(err) == 127 {
+		if hostenv.ExitCode(err) == 127 {
 			return false, err
 		}
 		last = "HTTP " + code
@@ -311,7 +312,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		}
 		return false, nil
 	})
-	if errors.Is(err, errTimedOut) {
+	if errors.Is(err, hostenv.ErrTimedOut) {
 		err = fmt.Errorf("vLLM's /health on %s did not answer 200 within %s (last: %s)", r.node(), r.e.HTTPReadyTimeout, last)
 	}
 	if err != nil {
@@ -396,7 +397,7 @@ func (s ServeSpec) apiKey() string {
 	return s.Env["VLLM_API_KEY"]
 }
 
-// diagnose reads the serve log (its last serveLogTail lines) and the
+// diagnose reads the serve log (its last hostenv.ServeLogTail lines) and the
 // cluster's container logs, and returns err with the root cause.
 func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -405,23 +406,23 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
-	res, rerr := r.e.read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(serveLogTail), r.spec.LogPath())
+	res, rerr := r.e.Read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(hostenv.ServeLogTail), r.spec.LogPath())
 	text := res.Stdout
 	if rerr != nil && len(text) == 0 {
 		text = []byte("(rayform could not read this log: " + rerr.Error() + ")\n")
 	}
 	logs = append(logs, diagnose.Log{Host: node, Source: "vllm serve log", Text: text})
-	srcs := []logSource{{node: node, container: c, source: "ray head container"}}
+	srcs := []hostenv.LogSource{{Node: node, Container: c, Source: "ray head container"}}
 	nodes, known := r.s.ClusterNodes, r.s.ClusterNodes != nil
 	if !known {
 		nodes = slices.Sorted(maps.Keys(r.e.Conns))
 	}
 	for _, n := range nodes {
 		if n != node {
-			srcs = append(srcs, logSource{node: n, container: c, source: "ray worker container"})
+			srcs = append(srcs, hostenv.LogSource{Node: n, Container: c, Source: "ray worker container"})
 		}
 	}
-	for i, l := range r.e.containerLogs(ctx, srcs) {
+	for i, l := range r.e.ContainerLogs(ctx, srcs) {
 		if !known && i > 0 && bytes.HasPrefix(l.Text, []byte("(rayform could not read")) {
 			continue
 		}
@@ -439,21 +440,21 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	d.ProcessExited = r.exited
 	// What the log alone cannot say, asked of the host where it matters.
 	if bytes.Contains(text, []byte("already in use")) || bytes.Contains(text, []byte("Errno 98")) {
-		if holder := r.e.portHolder(ctx, node, r.spec.Port); holder != "" {
+		if holder := portHolder(ctx, r.e, node, r.spec.Port); holder != "" {
 			d.PortHolders = map[int]string{r.spec.Port: holder}
 		}
 	}
 	if bytes.Contains(text, []byte(": error: ")) && d.VLLMVersion == "" {
 		d.VLLMVersion = r.vllmVersion(ctx, node, c)
 	}
-	return diagnosed(err, logs, d)
+	return hostenv.Diagnosed(err, logs, d)
 }
 
 // portHolder names the process listening on port on node ("pid 4121
 // (python3)"), or "" when the probe cannot tell. The containers share the
 // host's network, so the host's ss sees their sockets.
-func (e *StepEnv) portHolder(ctx context.Context, node string, port int) string {
-	res, err := e.read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
+func portHolder(ctx context.Context, e *hostenv.StepEnv, node string, port int) string {
+	res, err := e.Read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
 	if err != nil {
 		return ""
 	}
@@ -470,7 +471,7 @@ var vllmVersionRE = regexp.MustCompile(`(?m)^(\d+\.\d+(?:\.\d+)?\S*)\s*$`)
 
 // vllmVersion asks the image's vLLM for its version ("" when it cannot).
 func (r *serveRun) vllmVersion(ctx context.Context, node, container string) string {
-	res, err := r.e.read(ctx, node, "docker", "exec", container, "vllm", "--version")
+	res, err := r.e.Read(ctx, node, "docker", "exec", container, "vllm", "--version")
 	if err != nil {
 		return ""
 	}
@@ -516,7 +517,7 @@ var serveFatal = []string{
 // Bars complete before the milestone that ends them.
 type serveProgress struct {
 	progress func(string)
-	throttle throttle
+	throttle hostenv.Throttle
 	buf      []byte
 	seen     map[string]bool
 	held     []string
@@ -532,7 +533,7 @@ type barState struct {
 	done  bool // 100% shown
 }
 
-func newServeProgress(progress func(string), t throttle) *serveProgress {
+func newServeProgress(progress func(string), t hostenv.Throttle) *serveProgress {
 	return &serveProgress{progress: progress, throttle: t, seen: map[string]bool{}, bars: map[string]barState{}}
 }
 
@@ -553,7 +554,7 @@ func (p *serveProgress) barLine(phase, label string, n, total, pct int) {
 	}
 	final := n == total
 	p.bars[phase] = barState{total: total, done: final}
-	if p.throttle.allow(phase, final) {
+	if p.throttle.Allow(phase, final) {
 		p.progress(fmt.Sprintf("%s %d/%d %s %d%%", label, n, total, bar(pct), pct))
 	}
 }

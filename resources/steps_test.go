@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
 )
 
@@ -235,7 +236,7 @@ func TestHeadRegisteredElsewhere(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	var de *DiagnosedError
+	var de *hostenv.DiagnosedError
 	if !errors.As(err, &de) {
 		t.Errorf("error %T carries no diagnosis", err)
 	}
@@ -303,8 +304,8 @@ func TestPullProgress(t *testing.T) {
 	clock := newStepsClock()
 	var got []string
 	p := &pullProgress{image: stepsImage, layers: map[string]bool{}, progress: func(s string) { got = append(got, s) },
-		throttle: throttle{now: clock.Now, interval: time.Second}}
-	w := &lineWriter{fn: p.line}
+		throttle: hostenv.NewThrottle(clock.Now, time.Second)}
+	w := hostenv.NewLineWriter(p.line)
 	_, _ = w.Write([]byte(stepsPull[:40]))
 	_, _ = w.Write([]byte(stepsPull[40:]))
 	want := []string{
@@ -400,7 +401,7 @@ func TestServeSteps(t *testing.T) {
 func TestServeProgress(t *testing.T) {
 	clock := newStepsClock()
 	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, throttle{now: clock.Now, interval: time.Hour})
+	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(clock.Now, time.Hour))
 	for _, c := range qwenStartupLog() {
 		p.feed(c)
 	}
@@ -481,7 +482,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 					t.Errorf("error lacks %q:\n%s", want, msg)
 				}
 			}
-			var de *DiagnosedError
+			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.C10dUnreachable {
 				t.Errorf("diagnosis = %+v, want %s", de, diagnose.C10dUnreachable)
 			}
@@ -656,7 +657,7 @@ func indexIn(list []string, s string) int {
 // line reaches the log first. When the start fails, the held lines show.
 func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, throttle{now: newStepsClock().Now, interval: time.Hour})
+	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(newStepsClock().Now, time.Hour))
 	log := "" +
 		"(RayWorkerWrapper pid=22, ip=192.168.200.13) [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).\n" +
 		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\r" +
@@ -717,7 +718,7 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			w := qwenWork(plan.Create, qwenServe(), false)
 			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
 			_, err := walkWork(t, env, w)
-			var de *DiagnosedError
+			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
 				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)
 			}
@@ -738,7 +739,7 @@ func TestHeadPortHeldIsDiagnosed(t *testing.T) {
 	h.headExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
 	h.ss = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
 	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
-	var de *DiagnosedError
+	var de *hostenv.DiagnosedError
 	if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.AddrInUse {
 		t.Fatalf("err = %v, want an %s diagnosis", err, diagnose.AddrInUse)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // runCheck runs the data-plane check on running clusters.
@@ -56,7 +57,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	addrs, ifaces := resources.FabricAddrs(obs.cfg, obs.facts)
-	env0 := &resources.StepEnv{Conns: s.conns, Dataplane: o}
+	env0 := &hostenv.StepEnv{Conns: s.conns, Dataplane: o}
 	failed := false
 	var reports []checkJSON
 	for _, name := range clusters {
@@ -70,7 +71,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		if !opts.json {
 			fmt.Fprintf(c.stdout, "%s: data-plane check on %d nodes, rendezvous on %s...\n", rc.Addr, len(nodes), nodes[0].Addr)
 		}
-		rep, err := resources.RunCheck(ctx, env0, nodes)
+		rep, err := hostenv.RunCheck(ctx, env0, nodes)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "Error: %s: %v\n", rc.Addr, err)
 			failed = true
@@ -195,7 +196,7 @@ func toCheckJSON(addr string, rep *dataplane.Report, cerr error) checkJSON {
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
-	var de *resources.DiagnosedError
+	var de *hostenv.DiagnosedError
 	if errors.As(cerr, &de) {
 		out.Error = de.Err.Error()
 		d := de.Diagnosis
