@@ -213,6 +213,23 @@ func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
 // that provides weights (Weights) recognises its serves by it.
 func (s *VLLMServe) ServesModel() string { return s.Model }
 
+// HasSecretsOn reports whether s runs on the cluster named cluster with
+// an api_key or a sensitive env value (kind.SecretHolder).
+func (s *VLLMServe) HasSecretsOn(cluster string) bool {
+	if s.Cluster != cluster {
+		return false
+	}
+	if s.APIKey != "" {
+		return true
+	}
+	for k := range s.Env {
+		if s.IsSensitive(fmt.Sprintf("env[%q]", k)) {
+			return true
+		}
+	}
+	return false
+}
+
 // serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
 type serveKind struct{}
 

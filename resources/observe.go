@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
@@ -116,13 +117,13 @@ func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
 }
 
 // ServeRecordName is the file name (without extension) of a serve's
-// record, pid, lock and log in serveDir.
+// record, pid, lock and log in servedir.Dir.
 func ServeRecordName(name string) string { return "serve-" + name }
 
 // serveRecordProbe asks for a serve's record in the head container.
 func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
-	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: ServeHostDir(project, node, container),
-		Container: container, Dir: serveDir, LegacyDir: legacyServeDir}
+	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: servedir.Host(project, node, container),
+		Container: container, Dir: servedir.Dir, LegacyDir: servedir.LegacyDir}
 }
 
 // ServeRecord is the record of serve name the head's probe read.

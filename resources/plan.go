@@ -226,6 +226,9 @@ func (p *planner) Unreachable(node string) {
 // AddWork records w (kind.Planner).
 func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
+// Work is the work recorded so far for addr (kind.Planner).
+func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
+
 func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
 	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
 }

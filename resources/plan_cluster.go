@@ -490,18 +490,14 @@ func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]
 	return attrs
 }
 
-// changedNodes are the nodes whose container the cluster's work starts or
-// removes, sorted.
-func (p *planner) changedNodes(rc *RayCluster) []string {
-	w := p.res.Work[rc.Addr]
-	if w == nil || clusterWork(w) == nil {
-		return nil
-	}
+// Restarts are the nodes whose container the cluster's work starts or
+// removes, sorted (kind.Restarter): a serve on them restarts.
+func (w *ClusterWork) Restarts() []string {
 	set := map[string]bool{}
-	for n := range clusterWork(w).Start {
+	for n := range w.Start {
 		set[n] = true
 	}
-	for _, rm := range clusterWork(w).Remove {
+	for _, rm := range w.Remove {
 		set[rm.Node] = true
 	}
 	return slices.Sorted(maps.Keys(set))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // memoryHeadroomLimit is the share of memory below Ray's kill threshold
@@ -65,7 +66,7 @@ func (p *planner) serve(sv *VLLMServe) {
 		// real vLLM the serve's workers die with it, so the serve is
 		// replaced too (apply stops it before the cluster changes).
 		action = plan.Replace
-		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(p.changedNodes(rc), ", ")+")")
+		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
 	default:
 		switch h := JudgeServe(rec, answer, spec); h.State {
 		case HealthDown, HealthHung, HealthUnhealthy, HealthWrongModel:

@@ -6,9 +6,11 @@ import (
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// hasSecrets reports whether rc or one of its serves has a sensitive value
+// hasSecrets reports whether rc or a block on it (kind.SecretHolder: its
+// serves) has a sensitive value
 // that a digest records (an env entry, an api_key): only then does a plan
 // read the cluster's secret-digest key, so a configuration without secrets
 // keeps its probes and its hashes.
@@ -18,20 +20,7 @@ func hasSecrets(cfg *Config, rc *RayCluster) bool {
 			return true
 		}
 	}
-	for _, sv := range cfg.Serves {
-		if sv.Cluster != rc.Name {
-			continue
-		}
-		if sv.APIKey != "" {
-			return true
-		}
-		for k := range sv.Env {
-			if sv.IsSensitive(fmt.Sprintf("env[%q]", k)) {
-				return true
-			}
-		}
-	}
-	return false
+	return kind.SecretsOn(cfg.Config, rc.Name)
 }
 
 // secretKeyProbes asks the head of every cluster with secrets for the

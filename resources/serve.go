@@ -13,43 +13,10 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/servedir"
 )
-
-// serveDir holds, inside the head container, each vllm_serve's record,
-// pid, lock and log: serve-NAME.{json,pid,lock,log} (and serve-NAME.env,
-// the secret env file of rayform versions before issue 12, which apply and
-// destroy remove).
-// Every container rayform creates bind-mounts it from ServeHostDir, so the
-// probe reads the records and tests the locks on the host, without a
-// docker exec (see observe.RecordProbe).
-const serveDir = "/tmp/rayform/serve"
-
-// legacyServeDir is where a container without the serveDir mount (one
-// whose spec has no serve_dir) keeps its serve records.
-const legacyServeDir = "/tmp/rayform"
-
-// ServeHostDir is the host directory bind-mounted as serveDir into the
-// container named container on node, for project:
-// /var/tmp/rayform/PROJECT/NODE/CONTAINER. The node is part of the path
-// because several nodes may share one filesystem (the lab's network
-// namespaces do). The container's entrypoint empties it of serve files at
-// every start: a record lives as long as its container. Each name becomes
-// one path segment (names.Segment): a node of a for_each block, named
-// like gpu["h1"], is a valid node but not a file name.
-func ServeHostDir(project, node, container string) string {
-	return ServeHostProjectDir(project) + "/" + names.Segment(node) + "/" + names.Segment(container)
-}
-
-// ServeHostProjectDir is the parent of every ServeHostDir of project.
-func ServeHostProjectDir(project string) string {
-	return serveHostRoot + "/" + names.Segment(project)
-}
-
-// serveHostRoot is where ServeHostDir's directories live on the hosts.
-const serveHostRoot = "/var/tmp/rayform"
 
 // ServeSpec is everything that defines one `vllm serve` process.
 type ServeSpec struct {
@@ -111,23 +78,23 @@ func (s ServeSpec) Current(h string) (current, legacy bool) {
 }
 
 // Paths inside the head container.
-func (s ServeSpec) specPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".json" }
-func (s ServeSpec) pidPath() string  { return serveDir + "/" + ServeRecordName(s.Name) + ".pid" }
-func (s ServeSpec) lockPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".lock" }
+func (s ServeSpec) specPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".json" }
+func (s ServeSpec) pidPath() string  { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".pid" }
+func (s ServeSpec) lockPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".lock" }
 
 // LogPath is where the serve process writes its log.
-func (s ServeSpec) LogPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".log" }
-func (s ServeSpec) envPath() string { return serveDir + "/" + ServeRecordName(s.Name) + ".env" }
+func (s ServeSpec) LogPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".log" }
+func (s ServeSpec) envPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".env" }
 
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.
 func (s ServeSpec) HostLogPath(project string) string {
-	return ServeHostDir(project, s.Node, s.Container) + "/" + path.Base(s.LogPath())
+	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.LogPath())
 }
 
 // HostPidPath: see HostLogPath. The file's mtime is when the serve started.
 func (s ServeSpec) HostPidPath(project string) string {
-	return ServeHostDir(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
+	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
 }
 
 // StartScript runs inside the head container (ExecArgs, with the secret
@@ -150,10 +117,10 @@ func (s ServeSpec) StartScript() string {
 	rec, _ := json.Marshal(observe.Record{Resource: s.Resource, SpecHash: s.Hash(), Attrs: s.Attrs, Sensitive: s.Sensitive})
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
-	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", serveDir, serveDir)
+	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", servedir.Dir, servedir.Dir)
 	fmt.Fprintf(&b, "(umask 077 && : >> %s && { [ -z \"$RAYFORM_LOG_OWNER\" ] || chown \"$RAYFORM_LOG_OWNER\" %s 2>/dev/null; }; true)\n", log, log)
 	fmt.Fprintf(&b, "echo $$ > %s\n", s.pidPath())
-	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", serveDir, lock)
+	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", servedir.Dir, lock)
 	b.WriteString("\tflock -s 8\n")
 	b.WriteString("\tif ! flock -n 9; then\n")
 	fmt.Fprintf(&b, "\t\techo 'rayform: waiting for the lock of vllm serve %s: an earlier one still holds it' >> %s\n", s.Name, log)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 func TestServeHostDirMount(t *testing.T) {
@@ -21,7 +22,7 @@ func TestServeHostDirMount(t *testing.T) {
 	if i < 1 || args[i-1] != "-v" {
 		t.Fatalf("docker run does not mount the serve dir from the host:\n%q", args)
 	}
-	if got := ServeHostDir("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
+	if got := servedir.Host("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
 		t.Fatalf("ServeHostDir = %q", got)
 	}
 	if ep := spec.EntrypointScript(); !strings.HasPrefix(ep, "mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {
@@ -53,7 +54,7 @@ func startServe(t *testing.T, spec ServeSpec, dir, bin string) *exec.Cmd {
 	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(vllm), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.ReplaceAll(spec.StartScript(), serveDir, dir)
+	script := strings.ReplaceAll(spec.StartScript(), servedir.Dir, dir)
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = []string{"PATH=" + bin}
 	stdin, err := cmd.StdinPipe()
@@ -168,8 +169,8 @@ func TestServeHostDirOfAnyNode(t *testing.T) {
 	nodes := []string{"spark1", `gpu["h1"]`, `gpu["h 1"]`, `gpu["h_1"]`, `gpu_"h1"_`, ".", "..", "", "a/b", "a_b"}
 	seen := map[string]string{}
 	for _, n := range nodes {
-		dir := ServeHostDir("lab", n, "rayform-main")
-		spec := observe.HostSpec{Records: []observe.RecordProbe{{Name: "serve-qwen", HostDir: dir, Container: "rayform-main", Dir: serveDir}}}
+		dir := servedir.Host("lab", n, "rayform-main")
+		spec := observe.HostSpec{Records: []observe.RecordProbe{{Name: "serve-qwen", HostDir: dir, Container: "rayform-main", Dir: servedir.Dir}}}
 		if err := spec.Validate(); err != nil {
 			t.Errorf("node %q: %s: %v", n, dir, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 // Container labels rayform sets on every container it creates. A container
@@ -55,7 +56,7 @@ type ContainerSpec struct {
 	// NonCarryOver lists env names vLLM must not copy from the driver.
 	NonCarryOver []string `json:"non_carry_over"`
 	// ServeDir is the container's directory of serve records (see
-	// serveDir), bind-mounted from ServeHostDir(project, Node, Name) on the
+	// servedir.Dir), bind-mounted from servedir.Host(project, Node, Name) on the
 	// host; "" mounts nothing. It is part of the hash, so a container
 	// without the mount is replaced; the host side is determined by the
 	// project (which owns the container), Node and Name.
@@ -185,7 +186,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		args = append(args, "-e", k+"="+s.Env[k])
 	}
 	if s.ServeDir != "" {
-		args = append(args, "-v", ServeHostDir(project, s.Node, s.Name)+":"+s.ServeDir)
+		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
 	}
 	for _, v := range s.Volumes {
 		args = append(args, "-v", v)
@@ -261,7 +262,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
 			NonCarryOver:  network.EnvKeys(),
-			ServeDir:      serveDir,
+			ServeDir:      servedir.Dir,
 			SecretKey:     cfg.SecretKeys[rc.Name],
 		}, nodeIface(nw, node, ifaces)))
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 // stopGrace is how long `docker stop` lets Ray shut down (and deregister
@@ -195,7 +196,7 @@ func removeContainer(ctx context.Context, e *hostenv.StepEnv, rm Removal) error 
 	// it. Best effort: the files belong to the container's user, so an SSH
 	// user other than root may not remove them; a container of the same
 	// name started later clears them at its start anyway.
-	_, _ = e.Mutate(ctx, rm.Node, "rm", "-rf", "--", ServeHostDir(e.Project, rm.Node, rm.Container))
+	_, _ = e.Mutate(ctx, rm.Node, "rm", "-rf", "--", servedir.Host(e.Project, rm.Node, rm.Container))
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 const stepsCluster = "ray_cluster.main"
@@ -30,7 +31,7 @@ func pairSpecs(ip1 string) []ContainerSpec {
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			NonCarryOver: network.EnvKeys(), ServeDir: serveDir}
+			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
 	}
 	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }

@@ -221,6 +221,29 @@ type Placed interface {
 	PlacedOn(cfg *config.Config) []string
 }
 
+// SecretHolder is implemented by the Go value of a block that runs on a
+// Ray cluster's containers with sensitive values a digest records (a
+// vllm_serve's api_key or secret env on its ray_cluster): the cluster
+// reads its secret-digest key only when it or such a block has any.
+type SecretHolder interface {
+	// HasSecretsOn reports whether the block runs on the ray_cluster
+	// named cluster and has a sensitive value a digest records.
+	HasSecretsOn(cluster string) bool
+}
+
+// SecretsOn reports whether a block of cfg holds secrets on the cluster
+// named cluster (SecretHolder).
+func SecretsOn(cfg *config.Config, cluster string) bool {
+	for _, typ := range cfg.Kinds() {
+		for _, v := range cfg.Blocks(typ) {
+			if h, ok := v.(SecretHolder); ok && h.HasSecretsOn(cluster) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Usable returns the facts of node if it could be observed (completely,
 // or in part with its error noted), nil otherwise: what a plan may judge
 // the node by.
@@ -264,6 +287,32 @@ type Planner interface {
 	Note(string)
 	// AddWork records what apply must do for w.Address.
 	AddWork(w *Work)
+	// Work returns the work recorded so far for addr (nil when none): how
+	// a resource learns what the change of one it depends on does (a
+	// serve, which of its cluster's nodes restart: Restarts).
+	Work(addr string) *Work
+}
+
+// Restarter is implemented by a Work's Do that starts or removes
+// containers on nodes (a ray_cluster's): a resource running on those
+// nodes (a vllm_serve) restarts with them.
+type Restarter interface {
+	// Restarts are the nodes whose container the work starts or
+	// removes, sorted.
+	Restarts() []string
+}
+
+// Restarts returns the nodes w restarts (Restarter), nil when none or
+// when w is nil.
+func Restarts(w *Work) []string {
+	if w == nil {
+		return nil
+	}
+	r, ok := w.Do.(Restarter)
+	if !ok {
+		return nil
+	}
+	return r.Restarts()
 }
 
 // Destroyer is what a kind plans the removal of its resources through.
