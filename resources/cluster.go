@@ -3,6 +3,7 @@ package resources
 import (
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/network"
 )
 
@@ -26,18 +27,18 @@ func nodeAttrType() cty.Type {
 // clusterSchema is the ray_cluster's attributes as container labels
 // record them: its applied arguments (config.Schema), then the node's own
 // values.
-func clusterSchema() []attr {
-	return append(argAttrs(KindCluster),
-		attr{name: "node", typ: nodeAttrType(), description: "what the network pins on the node"})
+func clusterSchema() []attrs.Attr {
+	return append(attrs.FromArgs(kindArgs(KindCluster)),
+		attrs.Attr{Name: "node", Type: nodeAttrType(), Description: "what the network pins on the node"})
 }
 
 // clusterPlanSchema is clusterSchema as plans list it: the per-node
 // records gathered into one map by node name.
-func clusterPlanSchema() []attr {
-	var out []attr
+func clusterPlanSchema() []attrs.Attr {
+	var out []attrs.Attr
 	for _, a := range clusterSchema() {
-		if a.name == "node" {
-			a = attr{name: "nodes", typ: cty.Map(nodeAttrType()), exported: true, description: "per node, what the network pins there"}
+		if a.Name == "node" {
+			a = attrs.Attr{Name: "nodes", Type: cty.Map(nodeAttrType()), Exported: true, Description: "per node, what the network pins there"}
 		}
 		out = append(out, a)
 	}
@@ -46,21 +47,21 @@ func clusterPlanSchema() []attr {
 
 // clusterRecordValues are the attributes of rc as the container of spec
 // records them: the cluster's arguments and the node's pinned values.
-func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrValues {
+func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrs.Values {
 	pinned := map[string]string{}
 	for _, k := range network.EnvKeys() {
 		if v, ok := spec.Env[k]; ok {
 			pinned[k] = v
 		}
 	}
-	env := stringMap(pinned)
+	env := attrs.StringMap(pinned)
 	if rc.Network == "" {
 		iface = ""
 	} else if spec.NodeIP == "" {
 		// Pinned once the node's fabric address is observed.
 		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
 	}
-	vals := argValues(KindCluster, &rc.Decl, spec.SecretKey)
+	vals := attrs.ArgValues(kindArgs(KindCluster), &rc.Decl, spec.SecretKey)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
 		"address":   strVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),
@@ -85,9 +86,9 @@ func optStringUnknown(s string, known bool) cty.Value {
 // normalize gives values the exact form a record reads back as (numbers,
 // empty collections), so that an unchanged attribute compares equal to its
 // record. Values not wholly known stay as they are.
-func normalize(schema []attr, v attrValues) attrValues {
-	rec := v.knownRecord()
-	out := decodeAttrs(schema, rawAttrs(rec), rec.Sensitive)
+func normalize(schema []attrs.Attr, v attrs.Values) attrs.Values {
+	rec := v.KnownRecord()
+	out := attrs.Decode(schema, attrs.Raw(rec), rec.Sensitive)
 	for k, val := range v {
 		if _, ok := out[k]; !ok {
 			out[k] = val
@@ -99,7 +100,7 @@ func normalize(schema []attr, v attrValues) attrValues {
 // withRecord fills the spec's record of its cluster's attributes (the
 // LabelAttrs label).
 func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec {
-	spec.Record = clusterRecordValues(rc, spec, iface).knownRecord()
+	spec.Record = clusterRecordValues(rc, spec, iface).KnownRecord()
 	return spec
 }
 

@@ -30,7 +30,7 @@ type Config struct {
 	Serves      map[string]*VLLMServe
 	// SecretKeys are the deployments' secret-digest keys by ray_cluster
 	// name, as read from each cluster's head (see UseSecretKeys and
-	// secretDigest); a cluster without one digests its secrets unkeyed.
+	// attrs.SecretDigest); a cluster without one digests its secrets unkeyed.
 	SecretKeys map[string][]byte
 }
 

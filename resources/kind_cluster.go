@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -235,7 +236,7 @@ func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
 // containers' logs are read with docker logs, and an output shows what its
 // plan schema exports.
 func (clusterKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(clusterPlanSchema()), Status: "clusters"}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(clusterPlanSchema()), Status: "clusters"}
 }
 
 // Lookup: a cluster's plan needs nothing from outside the hosts.

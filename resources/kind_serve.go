@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 )
@@ -239,7 +240,7 @@ func (serveKind) Schema() config.Kind { return serveDescriptor() }
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
 func (serveKind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: exportedAttrs(serveSchema()), Status: "serves"}
+	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(serveSchema()), Status: "serves"}
 }
 
 // Lookup: a serve's plan needs nothing from outside the hosts.

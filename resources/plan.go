@@ -409,16 +409,6 @@ func (p *planner) outputs() {
 	}
 }
 
-func exportedAttrs(schema []attr) map[string]bool {
-	out := map[string]bool{}
-	for _, a := range schema {
-		if a.exported {
-			out[a.name] = true
-		}
-	}
-	return out
-}
-
 // HostFingerprints digests, per host, the facts a plan depends on, so a
 // saved plan can be refused (naming the host) when the hosts changed since
 // it was made.

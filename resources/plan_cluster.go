@@ -11,6 +11,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/attrs"
 )
 
 // clusterContainer is the cluster's container on node: the one with the
@@ -60,13 +61,13 @@ func (p *planner) cluster(rc *RayCluster) {
 	observed := 0
 	schema := clusterSchema()
 	nw := p.cfg.Networks[rc.Network]
-	after := map[string]attrValues{}
+	after := map[string]attrs.Values{}
 	for _, spec := range specs {
 		after[spec.Node] = normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
 	}
 	// before holds, per node, the attributes its container was created
 	// with (read from its record).
-	before := map[string]attrValues{}
+	before := map[string]attrs.Values{}
 	for i, spec := range specs {
 		node := spec.Node
 		if p.host(node) == nil {
@@ -93,7 +94,7 @@ func (p *planner) cluster(rc *RayCluster) {
 		}
 		current, legacy := spec.Current(oc.c.SpecHash)
 		rec, recorded := containerRecord(oc.c)
-		if spec.SecretKey != nil && (legacy || recorded && rec.unkeyedDigests()) {
+		if spec.SecretKey != nil && (legacy || recorded && rec.UnkeyedDigests()) {
 			// Made by an earlier rayform, which digested secrets without
 			// the key: its secrets are compared in that form (and, when
 			// its hash is the unkeyed one, it is current; apply keys it
@@ -118,7 +119,7 @@ func (p *planner) cluster(rc *RayCluster) {
 			what := specDiff(oc.c, spec)
 			if recorded {
 				what = ""
-				if paths := changedPaths(schema, rec, after[node]); len(paths) > 0 {
+				if paths := attrs.ChangedPaths(schema, rec, after[node]); len(paths) > 0 {
 					what = ": " + strings.Join(paths, ", ")
 				}
 			}
@@ -136,7 +137,7 @@ func (p *planner) cluster(rc *RayCluster) {
 		}
 		if !recorded {
 			// Made by a rayform that kept no record: what docker shows.
-			rec = attrValues{"image": cty.StringVal(oc.c.Image)}
+			rec = attrs.Values{"image": cty.StringVal(oc.c.Image)}
 			if n, ok := after[node]["node"]; ok {
 				rec["node"] = withAddress(n, oc.c.Labels[LabelNodeIP])
 			}
@@ -164,7 +165,7 @@ func (p *planner) cluster(rc *RayCluster) {
 		oc := p.clusterContainer(rc, r.Node)
 		rec, ok := containerRecord(oc.c)
 		if !ok {
-			rec = attrValues{"node": withAddress(after[rc.Head]["node"], oc.c.Labels[LabelNodeIP])}
+			rec = attrs.Values{"node": withAddress(after[rc.Head]["node"], oc.c.Labels[LabelNodeIP])}
 		}
 		before[r.Node] = rec
 	}
@@ -387,11 +388,11 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 // containers' records) and after (from the specs); the per-node values are
 // gathered in "nodes". rayObserved are the values Ray's node table reports
 // where they differ from the record: the table is the truth.
-func clusterAttrs(rc *RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrValues, rayObserved map[string]map[string]string) []plan.AttrChange {
+func clusterAttrs(rc *RayCluster, specs []ContainerSpec, action plan.Action, before, after map[string]attrs.Values, rayObserved map[string]map[string]string) []plan.AttrChange {
 	if len(specs) == 0 {
 		return nil
 	}
-	afterRes := attrValues{}
+	afterRes := attrs.Values{}
 	for k, v := range after[rc.Head] {
 		afterRes[k] = v
 	}
@@ -401,7 +402,7 @@ func clusterAttrs(rc *RayCluster, specs []ContainerSpec, action plan.Action, bef
 	}
 	delete(afterRes, "node")
 	afterRes["nodes"] = cty.MapVal(afterNodes)
-	beforeRes := attrValues{}
+	beforeRes := attrs.Values{}
 	if action != plan.Create {
 		// The head's record speaks for the cluster; a worker's, when the
 		// head has none.
@@ -438,7 +439,7 @@ func clusterAttrs(rc *RayCluster, specs []ContainerSpec, action plan.Action, bef
 			beforeRes["nodes"] = cty.MapVal(nodes)
 		}
 	}
-	return attrChanges(clusterPlanSchema(), beforeRes, afterRes)
+	return attrs.Changes(clusterPlanSchema(), beforeRes, afterRes)
 }
 
 // withAddress is a node object with its address replaced (unknown when
@@ -468,16 +469,16 @@ func withGPUs(node cty.Value, gpus string) cty.Value {
 
 // containerRecord reads the attributes a container was created with from
 // its LabelAttrs label.
-func containerRecord(c observe.Container) (attrValues, bool) {
+func containerRecord(c observe.Container) (attrs.Values, bool) {
 	l, ok := c.Labels[LabelAttrs]
 	if !ok {
 		return nil, false
 	}
-	rec, ok := decodeRecordLabel(l)
+	rec, ok := attrs.DecodeRecordLabel(l)
 	if !ok {
 		return nil, false
 	}
-	return decodeAttrs(clusterSchema(), rawAttrs(rec), rec.Sensitive), true
+	return attrs.Decode(clusterSchema(), attrs.Raw(rec), rec.Sensitive), true
 }
 
 func clusterDriftAttrs(specs []ContainerSpec, rayObserved map[string]map[string]string) []plan.AttrChange {

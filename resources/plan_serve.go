@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -168,10 +169,10 @@ func serveCurrent(spec ServeSpec, h string) bool {
 func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
 	after := normalize(schema, serveRecordValues(sv, spec.SecretKey))
-	before := attrValues{}
+	before := attrs.Values{}
 	if action != plan.Create {
-		before = decodeAttrs(schema, rec.Attrs, rec.Sensitive)
-		if spec.SecretKey != nil && before.unkeyedDigests() {
+		before = attrs.Decode(schema, rec.Attrs, rec.Sensitive)
+		if spec.SecretKey != nil && before.UnkeyedDigests() {
 			// Started by an earlier rayform, which digested secrets
 			// without the key: compared in that form.
 			after = normalize(schema, serveRecordValues(sv, nil))
@@ -183,7 +184,7 @@ func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.P
 			}
 		}
 	}
-	return attrChanges(schema, before, after)
+	return attrs.Changes(schema, before, after)
 }
 
 // clusterGPUs is the GPUs Ray will see in a cluster: per node, the

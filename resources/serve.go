@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
@@ -37,7 +38,7 @@ type ServeSpec struct {
 	// from the rest, so they are not part of the hash.
 	Attrs     map[string]json.RawMessage `json:"attrs,omitempty"`
 	Sensitive []string                   `json:"sensitive,omitempty"`
-	// SecretKey is the deployment's secret-digest key (see secretDigest):
+	// SecretKey is the deployment's secret-digest key (see attrs.SecretDigest):
 	// SecretEnv's values enter the hash, and sensitive attributes Attrs,
 	// only as digests under it. Never serialized.
 	SecretKey []byte `json:"-"`
@@ -50,7 +51,7 @@ func (s ServeSpec) Hash() string {
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if slices.Contains(s.SecretEnv, k) {
-			v = secretDigest(s.SecretKey, v)
+			v = attrs.SecretDigest(s.SecretKey, v)
 		}
 		c.Env[k] = v
 	}
@@ -61,7 +62,7 @@ func (s ServeSpec) Hash() string {
 
 // Current reports whether a serve recorded with hash h runs this spec: h is
 // its hash, or the hash an earlier rayform gave it, with unkeyed secret
-// digests (see secretDigest), so that an upgrade replaces no serve whose
+// digests (see attrs.SecretDigest), so that an upgrade replaces no serve whose
 // secrets did not change. Legacy reports which of the two matched.
 func (s ServeSpec) Current(h string) (current, legacy bool) {
 	if h == s.Hash() {
@@ -186,7 +187,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 		MaxModelLen: sv.MaxModelLen,
 	}
 	spec.SecretKey = cfg.SecretKeys[sv.Cluster]
-	rec := serveRecordValues(sv, spec.SecretKey).knownRecord()
+	rec := serveRecordValues(sv, spec.SecretKey).KnownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil
 }
@@ -194,14 +195,14 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 // serveSchema is the vllm_serve's attributes as plans show them and serve
 // records keep them: its applied arguments (config.Schema), then the
 // endpoint they give.
-func serveSchema() []attr {
-	return append(argAttrs(KindServe), attr{name: "endpoint", typ: cty.String, exported: true, description: "the OpenAI base URL"})
+func serveSchema() []attrs.Attr {
+	return append(attrs.FromArgs(kindArgs(KindServe)), attrs.Attr{Name: "endpoint", Type: cty.String, Exported: true, Description: "the OpenAI base URL"})
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them,
-// sensitive ones digested under key (see secretDigest).
-func serveRecordValues(sv *VLLMServe, key []byte) attrValues {
-	vals := argValues(KindServe, &sv.Decl, key)
+// sensitive ones digested under key (see attrs.SecretDigest).
+func serveRecordValues(sv *VLLMServe, key []byte) attrs.Values {
+	vals := attrs.ArgValues(kindArgs(KindServe), &sv.Decl, key)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)

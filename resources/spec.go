@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/servedir"
 )
@@ -65,7 +66,7 @@ type ContainerSpec struct {
 	// carried as the LabelAttrs label. It is derived from the fields above
 	// and the cluster, so it is not part of the hash.
 	Record observe.Record `json:"-"`
-	// SecretKey is the deployment's secret-digest key (see secretDigest):
+	// SecretKey is the deployment's secret-digest key (see attrs.SecretDigest):
 	// SecretEnv's values enter the hash, and sensitive attributes Record,
 	// only as digests under it. Never serialized.
 	SecretKey []byte `json:"-"`
@@ -78,7 +79,7 @@ func (s ContainerSpec) Hash() string {
 	c.Env = map[string]string{}
 	for k, v := range s.Env {
 		if slices.Contains(s.SecretEnv, k) {
-			v = secretDigest(s.SecretKey, v)
+			v = attrs.SecretDigest(s.SecretKey, v)
 		}
 		c.Env[k] = v
 	}
@@ -89,7 +90,7 @@ func (s ContainerSpec) Hash() string {
 
 // Current reports whether a container labelled with hash h is of this
 // spec: h is its hash, or the hash an earlier rayform gave it, with
-// unkeyed secret digests (see secretDigest), so that an upgrade replaces
+// unkeyed secret digests (see attrs.SecretDigest), so that an upgrade replaces
 // no container whose secrets did not change. Legacy reports which of the
 // two matched.
 func (s ContainerSpec) Current(h string) (current, legacy bool) {
@@ -124,7 +125,7 @@ func (s ContainerSpec) Labels(project string) map[string]string {
 		LabelSpecHash: s.Hash(),
 	}
 	if len(s.Record.Attrs) > 0 {
-		labels[LabelAttrs] = encodeRecordLabel(s.Record)
+		labels[LabelAttrs] = attrs.EncodeRecordLabel(s.Record)
 	}
 	return labels
 }

@@ -1,4 +1,9 @@
-package resources
+// Package attrs is how a resource kind's attributes are planned and
+// recorded: their schema (Attr, from the kind's applied arguments), their
+// values (Values) as a container label or a serve record keeps them, with
+// every sensitive value kept only as its digest (SecretDigest), and the
+// changes a plan shows between two records (Changes, ChangedPaths).
+package attrs
 
 import (
 	"crypto/hmac"
@@ -20,72 +25,73 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 )
 
-// attr describes one attribute of a kind as plans show it and records keep
+// Attr describes one attribute of a kind as plans show it and records keep
 // it: its type, whether a change to it forces the resource's replacement,
 // whether other blocks can refer to it, whether it may hold a sensitive
 // value, and what it means.
-type attr struct {
-	name string
-	typ  cty.Type
-	// forcesReplacement: a change restarts the resource's main process
+type Attr struct {
+	Name string
+	Type cty.Type
+	// ForcesReplacement: a change restarts the resource's main process
 	// (the head container, the serve process).
-	forcesReplacement bool
-	// exported: other blocks and outputs can refer to it.
-	exported bool
-	// maySensitive: its elements may come from sensitive variables; such
+	ForcesReplacement bool
+	// Exported: other blocks and outputs can refer to it.
+	Exported bool
+	// MaySensitive: its elements may come from sensitive variables; such
 	// values are recorded and compared only as digests.
-	maySensitive bool
-	// sensitive: always recorded and compared as a digest, and masked.
-	sensitive   bool
-	description string
+	MaySensitive bool
+	// Sensitive: always recorded and compared as a digest, and masked.
+	Sensitive   bool
+	Description string
 }
 
-// argAttrs are the applied arguments of a block type's schema as plan
-// attributes.
-func argAttrs(kind string) []attr {
-	var out []attr
-	for _, a := range kindArgs(kind) {
+// FromArgs are the applied arguments of a block type's schema (its
+// config.Kind's Args) as plan attributes.
+func FromArgs(args []config.Arg) []Attr {
+	var out []Attr
+	for _, a := range args {
 		if a.Applied {
-			out = append(out, attr{name: a.Name, typ: a.ValueType(), forcesReplacement: a.ForcesReplacement,
-				exported: a.Exported, maySensitive: a.MaySensitive, sensitive: a.Sensitive, description: a.Description})
+			out = append(out, Attr{Name: a.Name, Type: a.ValueType(), ForcesReplacement: a.ForcesReplacement,
+				Exported: a.Exported, MaySensitive: a.MaySensitive, Sensitive: a.Sensitive, Description: a.Description})
 		}
 	}
 	return out
 }
 
-// argValues are the values of a block's applied arguments as decoded
-// (config.Decl.Args): an empty collection is null (not set), and every
-// string a sensitive variable gave is replaced by its digest, marked.
-func argValues(kind string, d *config.Decl, key []byte) attrValues {
-	out := attrValues{}
-	for _, a := range argAttrs(kind) {
-		v, ok := d.Args[a.name]
+// ArgValues are the values of a block's applied arguments (args, its
+// kind's) as decoded (config.Decl.Args): an empty collection is null (not
+// set), and every string a sensitive variable gave is replaced by its
+// digest, marked.
+func ArgValues(args []config.Arg, d *config.Decl, key []byte) Values {
+	out := Values{}
+	for _, a := range FromArgs(args) {
+		v, ok := d.Args[a.Name]
 		if !ok || v.IsNull() || v.IsKnown() && v.CanIterateElements() && v.LengthInt() == 0 {
-			out[a.name] = cty.NullVal(a.typ)
+			out[a.Name] = cty.NullVal(a.Type)
 			continue
 		}
-		if a.maySensitive || a.sensitive {
+		if a.MaySensitive || a.Sensitive {
 			v, _ = cty.Transform(v, func(p cty.Path, ev cty.Value) (cty.Value, error) {
-				if ev.Type() == cty.String && ev.IsKnown() && !ev.IsNull() && (a.sensitive || d.IsSensitive(config.FormatPath(a.name, p))) {
-					return sensitiveString(key, ev.AsString()), nil
+				if ev.Type() == cty.String && ev.IsKnown() && !ev.IsNull() && (a.Sensitive || d.IsSensitive(config.FormatPath(a.Name, p))) {
+					return SensitiveString(key, ev.AsString()), nil
 				}
 				return ev, nil
 			})
 		}
-		out[a.name] = v
+		out[a.Name] = v
 	}
 	return out
 }
 
-// attrValues are a resource's attribute values by name. Sensitive elements
-// hold the digest of their value (see secretDigest), marked with
+// Values are a resource's attribute values by name. Sensitive elements
+// hold the digest of their value (see SecretDigest), marked with
 // config.Sensitive.
-type attrValues map[string]cty.Value
+type Values map[string]cty.Value
 
-// secretDigest is how a sensitive value is hashed wherever rayform records
+// SecretDigest is how a sensitive value is hashed wherever rayform records
 // or compares one without keeping it: spec hashes, container labels, serve
 // records, plans. It is the first 64 bits of an HMAC-SHA256 under key, the
-// deployment's secret-digest key (Config.SecretKeys, kept 0600 on the
+// deployment's secret-digest key (resources.Config.SecretKeys, kept 0600 on the
 // cluster's head: see engine/lock.AdvanceFence), so a digest seen in a
 // label, a record, a command line or a log cannot be checked against a
 // guess of the secret without the key.
@@ -96,7 +102,7 @@ type attrValues map[string]cty.Value
 // form a container or serve made by an earlier version is recognised by
 // (see ContainerSpec.Current), so an upgrade replaces nothing whose secret
 // did not change.
-func secretDigest(key []byte, v string) string {
+func SecretDigest(key []byte, v string) string {
 	if key == nil {
 		sum := sha256.Sum256([]byte(v))
 		return "sha256:" + hex.EncodeToString(sum[:8])
@@ -106,9 +112,9 @@ func secretDigest(key []byte, v string) string {
 	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil)[:8])
 }
 
-// unkeyedDigests reports whether a sensitive value of v is an unkeyed
-// digest (see secretDigest): v was recorded by an earlier rayform.
-func (v attrValues) unkeyedDigests() bool {
+// UnkeyedDigests reports whether a sensitive value of v is an unkeyed
+// digest (see SecretDigest): v was recorded by an earlier rayform.
+func (v Values) UnkeyedDigests() bool {
 	for _, val := range v {
 		unmarked, pvm := val.UnmarkDeepWithPaths()
 		for _, pv := range pvm {
@@ -124,13 +130,13 @@ func (v attrValues) unkeyedDigests() bool {
 	return false
 }
 
-// sensitiveString is the digest of a sensitive value under key, marked.
-func sensitiveString(key []byte, v string) cty.Value {
-	return cty.StringVal(secretDigest(key, v)).Mark(config.Sensitive)
+// SensitiveString is the digest of a sensitive value under key, marked.
+func SensitiveString(key []byte, v string) cty.Value {
+	return cty.StringVal(SecretDigest(key, v)).Mark(config.Sensitive)
 }
 
-// stringMap converts a map; an empty map is null (not set).
-func stringMap(m map[string]string) cty.Value {
+// StringMap converts a map; an empty map is null (not set).
+func StringMap(m map[string]string) cty.Value {
 	if len(m) == 0 {
 		return cty.NullVal(cty.Map(cty.String))
 	}
@@ -141,20 +147,20 @@ func stringMap(m map[string]string) cty.Value {
 	return cty.MapVal(out)
 }
 
-// knownRecord records the values that are wholly known (a value known only
+// KnownRecord records the values that are wholly known (a value known only
 // after observing the hosts is left out of the record).
-func (v attrValues) knownRecord() observe.Record {
-	known := attrValues{}
+func (v Values) KnownRecord() observe.Record {
+	known := Values{}
 	for k, val := range v {
 		if val.IsWhollyKnown() {
 			known[k] = val
 		}
 	}
-	return known.record()
+	return known.Record()
 }
 
-// record encodes values as apply records them.
-func (v attrValues) record() observe.Record {
+// Record encodes values as apply records them.
+func (v Values) Record() observe.Record {
 	rec := observe.Record{Attrs: map[string]json.RawMessage{}}
 	for _, name := range slices.Sorted(maps.Keys(v)) {
 		val, pvs := v[name].UnmarkDeepWithPaths()
@@ -171,45 +177,45 @@ func (v attrValues) record() observe.Record {
 	return rec
 }
 
-// decodeAttrs reads recorded values back with the types of schema; an
+// Decode reads recorded values back with the types of schema; an
 // attribute absent from the record or unreadable is absent from the result.
-func decodeAttrs(schema []attr, raw map[string]string, sensitive []string) attrValues {
-	out := attrValues{}
+func Decode(schema []Attr, raw map[string]string, sensitive []string) Values {
+	out := Values{}
 	sens := map[string]bool{}
 	for _, s := range sensitive {
 		sens[s] = true
 	}
 	for _, a := range schema {
-		text, ok := raw[a.name]
+		text, ok := raw[a.Name]
 		if !ok {
 			continue
 		}
-		v, err := ctyjson.Unmarshal([]byte(text), a.typ)
+		v, err := ctyjson.Unmarshal([]byte(text), a.Type)
 		if err != nil {
 			continue
 		}
 		if len(sens) > 0 {
 			v, _ = cty.Transform(v, func(p cty.Path, ev cty.Value) (cty.Value, error) {
-				if sens[config.FormatPath(a.name, p)] {
+				if sens[config.FormatPath(a.Name, p)] {
 					return ev.Mark(config.Sensitive), nil
 				}
 				return ev, nil
 			})
 		}
-		out[a.name] = v
+		out[a.Name] = v
 	}
 	return out
 }
 
-// encodeRecordLabel is a record as a container label value: base64url of
+// EncodeRecordLabel is a record as a container label value: base64url of
 // its JSON, so that docker ps's comma-joined label list stays parseable.
-func encodeRecordLabel(rec observe.Record) string {
+func EncodeRecordLabel(rec observe.Record) string {
 	b, _ := json.Marshal(rec)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeRecordLabel reads a label written by encodeRecordLabel.
-func decodeRecordLabel(s string) (observe.Record, bool) {
+// DecodeRecordLabel reads a label written by EncodeRecordLabel.
+func DecodeRecordLabel(s string) (observe.Record, bool) {
 	var rec observe.Record
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil || json.Unmarshal(b, &rec) != nil {
@@ -218,8 +224,8 @@ func decodeRecordLabel(s string) (observe.Record, bool) {
 	return rec, true
 }
 
-// rawAttrs is a record's attributes as text, the form observe reports.
-func rawAttrs(rec observe.Record) map[string]string {
+// Raw is a record's attributes as text, the form observe reports.
+func Raw(rec observe.Record) map[string]string {
 	out := make(map[string]string, len(rec.Attrs))
 	for k, v := range rec.Attrs {
 		out[k] = string(v)
@@ -227,37 +233,37 @@ func rawAttrs(rec observe.Record) map[string]string {
 	return out
 }
 
-// attrChanges lists schema's attributes from before to after. A name
+// Changes lists schema's attributes from before to after. A name
 // absent from before is null there (the resource is created); a name
 // absent from after is left out.
-func attrChanges(schema []attr, before, after attrValues) []plan.AttrChange {
+func Changes(schema []Attr, before, after Values) []plan.AttrChange {
 	var out []plan.AttrChange
 	for _, a := range schema {
-		av, ok := after[a.name]
+		av, ok := after[a.Name]
 		if !ok {
 			continue
 		}
-		bv, ok := before[a.name]
+		bv, ok := before[a.Name]
 		if !ok {
 			bv = cty.NullVal(av.Type())
 		}
-		out = append(out, plan.AttrChange{Name: a.name, Before: bv, After: av, ForcesReplacement: a.forcesReplacement})
+		out = append(out, plan.AttrChange{Name: a.Name, Before: bv, After: av, ForcesReplacement: a.ForcesReplacement})
 	}
 	return out
 }
 
-// changedPaths names what differs between before and after, down to map
+// ChangedPaths names what differs between before and after, down to map
 // elements and object attributes (env["FOO"], node.interface); lists are
 // named whole. Only attributes present on both sides are compared.
-func changedPaths(schema []attr, before, after attrValues) []string {
+func ChangedPaths(schema []Attr, before, after Values) []string {
 	var out []string
 	for _, a := range schema {
-		bv, okB := before[a.name]
-		av, okA := after[a.name]
+		bv, okB := before[a.Name]
+		av, okA := after[a.Name]
 		if !okB || !okA {
 			continue
 		}
-		out = append(out, diffPaths(a.name, bv, av)...)
+		out = append(out, diffPaths(a.Name, bv, av)...)
 	}
 	return out
 }
@@ -294,6 +300,18 @@ func diffPaths(path string, b, a cty.Value) []string {
 			out = append(out, sub)
 		default:
 			out = append(out, diffPaths(sub, bv, av)...)
+		}
+	}
+	return out
+}
+
+// Exported names the attributes of schema that other blocks and outputs
+// can refer to (kind.Traits.Exported).
+func Exported(schema []Attr) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range schema {
+		if a.Exported {
+			out[a.Name] = true
 		}
 	}
 	return out
