@@ -15,6 +15,7 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/imageref"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -22,6 +23,7 @@ import (
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // Where arguments of the kinds go that a secret must not, for the error
@@ -123,15 +125,15 @@ func checkRayCluster(b *config.Block) {
 	if rc.Port == rc.DashboardPort {
 		b.Error("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
 	}
-	if rc.ShmSize != "" && !matches(shmSizePattern, rc.ShmSize) {
+	if rc.ShmSize != "" && !kit.Matches(shmSizePattern, rc.ShmSize) {
 		b.Error("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
 	} else if rc.ShmSize != "" {
 		b.Warn("shm_size", "shm_size has no effect", "rayform runs the Ray containers with --ipc host (NCCL and vLLM share memory across processes through it), so /dev/shm is the host's and docker ignores --shm-size. rayform does not pass it; remove shm_size.")
 	}
-	if !matches(containerNamePattern, rc.ContainerName) {
+	if !kit.Matches(containerNamePattern, rc.ContainerName) {
 		b.Error("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))
 	}
-	checkEnv(b, "env", rc.Env)
+	kit.CheckEnv(b, "env", rc.Env)
 	for i, v := range rc.Volumes {
 		if b.Decl().IsUnknown(fmt.Sprintf("volumes[%d]", i)) {
 			continue
@@ -389,8 +391,8 @@ func observeClusters(o *kind.Observation) {
 		nodes := rc.Nodes()
 		for _, node := range nodes {
 			hs := o.Host(node)
-			hs.Images = appendUnique(hs.Images, rc.Image)
-			hs.Containers = appendUnique(hs.Containers, container)
+			hs.Images = kit.AppendUnique(hs.Images, rc.Image)
+			hs.Containers = kit.AppendUnique(hs.Containers, container)
 			if h, ok := hashes[node][container]; ok {
 				if hs.SpecHashes == nil {
 					hs.SpecHashes = map[string]string{}
@@ -407,7 +409,7 @@ func observeClusters(o *kind.Observation) {
 				}
 			}
 			if node == rc.Head {
-				hs.Ports = appendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.Ports = kit.AppendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
 			}
 			o.SetHost(node, hs)
@@ -476,7 +478,7 @@ func destroyClusters(d kind.Destroyer) {
 		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
 		nodes := hosts[addr]
 		for _, rm := range rems {
-			nodes = appendUnique(nodes, rm.Node)
+			nodes = kit.AppendUnique(nodes, rm.Node)
 		}
 		name := plan.ParseAddress(addr).Instance()
 		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
@@ -550,7 +552,7 @@ func (clusterKind) Status(q kind.StatusQuery) []kind.Status {
 func (c ClusterStatus) render(w io.Writer) {
 	fmt.Fprintf(w, "\nRay (%s, head %s):\n", c.Address, c.Head)
 	if len(c.Ray) == 0 {
-		fmt.Fprintf(w, "  no node table: %s\n", firstNonEmpty(c.RayError, "-"))
+		fmt.Fprintf(w, "  no node table: %s\n", kit.FirstNonEmpty(c.RayError, "-"))
 	}
 	for _, n := range c.Ray {
 		role := ""
@@ -568,4 +570,20 @@ func firstLineOr(s, none string) string {
 		return none
 	}
 	return s
+}
+
+// checkClusterLimits is ray_cluster's part of the checks: the image is a
+// reference docker can pull (imageref, the parser the observation and
+// apply use), and the values docker run receives fit.
+func checkClusterLimits(b *config.Block) {
+	rc := b.Value().(*RayCluster)
+	if b.IsSet("image") && strings.TrimSpace(rc.Image) != "" && !b.Decl().IsUnknown("image") {
+		if _, err := imageref.Parse(rc.Image); err != nil {
+			b.Error("image", "Invalid image reference", err.Error()+".")
+		}
+	}
+	vals := kit.EnvValues(b, "env", rc.Env)
+	vals = append(vals, kit.ListValues(b, "docker_args", rc.DockerArgs)...)
+	vals = append(vals, kit.ListValues(b, "volumes", rc.Volumes)...)
+	kit.CheckArgLimits(b, vals, 2, false)
 }

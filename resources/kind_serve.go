@@ -21,6 +21,7 @@ import (
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
@@ -115,12 +116,12 @@ func checkServe(b *config.Block) {
 		b.Error("gpu_memory_utilization", "Invalid gpu_memory_utilization",
 			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
 	}
-	checkEnv(b, "env", s.Env)
+	kit.CheckEnv(b, "env", s.Env)
 	checkExtraArgs(b, s.ExtraArgs)
 	if _, ok := s.Env["VLLM_API_KEY"]; ok && s.APIKey != "" {
 		b.Error("api_key", "API key set twice", "Both api_key and env[\"VLLM_API_KEY\"] are set; keep api_key.")
 	}
-	if bad := envValueProblem(s.APIKey); bad != "" {
+	if bad := kit.EnvValueProblem(s.APIKey); bad != "" {
 		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
 	}
 	checkServeLimits(b)
@@ -390,7 +391,7 @@ func observeServes(o *kind.Observation) {
 			hs := o.Host(node)
 			if node == rc.Head {
 				// Each serve asks for its own port's answers.
-				hs.Ports = appendUniqueInt(hs.Ports, sv.Port)
+				hs.Ports = kit.AppendUniqueInt(hs.Ports, sv.Port)
 				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
@@ -493,7 +494,7 @@ func destroyServes(d kind.Destroyer) {
 			continue
 		}
 		if r, ok := d.State().Get(addr); ok {
-			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: firstHost(r.Hosts)}}
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: kit.FirstHost(r.Hosts)}}
 			hosts[addr] = stateNodes(r.Hosts)
 		}
 	}
@@ -541,4 +542,20 @@ func serveAt(cfg *Config, addr string) *VLLMServe {
 		return cfg.Serves[a.Instance()]
 	}
 	return nil
+}
+
+// checkServeLimits is vllm_serve's part of the checks: the values vllm
+// serve receives in argv or its environment fit.
+func checkServeLimits(b *config.Block) {
+	s := b.Value().(*VLLMServe)
+	vals := []kit.ArgValue{
+		{Attr: "model", What: "model", Value: s.Model},
+		{Attr: "served_model_name", What: "served_model_name", Value: s.ServedModelName},
+	}
+	if s.APIKey != "" {
+		vals = append(vals, kit.ArgValue{Attr: "api_key", What: "api_key", Value: "VLLM_API_KEY=" + s.APIKey, Secret: true, Env: true})
+	}
+	vals = append(vals, kit.EnvValues(b, "env", s.Env)...)
+	vals = append(vals, kit.ListValues(b, "extra_args", s.ExtraArgs)...)
+	kit.CheckArgLimits(b, vals, 3, true)
 }

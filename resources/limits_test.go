@@ -9,11 +9,12 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // TestValidateLimitsCoverApply checks that validate's value limits
-// (checkArgLimits) are at least as strict as the exact check apply makes
-// of its command lines before changing anything (CheckCommandLimits): a
+// (kit.CheckArgLimits) are at least as strict as the exact check apply makes
+// of its command lines before changing anything (kit.CheckCommandLimits): a
 // configuration validate accepts never fails there, whatever the size and
 // the bytes of its values (a quote costs more quoted). It also pins the
 // issue's case, a 100 KB env value, as refused by validate.
@@ -86,7 +87,7 @@ variable "serve_value" {
 					{Address: "ray_cluster.spark", Do: &ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
 					{Address: "vllm_serve.qwen", Do: &ServeWork{Spec: sv, Start: true}},
 				} {
-					if err := CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
+					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
 						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
 					}
 				}

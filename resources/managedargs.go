@@ -7,6 +7,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // serveFlag is one option rayform puts on vllm serve's command line and
@@ -170,7 +171,7 @@ const dockerValueShorthands = "acehlmpuvw"
 // or in a cluster (-dit), and -e/--env with a pinned variable.
 func checkDockerArgs(b *config.Block, args []string) {
 	managed := managedDockerFlags()
-	pinned := PinnedEnv()
+	pinned := kit.PinnedEnv()
 	env := func(a, v string) {
 		name, _, _ := strings.Cut(v, "=")
 		if from, ok := pinned[name]; ok {

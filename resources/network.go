@@ -6,19 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
-
-	"github.com/rayform/rayform/resources/network"
 )
-
-// PinnedEnv lists the environment variables rayform sets in every Ray
-// container (the network's pins, network.Pins, and
-// RAY_memory_monitor_refresh_ms), with the argument that controls each:
-// env, docker_args and extra_args must not set them.
-func PinnedEnv() map[string]string {
-	out := network.Pins()
-	out["RAY_memory_monitor_refresh_ms"] = "the Ray cluster's memory_monitor"
-	return out
-}
 
 // ContainerEnv returns the whole environment of the Ray container of a
 // cluster on node: the cluster's env, RAY_memory_monitor_refresh_ms=0 when

@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
@@ -55,7 +56,7 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 			for _, h := range r.Hosts {
 				hs := o.Host(h.Node)
 				if r.Container != "" {
-					hs.Containers = appendUnique(hs.Containers, r.Container)
+					hs.Containers = kit.AppendUnique(hs.Containers, r.Container)
 				}
 				o.SetHost(h.Node, hs)
 			}
@@ -223,13 +224,6 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 // container_name; the configuration gives it its default).
 func ContainerName(rc *RayCluster) string { return rc.ContainerName }
 
-func appendUnique(list []string, s string) []string {
-	if s == "" || slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
 func sortedClusters(cfg *Config) []*RayCluster {
 	out := make([]*RayCluster, 0, len(cfg.RayClusters))
 	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
@@ -252,14 +246,4 @@ func sortedNetworks(cfg *Config) []*Network {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
-}
-
-// appendUniqueInt appends each of vs not yet in list.
-func appendUniqueInt(list []int, vs ...int) []int {
-	for _, v := range vs {
-		if !slices.Contains(list, v) {
-			list = append(list, v)
-		}
-	}
-	return list
 }

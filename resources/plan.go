@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // PlanInput is everything a plan is computed from. Planning does no I/O.
@@ -79,6 +79,20 @@ func (w *ClusterWork) Container() string {
 	return w.Name
 }
 
+// Commands are the docker runs of the containers the cluster starts
+// (kit.Commander).
+func (w *ClusterWork) Commands(project string) []kit.NamedCmd {
+	var out []kit.NamedCmd
+	for _, s := range w.Specs {
+		if !w.Start[s.Node] {
+			continue
+		}
+		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node,
+			Cmd: transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()}})
+	}
+	return out
+}
+
 // clusterWork is w's cluster work, nil when w is not a cluster's.
 func clusterWork(w *Work) *ClusterWork {
 	if w == nil {
@@ -131,6 +145,15 @@ func (w *ServeWork) CheckAhead() []dataplane.Node {
 	return w.Check
 }
 
+// Commands is the serve's docker exec, when it starts (kit.Commander).
+func (w *ServeWork) Commands(project string) []kit.NamedCmd {
+	if !w.Start {
+		return nil
+	}
+	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node,
+		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
+}
+
 // serveWork is w's serve work, nil when w is not a serve's.
 func serveWork(w *Work) *ServeWork {
 	if w == nil {
@@ -143,6 +166,7 @@ func serveWork(w *Work) *ServeWork {
 // Plan computes the plan. It is a pure function of its input.
 func Plan(in PlanInput) *Result {
 	p := &planner{in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*Work{}}}
+	p.Planner = kit.Planner{Planner: p}
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
@@ -161,6 +185,9 @@ func Plan(in PlanInput) *Result {
 }
 
 type planner struct {
+	// Planner is this planner seen through kit, for the readings of the
+	// hosts the container kinds share.
+	kit.Planner
 	in     PlanInput
 	cfg    *Config
 	facts  *observe.Facts
@@ -229,121 +256,8 @@ func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 // Work is the work recorded so far for addr (kind.Planner).
 func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
 
-func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
-	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
-}
-
-func (p *planner) host(node string) *observe.HostFacts { return kind.Usable(p.facts, node) }
-
-// observedContainer is a cluster's container on one node, as found.
-type observedContainer struct {
-	c     observe.Container
-	found bool
-}
-
-func (p *planner) container(node, name string) observedContainer {
-	hf := p.host(node)
-	if hf == nil {
-		return observedContainer{}
-	}
-	c, ok := hf.Containers.ByName(name)
-	return observedContainer{c: c, found: ok}
-}
-
 func (p *planner) managed(c observe.Container) bool {
 	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func (p *planner) stateHas(addr string) bool {
-	if p.in.State == nil {
-		return false
-	}
-	_, ok := p.in.State.Get(addr)
-	return ok
-}
-
-func strVal(s string) cty.Value {
-	if s == "" {
-		return cty.UnknownVal(cty.String)
-	}
-	return cty.StringVal(s)
-}
-
-func listOrEmpty(vs []cty.Value) cty.Value {
-	if len(vs) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	return cty.ListVal(vs)
-}
-
-// portUse is a port a resource will listen on and the argument that sets
-// it.
-type portUse struct {
-	port int
-	attr string
-}
-
-// portsFree reports, as errors, the ports that something already listens
-// on at node, where what (of resource addr) is about to listen: with host
-// networking it would fail to bind ("address already in use"). It names
-// the holder as ss shows it (often a second deployment on the same nodes).
-func (p *planner) portsFree(addr, node, what string, uses []portUse) {
-	hf := p.host(node)
-	if hf == nil {
-		return
-	}
-	for _, u := range uses {
-		ls := hf.Listening.On(u.port)
-		if u.port == 0 || len(ls) == 0 {
-			continue
-		}
-		var holders []string
-		for _, l := range ls {
-			h := l.Addr
-			if l.Process != "" {
-				h += fmt.Sprintf(" by %s (pid %d)", l.Process, l.PID)
-			}
-			holders = append(holders, h)
-		}
-		detail := fmt.Sprintf("Something already listens on %s on %s. %s would fail to start there with \"address already in use\": rayform's containers use the host's network.",
-			strings.Join(holders, ", "), node, what)
-		if ls[0].Process == "" {
-			detail += " (ss names the process only to root or its owner.)"
-		}
-		p.finding(plan.Error, addr, node, fmt.Sprintf("port %d on %s is already in use", u.port, node), detail,
-			fmt.Sprintf("stop what holds it, or set %s = <a free port> on %s", u.attr, addr))
-	}
-}
-
-func firstHost(hs []state.Host) string {
-	if len(hs) == 0 {
-		return ""
-	}
-	return hs[0].Node
-}
-
-func stringVals(ss []string) []cty.Value {
-	var out []cty.Value
-	for _, s := range ss {
-		out = append(out, cty.StringVal(s))
-	}
-	return out
 }
 
 // outputs lists the root outputs with what applying the plan does to

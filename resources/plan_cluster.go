@@ -12,23 +12,24 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // clusterContainer is the cluster's container on node: the one with the
 // cluster's container name, or else a managed one labelled with the
 // cluster's address (created under the container_name it had before).
-func (p *planner) clusterContainer(rc *RayCluster, node string) observedContainer {
-	if oc := p.container(node, ContainerName(rc)); oc.found {
+func (p *planner) clusterContainer(rc *RayCluster, node string) kit.ObservedContainer {
+	if oc := p.Container(node, ContainerName(rc)); oc.Found {
 		return oc
 	}
-	if hf := p.host(node); hf != nil {
+	if hf := p.Host(node); hf != nil {
 		for _, c := range hf.Containers.List {
 			if p.managed(c) && c.Labels[LabelResource] == rc.Addr {
-				return observedContainer{c: c, found: true}
+				return kit.ObservedContainer{C: c, Found: true}
 			}
 		}
 	}
-	return observedContainer{}
+	return kit.ObservedContainer{}
 }
 
 func (p *planner) cluster(rc *RayCluster) {
@@ -36,8 +37,8 @@ func (p *planner) cluster(rc *RayCluster) {
 	nodes := rc.Nodes()
 	// Its containers need docker on every node.
 	for _, n := range nodes {
-		if hf := p.host(n); hf != nil && !hf.Docker.Available {
-			p.finding(plan.Error, nodeAddr(p.cfg, n), n, fmt.Sprintf("docker is not usable on %s", n), hf.Docker.Err,
+		if hf := p.Host(n); hf != nil && !hf.Docker.Available {
+			p.Find(plan.Error, nodeAddr(p.cfg, n), n, fmt.Sprintf("docker is not usable on %s", n), hf.Docker.Err,
 				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
 		}
 	}
@@ -70,30 +71,30 @@ func (p *planner) cluster(rc *RayCluster) {
 	before := map[string]attrs.Values{}
 	for i, spec := range specs {
 		node := spec.Node
-		if p.host(node) == nil {
+		if p.Host(node) == nil {
 			continue
 		}
 		observed++
 		oc := p.clusterContainer(rc, node)
-		if !oc.found {
+		if !oc.Found {
 			missing++
 			work.Start[node] = true
 			if i == 0 {
 				replace = true
 			}
-			if p.stateHas(addr) {
+			if p.StateHas(addr) {
 				drift = append(drift, fmt.Sprintf("container %s on %s is gone", name, node))
-				driftHost = firstNonEmpty(driftHost, node)
+				driftHost = kit.FirstNonEmpty(driftHost, node)
 			}
 			continue
 		}
-		if !p.managed(oc.c) {
+		if !p.managed(oc.C) {
 			foreign = true
-			p.foreignContainer(addr, node, name, oc.c)
+			p.foreignContainer(addr, node, name, oc.C)
 			continue
 		}
-		current, legacy := spec.Current(oc.c.SpecHash)
-		rec, recorded := containerRecord(oc.c)
+		current, legacy := spec.Current(oc.C.SpecHash)
+		rec, recorded := containerRecord(oc.C)
 		if spec.SecretKey != nil && (legacy || recorded && rec.UnkeyedDigests()) {
 			// Made by an earlier rayform, which digested secrets without
 			// the key: its secrets are compared in that form (and, when
@@ -109,14 +110,14 @@ func (p *planner) cluster(rc *RayCluster) {
 			before[node] = rec
 		}
 		switch {
-		case oc.c.SpecHash == "":
+		case oc.C.SpecHash == "":
 			// Managed labels but no spec hash: recreated by hand.
 			work.Start[node] = true
-			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.c, spec)))
-			driftHost = firstNonEmpty(driftHost, node)
+			drift = append(drift, fmt.Sprintf("container %s on %s was recreated outside rayform%s", name, node, specDiff(oc.C, spec)))
+			driftHost = kit.FirstNonEmpty(driftHost, node)
 		case !current:
 			work.Start[node] = true
-			what := specDiff(oc.c, spec)
+			what := specDiff(oc.C, spec)
 			if recorded {
 				what = ""
 				if paths := attrs.ChangedPaths(schema, rec, after[node]); len(paths) > 0 {
@@ -124,34 +125,34 @@ func (p *planner) cluster(rc *RayCluster) {
 				}
 			}
 			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, what))
-		case !oc.c.Running:
+		case !oc.C.Running:
 			work.Start[node] = true
-			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.c.State, oc.c.ExitCode))
-			driftHost = firstNonEmpty(driftHost, node)
+			drift = append(drift, fmt.Sprintf("container %s on %s is %s (exit code %d)", name, node, oc.C.State, oc.C.ExitCode))
+			driftHost = kit.FirstNonEmpty(driftHost, node)
 		}
 		if work.Start[node] {
-			work.Remove = append(work.Remove, Removal{Node: node, Container: oc.c.Name})
+			work.Remove = append(work.Remove, Removal{Node: node, Container: oc.C.Name})
 			if i == 0 {
 				replace = true
 			}
 		}
 		if !recorded {
 			// Made by a rayform that kept no record: what docker shows.
-			rec = attrs.Values{"image": cty.StringVal(oc.c.Image)}
+			rec = attrs.Values{"image": cty.StringVal(oc.C.Image)}
 			if n, ok := after[node]["node"]; ok {
-				rec["node"] = withAddress(n, oc.c.Labels[LabelNodeIP])
+				rec["node"] = withAddress(n, oc.C.Labels[LabelNodeIP])
 			}
 			before[node] = rec
 		}
 	}
 	if !foreign && work.Start[rc.Head] {
-		if oc := p.container(rc.Head, name); !(oc.found && oc.c.Running && p.managed(oc.c)) {
-			p.portsFree(addr, rc.Head, "The Ray head of "+addr, []portUse{{rc.Port, "port"}, {rc.DashboardPort, "dashboard_port"}})
+		if oc := p.Container(rc.Head, name); !(oc.Found && oc.C.Running && p.managed(oc.C)) {
+			p.PortsFree(addr, rc.Head, "The Ray head of "+addr, []kit.PortUse{{Port: rc.Port, Attr: "port"}, {Port: rc.DashboardPort, Attr: "dashboard_port"}})
 		}
 	}
 	rayObserved := map[string]map[string]string{}
 	// Ray's own node table: every node ALIVE under its fabric address.
-	if head := p.host(rc.Head); head != nil && !foreign && len(specs) > 0 {
+	if head := p.Host(rc.Head); head != nil && !foreign && len(specs) > 0 {
 		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, rayObserved)
 	}
 	if p.in.Replace[addr] && !foreign && missing < len(specs) {
@@ -163,9 +164,9 @@ func (p *planner) cluster(rc *RayCluster) {
 		work.Remove = append(work.Remove, r)
 		reasons = append(reasons, fmt.Sprintf("%s is no longer a worker", r.Node))
 		oc := p.clusterContainer(rc, r.Node)
-		rec, ok := containerRecord(oc.c)
+		rec, ok := containerRecord(oc.C)
 		if !ok {
-			rec = attrs.Values{"node": withAddress(after[rc.Head]["node"], oc.c.Labels[LabelNodeIP])}
+			rec = attrs.Values{"node": withAddress(after[rc.Head]["node"], oc.C.Labels[LabelNodeIP])}
 		}
 		before[r.Node] = rec
 	}
@@ -181,8 +182,8 @@ func (p *planner) cluster(rc *RayCluster) {
 		work.Remove = nil
 		for _, spec := range specs {
 			work.Start[spec.Node] = true
-			if oc := p.clusterContainer(rc, spec.Node); oc.found && p.managed(oc.c) {
-				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: oc.c.Name})
+			if oc := p.clusterContainer(rc, spec.Node); oc.Found && p.managed(oc.C) {
+				work.Remove = append(work.Remove, Removal{Node: spec.Node, Container: oc.C.Name})
 			}
 		}
 		work.Remove = append(work.Remove, p.strayRemovals(rc, name)...)
@@ -190,7 +191,7 @@ func (p *planner) cluster(rc *RayCluster) {
 		action = plan.Update
 	}
 	if len(drift) > 0 {
-		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: firstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
+		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: kit.FirstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
 			Attrs: clusterDriftAttrs(specs, rayObserved)})
 	}
 	rcChange := plan.ResourceChange{Address: addr, Type: KindCluster, Name: rc.Name, Action: action, Hosts: nodes,
@@ -209,12 +210,12 @@ func (p *planner) cluster(rc *RayCluster) {
 // fix names the project to declare and never suggests removing it.
 func (p *planner) foreignContainer(addr, node, name string, c observe.Container) {
 	if other := c.Labels[LabelProject]; c.Labels[LabelManaged] == "true" && other != "" {
-		p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.in.Project),
-			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, firstNonEmpty(c.Labels[LabelResource], "no resource label")),
+		p.Find(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.in.Project),
+			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, kit.FirstNonEmpty(c.Labels[LabelResource], "no resource label")),
 			fmt.Sprintf("if it is this deployment, declare rayform { project = %q } in the configuration; if it is another one, set container_name on this cluster", other))
 		return
 	}
-	p.finding(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
+	p.Find(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s was not created by rayform", name, node),
 		fmt.Sprintf("It runs %s (%s). rayform never touches containers it did not create.", c.Image, c.State),
 		fmt.Sprintf("remove it yourself (ssh %s docker rm -f %s) if it is a leftover, or set container_name on the cluster", node, name))
 }
@@ -234,8 +235,8 @@ func (p *planner) strayRemovalsOn(rc *RayCluster, node string) []Removal {
 	if slices.Contains(rc.Nodes(), node) {
 		return nil
 	}
-	if oc := p.clusterContainer(rc, node); oc.found && p.managed(oc.c) && oc.c.Labels[LabelResource] == rc.Addr {
-		return []Removal{{Node: node, Container: oc.c.Name}}
+	if oc := p.clusterContainer(rc, node); oc.Found && p.managed(oc.C) && oc.C.Labels[LabelResource] == rc.Addr {
+		return []Removal{{Node: node, Container: oc.C.Name}}
 	}
 	return nil
 }
@@ -249,9 +250,9 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 	table := RayTable(head, rc)
 	if table.Err != "" || table.Source == "" {
 		// The head container runs but Ray does not answer: restart it.
-		if oc := p.clusterContainer(rc, rc.Head); oc.found && oc.c.Running && !work.Start[rc.Head] {
-			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+firstNonEmpty(table.Err, "no node table"))
-			*driftHost = firstNonEmpty(*driftHost, rc.Head)
+		if oc := p.clusterContainer(rc, rc.Head); oc.Found && oc.C.Running && !work.Start[rc.Head] {
+			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+kit.FirstNonEmpty(table.Err, "no node table"))
+			*driftHost = kit.FirstNonEmpty(*driftHost, rc.Head)
 			*replace = true
 		}
 		return
@@ -282,7 +283,7 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 				continue
 			}
 			if node == "" {
-				p.finding(plan.Error, rc.Addr, rc.Head, d.Reason,
+				p.Find(plan.Error, rc.Addr, rc.Head, d.Reason,
 					"Ray's node table on "+rc.Head+" has a node that is none of the cluster's: another host joined this head, or a node registered under an address rayform does not know.",
 					"stop Ray on that host (ray stop), or declare it as a worker of "+rc.Addr)
 				continue
@@ -291,7 +292,7 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 				// A node that left the cluster: its container is removed
 				// (see strayRemovals), which takes it out of the table.
 				if len(p.strayRemovalsOn(rc, node)) == 0 {
-					p.finding(plan.Error, rc.Addr, rc.Head, d.Reason, fmt.Sprintf("%s runs Ray in this cluster but is not one of its nodes, and rayform did not start it there.", node),
+					p.Find(plan.Error, rc.Addr, rc.Head, d.Reason, fmt.Sprintf("%s runs Ray in this cluster but is not one of its nodes, and rayform did not start it there.", node),
 						fmt.Sprintf("stop Ray on %s (ray stop), or declare it as a worker of %s", node, rc.Addr))
 				}
 				continue
@@ -308,20 +309,20 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 			// comes from an address not known yet.
 			if nodeIP(specs, node) != "" {
 				*drift = append(*drift, d.Reason)
-				*driftHost = firstNonEmpty(*driftHost, node)
+				*driftHost = kit.FirstNonEmpty(*driftHost, node)
 			}
 			continue
 		}
 		*drift = append(*drift, d.Reason)
-		*driftHost = firstNonEmpty(*driftHost, node)
+		*driftHost = kit.FirstNonEmpty(*driftHost, node)
 		if d.Head || node == rc.Head {
 			*replace = true
 			continue
 		}
 		work.Start[node] = true
 		name := ContainerName(rc)
-		if oc := p.clusterContainer(rc, node); oc.found {
-			name = oc.c.Name
+		if oc := p.clusterContainer(rc, node); oc.Found {
+			name = oc.C.Name
 		}
 		work.Remove = append(work.Remove, Removal{Node: node, Container: name})
 	}
@@ -346,13 +347,13 @@ func (p *planner) addressOwners(rc *RayCluster) map[string]string {
 		if n := p.cfg.Nodes[node]; n != nil {
 			out[n.Host] = node
 		}
-		if hf := p.host(node); hf != nil {
+		if hf := p.Host(node); hf != nil {
 			for _, a := range hf.Addresses.List {
 				out[a.Prefix.Addr().String()] = node
 			}
 		}
-		if oc := p.clusterContainer(rc, node); oc.found && oc.c.Labels[LabelNodeIP] != "" {
-			out[oc.c.Labels[LabelNodeIP]] = node
+		if oc := p.clusterContainer(rc, node); oc.Found && oc.C.Labels[LabelNodeIP] != "" {
+			out[oc.C.Labels[LabelNodeIP]] = node
 		}
 	}
 	return out
@@ -366,7 +367,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		what = append(what, fmt.Sprintf("image %s → %s", c.Image, spec.Image))
 	}
 	if ip := c.Labels[LabelNodeIP]; ip != spec.NodeIP {
-		what = append(what, fmt.Sprintf("node IP %s → %s", orNone(ip), orNone(spec.NodeIP)))
+		what = append(what, fmt.Sprintf("node IP %s → %s", kit.OrNone(ip), kit.OrNone(spec.NodeIP)))
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		if slices.Contains(spec.SecretEnv, k) || !c.Inspected {
@@ -449,7 +450,7 @@ func withAddress(node cty.Value, ip string) cty.Value {
 		return node
 	}
 	m := node.AsValueMap()
-	m["address"] = strVal(ip)
+	m["address"] = kit.StrVal(ip)
 	return cty.ObjectVal(m)
 }
 

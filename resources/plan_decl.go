@@ -8,12 +8,12 @@ package resources
 // started with — and is no change made outside rayform.
 func (p *planner) declChanged(rc *RayCluster, specs []ContainerSpec, node string) bool {
 	oc := p.clusterContainer(rc, node)
-	if !oc.found || !p.managed(oc.c) || oc.c.SpecHash == "" {
+	if !oc.Found || !p.managed(oc.C) || oc.C.SpecHash == "" {
 		return false
 	}
 	for _, s := range specs {
 		if s.Node == node {
-			current, _ := s.Current(oc.c.SpecHash)
+			current, _ := s.Current(oc.C.SpecHash)
 			return !current
 		}
 	}

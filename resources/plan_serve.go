@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // memoryHeadroomLimit is the share of memory below Ray's kill threshold
@@ -29,12 +30,12 @@ func (p *planner) serve(sv *VLLMServe) {
 	}
 	spec, err := ServeSpecFor(p.cfg, sv)
 	if err != nil {
-		p.finding(plan.Error, addr, "", err.Error(), "", "")
+		p.Find(plan.Error, addr, "", err.Error(), "", "")
 		return
 	}
 	p.capacity(sv, rc)
 	p.memoryMonitor(sv, rc)
-	head := p.host(rc.Head)
+	head := p.Host(rc.Head)
 	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
 	answer := ServeAnswer(head, sv.Port)
@@ -56,7 +57,7 @@ func (p *planner) serve(sv *VLLMServe) {
 		reasons = append(reasons, "replacement requested with -replace")
 	case !rec.Found:
 		action = plan.Create
-		if p.stateHas(addr) {
+		if p.StateHas(addr) {
 			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
 		}
 	case !serveCurrent(spec, rec.SpecHash):
@@ -76,11 +77,11 @@ func (p *planner) serve(sv *VLLMServe) {
 		case HealthPortHeld:
 			// The serve runs, but another process holds its port: it can
 			// never bind it. observe did not send that process a request.
-			p.finding(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, answer.Health.HeldBy, addr),
+			p.Find(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, answer.Health.HeldBy, addr),
 				fmt.Sprintf("The vllm serve process of %s runs in %s, but the process listening on port %d is not one of that container's, so vLLM cannot bind its port. rayform sent it no request.", addr, spec.Container, sv.Port),
 				fmt.Sprintf("stop what holds port %d, or set port = <a free port> on %s", sv.Port, addr))
 		case HealthStarting:
-			p.finding(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
+			p.Find(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
 		}
 	}
 	// The port must be free unless this serve's own process, running,
@@ -90,7 +91,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
 	arch := p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
-		p.portsFree(addr, rc.Head, "The vllm serve of "+addr, []portUse{{sv.Port, "port"}})
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
 	attrs := serveAttrs(sv, spec, action, rec)
 	if len(drift) > 0 {
@@ -207,7 +208,7 @@ func (p *planner) nodeGPUs(node string) int {
 	if n := p.cfg.Nodes[node]; n != nil {
 		gpus = n.GPUs
 	}
-	if hf := p.host(node); hf != nil && hf.GPUs.Err == "" {
+	if hf := p.Host(node); hf != nil && hf.GPUs.Err == "" {
 		gpus = min(gpus, len(hf.GPUs.List))
 	}
 	return gpus
@@ -223,7 +224,7 @@ func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
 	need := serveGPUs(sv)
 	have, parts := p.clusterGPUs(rc)
 	if need > have {
-		p.finding(plan.Error, sv.Addr, "", fmt.Sprintf("tensor_parallel_size × pipeline_parallel_size = %d, but Ray will see %d GPUs", need, have),
+		p.Find(plan.Error, sv.Addr, "", fmt.Sprintf("tensor_parallel_size × pipeline_parallel_size = %d, but Ray will see %d GPUs", need, have),
 			"GPUs per node ("+strings.Join(parts, ", ")+"). vLLM would wait for a placement group that can never be created.",
 			"lower the parallelism or add nodes to the cluster")
 	}
@@ -275,13 +276,13 @@ func (p *planner) gpuBudget(rc *RayCluster) {
 	}
 	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
 	if need > have {
-		p.finding(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
+		p.Find(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
 			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
 			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
 		return
 	}
 	if head := p.nodeGPUs(rc.Head); len(serves) > head {
-		p.finding(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
+		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
 			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
 			"remove a serve, or give the head more GPUs")
 	}
@@ -334,7 +335,7 @@ func (p *planner) deviceBudget(rc *RayCluster, serves []*VLLMServe) {
 		if len(g.devices) > 1 {
 			gpus = "GPUs " + strings.Join(g.devices, ", ")
 		}
-		p.finding(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%s share %s of %s and ask %.2f of each one's memory together", strings.Join(addrs, " and "), gpus, rc.Head, share),
+		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%s share %s of %s and ask %.2f of each one's memory together", strings.Join(addrs, " and "), gpus, rc.Head, share),
 			fmt.Sprintf("On a single node vLLM runs without Ray, on the node's first GPUs (cuda:0 up to its tensor × pipeline parallelism) unless the serve's env sets CUDA_VISIBLE_DEVICES; each serve requires gpu_memory_utilization of the device's memory free at its start (%s), so the later one fails with \"Free memory on device cuda:%s ... is less than desired GPU memory utilization\".", strings.Join(each, ", "), g.devices[0]),
 			"lower gpu_memory_utilization so the serves on a GPU ask at most 1 together, or give each serve GPUs of its own with env = { CUDA_VISIBLE_DEVICES = \"...\" }")
 	}
@@ -371,7 +372,7 @@ func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
 		return
 	}
 	for _, node := range rc.Nodes() {
-		hf := p.host(node)
+		hf := p.Host(node)
 		if hf == nil || !hf.UnifiedMemory || hf.Memory.TotalBytes == 0 {
 			continue
 		}
@@ -391,7 +392,7 @@ func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
 			sev = plan.Error
 			fix += fmt.Sprintf(", or lower gpu_memory_utilization to at most %.2f", threshold-memoryHeadroomLimit)
 		}
-		p.finding(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
+		p.Find(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
 		return
 	}
 }

@@ -181,7 +181,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 		skip(m.Why)
 		return nil
 	}
-	head := p.host(rc.Head)
+	head := p.Host(rc.Head)
 	if head == nil {
 		return nil // the head was not observed: a finding says so
 	}
@@ -283,7 +283,7 @@ func (p *planner) gpuMemory(rc *RayCluster) (int64, bool) {
 	var least int64
 	unified := false
 	for _, node := range rc.Nodes() {
-		hf := p.host(node)
+		hf := p.Host(node)
 		if hf == nil || hf.GPUs.Err != "" || len(hf.GPUs.List) == 0 {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // TestLocateModel: where the head's host holds a serve's model files,
@@ -110,6 +111,7 @@ func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
 	} {
 		p := &planner{in: PlanInput{RefreshOnly: tt.refreshOnly}, facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}},
 			res: &Result{Plan: &plan.Plan{}}}
+		p.Planner = kit.Planner{Planner: p}
 		p.preflight(sv, rc, tt.action, tt.action != plan.Create)
 		if got := len(p.res.Plan.Findings); got != tt.want || len(p.res.Notes) > 0 {
 			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, p.res.Plan.Findings, p.res.Notes, tt.want)

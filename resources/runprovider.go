@@ -22,6 +22,7 @@ import (
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // Provider answers the engine's run (engine/run) with the resource kinds:
@@ -190,12 +191,12 @@ func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Un
 }
 
 // CheckPrepare checks every command line within the hosts' limits
-// (CheckCommandLimits).
+// (kit.CheckCommandLimits).
 func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 	var errs []error
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		if w := obs.Result.Work[addr].(work).w; w.Action != plan.NoOp && w.Action != plan.Delete {
-			if err := CheckCommandLimits(w, project); err != nil {
+			if err := kit.CheckCommandLimits(w, project); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // hasSecrets reports whether rc or a block on it (kind.SecretHolder: its
@@ -35,7 +36,7 @@ func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
 		if !ok {
 			continue
 		}
-		hs.SecretKeys = appendUnique(hs.SecretKeys, secretKeyName(project, rc.Name))
+		hs.SecretKeys = kit.AppendUnique(hs.SecretKeys, secretKeyName(project, rc.Name))
 		spec.Hosts[rc.Head] = hs
 	}
 }

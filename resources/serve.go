@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
@@ -269,5 +270,5 @@ func judgeModels(models []observe.Model, spec ServeSpec, where string) string {
 		}
 		ids = append(ids, m.ID)
 	}
-	return fmt.Sprintf("vLLM%s serves %s; want %s", where, orNone(strings.Join(ids, ", ")), spec.ServedName)
+	return fmt.Sprintf("vLLM%s serves %s; want %s", where, kit.OrNone(strings.Join(ids, ", ")), spec.ServedName)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // statusProbes adds to spec what status shows beyond what plan reads, in
@@ -28,7 +29,7 @@ func statusProbes(spec *observe.Spec, cfg *Config, project string) {
 		container := ContainerName(rc)
 		hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: ServeURL(sv.Port, "/metrics"), Owner: container})
 		serve := ServeSpec{Name: sv.Name, Container: container, Node: rc.Head}
-		hs.Files = appendUnique(hs.Files, serve.HostPidPath(project))
+		hs.Files = kit.AppendUnique(hs.Files, serve.HostPidPath(project))
 		spec.Hosts[rc.Head] = hs
 	}
 }
@@ -183,7 +184,7 @@ func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServ
 
 // render prints the serve's health, model, uptime and metrics.
 func (s ServeStatus) render(w io.Writer) {
-	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, firstNonEmpty(s.Node, "-"))
+	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, kit.FirstNonEmpty(s.Node, "-"))
 	fmt.Fprintf(w, "  health    %s (%s)\n", s.Health, s.HealthDetail)
 	if len(s.Models) > 0 {
 		fmt.Fprintf(w, "  model     %s\n", strings.Join(s.Models, ", "))

@@ -145,7 +145,7 @@ func (p *planner) archPlan(sv *VLLMServe, rc *RayCluster, head *observe.HostFact
 	if p.in.State != nil {
 		if id != "" {
 			known, ok = p.in.State.Image(id)
-		} else if c := p.container(rc.Head, headContainer(p.cfg, rc)); c.found && c.c.Image == rc.Image {
+		} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
 			// The head's container keeps running this image: the answer
 			// given for its reference is the answer for it.
 			id, known, ok = p.in.State.ImageByRef(rc.Image)

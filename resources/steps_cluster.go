@@ -22,6 +22,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
@@ -568,7 +569,7 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("container %s already exists on %s (running=%s, spec hash %s, want %s) though the plan did not remove it; run rayform plan again",
-		spec.Name, node, state, orNone(labels[LabelSpecHash]), spec.Hash())
+		spec.Name, node, state, kit.OrNone(labels[LabelSpecHash]), spec.Hash())
 }
 
 // start runs the container and returns its id. The secret env, if any,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // Weights is implemented by the Go value of a block that provides the
@@ -63,7 +64,7 @@ func weightsVolumes(cfg *Config, rc *RayCluster) []string {
 			continue
 		}
 		if w := weightsFor(cfg, sv); w != nil && !mountsAt(rc.Volumes, w.HostDir()) {
-			out = appendUnique(out, w.HostDir()+":"+w.HostDir())
+			out = kit.AppendUnique(out, w.HostDir()+":"+w.HostDir())
 		}
 	}
 	return out

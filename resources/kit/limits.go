@@ -1,4 +1,4 @@
-package resources
+package kit
 
 import (
 	"encoding/base64"
@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/imageref"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // What a host's kernel and rayform's transport take, and the checks that
@@ -40,18 +40,18 @@ const (
 	// record): the values of one block may use the rest.
 	ownArgsRoom = 16 * 1024
 	// blockArgBudget is what validate lets one block's argv-bound values
-	// take of a command line (argCost).
+	// take of a command line (ArgCost).
 	blockArgBudget = MaxArgStrlen - 1 - transportRoom - ownArgsRoom
 )
 
-// argCost is what value takes of the command line that starts its block.
+// ArgCost is what value takes of the command line that starts its block.
 // It arrives there twice: as an argument, quoted depth times (a
 // ray_cluster's docker run: its argv quoted, then the line quoted by the
 // transport; a serve's start script is one level more), and in the
 // resource's record of its attributes, JSON, which a container carries as
 // a base64 label (inScript false) and a serve writes from its start script
 // (inScript true, quoted as deep).
-func argCost(value string, depth int, inScript bool) int {
+func ArgCost(value string, depth int, inScript bool) int {
 	quote := func(s string) int {
 		for range depth {
 			s = shell.Quote(s)
@@ -65,53 +65,53 @@ func argCost(value string, depth int, inScript bool) int {
 	return quote(value) + base64.RawURLEncoding.EncodedLen(len(j))
 }
 
-// argValue is one value a block sends in argv or in the environment of
+// ArgValue is one value a block sends in argv or in the environment of
 // the command that starts it.
-type argValue struct {
-	attr  string // the argument it is in, for the diagnostic
-	what  string // how the diagnostic names it, e.g. `env["HF_TOKEN"]`
-	value string // as execve receives it (an env entry: NAME=VALUE)
-	// secret values travel in the environment (on the transport's stdin),
+type ArgValue struct {
+	Attr  string // the argument it is in, for the diagnostic
+	What  string // how the diagnostic names it, e.g. `env["HF_TOKEN"]`
+	Value string // as execve receives it (an env entry: NAME=VALUE)
+	// Secret values travel in the environment (on the transport's stdin),
 	// not in the command line.
-	secret bool
-	// env entries' NUL, newline and carriage return are checkEnv's.
-	env bool
+	Secret bool
+	// Env entries' NUL, newline and carriage return are CheckEnv's.
+	Env bool
 }
 
-// checkArgLimits refuses, at their arguments, values no host can take: a
+// CheckArgLimits refuses, at their arguments, values no host can take: a
 // NUL byte, one string over MAX_ARG_STRLEN, and values together longer
 // than a command line can carry. The value itself is never shown: it may
 // be a secret.
-func checkArgLimits(b *config.Block, vals []argValue, depth int, inRecord bool) {
+func CheckArgLimits(b *config.Block, vals []ArgValue, depth int, inRecord bool) {
 	total := 0
 	for _, v := range vals {
-		if b.Decl().IsUnknown(v.what) {
+		if b.Decl().IsUnknown(v.What) {
 			continue
 		}
-		i := strings.IndexByte(v.value, 0)
-		if i >= 0 && !v.env {
-			b.Error(v.attr, "Value with a NUL byte",
-				fmt.Sprintf("%s contains a NUL byte (at byte %d). A NUL ends a string on the host's command line and in a process's environment, so the value cannot arrive intact: remove it.", v.what, i))
+		i := strings.IndexByte(v.Value, 0)
+		if i >= 0 && !v.Env {
+			b.Error(v.Attr, "Value with a NUL byte",
+				fmt.Sprintf("%s contains a NUL byte (at byte %d). A NUL ends a string on the host's command line and in a process's environment, so the value cannot arrive intact: remove it.", v.What, i))
 			continue
 		}
 		if i >= 0 {
 			continue
 		}
-		if len(v.value) >= MaxArgStrlen {
-			b.Error(v.attr, "Value too long for a command line",
-				fmt.Sprintf("%s is %d bytes; Linux takes at most %d bytes (MAX_ARG_STRLEN, the NUL included) in one argument or environment string, so the host would refuse the command (\"Argument list too long\"). Pass a large value as a file instead (a volume, or a path in the image).", v.what, len(v.value), MaxArgStrlen-1))
+		if len(v.Value) >= MaxArgStrlen {
+			b.Error(v.Attr, "Value too long for a command line",
+				fmt.Sprintf("%s is %d bytes; Linux takes at most %d bytes (MAX_ARG_STRLEN, the NUL included) in one argument or environment string, so the host would refuse the command (\"Argument list too long\"). Pass a large value as a file instead (a volume, or a path in the image).", v.What, len(v.Value), MaxArgStrlen-1))
 			continue
 		}
-		if !v.secret {
-			total += argCost(v.value, depth, inRecord)
+		if !v.Secret {
+			total += ArgCost(v.Value, depth, inRecord)
 		}
 	}
 	if total > blockArgBudget {
 		// Reported at the largest value's argument.
 		attr, largest := "", -1
 		for _, v := range vals {
-			if !v.secret && len(v.value) > largest {
-				attr, largest = v.attr, len(v.value)
+			if !v.Secret && len(v.Value) > largest {
+				attr, largest = v.Attr, len(v.Value)
 			}
 		}
 		b.Error(attr, "Values too long for a command line",
@@ -119,56 +119,24 @@ func checkArgLimits(b *config.Block, vals []argValue, depth int, inRecord bool) 
 	}
 }
 
-// envValues lists env's entries (attr "env") as argValues.
-func envValues(b *config.Block, attr string, env map[string]string) []argValue {
-	var out []argValue
+// EnvValues lists env's entries (attr "env") as argValues.
+func EnvValues(b *config.Block, attr string, env map[string]string) []ArgValue {
+	var out []ArgValue
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		what := fmt.Sprintf("%s[%q]", attr, k)
-		out = append(out, argValue{attr: attr, what: what, value: k + "=" + env[k], secret: b.Decl().IsSensitive(what), env: true})
+		out = append(out, ArgValue{Attr: attr, What: what, Value: k + "=" + env[k], Secret: b.Decl().IsSensitive(what), Env: true})
 	}
 	return out
 }
 
-// listValues lists a list argument's items as argValues.
-func listValues(b *config.Block, attr string, items []string) []argValue {
-	var out []argValue
+// ListValues lists a list argument's items as argValues.
+func ListValues(b *config.Block, attr string, items []string) []ArgValue {
+	var out []ArgValue
 	for i, v := range items {
 		what := fmt.Sprintf("%s[%d]", attr, i)
-		out = append(out, argValue{attr: attr, what: what, value: v, secret: b.Decl().IsSensitive(what)})
+		out = append(out, ArgValue{Attr: attr, What: what, Value: v, Secret: b.Decl().IsSensitive(what)})
 	}
 	return out
-}
-
-// checkClusterLimits is ray_cluster's part of the checks: the image is a
-// reference docker can pull (imageref, the parser the observation and
-// apply use), and the values docker run receives fit.
-func checkClusterLimits(b *config.Block) {
-	rc := b.Value().(*RayCluster)
-	if b.IsSet("image") && strings.TrimSpace(rc.Image) != "" && !b.Decl().IsUnknown("image") {
-		if _, err := imageref.Parse(rc.Image); err != nil {
-			b.Error("image", "Invalid image reference", err.Error()+".")
-		}
-	}
-	vals := envValues(b, "env", rc.Env)
-	vals = append(vals, listValues(b, "docker_args", rc.DockerArgs)...)
-	vals = append(vals, listValues(b, "volumes", rc.Volumes)...)
-	checkArgLimits(b, vals, 2, false)
-}
-
-// checkServeLimits is vllm_serve's part of the checks: the values vllm
-// serve receives in argv or its environment fit.
-func checkServeLimits(b *config.Block) {
-	s := b.Value().(*VLLMServe)
-	vals := []argValue{
-		{attr: "model", what: "model", value: s.Model},
-		{attr: "served_model_name", what: "served_model_name", value: s.ServedModelName},
-	}
-	if s.APIKey != "" {
-		vals = append(vals, argValue{attr: "api_key", what: "api_key", value: "VLLM_API_KEY=" + s.APIKey, secret: true, env: true})
-	}
-	vals = append(vals, envValues(b, "env", s.Env)...)
-	vals = append(vals, listValues(b, "extra_args", s.ExtraArgs)...)
-	checkArgLimits(b, vals, 3, true)
 }
 
 // CheckCommandLimits refuses, before apply changes anything, a command of
@@ -176,28 +144,31 @@ func checkServeLimits(b *config.Block) {
 // NUL byte or over MAX_ARG_STRLEN, or a command line longer than the SSH
 // transport can hand to the remote shell. It checks the exact commands the
 // steps will run: each container's docker run, the serve's docker exec.
-func CheckCommandLimits(w *Work, project string) error {
-	var cmds []transport.Cmd
-	var names []string
-	if cw := clusterWork(w); cw != nil {
-		for _, s := range cw.Specs {
-			if !cw.Start[s.Node] {
-				continue
-			}
-			cmds = append(cmds, transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()})
-			names = append(names, "docker run "+s.Name+" on "+s.Node)
-		}
+func CheckCommandLimits(w *kind.Work, project string) error {
+	c, ok := w.Do.(Commander)
+	if !ok {
+		return nil
 	}
-	if sw := serveWork(w); sw != nil && sw.Start {
-		cmds = append(cmds, transport.Cmd{Argv: sw.Spec.ExecArgs("0"), Env: sw.Spec.SecretEnvValues()})
-		names = append(names, "vllm serve "+sw.Spec.Name+" on "+sw.Spec.Node)
-	}
-	for i, c := range cmds {
-		if err := commandFits(c); err != nil {
-			return fmt.Errorf("%s: the command %s cannot run: %w", w.Address, names[i], err)
+	for _, nc := range c.Commands(project) {
+		if err := commandFits(nc.Cmd); err != nil {
+			return fmt.Errorf("%s: the command %s cannot run: %w", w.Address, nc.Name, err)
 		}
 	}
 	return nil
+}
+
+// Commander is implemented by a Work's Do that starts processes with
+// values from the configuration: the commands the steps will run, for
+// CheckCommandLimits.
+type Commander interface {
+	Commands(project string) []NamedCmd
+}
+
+// NamedCmd is a command and how an error names it ("docker run NAME on
+// NODE").
+type NamedCmd struct {
+	Name string
+	Cmd  transport.Cmd
 }
 
 // commandFits checks one command against the host's limits.
