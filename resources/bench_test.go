@@ -115,7 +115,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	if diags.HasErrors() {
 		tb.Fatalf("bench config with facts: %s", diags.Error())
 	}
-	cfg.SecretKeys = keys
+	cfg.SetSecretKeys(keys)
 	rc = cfg.RayClusters["main"]
 	specs := resources.ClusterSpecs(cfg, rc, addrs, ifaces)
 	sv := cfg.Serves["llama"]

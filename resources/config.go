@@ -28,10 +28,22 @@ type Config struct {
 	Networks    map[string]*Network
 	RayClusters map[string]*RayCluster
 	Serves      map[string]*VLLMServe
-	// SecretKeys are the deployments' secret-digest keys by ray_cluster
-	// name, as read from each cluster's head (see UseSecretKeys and
-	// attrs.SecretDigest); a cluster without one digests its secrets unkeyed.
-	SecretKeys map[string][]byte
+}
+
+// SecretKeys are the deployments' secret-digest keys by ray_cluster name,
+// as read from each cluster's head (kind.Facts.SecretKeys, see
+// UseSecretKeys); a cluster without one digests its secrets unkeyed.
+func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+
+// SetSecretKeys sets the secret-digest keys the kinds read
+// (kind.Facts.SecretKeys): c's language configuration is replaced by a
+// copy that carries them among its facts.
+func (c *Config) SetSecretKeys(keys map[string][]byte) {
+	lang := *c.Config
+	f := kind.ConfigFacts(&lang)
+	f.SecretKeys = keys
+	lang.Facts = f
+	c.Config = &lang
 }
 
 // View returns the kinds' view of an evaluated configuration; nil for nil.
@@ -89,10 +101,9 @@ func factsOf(b *config.Block) Facts { return kind.FactsOf(b) }
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), seen through the kinds.
 func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
-	out, diags := c.Config.WithFacts(f)
-	v := View(out)
-	if v != nil {
-		v.SecretKeys = c.SecretKeys
+	if f.SecretKeys == nil {
+		f.SecretKeys = c.SecretKeys()
 	}
-	return v, diags
+	out, diags := c.Config.WithFacts(f)
+	return View(out), diags
 }

@@ -41,28 +41,29 @@ func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
 	}
 }
 
-// UseSecretKeys sets c.SecretKeys from the keys the heads' probes read. A
+// UseSecretKeys sets c's SecretKeys from the keys the heads' probes read. A
 // cluster whose key does not exist yet (no apply made it) digests its
 // secrets unkeyed: there is nothing of it on the hosts to compare them
 // with but what an earlier rayform made, unkeyed; apply makes the key
 // under the lock and observes again before it creates anything.
 func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
-	c.SecretKeys = nil
-	if facts == nil {
-		return
-	}
+	var keys map[string][]byte
 	for _, rc := range sortedClusters(c) {
+		if facts == nil {
+			break
+		}
 		head := facts.Hosts[rc.Head]
 		if head == nil {
 			continue
 		}
 		if k, ok := head.SecretKeys[secretKeyName(project, rc.Name)]; ok {
-			if c.SecretKeys == nil {
-				c.SecretKeys = map[string][]byte{}
+			if keys == nil {
+				keys = map[string][]byte{}
 			}
-			c.SecretKeys[rc.Name] = k
+			keys[rc.Name] = k
 		}
 	}
+	c.SetSecretKeys(keys)
 }
 
 // secretKeyName is the name of a cluster's key file, as the lock's fence

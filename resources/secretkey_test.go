@@ -36,7 +36,7 @@ func unkeyedDigest(v string) string {
 func planWithKeys(t *testing.T, src []byte, c converged, keys map[string][]byte) *plan.Plan {
 	t.Helper()
 	cfg := planConfig(t, string(src), c.facts)
-	cfg.SecretKeys = keys
+	cfg.SetSecretKeys(keys)
 	return resources.Plan(resources.PlanInput{Config: cfg, Facts: c.facts, Project: benchProject}).Plan
 }
 
@@ -57,7 +57,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 	keyed := convergedFrom(t, keyedConfig(keyedToken), map[string][]byte{"main": key})
 	unkeyed := convergedFrom(t, keyedConfig(keyedToken), nil)
 	cfg := planConfig(t, string(keyedConfig(keyedToken)), keyed.facts)
-	cfg.SecretKeys = map[string][]byte{"main": key}
+	cfg.SetSecretKeys(map[string][]byte{"main": key})
 	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 		}
 	}
 	other := bytes.Repeat([]byte{8}, observe.SecretKeyLen)
-	cfg.SecretKeys = map[string][]byte{"main": other}
+	cfg.SetSecretKeys(map[string][]byte{"main": other})
 	if s2, _ := resources.ServeSpecFor(cfg, cfg.Serves["llama"]); s2.Hash() == serve.Hash() {
 		t.Error("the serve's hash does not depend on the key")
 	}
@@ -177,11 +177,11 @@ func TestSecretKeyReadOnlyWithSecrets(t *testing.T) {
 	head.SecretKeys = map[string][]byte{name: key}
 	cfg := planConfig(t, string(keyedConfig(keyedToken)), c.facts)
 	cfg.UseSecretKeys(c.facts, benchProject)
-	if !bytes.Equal(cfg.SecretKeys["main"], key) {
-		t.Errorf("SecretKeys = %v, want the head's key for main", cfg.SecretKeys)
+	if !bytes.Equal(cfg.SecretKeys()["main"], key) {
+		t.Errorf("SecretKeys = %v, want the head's key for main", cfg.SecretKeys())
 	}
 	cfg.UseSecretKeys(c.facts, "another-project")
-	if cfg.SecretKeys != nil {
-		t.Errorf("another project's plan took the key: %v", cfg.SecretKeys)
+	if cfg.SecretKeys() != nil {
+		t.Errorf("another project's plan took the key: %v", cfg.SecretKeys())
 	}
 }

@@ -187,7 +187,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 		ServedName:  served,
 		MaxModelLen: sv.MaxModelLen,
 	}
-	spec.SecretKey = cfg.SecretKeys[sv.Cluster]
+	spec.SecretKey = cfg.SecretKeys()[sv.Cluster]
 	rec := serveRecordValues(sv, spec.SecretKey).KnownRecord()
 	spec.Attrs, spec.Sensitive = rec.Attrs, rec.Sensitive
 	return spec, nil

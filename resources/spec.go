@@ -264,7 +264,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DashboardPort: rc.DashboardPort,
 			NonCarryOver:  network.EnvKeys(),
 			ServeDir:      servedir.Dir,
-			SecretKey:     cfg.SecretKeys[rc.Name],
+			SecretKey:     cfg.SecretKeys()[rc.Name],
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs

@@ -204,6 +204,17 @@ type Facts struct {
 	// FabricAddrs maps a node name to the node's observed address on the
 	// network of its Ray cluster.
 	FabricAddrs map[string]netip.Addr
+	// SecretKeys are the deployments' secret-digest keys by ray_cluster
+	// name, as read from each cluster's head (attrs.SecretDigest); a
+	// cluster without one digests its secrets unkeyed.
+	SecretKeys map[string][]byte
+}
+
+// ConfigFacts returns the facts cfg was evaluated with (or given, for
+// SecretKeys); none before the hosts are observed.
+func ConfigFacts(cfg *config.Config) Facts {
+	f, _ := cfg.Facts.(Facts)
+	return f
 }
 
 // FactsOf returns the facts a block is evaluated with; none before the
