@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // benchProject is the project label of the synthetic cluster.
@@ -117,7 +118,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	}
 	cfg.SetSecretKeys(keys)
 	rc = cfg.RayClusters["main"]
-	specs := resources.ClusterSpecs(cfg, rc, addrs, ifaces)
+	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
 	sv := cfg.Serves["llama"]
 	serve, err := resources.ServeSpecFor(cfg, sv)
 	if err != nil {
@@ -166,7 +167,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 		hf.Containers.List = []observe.Container{{
 			ID: fmt.Sprintf("%064x", i+1), Name: spec.Name, Image: spec.Image, ImageID: "sha256:" + strings.Repeat("ab", 32),
 			Status: "Up 2 hours", State: "running", Running: true, Labels: labels,
-			Resource: labels[resources.LabelResource], SpecHash: labels[resources.LabelSpecHash], Env: env,
+			Resource: labels[cluster.LabelResource], SpecHash: labels[cluster.LabelSpecHash], Env: env,
 			Entrypoint: []string{"/bin/sh", "-c"}, Cmd: spec.RayStartArgs(), NetworkMode: "host", IpcMode: "host", GPUs: true,
 		}}
 		for _, peer := range nodes {
@@ -199,7 +200,7 @@ func planConfig(tb testing.TB, src string, facts *observe.Facts) *resources.Conf
 	if diags.HasErrors() {
 		tb.Fatalf("config: %s", diags.Error())
 	}
-	addrs, _ := resources.FabricAddrs(loaded, facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
 	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("config with facts: %s", diags.Error())
@@ -249,7 +250,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 	c := convergedCluster(b, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
+		addrs, _ := cluster.FabricAddrs(cluster.View(c.loaded.Config), c.facts)
 		cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 		if diags.HasErrors() {
 			b.Fatal(diags.Error())
@@ -262,7 +263,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 // the synthetic facts describe a converged cluster, so the plan is empty.
 func TestConvergedClusterPlansEmpty(t *testing.T) {
 	c := convergedCluster(t, 4)
-	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(c.loaded.Config), c.facts)
 	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -281,7 +282,7 @@ func BenchmarkObserveSpec64(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := state.Resource{Type: "ray_cluster", Container: resources.ContainerName(rc)}
+	r := state.Resource{Type: "ray_cluster", Container: cluster.ContainerName(rc)}
 	for _, node := range rc.Nodes() {
 		r.Hosts = append(r.Hosts, state.Host{Node: node, FabricAddress: c.addrs[node].String(), FabricInterface: "ib0"})
 	}

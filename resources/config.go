@@ -4,6 +4,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
@@ -26,7 +28,7 @@ type Config struct {
 	*config.Config
 	Nodes       map[string]*Node
 	Networks    map[string]*Network
-	RayClusters map[string]*RayCluster
+	RayClusters map[string]*cluster.RayCluster
 	Serves      map[string]*VLLMServe
 }
 
@@ -34,6 +36,16 @@ type Config struct {
 // as read from each cluster's head (kind.Facts.SecretKeys, see
 // UseSecretKeys); a cluster without one digests its secrets unkeyed.
 func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+
+// UseSecretKeys sets c's SecretKeys from the keys the heads' probes read
+// (cluster.ReadSecretKeys). A cluster whose key does not exist yet (no
+// apply made it) digests its secrets unkeyed: there is nothing of it on
+// the hosts to compare them with but what an earlier rayform made,
+// unkeyed; apply makes the key under the lock and observes again before
+// it creates anything.
+func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
+	c.SetSecretKeys(cluster.ReadSecretKeys(c.Config, facts, project))
+}
 
 // SetSecretKeys sets the secret-digest keys the kinds read
 // (kind.Facts.SecretKeys): c's language configuration is replaced by a
@@ -55,7 +67,7 @@ func View(c *config.Config) *Config {
 		Config:      c,
 		Nodes:       blocksOf[Node](c, KindNode),
 		Networks:    blocksOf[Network](c, KindNetwork),
-		RayClusters: blocksOf[RayCluster](c, KindCluster),
+		RayClusters: blocksOf[cluster.RayCluster](c, KindCluster),
 		Serves:      blocksOf[VLLMServe](c, KindServe),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
 )
 
@@ -12,7 +13,7 @@ import (
 // fabric, each node's fabric and management addresses, and the settings
 // that decide the memory monitor's verdict.
 func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
-	rc := clusterAt(cfg, w.Address)
+	rc := cluster.At(cluster.View(cfg.Config), w.Address)
 	sv := serveAt(cfg, w.Address)
 	if sv != nil {
 		rc = cfg.RayClusters[sv.Cluster]

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/clitables"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // flagWord is an option name in a command line or a text: --word, up to
@@ -160,7 +161,7 @@ func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	var rayFlags, vllmFlags []string
-	for _, spec := range resources.ClusterSpecs(cfg, cfg.RayClusters["main"], addrs, ifaces) {
+	for _, spec := range cluster.ClusterSpecs(cluster.View(cfg.Config), cfg.RayClusters["main"], addrs, ifaces) {
 		args := spec.RayStartArgs()
 		if !slices.Equal(args[:2], []string{"ray", "start"}) {
 			t.Fatalf("ray start args: %q", args)

@@ -9,10 +9,11 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // The hash goldens pin the digests rayform stores on the hosts: the
-// rayform.spec-hash label of every Ray container (ContainerSpec.Hash) and
+// rayform.spec-hash label of every Ray container (cluster.ContainerSpec.Hash) and
 // the spec_hash of every serve record (ServeSpec.Hash). A plan compares
 // them with the hash of the spec it wants, so a change of either digest
 // for the same configuration replaces every running cluster and serve on
@@ -114,7 +115,7 @@ type hashCase struct {
 }
 
 func literalHashCases() []hashCase {
-	head := resources.ContainerSpec{
+	head := cluster.ContainerSpec{
 		Resource: "ray_cluster.main", Node: "spark1", Role: "head", Name: "rayform-main",
 		Image: "vllm/vllm-openai:v0.11.0", NodeIP: "192.168.100.1", HeadAddr: "192.168.100.1:6379", GPUs: 2,
 		Env:           map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "VLLM_CONFIG_ROOT": "/tmp/rayform/vllm-config"},
@@ -130,7 +131,7 @@ func literalHashCases() []hashCase {
 	full.SecretEnv = []string{"HF_TOKEN"}
 	full.Volumes = []string{"/data/hf:/root/.cache/huggingface", "/data/models:/models:ro"}
 	full.DockerArgs = []string{"--ulimit", "memlock=-1"}
-	bare := resources.ContainerSpec{Resource: "ray_cluster.x", Node: "n", Role: "head", Name: "rayform-x", Image: "img"}
+	bare := cluster.ContainerSpec{Resource: "ray_cluster.x", Node: "n", Role: "head", Name: "rayform-x", Image: "img"}
 
 	serve := resources.ServeSpec{
 		Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
@@ -154,7 +155,7 @@ func literalHashCases() []hashCase {
 		{"literal/container/head", head.Hash},
 		{"literal/container/worker", worker.Hash},
 		{"literal/container/env-volumes-docker-args-secret", full.Hash},
-		{"literal/container/label", func() string { return full.Labels("proj")[resources.LabelSpecHash] }},
+		{"literal/container/label", func() string { return full.Labels("proj")[cluster.LabelSpecHash] }},
 		{"literal/container/bare", bare.Hash},
 		{"literal/serve/full", serve.Hash},
 		{"literal/serve/sensitive-attrs-ignored", serveWithAttrs.Hash},
@@ -181,7 +182,7 @@ func configHashCases(t *testing.T) []hashCase {
 	}
 	var cases []hashCase
 	for _, name := range []string{"main", "single"} {
-		for _, spec := range resources.ClusterSpecs(cfg, cfg.RayClusters[name], addrs, ifaces) {
+		for _, spec := range cluster.ClusterSpecs(cluster.View(cfg.Config), cfg.RayClusters[name], addrs, ifaces) {
 			cases = append(cases, hashCase{fmt.Sprintf("config/%s/%s/%s", spec.Resource, spec.Node, spec.Role), spec.Hash})
 		}
 	}
@@ -195,7 +196,7 @@ func configHashCases(t *testing.T) []hashCase {
 	return cases
 }
 
-// TestSpecHashGolden pins ContainerSpec.Hash and ServeSpec.Hash (see the
+// TestSpecHashGolden pins cluster.ContainerSpec.Hash and ServeSpec.Hash (see the
 // comment at the top of this file: never -update these to make a refactor
 // pass).
 func TestSpecHashGolden(t *testing.T) {
@@ -226,7 +227,7 @@ func TestSpecHashGolden(t *testing.T) {
 // hash (changing it replaces the container) without being readable from
 // it, and that a non-sensitive env change changes the hash too.
 func TestSpecHashSecretOnlyHashed(t *testing.T) {
-	base := resources.ContainerSpec{Resource: "ray_cluster.x", Name: "c", Env: map[string]string{"TOKEN": "a", "X": "1"}, SecretEnv: []string{"TOKEN"}}
+	base := cluster.ContainerSpec{Resource: "ray_cluster.x", Name: "c", Env: map[string]string{"TOKEN": "a", "X": "1"}, SecretEnv: []string{"TOKEN"}}
 	other := base
 	other.Env = map[string]string{"TOKEN": "b", "X": "1"}
 	plain := base

@@ -19,10 +19,16 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
+
+// exposeVLLMServe is where the arguments of a serve go that a secret
+// must not, for the error that refuses a sensitive value in them
+// (config.Arg.Exposure).
+const exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
 
 // serveDescriptor is the vllm_serve block: `vllm serve` on a cluster's head.
 func serveDescriptor() config.Kind {
@@ -205,7 +211,7 @@ type VLLMServe struct {
 // PlacedOn is the nodes of the serve's cluster in cfg, head first: every
 // one of them loads its model (kind.Placed).
 func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
-	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*RayCluster); ok {
+	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*cluster.RayCluster); ok {
 		return rc.Nodes()
 	}
 	return nil
@@ -214,6 +220,18 @@ func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
 // ServesModel is the model the serve loads (its model argument): a block
 // that provides weights (Weights) recognises its serves by it.
 func (s *VLLMServe) ServesModel() string { return s.Model }
+
+// MountsOn is the directory of the weights s loads, when it runs on the
+// cluster named cluster and a model block provides them (kind.Mounter).
+func (s *VLLMServe) MountsOn(cfg *config.Config, cluster string) []string {
+	if s.Cluster != cluster {
+		return nil
+	}
+	if w := weightsFor(View(cfg), s); w != nil {
+		return []string{w.HostDir()}
+	}
+	return nil
+}
 
 // HasSecretsOn reports whether s runs on the cluster named cluster with
 // an api_key or a sensitive env value (kind.SecretHolder).
@@ -256,10 +274,15 @@ func (serveKind) Observe(o *kind.Observation) {
 	}
 }
 
-// Plan plans each serve of the configuration, after the clusters (it
-// reads its cluster's planned action).
+// Plan checks that the serves of each cluster fit its GPUs together
+// (gpuBudget), then plans each serve of the configuration, after the
+// clusters (it reads its cluster's planned action).
 func (serveKind) Plan(p kind.Planner) {
 	pl := own(p)
+	// The serves of each cluster together must fit its GPUs.
+	for _, name := range slices.Sorted(maps.Keys(pl.cfg.RayClusters)) {
+		pl.gpuBudget(pl.cfg.RayClusters[name])
+	}
 	for _, sv := range sortedServes(pl.cfg) {
 		pl.serve(sv)
 	}
@@ -274,7 +297,7 @@ func (serveKind) Present(pr *kind.Presence) { presentServes(pr) }
 // Steps are the steps of a serve's work (serveSteps).
 func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
 	if serveWork(w) == nil {
-		return unsupported(w)
+		return hostenv.Unsupported(w)
 	}
 	return serveSteps(hostenv.Of(env), w)
 }
@@ -363,7 +386,7 @@ func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	if q.Tail >= 0 {
 		tail = strconv.Itoa(q.Tail)
 	}
-	spec := ServeSpec{Name: sv.Name, Container: ContainerName(rc), Node: rc.Head}
+	spec := ServeSpec{Name: sv.Name, Container: cluster.ContainerName(rc), Node: rc.Head}
 	path := spec.HostLogPath(q.Project)
 	argv := []string{"tail", "-n", tail}
 	if q.Follow {
@@ -386,7 +409,7 @@ func observeServes(o *kind.Observation) {
 		if rc == nil {
 			continue
 		}
-		container := ContainerName(rc)
+		container := cluster.ContainerName(rc)
 		for _, node := range rc.Nodes() {
 			hs := o.Host(node)
 			if node == rc.Head {
@@ -427,7 +450,7 @@ func presentServes(pr *kind.Presence) {
 	if cfg := View(pr.Config); cfg != nil {
 		for _, sv := range sortedServes(cfg) {
 			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
-				serves[sv.Addr] = serveAt{sv.Name, rc.Head, ContainerName(rc)}
+				serves[sv.Addr] = serveAt{sv.Name, rc.Head, cluster.ContainerName(rc)}
 			}
 		}
 	}
@@ -483,31 +506,31 @@ func destroyServes(d kind.Destroyer) {
 	cfg := View(d.Config())
 	serves := map[string]*ServeWork{}
 	hosts := map[string][]string{}
-	cluster := map[string]string{} // serve address → its cluster's address
+	clusterOf := map[string]string{} // serve address → its cluster's address
 	for _, addr := range d.Doomed(KindServe) {
 		if sv := serveAt(cfg, addr); sv != nil {
 			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
-				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
+				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: cluster.ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
 				hosts[addr] = []string{rc.Head}
-				cluster[addr] = rc.Addr
+				clusterOf[addr] = rc.Addr
 			}
 			continue
 		}
 		if r, ok := d.State().Get(addr); ok {
 			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: kit.FirstHost(r.Hosts)}}
-			hosts[addr] = stateNodes(r.Hosts)
+			hosts[addr] = kit.StateNodes(r.Hosts)
 		}
 	}
 	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
 	// A serve of the state runs on the cluster whose container it names.
 	others := slices.Sorted(maps.Keys(d.Works()))
 	for addr, sw := range serves {
-		if cluster[addr] != "" {
+		if clusterOf[addr] != "" {
 			continue
 		}
 		for _, o := range others {
 			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
-				cluster[addr] = o
+				clusterOf[addr] = o
 			}
 		}
 	}
@@ -523,7 +546,7 @@ func destroyServes(d kind.Destroyer) {
 		d.Add(w, sw.Spec.Name, running)
 		// Serves stop first: before their cluster goes, and before every
 		// other removal when their cluster is unknown.
-		if c := cluster[addr]; c != "" {
+		if c := clusterOf[addr]; c != "" {
 			d.Before(addr, c)
 			continue
 		}

@@ -1,8 +1,13 @@
+// Package resources knows what each kind of block means on a host: the
+// containers a ray_cluster runs, the vllm serve process a vllm_serve runs,
+// how observed facts compare with them (plan), and the steps that make them
+// so (apply). The engine walks; this package decides.
 package resources
 
 import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/network"
@@ -13,7 +18,7 @@ import (
 // planned and the README documents them. Each is reached only through
 // the kind.Kind interface: registering a kind is one line here.
 func Kinds() []kind.Kind {
-	return []kind.Kind{node.Kind{}, network.Kind{}, clusterKind{}, serveKind{}, model.Kind{}}
+	return []kind.Kind{node.Kind{}, network.Kind{}, cluster.Kind{}, serveKind{}, model.Kind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema
@@ -50,12 +55,6 @@ func kindArgs(typ string) []config.Arg {
 	}
 	return nil
 }
-
-// Patterns of names and sizes Docker accepts.
-const (
-	containerNamePattern = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
-	shmSizePattern       = `^[0-9]+(\.[0-9]+)?([bkmgBKMG]|[kmgKMG][bB]|[kmgKMG]i[bB])?$`
-)
 
 // TypesWith returns the block types of the registered kinds whose traits
 // satisfy has, in registration order (for messages: "a ray_cluster or

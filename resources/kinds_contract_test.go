@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/resourcestest"
@@ -141,7 +142,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 			Do: &resources.ServeWork{Spec: resources.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
 	}
 	cluster := func(action plan.Action) *resources.Work {
-		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &resources.ClusterWork{Name: "main"}}
+		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &cluster.ClusterWork{Name: "main"}}
 	}
 	some := []apply.Step{{Name: "x"}}
 	env := &hostenv.StepEnv{}
@@ -214,7 +215,7 @@ func TestFingerprintReadsRayTableRows(t *testing.T) {
 		t.Fatalf("fingerprints differ for the same facts: %v, %v", before, again)
 	}
 	head := cc.facts.Hosts[rc.Head]
-	table := resources.RayTable(head, rc)
+	table := cluster.RayTable(head, rc)
 	if len(table.List) < 2 {
 		t.Fatalf("node table %+v", table)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -78,13 +79,13 @@ variable "serve_value" {
 				addrs := map[string]netip.Addr{"spark1": netip.MustParseAddr("192.168.200.12"), "spark2": netip.MustParseAddr("192.168.200.13")}
 				ifaces := map[string]string{"spark1": "enp1s0f1np1", "spark2": "enp1s0f1np1"}
 				rc := cfg.RayClusters["spark"]
-				specs := ClusterSpecs(cfg, rc, addrs, ifaces)
+				specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
 				sv, err := ServeSpecFor(cfg, cfg.Serves["qwen"])
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, w := range []*Work{
-					{Address: "ray_cluster.spark", Do: &ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
+					{Address: "ray_cluster.spark", Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
 					{Address: "vllm_serve.qwen", Do: &ServeWork{Spec: sv, Start: true}},
 				} {
 					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {

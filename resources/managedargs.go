@@ -7,7 +7,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/vllmcli"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // serveFlag is one option rayform puts on vllm serve's command line and
@@ -24,37 +24,37 @@ type serveFlag struct {
 	arg, why string
 	// value is the option's value for sv on cluster rc; false leaves the
 	// option out.
-	value func(sv *VLLMServe, rc *RayCluster) (string, bool)
+	value func(sv *VLLMServe, rc *cluster.RayCluster) (string, bool)
 }
 
 // serveFlags lists, in command-line order, the options rayform sets.
 func serveFlags() []serveFlag {
 	itoa := func(n int) (string, bool) { return strconv.Itoa(n), true }
 	return []serveFlag{
-		{flag: "--model", arg: "model", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) { return sv.Model, true }},
-		{flag: "--served-model-name", arg: "served_model_name", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+		{flag: "--model", arg: "model", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) { return sv.Model, true }},
+		{flag: "--served-model-name", arg: "served_model_name", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			if sv.ServedModelName == "" {
 				return sv.Model, true
 			}
 			return sv.ServedModelName, true
 		}},
-		{flag: "--tensor-parallel-size", arg: "tensor_parallel_size", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+		{flag: "--tensor-parallel-size", arg: "tensor_parallel_size", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			return itoa(max(sv.TensorParallelSize, 1))
 		}},
-		{flag: "--pipeline-parallel-size", arg: "pipeline_parallel_size", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+		{flag: "--pipeline-parallel-size", arg: "pipeline_parallel_size", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			return itoa(max(sv.PipelineParallelSize, 1))
 		}},
-		{flag: "--gpu-memory-utilization", arg: "gpu_memory_utilization", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+		{flag: "--gpu-memory-utilization", arg: "gpu_memory_utilization", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			return strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64), true
 		}},
-		{flag: "--host", why: "rayform serves on 0.0.0.0 so that it can probe the server; remove it", value: func(*VLLMServe, *RayCluster) (string, bool) {
+		{flag: "--host", why: "rayform serves on 0.0.0.0 so that it can probe the server; remove it", value: func(*VLLMServe, *cluster.RayCluster) (string, bool) {
 			return "0.0.0.0", true
 		}},
-		{flag: "--port", arg: "port", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) { return itoa(sv.Port) }},
-		{flag: "--distributed-executor-backend", why: "rayform always uses ray across nodes; remove it", value: func(_ *VLLMServe, rc *RayCluster) (string, bool) {
+		{flag: "--port", arg: "port", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) { return itoa(sv.Port) }},
+		{flag: "--distributed-executor-backend", why: "rayform always uses ray across nodes; remove it", value: func(_ *VLLMServe, rc *cluster.RayCluster) (string, bool) {
 			return "ray", len(rc.Workers) > 0
 		}},
-		{flag: "--max-model-len", arg: "max_model_len", value: func(sv *VLLMServe, _ *RayCluster) (string, bool) {
+		{flag: "--max-model-len", arg: "max_model_len", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			return strconv.Itoa(sv.MaxModelLen), sv.MaxModelLen > 0
 		}},
 	}
@@ -62,7 +62,7 @@ func serveFlags() []serveFlag {
 
 // serveArgs is the command line of vllm serve for sv on rc, before
 // extra_args.
-func serveArgs(sv *VLLMServe, rc *RayCluster) []string {
+func serveArgs(sv *VLLMServe, rc *cluster.RayCluster) []string {
 	args := []string{"vllm", "serve"}
 	for _, f := range serveFlags() {
 		v, ok := f.value(sv, rc)
@@ -142,86 +142,5 @@ func checkExtraArgs(b *config.Block, args []string) {
 			seen = fmt.Sprintf(", which vLLM reads as %s", m.Option.Long())
 		}
 		b.Error("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q%s; %s, so that rayform can check it.", a, seen, how))
-	}
-}
-
-// managedDockerFlags maps the `docker run` options rayform sets to what
-// controls each.
-func managedDockerFlags() map[string]string {
-	return map[string]string{
-		"--name":       "set container_name instead",
-		"--network":    "rayform runs every container with host networking; remove it",
-		"--net":        "rayform runs every container with host networking; remove it",
-		"--gpus":       "rayform gives the container all GPUs; remove it",
-		"--detach":     "rayform runs the container detached; remove it",
-		"--ipc":        "rayform runs the container with host IPC (NCCL needs it); remove it",
-		"--restart":    "rayform restarts nothing behind Ray's back; remove it",
-		"--entrypoint": "rayform's entrypoint writes vLLM's environment rules before ray start; remove it",
-		"--shm-size":   "set shm_size instead",
-	}
-}
-
-// dockerValueShorthands are the one-letter `docker run` options that take
-// a value (the rest of a -xyz cluster, or the next word); -d, -i, -t, -P
-// take none.
-const dockerValueShorthands = "acehlmpuvw"
-
-// checkDockerArgs finds the docker_args that set what rayform manages, as
-// docker's flag parser (pflag) reads them: --flag, --flag=value, -d alone
-// or in a cluster (-dit), and -e/--env with a pinned variable.
-func checkDockerArgs(b *config.Block, args []string) {
-	managed := managedDockerFlags()
-	pinned := kit.PinnedEnv()
-	env := func(a, v string) {
-		name, _, _ := strings.Cut(v, "=")
-		if from, ok := pinned[name]; ok {
-			b.Error("docker_args", "Environment variable managed by rayform", fmt.Sprintf("docker_args contains %q, which sets %s; rayform sets it on every node from %s. Remove it; change the network or cluster argument instead.", a, name, from))
-		}
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if b.Decl().IsUnknown(fmt.Sprintf("docker_args[%d]", i)) {
-			continue
-		}
-		next := func() string {
-			if i+1 < len(args) {
-				i++
-				return args[i]
-			}
-			return ""
-		}
-		switch {
-		case strings.HasPrefix(a, "--"):
-			name, val, hasVal := strings.Cut(a, "=")
-			if how, ok := managed[name]; ok {
-				b.Error("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q; %s.", a, how))
-			}
-			if name == "--env" {
-				shown := a
-				if !hasVal {
-					val = next()
-					shown += " " + val
-				}
-				env(shown, val)
-			}
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			for j := 1; j < len(a); j++ {
-				c := a[j]
-				if c == 'd' {
-					b.Error("docker_args", "Argument managed by rayform", fmt.Sprintf("docker_args contains %q (-d: detach); rayform runs the container detached; remove it.", a))
-				}
-				if strings.IndexByte(dockerValueShorthands, c) >= 0 {
-					val, shown := strings.TrimPrefix(a[j+1:], "="), a
-					if val == "" {
-						val = next()
-						shown += " " + val
-					}
-					if c == 'e' {
-						env(shown, val)
-					}
-					break
-				}
-			}
-		}
 	}
 }

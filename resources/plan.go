@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
@@ -50,62 +51,8 @@ type Result struct {
 }
 
 // Work is what apply must do for one resource (kind.Work): its Do is a
-// *ClusterWork or a *ServeWork for the kinds of this package.
+// *cluster.ClusterWork or a *ServeWork for the kinds of this package.
 type Work = kind.Work
-
-// ClusterWork is the work of a ray_cluster.
-type ClusterWork struct {
-	Name string
-	// ContainerName is the name of its containers on every node.
-	ContainerName string
-	// Specs are the desired containers, head first.
-	Specs []ContainerSpec
-	// Start lists the nodes whose container must be (re)created.
-	Start map[string]bool
-	// Remove lists the managed containers to stop and remove first.
-	Remove []Removal
-	// HeadAddr is "ip:port" of the GCS.
-	HeadAddr string
-}
-
-// Container is the name of the cluster's containers (kind.Doer).
-func (w *ClusterWork) Container() string {
-	switch {
-	case w.ContainerName != "":
-		return w.ContainerName
-	case len(w.Specs) > 0:
-		return w.Specs[0].Name
-	}
-	return w.Name
-}
-
-// Commands are the docker runs of the containers the cluster starts
-// (kit.Commander).
-func (w *ClusterWork) Commands(project string) []kit.NamedCmd {
-	var out []kit.NamedCmd
-	for _, s := range w.Specs {
-		if !w.Start[s.Node] {
-			continue
-		}
-		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node,
-			Cmd: transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()}})
-	}
-	return out
-}
-
-// clusterWork is w's cluster work, nil when w is not a cluster's.
-func clusterWork(w *Work) *ClusterWork {
-	if w == nil {
-		return nil
-	}
-	cw, _ := w.Do.(*ClusterWork)
-	return cw
-}
-
-// Removal is one container rayform created that must go.
-type Removal struct {
-	Node, Container string
-}
 
 // ServeWork is the work of a vllm_serve.
 type ServeWork struct {
@@ -170,7 +117,7 @@ func Plan(in PlanInput) *Result {
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	p.addrs, p.ifaces = FabricAddrs(p.cfg, p.facts)
+	p.addrs, p.ifaces = cluster.FabricAddrs(cluster.View(p.cfg.Config), p.facts)
 	p.res.Addrs = p.addrs
 	for _, k := range Kinds() {
 		k.Plan(p)
@@ -255,10 +202,6 @@ func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
 // Work is the work recorded so far for addr (kind.Planner).
 func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
-
-func (p *planner) managed(c observe.Container) bool {
-	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
-}
 
 // outputs lists the root outputs with what applying the plan does to
 // them: created with a resource they refer to (or, for one that refers to

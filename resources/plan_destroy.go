@@ -219,11 +219,3 @@ func addDestroy(res *Result, w *Work, name string, onHosts bool, present, gone s
 		Reasons: []string{reason},
 		Attrs:   []plan.AttrChange{{Name: "hosts", Before: kit.ListOrEmpty(kit.StringVals(w.Hosts)), After: cty.NullVal(cty.List(cty.String))}}})
 }
-
-func stateNodes(hs []state.Host) []string {
-	var out []string
-	for _, h := range hs {
-		out = append(out, h.Node)
-	}
-	return out
-}

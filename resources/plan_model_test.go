@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
@@ -207,7 +208,7 @@ func TestModelSpecs(t *testing.T) {
 			cc := convergedFrom(t, []byte(tc.src), nil)
 			cfg := planConfig(t, tc.src, cc.facts)
 			rc := cfg.RayClusters["main"]
-			for _, s := range resources.ClusterSpecs(cfg, rc, cc.addrs, nil) {
+			for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, cc.addrs, nil) {
 				if got := slices.Contains(s.Volumes, "/data/hf/hub:/data/hf/hub"); got != tc.mount {
 					t.Errorf("%s: volumes %v", s.Node, s.Volumes)
 				}

@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
@@ -169,14 +170,14 @@ func serveCurrent(spec ServeSpec, h string) bool {
 // apply wrote beside the process.
 func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
 	schema := serveSchema()
-	after := normalize(schema, serveRecordValues(sv, spec.SecretKey))
+	after := attrs.Normalize(schema, serveRecordValues(sv, spec.SecretKey))
 	before := attrs.Values{}
 	if action != plan.Create {
 		before = attrs.Decode(schema, rec.Attrs, rec.Sensitive)
 		if spec.SecretKey != nil && before.UnkeyedDigests() {
 			// Started by an earlier rayform, which digested secrets
 			// without the key: compared in that form.
-			after = normalize(schema, serveRecordValues(sv, nil))
+			after = attrs.Normalize(schema, serveRecordValues(sv, nil))
 		}
 		// What the record does not say is taken as unchanged.
 		for k, v := range after {
@@ -191,7 +192,7 @@ func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.P
 // clusterGPUs is the GPUs Ray will see in a cluster: per node, the
 // declared gpus, or fewer where nvidia-smi lists fewer; the total, and
 // each node's count in words for messages.
-func (p *planner) clusterGPUs(rc *RayCluster) (int, []string) {
+func (p *planner) clusterGPUs(rc *cluster.RayCluster) (int, []string) {
 	have := 0
 	var parts []string
 	for _, node := range rc.Nodes() {
@@ -220,7 +221,7 @@ func serveGPUs(sv *VLLMServe) int {
 }
 
 // capacity checks that a serve alone fits its cluster's GPUs.
-func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
+func (p *planner) capacity(sv *VLLMServe, rc *cluster.RayCluster) {
 	need := serveGPUs(sv)
 	have, parts := p.clusterGPUs(rc)
 	if need > have {
@@ -247,7 +248,7 @@ func (p *planner) capacity(sv *VLLMServe, rc *RayCluster) {
 // each takes gpu_memory_utilization of a device's memory, which vLLM
 // requires free at its start. So on every device the serves using it must
 // not ask more than the whole device.
-func (p *planner) gpuBudget(rc *RayCluster) {
+func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 	var serves []*VLLMServe
 	have, parts := p.clusterGPUs(rc)
 	for _, sv := range sortedServes(p.cfg) {
@@ -290,7 +291,7 @@ func (p *planner) gpuBudget(rc *RayCluster) {
 
 // deviceBudget is gpuBudget on a single node: per device, the serves that
 // use it must not ask more than its whole memory.
-func (p *planner) deviceBudget(rc *RayCluster, serves []*VLLMServe) {
+func (p *planner) deviceBudget(rc *cluster.RayCluster, serves []*VLLMServe) {
 	users := map[int][]*VLLMServe{}
 	for _, sv := range serves {
 		for _, d := range serveDevices(sv) {
@@ -367,7 +368,7 @@ func serveDevices(sv *VLLMServe) []int {
 // gpu_memory_utilization of the machine's whole memory, and the monitor
 // kills workers when usage crosses its threshold (0.95) during CUDA graph
 // capture.
-func (p *planner) memoryMonitor(sv *VLLMServe, rc *RayCluster) {
+func (p *planner) memoryMonitor(sv *VLLMServe, rc *cluster.RayCluster) {
 	if !rc.MemoryMonitor {
 		return
 	}

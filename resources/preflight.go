@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 
@@ -66,7 +67,7 @@ var hubID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0
 // whose commit refs/NAME holds), else refs/main. Container paths become
 // host paths through the cluster's volumes. It is the one place that
 // knows where weights live; a kind that stages weights can answer here.
-func locateModel(rc *RayCluster, sv *VLLMServe) modelFiles {
+func locateModel(rc *cluster.RayCluster, sv *VLLMServe) modelFiles {
 	env := func(k string) string {
 		if v, ok := sv.Env[k]; ok {
 			return v
@@ -169,7 +170,7 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // that keeps running as it is (no action) is not judged again: vLLM has
 // shown that it fits. It returns the architecture check apply runs before
 // the serve starts (archPlan), nil when there is none to run.
-func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, running bool) *ArchCheck {
+func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) *ArchCheck {
 	if action == plan.NoOp || p.in.RefreshOnly {
 		return nil
 	}
@@ -246,7 +247,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *RayCluster, action plan.Action, r
 // allowLongMaxModelLen is vLLM's own override of the context-length check
 // in the serve's environment (envs.VLLM_ALLOW_LONG_MAX_MODEL_LEN: "1" or
 // "true", any case).
-func allowLongMaxModelLen(rc *RayCluster, sv *VLLMServe) bool {
+func allowLongMaxModelLen(rc *cluster.RayCluster, sv *VLLMServe) bool {
 	v, ok := sv.Env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"]
 	if !ok {
 		v = rc.Env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"]
@@ -279,7 +280,7 @@ func weightBytes(idx observe.ReadResult) int64 {
 // gpuMemory is the memory of the smallest GPU on the cluster's nodes, as
 // nvidia-smi reports it; on unified-memory hosts (GB10), whose GPUs
 // report none, what the OS leaves (MemAvailable). 0 when no node told.
-func (p *planner) gpuMemory(rc *RayCluster) (int64, bool) {
+func (p *planner) gpuMemory(rc *cluster.RayCluster) (int64, bool) {
 	var least int64
 	unified := false
 	for _, node := range rc.Nodes() {

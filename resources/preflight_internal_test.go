@@ -5,6 +5,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -49,7 +50,7 @@ func TestLocateModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rc := &RayCluster{Volumes: tt.volumes, Env: tt.clusterEnv}
+			rc := &cluster.RayCluster{Volumes: tt.volumes, Env: tt.clusterEnv}
 			rc.Addr = "ray_cluster.c"
 			sv := &VLLMServe{Model: tt.model, Env: tt.serveEnv, ExtraArgs: tt.extra}
 			got := locateModel(rc, sv)
@@ -90,7 +91,7 @@ func TestWeightBytes(t *testing.T) {
 // it is (no action) has shown vLLM takes it, and -refresh-only plans no
 // start: neither is judged, though its config.json would be refused.
 func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
-	rc := &RayCluster{Head: "h1", Volumes: []string{"/data/hf:/root/.cache/huggingface"}}
+	rc := &cluster.RayCluster{Head: "h1", Volumes: []string{"/data/hf:/root/.cache/huggingface"}}
 	rc.Addr = "ray_cluster.c"
 	sv := &VLLMServe{Model: "org/m", TensorParallelSize: 3}
 	sv.Addr = "vllm_serve.m"

@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
@@ -95,7 +96,7 @@ func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, sta
 
 func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
 	loaded := ConfigOf(c)
-	addrs, _ := FabricAddrs(loaded, facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
 	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		return nil, diags
@@ -179,7 +180,7 @@ func (Provider) Host(c run.Config, node string) (state.Host, bool) {
 }
 
 func (Provider) Fabric(c run.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	return FabricAddrs(ConfigOf(c), facts)
+	return cluster.FabricAddrs(cluster.View(ConfigOf(c).Config), facts)
 }
 
 func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Unreach {

@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // keyedToken is the bench configuration's token; keyedConfig gives it to
@@ -143,7 +144,7 @@ func TestKeyedDigestUpgrade(t *testing.T) {
 
 // attrsLabel is a container's rayform.attrs label, decoded.
 func attrsLabel(c observe.Container) string {
-	b, err := base64.RawURLEncoding.DecodeString(c.Labels[resources.LabelAttrs])
+	b, err := base64.RawURLEncoding.DecodeString(c.Labels[cluster.LabelAttrs])
 	if err != nil {
 		return "undecodable: " + err.Error()
 	}

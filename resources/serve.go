@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )
@@ -144,7 +145,7 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)
 	}
-	name := ContainerName(rc)
+	name := cluster.ContainerName(rc)
 	served := sv.ServedModelName
 	if served == "" {
 		served = sv.Model
@@ -238,19 +239,7 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 // SecretEnvValues returns the sensitive variables and their values: the Env
 // of the command running ExecArgs.
 func (s ServeSpec) SecretEnvValues() map[string]string {
-	return secretValues(s.Env, s.SecretEnv)
-}
-
-// secretValues picks the secret keys' values out of env.
-func secretValues(env map[string]string, secret []string) map[string]string {
-	if len(secret) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(secret))
-	for _, k := range secret {
-		out[k] = env[k]
-	}
-	return out
+	return kit.SecretValues(s.Env, s.SecretEnv)
 }
 
 // judgeModels compares the models vLLM's /v1/models lists with the serve's

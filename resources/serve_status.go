@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -26,7 +27,7 @@ func statusProbes(spec *observe.Spec, cfg *Config, project string) {
 		if !ok {
 			continue
 		}
-		container := ContainerName(rc)
+		container := cluster.ContainerName(rc)
 		hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: ServeURL(sv.Port, "/metrics"), Owner: container})
 		serve := ServeSpec{Name: sv.Name, Container: container, Node: rc.Head}
 		hs.Files = kit.AppendUnique(hs.Files, serve.HostPidPath(project))

@@ -1,9 +1,6 @@
 package resources
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/hostenv"
@@ -24,19 +21,9 @@ func Steps(env *hostenv.StepEnv, w *Work) []apply.Step {
 	}
 	k := KindOf(w.Type)
 	if k == nil || w.Do == nil {
-		return unsupported(w)
+		return hostenv.Unsupported(w)
 	}
 	return k.Steps(env.WithDefaults(), w)
-}
-
-// unsupported is the one step of work no kind can carry out: it fails.
-func unsupported(w *Work) []apply.Step {
-	return []apply.Step{{
-		Name: "unsupported work",
-		Run: func(context.Context, func(string)) error {
-			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
-		},
-	}}
 }
 
 // PrepareSteps are the steps of w that prove, before anything is removed

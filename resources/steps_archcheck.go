@@ -14,6 +14,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 
@@ -133,7 +134,7 @@ func trustRemoteCode(args []string) bool {
 // archPlan judges the serve from the answer the state holds for the
 // head's image, or says that apply will ask the image. It returns the
 // check apply runs: nil when the state already answered.
-func (p *planner) archPlan(sv *VLLMServe, rc *RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
 	if len(mc.Architectures) == 0 && mc.ModelType == "" {
 		return nil // config.json names nothing to check
 	}
@@ -179,14 +180,14 @@ func (p *planner) archPlan(sv *VLLMServe, rc *RayCluster, head *observe.HostFact
 // image inspection when the probe made one, else from the cluster's own
 // container on the head running that image (a converged cluster's probe
 // skips the inspection); "" when neither tells.
-func headImageID(head *observe.HostFacts, rc *RayCluster, project string) string {
+func headImageID(head *observe.HostFacts, rc *cluster.RayCluster, project string) string {
 	for _, im := range head.Images {
 		if im.Ref == rc.Image && im.Present && im.ID != "" {
 			return im.ID
 		}
 	}
 	for _, c := range head.Containers.List {
-		if c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == project && c.Labels[LabelResource] == rc.Addr && c.Image == rc.Image && c.ImageID != "" {
+		if c.Labels[cluster.LabelManaged] == "true" && c.Labels[cluster.LabelProject] == project && c.Labels[cluster.LabelResource] == rc.Addr && c.Image == rc.Image && c.ImageID != "" {
 			return c.ImageID
 		}
 	}
@@ -194,8 +195,8 @@ func headImageID(head *observe.HostFacts, rc *RayCluster, project string) string
 }
 
 // headContainer is the name of the cluster's container on its head.
-func headContainer(cfg *Config, rc *RayCluster) string {
-	for _, s := range ClusterSpecs(cfg, rc, nil, nil) {
+func headContainer(cfg *Config, rc *cluster.RayCluster) string {
+	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, nil, nil) {
 		if s.Node == rc.Head {
 			return s.Name
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
@@ -16,7 +17,7 @@ import (
 // serveCheck returns the ranks of the check that runs before a serve on
 // rc starts: CheckNodes, or nil when dataplane_check = false or the
 // cluster has no workers (nothing crosses the fabric).
-func serveCheck(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func serveCheck(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	if rc == nil || !rc.DataplaneCheck || len(rc.Workers) == 0 {
 		return nil
 	}
@@ -26,10 +27,10 @@ func serveCheck(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces
 // CheckNodes returns the ranks of cluster rc's data-plane check, head first:
 // each node's Ray container and the fabric address and interface rayform
 // pinned there.
-func CheckNodes(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func CheckNodes(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	nw := cfg.Networks[rc.Network]
 	var nodes []dataplane.Node
-	for _, s := range ClusterSpecs(cfg, rc, addrs, ifaces) {
+	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces) {
 		iface := ifaces[s.Node]
 		if nw != nil && nw.InterfaceFor(s.Node) != "" {
 			iface = nw.InterfaceFor(s.Node)

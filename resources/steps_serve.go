@@ -284,16 +284,6 @@ func (r *serveRun) curl(ctx context.Context, args ...string) (transport.Result, 
 	return res, err
 }
 
-// httpAnswer splits curl's output into the body and the -w line.
-func httpAnswer(out []byte) ([]byte, string) {
-	s := strings.TrimRight(string(out), "\n")
-	i := strings.LastIndex(s, "\n")
-	if i < 0 {
-		return nil, strings.TrimSpace(s)
-	}
-	return []byte(s[:i]), strings.TrimSpace(s[i+1:])
-}
-
 // verifyHTTP waits for /health 200, then checks /v1/models.
 func (r *serveRun) verifyHTTP(ctx context.Context) error {
 	last := ""
@@ -322,7 +312,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("GET /v1/models on %s: %w", r.node(), err)
 	}
-	body, code := httpAnswer(res.Stdout)
+	body, code := hostenv.HTTPAnswer(res.Stdout)
 	if code != "200" {
 		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
 	}
@@ -358,7 +348,7 @@ func (r *serveRun) completionStep() apply.Step {
 			if err != nil {
 				return fmt.Errorf("POST /v1/completions on %s: %w", r.node(), err)
 			}
-			out, tail := httpAnswer(res.Stdout)
+			out, tail := hostenv.HTTPAnswer(res.Stdout)
 			code, total, _ := strings.Cut(tail, " ")
 			if code != "200" {
 				return r.diagnose(ctx, fmt.Errorf("POST /v1/completions on %s answered HTTP %s: %s", r.node(), code, shortBody(out)))
@@ -440,7 +430,7 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	d.ProcessExited = r.exited
 	// What the log alone cannot say, asked of the host where it matters.
 	if bytes.Contains(text, []byte("already in use")) || bytes.Contains(text, []byte("Errno 98")) {
-		if holder := portHolder(ctx, r.e, node, r.spec.Port); holder != "" {
+		if holder := hostenv.PortHolder(ctx, r.e, node, r.spec.Port); holder != "" {
 			d.PortHolders = map[int]string{r.spec.Port: holder}
 		}
 	}
@@ -448,22 +438,6 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 		d.VLLMVersion = r.vllmVersion(ctx, node, c)
 	}
 	return hostenv.Diagnosed(err, logs, d)
-}
-
-// portHolder names the process listening on port on node ("pid 4121
-// (python3)"), or "" when the probe cannot tell. The containers share the
-// host's network, so the host's ss sees their sockets.
-func portHolder(ctx context.Context, e *hostenv.StepEnv, node string, port int) string {
-	res, err := e.Read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
-	if err != nil {
-		return ""
-	}
-	for _, l := range observe.ParseListeners(string(res.Stdout), map[int]bool{port: true}) {
-		if l.PID > 0 {
-			return "pid " + strconv.Itoa(l.PID) + " (" + l.Process + ")"
-		}
-	}
-	return ""
 }
 
 // vllmVersionRE is `vllm --version`'s answer.

@@ -15,6 +15,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
@@ -25,25 +26,25 @@ const stepsCluster = "ray_cluster.main"
 
 // pairSpecs is the seeds' pair: spark1 (head, 192.168.200.12) and spark2
 // (worker, 192.168.200.13), one GPU each, pinned to the fabric.
-func pairSpecs(ip1 string) []ContainerSpec {
-	mk := func(node, role, ip string) ContainerSpec {
-		return ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
+func pairSpecs(ip1 string) []cluster.ContainerSpec {
+	mk := func(node, role, ip string) cluster.ContainerSpec {
+		return cluster.ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
+				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot},
 			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
 	}
-	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
+	return []cluster.ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
 
-func pairWork(action plan.Action, specs []ContainerSpec, start []string, remove ...string) *Work {
+func pairWork(action plan.Action, specs []cluster.ContainerSpec, start []string, remove ...string) *Work {
 	w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: action, Hosts: []string{"spark1", "spark2"},
-		Do: &ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
+		Do: &cluster.ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
 	for _, n := range start {
-		clusterWork(w).Start[n] = true
+		cluster.WorkOf(w).Start[n] = true
 	}
 	for _, n := range remove {
-		clusterWork(w).Remove = append(clusterWork(w).Remove, Removal{Node: n, Container: "rayform-main"})
+		cluster.WorkOf(w).Remove = append(cluster.WorkOf(w).Remove, cluster.Removal{Node: n, Container: "rayform-main"})
 	}
 	return w
 }
@@ -95,8 +96,8 @@ func TestClusterSteps(t *testing.T) {
 				l.run(pairSpecs("192.168.200.12")...)
 			},
 			work: &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete, Hosts: []string{"spark1", "spark2"},
-				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
-					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}},
+				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
+					Remove: []cluster.Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}},
 		},
 	}
 	for _, tt := range tests {
@@ -117,7 +118,7 @@ func TestClusterSteps(t *testing.T) {
 					}
 					continue
 				}
-				if c == nil || !c.running || c.labels[LabelSpecHash] != specFor(tt.work, n).Hash() {
+				if c == nil || !c.running || c.labels[cluster.LabelSpecHash] != specFor(tt.work, n).Hash() {
 					t.Errorf("%s: container %+v, want the declared spec running", n, c)
 				}
 			}
@@ -138,13 +139,13 @@ func TestClusterSteps(t *testing.T) {
 	}
 }
 
-func specFor(w *Work, node string) ContainerSpec {
-	for _, s := range clusterWork(w).Specs {
+func specFor(w *Work, node string) cluster.ContainerSpec {
+	for _, s := range cluster.WorkOf(w).Specs {
 		if s.Node == node {
 			return s
 		}
 	}
-	return ContainerSpec{}
+	return cluster.ContainerSpec{}
 }
 
 // TestClusterSecondApply: a container already running the spec is left
@@ -176,8 +177,8 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 		labels map[string]string
 	}{
 		{"unlabelled", map[string]string{"maintainer": "someone"}},
-		{"other project", map[string]string{LabelManaged: "true", LabelProject: "other", LabelResource: stepsCluster}},
-		{"other resource", map[string]string{LabelManaged: "true", LabelProject: stepsProject, LabelResource: "ray_cluster.other"}},
+		{"other project", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}},
+		{"other resource", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: stepsProject, cluster.LabelResource: "ray_cluster.other"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,8 +186,8 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")[0])
 			l.hosts["spark2"].containers["rayform-main"] = &fakeContainer{labels: tt.labels, running: true}
 			w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete,
-				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
-					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
+				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
+					Remove: []cluster.Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
 			_, err := walkWork(t, l.env(), w)
 			if err == nil || !strings.Contains(err.Error(), "refusing to remove container rayform-main on spark2") ||
 				!strings.Contains(err.Error(), "never touches a container it did not create") {
@@ -269,53 +270,6 @@ func TestVerifyTableTimesOut(t *testing.T) {
 	}
 	if waited := l.clock.Now().Sub(start); waited < env.RayReadyTimeout {
 		t.Errorf("gave up after %s, before the ready timeout %s", waited, env.RayReadyTimeout)
-	}
-}
-
-func TestJudgeRayTable(t *testing.T) {
-	specs := pairSpecs("192.168.200.12")
-	gpus := func(n float64) map[string]float64 { return map[string]float64{"GPU": n} }
-	head := observe.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
-	worker := observe.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
-	tests := []struct {
-		name string
-		rows []observe.RayNode
-		want []string
-	}{
-		{"as declared", []observe.RayNode{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
-		{"worker missing", []observe.RayNode{head}, []string{"spark2 (192.168.200.13) is not ALIVE in Ray's node table"}},
-		{"head elsewhere", []observe.RayNode{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", Resources: gpus(1)}, worker},
-			[]string{"ray head registered as 10.1.230.180; want 192.168.200.12"}},
-		{"gpus", []observe.RayNode{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
-		{"twice", []observe.RayNode{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
-		{"undeclared", []observe.RayNode{head, worker, {NodeIP: "10.1.230.181", State: "ALIVE"}},
-			[]string{"10.1.230.181 is ALIVE as a worker but is no declared node's fabric address"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := reasons(judgeRayTable(specs, tt.rows))
-			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestPullProgress(t *testing.T) {
-	clock := newStepsClock()
-	var got []string
-	p := &pullProgress{image: stepsImage, layers: map[string]bool{}, progress: func(s string) { got = append(got, s) },
-		throttle: hostenv.NewThrottle(clock.Now, time.Second)}
-	w := hostenv.NewLineWriter(p.line)
-	_, _ = w.Write([]byte(stepsPull[:40]))
-	_, _ = w.Write([]byte(stepsPull[40:]))
-	want := []string{
-		"pulling " + stepsImage + ": 1/2 layers",
-		"pulling " + stepsImage + ": 2/2 layers",
-		"Status: Downloaded newer image for " + stepsImage,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -569,7 +523,7 @@ func TestSecretsNeverOnCommandLines(t *testing.T) {
 
 func TestDestroyWork(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
-	container := func(s ContainerSpec, project string) observe.Container {
+	container := func(s cluster.ContainerSpec, project string) observe.Container {
 		return observe.Container{Name: s.Name, Labels: s.Labels(project), Running: true}
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
@@ -578,7 +532,7 @@ func TestDestroyWork(t *testing.T) {
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{
 			container(specs[1], stepsProject),
 			// Another project's container, and a foreign one: never destroyed.
-			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: "ray_cluster.other"}},
+			{Name: "rayform-other", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "else", cluster.LabelResource: "ray_cluster.other"}},
 			{Name: "postgres", Labels: map[string]string{}},
 		}}},
 	}}
@@ -594,8 +548,8 @@ func TestDestroyWork(t *testing.T) {
 	got := map[string]string{}
 	for addr, w := range res.Work {
 		got[addr] = string(w.Action)
-		if clusterWork(w) != nil {
-			b, _ := json.Marshal(clusterWork(w).Remove)
+		if cluster.WorkOf(w) != nil {
+			b, _ := json.Marshal(cluster.WorkOf(w).Remove)
 			got[addr] += " " + string(b)
 		}
 	}

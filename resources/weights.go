@@ -3,12 +3,10 @@ package resources
 import (
 	"fmt"
 	"maps"
-	"path"
 	"slices"
-	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // Weights is implemented by the Go value of a block that provides the
@@ -53,35 +51,6 @@ func weightsFor(cfg *Config, sv *VLLMServe) Weights {
 	return nil
 }
 
-// weightsVolumes are the mounts of rc's containers for the weights its
-// serves load: each provider's directory at the same path, unless a volume
-// of rc mounts something there already (nil when none, which leaves the
-// containers' specs as they were).
-func weightsVolumes(cfg *Config, rc *RayCluster) []string {
-	var out []string
-	for _, sv := range sortedServes(cfg) {
-		if sv.Cluster != rc.Name {
-			continue
-		}
-		if w := weightsFor(cfg, sv); w != nil && !mountsAt(rc.Volumes, w.HostDir()) {
-			out = kit.AppendUnique(out, w.HostDir()+":"+w.HostDir())
-		}
-	}
-	return out
-}
-
-// mountsAt reports whether one of volumes (docker -v specs,
-// HOST:CONTAINER[:OPTIONS]) mounts something at the container path dir.
-func mountsAt(volumes []string, dir string) bool {
-	for _, v := range volumes {
-		parts := strings.Split(v, ":")
-		if len(parts) >= 2 && path.Clean(parts[1]) == dir {
-			return true
-		}
-	}
-	return false
-}
-
 // weightsArgs are a serve's arguments for its weights' provider: the
 // revision it names, unless extra_args names one.
 func weightsArgs(cfg *Config, sv *VLLMServe) []string {
@@ -105,7 +74,7 @@ func weightsEnv(cfg *Config, sv *VLLMServe, env map[string]string) {
 
 // locateWeights is locateModel, answered by the block that provides the
 // serve's weights when there is one: where it says config.json lies.
-func locateWeights(cfg *Config, rc *RayCluster, sv *VLLMServe) modelFiles {
+func locateWeights(cfg *Config, rc *cluster.RayCluster, sv *VLLMServe) modelFiles {
 	w := weightsFor(cfg, sv)
 	if w == nil {
 		return locateModel(rc, sv)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // stash is the Go type of a toy kind whose blocks provide a serve's
@@ -78,7 +79,7 @@ vllm_serve "pinned" {
 		t.Fatal(diags.Error())
 	}
 	rc := cfg.RayClusters["main"]
-	specs := resources.ClusterSpecs(cfg, rc, map[string]netip.Addr{}, nil)
+	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, map[string]netip.Addr{}, nil)
 	if len(specs) != 1 || !slices.Contains(specs[0].Volumes, "/srv/stash:/srv/stash") {
 		t.Errorf("cluster volumes %v, want the stash mounted", specs[0].Volumes)
 	}
@@ -123,7 +124,7 @@ vllm_serve "s" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if v := resources.ClusterSpecs(plain, plain.RayClusters["main"], map[string]netip.Addr{}, nil)[0].Volumes; len(v) != 0 {
+	if v := cluster.ClusterSpecs(cluster.View(plain.Config), plain.RayClusters["main"], map[string]netip.Addr{}, nil)[0].Volumes; len(v) != 0 {
 		t.Errorf("volumes %v without a provider", v)
 	}
 }

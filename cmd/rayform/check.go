@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/hostenv"
 )
@@ -56,7 +57,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	addrs, ifaces := resources.FabricAddrs(obs.cfg, obs.facts)
+	addrs, ifaces := cluster.FabricAddrs(cluster.View(obs.cfg.Config), obs.facts)
 	env0 := &hostenv.StepEnv{Conns: s.conns, Dataplane: o}
 	failed := false
 	var reports []checkJSON
@@ -138,7 +139,7 @@ func checkClusters(cfg *resources.Config, args []string) ([]string, error) {
 		return names, nil
 	}
 	for _, a := range args {
-		name := resources.ClusterName(a)
+		name := cluster.ClusterName(a)
 		if _, ok := cfg.RayClusters[name]; !ok {
 			return nil, fmt.Errorf("no ray_cluster %q in the configuration", name)
 		}

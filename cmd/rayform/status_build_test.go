@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/resourcestest"
 )
@@ -85,13 +86,13 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 
 // statusJSON is status -json as the tests read it.
 type statusJSON struct {
-	Project  string                    `json:"project"`
-	Healthy  bool                      `json:"healthy"`
-	Problems []string                  `json:"problems"`
-	Nodes    []statusNode              `json:"nodes"`
-	Clusters []resources.ClusterStatus `json:"clusters"`
-	Serves   []resources.ServeStatus   `json:"serves"`
-	Models   []model.NodesStatus       `json:"models"`
+	Project  string                  `json:"project"`
+	Healthy  bool                    `json:"healthy"`
+	Problems []string                `json:"problems"`
+	Nodes    []statusNode            `json:"nodes"`
+	Clusters []cluster.ClusterStatus `json:"clusters"`
+	Serves   []resources.ServeStatus `json:"serves"`
+	Models   []model.NodesStatus     `json:"models"`
 }
 
 // statusDoc is rep as status -json prints it, read back.

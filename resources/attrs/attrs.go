@@ -316,3 +316,17 @@ func Exported(schema []Attr) map[string]bool {
 	}
 	return out
 }
+
+// Normalize gives values the exact form a record reads back as (numbers,
+// empty collections), so that an unchanged attribute compares equal to its
+// record. Values not wholly known stay as they are.
+func Normalize(schema []Attr, v Values) Values {
+	rec := v.KnownRecord()
+	out := Decode(schema, Raw(rec), rec.Sensitive)
+	for k, val := range v {
+		if _, ok := out[k]; !ok {
+			out[k] = val
+		}
+	}
+	return out
+}

@@ -14,12 +14,15 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -404,4 +407,40 @@ func SortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Unsupported is the one step of work no kind can carry out: it fails.
+func Unsupported(w *kind.Work) []apply.Step {
+	return []apply.Step{{
+		Name: "unsupported work",
+		Run: func(context.Context, func(string)) error {
+			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
+		},
+	}}
+}
+
+// HTTPAnswer splits curl's output into the body and the -w line.
+func HTTPAnswer(out []byte) ([]byte, string) {
+	s := strings.TrimRight(string(out), "\n")
+	i := strings.LastIndex(s, "\n")
+	if i < 0 {
+		return nil, strings.TrimSpace(s)
+	}
+	return []byte(s[:i]), strings.TrimSpace(s[i+1:])
+}
+
+// PortHolder names the process listening on port on node ("pid 4121
+// (python3)"), or "" when the probe cannot tell. The containers share the
+// host's network, so the host's ss sees their sockets.
+func PortHolder(ctx context.Context, e *StepEnv, node string, port int) string {
+	res, err := e.Read(ctx, node, "ss", "-Hltnp", "sport = :"+strconv.Itoa(port))
+	if err != nil {
+		return ""
+	}
+	for _, l := range observe.ParseListeners(string(res.Stdout), map[int]bool{port: true}) {
+		if l.PID > 0 {
+			return "pid " + strconv.Itoa(l.PID) + " (" + l.Process + ")"
+		}
+	}
+	return ""
 }

@@ -20,7 +20,9 @@ package kind
 import (
 	"context"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -253,6 +255,32 @@ func SecretsOn(cfg *config.Config, cluster string) bool {
 		}
 	}
 	return false
+}
+
+// Mounter is implemented by the Go value of a block that runs in a Ray
+// cluster's containers and needs host directories mounted in them at the
+// same path (a vllm_serve's model weights): the cluster mounts them.
+type Mounter interface {
+	// MountsOn lists the host directories the block needs in the
+	// containers of the ray_cluster named cluster (none when it does not
+	// run there).
+	MountsOn(cfg *config.Config, cluster string) []string
+}
+
+// MountsOn lists, in order (kinds in registration order, blocks by name),
+// the host directories the blocks of cfg need in the containers of the
+// cluster named cluster (Mounter); a directory may repeat.
+func MountsOn(cfg *config.Config, cluster string) []string {
+	var out []string
+	for _, typ := range cfg.Kinds() {
+		blocks := cfg.Blocks(typ)
+		for _, name := range slices.Sorted(maps.Keys(blocks)) {
+			if m, ok := blocks[name].(Mounter); ok {
+				out = append(out, m.MountsOn(cfg, cluster)...)
+			}
+		}
+	}
+	return out
 }
 
 // Usable returns the facts of node if it could be observed (completely,

@@ -167,3 +167,24 @@ func AppendUniqueInt(list []int, vs ...int) []int {
 	}
 	return list
 }
+
+// StateNodes are the nodes of hs.
+func StateNodes(hs []state.Host) []string {
+	var out []string
+	for _, h := range hs {
+		out = append(out, h.Node)
+	}
+	return out
+}
+
+// SecretValues picks the secret keys' values out of env.
+func SecretValues(env map[string]string, secret []string) map[string]string {
+	if len(secret) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(secret))
+	for _, k := range secret {
+		out[k] = env[k]
+	}
+	return out
+}

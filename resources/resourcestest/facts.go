@@ -8,6 +8,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // SetRayTable makes hf's answer to the node-table probe of the dashboard
@@ -17,7 +18,7 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
 	}
-	url := resources.RayTableURL(port)
+	url := cluster.RayTableURL(port)
 	if t.Err != "" {
 		hf.HTTP[url] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Refused: true, Err: t.Err}, Via: "curl"}
 		return
@@ -37,7 +38,7 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 
 // RayTable reads hf's answer to the node-table probe on port.
 func RayTable(hf *observe.HostFacts, port int) observe.RayNodeFacts {
-	r, ok := hf.HTTP[resources.RayTableURL(port)]
+	r, ok := hf.HTTP[cluster.RayTableURL(port)]
 	return observe.ParseRayNodes(r, ok)
 }
 

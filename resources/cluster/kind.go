@@ -1,4 +1,4 @@
-package resources
+package cluster
 
 import (
 	"context"
@@ -24,14 +24,15 @@ import (
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
 )
 
-// Where arguments of the kinds go that a secret must not, for the error
+// Where arguments of the cluster go that a secret must not, for the error
 // that refuses a sensitive value in them (config.Arg.Exposure).
 const (
 	exposeDockerRun = "the `docker run` command line of the cluster's containers, which every user of the host can read (`ps`, /proc/PID/cmdline), what `docker inspect` shows of them (arguments, labels, mounts) and rayform's plans"
 	exposeRayStart  = "the `ray start` command line in every container, which every user of the host can read (`ps`), and the addresses rayform's plans and status show"
-	exposeVLLMServe = "the `vllm serve` command line, which every user of the host can read (`ps`, /proc/PID/cmdline) and which vLLM prints in its log (\"non-default args\"), and rayform's plans"
 )
 
 // clusterDescriptor is the ray_cluster block: Ray in one container per node.
@@ -39,17 +40,17 @@ func clusterDescriptor() config.Kind {
 	str, num, dyn, boolean := cty.String, cty.Number, cty.DynamicPseudoType, cty.Bool
 	strList := cty.List(cty.String)
 	return config.Kind{
-		Type:    KindCluster,
+		Type:    Type,
 		Noun:    "Ray cluster",
 		Summary: "Ray in one container per node",
 		Args: []config.Arg{
 			{Name: "image", Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeDockerRun,
 				Description: "container image with Ray and vLLM"},
-			{Name: "head", Type: dyn, Ref: KindNode, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
+			{Name: "head", Type: dyn, Ref: node.Type, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "node name",
 				Description: "the node running the Ray head (it contributes its GPUs too)"},
-			{Name: "workers", Type: dyn, Ref: KindNode, Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
+			{Name: "workers", Type: dyn, Ref: node.Type, Decoded: strList, Exported: true, Applied: true, ExportDoc: "node names",
 				Description: "the other nodes; a node belongs to at most one cluster and cannot be head and worker"},
-			{Name: "network", Type: dyn, Ref: KindNetwork, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
+			{Name: "network", Type: dyn, Ref: network.Type, Decoded: str, Exported: true, Applied: true, ForcesReplacement: true, ExportDoc: "name",
 				DefaultDoc:  "required when the cluster has workers",
 				Description: "the fabric the cluster binds to; a single-node cluster may omit it (without it, Ray and vLLM's c10d master use each node's default-route address, which workers on another network cannot reach)"},
 			{Name: "port", Type: num, Default: cty.NumberIntVal(6379), Min: 1, Max: 65535, Exported: true, Applied: true, ForcesReplacement: true, Exposure: exposeRayStart,
@@ -100,7 +101,7 @@ func decodeRayCluster(b *config.Block) {
 // the head's address is observed).
 func computeRayCluster(b *config.Block) map[string]cty.Value {
 	rc := b.Value().(*RayCluster)
-	rc.HeadAddress = factsOf(b).FabricAddrs[rc.Head]
+	rc.HeadAddress = kind.FactsOf(b).FabricAddrs[rc.Head]
 	unknown := cty.UnknownVal(cty.String).RefineNotNull()
 	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_url": unknown}
 	if a, ok := rc.Address(); ok {
@@ -228,51 +229,51 @@ func (r *RayCluster) Address() (string, bool) {
 	return netip.AddrPortFrom(r.HeadAddress, uint16(r.Port)).String(), true
 }
 
-// clusterKind is the ray_cluster kind: Ray in one container per node.
-type clusterKind struct{}
+// Kind is the ray_cluster kind: Ray in one container per node.
+type Kind struct{}
 
 // Schema is the ray_cluster block's descriptor.
-func (clusterKind) Schema() config.Kind { return clusterDescriptor() }
+func (Kind) Schema() config.Kind { return clusterDescriptor() }
 
 // Traits: a cluster is replaced (its containers recreated) on request, its
 // containers' logs are read with docker logs, and an output shows what its
 // plan schema exports.
-func (clusterKind) Traits() kind.Traits {
+func (Kind) Traits() kind.Traits {
 	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(clusterPlanSchema()), Status: "clusters"}
 }
 
 // Lookup: a cluster's plan needs nothing from outside the hosts.
-func (clusterKind) Lookup(context.Context, *config.Config) {}
+func (Kind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks for each cluster's containers, image, fabric and node table.
-func (clusterKind) Observe(o *kind.Observation) { observeClusters(o) }
+func (Kind) Observe(o *kind.Observation) { observeClusters(o) }
 
 // Plan plans each cluster of the configuration.
-func (clusterKind) Plan(p kind.Planner) {
-	pl := own(p)
+func (Kind) Plan(p kind.Planner) {
+	pl := newPlanner(p)
 	for _, rc := range sortedClusters(pl.cfg) {
 		pl.cluster(rc)
 	}
 }
 
 // Destroy removes the doomed clusters' containers.
-func (clusterKind) Destroy(d kind.Destroyer) { destroyClusters(d) }
+func (Kind) Destroy(d kind.Destroyer) { destroyClusters(d) }
 
 // Present finds the project's cluster containers.
-func (clusterKind) Present(pr *kind.Presence) { presentClusters(pr) }
+func (Kind) Present(pr *kind.Presence) { presentClusters(pr) }
 
 // Steps are the steps of a cluster's work (clusterSteps).
-func (clusterKind) Steps(env kind.Env, w *Work) []apply.Step {
-	if clusterWork(w) == nil {
-		return unsupported(w)
+func (Kind) Steps(env kind.Env, w *kind.Work) []apply.Step {
+	if WorkOf(w) == nil {
+		return hostenv.Unsupported(w)
 	}
 	return clusterSteps(hostenv.Of(env), w)
 }
 
 // PrepareSteps pull the image and check Ray in it on every node that
 // starts a container, before anything is removed.
-func (clusterKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
-	if w.Action == plan.Delete || clusterWork(w) == nil {
+func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
+	if w.Action == plan.Delete || WorkOf(w) == nil {
 		return nil
 	}
 	r := newClusterRun(hostenv.Of(env), w)
@@ -284,10 +285,10 @@ func (clusterKind) PrepareSteps(env kind.Env, w *Work) []apply.Step {
 
 // Logs are its containers' logs (docker logs), on every node or on
 // q.Node.
-func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
-	rc := clusterAt(View(q.Config), q.Address)
+func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+	rc := At(View(q.Config), q.Address)
 	if rc == nil {
-		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindCluster)
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, Type)
 	}
 	tail := "all"
 	if q.Tail >= 0 {
@@ -315,19 +316,19 @@ func (clusterKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 }
 
 // Ahead: a cluster runs nothing ahead of the walk.
-func (clusterKind) Ahead(kind.Env, map[string]*Work, map[string][]apply.Step) []kind.Ahead {
+func (Kind) Ahead(kind.Env, map[string]*kind.Work, map[string][]apply.Step) []kind.Ahead {
 	return nil
 }
 
 // Starting: a cluster's readiness is its own steps'.
-func (clusterKind) Starting(*config.Config, *observe.Facts) []*Work { return nil }
+func (Kind) Starting(*config.Config, *observe.Facts) []*kind.Work { return nil }
 
 // AwaitSteps: none (Starting has none).
-func (clusterKind) AwaitSteps(kind.Env, *Work) []apply.Step { return nil }
+func (Kind) AwaitSteps(kind.Env, *kind.Work) []apply.Step { return nil }
 
 // Fingerprint is Ray's node table of every answer that is one, compared
 // by its rows (node address and state).
-func (clusterKind) Fingerprint(hf *observe.HostFacts) []string {
+func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 	var out []string
 	for _, r := range hf.HTTP {
 		for _, n := range observe.ParseRayNodes(r, true).List {
@@ -342,7 +343,7 @@ func (clusterKind) Fingerprint(hf *observe.HostFacts) []string {
 // was applied to when the state does not say which was the head), so that
 // a copy of the configuration with another head, or a renamed cluster
 // carrying the same state, waits for a run of the original.
-func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
+func (Kind) Locks(c *config.Config, st *state.State) []kind.Lock {
 	cfg := View(c)
 	var out []kind.Lock
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
@@ -354,7 +355,7 @@ func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
 	}
 	for _, addr := range st.Addresses() {
 		a := plan.ParseAddress(addr)
-		if a.Type != KindCluster {
+		if a.Type != Type {
 			continue
 		}
 		r, _ := st.Get(addr)
@@ -372,10 +373,10 @@ func (clusterKind) Locks(c *config.Config, st *state.State) []kind.Lock {
 // ClusterName is the name of the ray_cluster an argument names, as
 // commands about one cluster (check, force-unlock) take it: NAME or
 // ray_cluster.NAME.
-func ClusterName(arg string) string { return strings.TrimPrefix(arg, KindCluster+".") }
+func ClusterName(arg string) string { return strings.TrimPrefix(arg, Type+".") }
 
 // ClusterAddress is the address of the ray_cluster called name.
-func ClusterAddress(name string) string { return KindCluster + "." + name }
+func ClusterAddress(name string) string { return Type + "." + name }
 
 // observeClusters asks each cluster's nodes for its image and containers,
 // their fabric and peers, and its head for Ray's node table and ports.
@@ -426,11 +427,11 @@ func presentClusters(pr *kind.Presence) {
 			continue
 		}
 		for _, c := range hf.Containers.List {
-			if !clusterContainerOf(c.Labels, pr.Project) {
+			if !IsContainerOf(c.Labels, pr.Project) {
 				continue
 			}
 			addr := c.Labels[LabelResource]
-			pr.Add(addr, KindCluster, node, c.Name)
+			pr.Add(addr, Type, node, c.Name)
 			if c.Labels[LabelRole] == "head" {
 				pr.Head(addr, node)
 			}
@@ -445,11 +446,11 @@ func destroyClusters(d kind.Destroyer) {
 	cfg := View(d.Config())
 	containers := map[string]string{} // address → container name
 	hosts := map[string][]string{}
-	for _, addr := range d.Doomed(KindCluster) {
-		if rc := clusterAt(cfg, addr); rc != nil {
+	for _, addr := range d.Doomed(Type) {
+		if rc := At(cfg, addr); rc != nil {
 			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
 		} else if r, ok := d.State().Get(addr); ok {
-			containers[addr], hosts[addr] = r.Container, stateNodes(r.Hosts)
+			containers[addr], hosts[addr] = r.Container, kit.StateNodes(r.Hosts)
 		}
 	}
 	facts := d.Facts()
@@ -460,7 +461,7 @@ func destroyClusters(d kind.Destroyer) {
 			continue
 		}
 		for _, c := range hf.Containers.List {
-			if !clusterContainerOf(c.Labels, d.Project()) {
+			if !IsContainerOf(c.Labels, d.Project()) {
 				continue
 			}
 			addr := c.Labels[LabelResource]
@@ -481,18 +482,18 @@ func destroyClusters(d kind.Destroyer) {
 			nodes = kit.AppendUnique(nodes, rm.Node)
 		}
 		name := plan.ParseAddress(addr).Instance()
-		w := &Work{Address: addr, Type: KindCluster, Hosts: nodes,
+		w := &kind.Work{Address: addr, Type: Type, Hosts: nodes,
 			Do: &ClusterWork{Name: name, ContainerName: containers[addr], Start: map[string]bool{}, Remove: rems}}
 		d.Add(w, name, len(rems) > 0)
 	}
 }
 
-// clusterAt is the configuration's cluster at addr, nil when none.
-func clusterAt(cfg *Config, addr string) *RayCluster {
+// At is the configuration's cluster at addr, nil when none.
+func At(cfg *Config, addr string) *RayCluster {
 	if cfg == nil {
 		return nil
 	}
-	if a := plan.ParseAddress(addr); a.Type == KindCluster {
+	if a := plan.ParseAddress(addr); a.Type == Type {
 		return cfg.RayClusters[a.Instance()]
 	}
 	return nil
@@ -518,7 +519,7 @@ type RayNodeStatus struct {
 // Status shows each cluster's node table; a node that is not ALIVE (and
 // has no ALIVE row of the same address: a DEAD row beside an ALIVE one is
 // the node's earlier life) is a problem.
-func (clusterKind) Status(q kind.StatusQuery) []kind.Status {
+func (Kind) Status(q kind.StatusQuery) []kind.Status {
 	cfg := View(q.Config)
 	var out []kind.Status
 	for _, rc := range sortedClusters(cfg) {

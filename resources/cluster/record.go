@@ -1,4 +1,4 @@
-package resources
+package cluster
 
 import (
 	"github.com/zclconf/go-cty/cty"
@@ -29,7 +29,7 @@ func nodeAttrType() cty.Type {
 // record them: its applied arguments (config.Schema), then the node's own
 // values.
 func clusterSchema() []attrs.Attr {
-	return append(attrs.FromArgs(kindArgs(KindCluster)),
+	return append(attrs.FromArgs(clusterDescriptor().Args),
 		attrs.Attr{Name: "node", Type: nodeAttrType(), Description: "what the network pins on the node"})
 }
 
@@ -62,7 +62,7 @@ func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrs
 		// Pinned once the node's fabric address is observed.
 		iface, env = "", cty.UnknownVal(cty.Map(cty.String))
 	}
-	vals := attrs.ArgValues(kindArgs(KindCluster), &rc.Decl, spec.SecretKey)
+	vals := attrs.ArgValues(clusterDescriptor().Args, &rc.Decl, spec.SecretKey)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
 		"address":   kit.StrVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),
@@ -84,20 +84,6 @@ func optStringUnknown(s string, known bool) cty.Value {
 	return cty.NullVal(cty.String)
 }
 
-// normalize gives values the exact form a record reads back as (numbers,
-// empty collections), so that an unchanged attribute compares equal to its
-// record. Values not wholly known stay as they are.
-func normalize(schema []attrs.Attr, v attrs.Values) attrs.Values {
-	rec := v.KnownRecord()
-	out := attrs.Decode(schema, attrs.Raw(rec), rec.Sensitive)
-	for k, val := range v {
-		if _, ok := out[k]; !ok {
-			out[k] = val
-		}
-	}
-	return out
-}
-
 // withRecord fills the spec's record of its cluster's attributes (the
 // LabelAttrs label).
 func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec {
@@ -107,7 +93,7 @@ func withRecord(rc *RayCluster, spec ContainerSpec, iface string) ContainerSpec 
 
 // nodeIface is the interface the network pins on node, or else the one
 // observed holding its address.
-func nodeIface(nw *Network, node string, observed map[string]string) string {
+func nodeIface(nw *network.Network, node string, observed map[string]string) string {
 	if nw != nil {
 		if i := nw.InterfaceFor(node); i != "" {
 			return i

@@ -1,8 +1,9 @@
-package resources
+package cluster
 
 import (
 	"fmt"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
@@ -41,14 +42,15 @@ func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
 	}
 }
 
-// UseSecretKeys sets c's SecretKeys from the keys the heads' probes read. A
+// ReadSecretKeys are the clusters' secret-digest keys (by cluster name)
+// the heads' probes read, for kind.Facts.SecretKeys. A
 // cluster whose key does not exist yet (no apply made it) digests its
 // secrets unkeyed: there is nothing of it on the hosts to compare them
 // with but what an earlier rayform made, unkeyed; apply makes the key
 // under the lock and observes again before it creates anything.
-func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
+func ReadSecretKeys(cfg *config.Config, facts *observe.Facts, project string) map[string][]byte {
 	var keys map[string][]byte
-	for _, rc := range sortedClusters(c) {
+	for _, rc := range sortedClusters(View(cfg)) {
 		if facts == nil {
 			break
 		}
@@ -63,7 +65,7 @@ func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
 			keys[rc.Name] = k
 		}
 	}
-	c.SetSecretKeys(keys)
+	return keys
 }
 
 // secretKeyName is the name of a cluster's key file, as the lock's fence

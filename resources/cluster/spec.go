@@ -1,8 +1,4 @@
-// Package resources knows what each kind of block means on a host: the
-// containers a ray_cluster runs, the vllm serve process a vllm_serve runs,
-// how observed facts compare with them (plan), and the steps that make them
-// so (apply). The engine walks; this package decides.
-package resources
+package cluster
 
 import (
 	"crypto/sha256"
@@ -11,12 +7,16 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/servedir"
 )
@@ -148,9 +148,9 @@ func (s ContainerSpec) RayStartArgs() []string {
 	return append(args, "--disable-usage-stats", "--block")
 }
 
-// vllmConfigRoot is where the container keeps vLLM's config, including
+// VLLMConfigRoot is where the container keeps vLLM's config, including
 // ray_non_carry_over_env_vars.json.
-const vllmConfigRoot = "/tmp/rayform/vllm-config"
+const VLLMConfigRoot = "/tmp/rayform/vllm-config"
 
 // EntrypointScript writes vLLM's non-carry-over list and removes the serve
 // files of the container's previous life (a record belongs to the
@@ -163,7 +163,7 @@ func (s ContainerSpec) EntrypointScript() string {
 		clean = fmt.Sprintf("mkdir -p %[1]s && rm -f %[1]s/serve-* && ", s.ServeDir)
 	}
 	return fmt.Sprintf("%smkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
-		clean, vllmConfigRoot, list, vllmConfigRoot)
+		clean, VLLMConfigRoot, list, VLLMConfigRoot)
 }
 
 // RunArgs is the `docker run` command line, without secrets: a sensitive
@@ -200,7 +200,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 // SecretEnvValues returns the sensitive variables and their values: the
 // Env of the command running RunArgs.
 func (s ContainerSpec) SecretEnvValues() map[string]string {
-	return secretValues(s.Env, s.SecretEnv)
+	return kit.SecretValues(s.Env, s.SecretEnv)
 }
 
 // ClusterSpecs returns the desired container of every node of a cluster,
@@ -231,7 +231,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 				env[k] = v
 			}
 		}
-		env["VLLM_CONFIG_ROOT"] = vllmConfigRoot
+		env["VLLM_CONFIG_ROOT"] = VLLMConfigRoot
 		var secret []string
 		for k := range rc.Env {
 			if rc.IsSensitive(fmt.Sprintf("env[%q]", k)) {
@@ -268,4 +268,30 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs
+}
+
+// weightsVolumes are the mounts of rc's containers for the weights its
+// serves load (kind.Mounter): each provider's directory at the same path,
+// unless a volume of rc mounts something there already (nil when none, which leaves the
+// containers' specs as they were).
+func weightsVolumes(cfg *Config, rc *RayCluster) []string {
+	var out []string
+	for _, dir := range kind.MountsOn(cfg.Config, rc.Name) {
+		if !mountsAt(rc.Volumes, dir) {
+			out = kit.AppendUnique(out, dir+":"+dir)
+		}
+	}
+	return out
+}
+
+// mountsAt reports whether one of volumes (docker -v specs,
+// HOST:CONTAINER[:OPTIONS]) mounts something at the container path dir.
+func mountsAt(volumes []string, dir string) bool {
+	for _, v := range volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 && path.Clean(parts[1]) == dir {
+			return true
+		}
+	}
+	return false
 }

@@ -1,4 +1,4 @@
-package resources
+package cluster
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )
@@ -36,7 +37,7 @@ const rayListTimeout = 60 * time.Second
 // clusterRun is what the steps of one ray_cluster share.
 type clusterRun struct {
 	e    *hostenv.StepEnv
-	w    *Work
+	w    *kind.Work
 	c    *ClusterWork
 	spec map[string]ContainerSpec
 	head ContainerSpec
@@ -45,8 +46,8 @@ type clusterRun struct {
 }
 
 // newClusterRun prepares what the steps of w share.
-func newClusterRun(e *hostenv.StepEnv, w *Work) *clusterRun {
-	c := clusterWork(w)
+func newClusterRun(e *hostenv.StepEnv, w *kind.Work) *clusterRun {
+	c := WorkOf(w)
 	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
 	for _, s := range c.Specs {
 		r.spec[s.Node] = s
@@ -60,8 +61,8 @@ func newClusterRun(e *hostenv.StepEnv, w *Work) *clusterRun {
 	return r
 }
 
-func clusterSteps(e *hostenv.StepEnv, w *Work) []apply.Step {
-	c := clusterWork(w)
+func clusterSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	c := WorkOf(w)
 	r := newClusterRun(e, w)
 	var steps []apply.Step
 	if len(c.Remove) > 0 {
@@ -367,7 +368,7 @@ func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, 
 		if err != nil {
 			continue
 		}
-		body, code := httpAnswer(res.Stdout)
+		body, code := hostenv.HTTPAnswer(res.Stdout)
 		if code != "404" {
 			continue
 		}
@@ -787,7 +788,7 @@ func (r *clusterRun) diagnose(ctx context.Context, err error) error {
 	for _, l := range logs {
 		// Ray's GCS could not bind its port on the head: ask who holds it.
 		if l.Host == r.head.Node && (bytes.Contains(l.Text, []byte("Failed to bind to address")) || bytes.Contains(l.Text, []byte("already in use"))) {
-			if holder := portHolder(ctx, r.e, r.head.Node, r.head.Port); holder != "" {
+			if holder := hostenv.PortHolder(ctx, r.e, r.head.Node, r.head.Port); holder != "" {
 				d.PortHolders = map[int]string{r.head.Port: holder}
 			}
 			break

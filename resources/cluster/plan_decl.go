@@ -1,4 +1,4 @@
-package resources
+package cluster
 
 // declChanged reports whether node's container of rc was started by
 // rayform for another declaration than specs (its spec-hash label differs:

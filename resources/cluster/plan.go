@@ -1,4 +1,4 @@
-package resources
+package cluster
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -42,7 +43,6 @@ func (p *planner) cluster(rc *RayCluster) {
 				"install Docker and let the SSH user run it (e.g. add it to the docker group)")
 		}
 	}
-	p.gpuBudget(rc)
 	// A cluster with workers always has a network here: the configuration
 	// refuses one without (checkRayCluster, "Multi-node cluster without a
 	// network binding").
@@ -64,7 +64,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	nw := p.cfg.Networks[rc.Network]
 	after := map[string]attrs.Values{}
 	for _, spec := range specs {
-		after[spec.Node] = normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
+		after[spec.Node] = attrs.Normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
 	}
 	// before holds, per node, the attributes its container was created
 	// with (read from its record).
@@ -100,7 +100,7 @@ func (p *planner) cluster(rc *RayCluster) {
 			// the key: its secrets are compared in that form (and, when
 			// its hash is the unkeyed one, it is current; apply keys it
 			// when it recreates the container for another reason).
-			after[node] = normalize(schema, clusterRecordValues(rc, spec.unkeyed(), nodeIface(nw, node, p.ifaces)))
+			after[node] = attrs.Normalize(schema, clusterRecordValues(rc, spec.unkeyed(), nodeIface(nw, node, p.ifaces)))
 		}
 		if !recorded && current {
 			// Known from the hash alone: it is the spec.
@@ -155,7 +155,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	if head := p.Host(rc.Head); head != nil && !foreign && len(specs) > 0 {
 		p.checkRayTable(rc, head, specs, work, &drift, &driftHost, &replace, rayObserved)
 	}
-	if p.in.Replace[addr] && !foreign && missing < len(specs) {
+	if p.Replace(addr) && !foreign && missing < len(specs) {
 		replace = true
 		reasons = append(reasons, "replacement requested with -replace")
 	}
@@ -191,15 +191,15 @@ func (p *planner) cluster(rc *RayCluster) {
 		action = plan.Update
 	}
 	if len(drift) > 0 {
-		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: kit.FirstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
+		p.Drift(plan.Drift{Address: addr, Host: kit.FirstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
 			Attrs: clusterDriftAttrs(specs, rayObserved)})
 	}
-	rcChange := plan.ResourceChange{Address: addr, Type: KindCluster, Name: rc.Name, Action: action, Hosts: nodes,
+	rcChange := plan.ResourceChange{Address: addr, Type: Type, Name: rc.Name, Action: action, Hosts: nodes,
 		Reasons: append(drift, reasons...)}
 	rcChange.Attrs = clusterAttrs(rc, specs, action, before, after, rayObserved)
-	p.res.Plan.Changes = append(p.res.Plan.Changes, rcChange)
+	p.Change(rcChange)
 	if action != plan.NoOp {
-		p.res.Work[addr] = &Work{Address: addr, Type: KindCluster, Action: action, Do: work, Hosts: nodes}
+		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Do: work, Hosts: nodes})
 	}
 }
 
@@ -210,7 +210,7 @@ func (p *planner) cluster(rc *RayCluster) {
 // fix names the project to declare and never suggests removing it.
 func (p *planner) foreignContainer(addr, node, name string, c observe.Container) {
 	if other := c.Labels[LabelProject]; c.Labels[LabelManaged] == "true" && other != "" {
-		p.Find(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.in.Project),
+		p.Find(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.Project()),
 			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, kit.FirstNonEmpty(c.Labels[LabelResource], "no resource label")),
 			fmt.Sprintf("if it is this deployment, declare rayform { project = %q } in the configuration; if it is another one, set container_name on this cluster", other))
 		return
@@ -510,5 +510,9 @@ func nodeAddr(cfg *Config, node string) string {
 	if n := cfg.Nodes[node]; n != nil {
 		return n.Addr
 	}
-	return KindNode + "." + node
+	return nodeType + "." + node
+}
+
+func (p *planner) managed(c observe.Container) bool {
+	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.Project()
 }
