@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // benchProject is the project label of the synthetic cluster.
@@ -120,7 +121,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	rc = cfg.RayClusters["main"]
 	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
 	sv := cfg.Serves["llama"]
-	serve, err := resources.ServeSpecFor(cfg, sv)
+	svSpec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -183,12 +184,12 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	head := facts.Hosts[rc.Head]
 	setRayTable(head, benchDashPort, observe.RayNodeFacts{Source: "dashboard", List: rayNodes})
 	setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
+		Models: []observe.Model{{ID: svSpec.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
 	attrs := map[string]string{}
-	for k, v := range serve.Attrs {
+	for k, v := range svSpec.Attrs {
 		attrs[k] = string(v)
 	}
-	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
+	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: svSpec.Hash(), Attrs: attrs, Sensitive: svSpec.Sensitive, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // The block types of the resource kinds (Kinds).
@@ -29,7 +30,7 @@ type Config struct {
 	Nodes       map[string]*Node
 	Networks    map[string]*Network
 	RayClusters map[string]*cluster.RayCluster
-	Serves      map[string]*VLLMServe
+	Serves      map[string]*serve.VLLMServe
 }
 
 // SecretKeys are the deployments' secret-digest keys by ray_cluster name,
@@ -68,7 +69,7 @@ func View(c *config.Config) *Config {
 		Nodes:       blocksOf[Node](c, KindNode),
 		Networks:    blocksOf[Network](c, KindNetwork),
 		RayClusters: blocksOf[cluster.RayCluster](c, KindCluster),
-		Serves:      blocksOf[VLLMServe](c, KindServe),
+		Serves:      blocksOf[serve.VLLMServe](c, KindServe),
 	}
 }
 

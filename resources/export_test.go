@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // VerifyRayTable runs apply's verification of Ray's node table (the
@@ -52,7 +53,7 @@ func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []observe.
 // and /v1/models check) for spec against a head whose vLLM answers as v,
 // what observe read there, and returns its error: nil when vLLM serves as
 // declared. A health check observe could not complete answers as refused.
-func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
+func VerifyServe(t *testing.T, spec serve.ServeSpec, v observe.VLLM) error {
 	t.Helper()
 	health := "000"
 	if v.Health.Status != 0 {
@@ -83,7 +84,7 @@ func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
 	clock := newStepsClock()
 	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
-	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &ServeWork{Spec: spec, Start: true}}
+	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &serve.ServeWork{Spec: spec, Start: true}}
 	return verifyStep(t, Steps(env, w), "start vllm serve")
 }
 
@@ -99,7 +100,3 @@ func verifyStep(t *testing.T, steps []apply.Step, name string) error {
 	t.Fatalf("no step %q with a verification", name)
 	return nil
 }
-
-// ManagedServeOptions are the vllm serve options rayform sets and refuses in
-// extra_args (flags_test checks they exist in every vLLM it targets).
-var ManagedServeOptions = managedServeOptions

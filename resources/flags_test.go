@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // flagWord is an option name in a command line or a text: --word, up to
@@ -168,12 +169,12 @@ func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 		}
 		rayFlags = append(rayFlags, flagsOf(args)...)
 	}
-	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	vllmFlags = append(vllmFlags, flagsOf(serve.Args)...)
-	for name := range resources.ManagedServeOptions() {
+	vllmFlags = append(vllmFlags, flagsOf(spec.Args)...)
+	for name := range serve.ManagedServeOptions() {
 		vllmFlags = append(vllmFlags, name)
 	}
 	for _, want := range []string{"--head", "--address", "--node-ip-address", "--num-gpus", "--block"} {

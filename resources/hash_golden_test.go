@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // The hash goldens pin the digests rayform stores on the hosts: the
@@ -133,7 +134,7 @@ func literalHashCases() []hashCase {
 	full.DockerArgs = []string{"--ulimit", "memlock=-1"}
 	bare := cluster.ContainerSpec{Resource: "ray_cluster.x", Node: "n", Role: "head", Name: "rayform-x", Image: "img"}
 
-	serve := resources.ServeSpec{
+	fullServe := serve.ServeSpec{
 		Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
 		Args: []string{"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
 			"--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.9", "--host", "0.0.0.0", "--port", "8000",
@@ -145,10 +146,10 @@ func literalHashCases() []hashCase {
 		MaxModelLen: 32768,
 	}
 	// Attrs and Sensitive are derived and not part of the hash.
-	serveWithAttrs := serve
+	serveWithAttrs := fullServe
 	serveWithAttrs.Attrs = nil
 	serveWithAttrs.Sensitive = []string{"api_key"}
-	bareServe := resources.ServeSpec{Resource: "vllm_serve.m", Name: "m", Container: "rayform-x", Node: "n",
+	bareServe := serve.ServeSpec{Resource: "vllm_serve.m", Name: "m", Container: "rayform-x", Node: "n",
 		Args: []string{"vllm", "serve", "m"}, Port: 8000, ServedName: "m"}
 
 	return []hashCase{
@@ -157,7 +158,7 @@ func literalHashCases() []hashCase {
 		{"literal/container/env-volumes-docker-args-secret", full.Hash},
 		{"literal/container/label", func() string { return full.Labels("proj")[cluster.LabelSpecHash] }},
 		{"literal/container/bare", bare.Hash},
-		{"literal/serve/full", serve.Hash},
+		{"literal/serve/full", fullServe.Hash},
 		{"literal/serve/sensitive-attrs-ignored", serveWithAttrs.Hash},
 		{"literal/serve/bare", bareServe.Hash},
 	}
@@ -187,7 +188,7 @@ func configHashCases(t *testing.T) []hashCase {
 		}
 	}
 	for _, name := range []string{"qwen", "small", "solo"} {
-		spec, err := resources.ServeSpecFor(cfg, cfg.Serves[name])
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves[name])
 		if err != nil {
 			t.Fatal(err)
 		}

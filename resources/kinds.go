@@ -12,13 +12,14 @@ import (
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // Kinds returns the resource kinds rayform knows, in the order they are
 // planned and the README documents them. Each is reached only through
 // the kind.Kind interface: registering a kind is one line here.
 func Kinds() []kind.Kind {
-	return []kind.Kind{node.Kind{}, network.Kind{}, cluster.Kind{}, serveKind{}, model.Kind{}}
+	return []kind.Kind{node.Kind{}, network.Kind{}, cluster.Kind{}, serve.Kind{}, model.Kind{}}
 }
 
 // Schemas returns the descriptors of the registered kinds (their schema

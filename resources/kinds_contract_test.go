@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/resourcestest"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // TestKindRegistry: each registered kind is found by its block type and by
@@ -137,9 +138,9 @@ func TestDockerCheckedOnClusterNodes(t *testing.T) {
 // cluster waits for; not when its cluster is left alone, nor when the
 // serve itself has no steps.
 func TestServeStopsAheadOfItsCluster(t *testing.T) {
-	serve := func(action plan.Action) *resources.Work {
+	serveWork := func(action plan.Action) *resources.Work {
 		return &resources.Work{Address: "vllm_serve.q", Type: resources.KindServe, Action: action, Hosts: []string{"h1"},
-			Do: &resources.ServeWork{Spec: resources.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
+			Do: &serve.ServeWork{Spec: serve.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
 	}
 	cluster := func(action plan.Action) *resources.Work {
 		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &cluster.ClusterWork{Name: "main"}}
@@ -157,7 +158,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 		{"serve created", plan.Create, plan.Update, some, 0},
 		{"serve without steps", plan.Replace, plan.Update, nil, 0},
 	} {
-		ws := map[string]*resources.Work{"vllm_serve.q": serve(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
+		ws := map[string]*resources.Work{"vllm_serve.q": serveWork(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
 		steps := map[string][]apply.Step{"vllm_serve.q": tt.steps}
 		var got []kind.Ahead
 		for _, k := range resources.Kinds() {

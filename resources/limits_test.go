@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // TestValidateLimitsCoverApply checks that validate's value limits
@@ -80,13 +81,13 @@ variable "serve_value" {
 				ifaces := map[string]string{"spark1": "enp1s0f1np1", "spark2": "enp1s0f1np1"}
 				rc := cfg.RayClusters["spark"]
 				specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
-				sv, err := ServeSpecFor(cfg, cfg.Serves["qwen"])
+				sv, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["qwen"])
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, w := range []*Work{
 					{Address: "ray_cluster.spark", Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
-					{Address: "vllm_serve.qwen", Do: &ServeWork{Spec: sv, Start: true}},
+					{Address: "vllm_serve.qwen", Do: &serve.ServeWork{Spec: sv, Start: true}},
 				} {
 					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
 						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // twoServesConfig is benchConfig(1) (one node of 8 GPUs) with its serve at
@@ -71,7 +72,7 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 	answers := map[string]observe.VLLM{}
 	for _, name := range []string{"llama", "small"} {
 		sv := cfg.Serves[name]
-		spec, err := resources.ServeSpecFor(cfg, sv)
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,11 +15,8 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/kind"
-	"github.com/rayform/rayform/resources/kit"
 )
 
 // PlanInput is everything a plan is computed from. Planning does no I/O.
@@ -50,74 +47,17 @@ type Result struct {
 	Notes []string
 }
 
-// Work is what apply must do for one resource (kind.Work): its Do is a
-// *cluster.ClusterWork or a *ServeWork for the kinds of this package.
+// Work is what apply must do for one resource (kind.Work): its Do is the
+// kind's own (*cluster.ClusterWork, *serve.ServeWork ...).
 type Work = kind.Work
-
-// ServeWork is the work of a vllm_serve.
-type ServeWork struct {
-	Spec ServeSpec
-	// Stop is set when a serve process may be running and must be stopped
-	// first.
-	Stop bool
-	// Start is false for a delete.
-	Start        bool
-	HeadIP       netip.Addr
-	ReadyTimeout time.Duration
-	// Check are the ranks of the data-plane check that runs before the
-	// serve starts (CheckNodes); nil when it is off.
-	Check []dataplane.Node
-	// Arch is the architecture check before the serve starts; nil when
-	// plan judged it from the state or could not read config.json.
-	Arch *ArchCheck
-	// Cluster is the address of its Ray cluster ("" when unknown).
-	Cluster string
-	// ClusterNodes are the nodes of its Ray cluster, head first: their
-	// container logs are read when the serve fails. Nil (a serve the
-	// state remembers) reads the logs of every node of the apply that has
-	// the container.
-	ClusterNodes []string
-}
-
-// Container is the serve's cluster's head container (kind.Doer).
-func (w *ServeWork) Container() string { return w.Spec.Container }
-
-// CheckAhead are the ranks of the data-plane check whose ranks start ahead,
-// as their containers start (hostenv.CheckAhead): the check of a serve
-// that starts, nil otherwise.
-func (w *ServeWork) CheckAhead() []dataplane.Node {
-	if !w.Start {
-		return nil
-	}
-	return w.Check
-}
-
-// Commands is the serve's docker exec, when it starts (kit.Commander).
-func (w *ServeWork) Commands(project string) []kit.NamedCmd {
-	if !w.Start {
-		return nil
-	}
-	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node,
-		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
-}
-
-// serveWork is w's serve work, nil when w is not a serve's.
-func serveWork(w *Work) *ServeWork {
-	if w == nil {
-		return nil
-	}
-	sw, _ := w.Do.(*ServeWork)
-	return sw
-}
 
 // Plan computes the plan. It is a pure function of its input.
 func Plan(in PlanInput) *Result {
 	p := &planner{in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*Work{}}}
-	p.Planner = kit.Planner{Planner: p}
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	p.addrs, p.ifaces = cluster.FabricAddrs(cluster.View(p.cfg.Config), p.facts)
+	p.addrs, _ = cluster.FabricAddrs(cluster.View(p.cfg.Config), p.facts)
 	p.res.Addrs = p.addrs
 	for _, k := range Kinds() {
 		k.Plan(p)
@@ -131,23 +71,16 @@ func Plan(in PlanInput) *Result {
 	return p.res
 }
 
+// planner is the kind.Planner the kinds plan through: the plan's inputs,
+// and the result they add to.
 type planner struct {
-	// Planner is this planner seen through kit, for the readings of the
-	// hosts the container kinds share.
-	kit.Planner
-	in     PlanInput
-	cfg    *Config
-	facts  *observe.Facts
-	res    *Result
-	addrs  map[string]netip.Addr
-	ifaces map[string]string
+	in    PlanInput
+	cfg   *Config
+	facts *observe.Facts
+	res   *Result
+	// addrs are the nodes' fabric addresses (cluster.FabricAddrs).
+	addrs map[string]netip.Addr
 }
-
-// own is the planner of this package behind p: the kinds that live in
-// this package plan with its fabric addresses and its reading of the
-// observed containers, which kind.Planner does not carry. A kind in a
-// package of its own sees only kind.Planner.
-func own(p kind.Planner) *planner { return p.(*planner) }
 
 // Config is the evaluated configuration (kind.Planner).
 func (p *planner) Config() *config.Config { return p.cfg.Config }
@@ -163,6 +96,9 @@ func (p *planner) Project() string { return p.in.Project }
 
 // Replace reports whether -replace named addr (kind.Planner).
 func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
+
+// RefreshOnly reports whether the plan only refreshes (kind.Planner).
+func (p *planner) RefreshOnly() bool { return p.in.RefreshOnly }
 
 // Fabric is node's observed fabric address (kind.Planner).
 func (p *planner) Fabric(node string) (netip.Addr, bool) {

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // attrCase changes one argument of one kind in the converged cluster's
@@ -272,11 +273,11 @@ func verifyAll(t *testing.T, cfg *resources.Config, facts *observe.Facts) error 
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		sv := cfg.Serves[name]
-		spec, err := resources.ServeSpecFor(cfg, sv)
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
-		if err := resources.VerifyServe(t, spec, resources.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
+		if err := resources.VerifyServe(t, spec, serve.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
 	}

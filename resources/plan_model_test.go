@@ -20,6 +20,7 @@ import (
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 const modelCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -128,7 +129,7 @@ func TestPlanModel(t *testing.T) {
 			useResolution(cfg, "llama", tc.resolved)
 			// The serve running converged is the one started at the
 			// resolved commit.
-			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +214,7 @@ func TestModelSpecs(t *testing.T) {
 					t.Errorf("%s: volumes %v", s.Node, s.Volumes)
 				}
 			}
-			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +232,7 @@ func TestModelSpecs(t *testing.T) {
 			if tc.mount {
 				useResolution(cfg, "llama", model.Resolution{Manifest: modelManifest()})
 			}
-			pinned, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			pinned, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
@@ -263,4 +264,14 @@ func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []a
 		return nil
 	}
 	return k.AwaitSteps(p.stepEnv(env, obs, w).WithDefaults(), w)
+}
+
+// DiagnoseContext is what the failure classifier needs to know about the
+// resource of w, as its kind tells (hostenv.Diagnoser); an empty context
+// for a kind that does not.
+func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
+	if d, ok := KindAt(w.Address).(hostenv.Diagnoser); ok && cfg != nil {
+		return d.DiagnoseContext(cfg.Config, facts, addrs, w.Address)
+	}
+	return diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
 }

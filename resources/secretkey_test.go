@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // keyedToken is the bench configuration's token; keyedConfig gives it to
@@ -59,7 +60,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 	unkeyed := convergedFrom(t, keyedConfig(keyedToken), nil)
 	cfg := planConfig(t, string(keyedConfig(keyedToken)), keyed.facts)
 	cfg.SetSecretKeys(map[string][]byte{"main": key})
-	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 			}
 		}
 	}
-	seen = append(seen, strings.Join(serve.ExecArgs(""), " "))
+	seen = append(seen, strings.Join(spec.ExecArgs(""), " "))
 	rec, _ := json.Marshal(keyed.facts.Hosts["gpu[\"h1\"]"].Records)
 	seen = append(seen, string(rec))
 	if !strings.Contains(strings.Join(seen, "\n"), "hmac-sha256:") {
@@ -89,7 +90,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 	}
 	other := bytes.Repeat([]byte{8}, observe.SecretKeyLen)
 	cfg.SetSecretKeys(map[string][]byte{"main": other})
-	if s2, _ := resources.ServeSpecFor(cfg, cfg.Serves["llama"]); s2.Hash() == serve.Hash() {
+	if s2, _ := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"]); s2.Hash() == spec.Hash() {
 		t.Error("the serve's hash does not depend on the key")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // Result lines as check.py prints them (torch 1.13 in the lab's image).
@@ -80,7 +81,7 @@ func (c *dpConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, 
 
 func dpWork() *Work {
 	w := qwenWork(plan.Create, qwenServe(), false)
-	serveWork(w).Check = []dataplane.Node{
+	serve.WorkOf(w).Check = []dataplane.Node{
 		{Name: "spark1", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.12"), Iface: "enp1s0f1np1"},
 		{Name: "spark2", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.13"), Iface: "enp1s0f1np1"},
 	}

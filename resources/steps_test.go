@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/serve"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
@@ -275,8 +276,8 @@ func TestVerifyTableTimesOut(t *testing.T) {
 
 // ---- vllm_serve ------------------------------------------------------------
 
-func qwenServe() ServeSpec {
-	return ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
+func qwenServe() serve.ServeSpec {
+	return serve.ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
 		Args: []string{"vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
 			"--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.85", "--host", "0.0.0.0", "--port", "8000",
 			"--distributed-executor-backend", "ray", "--max-model-len", "32768"},
@@ -309,9 +310,9 @@ func qwenStartupLog() [][]byte {
 	}
 }
 
-func qwenWork(action plan.Action, spec ServeSpec, stop bool) *Work {
+func qwenWork(action plan.Action, spec serve.ServeSpec, stop bool) *Work {
 	return &Work{Address: spec.Resource, Type: "vllm_serve", Action: action, Hosts: []string{spec.Node},
-		Do: &ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
+		Do: &serve.ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
 }
 
 func TestServeSteps(t *testing.T) {
@@ -334,7 +335,7 @@ func TestServeSteps(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")...)
 			h := l.hosts["spark1"]
 			tt.setup(h)
-			if serveWork(tt.work).Start {
+			if serve.WorkOf(tt.work).Start {
 				h.serve.chunks = qwenStartupLog()
 			}
 			h.models = qwenModels
@@ -343,46 +344,13 @@ func TestServeSteps(t *testing.T) {
 				t.Fatalf("walk: %v\n%s", err, strings.Join(lines, "\n"))
 			}
 			goldenSteps(t, tt.name, renderWalk(lines, nil, l))
-			if want := serveWork(tt.work).Start; h.serve.alive != want {
+			if want := serve.WorkOf(tt.work).Start; h.serve.alive != want {
 				t.Errorf("serve alive = %v, want %v", h.serve.alive, want)
 			}
 			if len(l.hosts["spark2"].fake.Calls()) != 0 {
 				t.Errorf("a serve that works touched spark2: %s", l.hosts["spark2"].fake.Transcript())
 			}
 		})
-	}
-}
-
-func TestServeProgress(t *testing.T) {
-	clock := newStepsClock()
-	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(clock.Now, time.Hour))
-	for _, c := range qwenStartupLog() {
-		p.feed(c)
-	}
-	want := []string{
-		"Starting to load model Qwen/Qwen3.5-122B-A10B-FP8...",
-		"Loading weights: shards 0/39 [>                   ] 0%",
-		"Loading weights: shards 39/39 [====================] 100%",
-		"Loading weights took 161.20 seconds",
-		"Model loading took 59.3125 GiB memory and 162.004000 seconds",
-		"Available KV cache memory: 31.20 GiB",
-		"GPU KV cache size: 340,784 tokens",
-		"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0/67 [>                   ] 0%",
-		"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 67/67 [====================] 100%",
-		"Capturing CUDA graphs (decode, FULL): 35/35 [====================] 100%",
-		"Graph capturing finished in 4 secs, took 0.49 GiB",
-		"Starting vLLM API server 0 on http://0.0.0.0:8000",
-		"Application startup complete.",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if !p.up || p.fatal != "" {
-		t.Errorf("up = %v, fatal = %q", p.up, p.fatal)
-	}
-	if b := bar(21); b != "[====>               ]" {
-		t.Errorf("bar(21) = %q", b)
 	}
 }
 
@@ -425,7 +393,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 				Cluster:   stepsCluster, Network: "network.fabric",
 			}
 			w := qwenWork(plan.Create, qwenServe(), false)
-			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			lines, err := walkWork(t, env, w)
 			if err == nil {
 				t.Fatal("no error for a failed serve")
@@ -459,7 +427,7 @@ func TestServeReadyTimeout(t *testing.T) {
 	h := l.hosts["spark1"]
 	h.serve.chunks = qwenStartupLog()[:2] // loads forever
 	w := qwenWork(plan.Create, qwenServe(), false)
-	serveWork(w).ReadyTimeout = time.Minute
+	serve.WorkOf(w).ReadyTimeout = time.Minute
 	_, err := walkWork(t, l.env(), w)
 	if err == nil || !strings.Contains(err.Error(), "vllm serve qwen on spark1 is not ready after 1m0s") {
 		t.Fatalf("err = %v", err)
@@ -605,45 +573,6 @@ func indexIn(list []string, s string) int {
 	return -1
 }
 
-// The harmless lines of a successful start stay out of the progress: c10d's
-// first refused try (with torch's garbage IPv6 address, the same words as
-// the seeds' failure) and every other rank's copy of a milestone; a bar
-// completes before the milestone that ends it, even when another rank's
-// line reaches the log first. When the start fails, the held lines show.
-func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
-	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(newStepsClock().Now, time.Hour))
-	log := "" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).\n" +
-		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\r" +
-		"Loading safetensors checkpoint shards:  93% Completed | 13/14 [00:52<00:04,  4.02s/it]\n" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) INFO 11-30 01:32:10 [default_loader.py:314] Loading weights took 55.10 seconds\n" +
-		"Loading safetensors checkpoint shards: 100% Completed | 14/14 [00:56<00:00,  4.01s/it]\n" +
-		"INFO 11-30 01:32:11 [default_loader.py:314] Loading weights took 56.20 seconds\n" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) INFO 11-30 01:32:11 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 56.120000 seconds\n" +
-		"INFO 11-30 01:32:12 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 57.004000 seconds\n"
-	p.feed([]byte(log))
-	want := []string{
-		"Loading weights: shards 0/14 [>                   ] 0%",
-		"Loading weights: shards 14/14 [====================] 100%",
-		"Loading weights took 55.10 seconds",
-		"Model loading took 29.6562 GiB memory and 56.120000 seconds",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	got = nil
-	p.failed()
-	wantHeld := []string{
-		"warning: [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).",
-		"Loading weights took 56.20 seconds",
-		"Model loading took 29.6562 GiB memory and 57.004000 seconds",
-	}
-	if strings.Join(got, "\n") != strings.Join(wantHeld, "\n") {
-		t.Errorf("held back lines after a failure:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantHeld, "\n"))
-	}
-}
-
 // A failed start asks the host what the log cannot say: who holds the
 // serve's port (ss on the head: the containers share its network), and
 // the image's vLLM version when vLLM refused its command line.
@@ -671,7 +600,7 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			h.ss, h.vllmVersion = tt.ss, tt.version
 			env := l.env()
 			w := qwenWork(plan.Create, qwenServe(), false)
-			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			_, err := walkWork(t, env, w)
 			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {

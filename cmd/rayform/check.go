@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // runCheck runs the data-plane check on running clusters.
@@ -63,7 +64,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	var reports []checkJSON
 	for _, name := range clusters {
 		rc := obs.cfg.RayClusters[name]
-		nodes := resources.CheckNodes(obs.cfg, rc, addrs, ifaces)
+		nodes := serve.CheckNodes(serve.View(obs.cfg.Config), rc, addrs, ifaces)
 		if !nodes[0].Addr.IsValid() {
 			fmt.Fprintf(c.stderr, "Error: %s: the head %s has no observed fabric address (run rayform plan)\n", rc.Addr, rc.Head)
 			failed = true
@@ -82,7 +83,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		var cerr error
 		if !rep.OK() {
 			failed = true
-			cerr = resources.CheckError(rep, dctx, "the cluster's collectives would fail")
+			cerr = serve.CheckError(rep, dctx, "the cluster's collectives would fail")
 		}
 		if opts.json {
 			reports = append(reports, toCheckJSON(rc.Addr, rep, cerr))

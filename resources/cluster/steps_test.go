@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +86,30 @@ func TestPullProgress(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestServeHostDirMount(t *testing.T) {
+	spec := pairSpecs()[0]
+	args := spec.RunArgs("lab")
+	i := slices.Index(args, "/var/tmp/rayform/lab/spark1/rayform-main:/tmp/rayform/serve")
+	if i < 1 || args[i-1] != "-v" {
+		t.Fatalf("docker run does not mount the serve dir from the host:\n%q", args)
+	}
+	if got := servedir.Host("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
+		t.Fatalf("ServeHostDir = %q", got)
+	}
+	if ep := spec.EntrypointScript(); !strings.HasPrefix(ep, "mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {
+		t.Fatalf("the entrypoint does not clear the serve files of a previous run: %s", ep)
+	}
+	// A container from before the mount existed has another spec hash, so
+	// the plan replaces it.
+	old := spec
+	old.ServeDir = ""
+	if old.Hash() == spec.Hash() {
+		t.Fatal("the serve mount is not part of the spec hash")
+	}
+	if slices.ContainsFunc(old.RunArgs("lab"), func(a string) bool { return strings.Contains(a, "/var/tmp/rayform") }) {
+		t.Fatal("a spec without ServeDir mounts a serve dir")
 	}
 }

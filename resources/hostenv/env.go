@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
@@ -142,6 +144,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Diagnoser is implemented by a kind whose steps' failures are diagnosed
+// from the hosts' logs: what the classifier needs to know about the
+// resource at addr (its cluster's fabric, nodes and settings), for
+// StepEnv.Diagnose.
+type Diagnoser interface {
+	DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context
 }
 
 // Of is the StepEnv behind env, which the run provider always hands the

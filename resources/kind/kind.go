@@ -5,13 +5,17 @@
 // one only through this interface: planning, the apply steps, destroy,
 // what is present on the hosts, logs and the CLI's properties of an
 // address, status and the run's locks iterate over the registered kinds,
-// with no switch on a kind's name. A kind in a package of its own (node,
-// network, model) depends on another only through this package (a planned
-// action looked up by address, a Work's Container) and through
-// interfaces that block values implement (Placed here, network.Member,
-// resources.Weights), never through the other's Go types. The ray_cluster
-// and vllm_serve kinds still share the resources package, whose planner
-// and steps' environment they read beyond Planner and Env.
+// with no switch on a kind's name. Each kind lives in a package of its own
+// (node, network, cluster, serve, model) and depends on another only
+// through this package (a planned action or work looked up by address, a
+// Work's Container, Restarter) and through interfaces that block values
+// implement (Placed, SecretHolder and Mounter here, network.Member,
+// serve.Weights), or through the exported values of a kind it runs on (a
+// vllm_serve reads its cluster.RayCluster and cluster.ClusterSpecs), never
+// through another kind's internals. What the container kinds share beyond
+// this contract lives in small packages of its own: hostenv (the steps'
+// environment), kit (planner readings and value checks), attrs (attribute
+// records), servedir.
 //
 // It imports only the engine, so that a kind in a package of its own can
 // implement it.
@@ -310,6 +314,10 @@ type Planner interface {
 	Project() string
 	// Replace reports whether apply -replace named addr.
 	Replace(addr string) bool
+	// RefreshOnly reports whether the plan only refreshes (apply
+	// -refresh-only): it changes nothing, so a kind skips the checks of
+	// what a change would do.
+	RefreshOnly() bool
 	// Fabric is node's observed address on its cluster's network (ok
 	// false when unknown).
 	Fabric(node string) (netip.Addr, bool)
@@ -447,8 +455,8 @@ type Presence struct {
 }
 
 // Env is what the steps of a kind see of the apply: a connection per node,
-// the project, the clock and the limits. The resources package's StepEnv
-// implements it; a kind of that package reads the rest of it there.
+// the project, the clock and the limits. hostenv.StepEnv implements it;
+// the container kinds read the rest of it there (hostenv.Of).
 type Env interface {
 	// Conn is the open connection to node (nil when there is none).
 	Conn(node string) transport.Conn

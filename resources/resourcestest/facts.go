@@ -7,8 +7,8 @@ import (
 	"encoding/json"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // SetRayTable makes hf's answer to the node-table probe of the dashboard
@@ -45,7 +45,7 @@ func RayTable(hf *observe.HostFacts, port int) observe.RayNodeFacts {
 // SetServeAnswer makes hf's answers to a serve's probes on port say v, as
 // vLLM writes /health and /v1/models; v not Observed removes them.
 func SetServeAnswer(hf *observe.HostFacts, port int, v observe.VLLM) {
-	health, models := resources.ServeURL(port, "/health"), resources.ServeURL(port, "/v1/models")
+	health, models := serve.ServeURL(port, "/health"), serve.ServeURL(port, "/v1/models")
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
 	}
@@ -72,5 +72,5 @@ func SetServeRecord(hf *observe.HostFacts, name string, rec observe.ProcessRecor
 	if hf.Records == nil {
 		hf.Records = map[string]observe.ProcessRecord{}
 	}
-	hf.Records[resources.ServeRecordName(name)] = rec
+	hf.Records[serve.ServeRecordName(name)] = rec
 }

@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kind"
 )
 
 // completionMaxTokens is the size of the smoke-test completion.
@@ -32,7 +33,7 @@ const completionPrompt = "The capital of France is"
 // serveRun is what the steps of one vllm_serve share.
 type serveRun struct {
 	e    *hostenv.StepEnv
-	w    *Work
+	w    *kind.Work
 	s    *ServeWork
 	spec ServeSpec
 	// readyTimeout and exited say how the start ended, for the diagnosis:
@@ -41,8 +42,8 @@ type serveRun struct {
 	exited       bool
 }
 
-func serveSteps(e *hostenv.StepEnv, w *Work) []apply.Step {
-	r := &serveRun{e: e, w: w, s: serveWork(w), spec: serveWork(w).Spec}
+func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	r := &serveRun{e: e, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
 	var steps []apply.Step
 	if r.s.Stop {
 		steps = append(steps, r.stopStep())
@@ -63,11 +64,11 @@ func serveSteps(e *hostenv.StepEnv, w *Work) []apply.Step {
 // runs them before its cluster's containers change (a worker under a
 // pipeline-parallel serve must not go away under a running serve), then
 // Steps(w), whose stop step then finds the process gone.
-func ServeStopSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
-	if w == nil || serveWork(w) == nil || !serveWork(w).Stop {
+func ServeStopSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	if w == nil || WorkOf(w) == nil || !WorkOf(w).Stop {
 		return nil
 	}
-	r := &serveRun{e: env.WithDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
+	r := &serveRun{e: env.WithDefaults(), w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
 	return []apply.Step{r.stopStep()}
 }
 
@@ -242,11 +243,11 @@ func (r *serveRun) follow(ctx context.Context, progress func(string)) error {
 // /health and /v1/models. Apply runs them for every serve of the
 // configuration that runs but does not answer yet, changed or not: it
 // reports success only for serves that serve.
-func AwaitSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
-	if w == nil || serveWork(w) == nil {
+func AwaitSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	if w == nil || WorkOf(w) == nil {
 		return nil
 	}
-	r := &serveRun{e: env.WithDefaults(), w: w, s: serveWork(w), spec: serveWork(w).Spec}
+	r := &serveRun{e: env.WithDefaults(), w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
 	return []apply.Step{{
 		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
 		Run:    r.follow,

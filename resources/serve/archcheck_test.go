@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 
@@ -20,7 +21,7 @@ import (
 // testdata/modelfit, as the image prints it.
 func archReply(t *testing.T, fixture string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "modelfit", fixture))
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "modelfit", fixture))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func archReply(t *testing.T, fixture string) string {
 
 func archModel(t *testing.T, model string) modelfit.Config {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "testdata", "modelfit", model, "config.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "modelfit", model, "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +84,8 @@ func TestArchStep(t *testing.T) {
 	env := (&hostenv.StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).WithDefaults()
 	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
 	run := func(container string) (string, error) {
-		w := &Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
-		r := &serveRun{e: env, w: w, s: serveWork(w), spec: serveWork(w).Spec}
+		w := &kind.Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
+		r := &serveRun{e: env, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
 		var lines []string
 		err := r.archStep().Run(context.Background(), func(l string) { lines = append(lines, l) })
 		return strings.Join(lines, "\n"), err

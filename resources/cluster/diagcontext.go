@@ -1,23 +1,27 @@
-package resources
+package cluster
 
 import (
 	"net/netip"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // DiagnoseContext is what the failure classifier needs to know about the
-// cluster behind a resource (a ray_cluster or a vllm_serve): the declared
-// fabric, each node's fabric and management addresses, and the settings
-// that decide the memory monitor's verdict.
-func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
-	rc := cluster.At(cluster.View(cfg.Config), w.Address)
-	sv := serveAt(cfg, w.Address)
-	if sv != nil {
-		rc = cfg.RayClusters[sv.Cluster]
-	}
+// resource at addr (hostenv.Diagnoser): its cluster's
+// (DiagnoseContextOf).
+func (Kind) DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context {
+	v := View(cfg)
+	return DiagnoseContextOf(v, facts, addrs, At(v, addr))
+}
+
+// DiagnoseContextOf is what the failure classifier needs to know about
+// the cluster rc behind a resource (a ray_cluster, or the vllm_serve on
+// it): the declared fabric, each node's fabric and management addresses,
+// and the settings that decide the memory monitor's verdict. A nil rc
+// has an empty context.
+func DiagnoseContextOf(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, rc *RayCluster) diagnose.Context {
 	dc := diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
 	if rc == nil {
 		return dc
@@ -42,10 +46,6 @@ func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.A
 			}
 			dc.UnifiedMemory = dc.UnifiedMemory || hf.UnifiedMemory
 		}
-	}
-	if sv != nil {
-		dc.Serve = sv.Addr
-		dc.GPUMemoryUtilization = sv.GPUMemoryUtilization
 	}
 	return dc
 }

@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"crypto/sha256"
@@ -198,13 +198,13 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 // records keep them: its applied arguments (config.Schema), then the
 // endpoint they give.
 func serveSchema() []attrs.Attr {
-	return append(attrs.FromArgs(kindArgs(KindServe)), attrs.Attr{Name: "endpoint", Type: cty.String, Exported: true, Description: "the OpenAI base URL"})
+	return append(attrs.FromArgs(serveDescriptor().Args), attrs.Attr{Name: "endpoint", Type: cty.String, Exported: true, Description: "the OpenAI base URL"})
 }
 
 // serveRecordValues are the serve's attributes as its record keeps them,
 // sensitive ones digested under key (see attrs.SecretDigest).
 func serveRecordValues(sv *VLLMServe, key []byte) attrs.Values {
-	vals := attrs.ArgValues(kindArgs(KindServe), &sv.Decl, key)
+	vals := attrs.ArgValues(serveDescriptor().Args, &sv.Decl, key)
 	vals["endpoint"] = cty.UnknownVal(cty.String)
 	if sv.Endpoint != "" {
 		vals["endpoint"] = cty.StringVal(sv.Endpoint)

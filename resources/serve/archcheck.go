@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"context"
@@ -140,16 +140,16 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 	}
 	r := sv.Range("model")
 	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
-	id := headImageID(head, rc, p.in.Project)
+	id := headImageID(head, rc, p.Project())
 	var known state.Image
 	ok := false
-	if p.in.State != nil {
+	if p.State() != nil {
 		if id != "" {
-			known, ok = p.in.State.Image(id)
+			known, ok = p.State().Image(id)
 		} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
 			// The head's container keeps running this image: the answer
 			// given for its reference is the answer for it.
-			id, known, ok = p.in.State.ImageByRef(rc.Image)
+			id, known, ok = p.State().ImageByRef(rc.Image)
 		}
 	}
 	if !ok {
@@ -157,19 +157,19 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 		if name == "" {
 			name = "of " + rc.Addr
 		}
-		p.res.Notes = append(p.res.Notes, fmt.Sprintf("the architecture check of %s runs in apply, before vllm serve starts: the image %s was not asked yet what its vLLM and transformers know (once per image).", sv.Addr, name))
+		p.Note(fmt.Sprintf("the architecture check of %s runs in apply, before vllm serve starts: the image %s was not asked yet what its vLLM and transformers know (once per image).", sv.Addr, name))
 		return ac
 	}
 	findings, skipped := modelfit.CheckArchitecture(mc, registry(known), ac.TrustRemoteCode)
 	if skipped != "" {
-		p.res.Notes = append(p.res.Notes, fmt.Sprintf("the architecture check of %s did not run: %s.", sv.Addr, skipped))
+		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s.", sv.Addr, skipped))
 	}
 	for _, f := range findings {
 		sev := plan.Error
 		if f.Severity == modelfit.Warning {
 			sev = plan.Warning
 		}
-		p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: sv.Addr, At: ac.At, Summary: f.Summary,
+		p.Finding(plan.Finding{Severity: sev, Address: sv.Addr, At: ac.At, Summary: f.Summary,
 			Detail: f.Detail + "\n" + source + fmt.Sprintf(" The image %s answered on %s (asked by apply; it took %.1f s).", shortImage(rc.Image, id), known.CheckedAt.Format(time.DateOnly), known.Seconds),
 			Fix:    f.Fix})
 	}

@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"errors"
@@ -18,7 +18,7 @@ import (
 // by a veth fabric (enp1s0f1np1, 192.168.200.12/.13) beside a management veth
 // from which the head's 10.1.230.180 is not routed. run.sh there is the
 // command that made them; README.md says what each case is.
-const h200Dir = "../testdata/dataplane/h200"
+const h200Dir = "../../testdata/dataplane/h200"
 
 // h200Report builds the report the runner would have built from a case's
 // captured output: each rank's stdout then stderr, its result line parsed.

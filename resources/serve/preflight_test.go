@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -110,12 +111,27 @@ func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
 		{"running as it is", plan.NoOp, false, 0},
 		{"refresh-only", plan.Create, true, 0},
 	} {
-		p := &planner{in: PlanInput{RefreshOnly: tt.refreshOnly}, facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}},
-			res: &Result{Plan: &plan.Plan{}}}
-		p.Planner = kit.Planner{Planner: p}
+		rp := &recPlanner{facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}}, refreshOnly: tt.refreshOnly}
+		p := &planner{Planner: kit.Planner{Planner: rp}, facts: rp.facts}
 		p.preflight(sv, rc, tt.action, tt.action != plan.Create)
-		if got := len(p.res.Plan.Findings); got != tt.want || len(p.res.Notes) > 0 {
-			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, p.res.Plan.Findings, p.res.Notes, tt.want)
+		if got := len(rp.findings); got != tt.want || len(rp.notes) > 0 {
+			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, rp.findings, rp.notes, tt.want)
 		}
 	}
 }
+
+// recPlanner records what a plan adds; preflight reads only the facts and
+// whether the plan only refreshes (the embedded nil kind.Planner answers
+// nothing else).
+type recPlanner struct {
+	kind.Planner
+	facts       *observe.Facts
+	refreshOnly bool
+	findings    []plan.Finding
+	notes       []string
+}
+
+func (r *recPlanner) Facts() *observe.Facts  { return r.facts }
+func (r *recPlanner) RefreshOnly() bool      { return r.refreshOnly }
+func (r *recPlanner) Finding(f plan.Finding) { r.findings = append(r.findings, f) }
+func (r *recPlanner) Note(n string)          { r.notes = append(r.notes, n) }

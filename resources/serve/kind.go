@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"context"
@@ -34,10 +34,10 @@ const exposeVLLMServe = "the `vllm serve` command line, which every user of the 
 func serveDescriptor() config.Kind {
 	str, num := cty.String, cty.Number
 	return config.Kind{
-		Type:    KindServe,
+		Type:    Type,
 		Summary: "`vllm serve` on a cluster's head",
 		Args: []config.Arg{
-			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: KindCluster, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
+			{Name: "cluster", Type: cty.DynamicPseudoType, Ref: cluster.Type, Decoded: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "the cluster to serve on"},
 			{Name: "model", Exposure: exposeVLLMServe, Type: str, Required: true, Exported: true, Applied: true, ForcesReplacement: true,
 				Description: "Hugging Face model id or path inside the container"},
@@ -211,7 +211,7 @@ type VLLMServe struct {
 // PlacedOn is the nodes of the serve's cluster in cfg, head first: every
 // one of them loads its model (kind.Placed).
 func (s *VLLMServe) PlacedOn(cfg *config.Config) []string {
-	if rc, ok := cfg.Blocks(KindCluster)[s.Cluster].(*cluster.RayCluster); ok {
+	if rc, ok := cfg.Blocks(cluster.Type)[s.Cluster].(*cluster.RayCluster); ok {
 		return rc.Nodes()
 	}
 	return nil
@@ -250,24 +250,24 @@ func (s *VLLMServe) HasSecretsOn(cluster string) bool {
 	return false
 }
 
-// serveKind is the vllm_serve kind: `vllm serve` on a cluster's head.
-type serveKind struct{}
+// Kind is the vllm_serve kind: `vllm serve` on a cluster's head.
+type Kind struct{}
 
 // Schema is the vllm_serve block's descriptor.
-func (serveKind) Schema() config.Kind { return serveDescriptor() }
+func (Kind) Schema() config.Kind { return serveDescriptor() }
 
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
-func (serveKind) Traits() kind.Traits {
+func (Kind) Traits() kind.Traits {
 	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(serveSchema()), Status: "serves"}
 }
 
 // Lookup: a serve's plan needs nothing from outside the hosts.
-func (serveKind) Lookup(context.Context, *config.Config) {}
+func (Kind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks each serve's head for its own port, record and model files,
 // and for status its /metrics and its process's start time.
-func (serveKind) Observe(o *kind.Observation) {
+func (Kind) Observe(o *kind.Observation) {
 	observeServes(o)
 	if o.Status {
 		statusProbes(o.Spec, View(o.Config), o.Project)
@@ -277,8 +277,8 @@ func (serveKind) Observe(o *kind.Observation) {
 // Plan checks that the serves of each cluster fit its GPUs together
 // (gpuBudget), then plans each serve of the configuration, after the
 // clusters (it reads its cluster's planned action).
-func (serveKind) Plan(p kind.Planner) {
-	pl := own(p)
+func (Kind) Plan(p kind.Planner) {
+	pl := newPlanner(p)
 	// The serves of each cluster together must fit its GPUs.
 	for _, name := range slices.Sorted(maps.Keys(pl.cfg.RayClusters)) {
 		pl.gpuBudget(pl.cfg.RayClusters[name])
@@ -289,14 +289,14 @@ func (serveKind) Plan(p kind.Planner) {
 }
 
 // Destroy stops the doomed serves, before their clusters go.
-func (serveKind) Destroy(d kind.Destroyer) { destroyServes(d) }
+func (Kind) Destroy(d kind.Destroyer) { destroyServes(d) }
 
 // Present finds the serves whose process runs.
-func (serveKind) Present(pr *kind.Presence) { presentServes(pr) }
+func (Kind) Present(pr *kind.Presence) { presentServes(pr) }
 
 // Steps are the steps of a serve's work (serveSteps).
-func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
-	if serveWork(w) == nil {
+func (Kind) Steps(env kind.Env, w *kind.Work) []apply.Step {
+	if WorkOf(w) == nil {
 		return hostenv.Unsupported(w)
 	}
 	return serveSteps(hostenv.Of(env), w)
@@ -307,11 +307,11 @@ func (serveKind) Steps(env kind.Env, w *Work) []apply.Step {
 // must not go away (nor restart) under it. The stop is a node of its own,
 // "ADDRESS#stop", that the cluster depends on; the serve's own stop step
 // then finds the process gone.
-func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]apply.Step) []kind.Ahead {
+func (Kind) Ahead(env kind.Env, ws map[string]*kind.Work, steps map[string][]apply.Step) []kind.Ahead {
 	var out []kind.Ahead
 	for _, addr := range slices.Sorted(maps.Keys(ws)) {
 		w := ws[addr]
-		sw := serveWork(w)
+		sw := WorkOf(w)
 		if sw == nil || w.Action != plan.Replace || sw.Cluster == "" {
 			continue
 		}
@@ -329,18 +329,18 @@ func (serveKind) Ahead(env kind.Env, ws map[string]*Work, steps map[string][]app
 
 // Starting are the serves running as declared but not answering yet
 // (StartingServes).
-func (serveKind) Starting(cfg *config.Config, facts *observe.Facts) []*Work {
-	return StartingServes(PlanInput{Config: View(cfg), Facts: facts})
+func (Kind) Starting(cfg *config.Config, facts *observe.Facts) []*kind.Work {
+	return StartingServes(View(cfg), facts)
 }
 
 // AwaitSteps wait for a starting serve to be ready.
-func (serveKind) AwaitSteps(env kind.Env, w *Work) []apply.Step {
+func (Kind) AwaitSteps(env kind.Env, w *kind.Work) []apply.Step {
 	return AwaitSteps(hostenv.Of(env), w)
 }
 
 // Status shows each serve's health on its own port; one not ok is a
 // problem.
-func (serveKind) Status(q kind.StatusQuery) []kind.Status {
+func (Kind) Status(q kind.StatusQuery) []kind.Status {
 	cfg := View(q.Config)
 	var out []kind.Status
 	for _, sv := range sortedServes(cfg) {
@@ -356,24 +356,24 @@ func (serveKind) Status(q kind.StatusQuery) []kind.Status {
 
 // Fingerprint: a serve's record and answers are in every plan's
 // fingerprint already.
-func (serveKind) Fingerprint(*observe.HostFacts) []string { return nil }
+func (Kind) Fingerprint(*observe.HostFacts) []string { return nil }
 
 // Locks: a serve runs under its cluster's lock.
-func (serveKind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
+func (Kind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
 
 // PrepareSteps: a serve prepares nothing ahead.
-func (serveKind) PrepareSteps(kind.Env, *Work) []apply.Step { return nil }
+func (Kind) PrepareSteps(kind.Env, *kind.Work) []apply.Step { return nil }
 
 // Logs is the serve's log file on its cluster's head (bind-mounted into
 // the container), read on the host with tail: no docker exec.
-func (serveKind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
+func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	cfg := View(q.Config)
 	sv := serveAt(cfg, q.Address)
 	if sv == nil {
-		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, KindServe)
+		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, Type)
 	}
 	if q.Since != "" {
-		return nil, fmt.Errorf("-since applies to %s logs (docker logs); the serve log is a file: use -tail", KindCluster)
+		return nil, fmt.Errorf("-since applies to %s logs (docker logs); the serve log is a file: use -tail", cluster.Type)
 	}
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
@@ -422,7 +422,7 @@ func observeServes(o *kind.Observation) {
 			o.SetHost(node, hs)
 		}
 	}
-	for _, addr := range o.Remembered(KindServe) {
+	for _, addr := range o.Remembered(Type) {
 		r, _ := o.State.Get(addr)
 		if len(r.Hosts) == 0 || r.Container == "" {
 			continue
@@ -442,7 +442,7 @@ func presentServes(pr *kind.Presence) {
 	if pr.State != nil {
 		for _, addr := range pr.State.Addresses() {
 			r, _ := pr.State.Get(addr)
-			if a := plan.ParseAddress(addr); a.Type == KindServe && len(r.Hosts) > 0 {
+			if a := plan.ParseAddress(addr); a.Type == Type && len(r.Hosts) > 0 {
 				serves[addr] = serveAt{a.Instance(), r.Hosts[0].Node, r.Container}
 			}
 		}
@@ -461,31 +461,31 @@ func presentServes(pr *kind.Presence) {
 			continue
 		}
 		if rec := ServeRecord(hf, s.name); rec.Found && rec.Alive && (rec.Resource == "" || rec.Resource == addr) {
-			pr.Add(addr, KindServe, s.node, s.container)
+			pr.Add(addr, Type, s.node, s.container)
 		}
 	}
 }
 
-// StartingServes returns, for each vllm_serve of in's configuration that
+// StartingServes returns, for each vllm_serve of cfg that
 // the hosts show running as declared but not answering yet (plan's "vLLM
 // is still starting": the process runs, its port is closed), the work of
 // waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
 // changed anything, so that it reports success only for serves that serve.
-func StartingServes(in PlanInput) []*Work {
-	if in.Config == nil || in.Facts == nil {
+func StartingServes(cfg *Config, facts *observe.Facts) []*kind.Work {
+	if cfg == nil || facts == nil {
 		return nil
 	}
-	var out []*Work
-	for _, sv := range sortedServes(in.Config) {
-		rc := in.Config.RayClusters[sv.Cluster]
+	var out []*kind.Work
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
 		if rc == nil {
 			continue
 		}
-		head := in.Facts.Hosts[rc.Head]
+		head := facts.Hosts[rc.Head]
 		if head == nil || head.Err != "" {
 			continue
 		}
-		spec, err := ServeSpecFor(in.Config, sv)
+		spec, err := ServeSpecFor(cfg, sv)
 		if err != nil {
 			continue
 		}
@@ -493,7 +493,7 @@ func StartingServes(in PlanInput) []*Work {
 		if !serveCurrent(spec, rec.SpecHash) || JudgeServe(rec, ServeAnswer(head, sv.Port), spec).State != HealthStarting {
 			continue
 		}
-		out = append(out, &Work{Address: sv.Addr, Type: KindServe, Action: plan.NoOp, Hosts: []string{rc.Head},
+		out = append(out, &kind.Work{Address: sv.Addr, Type: Type, Action: plan.NoOp, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, ReadyTimeout: sv.ReadyTimeout, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 	return out
@@ -507,7 +507,7 @@ func destroyServes(d kind.Destroyer) {
 	serves := map[string]*ServeWork{}
 	hosts := map[string][]string{}
 	clusterOf := map[string]string{} // serve address → its cluster's address
-	for _, addr := range d.Doomed(KindServe) {
+	for _, addr := range d.Doomed(Type) {
 		if sv := serveAt(cfg, addr); sv != nil {
 			if rc := cfg.RayClusters[sv.Cluster]; rc != nil {
 				serves[addr] = &ServeWork{Spec: ServeSpec{Resource: sv.Addr, Name: sv.Name, Container: cluster.ContainerName(rc), Node: rc.Head, Port: sv.Port}, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}
@@ -529,7 +529,7 @@ func destroyServes(d kind.Destroyer) {
 			continue
 		}
 		for _, o := range others {
-			if w := d.Works()[o]; w.Type != KindServe && w.Container() == sw.Spec.Container {
+			if w := d.Works()[o]; w.Type != Type && w.Container() == sw.Spec.Container {
 				clusterOf[addr] = o
 			}
 		}
@@ -542,7 +542,7 @@ func destroyServes(d kind.Destroyer) {
 			running = rec.Found && rec.Alive
 		}
 		sw.Stop = true
-		w := &Work{Address: addr, Type: KindServe, Hosts: hosts[addr], Do: sw}
+		w := &kind.Work{Address: addr, Type: Type, Hosts: hosts[addr], Do: sw}
 		d.Add(w, sw.Spec.Name, running)
 		// Serves stop first: before their cluster goes, and before every
 		// other removal when their cluster is unknown.
@@ -561,7 +561,7 @@ func serveAt(cfg *Config, addr string) *VLLMServe {
 	if cfg == nil {
 		return nil
 	}
-	if a := plan.ParseAddress(addr); a.Type == KindServe {
+	if a := plan.ParseAddress(addr); a.Type == Type {
 		return cfg.Serves[a.Instance()]
 	}
 	return nil

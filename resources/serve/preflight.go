@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"fmt"
@@ -171,11 +171,11 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // shown that it fits. It returns the architecture check apply runs before
 // the serve starts (archPlan), nil when there is none to run.
 func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) *ArchCheck {
-	if action == plan.NoOp || p.in.RefreshOnly {
+	if action == plan.NoOp || p.RefreshOnly() {
 		return nil
 	}
 	skip := func(why string) {
-		p.res.Notes = append(p.res.Notes, fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
+		p.Note(fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
 	}
 	m := locateWeights(p.cfg, rc, sv)
 	if m.Why != "" {
@@ -224,7 +224,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		// what the OS leaves now is not what the new one gets.
 		s.GPUMemoryBytes = 0
 		if s.WeightBytes > 0 {
-			p.res.Notes = append(p.res.Notes, fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
+			p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
 		}
 	}
 	source := fmt.Sprintf("From the model's config.json on %s (%s/config.json).", rc.Head, where)
@@ -238,7 +238,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		if _, set := sv.AttrRanges[f.Attribute]; !set {
 			f.Fix += fmt.Sprintf(" (%s is not set in %s)", f.Attribute, sv.Addr)
 		}
-		p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: sv.Addr, At: at,
+		p.Finding(plan.Finding{Severity: sev, Address: sv.Addr, At: at,
 			Summary: f.Summary, Detail: f.Detail + "\n" + source, Fix: f.Fix})
 	}
 	return p.archPlan(sv, rc, head, mc, source)

@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"fmt"
@@ -87,11 +87,11 @@ func serveFlagDoc(arg string) string {
 	panic("resources: no vllm serve option for " + arg)
 }
 
-// managedServeOptions maps the vllm serve options rayform sets (by their
+// ManagedServeOptions maps the vllm serve options rayform sets (by their
 // long name) to what controls each. extra_args come last on the command
 // line and argparse keeps the last value, so any spelling of these would
 // silently override rayform.
-func managedServeOptions() map[string]string {
+func ManagedServeOptions() map[string]string {
 	out := map[string]string{}
 	for _, f := range serveFlags() {
 		out[f.flag] = f.why
@@ -108,7 +108,7 @@ func managedServeOptions() map[string]string {
 // prefixes vLLM would refuse.
 func checkExtraArgs(b *config.Block, args []string) {
 	opts := vllmcli.ServeOptions()
-	managed := managedServeOptions()
+	managed := ManagedServeOptions()
 	for i, a := range args {
 		if a == "--" {
 			return

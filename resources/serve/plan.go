@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func (p *planner) serve(sv *VLLMServe) {
 			action = plan.Replace
 			reasons = append(reasons, "its Ray cluster is replaced")
 		}
-	case p.in.Replace[addr] && rec.Found:
+	case p.Replace(addr) && rec.Found:
 		action = plan.Replace
 		reasons = append(reasons, "replacement requested with -replace")
 	case !rec.Found:
@@ -96,14 +96,14 @@ func (p *planner) serve(sv *VLLMServe) {
 	}
 	attrs := serveAttrs(sv, spec, action, rec)
 	if len(drift) > 0 {
-		p.res.Plan.Drift = append(p.res.Plan.Drift, plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
+		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
-	p.res.Plan.Changes = append(p.res.Plan.Changes, plan.ResourceChange{Address: addr, Type: KindServe, Name: sv.Name, Action: action,
+	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
-		p.res.Work[addr] = &Work{Address: addr, Type: KindServe, Action: action, Hosts: []string{rc.Head},
+		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}}
+				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }
 
