@@ -2,9 +2,11 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/transport"
@@ -60,7 +62,10 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 				if err != nil {
 					return err
 				}
-				return Stage(ctx, w.Manifest, src, dsts, withProgress(progress))
+				if err := Stage(ctx, w.Manifest, src, dsts, withProgress(progress)); err != nil {
+					return err
+				}
+				return w.record(ctx, append([]Peer{src}, dsts...))
 			},
 		}
 	}
@@ -78,7 +83,10 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 				if err != nil {
 					return err
 				}
-				return Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress))
+				if err := Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress)); err != nil {
+					return err
+				}
+				return w.record(ctx, []Peer{p})
 			},
 		})
 		if others := slices.DeleteFunc(slices.Clone(d.Receivers), func(n string) bool { return n == dl }); len(others) > 0 {
@@ -86,4 +94,18 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 		}
 	}
 	return steps
+}
+
+// record writes the manifest on each of peers, whose copies are verified
+// complete (WriteRecord): what a plan judges them against when the hub
+// does not answer.
+func (w *Work) record(ctx context.Context, peers []Peer) error {
+	r := Record{Manifest: w.Manifest, Endpoint: w.Model.Endpoint, RecordedAt: time.Now()}
+	var errs []error
+	for _, p := range peers {
+		if err := WriteRecord(ctx, p.Conn, p.Layout.Dir, r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
