@@ -19,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/network"
 )
 
 // Kind is the model kind as rayform reaches it (kind.Kind): registered
@@ -69,6 +70,46 @@ func nodes(cfg *config.Config, m *Model) []string {
 			for _, n := range pl.PlacedOn(cfg) {
 				if !slices.Contains(out, n) {
 					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// subnetter is the value of a network block: its subnet.
+type subnetter interface {
+	Subnet() netip.Prefix
+}
+
+// netsOf maps each node of cfg's clusters to its cluster's network (the
+// blocks that put nodes on a network, network.Member, and the network
+// blocks' subnets): a node receives a model only from a node whose
+// fabric address is in its network's subnet.
+func netsOf(cfg *config.Config) map[string]Net {
+	subnets := map[string]netip.Prefix{}
+	for _, typ := range cfg.Kinds() {
+		for name, v := range cfg.Blocks(typ) {
+			if s, ok := v.(subnetter); ok {
+				subnets[name] = s.Subnet()
+			}
+		}
+	}
+	out := map[string]Net{}
+	for _, typ := range cfg.Kinds() {
+		blocks := cfg.Blocks(typ)
+		for _, name := range slices.Sorted(maps.Keys(blocks)) {
+			mb, ok := blocks[name].(network.Member)
+			if !ok {
+				continue
+			}
+			nw, ns := mb.NetworkNodes()
+			if nw == "" {
+				continue
+			}
+			for _, n := range ns {
+				if _, seen := out[n]; !seen {
+					out[n] = Net{Name: nw, Subnet: subnets[nw]}
 				}
 			}
 		}
@@ -139,7 +180,7 @@ func (Kind) Plan(p kind.Planner) {
 				addrs[n] = a
 			}
 		}
-		pm := Plan(PlanInput{Model: m, Resolution: m.Resolution(), Nodes: ns, Addrs: addrs,
+		pm := Plan(PlanInput{Model: m, Resolution: m.Resolution(), Nodes: ns, Addrs: addrs, Nets: netsOf(cfg),
 			Facts: func(n string) *observe.HostFacts { return kind.Usable(p.Facts(), n) }})
 		for _, f := range pm.Findings {
 			p.Finding(f)
@@ -275,10 +316,12 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 		} else {
 			mf := r.Manifest
 			st.Commit = mf.Commit
+			f, _ := q.Config.Facts.(kind.Facts)
 			if rec := r.Recorded; rec != nil {
 				st.Recorded = fmt.Sprintf("%v; judged against the list recorded on %s at %s", rec.HubErr, rec.Node, rec.RecordedAt.UTC().Format(time.RFC3339))
 			}
-			st.Nodes = Decide(mf, m.Copies(ns, func(n string) *observe.HostFacts { return kind.Usable(q.Facts, n) })).Lines()
+			st.Nodes = Plan(PlanInput{Model: m, Resolution: &Resolution{Manifest: mf}, Nodes: ns, Addrs: f.FabricAddrs, Nets: netsOf(q.Config),
+				Facts: func(n string) *observe.HostFacts { return kind.Usable(q.Facts, n) }}).Change.Reasons
 		}
 		out = append(out, kind.Status{Address: address(m), Value: st, Render: st.render})
 	}

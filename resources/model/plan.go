@@ -78,10 +78,20 @@ type PlanInput struct {
 	Facts func(node string) *observe.HostFacts
 	// Addrs are the nodes' fabric addresses.
 	Addrs map[string]netip.Addr
+	// Nets are the networks of the nodes' clusters, by node (a node
+	// absent has none): a node receives only from a node whose fabric
+	// address is in its network's subnet.
+	Nets map[string]Net
 	// Layout, when set, is where the model lies on a node; by default the
 	// Hugging Face cache at the model's cache_dir, the same path on every
 	// node. (Tests of nodes sharing one filesystem give each its own.)
 	Layout func(node string) Layout
+}
+
+// Net is a network a node is on: its name and subnet.
+type Net struct {
+	Name   string
+	Subnet netip.Prefix
 }
 
 // Planned is a model's part of the plan.
@@ -172,6 +182,10 @@ func Plan(in PlanInput) Planned {
 			}
 		}
 	}
+	for i := range copies {
+		c := &copies[i]
+		c.Net, c.Subnet, c.Addr = in.Nets[c.Node].Name, in.Nets[c.Node].Subnet, in.Addrs[c.Node]
+	}
 	d := Decide(mf, copies)
 	ch.Reasons = d.Lines()
 	ch.Attrs = attrs(m, mf, d)
@@ -180,14 +194,25 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	ch.Action = plan.Update
-	if d.Source == "" {
+	if !d.Complete() {
 		ch.Action = plan.Create
 	}
-	if rec := in.Resolution.Recorded; rec != nil && d.Download != "" {
-		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
-			Summary: fmt.Sprintf("%s cannot be staged: no node has a complete copy of %s@%s to receive it from, and the hub did not answer", strings.Join(d.Receivers, ", "), m.Source, m.Rev),
-			Detail:  fmt.Sprintf("%v. Nothing was changed on the nodes.", rec.HubErr),
-			Fix:     "make the hub at " + m.Endpoint + " reachable from this machine and the nodes, then plan again"})
+	if rec := in.Resolution.Recorded; rec != nil {
+		// What only the hub could give: the networks without a complete
+		// copy.
+		for _, t := range d.Transfers() {
+			if !t.Download {
+				continue
+			}
+			where := ""
+			if n := in.Nets[t.From]; n.Name != "" && len(copies) > 0 && d.nets > 1 {
+				where = " on network " + n.Name
+			}
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
+				Summary: fmt.Sprintf("%s cannot be staged: no node%s has a complete copy of %s@%s to receive it from, and the hub did not answer", strings.Join(append([]string{t.From}, t.To...), ", "), where, m.Source, m.Rev),
+				Detail:  fmt.Sprintf("%v. Nothing was changed on the nodes.", rec.HubErr),
+				Fix:     "make the hub at " + m.Endpoint + " reachable from this machine and the nodes, then plan again"})
+		}
 	}
 	for _, e := range d.Errors {
 		node, msg, _ := strings.Cut(e, ": ")
@@ -202,16 +227,12 @@ func Plan(in PlanInput) Planned {
 				Fix:     "make the node reachable over SSH and plan again"})
 		}
 	}
-	// The node others receive from serves on its fabric address: the
-	// source, or the downloader when others receive from it.
-	from := d.Source
-	if from == "" && len(d.Receivers) > 1 {
-		from = d.Download
-	}
-	if from != "" {
-		if !in.Addrs[from].IsValid() {
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: from,
-				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", from, m.Source),
+	// A node others receive from serves on its fabric address: a
+	// source, or a downloader when others of its network receive from it.
+	for _, t := range d.Transfers() {
+		if len(t.To) > 0 && !in.Addrs[t.From].IsValid() {
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: t.From,
+				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", t.From, m.Source),
 				Fix:     "see the network's findings: the receivers connect to the source's fabric address"})
 		}
 	}

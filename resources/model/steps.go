@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -12,10 +11,11 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// Steps are apply's steps for w, as its Decision says: stage from the
-// node with a complete copy to every node lacking something, node to node
-// over the fabric; or, where no node has one, download from the hub onto
-// one node, then stage from it to the others. Each reports every
+// Steps are apply's steps for w, as its Decision's transfers say: stage
+// from each node with a complete copy to the nodes lacking something on
+// its network, node to node over the fabric; for each network where no
+// node has one, download from the hub onto one node, then stage from it
+// to the others of that network. Each reports every
 // receiver's progress (bytes, rate, ETA) as a line per node. They change
 // nothing that runs (files are written under their final names only once
 // verified), so apply runs them before it stops or starts anything: a
@@ -69,14 +69,8 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 			},
 		}
 	}
-	var steps []apply.Step
-	switch {
-	case len(d.Receivers) == 0:
-	case d.Source != "":
-		steps = append(steps, stage(d.Source, d.Receivers))
-	case d.Download != "":
-		dl := d.Download
-		steps = append(steps, apply.Step{
+	download := func(dl string) apply.Step {
+		return apply.Step{
 			Name: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
 			Run: func(ctx context.Context, progress func(string)) error {
 				p, err := peer(dl)
@@ -88,9 +82,15 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 				}
 				return w.record(ctx, []Peer{p})
 			},
-		})
-		if others := slices.DeleteFunc(slices.Clone(d.Receivers), func(n string) bool { return n == dl }); len(others) > 0 {
-			steps = append(steps, stage(dl, others))
+		}
+	}
+	var steps []apply.Step
+	for _, t := range d.Transfers() {
+		if t.Download {
+			steps = append(steps, download(t.From))
+		}
+		if len(t.To) > 0 {
+			steps = append(steps, stage(t.From, t.To))
 		}
 	}
 	return steps
