@@ -98,7 +98,7 @@ func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, sta
 func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
 	loaded := ConfigOf(c)
 	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
-	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs})
+	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs, Hosts: facts})
 	if diags.HasErrors() {
 		return nil, diags
 	}

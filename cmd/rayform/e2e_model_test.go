@@ -517,6 +517,76 @@ func TestE2EModelStagedWhileServing(t *testing.T) {
 	mustCode(t, "plan after", l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode"), 0)
 }
 
+// TestE2EModelPlanWithoutTheHub: after a converged apply (the head
+// seeded, the worker staged from it), each node holds the manifest its
+// copy was verified against. With the hub unreachable (the model's
+// endpoint a closed port on the lab's management network), plan
+// -detailed-exitcode exits 0 and warns, naming the hub, the cause and the
+// node and time of the record; status still judges every copy; destroy
+// works without the hub. A model whose nodes hold no record is an error
+// with its cause and fix.
+func TestE2EModelPlanWithoutTheHub(t *testing.T) {
+	// Fast mode: the subject is the model kind, not Ray.
+	l := startLab(t, "rfe2emdh", fastRay...)
+	up := fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr())
+	dir := l.modelConfig(2, up, "")
+	apply := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	mustCode(t, "apply", apply, 0)
+	mustContain(t, "apply", apply.stdout, "model.m: stage rayform-lab/tiny (25.2 MB) from spark1 to spark2 over the fabric")
+	for _, n := range []string{"spark1", "spark2"} {
+		rec, err := l.ssh(n, "cat /var/lib/rayform/huggingface/hub/models--rayform-lab--tiny/.rayform/manifests/main.json")
+		if err != nil || !strings.Contains(rec, `"repo": "rayform-lab/tiny"`) || !strings.Contains(rec, `"sha256"`) {
+			t.Errorf("%s's record: %v\n%s", n, err, rec)
+		}
+	}
+
+	// The hub's port closed: nothing listens on HubPort+1 there.
+	down := fmt.Sprintf("http://%s:%d", lab.ClientIP(), lab.HubPort+1)
+	hcl := filepath.Join(dir, "main.hcl")
+	src, err := os.ReadFile(hcl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), down, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "plan without the hub", plan, 0)
+	mustContain(t, "plan without the hub", plan.stdout+plan.stderr,
+		"Warning: the hub at "+down+" did not answer: judging the nodes against the list of rayform-lab/tiny@main recorded on spark",
+		"connection refused",
+		"No changes.")
+	if !regexp.MustCompile(`was recorded on spark\d at 20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ`).MatchString(plan.stdout + plan.stderr) {
+		t.Errorf("the warning does not say where and when the list was recorded:\n%s%s", plan.stdout, plan.stderr)
+	}
+	status := l.rayform("", "-chdir", dir, "status")
+	mustContain(t, "status without the hub", status.stdout, "  spark1: complete", "  spark2: complete", "judged against the list recorded on spark")
+
+	// Another model, recorded nowhere: the hub's silence is an error.
+	other := strings.Replace(string(src), "http://"+lab.HubAddr(), down, 1)
+	other = strings.Replace(other, "source   = \""+lab.HubRepoTiny+"\"", "source   = \""+lab.HubRepoBig+"\"", 1)
+	if err := os.WriteFile(hcl, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := l.rayform("", "-chdir", dir, "plan")
+	mustCode(t, "plan of a model recorded nowhere", refused, 1)
+	mustContain(t, "plan of a model recorded nowhere", refused.stdout+refused.stderr,
+		"the hub's list of rayform-lab/big@main could not be read", "connection refused",
+		"no node holds a list of rayform-lab/big@main recorded by an earlier apply",
+		"Fix: make the hub at "+down+" reachable from this machine")
+
+	// destroy never needs the hub.
+	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), down, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCode(t, "destroy without the hub", l.rayform("", "-chdir", dir, "destroy", "-auto-approve"), 0)
+	for _, n := range []string{"spark1", "spark2"} {
+		if out, err := l.ssh(n, "docker ps -aq"); err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("containers on %s after destroy: %q %v", n, out, err)
+		}
+	}
+}
+
 // loadAvg is this machine's 1, 5 and 15 minute load averages.
 func loadAvg() string {
 	b, err := os.ReadFile("/proc/loadavg")

@@ -210,6 +210,11 @@ type Facts struct {
 	// FabricAddrs maps a node name to the node's observed address on the
 	// network of its Ray cluster.
 	FabricAddrs map[string]netip.Addr
+	// Hosts are the observed hosts themselves (nil before they are
+	// observed): a kind's Lookup judges by them what it cannot ask
+	// outside (a model's manifest recorded on the nodes when the hub does
+	// not answer).
+	Hosts *observe.Facts
 	// SecretKeys are the deployments' secret-digest keys by ray_cluster
 	// name, as read from each cluster's head (attrs.SecretDigest); a
 	// cluster without one digests its secrets unkeyed.
