@@ -60,11 +60,32 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 		if out, err := exec.Command(filepath.Join(bin, "rayform"), "lab", "down", "-name", name).CombinedOutput(); err != nil {
 			t.Errorf("lab down: %v\n%s", err, out)
 		}
+		removeHostDirs(t, name)
 	})
 	if err != nil {
 		t.Fatalf("lab up: %v\n%s", err, out)
 	}
 	return l
+}
+
+// removeHostDirs removes what rayform left on the lab's hosts under
+// /var/tmp/rayform (the nodes share this machine's filesystem there): the
+// directories of the projects named after the lab (its generated config's
+// "rayform-lab-NAME") or after a test's copy of it (NAME-001 ...).
+func removeHostDirs(t *testing.T, name string) {
+	t.Helper()
+	for _, pattern := range []string{name + "*", "rayform-lab-" + name + "*"} {
+		dirs, err := filepath.Glob(filepath.Join("/var/tmp/rayform", pattern))
+		if err != nil {
+			t.Errorf("removing the lab's host dirs: %v", err)
+			continue
+		}
+		for _, d := range dirs {
+			if err := os.RemoveAll(d); err != nil {
+				t.Errorf("removing the lab's host dir: %v", err)
+			}
+		}
+	}
 }
 
 // labRay returns a test's `lab up` arguments with the Ray it runs on: the

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,14 +31,31 @@ import (
 // TestBenchStagingLab measures staging node to node over a lab's fabric
 // against the raw TCP floor between the same namespaces, in one run. It
 // runs only with RAYFORM_BENCH_LAB set to the directory of a lab that is
-// up (rayform lab up -nodes 3 -docker=false); RAYFORM_BENCH_MIB sets the
-// model's size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies
-// go (default the lab directory: the lab's nodes share this machine's
-// filesystem, so each gets its own directory); RAYFORM_BENCH_NOHASH=1
-// stages without sha256 verification, to tell hashing's cost;
-// RAYFORM_BENCH_ROUNDS repeats the floor and the staging runs (default 1),
-// alternating, so that a loaded machine's noise shows. Results are logged (-v);
-// BENCHMARKS.md records them.
+// up (rayform lab up -nodes 3 -docker=false) or to "netns" (three
+// namespaces on a bridge of its own); RAYFORM_BENCH_MIB sets the model's
+// size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies go
+// (default the lab directory: the lab's nodes share this machine's
+// filesystem, so each gets its own directory).
+//
+// Each of RAYFORM_BENCH_ROUNDS rounds (default 1) measures the floor, then
+// staging with sha256 verification and with sizes only (the same files,
+// RAYFORM_BENCH_NOHASH=1 for sizes only alone), in an order that alternates
+// from round to round, so that a loaded machine's noise falls on every
+// mode alike. RAYFORM_BENCH_BASELINE=FILE adds the same runs with FILE as
+// the staging script (an older stage.py: git show REV:resources/model/stage.py),
+// so that a change is measured against what it replaced in the same run
+// (RAYFORM_BENCH_BASELINE_PYTHON: its interpreter's command line, default
+// the current one);
+// RAYFORM_BENCH_TWO=1 adds staging to two receivers at once;
+// RAYFORM_BENCH_STREAMS sets staging's streams (default 4; the floor
+// always has 4).
+//
+// Each run's CPU time (user + system, core-seconds) is taken per process
+// from the shell that starts it (times), so the log says what each side
+// costs per GB and the best ratio to the floor this machine's cores allow:
+// a mode that needs C core-seconds cannot finish in less than C / cores
+// seconds, so its ratio is at most floor / (C / cores). Results are logged
+// (-v); BENCHMARKS.md records them.
 func TestBenchStagingLab(t *testing.T) {
 	dir := os.Getenv("RAYFORM_BENCH_LAB")
 	if dir == "" {
@@ -62,12 +81,16 @@ func TestBenchStagingLab(t *testing.T) {
 	}
 	base = filepath.Join(base, strconv.Itoa(os.Getpid()))
 	t.Cleanup(func() { os.RemoveAll(base) })
+	benchPython(t)
 
-	peers := labPeers(t, l, base)
+	cpu := newCPULog(t, base)
+	peers := benchPeers(t, l, base, cpu)
 	src, a, b := peers["spark1"], peers["spark2"], peers["spark3"]
 	m := benchModel(t, src.Layout, mib)
 	total := m.Bytes()
 	gbps := func(n int64, d time.Duration) float64 { return float64(n) * 8 / d.Seconds() / 1e9 }
+	gb := float64(total) / 1e9
+	cores := runtime.NumCPU()
 
 	rounds := 1
 	if s := os.Getenv("RAYFORM_BENCH_ROUNDS"); s != "" {
@@ -75,53 +98,285 @@ func TestBenchStagingLab(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	type variant struct {
+		name           string
+		script, python string
+		m              Manifest
+	}
+	var variants []variant
+	scripts := [][3]string{{"current", stageScript, stagePython}}
+	if f := os.Getenv("RAYFORM_BENCH_BASELINE"); f != "" {
+		old, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		py := os.Getenv("RAYFORM_BENCH_BASELINE_PYTHON")
+		if py == "" {
+			py = stagePython
+		}
+		scripts = append(scripts, [3]string{"baseline", string(old), py})
+	}
+	for _, s := range scripts {
+		if os.Getenv("RAYFORM_BENCH_NOHASH") == "" {
+			variants = append(variants, variant{s[0] + ", sha256", s[1], s[2], m})
+		}
+		variants = append(variants, variant{s[0] + ", sizes only", s[1], s[2], sizesOnly(m)})
+	}
+	current, currentPython := stageScript, stagePython
+	t.Cleanup(func() { stageScript, stagePython = current, currentPython })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	// transfers collects each receiver's data phase (its last report).
 	var mu sync.Mutex
 	transfers := map[string]time.Duration{}
-	opt := StageOptions{Streams: 4, Progress: func(p Progress) {
+	streams := 4
+	if s := os.Getenv("RAYFORM_BENCH_STREAMS"); s != "" {
+		if streams, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opt := StageOptions{Streams: streams, Progress: func(p Progress) {
 		if p.Finished {
 			mu.Lock()
 			transfers[p.Node] = p.Transfer
 			mu.Unlock()
 		}
 	}}
+	type sample struct{ floor, e2e, data, cpuFloor, cpu, fixed, fixedCPU float64 }
+	results := map[string][]sample{}
+	var floors []float64
+	var floorCPU []float64
 	for r := range rounds {
-		for _, p := range []Peer{a, b} {
-			if err := os.RemoveAll(p.Layout.Dir); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
-		floor := rawTCP(t, src, a, total, 4)
-		t.Logf("round %d: raw TCP floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s)", r+1, GB(total), floor.Round(time.Millisecond), gbps(total, floor))
-
-		start := time.Now()
-		if err := Stage(ctx, m, src, []Peer{a}, opt); err != nil {
-			t.Fatal(err)
-		}
-		one := time.Since(start)
-		data := transfers[a.Name]
-		t.Logf("round %d: staging spark1 → spark2, 4 streams, %s: %s end to end (%.2f Gbit/s, %.2f× the floor); data phase %s (%.2f Gbit/s, %.2f× the floor)", r+1, GB(total),
-			one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds(), data.Round(time.Millisecond), gbps(total, data), floor.Seconds()/data.Seconds())
-
-		// Both receivers at once (the source's link is shared).
 		if err := os.RemoveAll(a.Layout.Dir); err != nil {
 			t.Fatal(err)
 		}
-		start = time.Now()
-		if err := Stage(ctx, m, src, []Peer{a, b}, opt); err != nil {
-			t.Fatal(err)
+		// Raw TCP floor: 4 streams memory to memory, spark1 → spark2.
+		cpu.reset()
+		busy0 := machineBusy(t)
+		floor := rawTCP(t, src, a, total, 4)
+		busy := machineBusy(t).sub(busy0)
+		fs, fr := cpu.take(src.Name), cpu.take(a.Name)
+		floors, floorCPU = append(floors, floor.Seconds()), append(floorCPU, fs+fr)
+		t.Logf("round %d: floor spark1 → spark2, 4 streams, %s: %s (%.2f Gbit/s); CPU %.2f core-s/GB (sender %.2f, receiver %.2f), machine busy %.2f core-s (softirq %.2f) [load %s]",
+			r+1, GB(total), floor.Round(time.Millisecond), gbps(total, floor), (fs+fr)/gb, fs/gb, fr/gb, busy.total, busy.softirq, loadavg(t))
+
+		order := slices.Clone(variants)
+		if r%2 == 1 {
+			slices.Reverse(order)
 		}
-		two := time.Since(start)
-		slowest := max(transfers[a.Name], transfers[b.Name])
-		t.Logf("round %d: staging spark1 → spark2 and spark3 at once, %s each: %s end to end (%.2f Gbit/s out of spark1); data phase of the slower %s (%.2f Gbit/s)", r+1, GB(total),
-			two.Round(time.Millisecond), gbps(2*total, two), slowest.Round(time.Millisecond), gbps(2*total, slowest))
-		for _, p := range []Peer{a, b} {
-			sameContent(t, m, src.Layout, p.Layout)
+		for _, v := range order {
+			if err := os.RemoveAll(a.Layout.Dir); err != nil {
+				t.Fatal(err)
+			}
+			stageScript, stagePython = v.script, v.python
+			cpu.reset()
+			busy0 := machineBusy(t)
+			start := time.Now()
+			if err := Stage(ctx, v.m, src, []Peer{a}, opt); err != nil {
+				t.Fatal(err)
+			}
+			one := time.Since(start)
+			busy := machineBusy(t).sub(busy0)
+			ss, sr := cpu.take(src.Name), cpu.take(a.Name)
+			data := transfers[a.Name]
+			sameContent(t, v.m, src.Layout, a.Layout)
+			// The same call again, every file in place: what a run costs
+			// besides its data (two python starts, the source's listen,
+			// the receiver's size checks), to tell the data's own CPU.
+			cpu.reset()
+			start = time.Now()
+			if err := Stage(ctx, v.m, src, []Peer{a}, opt); err != nil {
+				t.Fatal(err)
+			}
+			fixed := time.Since(start)
+			fixedCPU := cpu.take(src.Name) + cpu.take(a.Name)
+			results[v.name] = append(results[v.name], sample{floor.Seconds(), one.Seconds(), data.Seconds(), fs + fr, ss + sr, fixed.Seconds(), fixedCPU})
+			t.Logf("round %d: staging (%s) spark1 → spark2: %s end to end (%.2f Gbit/s, %.2f× the floor); data phase %s (%.2f Gbit/s, %.2f× the floor); CPU %.2f core-s (source %.2f, receiver %.2f; %.2f of it fixed: a run with nothing to stage, %s), %.2f core-s/GB besides; machine busy %.2f core-s (softirq %.2f) [load %s]",
+				r+1, v.name, one.Round(time.Millisecond), gbps(total, one), floor.Seconds()/one.Seconds(), data.Round(time.Millisecond), gbps(total, data), floor.Seconds()/data.Seconds(),
+				ss+sr, ss, sr, fixedCPU, fixed.Round(time.Millisecond), (ss+sr-fixedCPU)/gb, busy.total, busy.softirq, loadavg(t))
+		}
+		stageScript, stagePython = current, currentPython
+
+		if os.Getenv("RAYFORM_BENCH_TWO") != "" {
+			// Both receivers at once (the source's link is shared).
+			for _, p := range []Peer{a, b} {
+				if err := os.RemoveAll(p.Layout.Dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			start := time.Now()
+			if err := Stage(ctx, m, src, []Peer{a, b}, opt); err != nil {
+				t.Fatal(err)
+			}
+			two := time.Since(start)
+			slowest := max(transfers[a.Name], transfers[b.Name])
+			t.Logf("round %d: staging spark1 → spark2 and spark3 at once, %s each: %s end to end (%.2f Gbit/s out of spark1); data phase of the slower %s (%.2f Gbit/s)", r+1, GB(total),
+				two.Round(time.Millisecond), gbps(2*total, two), slowest.Round(time.Millisecond), gbps(2*total, slowest))
+			for _, p := range []Peer{a, b} {
+				sameContent(t, m, src.Layout, p.Layout)
+			}
 		}
 	}
+	// The summary: medians over the rounds. A mode that needs C
+	// core-seconds cannot take less than C / cores seconds: its ratio to
+	// the floor is at most floor / (C / cores), end to end with all of
+	// its CPU, in the data phase with its CPU besides the fixed part.
+	med := func(xs []float64) float64 {
+		xs = slices.Clone(xs)
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	t.Logf("summary, %s, %d rounds, %d cores, staging with %d streams: floor median %.3f s, CPU %.2f core-s/GB", GB(total), rounds, cores, streams, med(floors), med(floorCPU)/gb)
+	for _, v := range variants {
+		var e2e, data, cpuGB, fixed, boundE2E, boundData []float64
+		for _, s := range results[v.name] {
+			e2e = append(e2e, s.floor/s.e2e)
+			data = append(data, s.floor/s.data)
+			cpuGB = append(cpuGB, (s.cpu-s.fixedCPU)/gb)
+			fixed = append(fixed, s.fixedCPU)
+			boundE2E = append(boundE2E, s.floor*float64(cores)/s.cpu)
+			boundData = append(boundData, s.floor*float64(cores)/(s.cpu-s.fixedCPU))
+		}
+		t.Logf("summary %-22s end to end %.2f× (%.2f–%.2f), data phase %.2f× (%.2f–%.2f); CPU %.2f core-s/GB + %.2f core-s fixed (floor %.2f core-s/GB); bound on %d cores: end to end %.2f×, data phase %.2f×", v.name+":",
+			med(e2e), slices.Min(e2e), slices.Max(e2e), med(data), slices.Min(data), slices.Max(data),
+			med(cpuGB), med(fixed), med(floorCPU)/gb, cores, med(boundE2E), med(boundData))
+	}
+}
+
+// sizesOnly is m with no sha256 to verify, each blob named as before (its
+// blob id is the sha256 it had).
+func sizesOnly(m Manifest) Manifest {
+	m.Files = slices.Clone(m.Files)
+	for i, f := range m.Files {
+		if f.SHA256 != "" {
+			m.Files[i].BlobID, m.Files[i].SHA256 = f.SHA256, ""
+		}
+	}
+	return m
+}
+
+// benchPython puts the directory of the python3 that PATH finds first,
+// resolved (a pyenv shim is a shell script that execs the interpreter
+// after looking up its version: 0.1 s and a few processes per start),
+// so that the benchmark measures python, not the shim.
+func benchPython(t *testing.T) {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Skipf("no python3: %v", err)
+	}
+	exe := strings.TrimSpace(string(out))
+	t.Setenv("PATH", filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// cpuLog collects the CPU time of the commands the bench's peers run:
+// each peer's shell appends its children's user and system time (times)
+// to a file of its own when its command ends.
+type cpuLog struct {
+	t   *testing.T
+	dir string
+}
+
+func newCPULog(t *testing.T, base string) *cpuLog {
+	dir := filepath.Join(base, "cpu")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &cpuLog{t: t, dir: dir}
+}
+
+// path is the file node's shell appends to.
+func (c *cpuLog) path(node string) string { return filepath.Join(c.dir, node) }
+
+// reset forgets what was logged.
+func (c *cpuLog) reset() {
+	ents, _ := os.ReadDir(c.dir)
+	for _, e := range ents {
+		_ = os.Remove(filepath.Join(c.dir, e.Name()))
+	}
+}
+
+// take is the core-seconds of node's commands ended since the last reset
+// (each logs two lines, the shell's own times and its children's: the
+// second counts).
+func (c *cpuLog) take(node string) float64 {
+	b, err := os.ReadFile(c.path(node))
+	if err != nil {
+		c.t.Fatalf("cpu log of %s: %v", node, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var sum float64
+	for i := 1; i < len(lines); i += 2 {
+		for _, f := range strings.Fields(lines[i]) {
+			sum += parseTimes(c.t, f)
+		}
+	}
+	_ = os.Remove(c.path(node))
+	return sum
+}
+
+// parseTimes reads one of times' durations: 0m1.234s.
+func parseTimes(t *testing.T, s string) float64 {
+	m, sec, ok := strings.Cut(strings.TrimSuffix(s, "s"), "m")
+	mins, err1 := strconv.ParseFloat(m, 64)
+	secs, err2 := strconv.ParseFloat(sec, 64)
+	if !ok || err1 != nil || err2 != nil {
+		t.Fatalf("times: %q", s)
+	}
+	return mins*60 + secs
+}
+
+// busy is CPU time the whole machine spent (all processes, the kernel's
+// softirq work included), in core-seconds.
+type busy struct{ total, softirq float64 }
+
+func (b busy) sub(o busy) busy { return busy{b.total - o.total, b.softirq - o.softirq} }
+
+// machineBusy reads /proc/stat's first line: user nice system idle iowait
+// irq softirq steal, in clock ticks (USER_HZ, 100 on Linux).
+func machineBusy(t *testing.T) busy {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var v [8]float64
+	for i := range v {
+		v[i], _ = strconv.ParseFloat(f[i+1], 64)
+	}
+	return busy{total: (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / 100, softirq: v[6] / 100}
+}
+
+// loadavg is the machine's load average over 1, 5 and 15 minutes.
+func loadavg(t *testing.T) string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:3], " ")
+}
+
+// benchPeers are labPeers whose shells log the CPU time of each command
+// (cpu.path(node)); the command runs as the shell's child, not in its
+// place, so that the shell outlives it and reads its time.
+func benchPeers(t *testing.T, l *lab.Lab, base string, cpu *cpuLog) map[string]Peer {
+	t.Helper()
+	peers := labPeers(t, l, base)
+	for _, n := range l.Nodes {
+		w := filepath.Join(base, "sh-"+n.Name)
+		// Stage ends its source by closing its stdin and then cancels
+		// it (SIGTERM to the group): the shell logs on either way out.
+		log := "times >>" + shell.Quote(cpu.path(n.Name))
+		script := "#!/bin/sh\ntrap '" + log + "; exit 143' TERM\nip netns exec " + n.Netns + " /bin/sh \"$@\"\nrc=$?\n" + log + "\nexit $rc\n"
+		if err := os.WriteFile(w, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return peers
 }
 
 // labPeers are the lab's nodes as staging peers: commands run in each

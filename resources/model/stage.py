@@ -15,7 +15,8 @@
 # comes on the second line of its stdin once the source listens. Over plain
 # HTTP the body moves socket to file with os.splice (Linux, Python 3.10 on;
 # no copy through the process) and sha256 reads each chunk back while it is
-# in the page cache; otherwise recv_into a reused buffer and write.
+# in the page cache, in a thread that trails the writer (receiving and
+# hashing a file overlap); otherwise recv_into a reused buffer and write.
 # Errors are one line on stderr starting "rayform-stage: " and exit 1.
 import errno
 import fcntl
@@ -23,6 +24,7 @@ import hashlib
 import http.client
 import json
 import os
+import queue
 import select
 import shutil
 import socket
@@ -109,6 +111,9 @@ def serve(cfg):
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
+        # Every receiver's streams connect at once (up to 32 each): the
+        # default backlog of 5 would drop SYNs and cost seconds of retries.
+        request_queue_size = 1024
         address_family = socket.AF_INET6 if ":" in cfg["bind"] else socket.AF_INET
 
     try:
@@ -234,7 +239,7 @@ def splice_body(cfg, f, conn, resp, part, have, size, h, prog, where):
     """Receive the rest of resp's body (size - have bytes) into part at
     offset have with os.splice, socket to pipe to file: no copy through
     this process. sha256 (h) reads each chunk back from the page cache
-    while it is hot. Returns the bytes in part."""
+    while it is hot, in a Trailer. Returns the bytes in part."""
     # The body ends where its Content-Length says (a source whose copy is
     # short sends less, and keeps the connection open).
     end = min(size, have + resp.length)
@@ -256,6 +261,7 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
     """splice_body's loop: returns the bytes in part, or dies with the
     node, the file and the bytes received."""
     rp = wp = -1
+    trail = None
     try:
         if pre:
             pre = resp.fp.read(len(pre))
@@ -273,7 +279,8 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
         poll = select.poll()
         poll.register(sock, select.POLLIN)
         timeout_ms = int(cfg.get("timeout", 60) * 1000)
-        buf = memoryview(bytearray(CHUNK)) if h is not None else None
+        if h is not None:
+            trail = Trailer(fd, h)
         while have < end:
             try:
                 n = os.splice(sock, wp, min(CHUNK, end - have))
@@ -291,21 +298,74 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
                 except OSError as e:
                     prog.add(moved)
                     die(write_failed(cfg, part, e, have + moved, size, prog))
-            if h is not None:
-                got = os.preadv(fd, [buf[:n]], have)
-                h.update(buf[:got])
+            if trail is not None:
+                trail.add(have, n)
             have += n
             prog.add(n)
+        if trail is not None:
+            trail, t = None, trail
+            t.finish()
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             die(write_failed(cfg, part, e, have, size, prog))
         die("%s: fetching %s from %s: %s after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
             cfg["node"], f["path"], where, e, have, size))
     finally:
+        if trail is not None:
+            trail.stop()
         for x in (rp, wp):
             if x >= 0:
                 os.close(x)
     return have
+
+
+class Trailer:
+    """sha256 (h) of what the receiver writes to fd, in a thread of its own
+    that trails the writer: it reads each region back once written (from
+    the page cache, still hot) and hashes it, so that a file's receiving and
+    its hashing overlap (hashlib and preadv release the GIL). It runs at
+    most LAG chunks behind (the writer waits), so that what it reads back
+    is still in memory. finish() waits for the last region and raises the
+    read-back's error, if any."""
+
+    LAG = 64
+
+    def __init__(self, fd, h):
+        self.fd, self.h, self.err = fd, h, None
+        self.q = queue.Queue(self.LAG)
+        self.t = threading.Thread(target=self.run, daemon=True)
+        self.t.start()
+
+    def run(self):
+        buf = memoryview(bytearray(CHUNK))
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            if self.err is not None:
+                continue  # keep taking, so that the writer never waits on a dead reader
+            off, n = item
+            try:
+                while n > 0:
+                    got = os.preadv(self.fd, [buf[:min(n, CHUNK)]], off)
+                    if not got:
+                        raise OSError(errno.EIO, "reading back %d bytes at %d: the file is shorter" % (n, off))
+                    self.h.update(buf[:got])
+                    off, n = off + got, n - got
+            except OSError as e:
+                self.err = e
+
+    def add(self, off, n):
+        self.q.put((off, n))
+
+    def stop(self):
+        self.q.put(None)
+        self.t.join()
+
+    def finish(self):
+        self.stop()
+        if self.err is not None:
+            raise self.err
 
 
 def write_all(cfg, fd, b, off, part, size, prog):
@@ -412,6 +472,19 @@ def link(cfg, f):
     os.replace(tmp, dst)
 
 
+def streams(cfg):
+    """How many files to fetch at once: the configuration's number, or
+    (0) one per core this process may run on, at least 4, at most 32."""
+    n = int(cfg.get("streams", 0))
+    if n > 0:
+        return n
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 4
+    return min(32, max(4, cores))
+
+
 def fetch(cfg):
     root = cfg["dir"]
     os.makedirs(root, exist_ok=True)
@@ -462,7 +535,7 @@ def fetch(cfg):
                 f = queue.pop()
             fetch_file(cfg, f, prog)
 
-    workers = [threading.Thread(target=worker) for _ in range(max(1, int(cfg.get("streams", 4))))]
+    workers = [threading.Thread(target=worker) for _ in range(min(max(1, len(todo)), streams(cfg)))]
     for w in workers:
         w.start()
     for w in workers:

@@ -266,17 +266,6 @@ func (p *Parser) check(o *Option, v string) *Error {
 
 func pyRepr(s string) string { return vllmcli.PyRepr(s) }
 
-func isOption(s string) bool {
-	if !strings.HasPrefix(s, "-") || s == "-" {
-		return false
-	}
-	// Negative numbers are values, as in argparse when no option looks like one.
-	if _, err := strconv.ParseFloat(s, 64); err == nil {
-		return false
-	}
-	return true
-}
-
 // preprocess does what FlexibleArgumentParser.parse_args does before
 // argparse sees the words: underscores to dashes in long option names,
 // -O<level> to --optimization-level, and dotted JSON keys (--opt.key v)

@@ -128,9 +128,6 @@ func Bar(desc string, n, total int, elapsed time.Duration) string {
 	return fmt.Sprintf("%s: %3.0f%%|%s| %d/%d [%s<%s, %s]", desc, frac*100, b.String(), n, total, Clock(elapsed), remaining, Rate(n, elapsed))
 }
 
-// GiB converts bytes to GiB.
-func GiB(b int64) float64 { return float64(b) / (1 << 30) }
-
 // RayStatusMemory formats bytes as the autoscaler's ray status does:
 // "0B", "57.74GiB", "3.39TiB".
 func RayStatusMemory(b float64) string {
