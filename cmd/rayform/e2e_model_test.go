@@ -5,11 +5,14 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -522,9 +525,10 @@ func TestE2EModelStagedWhileServing(t *testing.T) {
 // copy was verified against. With the hub unreachable (the model's
 // endpoint a closed port on the lab's management network), plan
 // -detailed-exitcode exits 0 and warns, naming the hub, the cause and the
-// node and time of the record; status still judges every copy; destroy
-// works without the hub. A model whose nodes hold no record is an error
-// with its cause and fix.
+// node and time of the record; status still judges every copy. A model
+// whose nodes hold no record is an error with its cause and fix. With a
+// hub that answers 503, plan warns the same way; plan -destroy and destroy
+// never ask it.
 func TestE2EModelPlanWithoutTheHub(t *testing.T) {
 	// Fast mode: the subject is the model kind, not Ray.
 	l := startLab(t, "rfe2emdh", fastRay...)
@@ -575,11 +579,38 @@ func TestE2EModelPlanWithoutTheHub(t *testing.T) {
 		"no node holds a list of rayform-lab/big@main recorded by an earlier apply",
 		"Fix: make the hub at "+down+" reachable from this machine")
 
-	// destroy never needs the hub.
-	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), down, 1)), 0o644); err != nil {
+	// A hub on the loopback of the namespace rayform runs in, that
+	// answers every request 503 and counts them: plan judges the nodes by
+	// their records; destroy never asks it.
+	var asked atomic.Int32
+	ln, err := lab.ListenIn(l.name+"-client", "tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	mustCode(t, "destroy without the hub", l.rayform("", "-chdir", dir, "destroy", "-auto-approve"), 0)
+	busy := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	busy.Listener.Close()
+	busy.Listener = ln
+	busy.Start()
+	defer busy.Close()
+	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), busy.URL, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busyPlan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "plan with the hub answering 503", busyPlan, 0)
+	mustContain(t, "plan with the hub answering 503", busyPlan.stdout+busyPlan.stderr, "Warning: the hub at "+busy.URL+" did not answer", "it answered 503 Service Unavailable")
+	if asked.Load() == 0 {
+		t.Error("plan did not ask the hub")
+	}
+	asked.Store(0)
+	for _, args := range [][]string{{"plan", "-destroy"}, {"destroy", "-auto-approve"}} {
+		mustCode(t, strings.Join(args, " ")+" without the hub", l.rayform("", append([]string{"-chdir", dir}, args...)...), 0)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("plan -destroy and destroy asked the hub %d times", n)
+	}
 	for _, n := range []string{"spark1", "spark2"} {
 		if out, err := l.ssh(n, "docker ps -aq"); err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("containers on %s after destroy: %q %v", n, out, err)
