@@ -11,6 +11,8 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // benchProject is the project label of the synthetic cluster.
@@ -115,11 +117,11 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	if diags.HasErrors() {
 		tb.Fatalf("bench config with facts: %s", diags.Error())
 	}
-	cfg.SecretKeys = keys
+	cfg.SetSecretKeys(keys)
 	rc = cfg.RayClusters["main"]
-	specs := resources.ClusterSpecs(cfg, rc, addrs, ifaces)
+	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
 	sv := cfg.Serves["llama"]
-	serve, err := resources.ServeSpecFor(cfg, sv)
+	svSpec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 		hf.Containers.List = []observe.Container{{
 			ID: fmt.Sprintf("%064x", i+1), Name: spec.Name, Image: spec.Image, ImageID: "sha256:" + strings.Repeat("ab", 32),
 			Status: "Up 2 hours", State: "running", Running: true, Labels: labels,
-			Resource: labels[resources.LabelResource], SpecHash: labels[resources.LabelSpecHash], Env: env,
+			Resource: labels[cluster.LabelResource], SpecHash: labels[cluster.LabelSpecHash], Env: env,
 			Entrypoint: []string{"/bin/sh", "-c"}, Cmd: spec.RayStartArgs(), NetworkMode: "host", IpcMode: "host", GPUs: true,
 		}}
 		for _, peer := range nodes {
@@ -182,12 +184,12 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	head := facts.Hosts[rc.Head]
 	setRayTable(head, benchDashPort, observe.RayNodeFacts{Source: "dashboard", List: rayNodes})
 	setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-		Models: []observe.Model{{ID: serve.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
+		Models: []observe.Model{{ID: svSpec.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
 	attrs := map[string]string{}
-	for k, v := range serve.Attrs {
+	for k, v := range svSpec.Attrs {
 		attrs[k] = string(v)
 	}
-	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: serve.Hash(), Attrs: attrs, Sensitive: serve.Sensitive, Alive: true}}
+	head.Records = map[string]observe.ProcessRecord{"serve-" + sv.Name: {Found: true, Resource: sv.Addr, SpecHash: svSpec.Hash(), Attrs: attrs, Sensitive: svSpec.Sensitive, Alive: true}}
 	return converged{loaded: loaded, addrs: addrs, facts: facts}
 }
 
@@ -199,7 +201,7 @@ func planConfig(tb testing.TB, src string, facts *observe.Facts) *resources.Conf
 	if diags.HasErrors() {
 		tb.Fatalf("config: %s", diags.Error())
 	}
-	addrs, _ := resources.FabricAddrs(loaded, facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
 	cfg, diags := loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		tb.Fatalf("config with facts: %s", diags.Error())
@@ -249,7 +251,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 	c := convergedCluster(b, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
+		addrs, _ := cluster.FabricAddrs(cluster.View(c.loaded.Config), c.facts)
 		cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 		if diags.HasErrors() {
 			b.Fatal(diags.Error())
@@ -262,7 +264,7 @@ func BenchmarkPlan64WithFacts(b *testing.B) {
 // the synthetic facts describe a converged cluster, so the plan is empty.
 func TestConvergedClusterPlansEmpty(t *testing.T) {
 	c := convergedCluster(t, 4)
-	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(c.loaded.Config), c.facts)
 	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -281,7 +283,7 @@ func BenchmarkObserveSpec64(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := state.Resource{Type: "ray_cluster", Container: resources.ContainerName(rc)}
+	r := state.Resource{Type: "ray_cluster", Container: cluster.ContainerName(rc)}
 	for _, node := range rc.Nodes() {
 		r.Hosts = append(r.Hosts, state.Host{Node: node, FabricAddress: c.addrs[node].String(), FabricInterface: "ib0"})
 	}

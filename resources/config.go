@@ -4,9 +4,12 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // The block types of the resource kinds (Kinds).
@@ -26,12 +29,34 @@ type Config struct {
 	*config.Config
 	Nodes       map[string]*Node
 	Networks    map[string]*Network
-	RayClusters map[string]*RayCluster
-	Serves      map[string]*VLLMServe
-	// SecretKeys are the deployments' secret-digest keys by ray_cluster
-	// name, as read from each cluster's head (see UseSecretKeys and
-	// secretDigest); a cluster without one digests its secrets unkeyed.
-	SecretKeys map[string][]byte
+	RayClusters map[string]*cluster.RayCluster
+	Serves      map[string]*serve.VLLMServe
+}
+
+// SecretKeys are the deployments' secret-digest keys by ray_cluster name,
+// as read from each cluster's head (kind.Facts.SecretKeys, see
+// UseSecretKeys); a cluster without one digests its secrets unkeyed.
+func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+
+// UseSecretKeys sets c's SecretKeys from the keys the heads' probes read
+// (cluster.ReadSecretKeys). A cluster whose key does not exist yet (no
+// apply made it) digests its secrets unkeyed: there is nothing of it on
+// the hosts to compare them with but what an earlier rayform made,
+// unkeyed; apply makes the key under the lock and observes again before
+// it creates anything.
+func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
+	c.SetSecretKeys(cluster.ReadSecretKeys(c.Config, facts, project))
+}
+
+// SetSecretKeys sets the secret-digest keys the kinds read
+// (kind.Facts.SecretKeys): c's language configuration is replaced by a
+// copy that carries them among its facts.
+func (c *Config) SetSecretKeys(keys map[string][]byte) {
+	lang := *c.Config
+	f := kind.ConfigFacts(&lang)
+	f.SecretKeys = keys
+	lang.Facts = f
+	c.Config = &lang
 }
 
 // View returns the kinds' view of an evaluated configuration; nil for nil.
@@ -43,8 +68,8 @@ func View(c *config.Config) *Config {
 		Config:      c,
 		Nodes:       blocksOf[Node](c, KindNode),
 		Networks:    blocksOf[Network](c, KindNetwork),
-		RayClusters: blocksOf[RayCluster](c, KindCluster),
-		Serves:      blocksOf[VLLMServe](c, KindServe),
+		RayClusters: blocksOf[cluster.RayCluster](c, KindCluster),
+		Serves:      blocksOf[serve.VLLMServe](c, KindServe),
 	}
 }
 
@@ -89,10 +114,9 @@ func factsOf(b *config.Block) Facts { return kind.FactsOf(b) }
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), seen through the kinds.
 func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
-	out, diags := c.Config.WithFacts(f)
-	v := View(out)
-	if v != nil {
-		v.SecretKeys = c.SecretKeys
+	if f.SecretKeys == nil {
+		f.SecretKeys = c.SecretKeys()
 	}
-	return v, diags
+	out, diags := c.Config.WithFacts(f)
+	return View(out), diags
 }

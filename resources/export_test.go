@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // VerifyRayTable runs apply's verification of Ray's node table (the
@@ -20,7 +24,7 @@ import (
 // `ray list nodes` prints rows, and returns its error: nil when the table
 // is as declared. The fake head answers every other command (docker logs
 // for the diagnosis, docker inspect) with success and no output.
-func VerifyRayTable(t *testing.T, specs []ContainerSpec, rows []observe.RayNode) error {
+func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []observe.RayNode) error {
 	t.Helper()
 	js, err := json.Marshal(rows)
 	if err != nil {
@@ -38,21 +42,18 @@ func VerifyRayTable(t *testing.T, specs []ContainerSpec, rows []observe.RayNode)
 		return transport.Result{}, nil
 	})
 	clock := newStepsClock()
-	env := &StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		RayReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
-	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Do: &ClusterWork{Specs: specs, Start: map[string]bool{}}}
-	r := &clusterRun{e: env, w: w, c: clusterWork(w), spec: map[string]ContainerSpec{}, head: head}
-	for _, s := range specs {
-		r.spec[s.Node] = s
-	}
-	return r.verifyTable(context.Background())
+	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{}}}
+	// Nothing to start or remove: the steps are the verification alone.
+	return verifyStep(t, Steps(env, w), "verify Ray's node table")
 }
 
 // VerifyServe runs apply's verification of a started serve (its /health
 // and /v1/models check) for spec against a head whose vLLM answers as v,
 // what observe read there, and returns its error: nil when vLLM serves as
 // declared. A health check observe could not complete answers as refused.
-func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
+func VerifyServe(t *testing.T, spec serve.ServeSpec, v observe.VLLM) error {
 	t.Helper()
 	health := "000"
 	if v.Health.Status != 0 {
@@ -81,13 +82,21 @@ func VerifyServe(t *testing.T, spec ServeSpec, v observe.VLLM) error {
 		return transport.Result{}, nil
 	})
 	clock := newStepsClock()
-	env := &StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
-	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &ServeWork{Spec: spec, Start: true}}
-	r := &serveRun{e: env, w: w, s: serveWork(w), spec: spec}
-	return r.verifyHTTP(context.Background())
+	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &serve.ServeWork{Spec: spec, Start: true}}
+	return verifyStep(t, Steps(env, w), "start vllm serve")
 }
 
-// ManagedServeOptions are the vllm serve options rayform sets and refuses in
-// extra_args (flags_test checks they exist in every vLLM it targets).
-var ManagedServeOptions = managedServeOptions
+// verifyStep runs the Verify of the step of steps whose name starts with
+// name.
+func verifyStep(t *testing.T, steps []apply.Step, name string) error {
+	t.Helper()
+	for _, s := range steps {
+		if strings.HasPrefix(s.Name, name) && s.Verify != nil {
+			return s.Verify(context.Background())
+		}
+	}
+	t.Fatalf("no step %q with a verification", name)
+	return nil
+}

@@ -2,8 +2,8 @@ package resources_test
 
 import (
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/resourcestest"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // The ports of the synthetic cluster's head (the defaults): Ray's
@@ -21,5 +21,5 @@ var (
 
 // serveAnswer is resources' reading of a serve's answers on port.
 func serveAnswer(hf *observe.HostFacts, port int) observe.VLLM {
-	return resources.ServeAnswer(hf, port)
+	return serve.ServeAnswer(hf, port)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/rayform/rayform/engine/clitables"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // flagWord is an option name in a command line or a text: --word, up to
@@ -160,19 +162,19 @@ func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	var rayFlags, vllmFlags []string
-	for _, spec := range resources.ClusterSpecs(cfg, cfg.RayClusters["main"], addrs, ifaces) {
+	for _, spec := range cluster.ClusterSpecs(cluster.View(cfg.Config), cfg.RayClusters["main"], addrs, ifaces) {
 		args := spec.RayStartArgs()
 		if !slices.Equal(args[:2], []string{"ray", "start"}) {
 			t.Fatalf("ray start args: %q", args)
 		}
 		rayFlags = append(rayFlags, flagsOf(args)...)
 	}
-	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	vllmFlags = append(vllmFlags, flagsOf(serve.Args)...)
-	for name := range resources.ManagedServeOptions() {
+	vllmFlags = append(vllmFlags, flagsOf(spec.Args)...)
+	for name := range serve.ManagedServeOptions() {
 		vllmFlags = append(vllmFlags, name)
 	}
 	for _, want := range []string{"--head", "--address", "--node-ip-address", "--num-gpus", "--block"} {

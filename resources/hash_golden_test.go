@@ -9,10 +9,12 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // The hash goldens pin the digests rayform stores on the hosts: the
-// rayform.spec-hash label of every Ray container (ContainerSpec.Hash) and
+// rayform.spec-hash label of every Ray container (cluster.ContainerSpec.Hash) and
 // the spec_hash of every serve record (ServeSpec.Hash). A plan compares
 // them with the hash of the spec it wants, so a change of either digest
 // for the same configuration replaces every running cluster and serve on
@@ -114,7 +116,7 @@ type hashCase struct {
 }
 
 func literalHashCases() []hashCase {
-	head := resources.ContainerSpec{
+	head := cluster.ContainerSpec{
 		Resource: "ray_cluster.main", Node: "spark1", Role: "head", Name: "rayform-main",
 		Image: "vllm/vllm-openai:v0.11.0", NodeIP: "192.168.100.1", HeadAddr: "192.168.100.1:6379", GPUs: 2,
 		Env:           map[string]string{"NCCL_SOCKET_IFNAME": "enp1s0f1np1", "VLLM_CONFIG_ROOT": "/tmp/rayform/vllm-config"},
@@ -130,9 +132,9 @@ func literalHashCases() []hashCase {
 	full.SecretEnv = []string{"HF_TOKEN"}
 	full.Volumes = []string{"/data/hf:/root/.cache/huggingface", "/data/models:/models:ro"}
 	full.DockerArgs = []string{"--ulimit", "memlock=-1"}
-	bare := resources.ContainerSpec{Resource: "ray_cluster.x", Node: "n", Role: "head", Name: "rayform-x", Image: "img"}
+	bare := cluster.ContainerSpec{Resource: "ray_cluster.x", Node: "n", Role: "head", Name: "rayform-x", Image: "img"}
 
-	serve := resources.ServeSpec{
+	fullServe := serve.ServeSpec{
 		Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
 		Args: []string{"vllm", "serve", "Qwen/Qwen3-8B", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
 			"--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.9", "--host", "0.0.0.0", "--port", "8000",
@@ -144,19 +146,19 @@ func literalHashCases() []hashCase {
 		MaxModelLen: 32768,
 	}
 	// Attrs and Sensitive are derived and not part of the hash.
-	serveWithAttrs := serve
+	serveWithAttrs := fullServe
 	serveWithAttrs.Attrs = nil
 	serveWithAttrs.Sensitive = []string{"api_key"}
-	bareServe := resources.ServeSpec{Resource: "vllm_serve.m", Name: "m", Container: "rayform-x", Node: "n",
+	bareServe := serve.ServeSpec{Resource: "vllm_serve.m", Name: "m", Container: "rayform-x", Node: "n",
 		Args: []string{"vllm", "serve", "m"}, Port: 8000, ServedName: "m"}
 
 	return []hashCase{
 		{"literal/container/head", head.Hash},
 		{"literal/container/worker", worker.Hash},
 		{"literal/container/env-volumes-docker-args-secret", full.Hash},
-		{"literal/container/label", func() string { return full.Labels("proj")[resources.LabelSpecHash] }},
+		{"literal/container/label", func() string { return full.Labels("proj")[cluster.LabelSpecHash] }},
 		{"literal/container/bare", bare.Hash},
-		{"literal/serve/full", serve.Hash},
+		{"literal/serve/full", fullServe.Hash},
 		{"literal/serve/sensitive-attrs-ignored", serveWithAttrs.Hash},
 		{"literal/serve/bare", bareServe.Hash},
 	}
@@ -181,12 +183,12 @@ func configHashCases(t *testing.T) []hashCase {
 	}
 	var cases []hashCase
 	for _, name := range []string{"main", "single"} {
-		for _, spec := range resources.ClusterSpecs(cfg, cfg.RayClusters[name], addrs, ifaces) {
+		for _, spec := range cluster.ClusterSpecs(cluster.View(cfg.Config), cfg.RayClusters[name], addrs, ifaces) {
 			cases = append(cases, hashCase{fmt.Sprintf("config/%s/%s/%s", spec.Resource, spec.Node, spec.Role), spec.Hash})
 		}
 	}
 	for _, name := range []string{"qwen", "small", "solo"} {
-		spec, err := resources.ServeSpecFor(cfg, cfg.Serves[name])
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves[name])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +197,7 @@ func configHashCases(t *testing.T) []hashCase {
 	return cases
 }
 
-// TestSpecHashGolden pins ContainerSpec.Hash and ServeSpec.Hash (see the
+// TestSpecHashGolden pins cluster.ContainerSpec.Hash and ServeSpec.Hash (see the
 // comment at the top of this file: never -update these to make a refactor
 // pass).
 func TestSpecHashGolden(t *testing.T) {
@@ -226,7 +228,7 @@ func TestSpecHashGolden(t *testing.T) {
 // hash (changing it replaces the container) without being readable from
 // it, and that a non-sensitive env change changes the hash too.
 func TestSpecHashSecretOnlyHashed(t *testing.T) {
-	base := resources.ContainerSpec{Resource: "ray_cluster.x", Name: "c", Env: map[string]string{"TOKEN": "a", "X": "1"}, SecretEnv: []string{"TOKEN"}}
+	base := cluster.ContainerSpec{Resource: "ray_cluster.x", Name: "c", Env: map[string]string{"TOKEN": "a", "X": "1"}, SecretEnv: []string{"TOKEN"}}
 	other := base
 	other.Env = map[string]string{"TOKEN": "b", "X": "1"}
 	plain := base

@@ -13,8 +13,11 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/resourcestest"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // TestKindRegistry: each registered kind is found by its block type and by
@@ -60,7 +63,7 @@ func TestKindRegistry(t *testing.T) {
 // is not skipped silently; its one step fails, naming it.
 func TestStepsOfUnregisteredKind(t *testing.T) {
 	w := &resources.Work{Address: "dns.a", Type: "dns", Action: plan.Create}
-	steps := resources.Steps(&resources.StepEnv{}, w)
+	steps := resources.Steps(&hostenv.StepEnv{}, w)
 	if len(steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(steps))
 	}
@@ -68,7 +71,7 @@ func TestStepsOfUnregisteredKind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"dns"`) {
 		t.Errorf("step error %v, want one naming the type", err)
 	}
-	if len(resources.PrepareSteps(&resources.StepEnv{}, w)) != 0 {
+	if len(resources.PrepareSteps(&hostenv.StepEnv{}, w)) != 0 {
 		t.Error("prepare steps for an unregistered kind")
 	}
 }
@@ -135,15 +138,15 @@ func TestDockerCheckedOnClusterNodes(t *testing.T) {
 // cluster waits for; not when its cluster is left alone, nor when the
 // serve itself has no steps.
 func TestServeStopsAheadOfItsCluster(t *testing.T) {
-	serve := func(action plan.Action) *resources.Work {
+	serveWork := func(action plan.Action) *resources.Work {
 		return &resources.Work{Address: "vllm_serve.q", Type: resources.KindServe, Action: action, Hosts: []string{"h1"},
-			Do: &resources.ServeWork{Spec: resources.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
+			Do: &serve.ServeWork{Spec: serve.ServeSpec{Name: "q", Container: "rayform-main", Node: "h1"}, Stop: true, Start: true, Cluster: "ray_cluster.main"}}
 	}
 	cluster := func(action plan.Action) *resources.Work {
-		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &resources.ClusterWork{Name: "main"}}
+		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &cluster.ClusterWork{Name: "main"}}
 	}
 	some := []apply.Step{{Name: "x"}}
-	env := &resources.StepEnv{}
+	env := &hostenv.StepEnv{}
 	for _, tt := range []struct {
 		name          string
 		serve, clustr plan.Action
@@ -155,7 +158,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 		{"serve created", plan.Create, plan.Update, some, 0},
 		{"serve without steps", plan.Replace, plan.Update, nil, 0},
 	} {
-		ws := map[string]*resources.Work{"vllm_serve.q": serve(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
+		ws := map[string]*resources.Work{"vllm_serve.q": serveWork(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
 		steps := map[string][]apply.Step{"vllm_serve.q": tt.steps}
 		var got []kind.Ahead
 		for _, k := range resources.Kinds() {
@@ -213,7 +216,7 @@ func TestFingerprintReadsRayTableRows(t *testing.T) {
 		t.Fatalf("fingerprints differ for the same facts: %v, %v", before, again)
 	}
 	head := cc.facts.Hosts[rc.Head]
-	table := resources.RayTable(head, rc)
+	table := cluster.RayTable(head, rc)
 	if len(table.List) < 2 {
 		t.Fatalf("node table %+v", table)
 	}

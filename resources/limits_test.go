@@ -9,11 +9,14 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // TestValidateLimitsCoverApply checks that validate's value limits
-// (checkArgLimits) are at least as strict as the exact check apply makes
-// of its command lines before changing anything (CheckCommandLimits): a
+// (kit.CheckArgLimits) are at least as strict as the exact check apply makes
+// of its command lines before changing anything (kit.CheckCommandLimits): a
 // configuration validate accepts never fails there, whatever the size and
 // the bytes of its values (a quote costs more quoted). It also pins the
 // issue's case, a 100 KB env value, as refused by validate.
@@ -77,16 +80,16 @@ variable "serve_value" {
 				addrs := map[string]netip.Addr{"spark1": netip.MustParseAddr("192.168.200.12"), "spark2": netip.MustParseAddr("192.168.200.13")}
 				ifaces := map[string]string{"spark1": "enp1s0f1np1", "spark2": "enp1s0f1np1"}
 				rc := cfg.RayClusters["spark"]
-				specs := ClusterSpecs(cfg, rc, addrs, ifaces)
-				sv, err := ServeSpecFor(cfg, cfg.Serves["qwen"])
+				specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces)
+				sv, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["qwen"])
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, w := range []*Work{
-					{Address: "ray_cluster.spark", Do: &ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
-					{Address: "vllm_serve.qwen", Do: &ServeWork{Spec: sv, Start: true}},
+					{Address: "ray_cluster.spark", Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
+					{Address: "vllm_serve.qwen", Do: &serve.ServeWork{Spec: sv, Start: true}},
 				} {
-					if err := CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
+					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
 						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
 					}
 				}

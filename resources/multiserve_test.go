@@ -11,6 +11,8 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // twoServesConfig is benchConfig(1) (one node of 8 GPUs) with its serve at
@@ -45,8 +47,8 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 	var urls, records []string
 	for _, p := range hs.HTTP {
 		urls = append(urls, p.URL)
-		if p.Owner != resources.ContainerName(rc) {
-			t.Errorf("%s: owner %q, want the head container %q", p.URL, p.Owner, resources.ContainerName(rc))
+		if p.Owner != cluster.ContainerName(rc) {
+			t.Errorf("%s: owner %q, want the head container %q", p.URL, p.Owner, cluster.ContainerName(rc))
 		}
 	}
 	for _, r := range hs.Records {
@@ -70,7 +72,7 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 	answers := map[string]observe.VLLM{}
 	for _, name := range []string{"llama", "small"} {
 		sv := cfg.Serves[name]
-		spec, err := resources.ServeSpecFor(cfg, sv)
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // TestContainerEnv checks the one place the Ray container's environment is
@@ -87,15 +88,15 @@ ray_cluster "solo" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cluster := tt.cluster
-			if cluster == "" {
-				cluster = "c"
+			name := tt.cluster
+			if name == "" {
+				name = "c"
 			}
 			var addr netip.Addr
 			if tt.addr != "" {
 				addr = netip.MustParseAddr(tt.addr)
 			}
-			got, err := cfg.ContainerEnv(cluster, tt.node, addr, tt.iface)
+			got, err := cluster.View(cfg.Config).ContainerEnv(name, tt.node, addr, tt.iface)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want containing %q", err, tt.wantErr)

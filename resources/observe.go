@@ -1,20 +1,16 @@
 package resources
 
 import (
-	"fmt"
-	"maps"
-	"net/netip"
-	"slices"
-
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // ObserveSpec says what to observe on every host the configuration (and the
 // state, for resources removed from it) names: one probe per host.
 //
-// The state's record of each node's fabric address (see AssumedFabric)
+// The state's record of each node's fabric address (see cluster.AssumedFabric)
 // makes a converged cluster cheap to observe: peers' routes are checked in
 // the first round trip against the recorded addresses (observe verifies
 // them against the peers' own facts), and each container's spec hash under
@@ -54,7 +50,7 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 			for _, h := range r.Hosts {
 				hs := o.Host(h.Node)
 				if r.Container != "" {
-					hs.Containers = appendUnique(hs.Containers, r.Container)
+					hs.Containers = kit.AppendUnique(hs.Containers, r.Container)
 				}
 				o.SetHost(h.Node, hs)
 			}
@@ -65,200 +61,3 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 
 // The probes a cluster and its serves ask of the head, and the one reading
 // of each answer: plan and status both read them here.
-
-// RayTableURL is where a head's Ray dashboard on dashboardPort lists the
-// nodes.
-func RayTableURL(dashboardPort int) string {
-	return fmt.Sprintf("http://127.0.0.1:%d/api/v0/nodes?limit=1000", dashboardPort)
-}
-
-// rayTableProbe asks the head for Ray's node table: the dashboard's
-// /api/v0/nodes, or, on a host with neither curl nor wget, `ray list
-// nodes` (a client of the same API) inside the head container, which
-// starts a Python process there and changes nothing.
-func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
-	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
-		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
-}
-
-// RayTable is Ray's node table as the cluster's head answered it.
-func RayTable(hf *observe.HostFacts, rc *RayCluster) observe.RayNodeFacts {
-	if hf == nil {
-		return observe.RayNodeFacts{}
-	}
-	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
-	return observe.ParseRayNodes(r, ok)
-}
-
-// ServeURL is the loopback URL of path on a serve's port.
-func ServeURL(port int, path string) string {
-	return fmt.Sprintf("http://127.0.0.1:%d%s", port, path)
-}
-
-// serveHTTPProbes ask for /health and /v1/models on a serve's port, each
-// sent only when the port's listener is a process of the head container
-// (rayform's serve), never to a foreign listener.
-func serveHTTPProbes(container string, port int) []observe.HTTPProbe {
-	return []observe.HTTPProbe{
-		{URL: ServeURL(port, "/health"), Owner: container},
-		{URL: ServeURL(port, "/v1/models"), Owner: container},
-	}
-}
-
-// ServeAnswer is what the serve's own port answered (Observed false when
-// the head was not asked).
-func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
-	if hf == nil {
-		return observe.VLLM{}
-	}
-	h, ok := hf.HTTP[ServeURL(port, "/health")]
-	return observe.ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
-}
-
-// ServeRecordName is the file name (without extension) of a serve's
-// record, pid, lock and log in serveDir.
-func ServeRecordName(name string) string { return "serve-" + name }
-
-// serveRecordProbe asks for a serve's record in the head container.
-func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
-	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: ServeHostDir(project, node, container),
-		Container: container, Dir: serveDir, LegacyDir: legacyServeDir}
-}
-
-// ServeRecord is the record of serve name the head's probe read.
-func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
-	if hf == nil {
-		return observe.ProcessRecord{}
-	}
-	return hf.Records[ServeRecordName(name)]
-}
-
-// AssumedFabric returns the fabric address (and the interface holding it)
-// the state recorded for each node of the configuration's clusters when it
-// last applied them: the best guess before the hosts are observed.
-func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[string]string) {
-	addrs := map[string]netip.Addr{}
-	ifaces := map[string]string{}
-	if st == nil {
-		return addrs, ifaces
-	}
-	for _, rc := range sortedClusters(cfg) {
-		r, ok := st.Get(rc.Addr)
-		if !ok {
-			continue
-		}
-		for _, h := range r.Hosts {
-			a, err := netip.ParseAddr(h.FabricAddress)
-			if err != nil || !slices.Contains(rc.Nodes(), h.Node) {
-				continue
-			}
-			addrs[h.Node] = a
-			if h.FabricInterface != "" {
-				ifaces[h.Node] = h.FabricInterface
-			}
-		}
-	}
-	return addrs, ifaces
-}
-
-// assumedSpecHashes returns, by node and container name, the spec hash of
-// each cluster container if the nodes' fabric addresses are the assumed
-// ones; clusters with a node whose address is not assumed are left out.
-func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
-	out := map[string]map[string]string{}
-	if len(addrs) == 0 {
-		return out
-	}
-	evaluated, diags := cfg.WithFacts(Facts{FabricAddrs: addrs})
-	if diags.HasErrors() {
-		return out
-	}
-	for _, rc := range sortedClusters(evaluated) {
-		complete := true
-		for _, n := range rc.Nodes() {
-			if !addrs[n].IsValid() {
-				complete = false
-			}
-		}
-		if !complete {
-			continue
-		}
-		for _, s := range ClusterSpecs(evaluated, rc, addrs, ifaces) {
-			if out[s.Node] == nil {
-				out[s.Node] = map[string]string{}
-			}
-			out[s.Node][s.Name] = s.Hash()
-		}
-	}
-	return out
-}
-
-// FabricAddrs reads each cluster node's fabric address from the facts (see
-// observe.Fabric.Find), and the interface holding it.
-func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	addrs := map[string]netip.Addr{}
-	ifaces := map[string]string{}
-	for _, nw := range sortedNetworks(cfg) {
-		a, i := nw.Found(facts)
-		maps.Copy(addrs, a)
-		maps.Copy(ifaces, i)
-	}
-	// A cluster without a network (a single node) is reached on its
-	// default route's address, which is also what Ray detects by itself.
-	for _, rc := range sortedClusters(cfg) {
-		if rc.Network != "" {
-			continue
-		}
-		if hf := facts.Hosts[rc.Head]; hf != nil && hf.DefaultRoute.Src.IsValid() {
-			if _, ok := addrs[rc.Head]; !ok {
-				addrs[rc.Head] = hf.DefaultRoute.Src
-			}
-		}
-	}
-	return addrs, ifaces
-}
-
-// ContainerName is the name of a cluster's container on every node (its
-// container_name; the configuration gives it its default).
-func ContainerName(rc *RayCluster) string { return rc.ContainerName }
-
-func appendUnique(list []string, s string) []string {
-	if s == "" || slices.Contains(list, s) {
-		return list
-	}
-	return append(list, s)
-}
-
-func sortedClusters(cfg *Config) []*RayCluster {
-	out := make([]*RayCluster, 0, len(cfg.RayClusters))
-	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
-		out = append(out, cfg.RayClusters[k])
-	}
-	return out
-}
-
-func sortedServes(cfg *Config) []*VLLMServe {
-	out := make([]*VLLMServe, 0, len(cfg.Serves))
-	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
-		out = append(out, cfg.Serves[k])
-	}
-	return out
-}
-
-func sortedNetworks(cfg *Config) []*Network {
-	out := make([]*Network, 0, len(cfg.Networks))
-	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
-		out = append(out, cfg.Networks[k])
-	}
-	return out
-}
-
-// appendUniqueInt appends each of vs not yet in list.
-func appendUniqueInt(list []int, vs ...int) []int {
-	for _, v := range vs {
-		if !slices.Contains(list, v) {
-			list = append(list, v)
-		}
-	}
-	return list
-}

@@ -1,9 +1,11 @@
 package resources_test
 
 import (
-	"github.com/rayform/rayform/engine/plan"
 	"net/netip"
 	"testing"
+
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/cluster"
 
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
@@ -17,7 +19,7 @@ import (
 func TestObserveSpecAssumesRecordedFabric(t *testing.T) {
 	c := convergedCluster(t, 4)
 	rc := c.loaded.RayClusters["main"]
-	container := resources.ContainerName(rc)
+	container := cluster.ContainerName(rc)
 
 	st, err := state.New("bench")
 	if err != nil {
@@ -86,7 +88,7 @@ func TestPlanOfContainersKnownFromPS(t *testing.T) {
 			ct.Inspected, ct.Env, ct.Cmd, ct.Entrypoint = false, nil, nil, nil
 		}
 	}
-	addrs, _ := resources.FabricAddrs(c.loaded, c.facts)
+	addrs, _ := cluster.FabricAddrs(cluster.View(c.loaded.Config), c.facts)
 	cfg, diags := c.loaded.WithFacts(resources.Facts{FabricAddrs: addrs})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

@@ -10,6 +10,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // Issue 23, item 5: docker_args cannot set rayform's labels (a container
@@ -64,7 +65,7 @@ func TestForgedServeContainerRefused(t *testing.T) {
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{
 			{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true},
 			{Name: "victim", Labels: map[string]string{"app": "db"}, Running: true},
-			{Name: "neighbour", Labels: map[string]string{LabelManaged: "true", LabelProject: "other", LabelResource: stepsCluster}, Running: true},
+			{Name: "neighbour", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}, Running: true},
 		}}, Records: map[string]observe.ProcessRecord{"serve-ghost": {Found: true, Alive: true}, "serve-ghost2": {Found: true, Alive: true}, "serve-qwen": {Found: true, Alive: true}}},
 	}}
 	st, err := state.New(stepsProject)

@@ -11,13 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -49,86 +47,9 @@ type Result struct {
 	Notes []string
 }
 
-// Work is what apply must do for one resource (kind.Work): its Do is a
-// *ClusterWork or a *ServeWork for the kinds of this package.
+// Work is what apply must do for one resource (kind.Work): its Do is the
+// kind's own (*cluster.ClusterWork, *serve.ServeWork ...).
 type Work = kind.Work
-
-// ClusterWork is the work of a ray_cluster.
-type ClusterWork struct {
-	Name string
-	// ContainerName is the name of its containers on every node.
-	ContainerName string
-	// Specs are the desired containers, head first.
-	Specs []ContainerSpec
-	// Start lists the nodes whose container must be (re)created.
-	Start map[string]bool
-	// Remove lists the managed containers to stop and remove first.
-	Remove []Removal
-	// HeadAddr is "ip:port" of the GCS.
-	HeadAddr string
-}
-
-// Container is the name of the cluster's containers (kind.Doer).
-func (w *ClusterWork) Container() string {
-	switch {
-	case w.ContainerName != "":
-		return w.ContainerName
-	case len(w.Specs) > 0:
-		return w.Specs[0].Name
-	}
-	return w.Name
-}
-
-// clusterWork is w's cluster work, nil when w is not a cluster's.
-func clusterWork(w *Work) *ClusterWork {
-	if w == nil {
-		return nil
-	}
-	cw, _ := w.Do.(*ClusterWork)
-	return cw
-}
-
-// Removal is one container rayform created that must go.
-type Removal struct {
-	Node, Container string
-}
-
-// ServeWork is the work of a vllm_serve.
-type ServeWork struct {
-	Spec ServeSpec
-	// Stop is set when a serve process may be running and must be stopped
-	// first.
-	Stop bool
-	// Start is false for a delete.
-	Start        bool
-	HeadIP       netip.Addr
-	ReadyTimeout time.Duration
-	// Check are the ranks of the data-plane check that runs before the
-	// serve starts (CheckNodes); nil when it is off.
-	Check []dataplane.Node
-	// Arch is the architecture check before the serve starts; nil when
-	// plan judged it from the state or could not read config.json.
-	Arch *ArchCheck
-	// Cluster is the address of its Ray cluster ("" when unknown).
-	Cluster string
-	// ClusterNodes are the nodes of its Ray cluster, head first: their
-	// container logs are read when the serve fails. Nil (a serve the
-	// state remembers) reads the logs of every node of the apply that has
-	// the container.
-	ClusterNodes []string
-}
-
-// Container is the serve's cluster's head container (kind.Doer).
-func (w *ServeWork) Container() string { return w.Spec.Container }
-
-// serveWork is w's serve work, nil when w is not a serve's.
-func serveWork(w *Work) *ServeWork {
-	if w == nil {
-		return nil
-	}
-	sw, _ := w.Do.(*ServeWork)
-	return sw
-}
 
 // Plan computes the plan. It is a pure function of its input.
 func Plan(in PlanInput) *Result {
@@ -136,7 +57,7 @@ func Plan(in PlanInput) *Result {
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	p.addrs, p.ifaces = FabricAddrs(p.cfg, p.facts)
+	p.addrs, _ = cluster.FabricAddrs(cluster.View(p.cfg.Config), p.facts)
 	p.res.Addrs = p.addrs
 	for _, k := range Kinds() {
 		k.Plan(p)
@@ -150,20 +71,16 @@ func Plan(in PlanInput) *Result {
 	return p.res
 }
 
+// planner is the kind.Planner the kinds plan through: the plan's inputs,
+// and the result they add to.
 type planner struct {
-	in     PlanInput
-	cfg    *Config
-	facts  *observe.Facts
-	res    *Result
-	addrs  map[string]netip.Addr
-	ifaces map[string]string
+	in    PlanInput
+	cfg   *Config
+	facts *observe.Facts
+	res   *Result
+	// addrs are the nodes' fabric addresses (cluster.FabricAddrs).
+	addrs map[string]netip.Addr
 }
-
-// own is the planner of this package behind p: the kinds that live in
-// this package plan with its fabric addresses and its reading of the
-// observed containers, which kind.Planner does not carry. A kind in a
-// package of its own sees only kind.Planner.
-func own(p kind.Planner) *planner { return p.(*planner) }
 
 // Config is the evaluated configuration (kind.Planner).
 func (p *planner) Config() *config.Config { return p.cfg.Config }
@@ -179,6 +96,9 @@ func (p *planner) Project() string { return p.in.Project }
 
 // Replace reports whether -replace named addr (kind.Planner).
 func (p *planner) Replace(addr string) bool { return p.in.Replace[addr] }
+
+// RefreshOnly reports whether the plan only refreshes (kind.Planner).
+func (p *planner) RefreshOnly() bool { return p.in.RefreshOnly }
 
 // Fabric is node's observed fabric address (kind.Planner).
 func (p *planner) Fabric(node string) (netip.Addr, bool) {
@@ -216,122 +136,8 @@ func (p *planner) Unreachable(node string) {
 // AddWork records w (kind.Planner).
 func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
 
-func (p *planner) finding(sev plan.Severity, addr, host, summary, detail, fix string) {
-	p.res.Plan.Findings = append(p.res.Plan.Findings, plan.Finding{Severity: sev, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
-}
-
-func (p *planner) host(node string) *observe.HostFacts { return kind.Usable(p.facts, node) }
-
-// observedContainer is a cluster's container on one node, as found.
-type observedContainer struct {
-	c     observe.Container
-	found bool
-}
-
-func (p *planner) container(node, name string) observedContainer {
-	hf := p.host(node)
-	if hf == nil {
-		return observedContainer{}
-	}
-	c, ok := hf.Containers.ByName(name)
-	return observedContainer{c: c, found: ok}
-}
-
-func (p *planner) managed(c observe.Container) bool {
-	return c.Labels[LabelManaged] == "true" && c.Labels[LabelProject] == p.in.Project
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func (p *planner) stateHas(addr string) bool {
-	if p.in.State == nil {
-		return false
-	}
-	_, ok := p.in.State.Get(addr)
-	return ok
-}
-
-func strVal(s string) cty.Value {
-	if s == "" {
-		return cty.UnknownVal(cty.String)
-	}
-	return cty.StringVal(s)
-}
-
-func listOrEmpty(vs []cty.Value) cty.Value {
-	if len(vs) == 0 {
-		return cty.ListValEmpty(cty.String)
-	}
-	return cty.ListVal(vs)
-}
-
-// portUse is a port a resource will listen on and the argument that sets
-// it.
-type portUse struct {
-	port int
-	attr string
-}
-
-// portsFree reports, as errors, the ports that something already listens
-// on at node, where what (of resource addr) is about to listen: with host
-// networking it would fail to bind ("address already in use"). It names
-// the holder as ss shows it (often a second deployment on the same nodes).
-func (p *planner) portsFree(addr, node, what string, uses []portUse) {
-	hf := p.host(node)
-	if hf == nil {
-		return
-	}
-	for _, u := range uses {
-		ls := hf.Listening.On(u.port)
-		if u.port == 0 || len(ls) == 0 {
-			continue
-		}
-		var holders []string
-		for _, l := range ls {
-			h := l.Addr
-			if l.Process != "" {
-				h += fmt.Sprintf(" by %s (pid %d)", l.Process, l.PID)
-			}
-			holders = append(holders, h)
-		}
-		detail := fmt.Sprintf("Something already listens on %s on %s. %s would fail to start there with \"address already in use\": rayform's containers use the host's network.",
-			strings.Join(holders, ", "), node, what)
-		if ls[0].Process == "" {
-			detail += " (ss names the process only to root or its owner.)"
-		}
-		p.finding(plan.Error, addr, node, fmt.Sprintf("port %d on %s is already in use", u.port, node), detail,
-			fmt.Sprintf("stop what holds it, or set %s = <a free port> on %s", u.attr, addr))
-	}
-}
-
-func firstHost(hs []state.Host) string {
-	if len(hs) == 0 {
-		return ""
-	}
-	return hs[0].Node
-}
-
-func stringVals(ss []string) []cty.Value {
-	var out []cty.Value
-	for _, s := range ss {
-		out = append(out, cty.StringVal(s))
-	}
-	return out
-}
+// Work is the work recorded so far for addr (kind.Planner).
+func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
 
 // outputs lists the root outputs with what applying the plan does to
 // them: created with a resource they refer to (or, for one that refers to
@@ -394,16 +200,6 @@ func (p *planner) outputs() {
 		}
 		p.res.Plan.Outputs = append(p.res.Plan.Outputs, oc)
 	}
-}
-
-func exportedAttrs(schema []attr) map[string]bool {
-	out := map[string]bool{}
-	for _, a := range schema {
-		if a.exported {
-			out[a.name] = true
-		}
-	}
-	return out
 }
 
 // HostFingerprints digests, per host, the facts a plan depends on, so a

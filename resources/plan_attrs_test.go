@@ -15,6 +15,8 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // attrCase changes one argument of one kind in the converged cluster's
@@ -262,20 +264,20 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan, *resources.
 // show on the hosts, and returns the first rejection.
 func verifyAll(t *testing.T, cfg *resources.Config, facts *observe.Facts) error {
 	t.Helper()
-	addrs, ifaces := resources.FabricAddrs(cfg, facts)
+	addrs, ifaces := cluster.FabricAddrs(cluster.View(cfg.Config), facts)
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]
-		if err := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, addrs, ifaces), resources.RayTable(facts.Hosts[rc.Head], rc).List); err != nil {
+		if err := resources.VerifyRayTable(t, cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces), cluster.RayTable(facts.Hosts[rc.Head], rc).List); err != nil {
 			return fmt.Errorf("%s: %w", rc.Addr, err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		sv := cfg.Serves[name]
-		spec, err := resources.ServeSpecFor(cfg, sv)
+		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
 		if err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
-		if err := resources.VerifyServe(t, spec, resources.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
+		if err := resources.VerifyServe(t, spec, serve.ServeAnswer(facts.Hosts[spec.Node], spec.Port)); err != nil {
 			return fmt.Errorf("%s: %w", sv.Addr, err)
 		}
 	}

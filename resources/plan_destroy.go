@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // DestroyWork plans the destruction of every resource of the configuration
@@ -216,13 +217,5 @@ func addDestroy(res *Result, w *Work, name string, onHosts bool, present, gone s
 	res.Work[w.Address] = w
 	res.Plan.Changes = append(res.Plan.Changes, plan.ResourceChange{Address: w.Address, Type: w.Type, Name: name, Action: w.Action, Hosts: w.Hosts,
 		Reasons: []string{reason},
-		Attrs:   []plan.AttrChange{{Name: "hosts", Before: listOrEmpty(stringVals(w.Hosts)), After: cty.NullVal(cty.List(cty.String))}}})
-}
-
-func stateNodes(hs []state.Host) []string {
-	var out []string
-	for _, h := range hs {
-		out = append(out, h.Node)
-	}
-	return out
+		Attrs:   []plan.AttrChange{{Name: "hosts", Before: kit.ListOrEmpty(kit.StringVals(w.Hosts)), After: cty.NullVal(cty.List(cty.String))}}})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // TestRemovedPlannedAsDestroyed: resources that left the configuration are
@@ -21,14 +22,14 @@ import (
 // also for a serve whose cluster the state does not tell.
 func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
-	container := func(s ContainerSpec) observe.Container {
+	container := func(s cluster.ContainerSpec) observe.Container {
 		return observe.Container{Name: s.Name, Labels: s.Labels(stepsProject), Running: true}
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0])}},
 			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}, "serve-other": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[1]),
-			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: stepsCluster}}}}},
+			{Name: "rayform-other", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "else", cluster.LabelResource: stepsCluster}}}}},
 	}}
 	st, err := state.New(stepsProject)
 	if err != nil {
@@ -50,8 +51,8 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 		b, _ := json.Marshal(struct {
 			Action plan.Action
 			Hosts  []string
-			Remove []Removal `json:",omitempty"`
-			After  []string  `json:",omitempty"`
+			Remove []cluster.Removal `json:",omitempty"`
+			After  []string          `json:",omitempty"`
 		}{w.Action, w.Hosts, removals(w), w.DestroyAfter})
 		return string(b)
 	}
@@ -98,11 +99,11 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	}
 }
 
-func removals(w *Work) []Removal {
-	if clusterWork(w) == nil {
+func removals(w *Work) []cluster.Removal {
+	if cluster.WorkOf(w) == nil {
 		return nil
 	}
-	return clusterWork(w).Remove
+	return cluster.WorkOf(w).Remove
 }
 
 // TestDestroyNamesUnreachableHosts: a host of a destroyed resource that

@@ -16,8 +16,11 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 const modelCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -126,7 +129,7 @@ func TestPlanModel(t *testing.T) {
 			useResolution(cfg, "llama", tc.resolved)
 			// The serve running converged is the one started at the
 			// resolved commit.
-			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +163,7 @@ func TestPlanModel(t *testing.T) {
 			}
 			if w != nil {
 				// Staged before the walk (with the image pulls), never in it.
-				env := &resources.StepEnv{}
+				env := &hostenv.StepEnv{}
 				var names []string
 				for _, st := range resources.PrepareSteps(env, w) {
 					names = append(names, st.Name)
@@ -206,12 +209,12 @@ func TestModelSpecs(t *testing.T) {
 			cc := convergedFrom(t, []byte(tc.src), nil)
 			cfg := planConfig(t, tc.src, cc.facts)
 			rc := cfg.RayClusters["main"]
-			for _, s := range resources.ClusterSpecs(cfg, rc, cc.addrs, nil) {
+			for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, cc.addrs, nil) {
 				if got := slices.Contains(s.Volumes, "/data/hf/hub:/data/hf/hub"); got != tc.mount {
 					t.Errorf("%s: volumes %v", s.Node, s.Volumes)
 				}
 			}
-			spec, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,7 +232,7 @@ func TestModelSpecs(t *testing.T) {
 			if tc.mount {
 				useResolution(cfg, "llama", model.Resolution{Manifest: modelManifest()})
 			}
-			pinned, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+			pinned, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 // TestPlanAndVerifyJudgeRayTableAlike gives plan and apply's verification
@@ -59,7 +60,7 @@ func TestPlanAndVerifyJudgeRayTableAlike(t *testing.T) {
 			for n := range cc.addrs {
 				ifaces[n] = "ib0"
 			}
-			verr := resources.VerifyRayTable(t, resources.ClusterSpecs(cfg, rc, cc.addrs, ifaces), rayTable(head, benchDashPort).List)
+			verr := resources.VerifyRayTable(t, cluster.ClusterSpecs(cluster.View(cfg.Config), rc, cc.addrs, ifaces), rayTable(head, benchDashPort).List)
 			// Plan, on the table as observe reports it.
 			p := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}).Plan
 			var said []string

@@ -19,8 +19,12 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
 )
 
 // Provider answers the engine's run (engine/run) with the resource kinds:
@@ -93,8 +97,8 @@ func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, sta
 
 func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
 	loaded := ConfigOf(c)
-	addrs, _ := FabricAddrs(loaded, facts)
-	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs})
+	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
+	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs, Hosts: facts})
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -177,7 +181,7 @@ func (Provider) Host(c run.Config, node string) (state.Host, bool) {
 }
 
 func (Provider) Fabric(c run.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	return FabricAddrs(ConfigOf(c), facts)
+	return cluster.FabricAddrs(cluster.View(ConfigOf(c).Config), facts)
 }
 
 func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Unreach {
@@ -189,12 +193,12 @@ func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Un
 }
 
 // CheckPrepare checks every command line within the hosts' limits
-// (CheckCommandLimits).
+// (kit.CheckCommandLimits).
 func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 	var errs []error
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		if w := obs.Result.Work[addr].(work).w; w.Action != plan.NoOp && w.Action != plan.Delete {
-			if err := CheckCommandLimits(w, project); err != nil {
+			if err := kit.CheckCommandLimits(w, project); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -203,9 +207,9 @@ func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 }
 
 // stepEnv is what the steps of w need from the run.
-func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *StepEnv {
+func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *hostenv.StepEnv {
 	addrs, _ := obs.Result.Data.(map[string]netip.Addr)
-	return &StepEnv{
+	return &hostenv.StepEnv{
 		Conns:           env.Conns,
 		Project:         env.Project,
 		Poll:            p.Poll,
@@ -229,7 +233,7 @@ func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) [
 // and the kinds' work ahead of the walk (kind.Kind.Ahead).
 func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
 	ws := unwrapWork(obs.Result.Work)
-	checks := NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
+	checks := hostenv.NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
 	out := run.WalkSteps{Steps: map[string][]apply.Step{}, Done: checks.Close}
 	for addr, w := range ws {
 		e := p.stepEnv(env, obs, w)
@@ -238,7 +242,7 @@ func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) r
 		e.Prepared = true
 		out.Steps[addr] = Steps(e, w)
 	}
-	e := (&StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).withDefaults()
+	e := (&hostenv.StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).WithDefaults()
 	for _, k := range Kinds() {
 		for _, a := range k.Ahead(e, ws, out.Steps) {
 			out.Ahead = append(out.Ahead, run.Ahead{Node: a.Node, Before: a.Before,
@@ -259,5 +263,15 @@ func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []a
 	if k == nil {
 		return nil
 	}
-	return k.AwaitSteps(p.stepEnv(env, obs, w).withDefaults(), w)
+	return k.AwaitSteps(p.stepEnv(env, obs, w).WithDefaults(), w)
+}
+
+// DiagnoseContext is what the failure classifier needs to know about the
+// resource of w, as its kind tells (hostenv.Diagnoser); an empty context
+// for a kind that does not.
+func DiagnoseContext(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, w *Work) diagnose.Context {
+	if d, ok := KindAt(w.Address).(hostenv.Diagnoser); ok && cfg != nil {
+		return d.DiagnoseContext(cfg.Config, facts, addrs, w.Address)
+	}
+	return diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
 }

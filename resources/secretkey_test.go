@@ -12,6 +12,8 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // keyedToken is the bench configuration's token; keyedConfig gives it to
@@ -36,7 +38,7 @@ func unkeyedDigest(v string) string {
 func planWithKeys(t *testing.T, src []byte, c converged, keys map[string][]byte) *plan.Plan {
 	t.Helper()
 	cfg := planConfig(t, string(src), c.facts)
-	cfg.SecretKeys = keys
+	cfg.SetSecretKeys(keys)
 	return resources.Plan(resources.PlanInput{Config: cfg, Facts: c.facts, Project: benchProject}).Plan
 }
 
@@ -57,8 +59,8 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 	keyed := convergedFrom(t, keyedConfig(keyedToken), map[string][]byte{"main": key})
 	unkeyed := convergedFrom(t, keyedConfig(keyedToken), nil)
 	cfg := planConfig(t, string(keyedConfig(keyedToken)), keyed.facts)
-	cfg.SecretKeys = map[string][]byte{"main": key}
-	serve, err := resources.ServeSpecFor(cfg, cfg.Serves["llama"])
+	cfg.SetSecretKeys(map[string][]byte{"main": key})
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 			}
 		}
 	}
-	seen = append(seen, strings.Join(serve.ExecArgs(""), " "))
+	seen = append(seen, strings.Join(spec.ExecArgs(""), " "))
 	rec, _ := json.Marshal(keyed.facts.Hosts["gpu[\"h1\"]"].Records)
 	seen = append(seen, string(rec))
 	if !strings.Contains(strings.Join(seen, "\n"), "hmac-sha256:") {
@@ -87,8 +89,8 @@ func TestKeyedDigestsHoldNoPlainDigest(t *testing.T) {
 		}
 	}
 	other := bytes.Repeat([]byte{8}, observe.SecretKeyLen)
-	cfg.SecretKeys = map[string][]byte{"main": other}
-	if s2, _ := resources.ServeSpecFor(cfg, cfg.Serves["llama"]); s2.Hash() == serve.Hash() {
+	cfg.SetSecretKeys(map[string][]byte{"main": other})
+	if s2, _ := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["llama"]); s2.Hash() == spec.Hash() {
 		t.Error("the serve's hash does not depend on the key")
 	}
 }
@@ -143,7 +145,7 @@ func TestKeyedDigestUpgrade(t *testing.T) {
 
 // attrsLabel is a container's rayform.attrs label, decoded.
 func attrsLabel(c observe.Container) string {
-	b, err := base64.RawURLEncoding.DecodeString(c.Labels[resources.LabelAttrs])
+	b, err := base64.RawURLEncoding.DecodeString(c.Labels[cluster.LabelAttrs])
 	if err != nil {
 		return "undecodable: " + err.Error()
 	}
@@ -177,11 +179,11 @@ func TestSecretKeyReadOnlyWithSecrets(t *testing.T) {
 	head.SecretKeys = map[string][]byte{name: key}
 	cfg := planConfig(t, string(keyedConfig(keyedToken)), c.facts)
 	cfg.UseSecretKeys(c.facts, benchProject)
-	if !bytes.Equal(cfg.SecretKeys["main"], key) {
-		t.Errorf("SecretKeys = %v, want the head's key for main", cfg.SecretKeys)
+	if !bytes.Equal(cfg.SecretKeys()["main"], key) {
+		t.Errorf("SecretKeys = %v, want the head's key for main", cfg.SecretKeys())
 	}
 	cfg.UseSecretKeys(c.facts, "another-project")
-	if cfg.SecretKeys != nil {
-		t.Errorf("another project's plan took the key: %v", cfg.SecretKeys)
+	if cfg.SecretKeys() != nil {
+		t.Errorf("another project's plan took the key: %v", cfg.SecretKeys())
 	}
 }

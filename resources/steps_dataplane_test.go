@@ -15,6 +15,8 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // Result lines as check.py prints them (torch 1.13 in the lab's image).
@@ -79,7 +81,7 @@ func (c *dpConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, 
 
 func dpWork() *Work {
 	w := qwenWork(plan.Create, qwenServe(), false)
-	serveWork(w).Check = []dataplane.Node{
+	serve.WorkOf(w).Check = []dataplane.Node{
 		{Name: "spark1", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.12"), Iface: "enp1s0f1np1"},
 		{Name: "spark2", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.13"), Iface: "enp1s0f1np1"},
 	}
@@ -102,7 +104,7 @@ func TestDataplaneStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f1 := dpHost(t, "spark1", "192.168.200.12", transport.Result{Stdout: []byte(dpHealthy)})
 			f2 := dpHost(t, "spark2", "192.168.200.13", tc.spark2)
-			env := &StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
+			env := &hostenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
 			steps := Steps(env, dpWork())
 			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name, "data-plane check") || !strings.HasPrefix(steps[1].Name, "start vllm serve") {
 				var names []string
@@ -129,7 +131,7 @@ func TestDataplaneStep(t *testing.T) {
 				}
 				return
 			}
-			var de *DiagnosedError
+			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tc.cause {
 				t.Fatalf("error %v, want a diagnosed %s", err, tc.cause)
 			}
@@ -150,7 +152,7 @@ func TestDataplaneStep(t *testing.T) {
 // TestServeWithoutCheck: dataplane_check = false (or a single node) plans
 // no check.
 func TestServeWithoutCheck(t *testing.T) {
-	steps := Steps(&StepEnv{}, qwenWork(plan.Create, qwenServe(), false))
+	steps := Steps(&hostenv.StepEnv{}, qwenWork(plan.Create, qwenServe(), false))
 	for _, s := range steps {
 		if strings.Contains(s.Name, "data-plane") {
 			t.Errorf("step %q without Check", s.Name)

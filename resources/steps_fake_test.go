@@ -21,6 +21,8 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // The -update flag may also be declared by another test file of the
@@ -167,17 +169,17 @@ func newFakeLab(t *testing.T, nodes ...string) *fakeLab {
 }
 
 // env returns a StepEnv over the lab's hosts with a fake clock.
-func (l *fakeLab) env() *StepEnv {
+func (l *fakeLab) env() *hostenv.StepEnv {
 	conns := map[string]transport.Conn{}
 	for n, h := range l.hosts {
 		conns[n] = h.fake
 	}
-	return &StepEnv{Conns: conns, Project: stepsProject, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
+	return &hostenv.StepEnv{Conns: conns, Project: stepsProject, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
 		StopTimeout: 5 * time.Second, HTTPReadyTimeout: 10 * time.Second, Now: l.clock.Now, Sleep: l.clock.Sleep}
 }
 
 // run puts containers of specs on their hosts as if a previous apply had.
-func (l *fakeLab) run(specs ...ContainerSpec) {
+func (l *fakeLab) run(specs ...cluster.ContainerSpec) {
 	for _, s := range specs {
 		l.hosts[s.Node].containers[s.Name] = &fakeContainer{labels: s.Labels(stepsProject), running: true}
 	}
@@ -267,12 +269,12 @@ func (l *fakeLab) handle(h *fakeHost, cmd transport.Cmd, stdin []byte) transport
 			}
 		}
 		join := 0
-		if labels[LabelRole] == "worker" {
+		if labels[cluster.LabelRole] == "worker" {
 			join = 1
 		}
 		h.containers[name] = &fakeContainer{labels: labels, running: true, joinPolls: join,
-			logs: "Local node IP: " + labels[LabelNodeIP] + "\n--------------------\nRay runtime started.\n--------------------\n"}
-		if h.headExits != "" && labels[LabelRole] == "head" {
+			logs: "Local node IP: " + labels[cluster.LabelNodeIP] + "\n--------------------\nRay runtime started.\n--------------------\n"}
+		if h.headExits != "" && labels[cluster.LabelRole] == "head" {
 			c := h.containers[name]
 			c.running, c.exitCode, c.logs = false, 1, h.headExits
 		}
@@ -394,14 +396,14 @@ func (l *fakeLab) rayList() transport.Result {
 		h := l.hosts[n]
 		for _, cn := range slices.Sorted(maps.Keys(h.containers)) {
 			c := h.containers[cn]
-			if !c.running || c.labels[LabelManaged] != "true" {
+			if !c.running || c.labels[cluster.LabelManaged] != "true" {
 				continue
 			}
 			if c.joinPolls > 0 {
 				c.joinPolls--
 				continue
 			}
-			ip := c.labels[LabelNodeIP]
+			ip := c.labels[cluster.LabelNodeIP]
 			if h.rayIP != "" {
 				ip = h.rayIP
 			}
@@ -409,7 +411,7 @@ func (l *fakeLab) rayList() transport.Result {
 			if h.gpus > 0 {
 				res["GPU"] = h.gpus
 			}
-			rows = append(rows, row{NodeID: fmt.Sprintf("%056x", len(rows)+1), NodeIP: ip, IsHead: c.labels[LabelRole] == "head",
+			rows = append(rows, row{NodeID: fmt.Sprintf("%056x", len(rows)+1), NodeIP: ip, IsHead: c.labels[cluster.LabelRole] == "head",
 				State: "ALIVE", NodeName: ip, Resources: res, Labels: map[string]string{}})
 		}
 	}
@@ -479,7 +481,7 @@ func (h *stepHooks) ResourceErrored(addr string, a plan.Action, _ time.Duration,
 
 // walk runs the steps of w through apply.Walk and returns the hook lines
 // and the error.
-func walkWork(t *testing.T, env *StepEnv, w *Work) ([]string, error) {
+func walkWork(t *testing.T, env *hostenv.StepEnv, w *Work) ([]string, error) {
 	t.Helper()
 	g := dag.New()
 	g.Add(w.Address)

@@ -15,33 +15,37 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 const stepsCluster = "ray_cluster.main"
 
 // pairSpecs is the seeds' pair: spark1 (head, 192.168.200.12) and spark2
 // (worker, 192.168.200.13), one GPU each, pinned to the fabric.
-func pairSpecs(ip1 string) []ContainerSpec {
-	mk := func(node, role, ip string) ContainerSpec {
-		return ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
+func pairSpecs(ip1 string) []cluster.ContainerSpec {
+	mk := func(node, role, ip string) cluster.ContainerSpec {
+		return cluster.ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": vllmConfigRoot},
-			NonCarryOver: network.EnvKeys(), ServeDir: serveDir}
+				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot},
+			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
 	}
-	return []ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
+	return []cluster.ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }
 
-func pairWork(action plan.Action, specs []ContainerSpec, start []string, remove ...string) *Work {
+func pairWork(action plan.Action, specs []cluster.ContainerSpec, start []string, remove ...string) *Work {
 	w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: action, Hosts: []string{"spark1", "spark2"},
-		Do: &ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
+		Do: &cluster.ClusterWork{Name: "main", Specs: specs, Start: map[string]bool{}, HeadAddr: "192.168.200.12:6379"}}
 	for _, n := range start {
-		clusterWork(w).Start[n] = true
+		cluster.WorkOf(w).Start[n] = true
 	}
 	for _, n := range remove {
-		clusterWork(w).Remove = append(clusterWork(w).Remove, Removal{Node: n, Container: "rayform-main"})
+		cluster.WorkOf(w).Remove = append(cluster.WorkOf(w).Remove, cluster.Removal{Node: n, Container: "rayform-main"})
 	}
 	return w
 }
@@ -93,8 +97,8 @@ func TestClusterSteps(t *testing.T) {
 				l.run(pairSpecs("192.168.200.12")...)
 			},
 			work: &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete, Hosts: []string{"spark1", "spark2"},
-				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
-					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}},
+				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
+					Remove: []cluster.Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}},
 		},
 	}
 	for _, tt := range tests {
@@ -115,7 +119,7 @@ func TestClusterSteps(t *testing.T) {
 					}
 					continue
 				}
-				if c == nil || !c.running || c.labels[LabelSpecHash] != specFor(tt.work, n).Hash() {
+				if c == nil || !c.running || c.labels[cluster.LabelSpecHash] != specFor(tt.work, n).Hash() {
 					t.Errorf("%s: container %+v, want the declared spec running", n, c)
 				}
 			}
@@ -136,13 +140,13 @@ func TestClusterSteps(t *testing.T) {
 	}
 }
 
-func specFor(w *Work, node string) ContainerSpec {
-	for _, s := range clusterWork(w).Specs {
+func specFor(w *Work, node string) cluster.ContainerSpec {
+	for _, s := range cluster.WorkOf(w).Specs {
 		if s.Node == node {
 			return s
 		}
 	}
-	return ContainerSpec{}
+	return cluster.ContainerSpec{}
 }
 
 // TestClusterSecondApply: a container already running the spec is left
@@ -174,8 +178,8 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 		labels map[string]string
 	}{
 		{"unlabelled", map[string]string{"maintainer": "someone"}},
-		{"other project", map[string]string{LabelManaged: "true", LabelProject: "other", LabelResource: stepsCluster}},
-		{"other resource", map[string]string{LabelManaged: "true", LabelProject: stepsProject, LabelResource: "ray_cluster.other"}},
+		{"other project", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}},
+		{"other resource", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: stepsProject, cluster.LabelResource: "ray_cluster.other"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,8 +187,8 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")[0])
 			l.hosts["spark2"].containers["rayform-main"] = &fakeContainer{labels: tt.labels, running: true}
 			w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete,
-				Do: &ClusterWork{Name: "main", Start: map[string]bool{},
-					Remove: []Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
+				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
+					Remove: []cluster.Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
 			_, err := walkWork(t, l.env(), w)
 			if err == nil || !strings.Contains(err.Error(), "refusing to remove container rayform-main on spark2") ||
 				!strings.Contains(err.Error(), "never touches a container it did not create") {
@@ -235,7 +239,7 @@ func TestHeadRegisteredElsewhere(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	var de *DiagnosedError
+	var de *hostenv.DiagnosedError
 	if !errors.As(err, &de) {
 		t.Errorf("error %T carries no diagnosis", err)
 	}
@@ -270,57 +274,10 @@ func TestVerifyTableTimesOut(t *testing.T) {
 	}
 }
 
-func TestJudgeRayTable(t *testing.T) {
-	specs := pairSpecs("192.168.200.12")
-	gpus := func(n float64) map[string]float64 { return map[string]float64{"GPU": n} }
-	head := observe.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
-	worker := observe.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
-	tests := []struct {
-		name string
-		rows []observe.RayNode
-		want []string
-	}{
-		{"as declared", []observe.RayNode{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
-		{"worker missing", []observe.RayNode{head}, []string{"spark2 (192.168.200.13) is not ALIVE in Ray's node table"}},
-		{"head elsewhere", []observe.RayNode{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", Resources: gpus(1)}, worker},
-			[]string{"ray head registered as 10.1.230.180; want 192.168.200.12"}},
-		{"gpus", []observe.RayNode{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
-		{"twice", []observe.RayNode{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
-		{"undeclared", []observe.RayNode{head, worker, {NodeIP: "10.1.230.181", State: "ALIVE"}},
-			[]string{"10.1.230.181 is ALIVE as a worker but is no declared node's fabric address"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := reasons(judgeRayTable(specs, tt.rows))
-			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestPullProgress(t *testing.T) {
-	clock := newStepsClock()
-	var got []string
-	p := &pullProgress{image: stepsImage, layers: map[string]bool{}, progress: func(s string) { got = append(got, s) },
-		throttle: throttle{now: clock.Now, interval: time.Second}}
-	w := &lineWriter{fn: p.line}
-	_, _ = w.Write([]byte(stepsPull[:40]))
-	_, _ = w.Write([]byte(stepsPull[40:]))
-	want := []string{
-		"pulling " + stepsImage + ": 1/2 layers",
-		"pulling " + stepsImage + ": 2/2 layers",
-		"Status: Downloaded newer image for " + stepsImage,
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
 // ---- vllm_serve ------------------------------------------------------------
 
-func qwenServe() ServeSpec {
-	return ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
+func qwenServe() serve.ServeSpec {
+	return serve.ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-main", Node: "spark1",
 		Args: []string{"vllm", "serve", "Qwen/Qwen3.5-122B-A10B-FP8", "--served-model-name", "qwen", "--tensor-parallel-size", "2",
 			"--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.85", "--host", "0.0.0.0", "--port", "8000",
 			"--distributed-executor-backend", "ray", "--max-model-len", "32768"},
@@ -353,9 +310,9 @@ func qwenStartupLog() [][]byte {
 	}
 }
 
-func qwenWork(action plan.Action, spec ServeSpec, stop bool) *Work {
+func qwenWork(action plan.Action, spec serve.ServeSpec, stop bool) *Work {
 	return &Work{Address: spec.Resource, Type: "vllm_serve", Action: action, Hosts: []string{spec.Node},
-		Do: &ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
+		Do: &serve.ServeWork{Spec: spec, Stop: stop, Start: action != plan.Delete, HeadIP: netip.MustParseAddr("192.168.200.12"), ReadyTimeout: 20 * time.Minute}}
 }
 
 func TestServeSteps(t *testing.T) {
@@ -378,7 +335,7 @@ func TestServeSteps(t *testing.T) {
 			l.run(pairSpecs("192.168.200.12")...)
 			h := l.hosts["spark1"]
 			tt.setup(h)
-			if serveWork(tt.work).Start {
+			if serve.WorkOf(tt.work).Start {
 				h.serve.chunks = qwenStartupLog()
 			}
 			h.models = qwenModels
@@ -387,46 +344,13 @@ func TestServeSteps(t *testing.T) {
 				t.Fatalf("walk: %v\n%s", err, strings.Join(lines, "\n"))
 			}
 			goldenSteps(t, tt.name, renderWalk(lines, nil, l))
-			if want := serveWork(tt.work).Start; h.serve.alive != want {
+			if want := serve.WorkOf(tt.work).Start; h.serve.alive != want {
 				t.Errorf("serve alive = %v, want %v", h.serve.alive, want)
 			}
 			if len(l.hosts["spark2"].fake.Calls()) != 0 {
 				t.Errorf("a serve that works touched spark2: %s", l.hosts["spark2"].fake.Transcript())
 			}
 		})
-	}
-}
-
-func TestServeProgress(t *testing.T) {
-	clock := newStepsClock()
-	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, throttle{now: clock.Now, interval: time.Hour})
-	for _, c := range qwenStartupLog() {
-		p.feed(c)
-	}
-	want := []string{
-		"Starting to load model Qwen/Qwen3.5-122B-A10B-FP8...",
-		"Loading weights: shards 0/39 [>                   ] 0%",
-		"Loading weights: shards 39/39 [====================] 100%",
-		"Loading weights took 161.20 seconds",
-		"Model loading took 59.3125 GiB memory and 162.004000 seconds",
-		"Available KV cache memory: 31.20 GiB",
-		"GPU KV cache size: 340,784 tokens",
-		"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 0/67 [>                   ] 0%",
-		"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 67/67 [====================] 100%",
-		"Capturing CUDA graphs (decode, FULL): 35/35 [====================] 100%",
-		"Graph capturing finished in 4 secs, took 0.49 GiB",
-		"Starting vLLM API server 0 on http://0.0.0.0:8000",
-		"Application startup complete.",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if !p.up || p.fatal != "" {
-		t.Errorf("up = %v, fatal = %q", p.up, p.fatal)
-	}
-	if b := bar(21); b != "[====>               ]" {
-		t.Errorf("bar(21) = %q", b)
 	}
 }
 
@@ -469,7 +393,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 				Cluster:   stepsCluster, Network: "network.fabric",
 			}
 			w := qwenWork(plan.Create, qwenServe(), false)
-			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			lines, err := walkWork(t, env, w)
 			if err == nil {
 				t.Fatal("no error for a failed serve")
@@ -481,7 +405,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 					t.Errorf("error lacks %q:\n%s", want, msg)
 				}
 			}
-			var de *DiagnosedError
+			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.C10dUnreachable {
 				t.Errorf("diagnosis = %+v, want %s", de, diagnose.C10dUnreachable)
 			}
@@ -503,7 +427,7 @@ func TestServeReadyTimeout(t *testing.T) {
 	h := l.hosts["spark1"]
 	h.serve.chunks = qwenStartupLog()[:2] // loads forever
 	w := qwenWork(plan.Create, qwenServe(), false)
-	serveWork(w).ReadyTimeout = time.Minute
+	serve.WorkOf(w).ReadyTimeout = time.Minute
 	_, err := walkWork(t, l.env(), w)
 	if err == nil || !strings.Contains(err.Error(), "vllm serve qwen on spark1 is not ready after 1m0s") {
 		t.Fatalf("err = %v", err)
@@ -567,7 +491,7 @@ func TestSecretsNeverOnCommandLines(t *testing.T) {
 
 func TestDestroyWork(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
-	container := func(s ContainerSpec, project string) observe.Container {
+	container := func(s cluster.ContainerSpec, project string) observe.Container {
 		return observe.Container{Name: s.Name, Labels: s.Labels(project), Running: true}
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
@@ -576,7 +500,7 @@ func TestDestroyWork(t *testing.T) {
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{
 			container(specs[1], stepsProject),
 			// Another project's container, and a foreign one: never destroyed.
-			{Name: "rayform-other", Labels: map[string]string{LabelManaged: "true", LabelProject: "else", LabelResource: "ray_cluster.other"}},
+			{Name: "rayform-other", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "else", cluster.LabelResource: "ray_cluster.other"}},
 			{Name: "postgres", Labels: map[string]string{}},
 		}}},
 	}}
@@ -592,8 +516,8 @@ func TestDestroyWork(t *testing.T) {
 	got := map[string]string{}
 	for addr, w := range res.Work {
 		got[addr] = string(w.Action)
-		if clusterWork(w) != nil {
-			b, _ := json.Marshal(clusterWork(w).Remove)
+		if cluster.WorkOf(w) != nil {
+			b, _ := json.Marshal(cluster.WorkOf(w).Remove)
 			got[addr] += " " + string(b)
 		}
 	}
@@ -649,45 +573,6 @@ func indexIn(list []string, s string) int {
 	return -1
 }
 
-// The harmless lines of a successful start stay out of the progress: c10d's
-// first refused try (with torch's garbage IPv6 address, the same words as
-// the seeds' failure) and every other rank's copy of a milestone; a bar
-// completes before the milestone that ends it, even when another rank's
-// line reaches the log first. When the start fails, the held lines show.
-func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
-	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, throttle{now: newStepsClock().Now, interval: time.Hour})
-	log := "" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).\n" +
-		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\r" +
-		"Loading safetensors checkpoint shards:  93% Completed | 13/14 [00:52<00:04,  4.02s/it]\n" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) INFO 11-30 01:32:10 [default_loader.py:314] Loading weights took 55.10 seconds\n" +
-		"Loading safetensors checkpoint shards: 100% Completed | 14/14 [00:56<00:00,  4.01s/it]\n" +
-		"INFO 11-30 01:32:11 [default_loader.py:314] Loading weights took 56.20 seconds\n" +
-		"(RayWorkerWrapper pid=22, ip=192.168.200.13) INFO 11-30 01:32:11 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 56.120000 seconds\n" +
-		"INFO 11-30 01:32:12 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 57.004000 seconds\n"
-	p.feed([]byte(log))
-	want := []string{
-		"Loading weights: shards 0/14 [>                   ] 0%",
-		"Loading weights: shards 14/14 [====================] 100%",
-		"Loading weights took 55.10 seconds",
-		"Model loading took 29.6562 GiB memory and 56.120000 seconds",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	got = nil
-	p.failed()
-	wantHeld := []string{
-		"warning: [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).",
-		"Loading weights took 56.20 seconds",
-		"Model loading took 29.6562 GiB memory and 57.004000 seconds",
-	}
-	if strings.Join(got, "\n") != strings.Join(wantHeld, "\n") {
-		t.Errorf("held back lines after a failure:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantHeld, "\n"))
-	}
-}
-
 // A failed start asks the host what the log cannot say: who holds the
 // serve's port (ss on the head: the containers share its network), and
 // the image's vLLM version when vLLM refused its command line.
@@ -715,9 +600,9 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			h.ss, h.vllmVersion = tt.ss, tt.version
 			env := l.env()
 			w := qwenWork(plan.Create, qwenServe(), false)
-			serveWork(w).ClusterNodes = []string{"spark1", "spark2"}
+			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			_, err := walkWork(t, env, w)
-			var de *DiagnosedError
+			var de *hostenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
 				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)
 			}
@@ -738,7 +623,7 @@ func TestHeadPortHeldIsDiagnosed(t *testing.T) {
 	h.headExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
 	h.ss = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
 	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
-	var de *DiagnosedError
+	var de *hostenv.DiagnosedError
 	if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.AddrInUse {
 		t.Fatalf("err = %v, want an %s diagnosis", err, diagnose.AddrInUse)
 	}

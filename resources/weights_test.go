@@ -9,10 +9,12 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // stash is the Go type of a toy kind whose blocks provide a serve's
-// weights (resources.Weights): a kind the serve and the cluster have never
+// weights (serve.Weights): a kind the serve and the cluster have never
 // heard of.
 type stash struct {
 	config.Decl
@@ -28,7 +30,7 @@ func (s *stash) ServeEnv() map[string]string { return map[string]string{"STASH_D
 func (s *stash) Revision() string            { return s.Rev }
 func (s *stash) Files() (dir, ref string)    { return s.Dir + "/" + s.Source, "" }
 
-var _ resources.Weights = (*stash)(nil)
+var _ serve.Weights = (*stash)(nil)
 
 func stashKind() config.Kind {
 	return config.Kind{
@@ -43,7 +45,7 @@ func stashKind() config.Kind {
 }
 
 // TestWeightsFromAnotherKind: a block of any kind whose value provides a
-// serve's model (resources.Weights) is where the serve's weights come
+// serve's model (serve.Weights) is where the serve's weights come
 // from: the cluster's containers mount its directory, the serve runs with
 // its environment and revision (extra_args' wins), and the preflight reads
 // config.json where it says. Without one, nothing of it appears.
@@ -78,18 +80,18 @@ vllm_serve "pinned" {
 		t.Fatal(diags.Error())
 	}
 	rc := cfg.RayClusters["main"]
-	specs := resources.ClusterSpecs(cfg, rc, map[string]netip.Addr{}, nil)
+	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, map[string]netip.Addr{}, nil)
 	if len(specs) != 1 || !slices.Contains(specs[0].Volumes, "/srv/stash:/srv/stash") {
 		t.Errorf("cluster volumes %v, want the stash mounted", specs[0].Volumes)
 	}
-	s, err := resources.ServeSpecFor(cfg, cfg.Serves["s"])
+	s, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["s"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Env["STASH_DIR"] != "/srv/stash" || !slices.Contains(s.Args, "0123456789abcdef0123456789abcdef01234567") {
 		t.Errorf("serve env %v args %v, want the stash's", s.Env, s.Args)
 	}
-	pinned, err := resources.ServeSpecFor(cfg, cfg.Serves["pinned"])
+	pinned, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["pinned"])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ vllm_serve "s" {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if v := resources.ClusterSpecs(plain, plain.RayClusters["main"], map[string]netip.Addr{}, nil)[0].Volumes; len(v) != 0 {
+	if v := cluster.ClusterSpecs(cluster.View(plain.Config), plain.RayClusters["main"], map[string]netip.Addr{}, nil)[0].Volumes; len(v) != 0 {
 		t.Errorf("volumes %v without a provider", v)
 	}
 }

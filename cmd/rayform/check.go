@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // runCheck runs the data-plane check on running clusters.
@@ -55,13 +58,13 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	addrs, ifaces := resources.FabricAddrs(obs.cfg, obs.facts)
-	env0 := &resources.StepEnv{Conns: s.conns, Dataplane: o}
+	addrs, ifaces := cluster.FabricAddrs(cluster.View(obs.cfg.Config), obs.facts)
+	env0 := &hostenv.StepEnv{Conns: s.conns, Dataplane: o}
 	failed := false
 	var reports []checkJSON
 	for _, name := range clusters {
 		rc := obs.cfg.RayClusters[name]
-		nodes := resources.CheckNodes(obs.cfg, rc, addrs, ifaces)
+		nodes := serve.CheckNodes(serve.View(obs.cfg.Config), rc, addrs, ifaces)
 		if !nodes[0].Addr.IsValid() {
 			fmt.Fprintf(c.stderr, "Error: %s: the head %s has no observed fabric address (run rayform plan)\n", rc.Addr, rc.Head)
 			failed = true
@@ -70,7 +73,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		if !opts.json {
 			fmt.Fprintf(c.stdout, "%s: data-plane check on %d nodes, rendezvous on %s...\n", rc.Addr, len(nodes), nodes[0].Addr)
 		}
-		rep, err := resources.RunCheck(ctx, env0, nodes)
+		rep, err := hostenv.RunCheck(ctx, env0, nodes)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "Error: %s: %v\n", rc.Addr, err)
 			failed = true
@@ -80,7 +83,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		var cerr error
 		if !rep.OK() {
 			failed = true
-			cerr = resources.CheckError(rep, dctx, "the cluster's collectives would fail")
+			cerr = serve.CheckError(rep, dctx, "the cluster's collectives would fail")
 		}
 		if opts.json {
 			reports = append(reports, toCheckJSON(rc.Addr, rep, cerr))
@@ -137,7 +140,7 @@ func checkClusters(cfg *resources.Config, args []string) ([]string, error) {
 		return names, nil
 	}
 	for _, a := range args {
-		name := resources.ClusterName(a)
+		name := cluster.ClusterName(a)
 		if _, ok := cfg.RayClusters[name]; !ok {
 			return nil, fmt.Errorf("no ray_cluster %q in the configuration", name)
 		}
@@ -195,7 +198,7 @@ func toCheckJSON(addr string, rep *dataplane.Report, cerr error) checkJSON {
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
-	var de *resources.DiagnosedError
+	var de *hostenv.DiagnosedError
 	if errors.As(cerr, &de) {
 		out.Error = de.Err.Error()
 		d := de.Diagnosis

@@ -5,10 +5,11 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 func TestCheckClusters(t *testing.T) {
-	cfg := &resources.Config{RayClusters: map[string]*resources.RayCluster{
+	cfg := &resources.Config{RayClusters: map[string]*cluster.RayCluster{
 		"a":    {Name: "a", Workers: []string{"n2"}, DataplaneCheck: true},
 		"off":  {Name: "off", Workers: []string{"n4"}, DataplaneCheck: false},
 		"solo": {Name: "solo", DataplaneCheck: true},

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 // requireTorch skips unless this machine has Debian's python3-torch, from
@@ -39,7 +39,7 @@ func (l *e2eLab) labProject() string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		l.t.Fatal(err)
 	}
-	l.t.Cleanup(func() { os.RemoveAll(resources.ServeHostProjectDir(filepath.Base(dir))) })
+	l.t.Cleanup(func() { os.RemoveAll(servedir.HostProject(filepath.Base(dir))) })
 	// The lab declares its project (its directory's name); each copy
 	// here is a project of its own, named after its directory.
 	hcl = regexp.MustCompile(`(?m)^  project = ".*"$`).ReplaceAll(hcl, []byte(`  project = "`+filepath.Base(dir)+`"`))
@@ -71,7 +71,7 @@ func (l *e2eLab) netns(t *testing.T, ns string, argv ...string) {
 // serveStarted reports whether vllm serve qwen ever started on the head:
 // its log exists in the serve record directory on the host.
 func serveStarted(dir string) bool {
-	_, err := os.Stat(filepath.Join(resources.ServeHostDir(filepath.Base(dir), "spark1", "rayform-spark"), "serve-qwen.log"))
+	_, err := os.Stat(filepath.Join(servedir.Host(filepath.Base(dir), "spark1", "rayform-spark"), "serve-qwen.log"))
 	return err == nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -265,10 +266,10 @@ func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *
 		sn.FabricAddress = a.String()
 	}
 	for _, c := range hf.Containers.List {
-		if c.Labels[resources.LabelManaged] != "true" || c.Labels[resources.LabelProject] != project {
+		if c.Labels[cluster.LabelManaged] != "true" || c.Labels[cluster.LabelProject] != project {
 			continue
 		}
-		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[resources.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
+		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[cluster.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
 	}
 	return sn
 }

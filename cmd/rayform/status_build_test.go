@@ -11,8 +11,10 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/resourcestest"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // statusTestConfig is the lab's shape: one 2-GPU head and a worker, two
@@ -85,13 +87,13 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 
 // statusJSON is status -json as the tests read it.
 type statusJSON struct {
-	Project  string                    `json:"project"`
-	Healthy  bool                      `json:"healthy"`
-	Problems []string                  `json:"problems"`
-	Nodes    []statusNode              `json:"nodes"`
-	Clusters []resources.ClusterStatus `json:"clusters"`
-	Serves   []resources.ServeStatus   `json:"serves"`
-	Models   []model.NodesStatus       `json:"models"`
+	Project  string                  `json:"project"`
+	Healthy  bool                    `json:"healthy"`
+	Problems []string                `json:"problems"`
+	Nodes    []statusNode            `json:"nodes"`
+	Clusters []cluster.ClusterStatus `json:"clusters"`
+	Serves   []serve.ServeStatus     `json:"serves"`
+	Models   []model.NodesStatus     `json:"models"`
 }
 
 // statusDoc is rep as status -json prints it, read back.
@@ -176,9 +178,9 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 	}
 	// A foreign process on serve one's port: not judged as vLLM.
 	head := obs.facts.Hosts["a"]
-	head.HTTP[resources.ServeURL(8000, "/health")] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{HeldBy: "nc (pid 42)", Err: "port held by nc (pid 42)"}}
+	head.HTTP[serve.ServeURL(8000, "/health")] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{HeldBy: "nc (pid 42)", Err: "port held by nc (pid 42)"}}
 	rep = statusDoc(t, buildStatus("lab", obs))
-	if s := rep.Serves[0]; s.Health != resources.HealthPortHeld || !strings.Contains(s.HealthDetail, "nc (pid 42)") {
+	if s := rep.Serves[0]; s.Health != serve.HealthPortHeld || !strings.Contains(s.HealthDetail, "nc (pid 42)") {
 		t.Fatalf("serve one: %+v", s)
 	}
 }

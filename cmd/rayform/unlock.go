@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
 )
 
 func runForceUnlock(ctx context.Context, c *cli, args []string) int {
@@ -23,7 +23,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: force-unlock takes one argument, the ray_cluster's name")
 		return exitError
 	}
-	name := resources.ClusterName(fs.Arg(0))
+	name := cluster.ClusterName(fs.Arg(0))
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code
@@ -32,7 +32,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 	head := ""
 	if rc := s.cfg.RayClusters[name]; rc != nil {
 		head = rc.Head
-	} else if r, ok := s.st.Get(resources.ClusterAddress(name)); ok && r.Head != "" {
+	} else if r, ok := s.st.Get(cluster.ClusterAddress(name)); ok && r.Head != "" {
 		head = r.Head
 	}
 	if head == "" {

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/lab"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/servedir"
 )
 
 // bench is one rfbench run.
@@ -313,7 +313,7 @@ func (b *bench) labDown(ctx context.Context, name string) error {
 	}
 	// The serve records of the benchmark's project, bind-mounted from this
 	// machine's /var/tmp (the lab's hosts share its filesystem).
-	return os.RemoveAll(resources.ServeHostProjectDir(projectName))
+	return os.RemoveAll(servedir.HostProject(projectName))
 }
 
 // negotiated runs the kex helper in the client namespace against the head.

@@ -5,13 +5,17 @@
 // one only through this interface: planning, the apply steps, destroy,
 // what is present on the hosts, logs and the CLI's properties of an
 // address, status and the run's locks iterate over the registered kinds,
-// with no switch on a kind's name. A kind in a package of its own (node,
-// network, model) depends on another only through this package (a planned
-// action looked up by address, a Work's Container) and through
-// interfaces that block values implement (Placed here, network.Member,
-// resources.Weights), never through the other's Go types. The ray_cluster
-// and vllm_serve kinds still share the resources package, whose planner
-// and steps' environment they read beyond Planner and Env.
+// with no switch on a kind's name. Each kind lives in a package of its own
+// (node, network, cluster, serve, model) and depends on another only
+// through this package (a planned action or work looked up by address, a
+// Work's Container, Restarter) and through interfaces that block values
+// implement (Placed, SecretHolder and Mounter here, network.Member,
+// serve.Weights), or through the exported values of a kind it runs on (a
+// vllm_serve reads its cluster.RayCluster and cluster.ClusterSpecs), never
+// through another kind's internals. What the container kinds share beyond
+// this contract lives in small packages of its own: hostenv (the steps'
+// environment), kit (planner readings and value checks), attrs (attribute
+// records), servedir.
 //
 // It imports only the engine, so that a kind in a package of its own can
 // implement it.
@@ -20,7 +24,9 @@ package kind
 import (
 	"context"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -45,7 +51,10 @@ type Kind interface {
 	// facts and before the plan, what the kind's plan needs from outside
 	// the hosts (a model's files as its hub lists them), and completes the
 	// kind's block values in cfg with it. It is the only I/O of a plan
-	// besides the observation; ctx bounds it.
+	// besides the observation; ctx bounds it. A kind may ready the
+	// question and ask it only when its plan first needs the answer (the
+	// model does), so that a destroy, which plans no kind's changes, never
+	// depends on anything outside the hosts.
 	Lookup(ctx context.Context, cfg *config.Config)
 	// Observe adds to o.Spec what each host is asked about the kind's
 	// resources: those the configuration declares, and those the state
@@ -204,6 +213,22 @@ type Facts struct {
 	// FabricAddrs maps a node name to the node's observed address on the
 	// network of its Ray cluster.
 	FabricAddrs map[string]netip.Addr
+	// Hosts are the observed hosts themselves (nil before they are
+	// observed): a kind's Lookup judges by them what it cannot ask
+	// outside (a model's manifest recorded on the nodes when the hub does
+	// not answer).
+	Hosts *observe.Facts
+	// SecretKeys are the deployments' secret-digest keys by ray_cluster
+	// name, as read from each cluster's head (attrs.SecretDigest); a
+	// cluster without one digests its secrets unkeyed.
+	SecretKeys map[string][]byte
+}
+
+// ConfigFacts returns the facts cfg was evaluated with (or given, for
+// SecretKeys); none before the hosts are observed.
+func ConfigFacts(cfg *config.Config) Facts {
+	f, _ := cfg.Facts.(Facts)
+	return f
 }
 
 // FactsOf returns the facts a block is evaluated with; none before the
@@ -219,6 +244,55 @@ func FactsOf(b *config.Block) Facts {
 // its own (a serve that loads a model) runs.
 type Placed interface {
 	PlacedOn(cfg *config.Config) []string
+}
+
+// SecretHolder is implemented by the Go value of a block that runs on a
+// Ray cluster's containers with sensitive values a digest records (a
+// vllm_serve's api_key or secret env on its ray_cluster): the cluster
+// reads its secret-digest key only when it or such a block has any.
+type SecretHolder interface {
+	// HasSecretsOn reports whether the block runs on the ray_cluster
+	// named cluster and has a sensitive value a digest records.
+	HasSecretsOn(cluster string) bool
+}
+
+// SecretsOn reports whether a block of cfg holds secrets on the cluster
+// named cluster (SecretHolder).
+func SecretsOn(cfg *config.Config, cluster string) bool {
+	for _, typ := range cfg.Kinds() {
+		for _, v := range cfg.Blocks(typ) {
+			if h, ok := v.(SecretHolder); ok && h.HasSecretsOn(cluster) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Mounter is implemented by the Go value of a block that runs in a Ray
+// cluster's containers and needs host directories mounted in them at the
+// same path (a vllm_serve's model weights): the cluster mounts them.
+type Mounter interface {
+	// MountsOn lists the host directories the block needs in the
+	// containers of the ray_cluster named cluster (none when it does not
+	// run there).
+	MountsOn(cfg *config.Config, cluster string) []string
+}
+
+// MountsOn lists, in order (kinds in registration order, blocks by name),
+// the host directories the blocks of cfg need in the containers of the
+// cluster named cluster (Mounter); a directory may repeat.
+func MountsOn(cfg *config.Config, cluster string) []string {
+	var out []string
+	for _, typ := range cfg.Kinds() {
+		blocks := cfg.Blocks(typ)
+		for _, name := range slices.Sorted(maps.Keys(blocks)) {
+			if m, ok := blocks[name].(Mounter); ok {
+				out = append(out, m.MountsOn(cfg, cluster)...)
+			}
+		}
+	}
+	return out
 }
 
 // Usable returns the facts of node if it could be observed (completely,
@@ -248,6 +322,10 @@ type Planner interface {
 	Project() string
 	// Replace reports whether apply -replace named addr.
 	Replace(addr string) bool
+	// RefreshOnly reports whether the plan only refreshes (apply
+	// -refresh-only): it changes nothing, so a kind skips the checks of
+	// what a change would do.
+	RefreshOnly() bool
 	// Fabric is node's observed address on its cluster's network (ok
 	// false when unknown).
 	Fabric(node string) (netip.Addr, bool)
@@ -264,6 +342,32 @@ type Planner interface {
 	Note(string)
 	// AddWork records what apply must do for w.Address.
 	AddWork(w *Work)
+	// Work returns the work recorded so far for addr (nil when none): how
+	// a resource learns what the change of one it depends on does (a
+	// serve, which of its cluster's nodes restart: Restarts).
+	Work(addr string) *Work
+}
+
+// Restarter is implemented by a Work's Do that starts or removes
+// containers on nodes (a ray_cluster's): a resource running on those
+// nodes (a vllm_serve) restarts with them.
+type Restarter interface {
+	// Restarts are the nodes whose container the work starts or
+	// removes, sorted.
+	Restarts() []string
+}
+
+// Restarts returns the nodes w restarts (Restarter), nil when none or
+// when w is nil.
+func Restarts(w *Work) []string {
+	if w == nil {
+		return nil
+	}
+	r, ok := w.Do.(Restarter)
+	if !ok {
+		return nil
+	}
+	return r.Restarts()
 }
 
 // Destroyer is what a kind plans the removal of its resources through.
@@ -359,8 +463,8 @@ type Presence struct {
 }
 
 // Env is what the steps of a kind see of the apply: a connection per node,
-// the project, the clock and the limits. The resources package's StepEnv
-// implements it; a kind of that package reads the rest of it there.
+// the project, the clock and the limits. hostenv.StepEnv implements it;
+// the container kinds read the rest of it there (hostenv.Of).
 type Env interface {
 	// Conn is the open connection to node (nil when there is none).
 	Conn(node string) transport.Conn

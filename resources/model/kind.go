@@ -39,9 +39,20 @@ type Model struct {
 	Token    string `rayform:"token"`
 	Endpoint string `rayform:"endpoint"`
 
-	// resolution is the hub's list of the revision's files (Lookup),
-	// nil until asked.
-	resolution *Resolution
+	// resolve answers the hub's list of the revision's files (Lookup),
+	// asked once, when first needed; nil when Lookup was not called.
+	resolve func() *Resolution
+}
+
+// Resolution is the hub's list of the revision's files, or the nodes'
+// record of it when the hub does not answer (Lookup, UseResolution),
+// asked on the first call; nil when the model was not looked up. Only a
+// plan asks: a destroy never reaches for the hub.
+func (m *Model) Resolution() *Resolution {
+	if m.resolve == nil {
+		return nil
+	}
+	return m.resolve()
 }
 
 // Descriptor is the model block's schema (Kind.Schema).

@@ -10,6 +10,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
@@ -17,6 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/network"
 )
 
 // Kind is the model kind as rayform reaches it (kind.Kind): registered
@@ -74,35 +77,84 @@ func nodes(cfg *config.Config, m *Model) []string {
 	return out
 }
 
-// Lookup asks the hub for the files of every served model (Resolve),
-// from the machine running rayform, and keeps the answer on the block's
-// value for Plan and Revision.
-func (Kind) Lookup(ctx context.Context, cfg *config.Config) {
-	var served []*Model
-	for _, m := range models(cfg) {
-		if len(nodes(cfg, m)) > 0 {
-			served = append(served, m)
+// subnetter is the value of a network block: its subnet.
+type subnetter interface {
+	Subnet() netip.Prefix
+}
+
+// netsOf maps each node of cfg's clusters to its cluster's network (the
+// blocks that put nodes on a network, network.Member, and the network
+// blocks' subnets): a node receives a model only from a node whose
+// fabric address is in its network's subnet.
+func netsOf(cfg *config.Config) map[string]Net {
+	subnets := map[string]netip.Prefix{}
+	for _, typ := range cfg.Kinds() {
+		for name, v := range cfg.Blocks(typ) {
+			if s, ok := v.(subnetter); ok {
+				subnets[name] = s.Subnet()
+			}
 		}
 	}
-	res := ResolveAll(ctx, nil, served)
-	for _, m := range served {
-		m.UseResolution(res[m.Name])
+	out := map[string]Net{}
+	for _, typ := range cfg.Kinds() {
+		blocks := cfg.Blocks(typ)
+		for _, name := range slices.Sorted(maps.Keys(blocks)) {
+			mb, ok := blocks[name].(network.Member)
+			if !ok {
+				continue
+			}
+			nw, ns := mb.NetworkNodes()
+			if nw == "" {
+				continue
+			}
+			for _, n := range ns {
+				if _, seen := out[n]; !seen {
+					out[n] = Net{Name: nw, Subnet: subnets[nw]}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Lookup readies, for every served model, the question to the hub for its
+// files (ResolveOrRecall, from the machine running rayform, bounded by
+// ResolveTimeout under ctx), asked when a plan first needs the answer
+// (Model.Resolution: the model's plan, a serve's revision) and kept on the
+// block's value: a destroy, which needs neither, never asks. When the hub
+// does not answer, the newest record of the revision on the nodes, as
+// observed (kind.Facts.Hosts), stands in for it.
+func (Kind) Lookup(ctx context.Context, cfg *config.Config) {
+	f, _ := cfg.Facts.(kind.Facts)
+	facts := func(n string) *observe.HostFacts { return kind.Usable(f.Hosts, n) }
+	for _, m := range models(cfg) {
+		ns := nodes(cfg, m)
+		if len(ns) == 0 {
+			continue
+		}
+		m.resolve = sync.OnceValue(func() *Resolution {
+			r := ResolveOrRecall(ctx, nil, m, ns, facts)
+			return &r
+		})
 	}
 }
 
 // UseResolution keeps r as the hub's answer for m (what Lookup does with
 // the hub's): Plan judges the nodes' copies against its files, and the
 // serve runs its commit.
-func (m *Model) UseResolution(r Resolution) { m.resolution = &r }
+func (m *Model) UseResolution(r Resolution) { m.resolve = func() *Resolution { return &r } }
 
 // Observe lists, on every node that loads a model, its directory and the
-// free space there.
+// free space there, and reads the manifest recorded there (Record).
 func (Kind) Observe(o *kind.Observation) {
 	for _, m := range models(o.Config) {
 		for _, n := range nodes(o.Config, m) {
 			hs := o.Host(n)
 			if !slices.Contains(hs.Trees, m.Dir()) {
 				hs.Trees = append(hs.Trees, m.Dir())
+			}
+			if rp := m.recordProbe(); !slices.ContainsFunc(hs.Reads, func(r observe.ReadProbe) bool { return r.Key() == rp.Key() }) {
+				hs.Reads = append(hs.Reads, rp)
 			}
 			o.SetHost(n, hs)
 		}
@@ -128,7 +180,7 @@ func (Kind) Plan(p kind.Planner) {
 				addrs[n] = a
 			}
 		}
-		pm := Plan(PlanInput{Model: m, Resolution: m.resolution, Nodes: ns, Addrs: addrs,
+		pm := Plan(PlanInput{Model: m, Resolution: m.Resolution(), Nodes: ns, Addrs: addrs, Nets: netsOf(cfg),
 			Facts: func(n string) *observe.HostFacts { return kind.Usable(p.Facts(), n) }})
 		for _, f := range pm.Findings {
 			p.Finding(f)
@@ -200,7 +252,7 @@ func (m *Model) ServeEnv() map[string]string {
 // revision that moves restarts the serve on the new weights, staged
 // before), else the revision itself.
 func (m *Model) Revision() string {
-	if r := m.resolution; r != nil && r.Err == nil && IsCommit(r.Manifest.Commit) {
+	if r := m.Resolution(); r != nil && r.Err == nil && IsCommit(r.Manifest.Commit) {
 		return r.Manifest.Commit
 	}
 	return m.Rev
@@ -225,6 +277,9 @@ type NodesStatus struct {
 	Nodes    []string `json:"nodes"`
 	// Error is why the hub's list could not be read ("" when it was).
 	Error string `json:"error,omitempty"`
+	// Recorded says, when the hub did not answer, why and which node's
+	// record the copies were judged against ("" when the hub answered).
+	Recorded string `json:"recorded,omitempty"`
 }
 
 func (s NodesStatus) render(w io.Writer) {
@@ -235,6 +290,9 @@ func (s NodesStatus) render(w io.Writer) {
 	fmt.Fprintf(w, "\nModel %s: %s@%s\n", s.Address, s.Source, rev)
 	if s.Error != "" {
 		fmt.Fprintf(w, "  hub       %s\n", s.Error)
+	}
+	if s.Recorded != "" {
+		fmt.Fprintf(w, "  hub       %s\n", s.Recorded)
 	}
 	for _, n := range s.Nodes {
 		fmt.Fprintf(w, "  %s\n", n)
@@ -248,16 +306,22 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 	var out []kind.Status
 	for _, m := range models(q.Config) {
 		ns := nodes(q.Config, m)
-		if len(ns) == 0 || m.resolution == nil {
+		r := m.Resolution()
+		if len(ns) == 0 || r == nil {
 			continue
 		}
 		st := NodesStatus{Address: address(m), Source: m.Source, Revision: m.Rev, Nodes: []string{}}
-		if err := m.resolution.Err; err != nil {
+		if err := r.Err; err != nil {
 			st.Error = err.Error()
 		} else {
-			mf := m.resolution.Manifest
+			mf := r.Manifest
 			st.Commit = mf.Commit
-			st.Nodes = Decide(mf, m.Copies(ns, func(n string) *observe.HostFacts { return kind.Usable(q.Facts, n) })).Lines()
+			f, _ := q.Config.Facts.(kind.Facts)
+			if rec := r.Recorded; rec != nil {
+				st.Recorded = fmt.Sprintf("%v; judged against the list recorded on %s at %s", rec.HubErr, rec.Node, rec.RecordedAt.UTC().Format(time.RFC3339))
+			}
+			st.Nodes = Plan(PlanInput{Model: m, Resolution: &Resolution{Manifest: mf}, Nodes: ns, Addrs: f.FabricAddrs, Nets: netsOf(q.Config),
+				Facts: func(n string) *observe.HostFacts { return kind.Usable(q.Facts, n) }}).Change.Reasons
 		}
 		out = append(out, kind.Status{Address: address(m), Value: st, Render: st.render})
 	}

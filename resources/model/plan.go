@@ -2,9 +2,11 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,30 +17,40 @@ import (
 )
 
 // Resolution is a model's manifest as the hub listed it for the plan, or
-// why it could not be listed (Err, with its cause and fix).
+// why it could not be listed (Err, with its cause and fix), or, when the
+// hub did not answer, as a node recorded it (Recorded).
 type Resolution struct {
 	Manifest Manifest
 	Err      error
+	// Recorded, when set, says that the hub did not answer and Manifest
+	// is the newest record of the revision on the nodes: the nodes are
+	// judged against it, and nothing is downloaded.
+	Recorded *Recorded
 }
 
 // ResolveTimeout bounds the hub's answers for one model at plan time.
 const ResolveTimeout = time.Minute
 
-// ResolveAll asks the hub for the manifest of each model (Resolve), by
-// model name. It is the only I/O of a model's plan: the hub is asked from
-// the machine running rayform, the token only in the Authorization header.
-func ResolveAll(ctx context.Context, hc *http.Client, models []*Model) map[string]Resolution {
+// ResolveOrRecall asks the hub for m's manifest (Resolve, bounded by
+// ResolveTimeout). When the hub does not answer (UnavailableError: no
+// answer, a timeout, a 5xx; never a refusal), the newest record of m's
+// revision on nodes, as facts show them, stands in for it (Recorded);
+// with none, the hub's error stays. A nil hc is HubClient's.
+func ResolveOrRecall(ctx context.Context, hc *http.Client, m *Model, nodes []string, facts func(node string) *observe.HostFacts) Resolution {
 	if hc == nil {
-		hc = &http.Client{Timeout: ResolveTimeout}
+		hc = HubClient(ResolveTimeout)
 	}
-	out := map[string]Resolution{}
-	for _, m := range models {
-		ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
-		mf, err := Resolve(ctx, hc, m.Endpoint, m.Token, m.Source, m.Rev)
-		cancel()
-		out[m.Name] = Resolution{Manifest: mf, Err: err}
+	ctx, cancel := context.WithTimeout(ctx, ResolveTimeout)
+	defer cancel()
+	mf, err := Resolve(ctx, hc, m.Endpoint, m.Token, m.Source, m.Rev)
+	if err == nil || !IsUnavailable(err) || facts == nil {
+		return Resolution{Manifest: mf, Err: err}
 	}
-	return out
+	if rec := newestRecord(m, nodes, facts); rec != nil {
+		rec.HubErr = err
+		return Resolution{Manifest: rec.Manifest, Recorded: rec}
+	}
+	return Resolution{Err: err}
 }
 
 // PlanInput is what a model's plan is computed from (no I/O).
@@ -55,10 +67,20 @@ type PlanInput struct {
 	Facts func(node string) *observe.HostFacts
 	// Addrs are the nodes' fabric addresses.
 	Addrs map[string]netip.Addr
+	// Nets are the networks of the nodes' clusters, by node (a node
+	// absent has none): a node receives only from a node whose fabric
+	// address is in its network's subnet.
+	Nets map[string]Net
 	// Layout, when set, is where the model lies on a node; by default the
 	// Hugging Face cache at the model's cache_dir, the same path on every
 	// node. (Tests of nodes sharing one filesystem give each its own.)
 	Layout func(node string) Layout
+}
+
+// Net is a network a node is on: its name and subnet.
+type Net struct {
+	Name   string
+	Subnet netip.Prefix
 }
 
 // Planned is a model's part of the plan.
@@ -113,9 +135,13 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	if err := in.Resolution.Err; err != nil {
-		// Resolve's refusals end with their fix after the last "; ".
 		detail, fix := err.Error(), "check that the hub at "+m.Endpoint+" is reachable from this machine (the model's endpoint), then plan again"
-		if i := strings.LastIndex(detail, "; "); i >= 0 {
+		if IsUnavailable(err) {
+			detail += fmt.Sprintf("; no node holds a list of %s@%s recorded by an earlier apply (apply records it next to the model's files once a node's copy is verified), so the nodes cannot be judged without the hub",
+				m.Source, m.Rev)
+			fix = "make the hub at " + m.Endpoint + " reachable from this machine (the model's endpoint), then plan again"
+		} else if i := strings.LastIndex(detail, "; "); i >= 0 {
+			// Resolve's refusals end with their fix after the last "; ".
 			detail, fix = detail[:i], detail[i+2:]
 		}
 		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
@@ -125,6 +151,9 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	mf := in.Resolution.Manifest
+	if rec := in.Resolution.Recorded; rec != nil {
+		out.Findings = append(out.Findings, recordedFinding(m, rec))
+	}
 	facts := in.Facts
 	if facts == nil {
 		facts = func(string) *observe.HostFacts { return nil }
@@ -142,6 +171,10 @@ func Plan(in PlanInput) Planned {
 			}
 		}
 	}
+	for i := range copies {
+		c := &copies[i]
+		c.Net, c.Subnet, c.Addr = in.Nets[c.Node].Name, in.Nets[c.Node].Subnet, in.Addrs[c.Node]
+	}
 	d := Decide(mf, copies)
 	ch.Reasons = d.Lines()
 	ch.Attrs = attrs(m, mf, d)
@@ -150,8 +183,25 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	ch.Action = plan.Update
-	if d.Source == "" {
+	if !d.Complete() {
 		ch.Action = plan.Create
+	}
+	if rec := in.Resolution.Recorded; rec != nil {
+		// What only the hub could give: the networks without a complete
+		// copy.
+		for _, t := range d.Transfers() {
+			if !t.Download {
+				continue
+			}
+			where := ""
+			if n := in.Nets[t.From]; n.Name != "" && len(copies) > 0 && d.nets > 1 {
+				where = " on network " + n.Name
+			}
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
+				Summary: fmt.Sprintf("%s cannot be staged: no node%s has a complete copy of %s@%s to receive it from, and the hub did not answer", strings.Join(append([]string{t.From}, t.To...), ", "), where, m.Source, m.Rev),
+				Detail:  fmt.Sprintf("%v. Nothing was changed on the nodes.", rec.HubErr),
+				Fix:     "make the hub at " + m.Endpoint + " reachable from this machine and the nodes, then plan again"})
+		}
 	}
 	for _, e := range d.Errors {
 		node, msg, _ := strings.Cut(e, ": ")
@@ -166,21 +216,17 @@ func Plan(in PlanInput) Planned {
 				Fix:     "make the node reachable over SSH and plan again"})
 		}
 	}
-	// The node others receive from serves on its fabric address: the
-	// source, or the downloader when others receive from it.
-	from := d.Source
-	if from == "" && len(d.Receivers) > 1 {
-		from = d.Download
-	}
-	if from != "" {
-		if !in.Addrs[from].IsValid() {
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: from,
-				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", from, m.Source),
+	// A node others receive from serves on its fabric address: a
+	// source, or a downloader when others of its network receive from it.
+	for _, t := range d.Transfers() {
+		if len(t.To) > 0 && !in.Addrs[t.From].IsValid() {
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: t.From,
+				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", t.From, m.Source),
 				Fix:     "see the network's findings: the receivers connect to the source's fabric address"})
 		}
 	}
 	out.Change = ch
-	if len(out.Findings) > 0 {
+	if slices.ContainsFunc(out.Findings, func(f plan.Finding) bool { return f.Severity == plan.Error }) {
 		return out
 	}
 	w := &Work{Model: m, Manifest: mf, Decision: d, Layouts: map[string]Layout{}, Addrs: map[string]netip.Addr{}}
@@ -192,6 +238,26 @@ func Plan(in PlanInput) Planned {
 	}
 	out.Work = w
 	return out
+}
+
+// recordedFinding is the warning of a plan made without the hub: the
+// hub, why it did not answer, and which node's record of when the nodes
+// were judged against.
+func recordedFinding(m *Model, rec *Recorded) plan.Finding {
+	cause := rec.HubErr
+	var ue *UnavailableError
+	if errors.As(cause, &ue) {
+		cause = ue.Err
+	}
+	moved := ""
+	if !IsCommit(m.Rev) {
+		moved = fmt.Sprintf("; if %s has moved on the hub since, this plan cannot see it", m.Rev)
+	}
+	return plan.Finding{Severity: plan.Warning, Address: address(m), At: at(m),
+		Summary: fmt.Sprintf("the hub at %s did not answer: judging the nodes against the list of %s@%s recorded on %s", m.Endpoint, m.Source, m.Rev, rec.Node),
+		Detail: fmt.Sprintf("The hub did not answer (%v). The list (commit %s, %d files, %s) was recorded on %s at %s, when its copy was verified%s; nothing is downloaded until the hub answers.",
+			cause, rec.Commit, len(rec.Files), GB(rec.Bytes()), rec.Node, rec.RecordedAt.UTC().Format(time.RFC3339), moved),
+		Fix: fmt.Sprintf("nothing, to keep serving commit %s; to see whether %s moved, make the hub at %s reachable from this machine (the model's endpoint) and plan again", rec.Commit[:12], m.Rev, m.Endpoint)}
 }
 
 // attrs are the model's attributes as plan shows them: what it is and

@@ -211,7 +211,7 @@ func TestPlanAndDownload(t *testing.T) {
 	}
 	md := &Model{Name: "gated", Source: mf.Repo, Rev: "main", CacheDir: "/unused", Endpoint: srv.URL, Token: hubToken}
 	p := planFor(t, md, mf, nodes, layouts)
-	if p.Change.Action != plan.Create || p.Work == nil || p.Work.Decision.Download != "spark1" {
+	if p.Change.Action != plan.Create || p.Work == nil || !slices.Equal(p.Work.Decision.Downloads, []string{"spark1"}) {
 		t.Fatalf("plan: %s %v %+v", p.Change.Action, p.Change.Reasons, p.Findings)
 	}
 	lines, err := runSteps(t, p.Work, nodes, conns)

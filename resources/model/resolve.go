@@ -2,12 +2,57 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
+
+// UnavailableError is Resolve's error when the hub gave no answer (the
+// connection refused, a timeout, a name that does not resolve, the
+// connection cut) or answered that it cannot serve now (5xx): unlike a
+// refusal (401, 403, 404), it says nothing about the model, and plan may
+// judge the nodes against the manifest recorded on them instead.
+type UnavailableError struct {
+	Endpoint string
+	// Err is what the client saw.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("the hub at %s did not answer: %v", e.Endpoint, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err is the hub's failure to answer
+// (UnavailableError).
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
+}
+
+// Timeouts of the hub client: a hub that does not answer costs at most
+// these, never the run's whole context.
+const (
+	hubDialTimeout   = 10 * time.Second
+	hubHeaderTimeout = 30 * time.Second
+)
+
+// HubClient is the HTTP client Resolve asks the hub with: the
+// environment's proxy, a bounded dial, TLS handshake and wait for the
+// answer's headers, and timeout for the whole exchange.
+func HubClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = (&net.Dialer{Timeout: hubDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	tr.TLSHandshakeTimeout = hubDialTimeout
+	tr.ResponseHeaderTimeout = hubHeaderTimeout
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
 
 // maxAPIBytes bounds an answer of the hub's API that Resolve reads (a
 // model's file list, an index of shards).
@@ -22,7 +67,7 @@ const maxAPIBytes = 64 << 20
 // (gated, bad token, no access, no such repository or revision).
 func Resolve(ctx context.Context, hc *http.Client, endpoint, token, repo, revision string) (Manifest, error) {
 	base := strings.TrimRight(endpoint, "/")
-	body, err := hubGet(ctx, hc, base+"/api/models/"+repo+"/revision/"+url.PathEscape(revision)+"?blobs=true", token, repo, revision)
+	body, err := hubGet(ctx, hc, endpoint, base+"/api/models/"+repo+"/revision/"+url.PathEscape(revision)+"?blobs=true", token, repo, revision)
 	if err != nil {
 		return Manifest{}, err
 	}
@@ -33,7 +78,7 @@ func Resolve(ctx context.Context, hc *http.Client, endpoint, token, repo, revisi
 	var index []byte
 	for _, f := range m.Files {
 		if f.Path == IndexFile {
-			if index, err = hubGet(ctx, hc, base+"/"+repo+"/resolve/"+m.Commit+"/"+IndexFile, token, repo, revision); err != nil {
+			if index, err = hubGet(ctx, hc, endpoint, base+"/"+repo+"/resolve/"+m.Commit+"/"+IndexFile, token, repo, revision); err != nil {
 				return Manifest{}, err
 			}
 		}
@@ -41,8 +86,10 @@ func Resolve(ctx context.Context, hc *http.Client, endpoint, token, repo, revisi
 	return Select(m, index)
 }
 
-// hubGet GETs u from the hub, explaining a refusal.
-func hubGet(ctx context.Context, hc *http.Client, u, token, repo, revision string) ([]byte, error) {
+// hubGet GETs u from the hub, explaining a refusal. A hub that gives no
+// answer, or answers 5xx, is an UnavailableError (unless ctx itself
+// ended: the run was interrupted).
+func hubGet(ctx context.Context, hc *http.Client, endpoint, u, token, repo, revision string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -52,12 +99,22 @@ func hubGet(ctx context.Context, hc *http.Client, u, token, repo, revision strin
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("model %s@%s: the hub did not answer: %w", repo, revision, err)
+		if ctx.Err() == context.Canceled {
+			return nil, fmt.Errorf("model %s@%s: asking the hub: %w", repo, revision, ctx.Err())
+		}
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is the endpoint's, said once
+		}
+		return nil, fmt.Errorf("model %s@%s: %w", repo, revision, &UnavailableError{Endpoint: endpoint, Err: err})
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAPIBytes))
 	if err != nil {
-		return nil, fmt.Errorf("model %s@%s: reading the hub's answer: %w", repo, revision, err)
+		return nil, fmt.Errorf("model %s@%s: %w", repo, revision, &UnavailableError{Endpoint: endpoint, Err: fmt.Errorf("reading its answer: %w", err)})
+	}
+	if resp.StatusCode >= 500 {
+		return nil, fmt.Errorf("model %s@%s: %w", repo, revision, &UnavailableError{Endpoint: endpoint, Err: fmt.Errorf("it answered %s", resp.Status)})
 	}
 	if resp.StatusCode == http.StatusOK {
 		return body, nil

@@ -2,18 +2,20 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// Steps are apply's steps for w, as its Decision says: stage from the
-// node with a complete copy to every node lacking something, node to node
-// over the fabric; or, where no node has one, download from the hub onto
-// one node, then stage from it to the others. Each reports every
+// Steps are apply's steps for w, as its Decision's transfers say: stage
+// from each node with a complete copy to the nodes lacking something on
+// its network, node to node over the fabric; for each network where no
+// node has one, download from the hub onto one node, then stage from it
+// to the others of that network. Each reports every
 // receiver's progress (bytes, rate, ETA) as a line per node. They change
 // nothing that runs (files are written under their final names only once
 // verified), so apply runs them before it stops or starts anything: a
@@ -60,30 +62,50 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 				if err != nil {
 					return err
 				}
-				return Stage(ctx, w.Manifest, src, dsts, withProgress(progress))
+				if err := Stage(ctx, w.Manifest, src, dsts, withProgress(progress)); err != nil {
+					return err
+				}
+				return w.record(ctx, append([]Peer{src}, dsts...))
 			},
 		}
 	}
-	var steps []apply.Step
-	switch {
-	case len(d.Receivers) == 0:
-	case d.Source != "":
-		steps = append(steps, stage(d.Source, d.Receivers))
-	case d.Download != "":
-		dl := d.Download
-		steps = append(steps, apply.Step{
+	download := func(dl string) apply.Step {
+		return apply.Step{
 			Name: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
 			Run: func(ctx context.Context, progress func(string)) error {
 				p, err := peer(dl)
 				if err != nil {
 					return err
 				}
-				return Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress))
+				if err := Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress)); err != nil {
+					return err
+				}
+				return w.record(ctx, []Peer{p})
 			},
-		})
-		if others := slices.DeleteFunc(slices.Clone(d.Receivers), func(n string) bool { return n == dl }); len(others) > 0 {
-			steps = append(steps, stage(dl, others))
+		}
+	}
+	var steps []apply.Step
+	for _, t := range d.Transfers() {
+		if t.Download {
+			steps = append(steps, download(t.From))
+		}
+		if len(t.To) > 0 {
+			steps = append(steps, stage(t.From, t.To))
 		}
 	}
 	return steps
+}
+
+// record writes the manifest on each of peers, whose copies are verified
+// complete (WriteRecord): what a plan judges them against when the hub
+// does not answer.
+func (w *Work) record(ctx context.Context, peers []Peer) error {
+	r := Record{Manifest: w.Manifest, Endpoint: w.Model.Endpoint, RecordedAt: time.Now()}
+	var errs []error
+	for _, p := range peers {
+		if err := WriteRecord(ctx, p.Conn, p.Layout.Dir, r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }

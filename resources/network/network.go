@@ -548,3 +548,8 @@ func interfaceFix(nw *Network, node string, hf *observe.HostFacts) string {
 	}
 	return fmt.Sprintf("set interface = %q in %s%s; it names the fabric interface of every node", name, nw.Addr, holds)
 }
+
+// Subnet is the network's subnet (its cidr): a kind that moves data
+// between nodes (a model's staging) learns from it which nodes reach each
+// other on their fabric addresses.
+func (n *Network) Subnet() netip.Prefix { return n.CIDR }

@@ -7,7 +7,8 @@ import (
 	"encoding/json"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // SetRayTable makes hf's answer to the node-table probe of the dashboard
@@ -17,7 +18,7 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
 	}
-	url := resources.RayTableURL(port)
+	url := cluster.RayTableURL(port)
 	if t.Err != "" {
 		hf.HTTP[url] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Refused: true, Err: t.Err}, Via: "curl"}
 		return
@@ -37,14 +38,14 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 
 // RayTable reads hf's answer to the node-table probe on port.
 func RayTable(hf *observe.HostFacts, port int) observe.RayNodeFacts {
-	r, ok := hf.HTTP[resources.RayTableURL(port)]
+	r, ok := hf.HTTP[cluster.RayTableURL(port)]
 	return observe.ParseRayNodes(r, ok)
 }
 
 // SetServeAnswer makes hf's answers to a serve's probes on port say v, as
 // vLLM writes /health and /v1/models; v not Observed removes them.
 func SetServeAnswer(hf *observe.HostFacts, port int, v observe.VLLM) {
-	health, models := resources.ServeURL(port, "/health"), resources.ServeURL(port, "/v1/models")
+	health, models := serve.ServeURL(port, "/health"), serve.ServeURL(port, "/v1/models")
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
 	}
@@ -71,5 +72,5 @@ func SetServeRecord(hf *observe.HostFacts, name string, rec observe.ProcessRecor
 	if hf.Records == nil {
 		hf.Records = map[string]observe.ProcessRecord{}
 	}
-	hf.Records[resources.ServeRecordName(name)] = rec
+	hf.Records[serve.ServeRecordName(name)] = rec
 }

@@ -1,0 +1,114 @@
+// Package cluster is the ray_cluster kind (Kind): a Ray cluster of one
+// container per node, started with docker run over SSH, its head first
+// and its workers joining it over the cluster's network. Its schema,
+// decoding and checks; what it asks the hosts; its plan (ClusterWork);
+// the steps that carry it out; what is present, its destruction, logs,
+// status and locks.
+//
+// A block that runs on a cluster (a vllm_serve) reads it through the
+// values this package exports: the block's Go value (RayCluster), its
+// containers as declared (ClusterSpecs, ContainerSpec), their labels, the
+// observed Ray node table (RayTable) and the fabric addresses
+// (FabricAddrs). The cluster reads such blocks only through kind's
+// interfaces (kind.SecretHolder) and through kind.Restarter it tells them
+// which of its nodes restart.
+package cluster
+
+import (
+	"net/netip"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
+)
+
+// Type is the ray_cluster block type.
+const Type = "ray_cluster"
+
+// nodeType is the node block type (node.Type), for where a parameter
+// named node hides the package.
+const nodeType = node.Type
+
+// Patterns of names and sizes Docker accepts.
+const (
+	containerNamePattern = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
+	shmSizePattern       = `^[0-9]+(\.[0-9]+)?([bkmgBKMG]|[kmgKMG][bB]|[kmgKMG]i[bB])?$`
+)
+
+// Config is an evaluated configuration as the cluster kind reads it: the
+// language's values through the embedded *Config, and the blocks it
+// reads by name.
+type Config struct {
+	*config.Config
+	Nodes       map[string]*node.Node
+	Networks    map[string]*network.Network
+	RayClusters map[string]*RayCluster
+}
+
+// View returns the cluster kind's view of an evaluated configuration; nil
+// for nil.
+func View(c *config.Config) *Config {
+	if c == nil {
+		return nil
+	}
+	return &Config{
+		Config:      c,
+		Nodes:       blocksOf[node.Node](c, node.Type),
+		Networks:    blocksOf[network.Network](c, network.Type),
+		RayClusters: Clusters(c),
+	}
+}
+
+// Clusters returns the ray_cluster blocks of c by name.
+func Clusters(c *config.Config) map[string]*RayCluster {
+	return blocksOf[RayCluster](c, Type)
+}
+
+// blocksOf returns the evaluated blocks of typ as their Go type T.
+func blocksOf[T any](c *config.Config, typ string) map[string]*T {
+	out := map[string]*T{}
+	for name, v := range c.Blocks(typ) {
+		out[name] = v.(*T)
+	}
+	return out
+}
+
+// SecretKeys are the deployments' secret-digest keys by cluster name
+// (kind.Facts.SecretKeys).
+func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+
+// planner is what the cluster kind plans through: kind.Planner, kit's
+// readings of the hosts, the configuration through its view, and the
+// nodes' fabric addresses and interfaces (FabricAddrs).
+type planner struct {
+	kit.Planner
+	cfg    *Config
+	facts  *observe.Facts
+	addrs  map[string]netip.Addr
+	ifaces map[string]string
+}
+
+// newPlanner is the cluster kind's planner over p.
+func newPlanner(p kind.Planner) *planner {
+	pl := &planner{Planner: kit.Planner{Planner: p}, cfg: View(p.Config()), facts: p.Facts()}
+	if pl.facts == nil {
+		pl.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
+	}
+	pl.addrs, pl.ifaces = FabricAddrs(pl.cfg, pl.facts)
+	return pl
+}
+
+// WithFacts re-evaluates the configuration with observed facts
+// (config.Config.WithFacts), keeping its secret-digest keys.
+func (c *Config) WithFacts(f kind.Facts) (*Config, hcl.Diagnostics) {
+	if f.SecretKeys == nil {
+		f.SecretKeys = c.SecretKeys()
+	}
+	out, diags := c.Config.WithFacts(f)
+	return View(out), diags
+}

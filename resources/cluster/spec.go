@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/netip"
+	"path"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/servedir"
+)
+
+// Container labels rayform sets on every container it creates. A container
+// without LabelManaged is never touched.
+const (
+	LabelManaged  = "rayform.managed"   // "true"
+	LabelProject  = "rayform.project"   // the project (config directory) name
+	LabelResource = "rayform.resource"  // e.g. "ray_cluster.main"
+	LabelRole     = "rayform.role"      // "head" or "worker"
+	LabelNode     = "rayform.node"      // node name
+	LabelNodeIP   = "rayform.node-ip"   // the fabric address Ray was started with
+	LabelHead     = "rayform.head"      // head address "ip:port"
+	LabelSpecHash = "rayform.spec-hash" // hash of the ContainerSpec
+)
+
+// ContainerSpec is everything that defines one Ray container on one node.
+// Its hash, stored as a label, is how drift in the definition is detected.
+type ContainerSpec struct {
+	Resource string            `json:"resource"`
+	Node     string            `json:"node"`
+	Role     string            `json:"role"` // "head" or "worker"
+	Name     string            `json:"name"`
+	Image    string            `json:"image"`
+	NodeIP   string            `json:"node_ip"`
+	HeadAddr string            `json:"head_addr"` // ip:port of the GCS
+	GPUs     int               `json:"gpus"`
+	Env      map[string]string `json:"env"`
+	// SecretEnv lists the keys of Env whose values are sensitive; they reach
+	// the host in the docker command's environment (see RunArgs), never on a
+	// command line or in a file.
+	SecretEnv     []string `json:"secret_env,omitempty"`
+	Volumes       []string `json:"volumes,omitempty"`
+	DockerArgs    []string `json:"docker_args,omitempty"`
+	Port          int      `json:"port"`
+	DashboardPort int      `json:"dashboard_port"`
+	// NonCarryOver lists env names vLLM must not copy from the driver.
+	NonCarryOver []string `json:"non_carry_over"`
+	// ServeDir is the container's directory of serve records (see
+	// servedir.Dir), bind-mounted from servedir.Host(project, Node, Name) on the
+	// host; "" mounts nothing. It is part of the hash, so a container
+	// without the mount is replaced; the host side is determined by the
+	// project (which owns the container), Node and Name.
+	ServeDir string `json:"serve_dir,omitempty"`
+	// Record is the cluster's attributes as this container applies them,
+	// carried as the LabelAttrs label. It is derived from the fields above
+	// and the cluster, so it is not part of the hash.
+	Record observe.Record `json:"-"`
+	// SecretKey is the deployment's secret-digest key (see attrs.SecretDigest):
+	// SecretEnv's values enter the hash, and sensitive attributes Record,
+	// only as digests under it. Never serialized.
+	SecretKey []byte `json:"-"`
+}
+
+// Hash is a stable digest of the spec. Secret values enter it only through
+// their hash, so the label reveals nothing.
+func (s ContainerSpec) Hash() string {
+	c := s
+	c.Env = map[string]string{}
+	for k, v := range s.Env {
+		if slices.Contains(s.SecretEnv, k) {
+			v = attrs.SecretDigest(s.SecretKey, v)
+		}
+		c.Env[k] = v
+	}
+	b, _ := json.Marshal(c) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// Current reports whether a container labelled with hash h is of this
+// spec: h is its hash, or the hash an earlier rayform gave it, with
+// unkeyed secret digests (see attrs.SecretDigest), so that an upgrade replaces
+// no container whose secrets did not change. Legacy reports which of the
+// two matched.
+func (s ContainerSpec) Current(h string) (current, legacy bool) {
+	if h == s.Hash() {
+		return true, false
+	}
+	if s.SecretKey != nil && len(s.SecretEnv) > 0 {
+		if h == s.unkeyed().Hash() {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// unkeyed is s as an earlier rayform made it: secrets digested without a
+// key.
+func (s ContainerSpec) unkeyed() ContainerSpec {
+	s.SecretKey = nil
+	return s
+}
+
+// Labels returns the labels the container carries.
+func (s ContainerSpec) Labels(project string) map[string]string {
+	labels := map[string]string{
+		LabelManaged:  "true",
+		LabelProject:  project,
+		LabelResource: s.Resource,
+		LabelRole:     s.Role,
+		LabelNode:     s.Node,
+		LabelNodeIP:   s.NodeIP,
+		LabelHead:     s.HeadAddr,
+		LabelSpecHash: s.Hash(),
+	}
+	if len(s.Record.Attrs) > 0 {
+		labels[LabelAttrs] = attrs.EncodeRecordLabel(s.Record)
+	}
+	return labels
+}
+
+// RayStartArgs is the `ray start` command line the container runs.
+func (s ContainerSpec) RayStartArgs() []string {
+	args := []string{"ray", "start"}
+	if s.Role == "head" {
+		args = append(args, "--head", "--port="+strconv.Itoa(s.Port),
+			"--dashboard-host=0.0.0.0", "--dashboard-port="+strconv.Itoa(s.DashboardPort))
+	} else {
+		args = append(args, "--address="+s.HeadAddr)
+	}
+	if s.NodeIP != "" {
+		args = append(args, "--node-ip-address="+s.NodeIP)
+	}
+	if s.GPUs > 0 {
+		args = append(args, "--num-gpus="+strconv.Itoa(s.GPUs))
+	}
+	return append(args, "--disable-usage-stats", "--block")
+}
+
+// VLLMConfigRoot is where the container keeps vLLM's config, including
+// ray_non_carry_over_env_vars.json.
+const VLLMConfigRoot = "/tmp/rayform/vllm-config"
+
+// EntrypointScript writes vLLM's non-carry-over list and removes the serve
+// files of the container's previous life (a record belongs to the
+// container's run: a restarted container runs no serve), then execs ray
+// start.
+func (s ContainerSpec) EntrypointScript() string {
+	list, _ := json.Marshal(s.NonCarryOver)
+	clean := ""
+	if s.ServeDir != "" {
+		clean = fmt.Sprintf("mkdir -p %[1]s && rm -f %[1]s/serve-* && ", s.ServeDir)
+	}
+	return fmt.Sprintf("%smkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
+		clean, VLLMConfigRoot, list, VLLMConfigRoot)
+}
+
+// RunArgs is the `docker run` command line, without secrets: a sensitive
+// variable is passed as -e NAME, which the docker CLI fills from its own
+// environment; run it with SecretEnvValues as the command's Env (the
+// transport sends them on stdin), so no command line and no file on the
+// host ever holds them.
+func (s ContainerSpec) RunArgs(project string) []string {
+	args := []string{"docker", "run", "-d", "--name", s.Name,
+		"--network", "host", "--ipc", "host", "--gpus", "all",
+		"--restart", "no"}
+	labels := s.Labels(project)
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		args = append(args, "--label", k+"="+labels[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if slices.Contains(s.SecretEnv, k) {
+			args = append(args, "-e", k)
+			continue
+		}
+		args = append(args, "-e", k+"="+s.Env[k])
+	}
+	if s.ServeDir != "" {
+		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
+	}
+	for _, v := range s.Volumes {
+		args = append(args, "-v", v)
+	}
+	args = append(args, s.DockerArgs...)
+	args = append(args, "--entrypoint", "/bin/sh", s.Image, "-c", s.EntrypointScript(), "rayform")
+	return append(args, s.RayStartArgs()...)
+}
+
+// SecretEnvValues returns the sensitive variables and their values: the
+// Env of the command running RunArgs.
+func (s ContainerSpec) SecretEnvValues() map[string]string {
+	return kit.SecretValues(s.Env, s.SecretEnv)
+}
+
+// ClusterSpecs returns the desired container of every node of a cluster,
+// head first. addrs maps node names to fabric addresses; a node without one
+// gets an empty NodeIP (the plan shows it as known after observe).
+func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
+	headIP := addrs[rc.Head]
+	headAddr := ""
+	if headIP.IsValid() {
+		headAddr = netip.AddrPortFrom(headIP, uint16(rc.Port)).String()
+	}
+	name := ContainerName(rc)
+	nw := cfg.Networks[rc.Network]
+	volumes := rc.Volumes
+	if wv := weightsVolumes(cfg, rc); len(wv) > 0 {
+		volumes = slices.Concat(rc.Volumes, wv)
+	}
+	var specs []ContainerSpec
+	for i, node := range rc.Nodes() {
+		role := "worker"
+		if i == 0 {
+			role = "head"
+		}
+		env, err := cfg.ContainerEnv(rc.Name, node, addrs[node], ifaces[node])
+		if err != nil {
+			env = map[string]string{}
+			for k, v := range rc.Env {
+				env[k] = v
+			}
+		}
+		env["VLLM_CONFIG_ROOT"] = VLLMConfigRoot
+		var secret []string
+		for k := range rc.Env {
+			if rc.IsSensitive(fmt.Sprintf("env[%q]", k)) {
+				secret = append(secret, k)
+			}
+		}
+		sort.Strings(secret)
+		nodeIP := ""
+		if a := addrs[node]; a.IsValid() {
+			nodeIP = a.String()
+		}
+		gpus := 0
+		if n := cfg.Nodes[node]; n != nil {
+			gpus = n.GPUs
+		}
+		specs = append(specs, withRecord(rc, ContainerSpec{
+			Resource:      rc.Addr,
+			Node:          node,
+			Role:          role,
+			Name:          name,
+			Image:         rc.Image,
+			NodeIP:        nodeIP,
+			HeadAddr:      headAddr,
+			GPUs:          gpus,
+			Env:           env,
+			SecretEnv:     secret,
+			Volumes:       volumes,
+			DockerArgs:    rc.DockerArgs,
+			Port:          rc.Port,
+			DashboardPort: rc.DashboardPort,
+			NonCarryOver:  network.EnvKeys(),
+			ServeDir:      servedir.Dir,
+			SecretKey:     cfg.SecretKeys()[rc.Name],
+		}, nodeIface(nw, node, ifaces)))
+	}
+	return specs
+}
+
+// weightsVolumes are the mounts of rc's containers for the weights its
+// serves load (kind.Mounter): each provider's directory at the same path,
+// unless a volume of rc mounts something there already (nil when none, which leaves the
+// containers' specs as they were).
+func weightsVolumes(cfg *Config, rc *RayCluster) []string {
+	var out []string
+	for _, dir := range kind.MountsOn(cfg.Config, rc.Name) {
+		if !mountsAt(rc.Volumes, dir) {
+			out = kit.AppendUnique(out, dir+":"+dir)
+		}
+	}
+	return out
+}
+
+// mountsAt reports whether one of volumes (docker -v specs,
+// HOST:CONTAINER[:OPTIONS]) mounts something at the container path dir.
+func mountsAt(volumes []string, dir string) bool {
+	for _, v := range volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 && path.Clean(parts[1]) == dir {
+			return true
+		}
+	}
+	return false
+}

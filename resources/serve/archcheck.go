@@ -1,0 +1,308 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/modelfit"
+)
+
+// The architecture check: whether the image's vLLM and transformers know
+// the model's architecture and model_type (modelfit.CheckArchitecture).
+// Only the image can say what it knows, and asking it means starting its
+// Python and importing vLLM (and with it torch): seconds, too slow and too
+// intrusive for plan, which runs no container. So apply asks it, once per
+// image ID, right before vllm serve starts, inside the head's Ray container
+// (rayform's own, which already runs the image), and records the answer in
+// the state; every later plan with that image judges from the state at
+// plan time. An image's content never changes under its ID, so the answer
+// never goes stale.
+
+// archQueryTimeout bounds the query: importing vLLM imports torch and
+// CUDA's libraries (seconds to tens of seconds on a cold page cache).
+const archQueryTimeout = 120 * time.Second
+
+// archMarker starts the query's answer line: vLLM logs to stdout.
+const archMarker = "RAYFORM_ARCH "
+
+// archQuery prints what the image's vLLM and transformers know, as one
+// JSON line after archMarker. Plugins are loaded first, as vllm serve
+// does, so architectures registered by out-of-tree plugins count. Names:
+// vllm.model_executor.models.ModelRegistry.get_supported_archs() and
+// vllm.transformers_utils.config._CONFIG_REGISTRY (vLLM's sources),
+// transformers.models.auto.configuration_auto.CONFIG_MAPPING (its lazy
+// mapping; keys() includes the types registered at import).
+const archQuery = `import json
+out = {}
+def err(e):
+    return "%s: %s" % (type(e).__name__, e)
+try:
+    import transformers
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    out["transformers"] = transformers.__version__
+    out["model_types"] = sorted(CONFIG_MAPPING.keys())
+except Exception as e:
+    out["transformers_error"] = err(e)
+try:
+    import vllm
+    out["vllm"] = getattr(vllm, "__version__", "")
+    try:
+        from vllm.plugins import load_general_plugins
+        load_general_plugins()
+    except Exception:
+        pass
+    from vllm.model_executor.models import ModelRegistry
+    out["architectures"] = sorted(ModelRegistry.get_supported_archs())
+except Exception as e:
+    out["vllm_error"] = err(e)
+try:
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+    out["vllm_config_types"] = sorted(_CONFIG_REGISTRY.keys())
+except Exception:
+    pass
+print("` + archMarker + `" + json.dumps(out), flush=True)
+`
+
+// ArchCheck is what plan hands apply for the architecture check of a
+// serve: the model's config.json as plan read it, and where to point.
+type ArchCheck struct {
+	Config          modelfit.Config
+	TrustRemoteCode bool
+	// At is the file:line of the serve's model attribute; Source says
+	// where config.json was read.
+	At, Source string
+}
+
+// archAnswer is the query's JSON line.
+type archAnswer struct {
+	VLLM              string   `json:"vllm"`
+	Transformers      string   `json:"transformers"`
+	Architectures     []string `json:"architectures"`
+	ModelTypes        []string `json:"model_types"`
+	VLLMConfigTypes   []string `json:"vllm_config_types"`
+	VLLMError         string   `json:"vllm_error"`
+	TransformersError string   `json:"transformers_error"`
+}
+
+// registry is the modelfit form of an image's recorded answer.
+func registry(im state.Image) modelfit.Registry {
+	return modelfit.Registry{VLLM: im.VLLM, Transformers: im.Transformers, Architectures: im.Architectures,
+		ModelTypes: im.ModelTypes, VLLMConfigTypes: im.VLLMConfigTypes, Unchecked: im.Unchecked}
+}
+
+// parseArchAnswer reads the query's output into the state's form; ok is
+// false when the image gave no answer line (the query did not run).
+func parseArchAnswer(stdout []byte) (state.Image, bool) {
+	for _, line := range strings.Split(string(stdout), "\n") {
+		rest, found := strings.CutPrefix(strings.TrimSpace(line), archMarker)
+		if !found {
+			continue
+		}
+		var a archAnswer
+		if json.Unmarshal([]byte(rest), &a) != nil {
+			return state.Image{}, false
+		}
+		im := state.Image{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
+			ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes}
+		switch {
+		case a.VLLMError != "":
+			im.Unchecked = "the image's python3 cannot import vLLM's model registry (" + a.VLLMError + ")"
+		case a.TransformersError != "":
+			im.Unchecked = "the image's python3 cannot import transformers (" + a.TransformersError + ")"
+		}
+		return im, true
+	}
+	return state.Image{}, false
+}
+
+// trustRemoteCode says whether extra_args pass --trust-remote-code.
+func trustRemoteCode(args []string) bool {
+	return slices.Contains(args, "--trust-remote-code")
+}
+
+// archPlan judges the serve from the answer the state holds for the
+// head's image, or says that apply will ask the image. It returns the
+// check apply runs: nil when the state already answered.
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
+	if len(mc.Architectures) == 0 && mc.ModelType == "" {
+		return nil // config.json names nothing to check
+	}
+	r := sv.Range("model")
+	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
+	id := headImageID(head, rc, p.Project())
+	var known state.Image
+	ok := false
+	if p.State() != nil {
+		if id != "" {
+			known, ok = p.State().Image(id)
+		} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
+			// The head's container keeps running this image: the answer
+			// given for its reference is the answer for it.
+			id, known, ok = p.State().ImageByRef(rc.Image)
+		}
+	}
+	if !ok {
+		name := shortImage(rc.Image, id)
+		if name == "" {
+			name = "of " + rc.Addr
+		}
+		p.Note(fmt.Sprintf("the architecture check of %s runs in apply, before vllm serve starts: the image %s was not asked yet what its vLLM and transformers know (once per image).", sv.Addr, name))
+		return ac
+	}
+	findings, skipped := modelfit.CheckArchitecture(mc, registry(known), ac.TrustRemoteCode)
+	if skipped != "" {
+		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s.", sv.Addr, skipped))
+	}
+	for _, f := range findings {
+		sev := plan.Error
+		if f.Severity == modelfit.Warning {
+			sev = plan.Warning
+		}
+		p.Finding(plan.Finding{Severity: sev, Address: sv.Addr, At: ac.At, Summary: f.Summary,
+			Detail: f.Detail + "\n" + source + fmt.Sprintf(" The image %s answered on %s (asked by apply; it took %.1f s).", shortImage(rc.Image, id), known.CheckedAt.Format(time.DateOnly), known.Seconds),
+			Fix:    f.Fix})
+	}
+	return nil
+}
+
+// headImageID is the ID of the image the cluster's head runs: from the
+// image inspection when the probe made one, else from the cluster's own
+// container on the head running that image (a converged cluster's probe
+// skips the inspection); "" when neither tells.
+func headImageID(head *observe.HostFacts, rc *cluster.RayCluster, project string) string {
+	for _, im := range head.Images {
+		if im.Ref == rc.Image && im.Present && im.ID != "" {
+			return im.ID
+		}
+	}
+	for _, c := range head.Containers.List {
+		if c.Labels[cluster.LabelManaged] == "true" && c.Labels[cluster.LabelProject] == project && c.Labels[cluster.LabelResource] == rc.Addr && c.Image == rc.Image && c.ImageID != "" {
+			return c.ImageID
+		}
+	}
+	return ""
+}
+
+// headContainer is the name of the cluster's container on its head.
+func headContainer(cfg *Config, rc *cluster.RayCluster) string {
+	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, nil, nil) {
+		if s.Node == rc.Head {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// shortImage names an image by its reference and the head of its ID.
+func shortImage(ref, id string) string {
+	short := strings.TrimPrefix(id, "sha256:")
+	short = short[:min(12, len(short))]
+	switch {
+	case id == "":
+		return ref
+	case ref == "":
+		return short
+	}
+	return fmt.Sprintf("%s (%s)", ref, short)
+}
+
+// archStep asks the head container's image what its vLLM and transformers
+// know (once per image ID, recorded in the state) and judges the model:
+// an error stops the apply before vllm serve starts; a warning is shown.
+// A query that cannot run (no python3, no vLLM) says so and stops nothing.
+func (r *serveRun) archStep() apply.Step {
+	return apply.Step{
+		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
+		Run: func(ctx context.Context, progress func(string)) error {
+			ac := r.s.Arch
+			res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
+			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
+			if err != nil || !strings.HasPrefix(id, "sha256:") {
+				progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", r.spec.Container, r.node(), err))
+				return nil
+			}
+			im, known := state.Image{}, false
+			if r.e.State != nil {
+				im, known = r.e.State.Image(id)
+			}
+			if known {
+				progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))
+			} else {
+				var ok bool
+				im, ok = r.queryImage(ctx, id, ref, progress)
+				if !ok {
+					return nil
+				}
+			}
+			findings, skipped := modelfit.CheckArchitecture(ac.Config, registry(im), ac.TrustRemoteCode)
+			if skipped != "" {
+				progress("not checked: " + skipped)
+				return nil
+			}
+			var errs []string
+			for _, f := range findings {
+				if f.Severity == modelfit.Warning {
+					progress(fmt.Sprintf("warning: %s: %s. %s", ac.At, f.Summary, f.Fix))
+					continue
+				}
+				errs = append(errs, fmt.Sprintf("%s: %s\n  %s\n  %s\n  fix: %s", ac.At, f.Summary, f.Detail, ac.Source, f.Fix))
+			}
+			if len(errs) > 0 {
+				return fmt.Errorf("vllm serve %s was not started: the model does not fit the image on %s:\n%s", r.spec.Name, r.node(), strings.Join(errs, "\n"))
+			}
+			progress(fmt.Sprintf("the image's vLLM %s and transformers %s know %s (%s)", im.VLLM, im.Transformers, strings.Join(ac.Config.Architectures, ", "), ac.Config.ModelType))
+			return nil
+		},
+	}
+}
+
+// queryImage runs archQuery in the head container and records the answer
+// under the image ID; ok is false when the image gave none (nothing is
+// recorded then: the failure may be passing).
+func (r *serveRun) queryImage(ctx context.Context, id, ref string, progress func(string)) (state.Image, bool) {
+	ctx, cancel := context.WithTimeout(ctx, archQueryTimeout)
+	defer cancel()
+	limit := int(archQueryTimeout / time.Second)
+	script := fmt.Sprintf(`command -v python3 >/dev/null 2>&1 || { echo "rayform: the image has no python3" >&2; exit 127; }
+if command -v timeout >/dev/null 2>&1; then exec timeout %d python3 -c %s; fi
+exec python3 -c %s`, limit, shell.Quote(archQuery), shell.Quote(archQuery))
+	start := time.Now()
+	res, err := r.e.Run(ctx, r.node(), transport.Cmd{Argv: []string{"docker", "exec", r.spec.Container, "sh", "-c", script}})
+	took := time.Since(start).Seconds()
+	im, ok := parseArchAnswer(res.Stdout)
+	switch {
+	case ok:
+	case strings.Contains(string(res.Stderr), "the image has no python3"):
+		im, ok = state.Image{Unchecked: "the image has no python3"}, true
+	default:
+		progress(fmt.Sprintf("not checked: asking the image on %s failed after %.1f s (%v): %s", r.node(), took, err, lastLine(res.Stderr)))
+		return state.Image{}, false
+	}
+	if ref != "" {
+		im.Refs = []string{ref}
+	}
+	im.Seconds = float64(int(took*10)) / 10
+	im.CheckedAt = time.Now()
+	if r.e.State != nil {
+		r.e.State.SetImage(id, im)
+	}
+	progress(fmt.Sprintf("asked the image %s what its vLLM and transformers know: %.1f s, recorded in the state", shortImage("", id), took))
+	return im, true
+}
+
+// lastLine is the last non-empty line of b.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,139 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/transporttest"
+	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/modelfit"
+)
+
+// archReply is the query's output for a registry fixture of
+// testdata/modelfit, as the image prints it.
+func archReply(t *testing.T, fixture string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "modelfit", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a archAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatal(err)
+	}
+	line, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return archMarker + string(line) + "\n"
+}
+
+func archModel(t *testing.T, model string) modelfit.Config {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "modelfit", model, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := modelfit.ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestArchStep: apply asks each image once, by image ID, and keeps the
+// answer in the state; a second serve on the same image reads the state;
+// a misfit stops before vllm serve with the model's file:line; an image
+// without vLLM is "not checked" and stops nothing.
+func TestArchStep(t *testing.T) {
+	const (
+		newID  = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+		oldID  = "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+		labID  = "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+		rayNew = "rayform-new"
+		rayOld = "rayform-old"
+		rayLab = "rayform-lab"
+	)
+	fake := transporttest.NewFake(t, "h1")
+	inspect := func(c, id string) {
+		fake.Expect(transporttest.Argv("docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", c)).Return(id + " vllm/vllm-openai:" + c + "\n")
+	}
+	query := func(c string) transporttest.Matcher {
+		return transporttest.HasPrefix("docker exec " + c + " sh -c ")
+	}
+	inspect(rayNew, newID)
+	inspect(rayOld, oldID)
+	inspect(rayLab, labID)
+	fake.Expect(query(rayNew)).ReturnResult(transport.Result{Stdout: []byte(archReply(t, "registry-new-image.json")),
+		Stderr: []byte("None of PyTorch, TensorFlow >= 2.0, or Flax have been found. Models won't be available and only tokenizers, configuration and file/data utilities can be used.\n")}).Times(1)
+	fake.Expect(query(rayOld)).Return(archReply(t, "registry-old-image.json")).Times(1)
+	fake.Expect(query(rayLab)).Return(archMarker + `{"transformers": "4.57.1", "model_types": ["llama"], "vllm_error": "ModuleNotFoundError: No module named 'vllm'"}` + "\n").Times(1)
+
+	st, err := state.New("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := (&hostenv.StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).WithDefaults()
+	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
+	run := func(container string) (string, error) {
+		w := &kind.Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
+		r := &serveRun{e: env, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
+		var lines []string
+		err := r.archStep().Run(context.Background(), func(l string) { lines = append(lines, l) })
+		return strings.Join(lines, "\n"), err
+	}
+
+	// The new image knows Qwen2: asked once, then read from the state.
+	for i := range 2 {
+		out, err := run(rayNew)
+		if err != nil {
+			t.Fatalf("run %d on the new image: %v\n%s", i, err, out)
+		}
+		if !strings.Contains(out, "the image's vLLM 0.11.0 and transformers 4.57.1 know Qwen2ForCausalLM (qwen2)") {
+			t.Errorf("run %d: %s", i, out)
+		}
+		if asked := strings.Contains(out, "asked the image 111111111111"); asked != (i == 0) {
+			t.Errorf("run %d asked the image: %v\n%s", i, asked, out)
+		}
+	}
+	if im, ok := st.Image(newID); !ok || im.VLLM != "0.11.0" || len(im.Architectures) != 11 || len(im.ModelTypes) != 421 || !st.ImagesChanged() {
+		t.Fatalf("state holds %+v, %v for the new image", im, ok)
+	}
+	if id, _, ok := st.ImageByRef("vllm/vllm-openai:" + rayNew); !ok || id != newID {
+		t.Errorf("ImageByRef = %s, %v; want %s", id, ok, newID)
+	}
+
+	// The old image: the serve is not started, at the model's line.
+	_, err = run(rayOld)
+	if err == nil || !strings.Contains(err.Error(), "vllm serve m was not started") || !strings.Contains(err.Error(), `main.hcl:47: the image's vLLM and transformers do not know the model: architecture Qwen2ForCausalLM, model_type "qwen2" (vLLM 0.1.2, transformers 4.31.0)`) {
+		t.Fatalf("old image: %v", err)
+	}
+	if _, err := run(rayOld); err == nil {
+		t.Fatal("old image, from the state: no error")
+	}
+
+	// No vLLM in the image: not checked, recorded, nothing stops.
+	for range 2 {
+		out, err := run(rayLab)
+		if err != nil || !strings.Contains(out, "not checked: the image's python3 cannot import vLLM's model registry (ModuleNotFoundError: No module named 'vllm')") {
+			t.Fatalf("lab image: %v\n%s", err, out)
+		}
+	}
+	// Every query is read-only and bounded inside the container.
+	for _, c := range fake.Calls() {
+		if c.Cmd.Mutating {
+			t.Errorf("mutating call %s", c.Line())
+		}
+		if strings.HasPrefix(c.Cmd.String(), "docker exec") && !strings.Contains(c.Cmd.String(), "timeout 120 python3 -c") {
+			t.Errorf("unbounded query %s", c.Line())
+		}
+	}
+}

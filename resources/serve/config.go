@@ -1,0 +1,88 @@
+// Package serve is the vllm_serve kind (Kind): one `vllm serve` process
+// in the head container of a Ray cluster, started with docker exec over
+// SSH. Its schema, decoding and checks; what it asks the hosts (its own
+// port's /health and /v1/models, its process record, the model's files);
+// its plan (ServeWork), with the model preflight and the architecture
+// check; the steps that stop, start and verify it, with the data-plane
+// check before; what is present, its destruction, logs and status.
+//
+// It runs on a ray_cluster and reads it through the values the cluster
+// package exports (cluster.RayCluster, cluster.ClusterSpecs, the labels,
+// cluster.FabricAddrs) and through kind's interfaces (kind.Restarter: the
+// nodes the cluster's change restarts); the cluster reads a serve only
+// through the interfaces its Go value implements (kind.SecretHolder,
+// kind.Mounter). A model block reaches it through Weights.
+package serve
+
+import (
+	"net/netip"
+
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/node"
+)
+
+// Type is the vllm_serve block type.
+const Type = "vllm_serve"
+
+// Config is an evaluated configuration as the serve kind reads it: the
+// language's values through the embedded *Config, and the blocks it
+// reads by name.
+type Config struct {
+	*config.Config
+	Nodes       map[string]*node.Node
+	Networks    map[string]*network.Network
+	RayClusters map[string]*cluster.RayCluster
+	Serves      map[string]*VLLMServe
+}
+
+// View returns the serve kind's view of an evaluated configuration; nil
+// for nil.
+func View(c *config.Config) *Config {
+	if c == nil {
+		return nil
+	}
+	cv := cluster.View(c)
+	return &Config{Config: c, Nodes: cv.Nodes, Networks: cv.Networks, RayClusters: cv.RayClusters, Serves: Serves(c)}
+}
+
+// Serves returns the vllm_serve blocks of c by name.
+func Serves(c *config.Config) map[string]*VLLMServe {
+	out := map[string]*VLLMServe{}
+	for name, v := range c.Blocks(Type) {
+		out[name] = v.(*VLLMServe)
+	}
+	return out
+}
+
+// SecretKeys are the deployments' secret-digest keys by cluster name
+// (kind.Facts.SecretKeys).
+func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+
+// clusters is c as the cluster kind reads it.
+func (c *Config) clusters() *cluster.Config { return cluster.View(c.Config) }
+
+// planner is what the serve kind plans through: kind.Planner, kit's
+// readings of the hosts, the configuration through its view, and the
+// nodes' fabric addresses and interfaces (cluster.FabricAddrs).
+type planner struct {
+	kit.Planner
+	cfg    *Config
+	facts  *observe.Facts
+	addrs  map[string]netip.Addr
+	ifaces map[string]string
+}
+
+// newPlanner is the serve kind's planner over p.
+func newPlanner(p kind.Planner) *planner {
+	pl := &planner{Planner: kit.Planner{Planner: p}, cfg: View(p.Config()), facts: p.Facts()}
+	if pl.facts == nil {
+		pl.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
+	}
+	pl.addrs, pl.ifaces = cluster.FabricAddrs(pl.cfg.clusters(), pl.facts)
+	return pl
+}

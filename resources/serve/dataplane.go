@@ -1,0 +1,134 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources/hostenv"
+)
+
+// serveCheck returns the ranks of the check that runs before a serve on
+// rc starts: CheckNodes, or nil when dataplane_check = false or the
+// cluster has no workers (nothing crosses the fabric).
+func serveCheck(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+	if rc == nil || !rc.DataplaneCheck || len(rc.Workers) == 0 {
+		return nil
+	}
+	return CheckNodes(cfg, rc, addrs, ifaces)
+}
+
+// CheckNodes returns the ranks of cluster rc's data-plane check, head first:
+// each node's Ray container and the fabric address and interface rayform
+// pinned there.
+func CheckNodes(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+	nw := cfg.Networks[rc.Network]
+	var nodes []dataplane.Node
+	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces) {
+		iface := ifaces[s.Node]
+		if nw != nil && nw.InterfaceFor(s.Node) != "" {
+			iface = nw.InterfaceFor(s.Node)
+		}
+		nodes = append(nodes, dataplane.Node{Name: s.Node, Container: s.Name, Addr: addrs[s.Node], Iface: iface})
+	}
+	if len(nodes) > 0 {
+		nodes[0].Busy = []int{rc.Port, rc.DashboardPort}
+		for _, sv := range cfg.Serves {
+			if sv.Cluster == rc.Name {
+				nodes[0].Busy = append(nodes[0].Busy, sv.Port)
+			}
+		}
+		sort.Ints(nodes[0].Busy)
+	}
+	return nodes
+}
+
+// dataplaneStep runs the data-plane check on the serve's cluster, after Ray
+// is up and before vllm serve starts: a failure stops the apply with the
+// classified cause; bandwidth far below the link speed is a warning.
+func (r *serveRun) dataplaneStep() apply.Step {
+	names := make([]string, len(r.s.Check))
+	for i, n := range r.s.Check {
+		names[i] = n.Name
+	}
+	return apply.Step{
+		Name: "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names),
+		Run: func(ctx context.Context, progress func(string)) error {
+			ns, err := hostenv.Connected(r.e.Conns, r.s.Check)
+			if err != nil {
+				return err
+			}
+			rep := dataplane.Finish(ctx, r.e.Checks.Take(r.w.Address, r.s.Check), ns, r.e.Dataplane)
+			for _, line := range strings.Split(strings.TrimRight(rep.Table(), "\n"), "\n") {
+				progress(line)
+			}
+			for _, p := range rep.Problems() {
+				if p.Warning {
+					progress("warning: " + p.Text)
+				}
+			}
+			if rep.OK() {
+				progress(fmt.Sprintf("data plane ok on %d nodes (rendezvous port %d; %s)", len(rep.Nodes), rep.Port, rep.Timing()))
+				return nil
+			}
+			d := r.e.Diagnose
+			if d.Serve == "" {
+				d.Serve = r.w.Address
+			}
+			return CheckError(rep, d, "vllm serve "+r.spec.Name+" was not started")
+		},
+	}
+}
+
+// CheckError is the failure of a data-plane check: what failed on which
+// node, then the classified cause read from every rank's output (torch's
+// and the backends' own lines). A failure no log rule explains (a backend
+// on another address than the node's fabric address) gets its own cause.
+func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string) error {
+	var lines []string
+	var moved []dataplane.Problem
+	for _, p := range rep.Problems() {
+		if !p.Warning {
+			lines = append(lines, "  "+p.Text)
+			if p.Backend != "" {
+				moved = append(moved, p)
+			}
+		}
+	}
+	err := fmt.Errorf("data-plane check failed (rendezvous %s:%d); %s:\n%s", rep.Master, rep.Port, consequence, strings.Join(lines, "\n"))
+	d := diagnose.Classify(diagnose.Input{Logs: rep.Logs(), Context: dctx})
+	if d.Cause == diagnose.Unknown {
+		for _, l := range lines {
+			if strings.Contains(l, "the image has no python3") || strings.Contains(l, "No module named 'torch'") {
+				cluster := dctx.Cluster
+				if cluster == "" {
+					cluster = "the ray_cluster"
+				}
+				return &hostenv.DiagnosedError{Err: err, Diagnosis: diagnose.Diagnosis{
+					Cause:       "dataplane-no-torch",
+					Title:       "the image has no python3 with torch: the data-plane check cannot run",
+					Evidence:    []diagnose.Evidence{{Source: dataplane.Source + " report", Line: strings.TrimSpace(l), LineNo: 1}},
+					Explanation: "The check runs torch.distributed inside each node's Ray container, under the image's own Python; vLLM images have both.",
+					Fix:         "Use an image with Python and torch, or set dataplane_check = false on " + cluster + " to skip the check.",
+				}}
+			}
+		}
+	}
+	if d.Cause == diagnose.Unknown && len(moved) > 0 {
+		p := moved[0]
+		d = diagnose.Diagnosis{
+			Cause:       "dataplane-address",
+			Title:       "the data plane on " + p.Node + " does not use the node's fabric address",
+			Evidence:    []diagnose.Evidence{{Host: p.Node, Source: dataplane.Source + " report", Line: p.Text, LineNo: 1}},
+			Explanation: "Ray and vLLM were given the address rayform observed on the fabric (VLLM_HOST_IP, --node-ip-address), but the collectives' connections on " + p.Node + " leave from another one: the address moved (DHCP, a re-plugged link) or the interface now holds a different one since the containers started.",
+			Fix:         "Run rayform plan: it shows the new address, and apply recreates the node's Ray container with it. If the address should not have changed, restore it on " + p.Node + " (ip addr) and re-run apply.",
+		}
+	}
+	return &hostenv.DiagnosedError{Err: err, Diagnosis: d}
+}

@@ -1,0 +1,399 @@
+package serve
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/attrs"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
+)
+
+// memoryHeadroomLimit is the share of memory below Ray's kill threshold
+// that vLLM must leave on unified memory, for the OS, Ray itself and CUDA
+// graph capture: less than this is an error, not a warning.
+const memoryHeadroomLimit = 0.10
+
+// rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
+const rayDefaultMemoryThreshold = 0.95
+
+func (p *planner) serve(sv *VLLMServe) {
+	addr := sv.Addr
+	rc := p.cfg.RayClusters[sv.Cluster]
+	if rc == nil {
+		return
+	}
+	spec, err := ServeSpecFor(p.cfg, sv)
+	if err != nil {
+		p.Find(plan.Error, addr, "", err.Error(), "", "")
+		return
+	}
+	p.capacity(sv, rc)
+	p.memoryMonitor(sv, rc)
+	head := p.Host(rc.Head)
+	clusterAction, _ := p.Planned(rc.Addr)
+	rec := ServeRecord(head, sv.Name)
+	answer := ServeAnswer(head, sv.Port)
+	action := plan.NoOp
+	var reasons, drift []string
+	switch {
+	case head == nil:
+		// Unobservable head: a finding already says so.
+	case clusterAction == plan.Create:
+		action = plan.Create
+	case clusterAction == plan.Replace:
+		action = plan.Create
+		if rec.Found {
+			action = plan.Replace
+			reasons = append(reasons, "its Ray cluster is replaced")
+		}
+	case p.Replace(addr) && rec.Found:
+		action = plan.Replace
+		reasons = append(reasons, "replacement requested with -replace")
+	case !rec.Found:
+		action = plan.Create
+		if p.StateHas(addr) {
+			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
+		}
+	case !serveCurrent(spec, rec.SpecHash):
+		action = plan.Replace
+		reasons = append(reasons, "the serve arguments changed")
+	case clusterAction == plan.Update:
+		// A container of a node it spans is restarted or removed: on
+		// real vLLM the serve's workers die with it, so the serve is
+		// replaced too (apply stops it before the cluster changes).
+		action = plan.Replace
+		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
+	default:
+		switch h := JudgeServe(rec, answer, spec); h.State {
+		case HealthDown, HealthHung, HealthUnhealthy, HealthWrongModel:
+			action = plan.Replace
+			drift = append(drift, h.Detail)
+		case HealthPortHeld:
+			// The serve runs, but another process holds its port: it can
+			// never bind it. observe did not send that process a request.
+			p.Find(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, answer.Health.HeldBy, addr),
+				fmt.Sprintf("The vllm serve process of %s runs in %s, but the process listening on port %d is not one of that container's, so vLLM cannot bind its port. rayform sent it no request.", addr, spec.Container, sv.Port),
+				fmt.Sprintf("stop what holds port %d, or set port = <a free port> on %s", sv.Port, addr))
+		case HealthStarting:
+			p.Find(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
+		}
+	}
+	// The port must be free unless this serve's own process, running,
+	// holds it: its record says it listens there (a record without
+	// attributes, of an older rayform, is taken to).
+	recPort, recorded := rec.Attrs["port"]
+	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
+	arch := p.preflight(sv, rc, action, rec.Found && rec.Alive)
+	if action != plan.NoOp && head != nil && !ownPort {
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, []kit.PortUse{{Port: sv.Port, Attr: "port"}})
+	}
+	attrs := serveAttrs(sv, spec, action, rec)
+	if len(drift) > 0 {
+		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
+	}
+	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
+		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
+	if action != plan.NoOp {
+		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
+			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+	}
+}
+
+// The states of a serve's health (ServeHealth.State).
+const (
+	HealthOK         = "ok"
+	HealthDown       = "down"        // no serve process runs
+	HealthPortHeld   = "port held"   // another process holds its port
+	HealthHung       = "hung"        // the port is open, /health does not answer
+	HealthStarting   = "starting"    // the process runs, its port is closed
+	HealthUnhealthy  = "unhealthy"   // /health answers other than 200
+	HealthWrongModel = "wrong model" // /v1/models lists another model or length
+)
+
+// ServeHealth is the judgment of a serve from what the head's probe read.
+type ServeHealth struct {
+	State  string // one of the Health constants
+	Detail string // why, in words
+}
+
+// JudgeServe is the one judgment of a serve's health, for plan (which
+// replaces a serve that is down, hung, unhealthy or serves the wrong
+// model, and waits for one starting) and for status: the record says
+// whether the process runs, its own port's answers say how it serves.
+func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) ServeHealth {
+	h := v.Health
+	switch {
+	case !rec.Found || !rec.Alive:
+		return ServeHealth{HealthDown, "the vllm serve process is not running"}
+	case h.HeldBy != "":
+		return ServeHealth{HealthPortHeld, fmt.Sprintf("port %d is held by %s, not by the serve", spec.Port, h.HeldBy)}
+	case h.TimedOut:
+		// The port is open (weights are loaded: vLLM opens it last) but
+		// nothing answers: hung, not starting.
+		return ServeHealth{HealthHung, "vLLM /health did not answer within 2s: the vllm serve process runs but is hung"}
+	case h.Refused || h.Status == 0:
+		return ServeHealth{HealthStarting, "the process runs, its port is not open yet"}
+	case h.Status != 200:
+		return ServeHealth{HealthUnhealthy, fmt.Sprintf("vLLM /health answers %d", h.Status)}
+	}
+	if d := modelsDrift(v, spec); d != "" {
+		return ServeHealth{HealthWrongModel, d}
+	}
+	return ServeHealth{HealthOK, "/health 200"}
+}
+
+// modelsDrift judges the /v1/models list observe read (judgeModels); ""
+// when it did not read one.
+func modelsDrift(v observe.VLLM, spec ServeSpec) string {
+	if v.ModelsCheck.Status != 200 {
+		return ""
+	}
+	return judgeModels(v.Models, spec, "")
+}
+
+// serveCurrent reports whether a serve recorded with hash h runs spec (see
+// ServeSpec.Current).
+func serveCurrent(spec ServeSpec, h string) bool {
+	current, _ := spec.Current(h)
+	return current
+}
+
+// serveAttrs are the serve's attributes; before values come from the record
+// apply wrote beside the process.
+func serveAttrs(sv *VLLMServe, spec ServeSpec, action plan.Action, rec observe.ProcessRecord) []plan.AttrChange {
+	schema := serveSchema()
+	after := attrs.Normalize(schema, serveRecordValues(sv, spec.SecretKey))
+	before := attrs.Values{}
+	if action != plan.Create {
+		before = attrs.Decode(schema, rec.Attrs, rec.Sensitive)
+		if spec.SecretKey != nil && before.UnkeyedDigests() {
+			// Started by an earlier rayform, which digested secrets
+			// without the key: compared in that form.
+			after = attrs.Normalize(schema, serveRecordValues(sv, nil))
+		}
+		// What the record does not say is taken as unchanged.
+		for k, v := range after {
+			if _, ok := before[k]; !ok {
+				before[k] = v
+			}
+		}
+	}
+	return attrs.Changes(schema, before, after)
+}
+
+// clusterGPUs is the GPUs Ray will see in a cluster: per node, the
+// declared gpus, or fewer where nvidia-smi lists fewer; the total, and
+// each node's count in words for messages.
+func (p *planner) clusterGPUs(rc *cluster.RayCluster) (int, []string) {
+	have := 0
+	var parts []string
+	for _, node := range rc.Nodes() {
+		gpus := p.nodeGPUs(node)
+		have += gpus
+		parts = append(parts, fmt.Sprintf("%s: %d", node, gpus))
+	}
+	return have, parts
+}
+
+// nodeGPUs is the GPUs Ray will see on node (see clusterGPUs).
+func (p *planner) nodeGPUs(node string) int {
+	gpus := 0
+	if n := p.cfg.Nodes[node]; n != nil {
+		gpus = n.GPUs
+	}
+	if hf := p.Host(node); hf != nil && hf.GPUs.Err == "" {
+		gpus = min(gpus, len(hf.GPUs.List))
+	}
+	return gpus
+}
+
+// serveGPUs is the GPUs a serve takes: tensor × pipeline parallelism.
+func serveGPUs(sv *VLLMServe) int {
+	return max(sv.TensorParallelSize, 1) * max(sv.PipelineParallelSize, 1)
+}
+
+// capacity checks that a serve alone fits its cluster's GPUs.
+func (p *planner) capacity(sv *VLLMServe, rc *cluster.RayCluster) {
+	need := serveGPUs(sv)
+	have, parts := p.clusterGPUs(rc)
+	if need > have {
+		p.Find(plan.Error, sv.Addr, "", fmt.Sprintf("tensor_parallel_size × pipeline_parallel_size = %d, but Ray will see %d GPUs", need, have),
+			"GPUs per node ("+strings.Join(parts, ", ")+"). vLLM would wait for a placement group that can never be created.",
+			"lower the parallelism or add nodes to the cluster")
+	}
+}
+
+// gpuBudget checks that the serves of a cluster, each of which fits
+// alone (capacity), fit together.
+//
+// On a multi-node cluster (vLLM's Ray executor) each serve holds, for its
+// whole life, a placement group of tensor × pipeline bundles of one GPU,
+// whose first bundle vLLM pins to the node its engine runs on, the head
+// (vLLM refuses to start, "Current node has no GPU available", when the
+// head has no free GPU). So the serves must fit the cluster's GPUs
+// together, and there can be no more serves than the head has GPUs; a
+// serve beyond the budget never starts (Ray leaves its placement group
+// pending until vLLM gives up).
+//
+// On a single node vLLM runs without Ray, on the node's first GPUs (or
+// those its env's CUDA_VISIBLE_DEVICES names): serves share devices, and
+// each takes gpu_memory_utilization of a device's memory, which vLLM
+// requires free at its start. So on every device the serves using it must
+// not ask more than the whole device.
+func (p *planner) gpuBudget(rc *cluster.RayCluster) {
+	var serves []*VLLMServe
+	have, parts := p.clusterGPUs(rc)
+	for _, sv := range sortedServes(p.cfg) {
+		if sv.Cluster != rc.Name {
+			continue
+		}
+		if serveGPUs(sv) > have {
+			return // capacity reports it on its own
+		}
+		serves = append(serves, sv)
+	}
+	if len(serves) < 2 {
+		return
+	}
+	if len(rc.Workers) == 0 {
+		p.deviceBudget(rc, serves)
+		return
+	}
+	need := 0
+	var addrs, each []string
+	for _, sv := range serves {
+		n := serveGPUs(sv)
+		need += n
+		addrs = append(addrs, sv.Addr)
+		each = append(each, fmt.Sprintf("%s needs %d (%d × %d)", sv.Addr, n, max(sv.TensorParallelSize, 1), max(sv.PipelineParallelSize, 1)))
+	}
+	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
+	if need > have {
+		p.Find(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
+			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
+			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
+		return
+	}
+	if head := p.nodeGPUs(rc.Head); len(serves) > head {
+		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
+			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
+			"remove a serve, or give the head more GPUs")
+	}
+}
+
+// deviceBudget is gpuBudget on a single node: per device, the serves that
+// use it must not ask more than its whole memory.
+func (p *planner) deviceBudget(rc *cluster.RayCluster, serves []*VLLMServe) {
+	users := map[int][]*VLLMServe{}
+	for _, sv := range serves {
+		for _, d := range serveDevices(sv) {
+			users[d] = append(users[d], sv)
+		}
+	}
+	// One finding per set of serves sharing devices, naming the devices.
+	type group struct {
+		serves  []*VLLMServe
+		devices []string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
+	for _, d := range slices.Sorted(maps.Keys(users)) {
+		share := 0.0
+		var addrs []string
+		for _, sv := range users[d] {
+			share += sv.GPUMemoryUtilization
+			addrs = append(addrs, sv.Addr)
+		}
+		if len(users[d]) < 2 || share <= 1+1e-9 {
+			continue
+		}
+		key := strings.Join(addrs, " ")
+		g := byKey[key]
+		if g == nil {
+			g = &group{serves: users[d]}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.devices = append(g.devices, strconv.Itoa(d))
+	}
+	for _, g := range groups {
+		share := 0.0
+		var each, addrs []string
+		for _, sv := range g.serves {
+			share += sv.GPUMemoryUtilization
+			addrs = append(addrs, sv.Addr)
+			each = append(each, fmt.Sprintf("%s %g", sv.Addr, sv.GPUMemoryUtilization))
+		}
+		gpus := "GPU " + g.devices[0]
+		if len(g.devices) > 1 {
+			gpus = "GPUs " + strings.Join(g.devices, ", ")
+		}
+		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%s share %s of %s and ask %.2f of each one's memory together", strings.Join(addrs, " and "), gpus, rc.Head, share),
+			fmt.Sprintf("On a single node vLLM runs without Ray, on the node's first GPUs (cuda:0 up to its tensor × pipeline parallelism) unless the serve's env sets CUDA_VISIBLE_DEVICES; each serve requires gpu_memory_utilization of the device's memory free at its start (%s), so the later one fails with \"Free memory on device cuda:%s ... is less than desired GPU memory utilization\".", strings.Join(each, ", "), g.devices[0]),
+			"lower gpu_memory_utilization so the serves on a GPU ask at most 1 together, or give each serve GPUs of its own with env = { CUDA_VISIBLE_DEVICES = \"...\" }")
+	}
+}
+
+// serveDevices are the GPUs (by index on the node) a serve of a
+// single-node cluster uses: the first tensor × pipeline of those its env's
+// CUDA_VISIBLE_DEVICES lists, else 0 up to that count.
+func serveDevices(sv *VLLMServe) []int {
+	n := serveGPUs(sv)
+	var out []int
+	if v, ok := sv.Env["CUDA_VISIBLE_DEVICES"]; ok {
+		for f := range strings.SplitSeq(v, ",") {
+			d, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil // a UUID or MIG name: not something to count
+			}
+			out = append(out, d)
+		}
+		return out[:min(n, len(out))]
+	}
+	for d := range n {
+		out = append(out, d)
+	}
+	return out
+}
+
+// memoryMonitor flags Ray's memory monitor on unified memory: vLLM takes
+// gpu_memory_utilization of the machine's whole memory, and the monitor
+// kills workers when usage crosses its threshold (0.95) during CUDA graph
+// capture.
+func (p *planner) memoryMonitor(sv *VLLMServe, rc *cluster.RayCluster) {
+	if !rc.MemoryMonitor {
+		return
+	}
+	for _, node := range rc.Nodes() {
+		hf := p.Host(node)
+		if hf == nil || !hf.UnifiedMemory || hf.Memory.TotalBytes == 0 {
+			continue
+		}
+		threshold := rayDefaultMemoryThreshold
+		if v, err := strconv.ParseFloat(rc.Env["RAY_memory_usage_threshold"], 64); err == nil {
+			threshold = v
+		}
+		total := float64(hf.Memory.TotalBytes) / (1 << 30)
+		vllm := sv.GPUMemoryUtilization * total
+		limit := threshold * total
+		headroom := limit - vllm
+		detail := fmt.Sprintf("%s has %.2f GiB of unified memory. vLLM will take %.2f × %.2f = %.2f GiB; Ray's memory monitor kills workers above %.2f × %.2f = %.2f GiB, which leaves %.2f GiB for the OS, Ray and CUDA graph capture.",
+			node, total, sv.GPUMemoryUtilization, total, vllm, threshold, total, limit, headroom)
+		fix := "set memory_monitor = false on " + rc.Addr + " (RAY_memory_monitor_refresh_ms=0)"
+		sev := plan.Warning
+		if headroom < memoryHeadroomLimit*total {
+			sev = plan.Error
+			fix += fmt.Sprintf(", or lower gpu_memory_utilization to at most %.2f", threshold-memoryHeadroomLimit)
+		}
+		p.Find(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
+		return
+	}
+}

@@ -1,0 +1,203 @@
+package serve
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/kit"
+)
+
+// statusProbes adds to spec what status shows beyond what plan reads, in
+// the same probe: each serve's /metrics (sent only to the serve's own
+// process, as its /health is) and the start time of its process (its pid
+// file's mtime, on the head).
+func statusProbes(spec *observe.Spec, cfg *Config, project string) {
+	for _, sv := range sortedServes(cfg) {
+		rc := cfg.RayClusters[sv.Cluster]
+		if rc == nil {
+			continue
+		}
+		hs, ok := spec.Hosts[rc.Head]
+		if !ok {
+			continue
+		}
+		container := cluster.ContainerName(rc)
+		hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: ServeURL(sv.Port, "/metrics"), Owner: container})
+		serve := ServeSpec{Name: sv.Name, Container: container, Node: rc.Head}
+		hs.Files = kit.AppendUnique(hs.Files, serve.HostPidPath(project))
+		spec.Hosts[rc.Head] = hs
+	}
+}
+
+// ServeUptime is how long the serve's process has run, from its pid
+// file's mtime and the head's clock; 0 when unknown.
+func ServeUptime(hf *observe.HostFacts, spec ServeSpec, project string) time.Duration {
+	if hf == nil || hf.Clock.IsZero() {
+		return 0
+	}
+	f := hf.Files[spec.HostPidPath(project)]
+	if !f.Exists || f.ModTime.After(hf.Clock) {
+		return 0
+	}
+	return hf.Clock.Sub(f.ModTime)
+}
+
+// VLLMMetrics are vLLM's /metrics counters and gauges, summed over their
+// labels.
+type VLLMMetrics struct {
+	RequestsFinished float64 `json:"requests_finished"`
+	RequestsRunning  float64 `json:"requests_running"`
+	RequestsWaiting  float64 `json:"requests_waiting"`
+	PromptTokens     float64 `json:"prompt_tokens"`
+	GenerationTokens float64 `json:"generation_tokens"`
+	// TokensPerSecond is generation tokens over the uptime: the average
+	// since the serve started (0 when the uptime is unknown).
+	TokensPerSecond float64 `json:"tokens_per_second_avg"`
+}
+
+// ServeMetrics reads vLLM's /metrics on the serve's port, as the head's
+// probe got it (nil when it did not answer, or named none of vLLM's
+// metrics), with the average token rate over uptime.
+func ServeMetrics(hf *observe.HostFacts, port int, uptime time.Duration) *VLLMMetrics {
+	if hf == nil {
+		return nil
+	}
+	r, ok := hf.HTTP[ServeURL(port, "/metrics")]
+	if !ok || r.Status != 200 {
+		return nil
+	}
+	m := parseVLLMMetrics(r.Body)
+	if m != nil && uptime >= time.Second {
+		m.TokensPerSecond = m.GenerationTokens / uptime.Seconds()
+	}
+	return m
+}
+
+// parseVLLMMetrics reads Prometheus text: each of vLLM's metrics that
+// status shows, summed over its labels.
+func parseVLLMMetrics(body string) *VLLMMetrics {
+	m := &VLLMMetrics{}
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest, ok := strings.Cut(line, "{")
+		if ok {
+			_, rest, ok = strings.Cut(rest, "}")
+		} else {
+			name, rest, ok = strings.Cut(line, " ")
+		}
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		var into *float64
+		switch name {
+		case "vllm:request_success_total":
+			into = &m.RequestsFinished
+		case "vllm:num_requests_running":
+			into = &m.RequestsRunning
+		case "vllm:num_requests_waiting":
+			into = &m.RequestsWaiting
+		case "vllm:prompt_tokens_total":
+			into = &m.PromptTokens
+		case "vllm:generation_tokens_total":
+			into = &m.GenerationTokens
+		}
+		if into != nil {
+			*into += v
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	return m
+}
+
+// ServeStatus is what status shows of a serve.
+type ServeStatus struct {
+	Address  string `json:"address"`
+	Node     string `json:"node"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// Health is one of the Health constants.
+	Health       string   `json:"health"`
+	HealthDetail string   `json:"health_detail,omitempty"`
+	Models       []string `json:"models,omitempty"`
+	// UptimeSeconds is how long the serve process has run (0: unknown).
+	UptimeSeconds int64        `json:"uptime_seconds,omitempty"`
+	Metrics       *VLLMMetrics `json:"metrics,omitempty"`
+}
+
+// serveStatus reads a serve from the observation: its health from its
+// record and its own port's answers, judged as plan judges them
+// (JudgeServe), its uptime and vLLM's metrics.
+func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServe) ServeStatus {
+	rc := cfg.RayClusters[sv.Cluster]
+	ss := ServeStatus{Address: sv.Addr, Endpoint: sv.Endpoint, Health: HealthDown}
+	if rc == nil {
+		ss.HealthDetail = "its cluster is not in the configuration"
+		return ss
+	}
+	ss.Node = rc.Head
+	hf := facts.Hosts[rc.Head]
+	if hf == nil {
+		ss.HealthDetail = "the head could not be observed"
+		return ss
+	}
+	spec, err := ServeSpecFor(cfg, sv)
+	if err != nil {
+		ss.HealthDetail = err.Error()
+		return ss
+	}
+	answer := ServeAnswer(hf, sv.Port)
+	h := JudgeServe(ServeRecord(hf, sv.Name), answer, spec)
+	ss.Health, ss.HealthDetail = h.State, h.Detail
+	for _, m := range answer.Models {
+		ss.Models = append(ss.Models, m.ID)
+	}
+	if h.State == HealthDown {
+		return ss
+	}
+	uptime := ServeUptime(hf, spec, project)
+	ss.UptimeSeconds = int64(uptime / time.Second)
+	if h.State == HealthOK {
+		ss.Metrics = ServeMetrics(hf, sv.Port, uptime)
+	}
+	return ss
+}
+
+// render prints the serve's health, model, uptime and metrics.
+func (s ServeStatus) render(w io.Writer) {
+	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, kit.FirstNonEmpty(s.Node, "-"))
+	fmt.Fprintf(w, "  health    %s (%s)\n", s.Health, s.HealthDetail)
+	if len(s.Models) > 0 {
+		fmt.Fprintf(w, "  model     %s\n", strings.Join(s.Models, ", "))
+	}
+	if s.UptimeSeconds > 0 {
+		fmt.Fprintf(w, "  uptime    %s\n", time.Duration(s.UptimeSeconds)*time.Second)
+	}
+	if m := s.Metrics; m != nil {
+		fmt.Fprintf(w, "  requests  %g finished, %g running, %g waiting\n", m.RequestsFinished, m.RequestsRunning, m.RequestsWaiting)
+		fmt.Fprintf(w, "  tokens    %g prompt, %g generated (%.1f tokens/s on average since start)\n", m.PromptTokens, m.GenerationTokens, m.TokensPerSecond)
+	}
+	if s.Endpoint != "" {
+		fmt.Fprintf(w, "  endpoint  %s\n", s.Endpoint)
+	}
+}

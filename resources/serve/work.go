@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/resources/kit"
+)
+
+// ServeWork is the work of a vllm_serve.
+type ServeWork struct {
+	Spec ServeSpec
+	// Stop is set when a serve process may be running and must be stopped
+	// first.
+	Stop bool
+	// Start is false for a delete.
+	Start        bool
+	HeadIP       netip.Addr
+	ReadyTimeout time.Duration
+	// Check are the ranks of the data-plane check that runs before the
+	// serve starts (CheckNodes); nil when it is off.
+	Check []dataplane.Node
+	// Arch is the architecture check before the serve starts; nil when
+	// plan judged it from the state or could not read config.json.
+	Arch *ArchCheck
+	// Cluster is the address of its Ray cluster ("" when unknown).
+	Cluster string
+	// ClusterNodes are the nodes of its Ray cluster, head first: their
+	// container logs are read when the serve fails. Nil (a serve the
+	// state remembers) reads the logs of every node of the apply that has
+	// the container.
+	ClusterNodes []string
+}
+
+// Container is the serve's cluster's head container (kind.Doer).
+func (w *ServeWork) Container() string { return w.Spec.Container }
+
+// CheckAhead are the ranks of the data-plane check whose ranks start ahead,
+// as their containers start (hostenv.CheckAhead): the check of a serve
+// that starts, nil otherwise.
+func (w *ServeWork) CheckAhead() []dataplane.Node {
+	if !w.Start {
+		return nil
+	}
+	return w.Check
+}
+
+// Commands is the serve's docker exec, when it starts (kit.Commander).
+func (w *ServeWork) Commands(project string) []kit.NamedCmd {
+	if !w.Start {
+		return nil
+	}
+	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node,
+		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
+}
+
+// WorkOf is w's serve work, nil when w is not a serve's.
+func WorkOf(w *kind.Work) *ServeWork {
+	if w == nil {
+		return nil
+	}
+	sw, _ := w.Do.(*ServeWork)
+	return sw
+}
