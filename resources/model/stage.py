@@ -550,7 +550,7 @@ def fetch(cfg):
     n = min(max(1, len(todo)), streams(cfg))
     # sha256 trails the writer in a thread of its own where the node has
     # a core for each (it overlaps a file's receiving and hashing, but
-    # reading back on another core costs 5-18% more CPU: where the cores
+    # reading back on another core costs 4-18% more CPU: where the cores
     # are all busy, hashing inline is faster).
     if cfg.get("trail") is None:
         cfg["trail"] = 2 * n <= cores()
