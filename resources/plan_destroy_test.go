@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/internal/steplab"
 )
 
 // TestRemovedPlannedAsDestroyed: resources that left the configuration are
@@ -23,7 +24,7 @@ import (
 func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
 	container := func(s cluster.ContainerSpec) observe.Container {
-		return observe.Container{Name: s.Name, Labels: s.Labels(stepsProject), Running: true}
+		return observe.Container{Name: s.Name, Labels: s.Labels(steplab.Project), Running: true}
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0])}},
@@ -31,7 +32,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[1]),
 			{Name: "rayform-other", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "else", cluster.LabelResource: stepsCluster}}}}},
 	}}
-	st, err := state.New(stepsProject)
+	st, err := state.New(steplab.Project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestRemovedPlannedAsDestroyed(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	in := PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject}
+	in := PlanInput{Config: empty, Facts: facts, State: st, Project: steplab.Project}
 	removed := Plan(in)
 	destroyed, _ := DestroyWork(in)
 
@@ -114,12 +115,12 @@ func TestDestroyNamesUnreachableHosts(t *testing.T) {
 	specs := pairSpecs("192.168.200.12")
 	facts := &observe.Facts{
 		Hosts: map[string]*observe.HostFacts{
-			"spark1": {Complete: true, Containers: observe.ContainerFacts{List: []observe.Container{{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true}}}},
+			"spark1": {Complete: true, Containers: observe.ContainerFacts{List: []observe.Container{{Name: specs[0].Name, Labels: specs[0].Labels(steplab.Project), Running: true}}}},
 			"spark2": {Err: "connect: no route to host"},
 		},
 		Errors: map[string]error{"spark2": errors.New("connect root@10.1.230.181:22: no route to host")},
 	}
-	st, err := state.New(stepsProject)
+	st, err := state.New(steplab.Project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func TestDestroyNamesUnreachableHosts(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	res, _ := DestroyWork(PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject})
+	res, _ := DestroyWork(PlanInput{Config: empty, Facts: facts, State: st, Project: steplab.Project})
 	if got := removals(res.Work[stepsCluster]); len(got) != 1 || got[0].Node != "spark1" {
 		t.Errorf("removals %v, want spark1's container only", got)
 	}

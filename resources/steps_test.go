@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/serve"
 	"github.com/rayform/rayform/resources/servedir"
@@ -29,7 +30,7 @@ const stepsCluster = "ray_cluster.main"
 // (worker, 192.168.200.13), one GPU each, pinned to the fabric.
 func pairSpecs(ip1 string) []cluster.ContainerSpec {
 	mk := func(node, role, ip string) cluster.ContainerSpec {
-		return cluster.ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
+		return cluster.ContainerSpec{Resource: stepsCluster, Node: node, Role: role, Name: "rayform-main", Image: steplab.Image,
 			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot},
@@ -50,51 +51,43 @@ func pairWork(action plan.Action, specs []cluster.ContainerSpec, start []string,
 	return w
 }
 
-// render is the golden text: the walk's hook lines, then each host's
-// command transcript.
-func renderWalk(lines []string, err error, l *fakeLab) string {
-	var b strings.Builder
-	for _, s := range lines {
-		b.WriteString(s + "\n")
-	}
-	if err != nil {
-		b.WriteString("error: " + err.Error() + "\n")
-	}
-	b.WriteString(l.transcript())
-	return b.String()
+// walkWork walks the steps of w (Steps) in the fake lab.
+func walkWork(t *testing.T, env *hostenv.StepEnv, w *Work) ([]string, error) {
+	t.Helper()
+	return steplab.Walk(t, w, Steps(env, w))
 }
 
 func TestClusterSteps(t *testing.T) {
 	old := pairSpecs("10.1.230.180") // the head as the seeds first ran it
 	tests := []struct {
 		name  string
-		setup func(l *fakeLab)
+		setup func(l *steplab.Lab)
 		work  *Work
 	}{
 		{
 			name:  "cluster-create",
-			setup: func(l *fakeLab) { delete(l.hosts["spark2"].images, stepsImage) },
+			setup: func(l *steplab.Lab) { delete(l.Hosts["spark2"].Images, steplab.Image) },
 			work:  pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}),
 		},
 		{
 			name:  "cluster-replace",
-			setup: func(l *fakeLab) { l.run(old...) },
+			setup: func(l *steplab.Lab) { l.Run(old...) },
 			work:  pairWork(plan.Replace, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}, "spark1", "spark2"),
 		},
 		{
 			name: "cluster-update-worker",
-			setup: func(l *fakeLab) {
-				l.run(pairSpecs("192.168.200.12")[0])
+			setup: func(l *steplab.Lab) {
+				l.Run(pairSpecs("192.168.200.12")[0])
 				stale := pairSpecs("192.168.200.12")[1]
 				stale.Volumes = []string{"/old:/old"}
-				l.run(stale)
+				l.Run(stale)
 			},
 			work: pairWork(plan.Update, pairSpecs("192.168.200.12"), []string{"spark2"}, "spark2"),
 		},
 		{
 			name: "cluster-delete",
-			setup: func(l *fakeLab) {
-				l.run(pairSpecs("192.168.200.12")...)
+			setup: func(l *steplab.Lab) {
+				l.Run(pairSpecs("192.168.200.12")...)
 			},
 			work: &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete, Hosts: []string{"spark1", "spark2"},
 				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
@@ -103,28 +96,28 @@ func TestClusterSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLab(t, "spark1", "spark2")
+			l := steplab.New(t, "spark1", "spark2")
 			tt.setup(l)
-			lines, err := walkWork(t, l.env(), tt.work)
+			lines, err := walkWork(t, l.Env(), tt.work)
 			if err != nil {
 				t.Fatalf("walk: %v\n%s", err, strings.Join(lines, "\n"))
 			}
-			goldenSteps(t, tt.name, renderWalk(lines, nil, l))
+			steplab.Golden(t, tt.name, steplab.Render(lines, nil, l))
 			// The hosts end as declared: the spec's containers run, nothing else.
 			for _, n := range []string{"spark1", "spark2"} {
-				c := l.hosts[n].containers["rayform-main"]
+				c := l.Hosts[n].Containers["rayform-main"]
 				if tt.work.Action == plan.Delete {
 					if c != nil {
 						t.Errorf("%s: container left after delete", n)
 					}
 					continue
 				}
-				if c == nil || !c.running || c.labels[cluster.LabelSpecHash] != specFor(tt.work, n).Hash() {
+				if c == nil || !c.Running || c.Labels[cluster.LabelSpecHash] != specFor(tt.work, n).Hash() {
 					t.Errorf("%s: container %+v, want the declared spec running", n, c)
 				}
 			}
 			// Every mutating command is marked so; reads are not.
-			for _, c := range l.calls() {
+			for _, c := range l.Calls() {
 				if c.Upload {
 					continue
 				}
@@ -152,17 +145,17 @@ func specFor(w *Work, node string) cluster.ContainerSpec {
 // TestClusterSecondApply: a container already running the spec is left
 // alone: the start steps are skipped and nothing is changed.
 func TestClusterSecondApply(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
+	l := steplab.New(t, "spark1", "spark2")
 	specs := pairSpecs("192.168.200.12")
-	l.run(specs...)
-	lines, err := walkWork(t, l.env(), pairWork(plan.Update, specs, []string{"spark1", "spark2"}))
+	l.Run(specs...)
+	lines, err := walkWork(t, l.Env(), pairWork(plan.Update, specs, []string{"spark1", "spark2"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range l.hosts {
-		for _, m := range h.fake.Mutations() {
+	for _, h := range l.Hosts {
+		for _, m := range h.Fake.Mutations() {
 			if !strings.Contains(m.Line(), "command -v ray") {
-				t.Errorf("%s: mutating call %s on a cluster already as declared", h.name, m.Line())
+				t.Errorf("%s: mutating call %s on a cluster already as declared", h.Name, m.Line())
 			}
 		}
 	}
@@ -179,28 +172,28 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 	}{
 		{"unlabelled", map[string]string{"maintainer": "someone"}},
 		{"other project", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}},
-		{"other resource", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: stepsProject, cluster.LabelResource: "ray_cluster.other"}},
+		{"other resource", map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: steplab.Project, cluster.LabelResource: "ray_cluster.other"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLab(t, "spark1", "spark2")
-			l.run(pairSpecs("192.168.200.12")[0])
-			l.hosts["spark2"].containers["rayform-main"] = &fakeContainer{labels: tt.labels, running: true}
+			l := steplab.New(t, "spark1", "spark2")
+			l.Run(pairSpecs("192.168.200.12")[0])
+			l.Hosts["spark2"].Containers["rayform-main"] = &steplab.Container{Labels: tt.labels, Running: true}
 			w := &Work{Address: stepsCluster, Type: "ray_cluster", Action: plan.Delete,
 				Do: &cluster.ClusterWork{Name: "main", Start: map[string]bool{},
 					Remove: []cluster.Removal{{Node: "spark1", Container: "rayform-main"}, {Node: "spark2", Container: "rayform-main"}}}}
-			_, err := walkWork(t, l.env(), w)
+			_, err := walkWork(t, l.Env(), w)
 			if err == nil || !strings.Contains(err.Error(), "refusing to remove container rayform-main on spark2") ||
 				!strings.Contains(err.Error(), "never touches a container it did not create") {
 				t.Fatalf("err = %v, want a refusal naming spark2", err)
 			}
 			// Refused before anything was removed, on any host.
-			for _, h := range l.hosts {
-				if m := h.fake.Mutations(); len(m) > 0 {
-					t.Errorf("%s: mutating calls %v despite the refusal", h.name, m[0].Line())
+			for _, h := range l.Hosts {
+				if m := h.Fake.Mutations(); len(m) > 0 {
+					t.Errorf("%s: mutating calls %v despite the refusal", h.Name, m[0].Line())
 				}
 			}
-			if l.hosts["spark2"].containers["rayform-main"] == nil || l.hosts["spark1"].containers["rayform-main"] == nil {
+			if l.Hosts["spark2"].Containers["rayform-main"] == nil || l.Hosts["spark1"].Containers["rayform-main"] == nil {
 				t.Error("a container was removed")
 			}
 		})
@@ -208,19 +201,19 @@ func TestRemoveRefusesForeignContainer(t *testing.T) {
 }
 
 func TestImageWithoutRay(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
-	l.hosts["spark1"].noRay = true
-	l.hosts["spark2"].noRay = true
-	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
+	l := steplab.New(t, "spark1", "spark2")
+	l.Hosts["spark1"].NoRay = true
+	l.Hosts["spark2"].NoRay = true
+	_, err := walkWork(t, l.Env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
 	if err == nil {
 		t.Fatal("no error for an image without ray")
 	}
-	for _, want := range []string{"Ray missing from the image " + stepsImage, "pip install 'ray[default]'", "set image on " + stepsCluster} {
+	for _, want := range []string{"Ray missing from the image " + steplab.Image, "pip install 'ray[default]'", "set image on " + stepsCluster} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	for _, c := range l.calls() {
+	for _, c := range l.Calls() {
 		if strings.Contains(c.Line(), "docker run -d") {
 			t.Errorf("a container was started: %s", c.Line())
 		}
@@ -228,9 +221,9 @@ func TestImageWithoutRay(t *testing.T) {
 }
 
 func TestHeadRegisteredElsewhere(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
-	l.hosts["spark1"].rayIP = "10.1.230.180"
-	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
+	l := steplab.New(t, "spark1", "spark2")
+	l.Hosts["spark1"].RayIP = "10.1.230.180"
+	_, err := walkWork(t, l.Env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
 	if err == nil {
 		t.Fatal("no error for a head registered under its management address")
 	}
@@ -243,7 +236,7 @@ func TestHeadRegisteredElsewhere(t *testing.T) {
 	if !errors.As(err, &de) {
 		t.Errorf("error %T carries no diagnosis", err)
 	}
-	for _, c := range l.hosts["spark2"].fake.Calls() {
+	for _, c := range l.Hosts["spark2"].Fake.Calls() {
 		if strings.Contains(c.Line(), "docker run -d") {
 			t.Errorf("the worker was started against a misregistered head: %s", c.Line())
 		}
@@ -251,25 +244,25 @@ func TestHeadRegisteredElsewhere(t *testing.T) {
 }
 
 func TestWorkerCannotReachGCS(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
-	l.hosts["spark2"].gcsClosed = true
-	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
+	l := steplab.New(t, "spark1", "spark2")
+	l.Hosts["spark2"].GCSClosed = true
+	_, err := walkWork(t, l.Env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
 	if err == nil || !strings.Contains(err.Error(), "spark2 cannot open a TCP connection to the ray head's GCS at 192.168.200.12:6379") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestVerifyTableTimesOut(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
-	l.hosts["spark2"].gpus = 0 // Ray sees no GPU on the worker
-	env := l.env()
-	start := l.clock.Now()
+	l := steplab.New(t, "spark1", "spark2")
+	l.Hosts["spark2"].GPUs = 0 // Ray sees no GPU on the worker
+	env := l.Env()
+	start := l.Clock.Now()
 	_, err := walkWork(t, env, pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
 	if err == nil || !strings.Contains(err.Error(), "spark2 (192.168.200.13) has 0 GPUs in Ray, want 1") ||
 		!strings.Contains(err.Error(), "Cause: ") {
 		t.Fatalf("err = %v", err)
 	}
-	if waited := l.clock.Now().Sub(start); waited < env.RayReadyTimeout {
+	if waited := l.Clock.Now().Sub(start); waited < env.RayReadyTimeout {
 		t.Errorf("gave up after %s, before the ready timeout %s", waited, env.RayReadyTimeout)
 	}
 }
@@ -318,37 +311,37 @@ func qwenWork(action plan.Action, spec serve.ServeSpec, stop bool) *Work {
 func TestServeSteps(t *testing.T) {
 	tests := []struct {
 		name  string
-		setup func(h *fakeHost)
+		setup func(h *steplab.Host)
 		work  *Work
 	}{
-		{"serve-create", func(h *fakeHost) {}, qwenWork(plan.Create, qwenServe(), false)},
-		{"serve-replace", func(h *fakeHost) {
-			h.serve = fakeServe{exists: true, alive: true, ignoreTerm: true, log: []byte("old log\n")}
+		{"serve-create", func(h *steplab.Host) {}, qwenWork(plan.Create, qwenServe(), false)},
+		{"serve-replace", func(h *steplab.Host) {
+			h.Serve = steplab.Serve{Exists: true, Alive: true, IgnoreTerm: true, Log: []byte("old log\n")}
 		}, qwenWork(plan.Replace, qwenServe(), true)},
-		{"serve-delete", func(h *fakeHost) {
-			h.serve = fakeServe{exists: true, alive: true}
+		{"serve-delete", func(h *steplab.Host) {
+			h.Serve = steplab.Serve{Exists: true, Alive: true}
 		}, qwenWork(plan.Delete, qwenServe(), true)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLab(t, "spark1", "spark2")
-			l.run(pairSpecs("192.168.200.12")...)
-			h := l.hosts["spark1"]
+			l := steplab.New(t, "spark1", "spark2")
+			l.Run(pairSpecs("192.168.200.12")...)
+			h := l.Hosts["spark1"]
 			tt.setup(h)
 			if serve.WorkOf(tt.work).Start {
-				h.serve.chunks = qwenStartupLog()
+				h.Serve.Chunks = qwenStartupLog()
 			}
-			h.models = qwenModels
-			lines, err := walkWork(t, l.env(), tt.work)
+			h.Models = qwenModels
+			lines, err := walkWork(t, l.Env(), tt.work)
 			if err != nil {
 				t.Fatalf("walk: %v\n%s", err, strings.Join(lines, "\n"))
 			}
-			goldenSteps(t, tt.name, renderWalk(lines, nil, l))
-			if want := serve.WorkOf(tt.work).Start; h.serve.alive != want {
-				t.Errorf("serve alive = %v, want %v", h.serve.alive, want)
+			steplab.Golden(t, tt.name, steplab.Render(lines, nil, l))
+			if want := serve.WorkOf(tt.work).Start; h.Serve.Alive != want {
+				t.Errorf("serve alive = %v, want %v", h.Serve.Alive, want)
 			}
-			if len(l.hosts["spark2"].fake.Calls()) != 0 {
-				t.Errorf("a serve that works touched spark2: %s", l.hosts["spark2"].fake.Transcript())
+			if len(l.Hosts["spark2"].Fake.Calls()) != 0 {
+				t.Errorf("a serve that works touched spark2: %s", l.Hosts["spark2"].Fake.Transcript())
 			}
 		})
 	}
@@ -379,13 +372,13 @@ func TestServeFailureDiagnosed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLab(t, "spark1", "spark2")
-			l.run(pairSpecs("192.168.200.12")...)
-			h := l.hosts["spark1"]
-			h.serve.chunks = [][]byte{qwenStartupLog()[0], c10d, tt.tail}
-			h.serve.die = tt.die
-			l.hosts["spark2"].containers["rayform-main"].logs = "(RayWorkerWrapper pid=249, ip=192.168.200.13) INFO worker started\n"
-			env := l.env()
+			l := steplab.New(t, "spark1", "spark2")
+			l.Run(pairSpecs("192.168.200.12")...)
+			h := l.Hosts["spark1"]
+			h.Serve.Chunks = [][]byte{qwenStartupLog()[0], c10d, tt.tail}
+			h.Serve.Die = tt.die
+			l.Hosts["spark2"].Containers["rayform-main"].Logs = "(RayWorkerWrapper pid=249, ip=192.168.200.13) INFO worker started\n"
+			env := l.Env()
 			env.Diagnose = diagnose.Context{
 				FabricCIDR: netip.MustParsePrefix("192.168.200.0/24"), FabricInterface: "enp1s0f1np1",
 				NodeAddrs: map[string]string{"spark1": "192.168.200.12", "spark2": "192.168.200.13"},
@@ -414,7 +407,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 				t.Errorf("no c10d warning among the progress lines:\n%s", got)
 			}
 			// The worker's container log was read for the diagnosis.
-			if tr := l.hosts["spark2"].fake.Transcript(); !strings.Contains(tr, "docker logs --tail 400 rayform-main") {
+			if tr := l.Hosts["spark2"].Fake.Transcript(); !strings.Contains(tr, "docker logs --tail 400 rayform-main") {
 				t.Errorf("worker log not read:\n%s", tr)
 			}
 		})
@@ -422,13 +415,13 @@ func TestServeFailureDiagnosed(t *testing.T) {
 }
 
 func TestServeReadyTimeout(t *testing.T) {
-	l := newFakeLab(t, "spark1")
-	l.run(pairSpecs("192.168.200.12")[0])
-	h := l.hosts["spark1"]
-	h.serve.chunks = qwenStartupLog()[:2] // loads forever
+	l := steplab.New(t, "spark1")
+	l.Run(pairSpecs("192.168.200.12")[0])
+	h := l.Hosts["spark1"]
+	h.Serve.Chunks = qwenStartupLog()[:2] // loads forever
 	w := qwenWork(plan.Create, qwenServe(), false)
 	serve.WorkOf(w).ReadyTimeout = time.Minute
-	_, err := walkWork(t, l.env(), w)
+	_, err := walkWork(t, l.Env(), w)
 	if err == nil || !strings.Contains(err.Error(), "vllm serve qwen on spark1 is not ready after 1m0s") {
 		t.Fatalf("err = %v", err)
 	}
@@ -439,27 +432,27 @@ func TestServeReadyTimeout(t *testing.T) {
 // (finding 8: a file can be left behind by kill -9).
 func TestSecretsNeverOnCommandLines(t *testing.T) {
 	const token, key = "hf_SECRETtokenVALUE", "sk-SECRETapiKEY"
-	l := newFakeLab(t, "spark1", "spark2")
+	l := steplab.New(t, "spark1", "spark2")
 	specs := pairSpecs("192.168.200.12")
 	for i := range specs {
 		specs[i].Env["HF_TOKEN"] = token
 		specs[i].SecretEnv = []string{"HF_TOKEN"}
 	}
-	lines, err := walkWork(t, l.env(), pairWork(plan.Create, specs, []string{"spark1", "spark2"}))
+	lines, err := walkWork(t, l.Env(), pairWork(plan.Create, specs, []string{"spark1", "spark2"}))
 	if err != nil {
 		t.Fatalf("cluster: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 	sv := qwenServe()
 	sv.Env = map[string]string{"VLLM_API_KEY": key, "HF_TOKEN": token}
 	sv.SecretEnv = []string{"HF_TOKEN", "VLLM_API_KEY"}
-	h := l.hosts["spark1"]
-	h.serve.chunks = qwenStartupLog()
-	h.models = qwenModels
-	if lines, err := walkWork(t, l.env(), qwenWork(plan.Create, sv, false)); err != nil {
+	h := l.Hosts["spark1"]
+	h.Serve.Chunks = qwenStartupLog()
+	h.Models = qwenModels
+	if lines, err := walkWork(t, l.Env(), qwenWork(plan.Create, sv, false)); err != nil {
 		t.Fatalf("serve: %v\n%s", err, strings.Join(lines, "\n"))
 	}
 	runs, starts := 0, 0
-	for _, c := range l.calls() {
+	for _, c := range l.Calls() {
 		if c.Upload {
 			t.Errorf("upload %s: a secret file on the host", c.Path)
 			continue
@@ -495,16 +488,16 @@ func TestDestroyWork(t *testing.T) {
 		return observe.Container{Name: s.Name, Labels: s.Labels(project), Running: true}
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
-		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0], stepsProject)}},
+		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{container(specs[0], steplab.Project)}},
 			Records: map[string]observe.ProcessRecord{"serve-qwen": {Found: true, Alive: true}}},
 		"spark2": {Containers: observe.ContainerFacts{List: []observe.Container{
-			container(specs[1], stepsProject),
+			container(specs[1], steplab.Project),
 			// Another project's container, and a foreign one: never destroyed.
 			{Name: "rayform-other", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "else", cluster.LabelResource: "ray_cluster.other"}},
 			{Name: "postgres", Labels: map[string]string{}},
 		}}},
 	}}
-	st, err := state.New(stepsProject)
+	st, err := state.New(steplab.Project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +505,7 @@ func TestDestroyWork(t *testing.T) {
 	st.Set("vllm_serve.qwen", state.Resource{Type: "vllm_serve", Container: "rayform-main", Hosts: []state.Host{{Node: "spark1"}}})
 	st.Set("ray_cluster.gone", state.Resource{Type: "ray_cluster", Container: "rayform-gone", Hosts: []state.Host{{Node: "spark3"}}})
 
-	res, g := DestroyWork(PlanInput{Facts: facts, State: st, Project: stepsProject})
+	res, g := DestroyWork(PlanInput{Facts: facts, State: st, Project: steplab.Project})
 	got := map[string]string{}
 	for addr, w := range res.Work {
 		got[addr] = string(w.Action)
@@ -546,19 +539,19 @@ func TestDestroyWork(t *testing.T) {
 	}
 
 	// Walking it removes exactly the project's containers.
-	l := newFakeLab(t, "spark1", "spark2")
-	l.run(specs...)
-	l.hosts["spark1"].serve = fakeServe{exists: true, alive: true}
-	l.hosts["spark2"].containers["postgres"] = &fakeContainer{running: true}
+	l := steplab.New(t, "spark1", "spark2")
+	l.Run(specs...)
+	l.Hosts["spark1"].Serve = steplab.Serve{Exists: true, Alive: true}
+	l.Hosts["spark2"].Containers["postgres"] = &steplab.Container{Running: true}
 	for _, addr := range order {
-		if _, err := walkWork(t, l.env(), res.Work[addr]); err != nil {
+		if _, err := walkWork(t, l.Env(), res.Work[addr]); err != nil {
 			t.Fatalf("%s: %v", addr, err)
 		}
 	}
-	if l.hosts["spark1"].containers["rayform-main"] != nil || l.hosts["spark2"].containers["rayform-main"] != nil {
+	if l.Hosts["spark1"].Containers["rayform-main"] != nil || l.Hosts["spark2"].Containers["rayform-main"] != nil {
 		t.Error("a project container survived destroy")
 	}
-	if l.hosts["spark2"].containers["postgres"] == nil {
+	if l.Hosts["spark2"].Containers["postgres"] == nil {
 		t.Error("destroy removed a container rayform did not create")
 	}
 	var _ *dag.Graph = g
@@ -592,13 +585,13 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newFakeLab(t, "spark1", "spark2")
-			l.run(pairSpecs("192.168.200.12")...)
-			h := l.hosts["spark1"]
-			h.serve.chunks = [][]byte{[]byte(tt.log)}
-			h.serve.die = true
-			h.ss, h.vllmVersion = tt.ss, tt.version
-			env := l.env()
+			l := steplab.New(t, "spark1", "spark2")
+			l.Run(pairSpecs("192.168.200.12")...)
+			h := l.Hosts["spark1"]
+			h.Serve.Chunks = [][]byte{[]byte(tt.log)}
+			h.Serve.Die = true
+			h.SS, h.VLLMVersion = tt.ss, tt.version
+			env := l.Env()
 			w := qwenWork(plan.Create, qwenServe(), false)
 			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			_, err := walkWork(t, env, w)
@@ -618,11 +611,11 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 // A head whose GCS cannot bind its port: the diagnosis names the port and
 // asks the head's ss who holds it.
 func TestHeadPortHeldIsDiagnosed(t *testing.T) {
-	l := newFakeLab(t, "spark1", "spark2")
-	h := l.hosts["spark1"]
-	h.headExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
-	h.ss = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
-	_, err := walkWork(t, l.env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
+	l := steplab.New(t, "spark1", "spark2")
+	h := l.Hosts["spark1"]
+	h.HeadExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
+	h.SS = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
+	_, err := walkWork(t, l.Env(), pairWork(plan.Create, pairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
 	var de *hostenv.DiagnosedError
 	if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.AddrInUse {
 		t.Fatalf("err = %v, want an %s diagnosis", err, diagnose.AddrInUse)
