@@ -61,12 +61,12 @@ func TestDockerArgsCannotSetRayformLabels(t *testing.T) {
 // (vllm_serve.ghost in "victim") makes plan and destroy refuse, naming it,
 // and plans no work inside it.
 func TestForgedServeContainerRefused(t *testing.T) {
-	specs := pairSpecs("192.168.200.12")
+	specs := steplab.PairSpecs("192.168.200.12")
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{
 			{Name: specs[0].Name, Labels: specs[0].Labels(steplab.Project), Running: true},
 			{Name: "victim", Labels: map[string]string{"app": "db"}, Running: true},
-			{Name: "neighbour", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}, Running: true},
+			{Name: "neighbour", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: steplab.Cluster}, Running: true},
 		}}, Records: map[string]observe.ProcessRecord{"serve-ghost": {Found: true, Alive: true}, "serve-ghost2": {Found: true, Alive: true}, "serve-qwen": {Found: true, Alive: true}}},
 	}}
 	st, err := state.New(steplab.Project)
