@@ -5,11 +5,14 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -522,9 +525,10 @@ func TestE2EModelStagedWhileServing(t *testing.T) {
 // copy was verified against. With the hub unreachable (the model's
 // endpoint a closed port on the lab's management network), plan
 // -detailed-exitcode exits 0 and warns, naming the hub, the cause and the
-// node and time of the record; status still judges every copy; destroy
-// works without the hub. A model whose nodes hold no record is an error
-// with its cause and fix.
+// node and time of the record; status still judges every copy. A model
+// whose nodes hold no record is an error with its cause and fix. With a
+// hub that answers 503, plan warns the same way; plan -destroy and destroy
+// never ask it.
 func TestE2EModelPlanWithoutTheHub(t *testing.T) {
 	// Fast mode: the subject is the model kind, not Ray.
 	l := startLab(t, "rfe2emdh", fastRay...)
@@ -575,14 +579,122 @@ func TestE2EModelPlanWithoutTheHub(t *testing.T) {
 		"no node holds a list of rayform-lab/big@main recorded by an earlier apply",
 		"Fix: make the hub at "+down+" reachable from this machine")
 
-	// destroy never needs the hub.
-	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), down, 1)), 0o644); err != nil {
+	// A hub on the loopback of the namespace rayform runs in, that
+	// answers every request 503 and counts them: plan judges the nodes by
+	// their records; destroy never asks it.
+	var asked atomic.Int32
+	ln, err := lab.ListenIn(l.name+"-client", "tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	mustCode(t, "destroy without the hub", l.rayform("", "-chdir", dir, "destroy", "-auto-approve"), 0)
+	busy := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	busy.Listener.Close()
+	busy.Listener = ln
+	busy.Start()
+	defer busy.Close()
+	if err := os.WriteFile(hcl, []byte(strings.Replace(string(src), "http://"+lab.HubAddr(), busy.URL, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	busyPlan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "plan with the hub answering 503", busyPlan, 0)
+	mustContain(t, "plan with the hub answering 503", busyPlan.stdout+busyPlan.stderr, "Warning: the hub at "+busy.URL+" did not answer", "it answered 503 Service Unavailable")
+	if asked.Load() == 0 {
+		t.Error("plan did not ask the hub")
+	}
+	asked.Store(0)
+	for _, args := range [][]string{{"plan", "-destroy"}, {"destroy", "-auto-approve"}} {
+		mustCode(t, strings.Join(args, " ")+" without the hub", l.rayform("", append([]string{"-chdir", dir}, args...)...), 0)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("plan -destroy and destroy asked the hub %d times", n)
+	}
 	for _, n := range []string{"spark1", "spark2"} {
 		if out, err := l.ssh(n, "docker ps -aq"); err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("containers on %s after destroy: %q %v", n, out, err)
+		}
+	}
+}
+
+// TestE2EModelTwoNetworks: two clusters on two networks (the lab's fabric
+// split in two subnets: spark1 and spark2 on 192.168.200.12/31, spark3
+// and spark4 on 192.168.200.14/31) serve the same model, which only the
+// head of the first holds. plan shows per node its source: spark2 from
+// spark1 over network a; network b has no complete copy, so spark3
+// downloads it from the hub and spark4 receives it from spark3 over
+// network b. apply does so, both serves serve, every copy matches the
+// head's, and the next plan has nothing to do.
+func TestE2EModelTwoNetworks(t *testing.T) {
+	// Fast mode: the subject is the model kind, not Ray.
+	l := startLab(t, "rfe2emd2", append([]string{"-nodes", "4"}, fastRay...)...)
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, l.name+"-"+filepath.Base(tmp))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + filepath.Base(dir)) })
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, "node \"spark%d\" {\n  host          = \"10.1.230.%d\"\n  user          = \"root\"\n  identity_file = %q\n  gpus          = 1\n}\n\n",
+			i+1, 180+i, filepath.Join(l.dir, "id_ed25519"))
+	}
+	for i, c := range []struct{ name, cidr, head, worker string }{{"a", "192.168.200.12/31", "spark1", "spark2"}, {"b", "192.168.200.14/31", "spark3", "spark4"}} {
+		fmt.Fprintf(&b, `network %[1]q {
+  cidr      = %[2]q
+  interface = %[3]q
+}
+
+ray_cluster %[1]q {
+  image           = %[4]q
+  head            = node.%[5]s
+  workers         = [node.%[6]s]
+  network         = network.%[1]s
+  memory_monitor  = false
+  dataplane_check = false
+}
+
+vllm_serve %[1]q {
+  cluster                = ray_cluster.%[1]s
+  model                  = model.m.source
+  served_model_name      = "m%[7]d"
+  pipeline_parallel_size = 2
+  gpu_memory_utilization = 0.85
+  max_model_len          = 4096
+  ready_timeout          = "2m"
+}
+
+`, c.name, c.cidr, lab.DefaultFabricIfname, seedImage, c.head, c.worker, i)
+	}
+	fmt.Fprintf(&b, "model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}\n", lab.HubRepoTiny, lab.HubAddr())
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	plan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "plan", plan, 2)
+	mustContain(t, "plan", plan.stdout,
+		"# (spark1: complete)",
+		"# (spark2: absent, 25.2 MB to stage from spark1 over network a (",
+		"# (spark3: absent, 25.2 MB to stage, downloaded from the hub (",
+		"# (spark4: absent, 25.2 MB to stage from spark3 over network b, once it has downloaded it (")
+	apply := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	mustCode(t, "apply", apply, 0)
+	mustContain(t, "apply", apply.stdout,
+		"model.m: stage rayform-lab/tiny (25.2 MB) from spark1 to spark2 over the fabric",
+		"model.m: download rayform-lab/tiny@",
+		") to spark3 from the hub http://"+lab.HubAddr(),
+		"model.m: stage rayform-lab/tiny (25.2 MB) from spark3 to spark4 over the fabric",
+		"Apply complete!")
+	if strings.Contains(apply.stdout, "from spark1 to spark3") || strings.Contains(apply.stdout, "from spark1 to spark2, spark3") {
+		t.Errorf("network b staged from spark1, across networks:\n%s", apply.stdout)
+	}
+	mustCode(t, "plan after", l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode"), 0)
+	head := l.snapshotSums(t, "spark1", lab.HubRepoTiny)
+	for _, n := range []string{"spark2", "spark3", "spark4"} {
+		if got := l.snapshotSums(t, n, lab.HubRepoTiny); got != head {
+			t.Errorf("%s's files differ from the head's:\n%s\nhead:\n%s", n, got, head)
 		}
 	}
 }

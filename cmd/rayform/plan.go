@@ -33,13 +33,18 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	obs, err := s.run.Observe(ctx, *refreshOnly)
+	// plan -destroy plans the removals only: it depends on nothing a plan
+	// of the configuration's changes asks outside the hosts.
+	var obs *run.Observation
+	var err error
+	if *destroy {
+		obs, _, err = s.run.ObserveDestroy(ctx)
+	} else {
+		obs, err = s.run.Observe(ctx, *refreshOnly)
+	}
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
-	}
-	if *destroy {
-		s.run.DestroyPlan(obs)
 	}
 	p := obs.Result.Plan
 	if err := renderPlan(c, &opts, s, obs, *out); err != nil {

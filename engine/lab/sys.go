@@ -316,3 +316,16 @@ func waitFor(ctx context.Context, what string, timeout time.Duration, check func
 		}
 	}
 }
+
+// ListenIn listens on addr inside the lab's network namespace netns (a
+// name under /var/run/netns, like NAME-client): tests serve there what
+// rayform, run in that namespace, connects to.
+func ListenIn(netns, network, addr string) (net.Listener, error) {
+	var ln net.Listener
+	err := inNetns(netnsPath(netns), func() error {
+		var err error
+		ln, err = net.Listen(network, addr)
+		return err
+	})
+	return ln, err
+}

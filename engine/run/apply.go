@@ -138,14 +138,19 @@ func (r *Runner) applyRun(ctx context.Context, req ApplyRequest, v View) bool {
 		return err
 	}
 
-	obs, err := r.Observe(ctx, false)
+	// A destroy plans the removals only (ObserveDestroy): it depends on
+	// nothing a plan of the configuration's changes asks outside the
+	// hosts.
+	var obs *Observation
+	var destroyGraph *dag.Graph
+	if req.Destroy {
+		obs, destroyGraph, err = r.ObserveDestroy(ctx)
+	} else {
+		obs, err = r.Observe(ctx, false)
+	}
 	if err != nil {
 		v.Error(lockErr(err))
 		return false
-	}
-	var destroyGraph *dag.Graph
-	if req.Destroy {
-		destroyGraph = r.DestroyPlan(obs)
 	}
 	p := obs.Result.Plan
 	if req.Saved != nil {
@@ -206,7 +211,7 @@ func (r *Runner) applyRun(ctx context.Context, req ApplyRequest, v View) bool {
 	// show, and a successful walk must have converged.
 	// A -replace is done once replaced.
 	r.Options.Replace = nil
-	again, againErr := r.reobserve(ctx, interrupted)
+	again, againErr := r.reobserve(ctx, interrupted, req.Destroy)
 	saveErr := r.recordState(obs, again, hooks.completed())
 	if saveErr != nil {
 		v.Error(fmt.Errorf("saving state: %w", saveErr))
@@ -230,14 +235,14 @@ func (r *Runner) applyRun(ctx context.Context, req ApplyRequest, v View) bool {
 		return false
 	}
 	// The plan against the state as now recorded.
-	in := r.planInput(again.Config, again.Facts)
-	again.Result = r.Provider.Plan(in)
-	if err := r.narrow(again); err != nil {
-		v.Error(err)
-		return false
-	}
 	if req.Destroy {
 		r.DestroyPlan(again)
+	} else {
+		again.Result = r.Provider.Plan(r.planInput(again.Config, again.Facts))
+		if err := r.narrow(again); err != nil {
+			v.Error(err)
+			return false
+		}
 	}
 	if again.Result.Plan.HasChanges() {
 		var left []string
@@ -297,10 +302,11 @@ func (r *Runner) nothingToDo(ctx context.Context, req ApplyRequest, v View, obs 
 	return true
 }
 
-// reobserve observes the hosts after the walk. A run whose lock was lost
-// still observes (read-only, bounded by a minute); one cut short by a
-// second interrupt (interrupted closed) does not.
-func (r *Runner) reobserve(ctx context.Context, interrupted <-chan struct{}) (*Observation, error) {
+// reobserve observes the hosts after the walk (as a destroy does, with
+// destroy set). A run whose lock was lost still observes (read-only,
+// bounded by a minute); one cut short by a second interrupt (interrupted
+// closed) does not.
+func (r *Runner) reobserve(ctx context.Context, interrupted <-chan struct{}, destroy bool) (*Observation, error) {
 	if closed(interrupted) {
 		return nil, errors.New("interrupted")
 	}
@@ -308,6 +314,10 @@ func (r *Runner) reobserve(ctx context.Context, interrupted <-chan struct{}) (*O
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
+	}
+	if destroy {
+		obs, _, err := r.ObserveDestroy(ctx)
+		return obs, err
 	}
 	return r.Observe(ctx, false)
 }

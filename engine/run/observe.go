@@ -22,6 +22,50 @@ var ErrInvalidWithFacts = errors.New("the configuration is invalid with the obse
 // facts reveal go to r.Diagnostics.
 func (r *Runner) Observe(ctx context.Context, refreshOnly bool) (*Observation, error) {
 	start := time.Now()
+	obs, err := r.observeHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	replace := map[string]bool{}
+	for _, a := range r.Options.Replace {
+		if err := r.Provider.CheckReplace(obs.Config, a); err != nil {
+			return nil, err
+		}
+		replace[a] = true
+	}
+	in := r.planInput(obs.Config, obs.Facts)
+	in.RefreshOnly, in.Replace = refreshOnly, replace
+	obs.Result = r.Provider.Plan(in)
+	if err := r.narrow(obs); err != nil {
+		return nil, err
+	}
+	obs.Elapsed = time.Since(start)
+	return obs, nil
+}
+
+// ObserveDestroy observes every host as Observe does and plans the
+// destruction of every resource (DestroyPlan), narrowed to the targets,
+// without planning the configuration's changes: a destroy needs nothing
+// that only a plan asks outside the hosts (a model's hub). It returns the
+// order of the walk too.
+func (r *Runner) ObserveDestroy(ctx context.Context) (*Observation, *dag.Graph, error) {
+	start := time.Now()
+	obs, err := r.observeHosts(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := r.checkTargets(obs.Config); err != nil {
+		return nil, nil, err
+	}
+	g := r.DestroyPlan(obs)
+	obs.Elapsed = time.Since(start)
+	return obs, g, nil
+}
+
+// observeHosts observes every host (one probe each, in parallel) and
+// evaluates the configuration with the facts: an observation without a
+// plan.
+func (r *Runner) observeHosts(ctx context.Context) (*Observation, error) {
 	spec := r.Provider.ObserveSpec(r.Config, r.State, r.Project, r.Options.StatusProbes)
 	conns := map[string]transport.Conn{}
 	for host := range spec.Hosts {
@@ -51,22 +95,18 @@ func (r *Runner) Observe(ctx context.Context, refreshOnly bool) (*Observation, e
 		}
 		return nil, ErrInvalidWithFacts
 	}
-	replace := map[string]bool{}
-	for _, a := range r.Options.Replace {
-		if err := r.Provider.CheckReplace(cfg, a); err != nil {
-			return nil, err
+	return &Observation{Facts: facts, Config: cfg}, nil
+}
+
+// checkTargets refuses a target the configuration does not declare.
+func (r *Runner) checkTargets(cfg Config) error {
+	g := cfg.Lang().Graph()
+	for _, t := range r.Options.Targets {
+		if !g.Has(t) {
+			return fmt.Errorf("-target %s: no such resource in the configuration", t)
 		}
-		replace[a] = true
 	}
-	in := r.planInput(cfg, facts)
-	in.RefreshOnly, in.Replace = refreshOnly, replace
-	res := r.Provider.Plan(in)
-	obs := &Observation{Facts: facts, Config: cfg, Result: res}
-	if err := r.narrow(obs); err != nil {
-		return nil, err
-	}
-	obs.Elapsed = time.Since(start)
-	return obs, nil
+	return nil
 }
 
 // narrow narrows obs's plan to the targets and their dependencies.
@@ -74,12 +114,10 @@ func (r *Runner) narrow(obs *Observation) error {
 	if len(r.Options.Targets) == 0 {
 		return nil
 	}
-	g := obs.Config.Lang().Graph()
-	for _, t := range r.Options.Targets {
-		if !g.Has(t) {
-			return fmt.Errorf("-target %s: no such resource in the configuration", t)
-		}
+	if err := r.checkTargets(obs.Config); err != nil {
+		return err
 	}
+	g := obs.Config.Lang().Graph()
 	keep := map[string]bool{}
 	for _, n := range g.Subgraph(r.Options.Targets).Nodes() {
 		keep[n] = true

@@ -85,6 +85,8 @@ type world struct {
 	starting map[string]bool
 	// ahead are stops (addr → the address that waits for it).
 	ahead map[string]string
+	// plans counts the plans of the configuration's changes (Plan).
+	plans int
 	// during, when set, runs inside the step of its address (an
 	// interrupt arriving mid-step).
 	during map[string]func(ctx context.Context) error
@@ -136,6 +138,9 @@ func (w *world) CheckReplace(c run.Config, addr string) error {
 }
 
 func (w *world) Plan(in run.PlanInput) *run.Result {
+	w.mu.Lock()
+	w.plans++
+	w.mu.Unlock()
 	res := &run.Result{Plan: &plan.Plan{}, Work: map[string]run.Work{}}
 	declared := map[string]bool{}
 	for name := range in.Config.Lang().Blocks("svc") {
@@ -535,6 +540,33 @@ func TestDestroyTargetTakesItsDependents(t *testing.T) {
 				t.Errorf("complete %+v, want %d destroyed", v.complete, len(tc.want))
 			}
 		})
+	}
+}
+
+// TestDestroyPlansNoChanges: destroy (apply's, and the plan of one)
+// plans the removals only, never the configuration's changes, whose
+// lookups may reach outside the hosts (a model's hub): the provider's
+// Plan is not called; an unknown target is still refused.
+func TestDestroyPlansNoChanges(t *testing.T) {
+	w := newWorld("svc.a", "svc.b")
+	r := runner(t, w, twoSvcs, run.Options{})
+	v := &view{approve: true}
+	if err := r.Apply(context.Background(), run.ApplyRequest{Destroy: true, AutoApprove: true}, v); err != nil {
+		t.Fatalf("destroy: %v (errors %v, failed %v)", err, v.errs, v.failed)
+	}
+	if got := w.steps(); !slices.Equal(got, []string{"delete svc.b", "delete svc.a"}) {
+		t.Errorf("steps %v", got)
+	}
+	obs, g, err := r.ObserveDestroy(context.Background())
+	if err != nil || g == nil || obs.Result == nil {
+		t.Fatalf("plan -destroy: %v", err)
+	}
+	if w.plans != 0 {
+		t.Errorf("destroy planned the configuration's changes %d times", w.plans)
+	}
+	r.Options.Targets = []string{"svc.nope"}
+	if _, _, err := r.ObserveDestroy(context.Background()); err == nil || !strings.Contains(err.Error(), "-target svc.nope: no such resource") {
+		t.Errorf("unknown target: %v", err)
 	}
 }
 

@@ -51,7 +51,10 @@ type Kind interface {
 	// facts and before the plan, what the kind's plan needs from outside
 	// the hosts (a model's files as its hub lists them), and completes the
 	// kind's block values in cfg with it. It is the only I/O of a plan
-	// besides the observation; ctx bounds it.
+	// besides the observation; ctx bounds it. A kind may ready the
+	// question and ask it only when its plan first needs the answer (the
+	// model does), so that a destroy, which plans no kind's changes, never
+	// depends on anything outside the hosts.
 	Lookup(ctx context.Context, cfg *config.Config)
 	// Observe adds to o.Spec what each host is asked about the kind's
 	// resources: those the configuration declares, and those the state

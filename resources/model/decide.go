@@ -147,9 +147,8 @@ func Decide(m Manifest, nodes []NodeCopy) Decision {
 		if judged[i].State == Complete {
 			continue
 		}
-		src := slices.IndexFunc(nodes, func(s NodeCopy) bool { return s.Node != dst.Node && judgedComplete(judged, nodes, s) && dst.reaches(s) })
-		if src >= 0 {
-			d.From[dst.Node] = nodes[src].Node
+		if src := reachable(nodes, judged, dst); src != "" {
+			d.From[dst.Node] = src
 			continue
 		}
 		g := dst.group()
@@ -171,10 +170,15 @@ func Decide(m Manifest, nodes []NodeCopy) Decision {
 	return d
 }
 
-// judgedComplete reports whether s's copy was judged complete.
-func judgedComplete(judged []Judgment, nodes []NodeCopy, s NodeCopy) bool {
-	i := slices.IndexFunc(nodes, func(n NodeCopy) bool { return n.Node == s.Node })
-	return i >= 0 && judged[i].State == Complete
+// reachable is the first node of nodes with a complete copy (judged)
+// that dst reaches over its network, "" when none.
+func reachable(nodes []NodeCopy, judged []Judgment, dst NodeCopy) string {
+	for i, s := range nodes {
+		if judged[i].State == Complete && dst.reaches(s) {
+			return s.Node
+		}
+	}
+	return ""
 }
 
 // Lines are plan's line per node: "spark1: complete", "spark2: absent,

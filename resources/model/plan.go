@@ -31,17 +31,6 @@ type Resolution struct {
 // ResolveTimeout bounds the hub's answers for one model at plan time.
 const ResolveTimeout = time.Minute
 
-// ResolveAll asks the hub for the manifest of each model (Resolve), by
-// model name, from the machine running rayform, the token only in the
-// Authorization header; a nil hc is HubClient's.
-func ResolveAll(ctx context.Context, hc *http.Client, models []*Model) map[string]Resolution {
-	out := map[string]Resolution{}
-	for _, m := range models {
-		out[m.Name] = ResolveOrRecall(ctx, hc, m, nil, nil)
-	}
-	return out
-}
-
 // ResolveOrRecall asks the hub for m's manifest (Resolve, bounded by
 // ResolveTimeout). When the hub does not answer (UnavailableError: no
 // answer, a timeout, a 5xx; never a refusal), the newest record of m's

@@ -28,6 +28,9 @@ import (
 // RecordVersion is the format version of a record.
 const RecordVersion = 1
 
+// recordTimeout bounds the writing of a record on a node.
+const recordTimeout = time.Minute
+
 // recordMax bounds a record the probe reads (a manifest of thousands of
 // files).
 const recordMax = 4 << 20
@@ -106,6 +109,8 @@ func WriteRecord(ctx context.Context, c transport.Conn, dir string, r Record) er
 	tmp := file + ".rayform-tmp"
 	script := "set -e\numask 022\nmkdir -p " + shell.Quote(path.Dir(file)) +
 		"\ncat >" + shell.Quote(tmp) + "\nmv -f " + shell.Quote(tmp) + " " + shell.Quote(file) + "\n"
+	ctx, cancel := context.WithTimeout(ctx, recordTimeout)
+	defer cancel()
 	res, err := c.Run(ctx, transport.Cmd{Script: script, Stdin: bytes.NewReader(append(data, '\n')), Mutating: true})
 	if err != nil {
 		return fmt.Errorf("recording the manifest of %s@%s in %s: %w (%s)", r.Repo, r.Revision, file, err, bytes.TrimSpace(res.Stderr))

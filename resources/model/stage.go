@@ -33,6 +33,10 @@ var stageScript string
 // the standard library alone).
 var stagePython = "python3 -S"
 
+// stageTrail, where set (tests), says whether receivers hash in a thread
+// that trails the writer; nil lets each receiver choose by its cores.
+var stageTrail *bool
+
 // Peer is a node taking part in staging.
 type Peer struct {
 	// Name is the node's name, for messages and progress.
@@ -276,6 +280,9 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(),
 	}
 	maps.Copy(c, source)
+	if stageTrail != nil {
+		c["trail"] = *stageTrail
+	}
 	cfg, err := json.Marshal(c)
 	if err != nil {
 		return err

@@ -15,8 +15,8 @@
 # comes on the second line of its stdin once the source listens. Over plain
 # HTTP the body moves socket to file with os.splice (Linux, Python 3.10 on;
 # no copy through the process) and sha256 reads each chunk back while it is
-# in the page cache, in a thread that trails the writer (receiving and
-# hashing a file overlap); otherwise recv_into a reused buffer and write.
+# in the page cache (in a thread that trails the writer, where the node has
+# a core for it); otherwise recv_into a reused buffer and write.
 # Errors are one line on stderr starting "rayform-stage: " and exit 1.
 import errno
 import fcntl
@@ -239,7 +239,8 @@ def splice_body(cfg, f, conn, resp, part, have, size, h, prog, where):
     """Receive the rest of resp's body (size - have bytes) into part at
     offset have with os.splice, socket to pipe to file: no copy through
     this process. sha256 (h) reads each chunk back from the page cache
-    while it is hot, in a Trailer. Returns the bytes in part."""
+    while it is hot (in a Trailer, where cfg["trail"]). Returns the bytes
+    in part."""
     # The body ends where its Content-Length says (a source whose copy is
     # short sends less, and keeps the connection open).
     end = min(size, have + resp.length)
@@ -279,8 +280,11 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
         poll = select.poll()
         poll.register(sock, select.POLLIN)
         timeout_ms = int(cfg.get("timeout", 60) * 1000)
-        if h is not None:
+        buf = None
+        if h is not None and cfg.get("trail"):
             trail = Trailer(fd, h)
+        elif h is not None:
+            buf = memoryview(bytearray(CHUNK))
         while have < end:
             try:
                 n = os.splice(sock, wp, min(CHUNK, end - have))
@@ -300,6 +304,9 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
                     die(write_failed(cfg, part, e, have + moved, size, prog))
             if trail is not None:
                 trail.add(have, n)
+            elif buf is not None:
+                got = os.preadv(fd, [buf[:n]], have)
+                h.update(buf[:got])
             have += n
             prog.add(n)
         if trail is not None:
@@ -472,17 +479,21 @@ def link(cfg, f):
     os.replace(tmp, dst)
 
 
+def cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def streams(cfg):
     """How many files to fetch at once: the configuration's number, or
-    (0) one per core this process may run on, at least 4, at most 32."""
+    (0) one per core, at least 4, at most 32."""
     n = int(cfg.get("streams", 0))
     if n > 0:
         return n
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 4
-    return min(32, max(4, cores))
+    return min(32, max(4, cores()))
 
 
 def fetch(cfg):
@@ -535,7 +546,14 @@ def fetch(cfg):
                 f = queue.pop()
             fetch_file(cfg, f, prog)
 
-    workers = [threading.Thread(target=worker) for _ in range(min(max(1, len(todo)), streams(cfg)))]
+    n = min(max(1, len(todo)), streams(cfg))
+    # sha256 trails the writer in a thread of its own where the node has
+    # a core for each (it overlaps a file's receiving and hashing, but
+    # reading back on another core costs 5-15% more CPU: where the cores
+    # are all busy, hashing inline is faster).
+    if cfg.get("trail") is None:
+        cfg["trail"] = 2 * n <= cores()
+    workers = [threading.Thread(target=worker) for _ in range(n)]
     for w in workers:
         w.start()
     for w in workers:

@@ -192,7 +192,9 @@ func TestStageCopiesNodeToNode(t *testing.T) {
 // partial shard (right length so far, wrong bytes) detects the sha256
 // mismatch and fetches it again, and a final blob of the wrong size is
 // replaced.
-func TestStageResumesAndRefetches(t *testing.T) {
+func TestStageResumesAndRefetches(t *testing.T) { bothHashPaths(t, testStageResumesAndRefetches) }
+
+func testStageResumesAndRefetches(t *testing.T) {
 	root := t.TempDir()
 	m, src := source(t, filepath.Join(root, "spark1"))
 	shard := m.Files[4]
@@ -456,7 +458,9 @@ func TestStageSourceFails(t *testing.T) {
 // hash wrong, fetches it again, finds it wrong again, and stops naming
 // the source's file and the fix; nothing of it is left on the receiver,
 // neither under its final name nor as a partial file to resume.
-func TestStageCorruptSource(t *testing.T) {
+func TestStageCorruptSource(t *testing.T) { bothHashPaths(t, testStageCorruptSource) }
+
+func testStageCorruptSource(t *testing.T) {
 	root := t.TempDir()
 	m, src := source(t, filepath.Join(root, "spark1"))
 	shard := m.Files[3]
@@ -483,5 +487,18 @@ func TestStageCorruptSource(t *testing.T) {
 	}
 	if j := probe(t, m, dst); j.State == Complete {
 		t.Errorf("after: %s", j)
+	}
+}
+
+// bothHashPaths runs test with the receivers hashing inline and in a
+// thread that trails the writer (each receiver picks one by its cores;
+// the test machine's cores must not pick for the test).
+func bothHashPaths(t *testing.T, test func(t *testing.T)) {
+	for _, trail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inline", true: "trailing"}[trail], func(t *testing.T) {
+			stageTrail = &trail
+			t.Cleanup(func() { stageTrail = nil })
+			test(t)
+		})
 	}
 }
