@@ -91,10 +91,10 @@ func (p Progress) String() string {
 type StageOptions struct {
 	// Streams is how many files each receiver fetches at once; zero
 	// means one per core of the receiver (the cores it may run on), at
-	// least 4 and at most 32: with sha256, each file is hashed in order
-	// on one core (about 1.5–2 GB/s with SHA-NI), so a fabric of 100–400
-	// Gbit/s needs that many files in flight, where the node has the
-	// cores.
+	// least 4 and at most 32 (8 from the hub, huggingface_hub's own
+	// max_workers): with sha256, each file is hashed in order on one
+	// core (about 1.5–2 GB/s with SHA-NI), so a fabric of 100–400 Gbit/s
+	// needs that many files in flight, where the node has the cores.
 	Streams int
 	// Interval is how often each receiver reports progress; zero means
 	// one second.

@@ -489,11 +489,12 @@ def cores():
 
 def streams(cfg):
     """How many files to fetch at once: the configuration's number, or
-    (0) one per core, at least 4, at most 32."""
+    (0) one per core, at least 4, at most 32 from a node and 8 from the
+    hub (huggingface_hub's own max_workers: a hub may throttle more)."""
     n = int(cfg.get("streams", 0))
     if n > 0:
         return n
-    return min(32, max(4, cores()))
+    return min(8 if cfg.get("hub") else 32, max(4, cores()))
 
 
 def fetch(cfg):
@@ -535,21 +536,21 @@ def fetch(cfg):
             die("%s: the source never started serving; nothing was fetched" % cfg["node"])
         cfg.update(json.loads(line))
     start = time.monotonic()
-    queue = list(reversed(todo))
+    pending = list(reversed(todo))
     qlock = threading.Lock()
 
     def worker():
         while True:
             with qlock:
-                if not queue:
+                if not pending:
                     return
-                f = queue.pop()
+                f = pending.pop()
             fetch_file(cfg, f, prog)
 
     n = min(max(1, len(todo)), streams(cfg))
     # sha256 trails the writer in a thread of its own where the node has
     # a core for each (it overlaps a file's receiving and hashing, but
-    # reading back on another core costs 5-15% more CPU: where the cores
+    # reading back on another core costs 5-18% more CPU: where the cores
     # are all busy, hashing inline is faster).
     if cfg.get("trail") is None:
         cfg["trail"] = 2 * n <= cores()

@@ -151,7 +151,8 @@ func stage(t *testing.T, m Manifest, src Layout, dsts map[string]Layout, rec *re
 // the source's server; the tree probe then judges both complete, every
 // file's content is the source's, snapshot files are links into blobs/
 // as huggingface_hub makes them, and each receiver's progress ends at the
-// total, done.
+// total, done (with the default streams, which each receiver picks by its
+// cores).
 func TestStageCopiesNodeToNode(t *testing.T) {
 	root := t.TempDir()
 	m, src := source(t, filepath.Join(root, "spark1"))
@@ -160,7 +161,10 @@ func TestStageCopiesNodeToNode(t *testing.T) {
 		t.Fatalf("before: %s", j)
 	}
 	var rec recorder
-	if err := stage(t, m, src, map[string]Layout{"spark2": a, "spark3": b}, &rec); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The default streams: each receiver picks them by its cores.
+	if err := Stage(ctx, m, peer("spark1", src), []Peer{peer("spark2", a), peer("spark3", b)}, StageOptions{Interval: 10 * time.Millisecond, Progress: rec.add}); err != nil {
 		t.Fatal(err)
 	}
 	for name, l := range map[string]Layout{"spark2": a, "spark3": b} {
