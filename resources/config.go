@@ -1,6 +1,9 @@
 package resources
 
 import (
+	"maps"
+	"net/netip"
+
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
@@ -16,8 +19,8 @@ import (
 const (
 	KindNode    = node.Type
 	KindNetwork = network.Type
-	KindCluster = "ray_cluster"
-	KindServe   = "vllm_serve"
+	KindCluster = cluster.Type
+	KindServe   = serve.Type
 )
 
 // Config is an evaluated configuration seen through the resource kinds:
@@ -45,7 +48,7 @@ func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Conf
 // unkeyed; apply makes the key under the lock and observes again before
 // it creates anything.
 func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
-	c.SetSecretKeys(cluster.ReadSecretKeys(c.Config, facts, project))
+	c.SetSecretKeys(learn(c.Config, facts, project).SecretKeys)
 }
 
 // SetSecretKeys sets the secret-digest keys the kinds read
@@ -119,4 +122,30 @@ func (c *Config) WithFacts(f Facts) (*Config, hcl.Diagnostics) {
 	}
 	out, diags := c.Config.WithFacts(f)
 	return View(out), diags
+}
+
+// learn is what the kinds learn from the hosts for the configuration's
+// evaluation (kind.Learner), with the hosts themselves.
+func learn(cfg *config.Config, facts *observe.Facts, project string) Facts {
+	f := Facts{Hosts: facts}
+	for _, k := range Kinds() {
+		if l, ok := k.(kind.Learner); ok {
+			l.Learn(cfg, facts, project, &f)
+		}
+	}
+	return f
+}
+
+// fabric is each node's observed fabric address and the interface holding
+// it, as the kinds that put nodes on a fabric read them (kind.Fabricator).
+func fabric(cfg *config.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+	addrs, ifaces := map[string]netip.Addr{}, map[string]string{}
+	for _, k := range Kinds() {
+		if fb, ok := k.(kind.Fabricator); ok {
+			a, i := fb.Fabric(cfg, facts)
+			maps.Copy(addrs, a)
+			maps.Copy(ifaces, i)
+		}
+	}
+	return addrs, ifaces
 }

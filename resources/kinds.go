@@ -1,7 +1,10 @@
-// Package resources knows what each kind of block means on a host: the
-// containers a ray_cluster runs, the vllm serve process a vllm_serve runs,
-// how observed facts compare with them (plan), and the steps that make them
-// so (apply). The engine walks; this package decides.
+// Package resources is the registry of the resource kinds (Kinds: node,
+// network, ray_cluster, vllm_serve, model, each in a package of its own
+// behind kind.Kind) and what runs them all for the engine: the typed view
+// of a configuration (Config), the observation to ask (ObserveSpec), the
+// planner the kinds plan through (Plan), destroy, what is present, the
+// steps' dispatch, and the run provider (Provider) that answers
+// engine/run with them. The engine walks; the kinds decide.
 package resources
 
 import (

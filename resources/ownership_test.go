@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/internal/steplab"
 )
 
 // Issue 23, item 5: docker_args cannot set rayform's labels (a container
@@ -60,15 +61,15 @@ func TestDockerArgsCannotSetRayformLabels(t *testing.T) {
 // (vllm_serve.ghost in "victim") makes plan and destroy refuse, naming it,
 // and plans no work inside it.
 func TestForgedServeContainerRefused(t *testing.T) {
-	specs := pairSpecs("192.168.200.12")
+	specs := steplab.PairSpecs("192.168.200.12")
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{
 		"spark1": {Containers: observe.ContainerFacts{List: []observe.Container{
-			{Name: specs[0].Name, Labels: specs[0].Labels(stepsProject), Running: true},
+			{Name: specs[0].Name, Labels: specs[0].Labels(steplab.Project), Running: true},
 			{Name: "victim", Labels: map[string]string{"app": "db"}, Running: true},
-			{Name: "neighbour", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: stepsCluster}, Running: true},
+			{Name: "neighbour", Labels: map[string]string{cluster.LabelManaged: "true", cluster.LabelProject: "other", cluster.LabelResource: steplab.Cluster}, Running: true},
 		}}, Records: map[string]observe.ProcessRecord{"serve-ghost": {Found: true, Alive: true}, "serve-ghost2": {Found: true, Alive: true}, "serve-qwen": {Found: true, Alive: true}}},
 	}}
-	st, err := state.New(stepsProject)
+	st, err := state.New(steplab.Project)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestForgedServeContainerRefused(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	in := PlanInput{Config: empty, Facts: facts, State: st, Project: stepsProject}
+	in := PlanInput{Config: empty, Facts: facts, State: st, Project: steplab.Project}
 	destroyed, _ := DestroyWork(in)
 	for name, res := range map[string]*Result{"plan": Plan(in), "destroy": destroyed} {
 		for _, ghost := range []string{"vllm_serve.ghost", "vllm_serve.ghost2"} {

@@ -15,7 +15,6 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 )
 
@@ -57,7 +56,7 @@ func Plan(in PlanInput) *Result {
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	p.addrs, _ = cluster.FabricAddrs(cluster.View(p.cfg.Config), p.facts)
+	p.addrs, _ = fabric(p.cfg.Config, p.facts)
 	p.res.Addrs = p.addrs
 	for _, k := range Kinds() {
 		k.Plan(p)
@@ -78,7 +77,7 @@ type planner struct {
 	cfg   *Config
 	facts *observe.Facts
 	res   *Result
-	// addrs are the nodes' fabric addresses (cluster.FabricAddrs).
+	// addrs are the nodes' fabric addresses (kind.Fabricator).
 	addrs map[string]netip.Addr
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
@@ -97,12 +96,13 @@ func (Provider) ObserveSpec(cfg run.Config, st *state.State, project string, sta
 
 func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts, project string) (run.Config, hcl.Diagnostics) {
 	loaded := ConfigOf(c)
-	addrs, _ := cluster.FabricAddrs(cluster.View(loaded.Config), facts)
-	cfg, diags := loaded.WithFacts(Facts{FabricAddrs: addrs, Hosts: facts})
+	f := learn(loaded.Config, facts, project)
+	cfg, diags := loaded.WithFacts(f)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	cfg.UseSecretKeys(facts, project)
+	// The keys read now, even where none was (kind.Learner).
+	cfg.SetSecretKeys(f.SecretKeys)
 	// What the kinds' plans need from outside the hosts (kind.Kind.Lookup).
 	for _, k := range Kinds() {
 		k.Lookup(ctx, cfg.Config)
@@ -181,7 +181,7 @@ func (Provider) Host(c run.Config, node string) (state.Host, bool) {
 }
 
 func (Provider) Fabric(c run.Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	return cluster.FabricAddrs(cluster.View(ConfigOf(c).Config), facts)
+	return fabric(ConfigOf(c).Config, facts)
 }
 
 func (Provider) Unreached(facts *observe.Facts, ws map[string]run.Work) []run.Unreach {

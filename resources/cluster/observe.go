@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/kind"
@@ -139,4 +140,18 @@ func sortedNetworks(cfg *Config) []*network.Network {
 		out = append(out, cfg.Networks[k])
 	}
 	return out
+}
+
+// Fabric is each cluster node's observed fabric address and the
+// interface holding it (kind.Fabricator, FabricAddrs).
+func (Kind) Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+	return FabricAddrs(View(cfg), hosts)
+}
+
+// Learn adds what the clusters' blocks are evaluated with (kind.Learner):
+// the nodes' fabric addresses (FabricAddrs) and the clusters'
+// secret-digest keys (ReadSecretKeys).
+func (Kind) Learn(cfg *config.Config, hosts *observe.Facts, project string, f *kind.Facts) {
+	f.FabricAddrs, _ = FabricAddrs(View(cfg), hosts)
+	f.SecretKeys = ReadSecretKeys(cfg, hosts, project)
 }

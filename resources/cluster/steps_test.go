@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"slices"
@@ -7,42 +7,14 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/network"
+	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/servedir"
 )
 
-const (
-	stepsImage = "registry.lab:5000/vllm-ray:0.17"
-	stepsPull  = `0.17: Pulling from vllm-ray
-2d473b07cdd5: Pulling fs layer
-5a3ea8efae5d: Pulling fs layer
-2d473b07cdd5: Verifying Checksum
-2d473b07cdd5: Download complete
-5a3ea8efae5d: Download complete
-2d473b07cdd5: Pull complete
-5a3ea8efae5d: Pull complete
-Digest: sha256:1b2c3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeeff001
-Status: Downloaded newer image for registry.lab:5000/vllm-ray:0.17
-registry.lab:5000/vllm-ray:0.17
-`
-)
-
-// pairSpecs is the seeds' pair: spark1 (head, 192.168.200.12) and spark2
-// (worker, 192.168.200.13), one GPU each, pinned to the fabric.
-func pairSpecs() []ContainerSpec {
-	mk := func(node, role, ip string) ContainerSpec {
-		return ContainerSpec{Resource: "ray_cluster.main", Node: node, Role: role, Name: "rayform-main", Image: stepsImage,
-			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
-			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": VLLMConfigRoot},
-			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
-	}
-	return []ContainerSpec{mk("spark1", "head", "192.168.200.12"), mk("spark2", "worker", "192.168.200.13")}
-}
-
 func TestJudgeRayTable(t *testing.T) {
-	specs := pairSpecs()
+	specs := steplab.PairSpecs("192.168.200.12")
 	gpus := func(n float64) map[string]float64 { return map[string]float64{"GPU": n} }
 	head := observe.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
 	worker := observe.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
@@ -62,7 +34,7 @@ func TestJudgeRayTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := reasons(judgeRayTable(specs, tt.rows))
+			got := cluster.RayTableReasons(specs, tt.rows)
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -74,15 +46,13 @@ func TestPullProgress(t *testing.T) {
 	// The clock stands still: only a new phase or a final line passes.
 	now := func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }
 	var got []string
-	p := &pullProgress{image: stepsImage, layers: map[string]bool{}, progress: func(s string) { got = append(got, s) },
-		throttle: hostenv.NewThrottle(now, time.Second)}
-	w := hostenv.NewLineWriter(p.line)
-	_, _ = w.Write([]byte(stepsPull[:40]))
-	_, _ = w.Write([]byte(stepsPull[40:]))
+	w := cluster.PullProgress(steplab.Image, func(s string) { got = append(got, s) }, hostenv.NewThrottle(now, time.Second))
+	_, _ = w.Write([]byte(steplab.Pull[:40]))
+	_, _ = w.Write([]byte(steplab.Pull[40:]))
 	want := []string{
-		"pulling " + stepsImage + ": 1/2 layers",
-		"pulling " + stepsImage + ": 2/2 layers",
-		"Status: Downloaded newer image for " + stepsImage,
+		"pulling " + steplab.Image + ": 1/2 layers",
+		"pulling " + steplab.Image + ": 2/2 layers",
+		"Status: Downloaded newer image for " + steplab.Image,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -90,7 +60,7 @@ func TestPullProgress(t *testing.T) {
 }
 
 func TestServeHostDirMount(t *testing.T) {
-	spec := pairSpecs()[0]
+	spec := steplab.PairSpecs("192.168.200.12")[0]
 	args := spec.RunArgs("lab")
 	i := slices.Index(args, "/var/tmp/rayform/lab/spark1/rayform-main:/tmp/rayform/serve")
 	if i < 1 || args[i-1] != "-v" {

@@ -224,6 +224,21 @@ type Facts struct {
 	SecretKeys map[string][]byte
 }
 
+// Learner is implemented by a kind whose blocks are evaluated with what
+// the hosts show (the ray_cluster: its nodes' fabric addresses, its
+// secret-digest keys): Learn adds it to f, from cfg as loaded and the
+// observed hosts, before the configuration is evaluated with f.
+type Learner interface {
+	Learn(cfg *config.Config, hosts *observe.Facts, project string, f *Facts)
+}
+
+// Fabricator is implemented by a kind that puts nodes on a fabric (the
+// ray_cluster, on its network): each node's observed address on it, and
+// the interface that holds it.
+type Fabricator interface {
+	Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.Addr, map[string]string)
+}
+
 // ConfigFacts returns the facts cfg was evaluated with (or given, for
 // SecretKeys); none before the hosts are observed.
 func ConfigFacts(cfg *config.Config) Facts {

@@ -232,7 +232,7 @@ func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 }
 
 // The model block's value as the serve and its cluster read it
-// (resources.Weights).
+// (serve.Weights).
 
 // Provides reports whether the model is what a serve's model argument
 // names (model = model.NAME.source).

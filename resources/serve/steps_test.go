@@ -1,4 +1,4 @@
-package serve
+package serve_test
 
 import (
 	"strings"
@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/internal/steplab"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 func TestServeProgress(t *testing.T) {
 	// The clock stands still: only a new phase or a final line passes.
 	now := func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }
 	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(now, time.Hour))
-	for _, c := range startupLog() {
-		p.feed(c)
+	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(now, time.Hour))
+	for _, c := range steplab.QwenStartupLog() {
+		p.Feed(c)
 	}
 	want := []string{
 		"Starting to load model Qwen/Qwen3.5-122B-A10B-FP8...",
@@ -34,10 +36,10 @@ func TestServeProgress(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if !p.up || p.fatal != "" {
-		t.Errorf("up = %v, fatal = %q", p.up, p.fatal)
+	if !p.Up() || p.Fatal() != "" {
+		t.Errorf("up = %v, fatal = %q", p.Up(), p.Fatal())
 	}
-	if b := bar(21); b != "[====>               ]" {
+	if b := serve.Bar(21); b != "[====>               ]" {
 		t.Errorf("bar(21) = %q", b)
 	}
 }
@@ -49,7 +51,7 @@ func TestServeProgress(t *testing.T) {
 // line reaches the log first. When the start fails, the held lines show.
 func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 	var got []string
-	p := newServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }, time.Hour))
+	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }, time.Hour))
 	log := "" +
 		"(RayWorkerWrapper pid=22, ip=192.168.200.13) [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).\n" +
 		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\r" +
@@ -59,7 +61,7 @@ func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 		"INFO 11-30 01:32:11 [default_loader.py:314] Loading weights took 56.20 seconds\n" +
 		"(RayWorkerWrapper pid=22, ip=192.168.200.13) INFO 11-30 01:32:11 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 56.120000 seconds\n" +
 		"INFO 11-30 01:32:12 [gpu_model_runner.py:3420] Model loading took 29.6562 GiB memory and 57.004000 seconds\n"
-	p.feed([]byte(log))
+	p.Feed([]byte(log))
 	want := []string{
 		"Loading weights: shards 0/14 [>                   ] 0%",
 		"Loading weights: shards 14/14 [====================] 100%",
@@ -70,7 +72,7 @@ func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 		t.Errorf("progress:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	got = nil
-	p.failed()
+	p.Failed()
 	wantHeld := []string{
 		"warning: [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).",
 		"Loading weights took 56.20 seconds",
@@ -78,30 +80,5 @@ func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(wantHeld, "\n") {
 		t.Errorf("held back lines after a failure:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantHeld, "\n"))
-	}
-}
-
-// startupLog is vLLM's startup, in chunks as successive polls see them
-// (the fake lab's qwenStartupLog in resources' step tests).
-func startupLog() [][]byte {
-	return [][]byte{
-		[]byte("(APIServer pid=1) INFO 04-08 23:31:00 [api_server.py:1885] vLLM API server version 0.17.1rc1\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:31:10 [gpu_model_runner.py:3338] Starting to load model Qwen/Qwen3.5-122B-A10B-FP8...\n" +
-			"Loading safetensors checkpoint shards:   0% Completed | 0/39 [00:00<?, ?it/s]\n"),
-		[]byte("Loading safetensors checkpoint shards:   3% Completed | 1/39 [00:04<02:36,  4.12s/it]\n" +
-			"Loading safetensors checkpoint shards:  21% Completed | 8/39 [00:33<02:08,  4.14s/it]\n"),
-		[]byte("Loading safetensors checkpoint shards:  51% Completed | 20/39 [01:22<01:18,  4.13s/it]\n" +
-			"Loading safetensors checkpoint shards: 100% Completed | 39/39 [02:41<00:00,  4.13s/it]\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:33:52 [default_loader.py:314] Loading weights took 161.20 seconds\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:33:53 [gpu_model_runner.py:3420] Model loading took 59.3125 GiB memory and 162.004000 seconds\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:34:10 [gpu_worker.py:359] Available KV cache memory: 31.20 GiB\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:34:10 [kv_cache_utils.py:1319] GPU KV cache size: 340,784 tokens\n" +
-			"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):   0%|          | 0/67 [00:00<?, ?it/s]\r" +
-			"Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  49%|████▉     | 33/67 [00:01<00:01, 25.1it/s]\r"),
-		[]byte("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|██████████| 67/67 [00:02<00:00, 25.3it/s]\n" +
-			"Capturing CUDA graphs (decode, FULL): 100%|██████████| 35/35 [00:01<00:00, 26.31it/s]\n" +
-			"(EngineCore_DP0 pid=1544) INFO 04-08 23:34:14 [gpu_model_runner.py:4235] Graph capturing finished in 4 secs, took 0.49 GiB\n" +
-			"(APIServer pid=1) INFO 04-08 23:34:15 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000\n" +
-			"INFO:     Started server process [1]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n"),
 	}
 }

@@ -1,4 +1,4 @@
-package resources
+package serve_test
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/internal/steplab"
+	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -79,8 +81,8 @@ func (c *dpConn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, 
 	return c.res, nil
 }
 
-func dpWork() *Work {
-	w := qwenWork(plan.Create, qwenServe(), false)
+func dpWork() *kind.Work {
+	w := steplab.QwenWork(plan.Create, steplab.QwenServe(), false)
 	serve.WorkOf(w).Check = []dataplane.Node{
 		{Name: "spark1", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.12"), Iface: "enp1s0f1np1"},
 		{Name: "spark2", Container: "rayform-main", Addr: netip.MustParseAddr("192.168.200.13"), Iface: "enp1s0f1np1"},
@@ -105,7 +107,7 @@ func TestDataplaneStep(t *testing.T) {
 			f1 := dpHost(t, "spark1", "192.168.200.12", transport.Result{Stdout: []byte(dpHealthy)})
 			f2 := dpHost(t, "spark2", "192.168.200.13", tc.spark2)
 			env := &hostenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
-			steps := Steps(env, dpWork())
+			steps := serve.Kind{}.Steps(env.WithDefaults(), dpWork())
 			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name, "data-plane check") || !strings.HasPrefix(steps[1].Name, "start vllm serve") {
 				var names []string
 				for _, s := range steps {
@@ -152,7 +154,7 @@ func TestDataplaneStep(t *testing.T) {
 // TestServeWithoutCheck: dataplane_check = false (or a single node) plans
 // no check.
 func TestServeWithoutCheck(t *testing.T) {
-	steps := Steps(&hostenv.StepEnv{}, qwenWork(plan.Create, qwenServe(), false))
+	steps := serve.Kind{}.Steps((&hostenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
 	for _, s := range steps {
 		if strings.Contains(s.Name, "data-plane") {
 			t.Errorf("step %q without Check", s.Name)

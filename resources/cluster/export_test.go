@@ -1,0 +1,24 @@
+package cluster
+
+import (
+	"io"
+
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/resources/hostenv"
+)
+
+// The hooks of the package's external tests (package cluster_test, which
+// share the steps' fake lab, resources/internal/steplab).
+
+// RayTableReasons is the judgment of Ray's node table against specs that
+// plan and apply's verification share, as reasons.
+func RayTableReasons(specs []ContainerSpec, rows []observe.RayNode) []string {
+	return reasons(judgeRayTable(specs, rows))
+}
+
+// PullProgress turns what is written to it, docker pull's output for
+// image, into the pull's progress lines.
+func PullProgress(image string, progress func(string), t hostenv.Throttle) io.Writer {
+	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress, throttle: t}
+	return hostenv.NewLineWriter(p.line)
+}

@@ -1,0 +1,30 @@
+package serve
+
+import "github.com/rayform/rayform/resources/hostenv"
+
+// The hooks of the package's external tests (package serve_test, which
+// share the steps' fake lab, resources/internal/steplab).
+
+// ServeProgress follows a serve's log as the start step does.
+type ServeProgress struct{ p *serveProgress }
+
+// NewServeProgress hands the progress lines of the log it is fed to
+// progress, throttled by t.
+func NewServeProgress(progress func(string), t hostenv.Throttle) ServeProgress {
+	return ServeProgress{newServeProgress(progress, t)}
+}
+
+// Feed reads the next chunk of the log.
+func (s ServeProgress) Feed(b []byte) { s.p.feed(b) }
+
+// Failed shows the lines held back, as when the start fails.
+func (s ServeProgress) Failed() { s.p.failed() }
+
+// Up reports whether vLLM said it is up; Fatal is its fatal line, if any.
+func (s ServeProgress) Up() bool { return s.p.up }
+
+// Fatal is the fatal line the log showed, "" for none.
+func (s ServeProgress) Fatal() string { return s.p.fatal }
+
+// Bar is a progress bar at pct percent.
+var Bar = bar
