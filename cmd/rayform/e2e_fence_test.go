@@ -319,11 +319,17 @@ func TestE2EFencing(t *testing.T) {
 	t.Run("forged state entry", func(t *testing.T) {
 		dir := l.config(body)
 		project := filepath.Base(dir)
-		if o, err := l.ssh("spark1", "docker run -d --name victim "+seedImage+" sleep 100000 && docker exec victim sh -c 'mkdir -p /tmp/rayform/serve && echo 1 > /tmp/rayform/serve/serve-ghost.pid && echo {} > /tmp/rayform/serve/serve-ghost.json'"); err != nil {
+		// The window of docker events starts before the test's own exec,
+		// whose event must then be the only one: docker's --since has
+		// whole seconds here, and a window starting after it could still
+		// hold it (a failure seen in CI) or, moved a second on, miss
+		// rayform's.
+		since := time.Now().Unix()
+		const setup = "mkdir -p /tmp/rayform/serve && echo 1 > /tmp/rayform/serve/serve-ghost.pid && echo {} > /tmp/rayform/serve/serve-ghost.json"
+		if o, err := l.ssh("spark1", "docker run -d --name victim "+seedImage+" sleep 100000 && docker exec victim sh -c '"+setup+"'"); err != nil {
 			t.Fatalf("creating the victim: %v\n%s", err, o)
 		}
 		defer l.ssh("spark1", "docker rm -f victim")
-		since := time.Now().Unix()
 		forged := `{"version": 1, "lineage": "6d1c4f4e-8a65-4c8e-9d43-1f6f0b7e2a11", "serial": 1, "project": "` + project + `",
   "resources": {"vllm_serve.ghost": {"type": "vllm_serve", "container": "victim", "applied_at": "2026-01-01T00:00:00Z",
     "hosts": [{"node": "spark1", "host": "10.1.230.180", "user": "root"}]}}}`
@@ -342,8 +348,14 @@ func TestE2EFencing(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, o)
 		}
-		if strings.Contains(o, "exec_create") {
-			t.Errorf("rayform ran commands inside the victim:\n%s", o)
+		var execs []string
+		for _, line := range strings.Split(o, "\n") {
+			if strings.HasPrefix(line, "exec_create") {
+				execs = append(execs, line)
+			}
+		}
+		if want := "exec_create: sh -c " + setup; len(execs) != 1 || execs[0] != want {
+			t.Errorf("execs in the victim: want only the test's own %q; rayform ran commands inside it:\n%s", want, o)
 		}
 		mustContain(t, "the victim's files", o, "serve-ghost.pid", "serve-ghost.json")
 	})
