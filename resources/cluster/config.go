@@ -15,12 +15,9 @@
 package cluster
 
 import (
-	"net/netip"
-
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
@@ -84,23 +81,17 @@ func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Conf
 
 // planner is what the cluster kind plans through: kind.Planner, kit's
 // readings of the hosts, the configuration through its view, and the
-// nodes' fabric addresses and interfaces (FabricAddrs).
+// hosts' readings with the nodes' fabric (Fabric).
 type planner struct {
 	kit.Planner
-	cfg    *Config
-	facts  *observe.Facts
-	addrs  map[string]netip.Addr
-	ifaces map[string]string
+	cfg *Config
+	fab Fabric
 }
 
 // newPlanner is the cluster kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
-	pl := &planner{Planner: kit.Planner{Planner: p}, cfg: View(p.Config()), facts: p.Facts()}
-	if pl.facts == nil {
-		pl.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
-	}
-	pl.addrs, pl.ifaces = FabricAddrs(pl.cfg, pl.facts)
-	return pl
+	cfg := View(p.Config())
+	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: NewFabric(cfg, p.Facts())}
 }
 
 // WithFacts re-evaluates the configuration with observed facts

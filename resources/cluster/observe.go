@@ -97,6 +97,25 @@ func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[stri
 	return out
 }
 
+// Fabric is what the kinds that run on a cluster plan from: the hosts'
+// readings (never nil) and each node's fabric address and interface
+// (FabricAddrs).
+type Fabric struct {
+	Facts  *observe.Facts
+	Addrs  map[string]netip.Addr
+	Ifaces map[string]string
+}
+
+// NewFabric reads cfg's nodes' fabric from facts; nil facts read as no
+// host answered.
+func NewFabric(cfg *Config, facts *observe.Facts) Fabric {
+	if facts == nil {
+		facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
+	}
+	addrs, ifaces := FabricAddrs(cfg, facts)
+	return Fabric{Facts: facts, Addrs: addrs, Ifaces: ifaces}
+}
+
 // FabricAddrs reads each cluster node's fabric address from the facts (see
 // observe.Fabric.Find), and the interface holding it.
 func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {

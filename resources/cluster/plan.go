@@ -46,7 +46,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	// A cluster with workers always has a network here: the configuration
 	// refuses one without (checkRayCluster, "Multi-node cluster without a
 	// network binding").
-	specs := ClusterSpecs(p.cfg, rc, p.addrs, p.ifaces)
+	specs := ClusterSpecs(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces)
 	name := ContainerName(rc)
 	work := &ClusterWork{Name: rc.Name, ContainerName: name, Specs: specs, Start: map[string]bool{}}
 	if len(specs) > 0 {
@@ -64,7 +64,7 @@ func (p *planner) cluster(rc *RayCluster) {
 	nw := p.cfg.Networks[rc.Network]
 	after := map[string]attrs.Values{}
 	for _, spec := range specs {
-		after[spec.Node] = attrs.Normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.ifaces)))
+		after[spec.Node] = attrs.Normalize(schema, clusterRecordValues(rc, spec, nodeIface(nw, spec.Node, p.fab.Ifaces)))
 	}
 	// before holds, per node, the attributes its container was created
 	// with (read from its record).
@@ -100,7 +100,7 @@ func (p *planner) cluster(rc *RayCluster) {
 			// the key: its secrets are compared in that form (and, when
 			// its hash is the unkeyed one, it is current; apply keys it
 			// when it recreates the container for another reason).
-			after[node] = attrs.Normalize(schema, clusterRecordValues(rc, spec.unkeyed(), nodeIface(nw, node, p.ifaces)))
+			after[node] = attrs.Normalize(schema, clusterRecordValues(rc, spec.unkeyed(), nodeIface(nw, node, p.fab.Ifaces)))
 		}
 		if !recorded && current {
 			// Known from the hash alone: it is the spec.
@@ -223,7 +223,7 @@ func (p *planner) foreignContainer(addr, node, name string, c observe.Container)
 // strayRemovals are managed containers of the cluster on nodes not in it.
 func (p *planner) strayRemovals(rc *RayCluster, name string) []Removal {
 	var out []Removal
-	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+	for _, node := range slices.Sorted(maps.Keys(p.fab.Facts.Hosts)) {
 		out = append(out, p.strayRemovalsOn(rc, node)...)
 	}
 	return out
@@ -343,7 +343,7 @@ func nodeIP(specs []ContainerSpec, node string) string {
 // was started with) to the node.
 func (p *planner) addressOwners(rc *RayCluster) map[string]string {
 	out := map[string]string{}
-	for _, node := range slices.Sorted(maps.Keys(p.facts.Hosts)) {
+	for _, node := range slices.Sorted(maps.Keys(p.fab.Facts.Hosts)) {
 		if n := p.cfg.Nodes[node]; n != nil {
 			out[n.Host] = node
 		}

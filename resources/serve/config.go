@@ -15,10 +15,7 @@
 package serve
 
 import (
-	"net/netip"
-
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
@@ -68,21 +65,15 @@ func (c *Config) clusters() *cluster.Config { return cluster.View(c.Config) }
 
 // planner is what the serve kind plans through: kind.Planner, kit's
 // readings of the hosts, the configuration through its view, and the
-// nodes' fabric addresses and interfaces (cluster.FabricAddrs).
+// hosts' readings with the nodes' fabric (cluster.Fabric).
 type planner struct {
 	kit.Planner
-	cfg    *Config
-	facts  *observe.Facts
-	addrs  map[string]netip.Addr
-	ifaces map[string]string
+	cfg *Config
+	fab cluster.Fabric
 }
 
 // newPlanner is the serve kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
-	pl := &planner{Planner: kit.Planner{Planner: p}, cfg: View(p.Config()), facts: p.Facts()}
-	if pl.facts == nil {
-		pl.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
-	}
-	pl.addrs, pl.ifaces = cluster.FabricAddrs(pl.cfg.clusters(), pl.facts)
-	return pl
+	cfg := View(p.Config())
+	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts())}
 }

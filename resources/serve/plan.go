@@ -102,8 +102,8 @@ func (p *planner) serve(sv *VLLMServe) {
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
-			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.addrs, p.ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }
 
