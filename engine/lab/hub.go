@@ -11,6 +11,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +56,10 @@ type HubRepo struct {
 	// Shards are the safetensors shards' sizes in bytes (each at least
 	// 256).
 	Shards []int64
+	// Dir, when set, holds the repository's files instead (a real model,
+	// such as the one labimage/make-tiny-llama.py writes); its *.safetensors
+	// are LFS files, and Shards is unused.
+	Dir string
 
 	once   sync.Once
 	err    error
@@ -93,6 +99,10 @@ type Hub struct {
 func NewHub(tokens []string, repos ...*HubRepo) (*Hub, error) {
 	h := &Hub{Tokens: tokens, repos: map[string]*HubRepo{}}
 	for _, r := range repos {
+		if r.Dir != "" {
+			h.repos[r.ID] = r
+			continue
+		}
 		for i, size := range r.Shards {
 			if _, err := safetensorsHeader("t", size); err != nil {
 				return nil, fmt.Errorf("hub repo %s shard %d: %w", r.ID, i+1, err)
@@ -121,10 +131,16 @@ const hubBlock = 64 << 10
 
 // build generates the repository's files and their hashes.
 func (r *HubRepo) build() error {
+	r.byPath = map[string]*hubFile{}
+	if r.Dir != "" {
+		if err := r.readDir(); err != nil {
+			return err
+		}
+		return r.hash()
+	}
 	if len(r.Shards) == 0 {
 		return fmt.Errorf("hub repo %s: no shards", r.ID)
 	}
-	r.byPath = map[string]*hubFile{}
 	n := len(r.Shards)
 	weightMap := map[string]string{}
 	var total int64
@@ -158,6 +174,33 @@ func (r *HubRepo) build() error {
 		f.size = int64(len(f.data))
 		r.files = append(r.files, f)
 	}
+	return r.hash()
+}
+
+// readDir reads the repository's files from r.Dir.
+func (r *HubRepo) readDir() error {
+	ents, err := os.ReadDir(r.Dir)
+	if err != nil {
+		return fmt.Errorf("hub repo %s: %w", r.ID, err)
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(r.Dir, e.Name()))
+		if err != nil {
+			return fmt.Errorf("hub repo %s: %w", r.ID, err)
+		}
+		r.files = append(r.files, &hubFile{path: e.Name(), size: int64(len(b)), data: b, lfs: strings.HasSuffix(e.Name(), ".safetensors")})
+	}
+	if len(r.files) == 0 {
+		return fmt.Errorf("hub repo %s: no files in %s", r.ID, r.Dir)
+	}
+	return nil
+}
+
+// hash computes the files' hashes and the commit, and indexes the files.
+func (r *HubRepo) hash() error {
 	commit := sha1.New()
 	for _, f := range r.files {
 		if f.lfs {

@@ -44,8 +44,10 @@ const (
 // DefaultHubBigMiB is the size of HubRepoBig when Up is not told.
 const DefaultHubBigMiB = 1024
 
-// LabHubRepos are the lab hub's repositories, HubRepoBig of bigMiB MiB.
-func LabHubRepos(bigMiB int) []*HubRepo {
+// LabHubRepos are the lab hub's repositories, HubRepoBig of bigMiB MiB,
+// and HubRepoLlama from llamaDir unless it is "" (a lab without the real
+// vLLM).
+func LabHubRepos(bigMiB int, llamaDir string) []*HubRepo {
 	if bigMiB <= 0 {
 		bigMiB = DefaultHubBigMiB
 	}
@@ -53,10 +55,14 @@ func LabHubRepos(bigMiB int) []*HubRepo {
 	for i := range big {
 		big[i] = int64(bigMiB) << 20 / 8
 	}
-	return []*HubRepo{
+	repos := []*HubRepo{
 		{ID: HubRepoTiny, Shards: []int64{16 << 20, 8<<20 + 4321}},
 		{ID: HubRepoBig, Gated: true, Shards: big},
 	}
+	if llamaDir != "" {
+		repos = append(repos, &HubRepo{ID: HubRepoLlama, Dir: llamaDir})
+	}
+	return repos
 }
 
 // hubStart is the supervisor's /hub request.
@@ -68,6 +74,8 @@ type hubStart struct {
 	// repository (403).
 	NoAccess string
 	BigMiB   int
+	// LlamaDir is HubRepoLlama's directory, "" for none.
+	LlamaDir string
 }
 
 // handleHub starts the lab hub, once, in the requested namespace.
@@ -83,7 +91,7 @@ func (s *supervisor) handleHub(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"addr": s.hub})
 		return
 	}
-	hub, err := NewHub([]string{req.Token}, LabHubRepos(req.BigMiB)...)
+	hub, err := NewHub([]string{req.Token}, LabHubRepos(req.BigMiB, req.LlamaDir)...)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -112,7 +120,7 @@ func (s *supervisor) handleHub(w http.ResponseWriter, r *http.Request) {
 
 // startHub has the supervisor serve the hub on HubAddr in the client
 // namespace, with a new token in DIR/hub/token, and waits until it answers.
-func (l *Lab) startHub(ctx context.Context, sup *supClient, bigMiB int) error {
+func (l *Lab) startHub(ctx context.Context, sup *supClient) error {
 	// A lab up over a lab that is up keeps the tokens its hub serves with.
 	token, noAccess := l.HubToken(), l.HubNoAccessToken()
 	for _, t := range []struct {
@@ -135,7 +143,7 @@ func (l *Lab) startHub(ctx context.Context, sup *supClient, bigMiB int) error {
 			return err
 		}
 	}
-	if err := sup.call(ctx, http.MethodPost, "/hub", hubStart{Netns: netnsPath(l.ClientNetns), Addr: HubAddr(), Token: token, NoAccess: noAccess, BigMiB: bigMiB}, nil); err != nil {
+	if err := sup.call(ctx, http.MethodPost, "/hub", hubStart{Netns: netnsPath(l.ClientNetns), Addr: HubAddr(), Token: token, NoAccess: noAccess, BigMiB: l.HubBigMiB, LlamaDir: l.HubLlamaDir}, nil); err != nil {
 		return fmt.Errorf("start the lab hub: %w", err)
 	}
 	hc := l.clientHTTP()

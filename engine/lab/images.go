@@ -363,9 +363,12 @@ type imageOptions struct {
 	// realRay: the real Ray (see ray.go) instead of simnode's ray; implies
 	// torch, whose python3 runs it.
 	realRay bool
-	// rayStats, when set, receives what building the Ray layer cost (left
-	// zero when the layer came from the cache).
-	rayStats *RayBuildStats
+	// realVLLM: the real vLLM (see vllm.go) on top of the real Ray, which
+	// it implies.
+	realVLLM bool
+	// rayStats and vllmStats, when set, receive what building the Ray and
+	// vLLM layers cost (left zero when a layer came from the cache).
+	rayStats, vllmStats *RayBuildStats
 }
 
 // buildImages builds (or finds cached) the lab's three images. With torch,
@@ -373,6 +376,9 @@ type imageOptions struct {
 // python3-torch (see torch.go); with realRay, the real Ray too (ray.go).
 func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string, bigMiB int, opt imageOptions) ([]builtImage, error) {
 	cache := imageCache{dir: cacheDir}
+	if opt.realVLLM {
+		opt.realRay = true
+	}
 	if err := checkStatic(busyboxPath, "busybox"); err != nil {
 		return nil, err
 	}
@@ -454,6 +460,24 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		}
 		rayLayers = append(rayLayers, layer)
 		cache.pruneOthers(imageFormat+"-ray-", key)
+	}
+	if opt.realVLLM {
+		key, err := vllmKey()
+		if err != nil {
+			return nil, err
+		}
+		var stats RayBuildStats
+		layer, err := cache.layer(imageFormat+"-vllm-"+key, gzip.BestSpeed, func(tw *tar.Writer) error {
+			return buildVLLMLayer(ctx, tw, filepath.Join(cacheDir, "vllm-wheels"), cacheDir, &stats)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if opt.vllmStats != nil {
+			*opt.vllmStats = stats
+		}
+		rayLayers = append(rayLayers, layer)
+		cache.pruneOthers(imageFormat+"-vllm-", key)
 	}
 	cache.prune(imageFormat + "-")
 	var rayEnv []string

@@ -119,6 +119,13 @@ type Config struct {
 	// through the image's libnvidia-ml.so.1 shim. Implies Torch. Without it
 	// the lab runs simnode's Ray (the fast mode).
 	RealRay bool
+	// RealVLLM puts the real vLLM (VLLMVersion's CPU build from PyPI,
+	// pinned in labimage/vllm-lock.txt; see vllm.go) into ImageRayVLLM and
+	// ImageBig on top of the real Ray, which it implies: `vllm serve` in
+	// the Ray containers is vLLM's own. The lab hub then also serves
+	// HubRepoLlama, a tiny Llama that vLLM loads and runs, and the lab's
+	// rayform.hcl serves it. Without it simnode plays vLLM.
+	RealVLLM bool
 	// Simnode is the simnode binary (built with CGO_ENABLED=0). Required.
 	Simnode string
 	// Busybox is a statically linked busybox (default /usr/bin/busybox).

@@ -69,6 +69,15 @@ func (n Node) prepareModelCache(size int64) error {
 	return nil
 }
 
+// ModelRepo is the lab hub repository that the lab's rayform.hcl serves
+// and lab up seeds: HubRepoLlama with the real vLLM, else HubRepoTiny.
+func (l *Lab) ModelRepo() string {
+	if l.HubLlamaDir != "" {
+		return HubRepoLlama
+	}
+	return HubRepoTiny
+}
+
 // nodeMountsScript bind-mounts $1 over /proc/meminfo (when not empty) and
 // $2 over $3, then executes the rest of its arguments; it runs inside a
 // fresh private mount namespace.
@@ -111,14 +120,14 @@ func ParseSize(s string) (int64, error) {
 	return v * mult, nil
 }
 
-// seedModel places a complete copy of HubRepoTiny's "main" in the head's
-// model cache (the same bytes the lab hub serves) and records it in
-// l.Seeded.
+// seedModel places a complete copy of the lab's model's "main" in the
+// head's model cache (the same bytes the lab hub serves) and records it
+// in l.Seeded: HubRepoTiny, or HubRepoLlama with the real vLLM.
 func (l *Lab) seedModel() error {
 	head := l.Nodes[0]
 	var tiny *HubRepo
-	for _, r := range LabHubRepos(l.HubBigMiB) {
-		if r.ID == HubRepoTiny {
+	for _, r := range LabHubRepos(l.HubBigMiB, l.HubLlamaDir) {
+		if r.ID == l.ModelRepo() {
 			tiny = r
 		}
 	}

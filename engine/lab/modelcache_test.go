@@ -56,7 +56,7 @@ func TestModelCachePerNode(t *testing.T) {
 			t.Errorf("spark1's refs/main = %q, want %q", got, m.Commit)
 		}
 		var tiny *HubRepo
-		for _, r := range LabHubRepos(l.HubBigMiB) {
+		for _, r := range LabHubRepos(l.HubBigMiB, l.HubLlamaDir) {
 			if r.ID == HubRepoTiny {
 				tiny = r
 			}

@@ -83,32 +83,11 @@ func buildRayLayer(ctx context.Context, tw *tar.Writer, wheelDir, tmpDir string,
 		return fmt.Errorf("ray layer: %w", err)
 	}
 	defer os.RemoveAll(stage)
-	lock := filepath.Join(stage, "ray-lock.txt")
-	if err := os.WriteFile(lock, rayLock, 0o644); err != nil {
-		return fmt.Errorf("ray layer: %w", err)
+	root, err := installLocked(ctx, "ray", rayLock, wheelDir, stage, stats)
+	if err != nil {
+		return err
 	}
-	root := filepath.Join(stage, "root")
-
 	start := time.Now()
-	// Offline first: a cache that holds every locked wheel needs no network.
-	common := []string{"-m", "pip", "download", "-q", "--disable-pip-version-check", "--only-binary=:all:",
-		"--no-deps", "--require-hashes", "-r", lock, "-d", wheelDir}
-	if _, err := run(ctx, "", torchPython, append(common, "--no-index", "--find-links", wheelDir)...); err != nil {
-		if _, err := run(ctx, "", torchPython, common...); err != nil {
-			return fmt.Errorf("ray layer: download the locked wheels from PyPI: %w", err)
-		}
-	}
-	stats.Download = time.Since(start)
-
-	start = time.Now()
-	// --root installs into Debian's /usr/local scheme (dist-packages, bin)
-	// under root, with entry points for /usr/bin/python3 and compiled
-	// modules whose recorded source times the layer keeps.
-	if _, err := run(ctx, "", torchPython, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-		"--no-index", "--find-links", wheelDir, "--no-deps", "--require-hashes", "--ignore-installed",
-		"--no-warn-script-location", "--root", root, "-r", lock); err != nil {
-		return fmt.Errorf("ray layer: pip install: %w", err)
-	}
 	shim := filepath.Join(root, "usr", "lib", "x86_64-linux-gnu", "libnvidia-ml.so.1")
 	if err := os.MkdirAll(filepath.Dir(shim), 0o755); err != nil {
 		return fmt.Errorf("ray layer: %w", err)
@@ -120,12 +99,52 @@ func buildRayLayer(ctx context.Context, tw *tar.Writer, wheelDir, tmpDir string,
 	if _, err := run(ctx, "", "cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", shim, src); err != nil {
 		return fmt.Errorf("%w: build the NVML shim: %v", errNoRayBuild, err)
 	}
-	stats.Install = time.Since(start)
+	stats.Install += time.Since(start)
+	return writeStaged(ctx, tw, stage, root, nil, stats)
+}
 
+// installLocked downloads (or finds cached) the wheels lock pins into
+// wheelDir and installs them with pip --root into stage/root, which it
+// returns: Debian's /usr/local scheme (dist-packages, bin) under root,
+// with entry points for /usr/bin/python3 and compiled modules whose
+// recorded source times the layer keeps.
+func installLocked(ctx context.Context, what string, lock []byte, wheelDir, stage string, stats *RayBuildStats) (string, error) {
+	lockPath := filepath.Join(stage, what+"-lock.txt")
+	if err := os.WriteFile(lockPath, lock, 0o644); err != nil {
+		return "", fmt.Errorf("%s layer: %w", what, err)
+	}
+	root := filepath.Join(stage, "root")
+	start := time.Now()
+	// Offline first: a cache that holds every locked wheel needs no network.
+	common := []string{"-m", "pip", "download", "-q", "--disable-pip-version-check", "--only-binary=:all:",
+		"--no-deps", "--require-hashes", "-r", lockPath, "-d", wheelDir}
+	if _, err := run(ctx, "", torchPython, append(common, "--no-index", "--find-links", wheelDir)...); err != nil {
+		if _, err := run(ctx, "", torchPython, common...); err != nil {
+			return "", fmt.Errorf("%s layer: download the locked wheels from PyPI: %w", what, err)
+		}
+	}
+	stats.Download = time.Since(start)
 	start = time.Now()
+	if _, err := run(ctx, "", torchPython, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+		"--no-index", "--find-links", wheelDir, "--no-deps", "--require-hashes", "--ignore-installed",
+		"--no-warn-script-location", "--root", root, "-r", lockPath); err != nil {
+		return "", fmt.Errorf("%s layer: pip install: %w", what, err)
+	}
+	stats.Install = time.Since(start)
+	return root, nil
+}
+
+// writeStaged writes the tree under root (staged in stage) into tw with
+// every shared library its ELF files load from outside the stage (ldd's
+// closure). A file for which onlyLoaded is true is written only when the
+// closure of the other ELF files holds it (a library that nothing loads
+// is left out).
+func writeStaged(ctx context.Context, tw *tar.Writer, stage, root string, onlyLoaded func(rel string) bool, stats *RayBuildStats) error {
+	start := time.Now()
 	set := &torchFileSet{files: map[string]os.FileInfo{}, symlinks: map[string]string{}, from: map[string]string{}}
 	var elfs []string
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	pending := map[string]string{} // absolute path in the stage -> rel, files kept only if loaded
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -145,6 +164,10 @@ func buildRayLayer(ctx context.Context, tw *tar.Writer, wheelDir, tmpDir string,
 			}
 			set.symlinks[rel] = t
 		case fi.Mode().IsRegular():
+			if onlyLoaded != nil && onlyLoaded(rel) {
+				pending[p] = rel
+				return nil
+			}
 			set.files[rel] = fi
 			set.from[rel] = p
 			if isELF(p) {
@@ -154,13 +177,24 @@ func buildRayLayer(ctx context.Context, tw *tar.Writer, wheelDir, tmpDir string,
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("ray layer: %w", err)
+		return fmt.Errorf("layer: %w", err)
 	}
 	libs, err := lddClosure(ctx, elfs)
 	if err != nil {
 		return err
 	}
 	for _, l := range libs {
+		// ldd names a library found through $ORIGIN/../.. as it was found.
+		l = filepath.Clean(l)
+		if rel, ok := pending[l]; ok {
+			fi, err := os.Lstat(l)
+			if err != nil {
+				return fmt.Errorf("layer: %w", err)
+			}
+			set.files[rel] = fi
+			set.from[rel] = l
+			continue
+		}
 		if strings.HasPrefix(l, stage+"/") {
 			continue // the wheels' own bundled libraries (*.libs, $ORIGIN)
 		}

@@ -34,8 +34,11 @@ type Lab struct {
 	// Torch is set when the Ray image has python3 and torch (Config.Torch).
 	Torch bool `json:"torch,omitempty"`
 	// RealRay is set when the Ray image carries the real Ray (Config.RealRay).
-	RealRay bool   `json:"real_ray,omitempty"`
-	Nodes   []Node `json:"nodes"`
+	RealRay bool `json:"real_ray,omitempty"`
+	// RealVLLM is set when the Ray image carries the real vLLM
+	// (Config.RealVLLM).
+	RealVLLM bool   `json:"real_vllm,omitempty"`
+	Nodes    []Node `json:"nodes"`
 	// Delay and Loss are applied to every node's management egress.
 	Delay time.Duration `json:"delay_ns,omitempty"`
 	Loss  float64       `json:"loss_percent,omitempty"`
@@ -50,6 +53,9 @@ type Lab struct {
 	// (LabHubRepos(HubBigMiB) are the hub's repositories).
 	HubEndpoint string `json:"hub_endpoint,omitempty"`
 	HubBigMiB   int    `json:"hub_big_mib,omitempty"`
+	// HubLlamaDir is HubRepoLlama's directory in the lab cache, which the
+	// hub serves (a lab with the real vLLM); "" for none.
+	HubLlamaDir string `json:"hub_llama_dir,omitempty"`
 	// Seeded is the model lab up placed on the head's cache, nil when
 	// none (Config.NoModelSeed).
 	Seeded *SeededModel `json:"seeded_model,omitempty"`

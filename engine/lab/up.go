@@ -129,7 +129,7 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 func (l *Lab) sameShape(cfg Config, nodes []Node) bool {
 	if len(l.Nodes) != len(nodes) || l.Docker != !cfg.NoDocker || l.Delay != cfg.Delay || l.Loss != cfg.Loss ||
 		!maps.Equal(l.Timing, cfg.Timing) || l.ModelDisk != cfg.ModelDisk ||
-		(l.Seeded == nil) != cfg.NoModelSeed || l.HubBigMiB != cfg.HubBigMiB {
+		(l.Seeded == nil) != cfg.NoModelSeed || l.HubBigMiB != cfg.HubBigMiB || l.RealVLLM != (cfg.RealVLLM && !cfg.NoDocker) {
 		return false
 	}
 	for i, n := range nodes {
@@ -150,8 +150,9 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		ClientIP:         ClientIP(),
 		FabricNetns:      cfg.Name + "-fabric",
 		Docker:           !cfg.NoDocker,
-		Torch:            (cfg.Torch || cfg.RealRay) && !cfg.NoDocker,
-		RealRay:          cfg.RealRay && !cfg.NoDocker,
+		Torch:            (cfg.Torch || cfg.RealRay || cfg.RealVLLM) && !cfg.NoDocker,
+		RealRay:          (cfg.RealRay || cfg.RealVLLM) && !cfg.NoDocker,
+		RealVLLM:         cfg.RealVLLM && !cfg.NoDocker,
 		Nodes:            nodes,
 		Delay:            cfg.Delay,
 		Loss:             cfg.Loss,
@@ -187,13 +188,18 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 
 	// Images build (or come from the cache) while the network is wired.
 	var images []builtImage
-	var rayStats RayBuildStats
+	var rayStats, vllmStats RayBuildStats
 	imgErr := make(chan error, 1)
 	if l.Docker {
 		go func() {
 			var err error
 			images, err = buildImages(ctx, cfg.CacheDir, cfg.Busybox, simnode, cfg.BigImageMiB,
-				imageOptions{torch: l.Torch, realRay: l.RealRay, rayStats: &rayStats})
+				imageOptions{torch: l.Torch, realRay: l.RealRay, realVLLM: l.RealVLLM, rayStats: &rayStats, vllmStats: &vllmStats})
+			if err == nil && l.RealVLLM {
+				// After the images: the vLLM layer's build put the
+				// script's wheels into the cache.
+				l.HubLlamaDir, err = makeTinyLlama(ctx, cfg.CacheDir)
+			}
 			imgErr <- err
 		}()
 	} else {
@@ -218,6 +224,11 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 		cfg.emit(start, "ray layer", fmt.Sprintf("ray %s built: download %s, pip install %s, layer %s; %d files, %.0f MiB unpacked",
 			RayVersion, rayStats.Download.Round(time.Millisecond), rayStats.Install.Round(time.Millisecond),
 			rayStats.Write.Round(time.Millisecond), rayStats.Files, float64(rayStats.Bytes)/(1<<20)))
+	}
+	if vllmStats.Files > 0 {
+		cfg.emit(start, "vllm layer", fmt.Sprintf("vllm %s built: download %s, pip install %s, layer %s; %d files, %.0f MiB unpacked",
+			VLLMVersion, vllmStats.Download.Round(time.Millisecond), vllmStats.Install.Round(time.Millisecond),
+			vllmStats.Write.Round(time.Millisecond), vllmStats.Files, float64(vllmStats.Bytes)/(1<<20)))
 	}
 	if l.Docker {
 		regRoot := filepath.Join(cfg.Dir, "registry")
@@ -245,7 +256,7 @@ func up(ctx context.Context, cfg Config, t tools, nodes []Node, start time.Time)
 			return nil, err
 		}
 	}
-	if err := l.startHub(ctx, sup, l.HubBigMiB); err != nil {
+	if err := l.startHub(ctx, sup); err != nil {
 		return nil, err
 	}
 	if err := l.startNodes(ctx, sup, t, l.Nodes); err != nil {
