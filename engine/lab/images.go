@@ -430,8 +430,15 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		if err != nil {
 			return nil, err
 		}
-		layer, err := cache.layer(imageFormat+"-torch-"+key, gzip.BestSpeed, func(tw *tar.Writer) error {
-			set, err := collectTorch(ctx)
+		// With the real vLLM, whose layer has the torch vLLM needs,
+		// Debian's python3-torch would be dead weight: the layer is the
+		// interpreter's alone.
+		kind := "-torch-"
+		if opt.realVLLM {
+			kind = "-python-"
+		}
+		layer, err := cache.layer(imageFormat+kind+key, gzip.BestSpeed, func(tw *tar.Writer) error {
+			set, err := collectTorch(ctx, !opt.realVLLM)
 			if err != nil {
 				return err
 			}
@@ -441,7 +448,7 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 			return nil, err
 		}
 		rayLayers = append(rayLayers, layer)
-		cache.pruneOthers(imageFormat+"-torch-", key)
+		cache.pruneOthers(imageFormat+kind, key)
 	}
 	if opt.realRay {
 		key, err := rayKey()

@@ -55,9 +55,15 @@ type torchFileSet struct {
 	from map[string]string
 }
 
-// collectTorch lists the torch layer's files.
-func collectTorch(ctx context.Context) (*torchFileSet, error) {
-	out, err := run(ctx, "", torchPython, "-c", "import sys, torch.distributed as d; assert d.is_gloo_available(); print('%d.%d' % sys.version_info[:2])")
+// collectTorch lists the torch layer's files; without withTorch, only
+// the interpreter's (the python layer of an image whose torch is the vLLM
+// layer's).
+func collectTorch(ctx context.Context, withTorch bool) (*torchFileSet, error) {
+	check := "import sys; print('%d.%d' % sys.version_info[:2])"
+	if withTorch {
+		check = "import sys, torch.distributed as d; assert d.is_gloo_available(); print('%d.%d' % sys.version_info[:2])"
+	}
+	out, err := run(ctx, "", torchPython, "-c", check)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s -c 'import torch.distributed': %v", errNoTorch, torchPython, err)
 	}
@@ -86,6 +92,9 @@ func collectTorch(ctx context.Context) (*torchFileSet, error) {
 		return nil, fmt.Errorf("torch layer: %w", err)
 	}
 	for _, pkg := range torchPackages {
+		if !withTorch {
+			break
+		}
 		p := filepath.Join("/usr/lib/python3/dist-packages", pkg)
 		if _, err := os.Lstat(p); err != nil {
 			continue

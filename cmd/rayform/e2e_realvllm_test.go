@@ -1,0 +1,95 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/engine/lab"
+)
+
+// TestE2ERealVLLM: the real vLLM (lab up -vllm real: vLLM 0.32.0's CPU
+// build on the real Ray 2.53.0) serving the lab hub's tiny Llama with
+// tensor_parallel_size = 2 across the two nodes, from the lab's own
+// rayform.hcl. plan shows the worker's copy of the model absent; apply
+// stages it from the head over the fabric, starts Ray and `vllm serve`
+// (vLLM's own entry point, its Ray executor placing one rank per node,
+// Gloo between the fabric addresses), and a text completion answers at
+// the endpoint output; the head's container imports vLLM 0.32.0 and the
+// worker's runs vLLM's Ray worker actor; the next plan is empty; destroy
+// leaves no container.
+func TestE2ERealVLLM(t *testing.T) {
+	if os.Getenv("RAYFORM_E2E_RAY") == "simnode" {
+		t.Skip("RAYFORM_E2E_RAY=simnode: the real vLLM runs on the real Ray")
+	}
+	l := startLab(t, "rfe2evl", "-vllm", "real")
+	dir := l.dir // the lab's rayform.hcl
+
+	plan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "plan", plan, exitChanges)
+	mustContain(t, "plan", plan.stdout,
+		"# (spark1: complete)",
+		"# (spark2: absent, ",
+		"to stage from spark1 over the fabric",
+		`"--tensor-parallel-size"`, `"--distributed-executor-backend"`)
+
+	apply := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	mustCode(t, "apply", apply, exitOK)
+	mustContain(t, "apply", apply.stdout, "model.tiny: stage "+lab.HubRepoLlama, "Apply complete!")
+	staged := strings.Index(apply.stdout, "model.tiny: stage ")
+	serve := strings.Index(apply.stdout, "vllm_serve.qwen: Creating...")
+	if staged < 0 || serve < 0 || staged > serve {
+		t.Errorf("staging (at %d) must come before the serve starts (at %d):\n%s", staged, serve, apply.stdout)
+	}
+
+	ep := l.rayform("", "-chdir", dir, "output", "-raw", "endpoint")
+	mustCode(t, "output endpoint", ep, exitOK)
+	endpoint := strings.TrimSpace(ep.stdout)
+	if endpoint != "http://"+lab.FabricIP(0)+":8000/v1" {
+		t.Fatalf("endpoint output %q, want the head's fabric address", endpoint)
+	}
+	out, err := l.ssh("spark1", "curl -sS -m 120 "+endpoint+"/completions -H 'Content-Type: application/json' "+
+		`-d '{"model":"tiny","prompt":"The capital of France is","max_tokens":8,"temperature":0}'`)
+	if err != nil {
+		t.Fatalf("completion through the endpoint: %v\n%s", err, out)
+	}
+	var completion struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			Text string `json:"text"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(out), &completion); err != nil || completion.Model != "tiny" || len(completion.Choices) != 1 ||
+		completion.Usage.PromptTokens < 2 || completion.Usage.CompletionTokens < 1 {
+		t.Fatalf("completion: %v\n%s", err, out)
+	}
+
+	version, err := l.ssh("spark1", `docker exec rayform-spark python3 -c 'import vllm; print("vllm", vllm.__version__)'`)
+	if err != nil || !strings.Contains(version, "vllm "+lab.VLLMVersion+"\n") {
+		t.Errorf("import vllm in the head's container: %v\n%s", err, version)
+	}
+	procs, err := l.ssh("spark2", "docker exec rayform-spark ps -eo args")
+	if err != nil || !strings.Contains(procs, "ray::RayWorkerProc") {
+		t.Errorf("no vLLM Ray worker (ray::RayWorkerProc) in spark2's container: %v\n%s", err, procs)
+	}
+	logs := l.rayform("", "-chdir", dir, "logs", "vllm_serve.qwen")
+	mustContain(t, "vllm serve's log", logs.stdout+logs.stderr, "world_size=2", "Application startup complete")
+
+	again := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
+	mustCode(t, "second plan", again, exitOK)
+
+	destroy := l.rayform("", "-chdir", dir, "destroy", "-auto-approve")
+	mustCode(t, "destroy", destroy, exitOK)
+	for _, n := range []string{"spark1", "spark2"} {
+		if out, err := l.ssh(n, "docker ps -aq"); err != nil || strings.TrimSpace(out) != "" {
+			t.Errorf("containers on %s after destroy: %q %v", n, out, err)
+		}
+	}
+}
