@@ -34,7 +34,8 @@ func TestE2ERealVLLM(t *testing.T) {
 		"# (spark1: complete)",
 		"# (spark2: absent, ",
 		"to stage from spark1 over the fabric",
-		`"--tensor-parallel-size"`, `"--distributed-executor-backend"`)
+		`+ model                  = "`+lab.HubRepoLlama+`"`,
+		"+ tensor_parallel_size   = 2")
 
 	apply := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
 	mustCode(t, "apply", apply, exitOK)

@@ -483,8 +483,22 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		if opt.vllmStats != nil {
 			*opt.vllmStats = stats
 		}
-		rayLayers = append(rayLayers, layer)
 		cache.pruneOthers(imageFormat+"-vllm-", key)
+		pkey, err := vllmPluginKey()
+		if err != nil {
+			return nil, err
+		}
+		plugin, err := cache.layer(imageFormat+"-vllmplugin-"+pkey, gzip.BestSpeed, func(tw *tar.Writer) error {
+			es, err := vllmPluginEntries()
+			if err != nil {
+				return err
+			}
+			return writeEntries(tw, es)
+		})
+		if err != nil {
+			return nil, err
+		}
+		rayLayers = append(rayLayers, layer, plugin)
 	}
 	cache.prune(imageFormat + "-")
 	var rayEnv []string

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -60,7 +61,10 @@ const VLLMVersion = "0.32.0"
 //go:embed labimage/vllm-lock.txt
 var vllmLock []byte
 
-//go:embed labimage/vllm-platform
+// vllmPlatform is the platform plugin's package (named file by file:
+// a directory pattern would leave __init__.py out).
+//
+//go:embed labimage/vllm-platform/rayform_lab_vllm_platform/__init__.py labimage/vllm-platform/rayform_lab_vllm_platform/cpu.py
 var vllmPlatform embed.FS
 
 // vllmLayout names how the layer is laid out; changing it rebuilds cached
@@ -71,7 +75,7 @@ const vllmLayout = "vllm-v1"
 const vllmPlugin = "rayform_lab_vllm_platform"
 
 // vllmKey names the cached vLLM layer: the Ray layer's key (the same
-// python3), the lock file and the plugin's sources.
+// python3) and the lock file.
 func vllmKey() (string, error) {
 	rk, err := rayKey()
 	if err != nil {
@@ -80,7 +84,13 @@ func vllmKey() (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", vllmLayout, rk)
 	h.Write(vllmLock)
-	err = fs.WalkDir(vllmPlatform, ".", func(p string, d fs.DirEntry, err error) error {
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// vllmPluginKey names the platform plugin's layer: its sources.
+func vllmPluginKey() (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(vllmPlatform, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -118,9 +128,6 @@ func buildVLLMLayer(ctx context.Context, tw *tar.Writer, wheelDir, tmpDir string
 	}
 	site := sites[0]
 	if err := renameVLLMDist(site, VLLMVersion); err != nil {
-		return err
-	}
-	if err := writeVLLMPlugin(site); err != nil {
 		return err
 	}
 	nvidia, _ := filepath.Rel(root, filepath.Join(site, "nvidia"))
@@ -185,44 +192,40 @@ func renameVLLMDist(site, version string) error {
 	return nil
 }
 
-// writeVLLMPlugin installs the platform plugin's package and a dist-info
-// whose entry point vLLM loads.
-func writeVLLMPlugin(site string) error {
+// vllmPluginEntries are the platform plugin's layer: its package and a
+// dist-info whose entry point vLLM loads, in the dist-packages the vLLM
+// layer installs into.
+func vllmPluginEntries() ([]tarEntry, error) {
+	const site = "usr/local/lib/python3.11/dist-packages"
+	var es []tarEntry
+	dirs := map[string]bool{}
+	add := func(name string, data []byte) {
+		for d := path.Dir(name); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+			es = append(es, tarEntry{name: d + "/", typ: tar.TypeDir, mode: 0o755})
+		}
+		es = append(es, tarEntry{name: name, typ: tar.TypeReg, mode: 0o644, data: data})
+	}
 	sub, err := fs.Sub(vllmPlatform, "labimage/vllm-platform")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	err = fs.WalkDir(sub, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := fs.ReadFile(sub, p)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(site, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
+		add(site+"/"+p, b)
+		return err
 	})
 	if err != nil {
-		return fmt.Errorf("vllm layer: plugin: %w", err)
+		return nil, fmt.Errorf("vllm plugin layer: %w", err)
 	}
-	info := filepath.Join(site, vllmPlugin+"-1.dist-info")
-	if err := os.MkdirAll(info, 0o755); err != nil {
-		return fmt.Errorf("vllm layer: plugin: %w", err)
-	}
-	for name, body := range map[string]string{
-		"METADATA": "Metadata-Version: 2.1\nName: " + vllmPlugin + "\nVersion: 1\n" +
-			"Summary: the rayform lab image's vLLM platform: vLLM's CPU platform with a Ray device key\n",
-		"entry_points.txt": "[vllm.platform_plugins]\nrayform_lab_cpu = " + vllmPlugin + ":register\n",
-		"top_level.txt":    vllmPlugin + "\n",
-		"INSTALLER":        "rayform-lab\n",
-	} {
-		if err := os.WriteFile(filepath.Join(info, name), []byte(body), 0o644); err != nil {
-			return fmt.Errorf("vllm layer: plugin: %w", err)
-		}
-	}
-	return nil
+	info := site + "/" + vllmPlugin + "-1.dist-info/"
+	add(info+"METADATA", []byte("Metadata-Version: 2.1\nName: "+vllmPlugin+"\nVersion: 1\n"+
+		"Summary: the rayform lab image's vLLM platform: vLLM's CPU platform with a Ray device key\n"))
+	add(info+"entry_points.txt", []byte("[vllm.platform_plugins]\nrayform_lab_cpu = "+vllmPlugin+":register\n"))
+	add(info+"top_level.txt", []byte(vllmPlugin+"\n"))
+	add(info+"INSTALLER", []byte("rayform-lab\n"))
+	return es, nil
 }

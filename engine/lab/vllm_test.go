@@ -158,3 +158,29 @@ func TestHubServesADirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMPluginLayer: the plugin's layer holds the whole package (its
+// __init__.py with register, which a directory embed pattern would drop)
+// and a dist-info whose entry point names it in vLLM's platform group.
+func TestVLLMPluginLayer(t *testing.T) {
+	es, err := vllmPluginEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range es {
+		files[e.name] = string(e.data)
+	}
+	site := "usr/local/lib/python3.11/dist-packages/"
+	if init := files[site+vllmPlugin+"/__init__.py"]; !strings.Contains(init, "\ndef register():") ||
+		!strings.Contains(init, `"`+vllmPlugin+`.cpu.LabCpuPlatform"`) {
+		t.Errorf("%s/__init__.py lacks register naming cpu.LabCpuPlatform:\n%s", vllmPlugin, init)
+	}
+	if cpu := files[site+vllmPlugin+"/cpu.py"]; !strings.Contains(cpu, "class LabCpuPlatform(CpuPlatform):") ||
+		!strings.Contains(cpu, `ray_device_key: str = "GPU"`) {
+		t.Errorf("%s/cpu.py:\n%s", vllmPlugin, cpu)
+	}
+	if ep := files[site+vllmPlugin+"-1.dist-info/entry_points.txt"]; ep != "[vllm.platform_plugins]\nrayform_lab_cpu = "+vllmPlugin+":register\n" {
+		t.Errorf("entry_points.txt: %q", ep)
+	}
+}
