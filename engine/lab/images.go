@@ -498,7 +498,22 @@ func buildImages(ctx context.Context, cacheDir, busyboxPath, simnodePath string,
 		if err != nil {
 			return nil, err
 		}
-		rayLayers = append(rayLayers, layer, plugin)
+		tkey, err := torchKey()
+		if err != nil {
+			return nil, err
+		}
+		tools, err := cache.layer(imageFormat+"-vllmtools-"+tkey, gzip.BestSpeed, func(tw *tar.Writer) error {
+			set, err := collectHostFiles(ctx, vllmHostTools)
+			if err != nil {
+				return err
+			}
+			return set.write(tw)
+		})
+		if err != nil {
+			return nil, err
+		}
+		cache.pruneOthers(imageFormat+"-vllmtools-", tkey)
+		rayLayers = append(rayLayers, layer, plugin, tools)
 	}
 	cache.prune(imageFormat + "-")
 	var rayEnv []string

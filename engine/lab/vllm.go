@@ -55,6 +55,28 @@ import (
 //
 // `vllm` in the image is vLLM's own console script, unchanged.
 
+// vllmHostTools are this machine's programs that vLLM runs and the lab's
+// busybox image lacks: util-linux's lscpu, whose JSON output vLLM's CPU
+// worker reads for the CPU topology (vllm/utils/cpu_resource_utils.py;
+// vLLM's own CPU images are Ubuntu's, which have it). They are copied
+// into a layer of their own with the libraries they load.
+var vllmHostTools = []string{"/usr/bin/lscpu"}
+
+// collectHostFiles lists paths and every shared library they load.
+func collectHostFiles(ctx context.Context, paths []string) (*torchFileSet, error) {
+	set := &torchFileSet{files: map[string]os.FileInfo{}, symlinks: map[string]string{}}
+	libs, err := lddClosure(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range append(append([]string{}, paths...), libs...) {
+		if err := set.add(p); err != nil {
+			return nil, fmt.Errorf("host tools layer: %w", err)
+		}
+	}
+	return set, nil
+}
+
 // VLLMVersion is the vLLM the lab image carries with -vllm real.
 const VLLMVersion = "0.32.0"
 

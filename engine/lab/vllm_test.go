@@ -3,6 +3,7 @@
 package lab
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -182,5 +183,26 @@ func TestVLLMPluginLayer(t *testing.T) {
 	}
 	if ep := files[site+vllmPlugin+"-1.dist-info/entry_points.txt"]; ep != "[vllm.platform_plugins]\nrayform_lab_cpu = "+vllmPlugin+":register\n" {
 		t.Errorf("entry_points.txt: %q", ep)
+	}
+}
+
+// TestVLLMHostTools: the tools layer holds lscpu, which vLLM's CPU worker
+// runs, and the libraries it loads (util-linux's libsmartcols).
+func TestVLLMHostTools(t *testing.T) {
+	set, err := collectHostFiles(context.Background(), vllmHostTools)
+	if err != nil {
+		t.Skipf("this machine has no %v: %v", vllmHostTools, err)
+	}
+	for _, want := range []string{"usr/bin/lscpu", "libsmartcols.so.1"} {
+		found := false
+		for p := range set.files {
+			found = found || strings.HasSuffix(p, want)
+		}
+		for p := range set.symlinks {
+			found = found || strings.HasSuffix(p, want)
+		}
+		if !found {
+			t.Errorf("the tools layer lacks %s: %v", want, set.files)
+		}
 	}
 }
