@@ -214,6 +214,7 @@ func TestRayformHCLValidates(t *testing.T) {
 		{"per-node interfaces", Config{Overrides: []string{"spark2.fabric-ifname=enP2p1s0f1np1"}, FabricMTU: 9000},
 			[]string{`spark2 = "enP2p1s0f1np1"`, "mtu       = 9000"}},
 		{"no docker", Config{NoDocker: true}, []string{`network "fabric"`}},
+		{"real vllm", Config{RealVLLM: true}, []string{`source   = "rayform-lab/tiny-llama"`, "tensor_parallel_size   = 2", `"--kv-cache-memory-bytes", "64M"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,6 +228,9 @@ func TestRayformHCLValidates(t *testing.T) {
 			}
 			l := &Lab{Name: c.Name, Dir: c.Dir, ClientNetns: c.Name + "-client", Nodes: nodes, Docker: !c.NoDocker,
 				SSHConfig: c.Dir + "/ssh_config", KnownHosts: c.Dir + "/known_hosts", Key: c.Dir + "/id_ed25519"}
+			if c.RealVLLM {
+				l.RealRay, l.RealVLLM, l.Torch, l.HubLlamaDir = true, true, true, "/tmp/rayform-lab-cache/models/tiny-llama-KEY"
+			}
 			src := l.rayformHCL()
 			for _, w := range tt.want {
 				if !strings.Contains(src, w) {

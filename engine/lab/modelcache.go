@@ -66,6 +66,14 @@ func (n Node) prepareModelCache(size int64) error {
 	if err := os.MkdirAll(filepath.Join(dir, "hub"), 0o755); err != nil {
 		return fmt.Errorf("create the model cache of %s: %w", n.Name, err)
 	}
+	if err := os.MkdirAll(n.ShmHostDir(), 0o755); err != nil {
+		return fmt.Errorf("create /dev/shm of %s: %w", n.Name, err)
+	}
+	// /dev/shm's mode: everyone may create segments, only their owner
+	// remove them.
+	if err := os.Chmod(n.ShmHostDir(), os.ModeSticky|0o777); err != nil {
+		return fmt.Errorf("create /dev/shm of %s: %w", n.Name, err)
+	}
 	return nil
 }
 
@@ -78,20 +86,31 @@ func (l *Lab) ModelRepo() string {
 	return HubRepoTiny
 }
 
-// nodeMountsScript bind-mounts $1 over /proc/meminfo (when not empty) and
-// $2 over $3, then executes the rest of its arguments; it runs inside a
-// fresh private mount namespace.
-const nodeMountsScript = `{ [ -z "$1" ] || mount --bind "$1" /proc/meminfo; } && mount --bind "$2" "$3" && shift 3 && exec "$@"`
+// nodeMountsScript bind-mounts $1 over /proc/meminfo (when not empty),
+// $2 over $3 and $4 over /dev/shm, then executes the rest of its
+// arguments; it runs inside a fresh private mount namespace.
+const nodeMountsScript = `{ [ -z "$1" ] || mount --bind "$1" /proc/meminfo; } && mount --bind "$2" "$3" && mount --bind "$4" /dev/shm && shift 4 && exec "$@"`
+
+// ShmHostDir is the node's /dev/shm as this machine's root mount
+// namespace sees it. Every node has its own, as a host has: the nodes
+// share this machine, and --ipc host containers (rayform's Ray
+// containers) mount their daemon's /dev/shm, so without it a shared
+// memory segment made on one node opens on another, and vLLM, which
+// tells the ranks on its own node from the others that way
+// (in_the_same_node_as), would take a rank on another node for a local
+// one.
+func (n Node) ShmHostDir() string { return filepath.Join(n.Dir, "shm") }
 
 // withMounts wraps argv so it runs in a new private mount namespace where
-// the node's model cache covers ModelCacheMount and, with meminfo, the
-// node's simulated meminfo covers /proc/meminfo.
+// the node's model cache covers ModelCacheMount, its own directory
+// /dev/shm, and, with meminfo, the node's simulated meminfo
+// /proc/meminfo.
 func (n Node) withMounts(unshare, sh string, meminfo bool, argv []string) []string {
 	mi := ""
 	if meminfo {
 		mi = n.meminfoPath()
 	}
-	out := []string{unshare, "--mount", "--propagation", "private", "--", sh, "-c", nodeMountsScript, "rayform-lab-mounts", mi, n.ModelCacheHostDir(), ModelCacheMount}
+	out := []string{unshare, "--mount", "--propagation", "private", "--", sh, "-c", nodeMountsScript, "rayform-lab-mounts", mi, n.ModelCacheHostDir(), ModelCacheMount, n.ShmHostDir()}
 	return append(out, argv...)
 }
 

@@ -45,6 +45,15 @@ func TestModelCachePerNode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ModelCacheDir, "models--a--b")); !os.IsNotExist(err) {
 		t.Errorf("the root namespace sees the node's file under %s: %v", ModelCacheDir, err)
 	}
+	// Each node has its own /dev/shm, as a host has.
+	seg := "/dev/shm/rayform-lab-" + l.Name
+	sshOK(t, l, "spark1", "echo segment > "+seg)
+	if out, err := sshErr(t, l, "spark2", "cat "+seg); err == nil || !strings.Contains(out, "No such file or directory") {
+		t.Errorf("spark2 sees spark1's %s: %v %q", seg, err, out)
+	}
+	if _, err := os.Stat(seg); !os.IsNotExist(err) {
+		t.Errorf("the root namespace sees spark1's %s: %v", seg, err)
+	}
 
 	t.Run("seeded on the head only", func(t *testing.T) {
 		m := l.Seeded
