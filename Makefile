@@ -11,7 +11,7 @@ build: ## Build rayform and simnode into ./bin
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/simnode ./cmd/simnode
 
 test: build ## Unit, conformance and lab tests (lab tests need root, sshd, docker.io)
-	$(GO) test -count=1 -timeout 80m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 
 check: ## gofmt, go vet, a short fuzz run, then the tests
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)
