@@ -155,8 +155,13 @@ type Log struct {
 	// Source names the log (e.g. "vllm serve log", "ray head container").
 	Source string
 	// Text is the raw log content; it may contain ANSI colour codes, \r
-	// progress updates and invalid UTF-8.
+	// progress updates and invalid UTF-8. Classify keeps a bounded window
+	// of it (see ReadLog).
 	Text []byte
+	// kept is the window ReadLog kept of a streamed log (windowed set);
+	// Text is then empty.
+	kept     []rawLine
+	windowed bool
 }
 
 // Context is what rayform knows about the deployment; every field is
@@ -233,6 +238,13 @@ type Diagnosis struct {
 	// Also lists the other causes whose lines were present; they are
 	// consequences of Cause by the precedence.
 	Also []Cause
+	// Known is true when the root cause is named; false for Unknown and for
+	// a failure whose cause the logs do not show (vLLM's wrapper error
+	// alone). Every rendering reads it (Text, Report).
+	Known bool
+	// Failure is true when the logs show a failure (known or not): what
+	// `rayform diagnose` exits 2 on.
+	Failure bool
 	// consequence marks a diagnosis that is itself likely the effect of
 	// another failure (a c10d connection refused by a master that had
 	// already exited): a later rule for a process-killing cause wins.
@@ -284,6 +296,8 @@ func Classify(in Input) Diagnosis {
 		best = s.unknown()
 	}
 	best.Also = also
+	best.Failure = best.Cause != Unknown
+	best.Known = best.Failure && best.Cause != EngineCore
 	// The title, explanation and fix quote parsed values (addresses,
 	// image names, URLs): no secret leaves through them either.
 	best.Title, best.Explanation, best.Fix = redactProse(best.Title), redactProse(best.Explanation), redactProse(best.Fix)

@@ -785,6 +785,15 @@ func TestRedact(t *testing.T) {
 		{"headers={'authorization': 'token ghp_abc'}", "headers={'authorization': 'token <redacted>'}"},
 		{"Get https://robot:s3cr3t@registry.lab:5000/v2/", "Get https://robot:<redacted>@registry.lab:5000/v2/"},
 		{"token in prose hf_abcdefghijklmnopqrstuvwxyz012345 here", "token in prose <redacted> here"},
+		// vLLM's own dump of its non-default arguments, a quoted flag value,
+		// and assignments with blanks around "=" (issue #30 item 6).
+		{"non-default args: {'model': 'Qwen/Qwen3-8B', 'api_key': ['sk-abc123', 'sk-def456'], 'port': 8000}", "non-default args: {'model': 'Qwen/Qwen3-8B', 'api_key': [<redacted>], 'port': 8000}"},
+		{"Namespace(api_key=['sk-abc123'], port=8000)", "Namespace(api_key=[<redacted>], port=8000)"},
+		{`vllm serve m --api-key "sk-abc123" --port 8000`, `vllm serve m --api-key "<redacted>" --port 8000`},
+		{`vllm serve m --api-key='sk-abc123'`, `vllm serve m --api-key='<redacted>'`},
+		{"HF_TOKEN = hf_x1", "HF_TOKEN = <redacted>"},
+		{`api_key = "sk-abc123"`, `api_key = "<redacted>"`},
+		{`export HF_TOKEN="hf_x1 x"`, `export HF_TOKEN="<redacted>"`},
 		// Not secrets.
 		{"max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'", "max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'"},
 		{"Memory on the node (IP: 10.0.62.231, ID: e5d953ef)", "Memory on the node (IP: 10.0.62.231, ID: e5d953ef)"},

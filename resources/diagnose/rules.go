@@ -52,6 +52,21 @@ func rules() []rule {
 	}
 }
 
+// salient reports whether a rule could select a line with this body: the
+// lines the bounded window keeps between a long log's head and tail.
+// Rules decided by the context (matching every line) select none.
+func salient(b string) bool {
+	for _, r := range rules() {
+		if r.cause == ReadyTimeout || r.cause == ServeKilled {
+			continue
+		}
+		if r.match(b) {
+			return true
+		}
+	}
+	return false
+}
+
 // containsAny reports whether s contains one of subs.
 func containsAny(s string, subs ...string) bool {
 	for _, sub := range subs {
