@@ -47,9 +47,21 @@
 //  22. RayOOM         Ray's memory monitor killed a worker
 //  23. CUDAOOM        torch ran out of device memory
 //  24. ServeKilled    the serve process was stopped from outside
-//  25. EngineCore     vLLM's wrapper error with no recognised cause above it
-//  26. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  27. Unknown        nothing recognised: the last meaningful lines
+//  25. FatalError     no rule knows it: the error that ended the process
+//     (an exception, a FATAL line, the container runtime's refusal, an
+//     NCCL WARN), quoted with its host, component and the fix it gives;
+//     wrapper errors (vLLM's engine core failure, a dead actor, a broken
+//     pipe) rank under it (fatal.go)
+//  26. EngineCore     vLLM's wrapper error with nothing found above it
+//  27. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  28. Healthy        nothing failed: a process reached ready (vLLM's
+//     "Application startup complete", Ray's node started) and no error
+//     ended a process after it
+//  29. Unknown        nothing recognised: the last meaningful lines
+//
+// Silence on health: a rule's lines that all come before their log shows a
+// process reaching ready were passed over (no failure), and so is an error
+// line of a logger followed by normal progress.
 //
 // A rule declines when its lines do not support the cause (a retry that
 // succeeded, a warning that is harmless outside a Ray deployment, a local
@@ -143,6 +155,12 @@ const (
 	// NCCLSystem: NCCL's "unhandled system error" (a failed socket,
 	// memory or device call).
 	NCCLSystem Cause = "nccl-system-error"
+	// FatalError: no rule knows the failure; the error that ended the
+	// process is the cause, quoted in its own words with its fix.
+	FatalError Cause = "fatal-error"
+	// Healthy: the processes reached ready (vLLM's "Application startup
+	// complete", Ray's node started) and no error after it: no failure.
+	Healthy Cause = "healthy"
 	// RayDriverNoGPU: vLLM found no GPU for itself in Ray on the node it
 	// runs on (address mismatch, no GPUs, or GPUs held by a placement group).
 	RayDriverNoGPU Cause = "ray-driver-no-gpu"
@@ -251,6 +269,18 @@ type Diagnosis struct {
 	consequence bool
 }
 
+// Generic reports whether no rule named a specific cause: nothing found,
+// no failure, the fatal error quoted in its own words, or vLLM's wrapper
+// error alone. A caller that knows more (the data-plane check's own
+// report) may then say more.
+func (d Diagnosis) Generic() bool {
+	switch d.Cause {
+	case Unknown, Healthy, FatalError, EngineCore:
+		return true
+	}
+	return false
+}
+
 // killsProcess lists the causes that end the process a c10d client
 // connects to, so that its "Connection refused" follows from them.
 func killsProcess(c Cause) bool {
@@ -274,6 +304,11 @@ func Classify(in Input) Diagnosis {
 		if len(hits) == 0 {
 			continue
 		}
+		if !r.byContext() && s.reachedReady(hits[len(hits)-1]) {
+			// Every line of the cause came before its processes reached
+			// ready: an error they went past is no failure.
+			continue
+		}
 		d, ok := r.build(s, hits)
 		if !ok {
 			continue
@@ -286,7 +321,9 @@ func Classify(in Input) Diagnosis {
 			continue
 		}
 		if found {
-			also = append(also, r.cause)
+			if r.cause != FatalError {
+				also = append(also, r.cause)
+			}
 			continue
 		}
 		d.Cause = r.cause
@@ -294,9 +331,12 @@ func Classify(in Input) Diagnosis {
 	}
 	if !found {
 		best = s.unknown()
+		if i, ok := s.healthy(); ok && s.ctx.ReadyTimeout <= 0 && !s.ctx.ProcessExited {
+			best = s.buildHealthy(i)
+		}
 	}
 	best.Also = also
-	best.Failure = best.Cause != Unknown
+	best.Failure = best.Cause != Unknown && best.Cause != Healthy
 	best.Known = best.Failure && best.Cause != EngineCore
 	// The title, explanation and fix quote parsed values (addresses,
 	// image names, URLs): no secret leaves through them either.

@@ -47,17 +47,27 @@ func rules() []rule {
 		{RayOOM, matchRayOOM, buildRayOOM},
 		{CUDAOOM, matchCUDAOOM, buildCUDAOOM},
 		{ServeKilled, matchKilled, buildKilled},
+		{FatalError, matchAny, buildFatalRule},
 		{EngineCore, matchEngineCore, buildEngineCore},
 		{ReadyTimeout, matchAny, buildReadyTimeout},
 	}
 }
 
-// salient reports whether a rule could select a line with this body: the
-// lines the bounded window keeps between a long log's head and tail.
-// Rules decided by the context (matching every line) select none.
-func salient(b string) bool {
+// byContext reports whether the rule is decided by the context or by the
+// whole log rather than by its lines: its match selects every line.
+func (r rule) byContext() bool {
+	return r.cause == ReadyTimeout || r.cause == ServeKilled || r.cause == FatalError
+}
+
+// salient reports whether a rule or the fatal-error finder could select a
+// line (its text and body): the lines the bounded window keeps between a
+// long log's head and tail.
+func salient(text, b string) bool {
+	if fatalShape(text, b) || isHealth(text) {
+		return true
+	}
 	for _, r := range rules() {
-		if r.cause == ReadyTimeout || r.cause == ServeKilled {
+		if r.byContext() {
 			continue
 		}
 		if r.match(b) {

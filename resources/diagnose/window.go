@@ -161,7 +161,7 @@ func selects(raw []byte) bool {
 		if t == "" {
 			continue
 		}
-		if salient(body(t)) {
+		if salient(t, body(t)) {
 			return true
 		}
 	}

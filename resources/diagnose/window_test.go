@@ -102,8 +102,8 @@ func TestWindowBounded(t *testing.T) {
 // TestReadLogClassifies: a streamed log is classified from its window, with
 // the evidence's line number as in the whole log.
 func TestReadLogClassifies(t *testing.T) {
-	const oomAt = 120_000
-	l, err := ReadLog(&genLog{n: 200_000, line: func(i int) string {
+	const oomAt = 50_000
+	l, err := ReadLog(&genLog{n: 100_000, line: func(i int) string {
 		if i == oomAt {
 			return "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 GiB is free."
 		}
