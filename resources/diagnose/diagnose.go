@@ -46,7 +46,9 @@
 //  21. FreeMemory     vLLM's startup check: less free than requested
 //  22. RayOOM         Ray's memory monitor killed a worker
 //  23. CUDAOOM        torch ran out of device memory
-//  24. ServeKilled    the serve process was stopped from outside
+//  24. Signature      a message of the signature catalogue generated from
+//     the real sources (catalogue.json): its class names the cause
+//     24b. ServeKilled    the serve process was stopped from outside
 //  25. FatalError     no rule knows it: the error that ended the process
 //     (an exception, a FATAL line, the container runtime's refusal, an
 //     NCCL WARN), quoted with its host, component and the fix it gives;
@@ -78,6 +80,7 @@ package diagnose
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -155,6 +158,10 @@ const (
 	// NCCLSystem: NCCL's "unhandled system error" (a failed socket,
 	// memory or device call).
 	NCCLSystem Cause = "nccl-system-error"
+	// Signature: the rule of the signature catalogue (catalogue.go); the
+	// cause it reports is the matching entry's class (e.g.
+	// "kv-cache-too-small", "nccl-shm", "driver-too-old").
+	Signature Cause = "signature"
 	// FatalError: no rule knows the failure; the error that ended the
 	// process is the cause, quoted in its own words with its fix.
 	FatalError Cause = "fatal-error"
@@ -320,13 +327,15 @@ func Classify(in Input) Diagnosis {
 			best = d
 			continue
 		}
+		if r.cause != Signature {
+			d.Cause = r.cause
+		}
 		if found {
-			if r.cause != FatalError {
-				also = append(also, r.cause)
+			if r.cause != FatalError && !slices.Contains(also, d.Cause) && d.Cause != best.Cause {
+				also = append(also, d.Cause)
 			}
 			continue
 		}
-		d.Cause = r.cause
 		best, found = d, true
 	}
 	if !found {

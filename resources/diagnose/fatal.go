@@ -295,7 +295,9 @@ var (
 	// infoRE is a logger's INFO level (vLLM, Python, Ray, glog).
 	infoRE = regexp.MustCompile(`(?:^|[\s\[(])INFO(?:[\s\]:])|^I\d{4} \d\d:\d\d:\d\d`)
 	// stopWordRE marks an INFO line about stopping, not progress.
-	stopWordRE = regexp.MustCompile(`(?i)shut|stop|exit|terminat|kill|clean|destroy|abort|fail|error|dead|died|signal|tear|retry|retrying|waiting|timed out|timeout|not |unable|cannot|could not`)
+	// NCCL's INFO "file.cc:123 -> 6" lines trace an error's return code up
+	// the stack: they are the error going on, not progress.
+	stopWordRE = regexp.MustCompile(`(?i)-> \d+(?: \[[^\]]*\])?$|shut|stop|exit|terminat|kill|clean|destroy|abort|fail|error|dead|died|signal|tear|retry|retrying|waiting|timed out|timeout|not |unable|cannot|could not`)
 )
 
 // minProgress is how many INFO lines of normal progress after an error

@@ -15,19 +15,19 @@ func TestFatalErrorNamed(t *testing.T) {
 		want            []string // substrings of the rendered text
 	}{
 		{
-			// vllm-project/vllm#16119-style KV-cache check, as vLLM 0.8 raises it.
-			name: "kv cache", host: "gpu1",
+			// Constructed around vLLM's own dtype check (vllm/platforms/cuda.py),
+			// a message no rule or catalogue class claims.
+			name: "dtype", host: "gpu1",
 			log: "(EngineCore_DP0 pid=1544) ERROR 04-03 10:01:02 [core.py:387] EngineCore failed to start.\n" +
-				"(EngineCore_DP0 pid=1544) ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in KV cache (43488). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n" +
+				"(EngineCore_DP0 pid=1544) ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.\n" +
 				"(APIServer pid=1479) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",
-			want: []string{"vLLM's engine core on gpu1 stopped on: ValueError: The model's max seq len (131072)", "Try increasing `gpu_memory_utilization`", "also in the logs (consequences): engine-core-failed"},
+			want: []string{"vLLM's engine core on gpu1 stopped on: ValueError: Bfloat16 is only supported", "You can use float16 instead", "also in the logs (consequences): engine-core-failed"},
 		},
 		{
-			// NVIDIA/nvidia-container-toolkit issues: the driver older than the image's CUDA.
+			// Constructed: the container runtime refusing a mount.
 			name: "container runtime", host: "spark2",
-			log: "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n" +
-				"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, please update your driver to a newer version, or use an earlier cuda container: unknown.\n",
-			want: []string{"the container runtime on spark2 stopped on", "please update your driver to a newer version"},
+			log: "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error mounting \"/models\" to rootfs at \"/root/.cache/huggingface\": stat /models: no such file or directory: unknown.\n",
+			want: []string{"the container runtime on spark2 stopped on", "stat /models: no such file or directory"},
 		},
 		{
 			// A raylet's glog FATAL line.

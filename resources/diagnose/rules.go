@@ -46,6 +46,7 @@ func rules() []rule {
 		{FreeMemory, matchFreeMemory, buildFreeMemory},
 		{RayOOM, matchRayOOM, buildRayOOM},
 		{CUDAOOM, matchCUDAOOM, buildCUDAOOM},
+		{Signature, matchSignature, buildSignature},
 		{ServeKilled, matchKilled, buildKilled},
 		{FatalError, matchAny, buildFatalRule},
 		{EngineCore, matchEngineCore, buildEngineCore},

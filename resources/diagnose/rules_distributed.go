@@ -387,6 +387,11 @@ func matchNCCLSystem(b string) bool {
 }
 
 func buildNCCLSystem(s *scan, hits []int) (Diagnosis, bool) {
+	if s.signatureIn("distributed") {
+		// NCCL's own WARN or "Last error:" line says which call failed: the
+		// catalogue's class names it.
+		return Diagnosis{}, false
+	}
 	i := hits[0]
 	for _, j := range hits {
 		if strings.Contains(s.lines[j].body, "unhandled system error") {
