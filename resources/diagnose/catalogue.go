@@ -71,6 +71,11 @@ var loadCatalogue = sync.OnceValues(func() (*catalogue, error) {
 		}
 		e.re = re
 		e.key = normSig(longestLiteral(e.Template))
+		if len(e.key) > maxSigKey {
+			// A log line cut short (a column limit, a pasted excerpt) still
+			// holds the start of the message.
+			e.key = strings.ToValidUTF8(e.key[:maxSigKey], "")
+		}
 	}
 	return &c, nil
 })
@@ -94,11 +99,21 @@ func longestLiteral(t string) string {
 // Got completion") and the backticks around a quoted name (lost when a log
 // is pasted as Markdown).
 func normSig(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, " :", ":"), "`", "")
+	s = strings.ReplaceAll(strings.ReplaceAll(s, " :", ":"), "`", "")
+	// A terminal that wrapped a long line at a fixed width and was pasted
+	// leaves a run of blanks inside a word ("the conf                iguration").
+	return wrapGapRE.ReplaceAllString(s, "")
 }
 
-// minSigKey is the shortest literal an entry may match by alone.
-const minSigKey = 20
+// wrapGapRE is the run of blanks a pasted terminal wrap leaves.
+var wrapGapRE = regexp.MustCompile(` {8,}`)
+
+// minSigKey is the shortest literal an entry may match by alone; maxSigKey
+// the longest start of it that is looked for.
+const (
+	minSigKey = 20
+	maxSigKey = 60
+)
 
 // match reports whether the body is the entry's message, and the values
 // captured: by the whole pattern, or, across releases that reworded the

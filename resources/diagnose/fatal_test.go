@@ -26,7 +26,7 @@ func TestFatalErrorNamed(t *testing.T) {
 		{
 			// Constructed: the container runtime refusing a mount.
 			name: "container runtime", host: "spark2",
-			log: "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error mounting \"/models\" to rootfs at \"/root/.cache/huggingface\": stat /models: no such file or directory: unknown.\n",
+			log:  "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error mounting \"/models\" to rootfs at \"/root/.cache/huggingface\": stat /models: no such file or directory: unknown.\n",
 			want: []string{"the container runtime on spark2 stopped on", "stat /models: no such file or directory"},
 		},
 		{
