@@ -102,6 +102,9 @@ func normSig(s string) string {
 	s = strings.ReplaceAll(strings.ReplaceAll(s, " :", ":"), "`", "")
 	// A terminal that wrapped a long line at a fixed width and was pasted
 	// leaves a run of blanks inside a word ("the conf                iguration").
+	if !strings.Contains(s, "        ") {
+		return s
+	}
 	return wrapGapRE.ReplaceAllString(s, "")
 }
 
@@ -120,9 +123,14 @@ const (
 // rest, by the template's longest literal when it is long enough to be
 // the message's own.
 func (e *sigEntry) match(body string) ([]string, bool) {
+	return e.matchNorm(body, normSig(body))
+}
+
+// matchNorm is match with normSig(body) computed once by the caller.
+func (e *sigEntry) matchNorm(body, norm string) ([]string, bool) {
 	// The pattern holds the longest literal: a line without it matches
 	// neither way (the cheap test first).
-	if !strings.Contains(normSig(body), e.key) {
+	if !strings.Contains(norm, e.key) {
 		return nil, false
 	}
 	if m := e.re.FindStringSubmatch(body); m != nil {
@@ -150,8 +158,9 @@ func signatureOf(body string) (*sigEntry, []string, bool) {
 	if err != nil {
 		return nil, nil, false
 	}
+	norm := normSig(body)
 	for i := range c.Entries {
-		if v, ok := c.Entries[i].match(body); ok {
+		if v, ok := c.Entries[i].matchNorm(body, norm); ok {
 			return &c.Entries[i], v, true
 		}
 	}
