@@ -29,7 +29,7 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
 	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec, Status: status}
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithObserve]() {
 		k.Observe(o)
 	}
 	// Hosts of resources that left the configuration: look for their

@@ -142,7 +142,7 @@ func (d *destroyer) plan() {
 		d.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
 	d.added = map[string]*Work{}
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithDestroy]() {
 		k.Destroy(d)
 	}
 }

@@ -31,7 +31,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(logAddresses(), "a "))
+		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(resources.LogAddresses(), "a "))
 		return exitError
 	}
 	addr := pos[0]
@@ -81,19 +81,9 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 }
 
 // logCommands builds the commands for addr's logs: its kind's
-// (kind.Kind.Logs).
+// (resources.Logs).
 func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since string) ([]kind.LogCommand, error) {
-	k := resources.KindAt(addr)
-	if k == nil || !k.Traits().Logs {
-		return nil, fmt.Errorf("%s: logs takes %s address", addr, logAddresses())
-	}
-	return k.Logs(kind.LogQuery{Config: s.cfg.Config, Project: s.project, Address: addr, Node: onlyNode, Follow: follow, Tail: tail, Since: since})
-}
-
-// logAddresses names the addresses logs takes: "a ray_cluster.NAME or
-// vllm_serve.NAME".
-func logAddresses() string {
-	return "a " + strings.Join(resources.TypesWith(func(t kind.Traits) bool { return t.Logs }), ".NAME or ") + ".NAME"
+	return resources.Logs(kind.LogQuery{Config: s.cfg.Config, Project: s.project, Address: addr, Node: onlyNode, Follow: follow, Tail: tail, Since: since})
 }
 
 // prefixWriter writes complete lines to w, each prefixed, under a mutex

@@ -154,7 +154,7 @@ func (s *session) status(ctx context.Context) (*statusReport, error) {
 
 // buildStatus is the report of one observation and its plan: every
 // judgment in it is the plan's (findings, drift, changes) or the kinds'
-// (kind.Kind.Status: Ray's node table, each serve's health on its own
+// (kind.WithStatus: Ray's node table, each serve's health on its own
 // port, JudgeServe), so status and plan never disagree about a fact.
 func buildStatus(project string, obs *observed) *statusReport {
 	cfg, facts, p := obs.cfg, obs.facts, obs.result.Plan
@@ -181,8 +181,8 @@ func buildStatus(project string, obs *observed) *statusReport {
 		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, obs))
 	}
 	q := kind.StatusQuery{Config: cfg.Config, Facts: facts, Plan: p, Project: project}
-	for _, k := range resources.Kinds() {
-		key := k.Traits().Status
+	for _, k := range resources.KindsWith[kind.WithStatus]() {
+		key := k.(kind.Kind).Traits().Status
 		if key == "" {
 			continue
 		}

@@ -28,7 +28,17 @@ import (
 // (PrepareSteps), and the serve and its cluster learn from the model
 // block's value (Weights: Provides, HostDir, ServeEnv, Revision, Files)
 // how to load it.
-type Kind struct{ kind.Base }
+type Kind struct{}
+
+// The model kind's optional parts (kind.Kind): no steps in the walk, no
+// logs, no locks of its own.
+var (
+	_ kind.WithLookup      = Kind{}
+	_ kind.WithObserve     = Kind{}
+	_ kind.WithPrepare     = Kind{}
+	_ kind.WithFingerprint = Kind{}
+	_ kind.WithStatus      = Kind{}
+)
 
 // Schema is the model block (Descriptor).
 func (Kind) Schema() config.Kind { return Descriptor() }
@@ -191,10 +201,6 @@ func (Kind) Plan(p kind.Planner) {
 		}
 	}
 }
-
-// Steps: none in the walk, as apply stages in PrepareSteps (its run
-// always prepares first).
-func (Kind) Steps(kind.Env, *kind.Work) []apply.Step { return nil }
 
 // PrepareSteps stage the model (Work.Steps): they change nothing that
 // runs, so apply runs them before the walk, before any serve or container
