@@ -1,4 +1,4 @@
-package main
+package resources_test
 
 import (
 	"bytes"
@@ -85,19 +85,31 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 	return &observed{cfg: cfg, facts: facts, result: &resources.Result{Plan: p}}
 }
 
+// observed is one observation and its plan, as status reads them.
+type observed struct {
+	cfg    *resources.Config
+	facts  *observe.Facts
+	result *resources.Result
+}
+
+// buildStatus is resources.Status of obs.
+func buildStatus(project string, obs *observed) *resources.StatusReport {
+	return resources.Status(project, obs.cfg, obs.facts, obs.result)
+}
+
 // statusJSON is status -json as the tests read it.
 type statusJSON struct {
 	Project  string                  `json:"project"`
 	Healthy  bool                    `json:"healthy"`
 	Problems []string                `json:"problems"`
-	Nodes    []statusNode            `json:"nodes"`
+	Nodes    []resources.StatusNode  `json:"nodes"`
 	Clusters []cluster.ClusterStatus `json:"clusters"`
 	Serves   []serve.ServeStatus     `json:"serves"`
 	Models   []model.NodesStatus     `json:"models"`
 }
 
 // statusDoc is rep as status -json prints it, read back.
-func statusDoc(t *testing.T, rep *statusReport) statusJSON {
+func statusDoc(t *testing.T, rep *resources.StatusReport) statusJSON {
 	t.Helper()
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -139,9 +151,13 @@ func TestStatusJSONShape(t *testing.T) {
 	if want := []string{"project", "healthy", "problems", "nodes", "clusters", "serves", "models"}; !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
-	// The text shows each kind's resources, clusters then serves.
+	// The kinds' text shows each one's resources, clusters then serves.
 	var text bytes.Buffer
-	buildStatus("lab", statusObserved(t, nil)).render(&text)
+	for _, k := range buildStatus("lab", statusObserved(t, nil)).Kinds {
+		for _, it := range k.Items {
+			it.Render(&text)
+		}
+	}
 	out := text.String()
 	for _, want := range []string{"Ray (ray_cluster.main, head a):", "192.168.200.1    ALIVE  head 2 GPU", "Serve vllm_serve.one on a:", "Serve vllm_serve.two on a:", "health    ok", "model     m2"} {
 		if !strings.Contains(out, want) {
@@ -152,7 +168,7 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Errorf("serves before clusters:\n%s", out)
 	}
 	// A kind without resources still has its list, empty.
-	b, err = json.Marshal(&statusReport{Problems: []string{}, Nodes: []statusNode{}, Kinds: []statusKind{{Key: "serves"}}})
+	b, err = json.Marshal(&resources.StatusReport{Problems: []string{}, Nodes: []resources.StatusNode{}, Kinds: []resources.StatusKind{{Key: "serves"}}})
 	if err != nil || !strings.Contains(string(b), `"serves":[]`) {
 		t.Errorf("empty kind: %s, %v", b, err)
 	}
