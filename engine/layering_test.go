@@ -1,6 +1,7 @@
 // Package engine_test enforces the layering of the engine: it never imports
 // the resources (what blocks mean) nor the SSH implementation; only
-// cmd/rayform wires those in.
+// cmd/rayform wires those in, and it reaches the kinds only through the
+// resources package (the registry), never a kind's package.
 package engine_test
 
 import (
@@ -32,5 +33,29 @@ func TestEngineLayering(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Fatalf("checked only %d engine packages: the listing is wrong", checked)
+	}
+}
+
+// TestCLILayering: cmd/rayform parses and shows; it reaches the kinds and
+// what they share (resources/cluster, serve, model, node, network,
+// hostenv, kind, diagnose, dataplane...) only through the resources
+// package, the registry and its wiring.
+func TestCLILayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/rayform/rayform/cmd/rayform").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	imports := strings.Fields(string(out))
+	resources := false
+	for _, imp := range imports {
+		if imp == "github.com/rayform/rayform/resources" {
+			resources = true
+		}
+		if strings.HasPrefix(imp, "github.com/rayform/rayform/resources/") {
+			t.Errorf("cmd/rayform imports %s: reach it through github.com/rayform/rayform/resources", imp)
+		}
+	}
+	if !resources {
+		t.Fatalf("cmd/rayform does not import the resources package: the listing is wrong (%v)", imports)
 	}
 }

@@ -23,3 +23,10 @@ func Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 func LogAddresses() string {
 	return "a " + strings.Join(TypesWith(kind.HasLogs), ".NAME or ") + ".NAME"
 }
+
+// LogQuery asks for the logs of one resource (kind.LogQuery).
+type LogQuery = kind.LogQuery
+
+// LogCommand is the script that prints one log on one node
+// (kind.LogCommand).
+type LogCommand = kind.LogCommand
