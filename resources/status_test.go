@@ -68,15 +68,15 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 		t.Fatal(diags.Error())
 	}
 	head := &observe.HostFacts{Host: "a", Complete: true}
-	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+	resourcestest.SetRayTable(head, 8265, cluster.RayNodeFacts{List: []cluster.RayNode{
 		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 		{NodeIP: "192.168.200.2", State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 	}})
 	for name, model := range map[string]string{"one": "m1", "two": "m2"} {
 		sv := cfg.Serves[name]
 		resourcestest.SetServeRecord(head, name, observe.ProcessRecord{Found: true, Alive: true, Resource: sv.Addr})
-		resourcestest.SetServeAnswer(head, sv.Port, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200},
-			ModelsCheck: observe.HTTPCheck{Status: 200}, Models: []observe.Model{{ID: model}}})
+		resourcestest.SetServeAnswer(head, sv.Port, serve.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200},
+			ModelsCheck: observe.HTTPCheck{Status: 200}, Models: []serve.Model{{ID: model}}})
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{"a": head, "b": {Host: "b", Complete: true}}, Errors: map[string]error{}}
 	if p == nil {
@@ -186,7 +186,7 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 		}
 	}
 	// Serve two's port closed: only serve two is starting, one stays ok.
-	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, observe.VLLM{Observed: true,
+	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, serve.VLLM{Observed: true,
 		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
 	rep = statusDoc(t, buildStatus("lab", obs))
 	if rep.Serves[0].Health != "ok" || rep.Serves[1].Health != "starting" || rep.Healthy {
@@ -206,7 +206,7 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 func TestStatusDeadRayNodeIsAProblem(t *testing.T) {
 	obs := statusObserved(t, nil)
 	head := obs.facts.Hosts["a"]
-	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+	resourcestest.SetRayTable(head, 8265, cluster.RayNodeFacts{List: []cluster.RayNode{
 		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 		{NodeIP: "192.168.200.2", State: "DEAD", StateMessage: "health check failed\nmore"},
 		// An earlier life of the head: DEAD beside ALIVE is history.

@@ -370,46 +370,6 @@ func (f ContainerFacts) ByName(name string) (Container, bool) {
 	return Container{}, false
 }
 
-// RayNode is one row of Ray's node table (`ray list nodes`, /api/v0/nodes).
-type RayNode struct {
-	NodeID       string `json:"node_id"`
-	NodeIP       string `json:"node_ip"`
-	IsHead       bool   `json:"is_head_node"`
-	State        string `json:"state"` // ALIVE or DEAD
-	StateMessage string `json:"state_message,omitempty"`
-	NodeName     string `json:"node_name,omitempty"`
-	// Resources are resources_total; humanized memory strings such as
-	// "34.758 GiB" are converted to bytes.
-	Resources map[string]float64 `json:"resources_total,omitempty"`
-	Labels    map[string]string  `json:"labels,omitempty"`
-}
-
-// GPUs is the node's total GPU resource.
-func (n RayNode) GPUs() float64 { return n.Resources["GPU"] }
-
-// RayNodeFacts is Ray's node table as seen from the head.
-type RayNodeFacts struct {
-	// Source is "dashboard" (/api/v0/nodes) or "cli" (ray list nodes);
-	// empty when not observed.
-	Source string    `json:"source,omitempty"`
-	List   []RayNode `json:"list,omitempty"`
-	// Partial is true when the dashboard said the list is truncated or had
-	// a partial failure: do not treat it as the whole cluster.
-	Partial bool   `json:"partial,omitempty"`
-	Err     string `json:"err,omitempty"`
-}
-
-// Alive returns the ALIVE nodes.
-func (f RayNodeFacts) Alive() []RayNode {
-	var out []RayNode
-	for _, n := range f.List {
-		if n.State == "ALIVE" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // HTTPCheck is the answer of one local HTTP endpoint.
 type HTTPCheck struct {
 	// Status is the HTTP status, 0 when no response came.
@@ -426,24 +386,6 @@ type HTTPCheck struct {
 	// is not the probe's Owner: the request was not sent.
 	HeldBy string `json:"held_by,omitempty"`
 	Err    string `json:"err,omitempty"`
-}
-
-// Model is one entry of vLLM's /v1/models.
-type Model struct {
-	ID          string `json:"id"`
-	Root        string `json:"root,omitempty"`
-	MaxModelLen int    `json:"max_model_len,omitempty"`
-	OwnedBy     string `json:"owned_by,omitempty"`
-}
-
-// VLLM is what a vLLM server's port answered (see ParseVLLM).
-type VLLM struct {
-	// Observed is false when its port was not probed.
-	Observed bool      `json:"observed"`
-	Health   HTTPCheck `json:"health"`
-	Models   []Model   `json:"models,omitempty"`
-	// ModelsCheck is the HTTP outcome of /v1/models.
-	ModelsCheck HTTPCheck `json:"models_check"`
 }
 
 // RouteCheck is the kernel's route to one peer fabric address.
@@ -496,15 +438,4 @@ type ProcessRecord struct {
 	Sensitive []string `json:"sensitive,omitempty"`
 	Alive     bool     `json:"alive"`
 	Err       string   `json:"err,omitempty"`
-}
-
-// ParseVLLM reads a vLLM server's answers to GET /health and /v1/models
-// (HostFacts.HTTP of their URLs; ok false when they were not probed).
-func ParseVLLM(health, models HTTPResult, ok bool) VLLM {
-	if !ok {
-		return VLLM{}
-	}
-	v := VLLM{Observed: true, Health: health.HTTPCheck}
-	v.ModelsCheck, v.Models = ParseModels(models)
-	return v
 }

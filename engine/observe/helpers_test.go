@@ -176,17 +176,23 @@ func headProbes(container string, dashPort, servePort int) []HTTPProbe {
 	}
 }
 
-// rayOf and vllmOf read the head's answers (of the one dashboard and the
-// one vLLM a test probes, whatever their ports).
-func rayOf(f *HostFacts) RayNodeFacts {
-	r, ok := answerAt(f, "/api/v0/nodes?limit=1000")
-	return ParseRayNodes(r, ok)
+// tableOf, healthOf and modelsOf read the head's answers (of the one node
+// table, /health and /v1/models a test probes, whatever their ports); the
+// kinds that asked for them parse their bodies (resources/cluster,
+// resources/serve).
+func tableOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/api/v0/nodes?limit=1000")
+	return r
 }
 
-func vllmOf(f *HostFacts) VLLM {
-	h, ok := answerAt(f, "/health")
-	m, _ := answerAt(f, "/v1/models")
-	return ParseVLLM(h, m, ok)
+func healthOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/health")
+	return r
+}
+
+func modelsOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/v1/models")
+	return r
 }
 
 func answerAt(f *HostFacts, path string) (HTTPResult, bool) {

@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"encoding/json"
 	"strings"
 )
 
@@ -223,18 +222,4 @@ type psJSON struct {
 	Labels string `json:"Labels"`
 	State  string `json:"State"`
 	Status string `json:"Status"`
-}
-
-// rayNodeJSON is one row of Ray's node state (`ray list nodes`,
-// /api/v0/nodes). resources_total values are floats, or strings like
-// "34.758 GiB" for memory once Ray humanizes them.
-type rayNodeJSON struct {
-	NodeID       string                     `json:"node_id"`
-	NodeIP       string                     `json:"node_ip"`
-	IsHead       bool                       `json:"is_head_node"`
-	State        string                     `json:"state"`
-	StateMessage *string                    `json:"state_message"`
-	NodeName     string                     `json:"node_name"`
-	Resources    map[string]json.RawMessage `json:"resources_total"`
-	Labels       map[string]string          `json:"labels"`
 }

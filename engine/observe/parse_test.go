@@ -81,12 +81,11 @@ func TestParseFixtures(t *testing.T) {
 				if serve.Running || serve.ExitCode != 1 || serve.FinishedAt.IsZero() || serve.Env["VLLM_API_KEY"] != RedactedValue {
 					t.Errorf("serve container %+v", serve)
 				}
-				if r := rayOf(f); r.Source != "dashboard" || len(r.Alive()) != 2 || !r.List[0].IsHead ||
-					r.List[0].NodeIP != "192.168.200.12" || r.List[0].GPUs() != 1 || r.List[0].Resources["object_store_memory"] != 1<<30 {
-					t.Errorf("Ray nodes %+v", r)
+				if r := tableOf(f); r.Via != "curl" || r.Status != 200 || r.Err != "" || r.Body != fixture(t, "dashboard-nodes.json") {
+					t.Errorf("node table %+v", r)
 				}
-				if !vllmOf(f).Observed || vllmOf(f).Health.Status != 200 || len(vllmOf(f).Models) != 1 || vllmOf(f).Models[0].ID != "qwen3.5-122b" {
-					t.Errorf("vLLM %+v", vllmOf(f))
+				if h, m := healthOf(f), modelsOf(f); h.Status != 200 || m.Status != 200 || !strings.Contains(m.Body, `"qwen3.5-122b"`) {
+					t.Errorf("health %+v, models %+v", h, m)
 				}
 				if len(f.RouteChecks) != 1 || f.RouteChecks[0].Dev != "enp1s0f1np1" || f.RouteChecks[0].Src != netip.MustParseAddr("192.168.200.12") {
 					t.Errorf("route to worker %+v", f.RouteChecks)
@@ -146,10 +145,8 @@ func TestParseFixtures(t *testing.T) {
 				if f.Images[0].Ray != RayUnknown || !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
 					t.Errorf("images %+v", f.Images)
 				}
-				r := rayOf(f)
-				if r.Source != "cli" || len(r.List) != 3 || len(r.Alive()) != 2 || r.List[0].NodeIP != "10.1.230.180" ||
-					r.List[2].StateMessage == "" || r.List[2].Resources["memory"] != 88583847116 {
-					t.Errorf("Ray nodes %+v", r)
+				if r := tableOf(f); r.Via != "exec" || r.Err != "" || !strings.Contains(r.Body, "10.1.230.180") {
+					t.Errorf("node table by its fallback command %+v", r)
 				}
 				if len(f.Containers.List) != 0 || f.Containers.Err != "" {
 					t.Errorf("a named container that does not exist is not an error: %+v", f.Containers)
@@ -181,11 +178,11 @@ func TestParseFixtures(t *testing.T) {
 				if f.Docker.Err != "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" || f.Docker.ClientVersion != "28.2.2" {
 					t.Errorf("docker %+v", f.Docker)
 				}
-				if !rayOf(f).Partial || len(rayOf(f).List) != 1 {
-					t.Errorf("truncated node table must say so: %+v", rayOf(f))
+				if r := tableOf(f); r.Via != "wget" || r.Status != 200 || r.Body != fixture(t, "dashboard-nodes-truncated.json") {
+					t.Errorf("node table by wget %+v", r)
 				}
-				if vllmOf(f).Health.Status != 503 || vllmOf(f).Health.Err != "HTTP 503" || !vllmOf(f).ModelsCheck.Refused {
-					t.Errorf("vLLM %+v", vllmOf(f))
+				if h, m := healthOf(f), modelsOf(f); h.Status != 503 || h.Err != "HTTP 503" || !m.Refused {
+					t.Errorf("health %+v, models %+v", h, m)
 				}
 			},
 		},
@@ -213,8 +210,7 @@ func TestParseFixtures(t *testing.T) {
 				for name, err := range map[string]string{
 					"addresses": f.Addresses.Err, "links": f.Links.Err, "default": f.DefaultRoute.Err, "rdma": f.RDMA.Err,
 					"memory": f.Memory.Err, "gpus": f.GPUs.Err, "docker": f.Docker.Err, "image a": f.Images[0].Err,
-					"image b": f.Images[1].Err, "containers": f.Containers.Err, "ray": rayOf(f).Err,
-					"health": vllmOf(f).Health.Err, "models": vllmOf(f).ModelsCheck.Err,
+					"image b": f.Images[1].Err, "containers": f.Containers.Err, "health": healthOf(f).Err,
 				} {
 					if err == "" {
 						t.Errorf("malformed %s section gave no Err", name)

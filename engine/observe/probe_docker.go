@@ -193,7 +193,7 @@ func parseDockerVersion(s *section) Docker {
 		Server *struct{ Version string }
 	}
 	// The client part is printed even when the daemon does not answer.
-	jerr := json.Unmarshal(firstJSON(s.stdout), &v)
+	jerr := json.Unmarshal(FirstJSON(s.stdout), &v)
 	if v.Client != nil {
 		d.ClientVersion = v.Client.Version
 	}
@@ -213,8 +213,9 @@ func parseDockerVersion(s *section) Docker {
 	return d
 }
 
-// firstJSON returns b from its first line that starts a JSON value.
-func firstJSON(b []byte) []byte {
+// FirstJSON returns b from its first line that starts a JSON value:
+// the JSON a command printed after its log lines.
+func FirstJSON(b []byte) []byte {
 	for i := 0; i < len(b); {
 		if b[i] == '{' || b[i] == '[' {
 			return b[i:]
@@ -242,7 +243,7 @@ func parseImage(s *section) Image {
 		return img
 	}
 	var ij imageJSON
-	body := firstJSON(s.stdout)
+	body := FirstJSON(s.stdout)
 	var err error
 	if len(body) > 0 && body[0] == '[' { // real `docker image inspect` output
 		var arr []imageJSON

@@ -332,7 +332,7 @@ func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 	var out []string
 	for _, r := range hf.HTTP {
-		for _, n := range observe.ParseRayNodes(r, true).List {
+		for _, n := range ParseRayNodes(r, true).List {
 			out = append(out, "ray "+n.NodeIP+" "+n.State)
 		}
 	}

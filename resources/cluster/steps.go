@@ -16,7 +16,6 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/imageref"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -759,7 +758,7 @@ func containerRunning(ctx context.Context, e *hostenv.StepEnv, node, container s
 }
 
 // rayNodes reads Ray's node table inside the head container.
-func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
+func (r *clusterRun) rayNodes(ctx context.Context) ([]RayNode, error) {
 	res, err := r.e.Run(ctx, r.head.Node, transport.Cmd{
 		Argv:    []string{"docker", "exec", r.head.Name, "ray", "list", "nodes", "--format", "json", "--limit", "1000"},
 		Timeout: rayListTimeout,
@@ -767,7 +766,7 @@ func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return observe.ParseRayNodeList(res.Stdout)
+	return ParseRayNodeList(res.Stdout)
 }
 
 // diagnose reads the head's and the started workers' container logs and

@@ -128,7 +128,7 @@ type ServeHealth struct {
 // replaces a serve that is down, hung, unhealthy or serves the wrong
 // model, and waits for one starting) and for status: the record says
 // whether the process runs, its own port's answers say how it serves.
-func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) ServeHealth {
+func JudgeServe(rec observe.ProcessRecord, v VLLM, spec ServeSpec) ServeHealth {
 	h := v.Health
 	switch {
 	case !rec.Found || !rec.Alive:
@@ -152,7 +152,7 @@ func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) Serve
 
 // modelsDrift judges the /v1/models list observe read (judgeModels); ""
 // when it did not read one.
-func modelsDrift(v observe.VLLM, spec ServeSpec) string {
+func modelsDrift(v VLLM, spec ServeSpec) string {
 	if v.ModelsCheck.Status != 200 {
 		return ""
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
@@ -318,7 +317,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
 	}
 	var models struct {
-		Data []observe.Model `json:"data"`
+		Data []Model `json:"data"`
 	}
 	if err := json.Unmarshal(body, &models); err != nil {
 		return fmt.Errorf("GET /v1/models on %s: %w: %s", r.node(), err, shortBody(body))
