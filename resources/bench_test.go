@@ -151,7 +151,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 			Memory:       observe.Memory{TotalBytes: 2 << 40, AvailableBytes: 1 << 40},
 			Docker:       observe.Docker{Installed: true, Available: true, ClientVersion: "26.1.5", ServerVersion: "26.1.5"},
 			Images: []observe.Image{{Ref: spec.Image, Present: true, ID: "sha256:" + strings.Repeat("ab", 32),
-				RepoTags: []string{spec.Image}, Arch: "amd64", Ray: observe.RayPresent}},
+				RepoTags: []string{spec.Image}, Arch: "amd64"}},
 		}
 		for g := range 8 {
 			hf.GPUs.List = append(hf.GPUs.List, observe.GPU{Index: g, Name: "NVIDIA H100 80GB HBM3",

@@ -277,20 +277,6 @@ type Docker struct {
 	Err string `json:"err,omitempty"`
 }
 
-// RayPresence says whether an image contains Ray.
-type RayPresence string
-
-// Values of RayPresence. Observe never reports "absent": only running the
-// image proves that, and running a container is not read-only, so the
-// definitive `ray --version` check belongs to apply.
-const (
-	// RayUnknown: the image metadata shows no evidence either way (or the
-	// image is not present); apply checks before starting Ray.
-	RayUnknown RayPresence = "unknown"
-	// RayPresent: the image's config or build history names Ray.
-	RayPresent RayPresence = "present"
-)
-
 // Image is one image the spec asked about.
 type Image struct {
 	Ref      string   `json:"ref"`
@@ -298,10 +284,16 @@ type Image struct {
 	ID       string   `json:"id,omitempty"`
 	RepoTags []string `json:"repo_tags,omitempty"`
 	Arch     string   `json:"arch,omitempty"`
-	// Ray and RayEvidence: see RayPresence.
-	Ray         RayPresence `json:"ray"`
-	RayEvidence string      `json:"ray_evidence,omitempty"`
-	Err         string      `json:"err,omitempty"`
+	// Command is the image's entrypoint then command (its config), the
+	// values of secret flags redacted as in Container.Cmd; Installs are
+	// the package words its build steps install with pip, uv, conda or
+	// mamba ("ray[default]==2.53.0"), newest first, without flags and
+	// without words that hold a URL or a user (git+https://token@...):
+	// what a kind reads of an image's content without running it, which
+	// would not be read-only.
+	Command  []string `json:"command,omitempty"`
+	Installs []string `json:"installs,omitempty"`
+	Err      string   `json:"err,omitempty"`
 }
 
 // RedactedValue replaces the value of every container environment variable

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestParseFixtures(t *testing.T) {
 				if !f.Docker.Available || f.Docker.ServerVersion != "28.2.2" {
 					t.Errorf("docker %+v", f.Docker)
 				}
-				if img := f.Images[0]; !img.Present || img.Ray != RayPresent || !strings.Contains(img.RayEvidence, "ray[default]==2.53.0") {
+				if img := f.Images[0]; !img.Present || !slices.Contains(img.Installs, "ray[default]==2.53.0") {
 					t.Errorf("image %+v", img)
 				}
 				head, ok := f.Containers.ByName("rayform-ray-head")
@@ -142,7 +143,7 @@ func TestParseFixtures(t *testing.T) {
 				if f.UnifiedMemory || len(f.GPUs.List) != 8 || f.GPUs.List[7].Index != 7 || f.GPUs.List[7].MemoryTotalMiB != 143771 || f.GPUs.List[7].MemoryFreeMiB != 143156 {
 					t.Errorf("H200 GPUs: unified %v %+v", f.UnifiedMemory, f.GPUs)
 				}
-				if f.Images[0].Ray != RayUnknown || !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
+				if !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
 					t.Errorf("images %+v", f.Images)
 				}
 				if r := tableOf(f); r.Via != "exec" || r.Err != "" || !strings.Contains(r.Body, "10.1.230.180") {
@@ -292,26 +293,33 @@ func TestParseNotProbeOutputIs(t *testing.T) {
 	}
 }
 
-func TestRayInstall(t *testing.T) {
-	tests := []struct{ step, want string }{
-		{`RUN /bin/sh -c pip install --no-cache-dir "ray[default]==2.53.0" && pip cache purge`, "ray[default]==2.53.0"},
-		{`RUN |1 X=1 /bin/sh -c uv pip install --system ray==2.40.0`, "ray==2.40.0"},
-		{`RUN /bin/sh -c python3 -m pip install -U ray`, "ray"},
-		{`RUN /bin/sh -c pip install vllm raylib`, ""},
-		{`RUN /bin/sh -c echo install ray later`, ""},
-		{`RUN /bin/sh -c pip download ray; install.sh`, ""},
-	}
-	for _, tt := range tests {
-		if got := rayInstall(tt.step); got != tt.want {
-			t.Errorf("rayInstall(%q) = %q, want %q", tt.step, got, tt.want)
-		}
-	}
-}
-
 func TestRedactArgs(t *testing.T) {
 	got := redactArgs([]string{"serve", "m", "--api-key", "sk-1", "--token=t", "--port", "8000", "--api-key"})
 	want := []string{"serve", "m", "--api-key", RedactedValue, "--token=" + RedactedValue, "--port", "8000", "--api-key"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("redactArgs = %q, want %q", got, want)
+	}
+}
+
+// TestInstalls: the package words of an install command in a build step,
+// in the same simple command only, without flags, comments, URLs or
+// users.
+func TestInstalls(t *testing.T) {
+	tests := []struct {
+		step string
+		want []string
+	}{
+		{`RUN /bin/sh -c pip install --no-cache-dir "ray[default]==2.53.0" && pip cache purge`, []string{"ray[default]==2.53.0"}},
+		{`RUN |1 X=1 /bin/sh -c uv pip install --system ray==2.40.0`, []string{"ray==2.40.0"}},
+		{`RUN /bin/sh -c python3 -m pip install -U ray`, []string{"ray"}},
+		{`RUN /bin/sh -c pip install vllm raylib # buildkit`, []string{"vllm", "raylib"}},
+		{`RUN /bin/sh -c echo install ray later`, nil},
+		{`RUN /bin/sh -c pip download ray; install.sh`, nil},
+		{`RUN /bin/sh -c pip install git+https://tok@example.com/x.git u@host x`, []string{"x"}},
+	}
+	for _, tt := range tests {
+		if got := installs(tt.step); !slices.Equal(got, tt.want) {
+			t.Errorf("installs(%q) = %q, want %q", tt.step, got, tt.want)
+		}
 	}
 }

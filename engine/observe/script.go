@@ -187,10 +187,9 @@ rf_rdma() {
 //
 // Links come from `ip -j addr show`, which carries every field of `ip -j
 // link show` that the plan reads (name, flags, MTU, operstate, MAC), so the
-// probe runs ip once for both. Whether an image contains Ray is read from
-// the image's config and build history only: running the image would
-// create a container, which is not read-only, so the definitive `ray
-// --version` check is apply's (see RayPresence).
+// probe runs ip once for both. An image is read from its config and build
+// history only (Image.Command, Image.History): running the image would
+// create a container, which is not read-only.
 func ProbeScript(spec HostSpec) string {
 	var b strings.Builder
 	b.Grow(8 << 10)
