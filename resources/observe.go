@@ -56,6 +56,12 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 			}
 		}
 	}
+	// The containers' variables whose values the plan reads; every other
+	// value is redacted on the host.
+	for node, hs := range spec.Hosts {
+		hs.EnvKeys = kit.EnvKeys()
+		spec.Hosts[node] = hs
+	}
 	return spec
 }
 

@@ -203,3 +203,25 @@ func answerAt(f *HostFacts, path string) (HTTPResult, bool) {
 	}
 	return HTTPResult{}, false
 }
+
+// testEnvKeys is the allow-list the tests' specs keep the values of, as
+// the kinds name theirs (resources/kit.EnvKeys).
+var testEnvKeys = []string{
+	"GLOO_SOCKET_IFNAME",
+	"MASTER_ADDR",
+	"MASTER_PORT",
+	"NCCL_DEBUG",
+	"NCCL_IB_DISABLE",
+	"NCCL_IB_GID_INDEX",
+	"NCCL_IB_HCA",
+	"NCCL_SOCKET_IFNAME",
+	"OMPI_MCA_btl_tcp_if_include",
+	"RAY_ADDRESS",
+	"RAY_memory_monitor_refresh_ms",
+	"RAY_memory_usage_threshold",
+	"TP_SOCKET_IFNAME",
+	"UCX_NET_DEVICES",
+	"VLLM_CONFIG_ROOT",
+	"VLLM_HOST_IP",
+	"VLLM_PORT",
+}

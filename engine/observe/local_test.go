@@ -79,6 +79,7 @@ func localSpec(t *testing.T) HostSpec {
 		Project:    "rfo-" + pid,
 		Images:     []string{"rfo-" + pid + "/absent:1"},
 		Containers: []string{"rfo-" + pid + "-head"},
+		EnvKeys:    testEnvKeys,
 		HTTP:       headProbes("rfo-"+pid+"-head", port, port),
 		Peers: []Peer{
 			{Host: "open", Addr: netip.MustParseAddr("127.0.0.1"), Port: port},

@@ -323,7 +323,7 @@ func parseContainers(s *section) ContainerFacts {
 		cf.Err = s.failure()
 	}
 	allowed := map[string]bool{}
-	keys := DefaultEnvKeys()
+	var keys []string
 	if v := s.attr("envkeys"); v != "" {
 		keys = strings.Split(v, ",")
 	}

@@ -375,7 +375,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
 			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
-		} else if !ok && slices.Contains(observe.DefaultEnvKeys(), k) {
+		} else if !ok && slices.Contains(kit.EnvKeys(), k) {
 			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
 		}
 	}
