@@ -177,10 +177,17 @@ def hub_refusal(cfg, f, resp):
     return "the hub answered %d %s for %s" % (resp.status, msg, what)
 
 
+def origin(url):
+    """The scheme, host and port of url (the scheme's default port when
+    none is written): the token goes only to its hub's own origin."""
+    u = urllib.parse.urlsplit(url)
+    return (u.scheme.lower(), (u.hostname or "").lower(), u.port or {"https": 443, "http": 80}.get(u.scheme.lower()))
+
+
 def open_source(cfg, f, have):
     """GET f from offset have: from the serving node, or from the hub
-    (following redirects, the token sent only to the hub's own host, as
-    huggingface_hub does). Returns (conn, response, where)."""
+    (following redirects, the token sent only to the hub's own scheme,
+    host and port). Returns (conn, response, where)."""
     timeout = cfg.get("timeout", 60)
     rng = {"Range": "bytes=%d-" % have}
     if not cfg.get("hub"):
@@ -192,13 +199,15 @@ def open_source(cfg, f, have):
         return conn, resp, source_name(cfg)
     hub = cfg["hub"]
     url = "%s/%s/resolve/%s/%s" % (hub["endpoint"].rstrip("/"), hub["repo"], hub["commit"], urllib.parse.quote(f["path"]))
-    home = urllib.parse.urlsplit(url).netloc
+    home = origin(url)
     for _ in range(6):
         u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            die("%s: the hub redirected %s to a %r URL" % (cfg["node"], f["path"], u.scheme))
         cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
         conn = cls(u.netloc, timeout=timeout)
         headers = dict(rng)
-        if cfg.get("token") and u.netloc == home:
+        if cfg.get("token") and origin(url) == home:
             headers["Authorization"] = "Bearer " + cfg["token"]
         conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers=headers)
         resp = conn.getresponse()
