@@ -3,6 +3,9 @@ package model
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -188,6 +191,29 @@ func TestPlanErrors(t *testing.T) {
 	in.Resolution = nil
 	if p := Plan(in); p.Change.Action != plan.NoOp || len(p.Change.Reasons) != 0 {
 		t.Errorf("unresolved: %+v", p.Change)
+	}
+}
+
+// TestPlanRefusesHubSizes: a hub that lists a file with a negative or an
+// absurd size makes the model's plan an error (it never reaches the
+// nodes' judgment as "N B to stage").
+func TestPlanRefusesHubSizes(t *testing.T) {
+	for _, size := range []string{"-232", "4611686018427387904"} {
+		t.Run(size, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.WriteString(w, `{"sha": "`+commit+`", "siblings": [{"rfilename": "config.json", "size": `+size+`, "blobId": "`+blob40+`"},`+
+					`{"rfilename": "model.safetensors", "size": 10, "blobId": "`+blob40+`", "lfs": {"sha256": "`+sha64+`", "size": 10}}]}`)
+			}))
+			defer srv.Close()
+			md := &Model{Name: "tiny", Source: "org/tiny", Rev: "main", CacheDir: "/data/hub", Endpoint: srv.URL}
+			res := ResolveOrRecall(context.Background(), srv.Client(), md, []string{"h1"}, nil)
+			p := Plan(PlanInput{Model: md, Resolution: &res, Nodes: []string{"h1"},
+				Facts: func(string) *observe.HostFacts { return &observe.HostFacts{} }})
+			if p.Work != nil || len(p.Findings) != 1 || p.Findings[0].Severity != plan.Error ||
+				!strings.Contains(p.Findings[0].Detail, "config.json has size "+size) {
+				t.Errorf("plan: %s %v, findings %+v", p.Change.Action, p.Change.Reasons, p.Findings)
+			}
+		})
 	}
 }
 

@@ -84,11 +84,8 @@ func ParseRecord(data []byte, repo, revision string) (Record, error) {
 		return Record{}, fmt.Errorf("no recorded_at")
 	}
 	for _, f := range r.Files {
-		if err := checkPath(f.Path); err != nil {
+		if err := f.Check(); err != nil {
 			return Record{}, err
-		}
-		if f.Size < 0 || f.Blob() == "" || !hexRE.MatchString(f.Blob()) {
-			return Record{}, fmt.Errorf("file %s: no size, blob id or sha256", f.Path)
 		}
 	}
 	return r, nil
