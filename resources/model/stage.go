@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
@@ -299,6 +300,9 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 	c := map[string]any{
 		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),
 		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(), "min_bytes": opt.MinBytes,
+		// A file not stored with LFS, up to the size plan's probe hashes,
+		// counts as present only with the hub's git blob id.
+		"hash_max": observe.TreeHashMax,
 	}
 	maps.Copy(c, source)
 	if stageTrail != nil {

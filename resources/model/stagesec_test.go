@@ -438,3 +438,57 @@ func regexpAuth(req []byte) []byte {
 	j := bytes.Index(req[i:], []byte("\r\n"))
 	return req[i : i+j]
 }
+
+// TestJudgeVerifiesContent: plan's "complete" means verified. A node
+// whose config.json (a file not stored with LFS) holds an HTML page of
+// its length, or whose snapshot file links to another blob of the same
+// size or out of the cache, is not complete: the probe's git blob ids and
+// link targets show it. Staging from a good copy then mends each, and
+// the node is complete.
+func TestJudgeVerifiesContent(t *testing.T) {
+	root := t.TempDir()
+	m, good := source(t, filepath.Join(root, "spark1"))
+	if j := probe(t, m, good); j.State != Complete {
+		t.Fatalf("the good copy: %s", j)
+	}
+	cfg := m.Files[0]
+	for i, tc := range []struct {
+		name  string
+		spoil func(t *testing.T, l Layout)
+		want  string
+	}{
+		{"an HTML page of config.json's length", func(t *testing.T, l Layout) {
+			page := []byte("<html>captive portal</html>")
+			page = append(page, bytes.Repeat([]byte(" "), int(cfg.Size)-len(page))...)
+			if err := os.WriteFile(filepath.Join(l.Dir, l.StorePath(m, cfg)), page, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "partial, 1 file missing (1 with content other than the hub's), 700 B to stage"},
+		{"a snapshot file linked to another blob of its size", func(t *testing.T, l Layout) {
+			other := filepath.Join(l.Dir, "blobs", strings.Repeat("e", 40))
+			if err := os.WriteFile(other, bytes.Repeat([]byte("x"), int(cfg.Size)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			relink(t, filepath.Join(l.Dir, l.FilePath(m, cfg)), "../../blobs/"+strings.Repeat("e", 40))
+		}, "partial, 1 snapshot link(s) missing"},
+		{"a snapshot file linked out of the cache", func(t *testing.T, l Layout) {
+			secret, _ := secretFile(t, root, "key-"+filepath.Base(filepath.Dir(l.Dir)), int(cfg.Size))
+			relink(t, filepath.Join(l.Dir, l.FilePath(m, cfg)), secret)
+		}, "partial, 1 snapshot link(s) missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, l := source(t, filepath.Join(root, "node"+strconv.Itoa(i)))
+			tc.spoil(t, l)
+			if j := probe(t, m, l); j.State == Complete || j.String() != tc.want {
+				t.Fatalf("judged %q, want %q", j, tc.want)
+			}
+			if err := stage(t, m, good, map[string]Layout{"spark2": l}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if j := probe(t, m, l); j.State != Complete {
+				t.Errorf("after staging: %s", j)
+			}
+			sameContent(t, m, good, l)
+		})
+	}
+}
