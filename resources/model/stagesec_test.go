@@ -336,21 +336,11 @@ func send(addr string, req []byte) (string, error) {
 	return strings.TrimSpace(line), err
 }
 
-// TestStageRequestsCannotBeReplayed: a receiver fetches from the source
-// through a proxy that records its requests, as a sniffer on the fabric
-// would. The recorded request, sent again while the source still serves,
-// is refused (401), and so is the same request signed with another key or
-// carrying the key itself as a bearer token; once the run ends, nothing
-// answers it at all.
-func TestStageRequestsCannotBeReplayed(t *testing.T) {
-	root := t.TempDir()
-	m, src := source(t, filepath.Join(root, "spark1"))
-	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
-	k := make([]byte, 32)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	key := hex.EncodeToString(k)
+// serveDirect runs the source's side of staging for m from src on
+// loopback with key, as Stage does, and returns its address and a
+// function that ends it (closing its stdin) and returns its error.
+func serveDirect(t *testing.T, ctx context.Context, m Manifest, src Layout, key string) (string, func() error) {
+	t.Helper()
 	var srcs []string
 	for _, f := range files(m, src) {
 		srcs = append(srcs, f.Src)
@@ -359,8 +349,6 @@ func TestStageRequestsCannotBeReplayed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	hold, release := io.Pipe()
 	lines := newLineWriter()
 	served := make(chan error, 1)
@@ -387,7 +375,72 @@ func TestStageRequestsCannotBeReplayed(t *testing.T) {
 		for range lines.c {
 		}
 	}()
-	addr := "127.0.0.1:" + port
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		release.Close()
+		return <-served
+	}
+	t.Cleanup(func() { _ = stop() })
+	return "127.0.0.1:" + port, stop
+}
+
+// newKey is a staging key as Stage draws it.
+func newKey(t *testing.T) string {
+	t.Helper()
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(k)
+}
+
+// TestStageRefusesLinkSwappedIn: a link out of the cache swapped in after
+// the source has started (its check at start passed) is refused when the
+// file is opened for a request: the receiver's error names the file and
+// the link's target, and no byte of the target reaches it.
+func TestStageRefusesLinkSwappedIn(t *testing.T) {
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key := newKey(t)
+	addr, _ := serveDirect(t, ctx, m, src, key)
+	cfg := m.Files[0]
+	secret, data := secretFile(t, root, "shadow", int(cfg.Size))
+	relink(t, filepath.Join(src.Dir, src.FilePath(m, cfg)), secret)
+	_, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	err := fetchTo(ctx, m, peer("spark2", dst), src, "from spark1", map[string]any{
+		"source_host": "127.0.0.1", "source_port": p, "key": key, "source_name": "spark1", "source_dir": src.Dir,
+	}, strings.NewReader(""), StageOptions{Streams: 1}.withDefaults())
+	want := "the source answered 403 refused: it resolves to " + secret + ", outside " + filepath.Join(src.Dir, "blobs") + " for config.json"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v\nwant %q", err, want)
+	}
+	if got := holds(t, dst.Dir, data); len(got) > 0 {
+		t.Errorf("the receiver holds bytes from outside the cache in %v", got)
+	}
+}
+
+// TestStageRequestsCannotBeReplayed: a receiver fetches from the source
+// through a proxy that records its requests, as a sniffer on the fabric
+// would. The recorded request, sent again while the source still serves,
+// is refused (401), and so is the same request signed with another key or
+// carrying the key itself as a bearer token; once the run ends, nothing
+// answers it at all.
+func TestStageRequestsCannotBeReplayed(t *testing.T) {
+	root := t.TempDir()
+	m, src := source(t, filepath.Join(root, "spark1"))
+	dst := HFCacheLayout(filepath.Join(root, "spark2"), m.Repo)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	key := newKey(t)
+	addr, stop := serveDirect(t, ctx, m, src, key)
 	proxy := startProxy(t, addr)
 	proxyPort := proxy.ln.Addr().(*net.TCPAddr).Port
 	if err := fetchTo(ctx, m, peer("spark2", dst), src, "from spark1", map[string]any{
@@ -423,8 +476,7 @@ func TestStageRequestsCannotBeReplayed(t *testing.T) {
 	if got := status(bearer); !strings.Contains(got, " 401 ") {
 		t.Errorf("the key as a bearer token: %q, want 401", got)
 	}
-	release.Close()
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("the source: %v", err)
 	}
 	if line, err := send(addr, req); err == nil {
