@@ -260,6 +260,39 @@ def origin(url):
     return (u.scheme.lower(), (u.hostname or "").lower(), u.port or {"https": 443, "http": 80}.get(u.scheme.lower()))
 
 
+def exchange(cfg, f, conn, path, headers, where):
+    """Send the GET and read the answer's headers, within cfg["timeout"]
+    seconds in all: a source that trickles its headers (a byte now and
+    then, which a timeout on each read never ends) is cut off."""
+    timeout = cfg.get("timeout", 60)
+    late = threading.Event()
+
+    def cut():
+        late.set()
+        if conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(timeout, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+    except (OSError, http.client.HTTPException):
+        if not late.is_set():
+            raise
+        resp = None
+    finally:
+        timer.cancel()
+    if late.is_set():
+        # Cut off: what was read (if anything) is not a whole answer.
+        die("%s: fetching %s from %s: no complete answer within %.0f s; apply again" % (cfg["node"], f["path"], where, timeout))
+    return resp
+
+
 def open_source(cfg, f, have):
     """GET f from offset have: from the serving node, or from the hub
     (following redirects, the token sent only to the hub's own scheme,
@@ -270,8 +303,7 @@ def open_source(cfg, f, have):
         conn = http.client.HTTPConnection(cfg["source_host"], cfg["source_port"], timeout=timeout)
         path, nonce = "/" + f["src"], os.urandom(16).hex()
         auth = "%s %s:%s" % (AUTH_SCHEME, nonce, sign(bytes.fromhex(cfg["key"]), path, rng["Range"], nonce))
-        conn.request("GET", path, headers=dict(rng, Authorization=auth))
-        resp = conn.getresponse()
+        resp = exchange(cfg, f, conn, path, dict(rng, Authorization=auth), source_name(cfg))
         if resp.status not in (200, 206):
             die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["path"]))
         return conn, resp, source_name(cfg)
@@ -287,8 +319,7 @@ def open_source(cfg, f, have):
         headers = dict(rng)
         if cfg.get("token") and origin(url) == home:
             headers["Authorization"] = "Bearer " + cfg["token"]
-        conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers=headers)
-        resp = conn.getresponse()
+        resp = exchange(cfg, f, conn, u.path + ("?" + u.query if u.query else ""), headers, u.netloc)
         if resp.status in (301, 302, 303, 307, 308):
             url = urllib.parse.urljoin(url, resp.getheader("Location", ""))
             conn.close()

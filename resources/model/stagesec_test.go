@@ -229,6 +229,26 @@ func TestDownloadFromHostileHub(t *testing.T) {
 				}
 			}
 		}, "the transfer stalled: ", shard},
+		{"trickled headers", func(w http.ResponseWriter, r *http.Request) bool {
+			if !strings.HasPrefix(r.URL.Path, "/lfs/") {
+				return false
+			}
+			c, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return true
+			}
+			defer c.Close()
+			_, _ = buf.WriteString("HTTP/1.1 200 OK\r\n")
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for range tick.C {
+				if _, err := buf.WriteString("X-Slow: a\r\n"); err != nil || buf.Flush() != nil {
+					return true
+				}
+			}
+			return true
+		}, "no complete answer within 1 s", shard},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(hostileHub{hub: lh.Config.Handler, bend: tc.bend})
