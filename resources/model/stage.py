@@ -565,13 +565,8 @@ def fetch_file(cfg, f, prog):
                 os.truncate(part, 0)
                 prog.add(-have)
                 have = 0
-            elif h is not None:
-                with open(part, "rb") as r:
-                    while True:
-                        b = r.read(CHUNK)
-                        if not b:
-                            break
-                        h.update(b)
+            else:
+                hash_file(h, part)
         if have < size:
             conn, where = None, source_name(cfg)
             try:
@@ -641,13 +636,18 @@ def present(cfg, f, store):
     if f.get("sha256") or f["size"] > cfg.get("hash_max", 0):
         return True
     _, h, want = identity(f)
-    with open(store, "rb") as r:
+    hash_file(h, store)
+    return h.hexdigest() == want
+
+
+def hash_file(h, path):
+    """Feed the content of the file at path to h."""
+    with open(path, "rb") as r:
         while True:
             b = r.read(CHUNK)
             if not b:
-                break
+                return
             h.update(b)
-    return h.hexdigest() == want
 
 
 def link(cfg, f):

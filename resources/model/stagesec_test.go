@@ -408,6 +408,22 @@ func serveDirect(t *testing.T, ctx context.Context, m Manifest, src Layout, key 
 	return "127.0.0.1:" + port, stop
 }
 
+// fetchVia runs a receiver into dst from the source's copy in src, served
+// (or relayed) at addr on loopback, signing with key.
+func fetchVia(ctx context.Context, m Manifest, src, dst Layout, addr, key string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return err
+	}
+	return fetchTo(ctx, m, peer("spark2", dst), src, "from spark1", map[string]any{
+		"source_host": "127.0.0.1", "source_port": p, "key": key, "source_name": "spark1", "source_dir": src.Dir,
+	}, strings.NewReader(""), StageOptions{Streams: 2}.withDefaults())
+}
+
 // newKey is a staging key as Stage draws it.
 func newKey(t *testing.T) string {
 	t.Helper()
@@ -433,11 +449,7 @@ func TestStageRefusesLinkSwappedIn(t *testing.T) {
 	cfg := m.Files[0]
 	secret, data := secretFile(t, root, "shadow", int(cfg.Size))
 	relink(t, filepath.Join(src.Dir, src.FilePath(m, cfg)), secret)
-	_, port, _ := net.SplitHostPort(addr)
-	p, _ := strconv.Atoi(port)
-	err := fetchTo(ctx, m, peer("spark2", dst), src, "from spark1", map[string]any{
-		"source_host": "127.0.0.1", "source_port": p, "key": key, "source_name": "spark1", "source_dir": src.Dir,
-	}, strings.NewReader(""), StageOptions{Streams: 1}.withDefaults())
+	err := fetchVia(ctx, m, src, dst, addr, key)
 	want := "the source answered 403 refused: it resolves to " + secret + ", outside " + filepath.Join(src.Dir, "blobs") + " for config.json"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v\nwant %q", err, want)
@@ -462,10 +474,7 @@ func TestStageRequestsCannotBeReplayed(t *testing.T) {
 	key := newKey(t)
 	addr, stop := serveDirect(t, ctx, m, src, key)
 	proxy := startProxy(t, addr)
-	proxyPort := proxy.ln.Addr().(*net.TCPAddr).Port
-	if err := fetchTo(ctx, m, peer("spark2", dst), src, "from spark1", map[string]any{
-		"source_host": "127.0.0.1", "source_port": proxyPort, "key": key, "source_name": "spark1", "source_dir": src.Dir,
-	}, strings.NewReader(""), StageOptions{Streams: 2}.withDefaults()); err != nil {
+	if err := fetchVia(ctx, m, src, dst, proxy.ln.Addr().String(), key); err != nil {
 		t.Fatal(err)
 	}
 	sameContent(t, m, src, dst)
