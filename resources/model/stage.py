@@ -157,7 +157,8 @@ def serve(cfg):
             if fd is None:
                 sys.stderr.write("rayform-stage: %s: refusing to serve %s: %s\n" % (cfg["node"], self.path[1:], why))
                 sys.stderr.flush()
-                self.send_error(403, "refused: %s" % why)
+                # The reason goes in the status line: one line of ASCII.
+                self.send_error(403, ascii("refused: %s" % why)[1:-1])
                 return
             with os.fdopen(fd, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
