@@ -217,6 +217,25 @@ func TestPlanRefusesHubSizes(t *testing.T) {
 	}
 }
 
+// TestPlanSaysWhenNotHashed: a node whose probe could not compute the
+// files' identities (no sha1sum) is judged by sizes alone, and the plan
+// says so in a warning naming the node and the cause.
+func TestPlanSaysWhenNotHashed(t *testing.T) {
+	mf := tinyManifest(t)
+	md := &Model{Name: "tiny", Source: mf.Repo, Rev: "main", CacheDir: "/data/hub"}
+	full := listing(mf, HFCacheLayout(md.CacheDir, mf.Repo), func(f File) (int64, bool) { return f.Size, true }, observe.TreeFile{Path: "refs/main", Size: 40})
+	full.FreeBytes = 1e12
+	full.IDsErr = "rayform: sha1sum: not installed (exit 127)"
+	facts := map[string]*observe.HostFacts{"h1": {Trees: map[string]observe.TreeFacts{md.Dir(): full}}}
+	p := Plan(PlanInput{Model: md, Resolution: &Resolution{Manifest: mf}, Nodes: []string{"h1"},
+		Facts: func(n string) *observe.HostFacts { return facts[n] }})
+	if len(p.Findings) != 1 || p.Findings[0].Severity != plan.Warning || p.Findings[0].Host != "h1" ||
+		!strings.Contains(p.Findings[0].Summary, "h1: the files of org/tiny not stored with LFS could not be verified") ||
+		!strings.Contains(p.Findings[0].Detail, "sha1sum: not installed") {
+		t.Errorf("findings %+v", p.Findings)
+	}
+}
+
 // TestPlanAndDownload: no node has the model: plan creates it, one node
 // downloads from the hub (with the token, never in a command) and the
 // others receive from it over the fabric; the plan after has nothing to
