@@ -69,14 +69,17 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
-		case secTree, secFree:
+		case secTree, secIDs, secFree:
 			if f.Trees == nil {
 				f.Trees = map[string]TreeFacts{}
 			}
 			t := f.Trees[s.attr("path")]
-			if s.name == secTree {
+			switch s.name {
+			case secTree:
 				parseTree(&t, s)
-			} else {
+			case secIDs:
+				parseIDs(&t, s)
+			default:
 				parseFree(&t, s)
 			}
 			f.Trees[s.attr("path")] = t
