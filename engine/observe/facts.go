@@ -66,7 +66,10 @@ type HostFacts struct {
 	// spec asked for none).
 	Listening ListenFacts `json:"listening,omitzero"`
 	Memory    Memory      `json:"memory"`
-	GPUs      GPUFacts    `json:"gpus"`
+	// Exec is what the kernel lets one command take in arguments and
+	// environment (execve's limits), less the session's own environment.
+	Exec Exec     `json:"exec"`
+	GPUs GPUFacts `json:"gpus"`
 	// UnifiedMemory is true when a GPU reports no dedicated memory ([N/A]
 	// on GB10): GPU and CPU share Memory, and Ray's memory monitor sees the
 	// model's weights as host memory.

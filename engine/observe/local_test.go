@@ -93,7 +93,7 @@ func TestProbeRunsHere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the probe on this machine")
 	}
-	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname"}
+	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname", "getconf", "env"}
 	tests := []struct {
 		name  string
 		tools []string
@@ -122,6 +122,7 @@ func TestProbeRunsHere(t *testing.T) {
 
 func checkHostFacts(t *testing.T, f *HostFacts, dir string, spec HostSpec) {
 	t.Helper()
+	checkExecFacts(t, f.Exec, dir)
 	if host, _ := os.Hostname(); f.Hostname != host {
 		t.Errorf("hostname %q, want %q", f.Hostname, host)
 	}

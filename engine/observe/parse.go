@@ -43,6 +43,8 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.RDMA = parseRDMA(s)
 		case secMem:
 			f.Memory = parseMeminfo(s)
+		case secExec:
+			f.Exec = parseExec(s)
 		case secListen:
 			f.Listening = parseListen(s)
 		case secGPU:
@@ -111,6 +113,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			secDefault: &f.DefaultRoute.Err,
 			secRDMA:    &f.RDMA.Err,
 			secMem:     &f.Memory.Err,
+			secExec:    &f.Exec.Err,
 			secGPU:     &f.GPUs.Err,
 			secDocker:  &f.Docker.Err,
 		} {

@@ -53,7 +53,7 @@ func (w *ServeWork) Commands(project string) []kit.NamedCmd {
 	if !w.Start {
 		return nil
 	}
-	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node,
+	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node, Node: w.Spec.Node,
 		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
 }
 
