@@ -90,7 +90,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	// attributes, of an older rayform, is taken to).
 	recPort, recorded := rec.Attrs["port"]
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
-	arch := p.preflight(sv, rc, action, rec.Found && rec.Alive)
+	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
 		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
@@ -103,7 +103,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Model: later, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }
 
