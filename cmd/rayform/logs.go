@@ -35,6 +35,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	addr := pos[0]
+	opts.readOnly = true
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code

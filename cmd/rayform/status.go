@@ -38,6 +38,7 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: -watch refreshes a terminal; without one (or with -json), run status from a loop or cron")
 		return exitError
 	}
+	opts.readOnly = true
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code
@@ -164,12 +165,23 @@ func buildStatus(project string, obs *observed) *statusReport {
 			rep.Problems = append(rep.Problems, findingLine(f))
 		}
 	}
+	// A resource is listed once for what the plan says is wrong with it:
+	// its drift, else the change apply would make; its kind's own
+	// problems only when the plan names neither (the change's reasons
+	// hold the drift, and a down serve's health is that drift).
+	named := map[string]bool{}
 	for _, d := range p.Drift {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (on %s)", d.Address, d.Summary, d.Host))
+		named[d.Address] = true
+	}
+	for _, ch := range p.Changes {
+		if ch.Action != plan.NoOp && !named[ch.Address] {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
+		}
 	}
 	for _, ch := range p.Changes {
 		if ch.Action != plan.NoOp {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
+			named[ch.Address] = true
 		}
 	}
 	names := make([]string, 0, len(cfg.Nodes))
@@ -188,7 +200,9 @@ func buildStatus(project string, obs *observed) *statusReport {
 		}
 		sk := statusKind{Key: key, Items: k.Status(q)}
 		for _, it := range sk.Items {
-			rep.Problems = append(rep.Problems, it.Problems...)
+			if !named[it.Address] {
+				rep.Problems = append(rep.Problems, it.Problems...)
+			}
 		}
 		rep.Kinds = append(rep.Kinds, sk)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -187,4 +188,20 @@ func SecretValues(env map[string]string, secret []string) map[string]string {
 		out[k] = env[k]
 	}
 	return out
+}
+
+// OnlyUnknown reports whether every path of changed (attrs.ChangedPaths)
+// is a value d does not know: a variable given no value where only a
+// read-only command runs (status, logs). What rayform was not given it
+// cannot compare, so such a difference is no change.
+func OnlyUnknown(d *config.Decl, changed []string) bool {
+	if len(changed) == 0 {
+		return false
+	}
+	for _, p := range changed {
+		if !d.IsUnknown(p) {
+			return false
+		}
+	}
+	return true
 }

@@ -61,7 +61,7 @@ func (p *planner) serve(sv *VLLMServe) {
 		if p.StateHas(addr) {
 			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
 		}
-	case !serveCurrent(spec, rec.SpecHash):
+	case !serveCurrent(spec, rec.SpecHash) && !unknownOnly(sv, spec, rec):
 		action = plan.Replace
 		reasons = append(reasons, "the serve arguments changed")
 	case clusterAction == plan.Update:
@@ -164,6 +164,17 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 func serveCurrent(spec ServeSpec, h string) bool {
 	current, _ := spec.Current(h)
 	return current
+}
+
+// unknownOnly reports whether the serve recorded by rec differs from sv
+// only in values this run was not given (kit.OnlyUnknown).
+func unknownOnly(sv *VLLMServe, spec ServeSpec, rec observe.ProcessRecord) bool {
+	if len(rec.Attrs) == 0 {
+		return false
+	}
+	schema := serveSchema()
+	after := attrs.Normalize(schema, serveRecordValues(sv, spec.SecretKey))
+	return kit.OnlyUnknown(&sv.Decl, attrs.ChangedPaths(schema, attrs.Decode(schema, rec.Attrs, rec.Sensitive), after))
 }
 
 // serveAttrs are the serve's attributes; before values come from the record
