@@ -218,6 +218,9 @@ type Listener struct {
 	// (another user's process, without root).
 	Process string `json:"process,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Container is the name of the listed container (HostSpec's project
+	// or names) the process runs in; empty for one outside them.
+	Container string `json:"container,omitempty"`
 }
 
 // On returns the listeners on port.

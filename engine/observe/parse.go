@@ -18,6 +18,7 @@ func Parse(output []byte) (*HostFacts, error) {
 	}
 	f := &HostFacts{Complete: done}
 	seen := map[string]bool{}
+	var owners map[int]string
 	for i := range secs {
 		s := &secs[i]
 		seen[s.name] = true
@@ -47,6 +48,8 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.Exec = parseExec(s)
 		case secListen:
 			f.Listening = parseListen(s)
+		case secListenOwner:
+			owners = parseListenOwners(s)
 		case secGPU:
 			f.GPUs, f.UnifiedMemory = parseGPUs(s)
 		case secDocker:
@@ -99,6 +102,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			}
 		}
 	}
+	setListenOwners(f, owners)
 	// docker ps answers for the daemon when the probe lists containers.
 	if !seen[secDocker] && seen[secContainers] {
 		f.Docker = dockerFromContainers(secs)

@@ -55,3 +55,13 @@ func TestExecArgMax(t *testing.T) {
 		t.Errorf("64 KiB pages: MaxArgStrlen %d", got)
 	}
 }
+
+// TestListenOwners: the listen.owner section's "PID NAME" lines name the
+// container of each listener with that PID, and no other.
+func TestListenOwners(t *testing.T) {
+	f := &HostFacts{Listening: ListenFacts{List: []Listener{{Port: 8265, PID: 42}, {Port: 6379, PID: 7}, {Port: 22}}}}
+	setListenOwners(f, parseListenOwners(&section{stdout: []byte("42 rayform-spark\nnot a line\n\n")}))
+	if got := []string{f.Listening.List[0].Container, f.Listening.List[1].Container, f.Listening.List[2].Container}; got[0] != "rayform-spark" || got[1] != "" || got[2] != "" {
+		t.Errorf("owners %q", got)
+	}
+}

@@ -253,6 +253,10 @@ func ProbeScript(spec HostSpec) string {
 			b.WriteString(" " + shell.Quote(strings.TrimPrefix(n, "/")))
 		}
 		b.WriteString("\n")
+		if len(listenPorts(spec)) > 0 {
+			b.WriteString(listenOwnerHelpers)
+			b.WriteString("rf_sec " + secListenOwner + " rf_lown\n")
+		}
 	} else {
 		b.WriteString("rf_sec docker.version rf_x docker version --format '{{json .}}'\n")
 		b.WriteString("rf_dok=0\n")
