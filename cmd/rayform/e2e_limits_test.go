@@ -22,10 +22,7 @@ func TestE2EArgMaxRefusedBeforeTeardown(t *testing.T) {
 	t.Parallel()
 	// Fast mode: the subject is the hosts' exec limits and apply's order,
 	// not Ray.
-	l := startLab(t, "rfe2eargmax", fastRay...)
-	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
-	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
-	mustCode(t, "apply", run("apply", "-auto-approve"), exitOK)
+	_, dir, run := appliedFastLab(t, "rfe2eargmax")
 
 	main := filepath.Join(dir, "main.hcl")
 	src := strings.Replace(mustRead(t, main), "  ready_timeout          = \"2m\"\n",
@@ -57,4 +54,17 @@ func TestE2EArgMaxRefusedBeforeTeardown(t *testing.T) {
 	if len(rep.Serves) != 1 || rep.Serves[0].Health != "ok" {
 		t.Fatalf("the serve no longer serves after the refused apply:\n%s", r.stdout)
 	}
+}
+
+// appliedFastLab brings up a lab in the fast mode (simnode's Ray), applies
+// the lab's cluster and serve (clusterConfig) and returns the lab, the
+// configuration's directory and a runner of rayform in it: the start of
+// the tests whose subject is a day-2 change, not Ray.
+func appliedFastLab(t *testing.T, name string) (*e2eLab, string, func(args ...string) result) {
+	t.Helper()
+	l := startLab(t, name, fastRay...)
+	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
+	mustCode(t, "apply", run("apply", "-auto-approve"), exitOK)
+	return l, dir, run
 }

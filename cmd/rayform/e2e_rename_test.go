@@ -19,10 +19,7 @@ func TestE2ERenameCluster(t *testing.T) {
 	t.Parallel()
 	// Fast mode: the subject is the plan's port check and apply's order,
 	// not Ray.
-	l := startLab(t, "rfe2eren", fastRay...)
-	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
-	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
-	mustCode(t, "apply", run("apply", "-auto-approve"), exitOK)
+	_, dir, run := appliedFastLab(t, "rfe2eren")
 
 	main := filepath.Join(dir, "main.hcl")
 	src := mustRead(t, main)
