@@ -320,6 +320,7 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 		var first time.Time
 		var firstBytes int64
 		var last Progress
+		reported := false
 		for line := range lines.c {
 			if rest, found := strings.CutPrefix(line, "ok"); found && (rest == "" || rest[0] == ' ') {
 				ok = true
@@ -342,8 +343,12 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 				p.Rate = float64(n-firstBytes) / dt
 				p.ETA = time.Duration(float64(total-n) / p.Rate * float64(time.Second))
 			}
-			last = p
-			if opt.Progress != nil {
+			// A report without new bytes says nothing new (the receiver
+			// reports on its interval while the transfer starts): the
+			// first is shown, the repeats are not.
+			repeat := reported && n == last.Done
+			last, reported = p, true
+			if opt.Progress != nil && !repeat {
 				opt.Progress(p)
 			}
 		}

@@ -183,6 +183,14 @@ func TestStageCopiesNodeToNode(t *testing.T) {
 		if len(ps) == 0 || !ps[len(ps)-1].Finished || ps[len(ps)-1].Done != m.Bytes() || ps[len(ps)-1].Total != m.Bytes() {
 			t.Errorf("%s: progress %+v, want it to end done at %d", name, ps, m.Bytes())
 		}
+		// Issue 33 item 8: a report that says nothing new ("0 B (0%)"
+		// three times while the transfer starts) is not made.
+		for i := 1; i < len(ps); i++ {
+			if !ps[i].Finished && ps[i].Done == ps[i-1].Done {
+				t.Errorf("%s: report %d repeats %d bytes: %+v", name, i, ps[i].Done, ps)
+				break
+			}
+		}
 	}
 	// Nothing left to do: a second run transfers nothing.
 	rec = recorder{}
