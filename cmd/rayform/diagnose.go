@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources"
 )
 
 // exitCause is diagnose's exit code when a known failure was found: the
@@ -35,14 +35,14 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	logs := make([]diagnose.Log, 0, len(paths))
+	logs := make([]resources.LogText, 0, len(paths))
 	stdinRead := false
 	for _, p := range paths {
 		// Each input is read as a stream into a bounded window
-		// (diagnose.ReadLog): a log of any size, or an endless stdin, is
+		// (resources.ReadLog): a log of any size, or an endless stdin, is
 		// classified in bounded memory.
 		var (
-			l   diagnose.Log
+			l   resources.LogText
 			err error
 		)
 		if p == "-" {
@@ -51,7 +51,7 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 				return exitError
 			}
 			stdinRead = true
-			l, err = diagnose.ReadLog(c.stdin, "", "stdin")
+			l, err = resources.ReadLog(c.stdin, "stdin")
 			if err != nil {
 				err = fmt.Errorf("read stdin: %w", err)
 			}
@@ -64,7 +64,7 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 		}
 		logs = append(logs, l)
 	}
-	d := diagnose.Classify(diagnose.Input{Logs: logs})
+	d := resources.Diagnose(logs)
 	exit := exitOK
 	if d.Failure {
 		exit = exitCause
@@ -84,15 +84,15 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 }
 
 // readLogFile reads the window of the log file at path.
-func readLogFile(path string) (diagnose.Log, error) {
+func readLogFile(path string) (resources.LogText, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
+		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	l, err := diagnose.ReadLog(f, "", path)
+	l, err := resources.ReadLog(f, path)
 	if err != nil {
-		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
+		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	return l, nil
 }

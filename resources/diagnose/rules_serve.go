@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // This file holds the rules of the serve domain: vLLM's own command line,
