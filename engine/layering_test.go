@@ -19,7 +19,7 @@ import (
 
 // labPrefix is the lab, test infrastructure that still lives under
 // engine/ and wires the kinds in: exempt until it moves out.
-const labPrefix = "github.com/rayform/rayform/engine/lab"
+const labPrefix = "github.com/rayform/rayform/cmd/rflab/lab"
 
 func TestEngineLayering(t *testing.T) {
 	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/rayform/rayform/engine/...").Output()

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // TestE2ESecretsStaySecret gives a sensitive token to the cluster's env,
