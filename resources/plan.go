@@ -62,6 +62,7 @@ func Plan(in PlanInput) *Result {
 		k.Plan(p)
 	}
 	p.removed()
+	p.commandLimits()
 	p.outputs()
 	if in.RefreshOnly {
 		p.res.Work = map[string]*Work{}

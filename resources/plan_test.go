@@ -297,6 +297,22 @@ output "auth" {
 			want:       []string{`Error: cannot observe gpu["h3"]`},
 			notWant:    []string{"has no route", "invalid IP"},
 			wantErrors: 1},
+		// Issue 33 item 5: 20 secret env values of 120 KB each, each within
+		// MAX_ARG_STRLEN, together beyond the host's ARG_MAX (a quarter of
+		// its 8 MiB stack): plan refuses the serve's restart, so apply never
+		// stops the serve that runs.
+		{name: "env-over-arg-max",
+			config: func(s string) string {
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  env                    = { for i in range(20) : \"BIG_${i}\" => var.big }\n", 1)
+				return s + "\nvariable \"big\" {\n  type      = string\n  sensitive = true\n  default   = \"" + strings.Repeat("a", 120_000) + "\"\n}\n"
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Exec = observe.Exec{PageSize: 4096, StackKiB: 8192, EnvBytes: 600, EnvCount: 10}
+				}
+			},
+			want:       []string{"vllm_serve.llama must be replaced", "A command of this resource is too long for its host", "where the host's kernel takes 2097152 (ARG_MAX"},
+			wantErrors: 1},
 	}
 }
 

@@ -198,7 +198,7 @@ func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 	var errs []error
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		if w := obs.Result.Work[addr].(work).w; w.Action != plan.NoOp && w.Action != plan.Delete {
-			if err := kit.CheckCommandLimits(w, project); err != nil {
+			if err := kit.CheckCommandLimits(w, project, ExecLimits(obs.Facts)); err != nil {
 				errs = append(errs, err)
 			}
 		}

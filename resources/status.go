@@ -92,12 +92,23 @@ func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *Sta
 			rep.Problems = append(rep.Problems, findingLine(f))
 		}
 	}
+	// A resource is listed once for what the plan says is wrong with it:
+	// its drift, else the change apply would make; its kind's own
+	// problems only when the plan names neither (the change's reasons
+	// hold the drift, and a down serve's health is that drift).
+	named := map[string]bool{}
 	for _, d := range p.Drift {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (on %s)", d.Address, d.Summary, d.Host))
+		named[d.Address] = true
+	}
+	for _, ch := range p.Changes {
+		if ch.Action != plan.NoOp && !named[ch.Address] {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
+		}
 	}
 	for _, ch := range p.Changes {
 		if ch.Action != plan.NoOp {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
+			named[ch.Address] = true
 		}
 	}
 	names := make([]string, 0, len(cfg.Nodes))
@@ -117,7 +128,9 @@ func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *Sta
 		}
 		item := StatusKind{Key: key, Items: sk.Status(q)}
 		for _, it := range item.Items {
-			rep.Problems = append(rep.Problems, it.Problems...)
+			if !named[it.Address] {
+				rep.Problems = append(rep.Problems, it.Problems...)
+			}
 		}
 		rep.Kinds = append(rep.Kinds, item)
 	}

@@ -237,3 +237,39 @@ func TestStatusChangeHasAReason(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusDownServeOnce is issue 33 item 3: a serve whose process is
+// gone was listed three times under problems (the plan's drift, the
+// replacement that drift causes, and the serve's own health). It is
+// listed once, by what is wrong with it.
+func TestStatusDownServeOnce(t *testing.T) {
+	const drift = "the serve process is not running (exited)"
+	p := &plan.Plan{
+		Drift:   []plan.Drift{{Address: "vllm_serve.two", Host: "a", Summary: drift}},
+		Changes: []plan.ResourceChange{{Address: "vllm_serve.two", Action: plan.Replace, Hosts: []string{"a"}, Reasons: []string{drift}}},
+	}
+	obs := statusObserved(t, p)
+	head := obs.facts.Hosts["a"]
+	resourcestest.SetServeRecord(head, "two", observe.ProcessRecord{Found: true, Alive: false, Resource: "vllm_serve.two"})
+	resourcestest.SetServeAnswer(head, 8001, serve.VLLM{Observed: true,
+		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
+	rep := statusDoc(t, buildStatus("lab", obs))
+	if rep.Healthy || rep.Serves[1].Health != serve.HealthDown {
+		t.Fatalf("serve two %+v, healthy %v", rep.Serves[1], rep.Healthy)
+	}
+	var two []string
+	for _, pr := range rep.Problems {
+		if strings.HasPrefix(pr, "vllm_serve.two") {
+			two = append(two, pr)
+		}
+	}
+	if want := "vllm_serve.two: " + drift + " (on a)"; len(two) != 1 || two[0] != want {
+		t.Errorf("problems of vllm_serve.two %q, want only %q", two, want)
+	}
+	// A change without drift is still listed, with its reason.
+	p.Drift = nil
+	rep = statusDoc(t, buildStatus("lab", obs))
+	if want := "vllm_serve.two: apply would replace it: " + drift; !slices.Contains(rep.Problems, want) {
+		t.Errorf("problems %q, want %q", rep.Problems, want)
+	}
+}

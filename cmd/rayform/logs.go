@@ -53,6 +53,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return code
 	}
+	a.run.readOnly = true
 	s, code := openSession(c, &a.run)
 	if s == nil {
 		return code

@@ -36,6 +36,10 @@ type runOptions struct {
 	noLock        bool
 	input         bool
 	lockTimeout   time.Duration
+	// readOnly loads the configuration as validate does, a variable
+	// without a value unknown: status and logs need no value they do not
+	// use (a secret they never send).
+	readOnly bool
 }
 
 // stringList is a repeatable string flag.
@@ -79,7 +83,11 @@ type session struct {
 // openSession loads the configuration and state and prepares (but does not
 // dial) the connections. Problems are printed; the int is the exit code.
 func openSession(c *cli, opts *runOptions) (*session, int) {
-	cfg, diags := loadConfig(c, &opts.vars)
+	load := loadConfig
+	if opts.readOnly {
+		load = loadConfigChecking
+	}
+	cfg, diags := load(c, &opts.vars)
 	if diags.HasErrors() {
 		writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		return nil, exitError

@@ -31,6 +31,7 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: -watch refreshes a terminal; without one (or with -json), run status from a loop or cron")
 		return exitError
 	}
+	opts.readOnly = true
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code

@@ -66,7 +66,10 @@ type HostFacts struct {
 	// spec asked for none).
 	Listening ListenFacts `json:"listening,omitzero"`
 	Memory    Memory      `json:"memory"`
-	GPUs      GPUFacts    `json:"gpus"`
+	// Exec is what the kernel lets one command take in arguments and
+	// environment (execve's limits), less the session's own environment.
+	Exec Exec     `json:"exec"`
+	GPUs GPUFacts `json:"gpus"`
 	// UnifiedMemory is true when a GPU reports no dedicated memory ([N/A]
 	// on GB10): GPU and CPU share Memory, and Ray's memory monitor sees the
 	// model's weights as host memory.
@@ -215,6 +218,9 @@ type Listener struct {
 	// (another user's process, without root).
 	Process string `json:"process,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Container is the name of the listed container (HostSpec's project
+	// or names) the process runs in; empty for one outside them.
+	Container string `json:"container,omitempty"`
 }
 
 // On returns the listeners on port.

@@ -94,7 +94,7 @@ func TestProbeRunsHere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the probe on this machine")
 	}
-	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname"}
+	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname", "getconf", "env"}
 	tests := []struct {
 		name  string
 		tools []string
@@ -123,6 +123,7 @@ func TestProbeRunsHere(t *testing.T) {
 
 func checkHostFacts(t *testing.T, f *HostFacts, dir string, spec HostSpec) {
 	t.Helper()
+	checkExecFacts(t, f.Exec, dir)
 	if host, _ := os.Hostname(); f.Hostname != host {
 		t.Errorf("hostname %q, want %q", f.Hostname, host)
 	}

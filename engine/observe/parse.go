@@ -17,6 +17,7 @@ func Parse(output []byte) (*HostFacts, error) {
 	}
 	f := &HostFacts{Complete: done}
 	seen := map[string]bool{}
+	var owners map[int]string
 	for i := range secs {
 		s := &secs[i]
 		seen[s.name] = true
@@ -42,8 +43,12 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.RDMA = parseRDMA(s)
 		case secMem:
 			f.Memory = parseMeminfo(s)
+		case secExec:
+			f.Exec = parseExec(s)
 		case secListen:
 			f.Listening = parseListen(s)
+		case secListenOwner:
+			owners = parseListenOwners(s)
 		case secGPU:
 			f.GPUs, f.UnifiedMemory = parseGPUs(s)
 		case secDocker:
@@ -69,14 +74,17 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
-		case secTree, secFree:
+		case secTree, secIDs, secFree:
 			if f.Trees == nil {
 				f.Trees = map[string]TreeFacts{}
 			}
 			t := f.Trees[s.attr("path")]
-			if s.name == secTree {
+			switch s.name {
+			case secTree:
 				parseTree(&t, s)
-			} else {
+			case secIDs:
+				parseIDs(&t, s)
+			default:
 				parseFree(&t, s)
 			}
 			f.Trees[s.attr("path")] = t
@@ -96,6 +104,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			}
 		}
 	}
+	setListenOwners(f, owners)
 	// docker ps answers for the daemon when the probe lists containers.
 	if !seen[secDocker] && seen[secContainers] {
 		f.Docker = dockerFromContainers(secs)
@@ -110,6 +119,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			secDefault: &f.DefaultRoute.Err,
 			secRDMA:    &f.RDMA.Err,
 			secMem:     &f.Memory.Err,
+			secExec:    &f.Exec.Err,
 			secGPU:     &f.GPUs.Err,
 			secDocker:  &f.Docker.Err,
 		} {

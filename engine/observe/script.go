@@ -123,6 +123,20 @@ rf_meta() {
 	fi
 	printf 'arch=%s\n' "$rf_a"
 }
+rf_exec() {
+	printf 'stack=%s\n' "$(ulimit -s 2>/dev/null)"
+	printf 'pagesize=%s\n' "$(rf_x getconf PAGESIZE 2>/dev/null)"
+	rf_v=$(rf_x env 2>/dev/null) || return 1
+	printf 'env_bytes=%s\n' "${#rf_v}"
+	rf_n=0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_v; do rf_n=$((rf_n + 1)); done
+	IFS=$rf_i
+	printf 'env_count=%s\n' "$rf_n"
+	unset rf_v rf_l
+}
 rf_mem() {
 	if [ ! -r /proc/meminfo ]; then
 		printf '/proc/meminfo: not readable\n'
@@ -225,6 +239,7 @@ func ProbeScript(spec HostSpec) string {
 	writeTCPChecks(&b, checks)
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_bsec meminfo rf_mem\n")
+	b.WriteString("rf_sec " + secExec + " rf_exec\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
 	if ports := listenPorts(spec); len(ports) > 0 {
 		b.WriteString("rf_listen " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + "\n")
@@ -237,6 +252,10 @@ func ProbeScript(spec HostSpec) string {
 			b.WriteString(" " + shell.Quote(strings.TrimPrefix(n, "/")))
 		}
 		b.WriteString("\n")
+		if len(listenPorts(spec)) > 0 {
+			b.WriteString(listenOwnerHelpers)
+			b.WriteString("rf_sec " + secListenOwner + " rf_lown\n")
+		}
 	} else {
 		b.WriteString("rf_sec docker.version rf_x docker version --format '{{json .}}'\n")
 		b.WriteString("rf_dok=0\n")

@@ -223,7 +223,8 @@ func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
 }
 
 // Fingerprint is what a saved plan commits to of a node's model copies:
-// their files (not the free space, which moves with every write).
+// their files, the ids of the small ones and the links' targets (not the
+// free space, which moves with every write).
 func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 	var out []string
 	for _, dir := range slices.Sorted(maps.Keys(hf.Trees)) {
@@ -231,6 +232,12 @@ func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 		var b strings.Builder
 		for _, f := range t.Files {
 			fmt.Fprintf(&b, "%s %d %v\n", f.Path, f.Size, f.Dangling)
+		}
+		for _, p := range slices.Sorted(maps.Keys(t.IDs)) {
+			fmt.Fprintf(&b, "id %s %s\n", p, t.IDs[p])
+		}
+		for _, p := range slices.Sorted(maps.Keys(t.Links)) {
+			fmt.Fprintf(&b, "link %s %s\n", p, t.Links[p])
 		}
 		out = append(out, fmt.Sprintf("tree %s %v %x %s", dir, t.Exists, sha256.Sum256([]byte(b.String())), t.Err))
 	}

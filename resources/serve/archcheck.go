@@ -257,6 +257,9 @@ func (r *serveRun) archStep() apply.Step {
 		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
 			ac := r.s.Arch
+			if ac == nil {
+				return nil // the model check after staging found nothing to ask
+			}
 			res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
 			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
 			if err != nil || !strings.HasPrefix(id, "sha256:") {

@@ -50,7 +50,11 @@ func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, r.forgetStep())
 	}
-	if r.s.Arch != nil {
+	if r.s.Model != nil {
+		// Read-only: it runs before the running serve is stopped.
+		steps = append([]apply.Step{r.modelCheckStep()}, steps...)
+	}
+	if r.s.Arch != nil || r.s.Model != nil {
 		steps = append(steps, r.archStep())
 	}
 	if len(r.s.Check) > 0 {
