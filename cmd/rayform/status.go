@@ -12,6 +12,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
@@ -58,7 +59,8 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stdout, "%s\n", b)
 		} else {
 			if *watch > 0 {
-				fmt.Fprint(c.stdout, "\x1b[H\x1b[2J")
+				// rayform's own control: it passes the escaper.
+				termtext.Control(c.stdout, "\x1b[H\x1b[2J")
 			}
 			rep.render(c.stdout)
 		}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -114,7 +115,7 @@ func runValidate(_ context.Context, c *cli, args []string) int {
 				msg = "Success! The configuration is valid, but there were some validation warnings as shown above."
 			}
 			if c.color {
-				msg = "\x1b[32m\x1b[1m" + msg + "\x1b[0m"
+				msg = termtext.Green + termtext.Bold + msg + termtext.Reset
 			}
 			fmt.Fprintln(c.stdout, msg)
 		}

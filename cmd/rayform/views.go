@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // progressInterval is how often a running resource reports that it is
@@ -64,7 +65,7 @@ func (h *textHooks) bold(s string) string {
 	if !h.color {
 		return s
 	}
-	return "\x1b[1m" + s + "\x1b[0m"
+	return termtext.Bold + s + termtext.Reset
 }
 
 func (h *textHooks) ResourceStart(addr string, a plan.Action) {
