@@ -271,6 +271,26 @@ func (v *applyView) LockBroken(resource, host, record string) {
 		resource, host, record, lock.DefaultLease)
 }
 
+func (v *applyView) OrphansEnded(host, name string, gen uint64, ended []lock.Ended) {
+	fmt.Fprint(v.s.c.stderr, orphansMessage(host, name, gen, ended))
+}
+
+// orphansMessage says what fencing a lock ended on a host: the commands an
+// earlier rayform run (one killed, or cut off from the host) left running
+// under the lock's fence there.
+func orphansMessage(host, name string, gen uint64, ended []lock.Ended) string {
+	var b strings.Builder
+	fence := "" // unknown when the fence itself failed
+	if gen > 0 {
+		fence = fmt.Sprintf(", fence generation %d", gen)
+	}
+	fmt.Fprintf(&b, "Warning: ended on %s %d command(s) that an earlier rayform run (lock %q%s) left running there:\n", host, len(ended), name, fence)
+	for _, e := range ended {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	return b.String()
+}
+
 func (v *applyView) LockSkipped(resource, host string, err error) {
 	fmt.Fprintf(v.s.c.stderr, "Warning: could not take the lock of %s on %s, where the state recorded it: %v\n", resource, host, err)
 }
