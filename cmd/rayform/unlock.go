@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/resources/cluster"
 )
 
@@ -30,10 +32,19 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 	}
 	defer s.close()
 	head := ""
+	var nodes []string // the cluster's nodes, where its runs fence the lock
 	if rc := s.cfg.RayClusters[name]; rc != nil {
-		head = rc.Head
-	} else if r, ok := s.st.Get(cluster.ClusterAddress(name)); ok && r.Head != "" {
-		head = r.Head
+		head, nodes = rc.Head, rc.Nodes()
+	}
+	if r, ok := s.st.Get(cluster.ClusterAddress(name)); ok {
+		if head == "" {
+			head = r.Head
+		}
+		for _, h := range r.Hosts {
+			if !slices.Contains(nodes, h.Node) {
+				nodes = append(nodes, h.Node)
+			}
+		}
 	}
 	if head == "" {
 		fmt.Fprintf(c.stderr, "Error: no ray_cluster %q in the configuration\n", name)
@@ -57,7 +68,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 			return exitError
 		}
 		fmt.Fprintf(c.stdout, "ray_cluster.%s is not locked.\n", name)
-		return exitOK
+		return endOrphans(ctx, c, s, name, lockName, head, nodes)
 	case !errors.As(err, &held):
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
@@ -86,5 +97,38 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		}
 	}
 	fmt.Fprintf(c.stdout, "\nThe lock of ray_cluster.%s has been released. Other rayform commands may now take it.\n", name)
+	return endOrphans(ctx, c, s, name, lockName, head, nodes)
+}
+
+// endOrphans takes the free lock of ray_cluster name for a moment and
+// advances its fence on each of the cluster's nodes, as a run does: that
+// ends what an earlier run (killed, or cut off from a node) left running
+// under the fence there, each named, so that the next apply does not wait
+// for it, and refuses any later command of that run. A node that cannot be
+// fenced is a warning: the next apply fences it.
+func endOrphans(ctx context.Context, c *cli, s *session, name, lockName, head string, nodes []string) int {
+	l, err := lock.Acquire(ctx, s.conns[head], lockName, lock.Options{Holder: run.Holder("force-unlock"), Identity: lockName})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Warning: could not take the lock of ray_cluster.%s to end what an earlier run left running on its nodes: %v\n", name, err)
+		return exitOK
+	}
+	defer l.Release()
+	for _, n := range nodes {
+		conn, ok := s.conns[n]
+		if !ok {
+			continue
+		}
+		f, ended, err := lock.AdvanceFence(ctx, conn, lockName)
+		if len(ended) > 0 {
+			gen := uint64(0)
+			if err == nil {
+				gen = f.Gen - 1
+			}
+			fmt.Fprint(c.stderr, orphansMessage(n, lockName, gen, ended))
+		}
+		if err != nil {
+			fmt.Fprintf(c.stderr, "Warning: %v\n", err)
+		}
+	}
 	return exitOK
 }
