@@ -1,0 +1,116 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rayform/rayform/engine/lab"
+)
+
+// TestE2EKilledMidDownload (issue 30, item 5): rayform is killed with
+// SIGKILL while a node downloads the model from the hub (a hub in front of
+// the lab's that never answers a node's file request). The download on the
+// node, which writes nothing to its SSH session, ends with its run: its
+// connection to the hub closes (before, it ran on, holding the fence, and
+// the next apply waited 60 s for it and failed). The next apply converges.
+// Then (item 4) `rayform logs` of the serve, whose log holds the 8-bit CSI
+// as a raw byte and as a character, prints the text around them only.
+func TestE2EKilledMidDownload(t *testing.T) {
+	// Fast mode: the subject is what runs on the nodes, not Ray.
+	l := startLab(t, "rfe2ekmd", append([]string{"-model-seed=false"}, fastRay...)...)
+	var hang atomic.Bool
+	hang.Store(true)
+	asked := make(chan struct{}, 1)
+	gone := make(chan struct{}, 1)
+	target, err := url.Parse("http://" + lab.HubAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	ln, err := lab.ListenIn(l.name+"-client", "tcp", lab.ClientIP()+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		// A node's file request (rayform's own questions come from the
+		// client's address) waits until the node goes away.
+		if hang.Load() && host != lab.ClientIP() && strings.Contains(r.URL.Path, "/resolve/") {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done()
+			select {
+			case gone <- struct{}{}:
+			default:
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	hub.Listener.Close()
+	hub.Listener = ln
+	hub.Start()
+	defer hub.Close()
+	dir := l.modelConfig(2, fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = %q\n}", lab.HubRepoTiny, hub.URL), "")
+
+	apply, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+	select {
+	case <-asked:
+	case <-time.After(5 * time.Minute):
+		apply.Process.Kill()
+		apply.Wait()
+		t.Fatalf("no node asked the hub for a file\n%s", out)
+	}
+	if err := apply.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	apply.Wait()
+	select {
+	case <-gone:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the node's download still runs 30 s after rayform was killed\n%s", out)
+	}
+	// Nothing holds a fence of the lab's nodes any more.
+	for _, n := range []string{"spark1", "spark2"} {
+		held, err := l.ssh(n, `find /proc/[0-9]*/fd -lname "$HOME/.rayform/locks/*.fence" 2>/dev/null`)
+		if err != nil || strings.TrimSpace(held) != "" {
+			t.Errorf("a fence on %s is still held: %q %v", n, held, err)
+		}
+	}
+
+	hang.Store(false)
+	r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve")
+	mustCode(t, "apply after the kill", r, exitOK)
+	if strings.Contains(r.stdout+r.stderr, "more than 60 s") {
+		t.Errorf("the apply after the kill waited for the fence:\n%s%s", r.stdout, r.stderr)
+	}
+	mustContain(t, "apply after the kill", r.stdout, "Apply complete!")
+	t.Logf("the apply after the kill took %s", r.elapsed)
+	mustCode(t, "plan after the kill", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
+
+	// Item 4: the serve's log holds the 8-bit CSI (as a raw byte outside
+	// UTF-8, and as U+009B) and an OSC 52 clipboard write.
+	if out, err := l.ssh("spark1", `docker exec rayform-spark sh -c "printf 'before\2332Jafter\302\2332Jend\033]52;c;ZXZpbA==\007tail\n' >> /tmp/rayform/serve/serve-s.log"`); err != nil {
+		t.Fatalf("writing the log: %v\n%s", err, out)
+	}
+	logs := l.rayform("", "-chdir="+dir, "logs", "vllm_serve.s")
+	mustCode(t, "logs", logs, exitOK)
+	mustContain(t, "logs", logs.stdout, "beforeafterendtail")
+	for _, c := range []string{"\x9b", "\u009b", "\x1b", "\x07"} {
+		if strings.Contains(logs.stdout+logs.stderr, c) {
+			t.Errorf("logs printed %q", c)
+		}
+	}
+}
