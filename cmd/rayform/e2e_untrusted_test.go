@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,9 +16,10 @@ import (
 )
 
 // TestE2EKilledMidDownload (issue 30, item 5): rayform is killed with
-// SIGKILL while a node downloads the model from the hub (a hub in front of
-// the lab's that never answers a node's file request). The download on the
-// node, which writes nothing to its SSH session, ends with its run: its
+// SIGKILL while a node downloads the model from the hub (a hub with the
+// lab's repositories that never answers a node's file request). The
+// download on the node, which writes nothing to its SSH session, ends with
+// its run: its
 // connection to the hub closes (before, it ran on, holding the fence, and
 // the next apply waited 60 s for it and failed). The next apply converges.
 // Then (item 4) `rayform logs` of the serve, whose log holds the 8-bit CSI
@@ -32,11 +31,12 @@ func TestE2EKilledMidDownload(t *testing.T) {
 	hang.Store(true)
 	asked := make(chan struct{}, 1)
 	gone := make(chan struct{}, 1)
-	target, err := url.Parse("http://" + lab.HubAddr())
+	// The lab's repositories (generated, the same as the lab hub's), served
+	// from the client's namespace on another port.
+	repos, err := lab.NewHub(nil, lab.LabHubRepos(64)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
 	ln, err := lab.ListenIn(l.name+"-client", "tcp", lab.ClientIP()+":0")
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestE2EKilledMidDownload(t *testing.T) {
 			}
 			return
 		}
-		proxy.ServeHTTP(w, r)
+		repos.ServeHTTP(w, r)
 	}))
 	hub.Listener.Close()
 	hub.Listener = ln
@@ -84,7 +84,7 @@ func TestE2EKilledMidDownload(t *testing.T) {
 	}
 	// Nothing holds a fence of the lab's nodes any more.
 	for _, n := range []string{"spark1", "spark2"} {
-		held, err := l.ssh(n, `find /proc/[0-9]*/fd -lname "$HOME/.rayform/locks/*.fence" 2>/dev/null`)
+		held, err := l.ssh(n, `find /proc/[0-9]*/fd -lname "$HOME/.rayform/locks/*.fence" 2>/dev/null; true`)
 		if err != nil || strings.TrimSpace(held) != "" {
 			t.Errorf("a fence on %s is still held: %q %v", n, held, err)
 		}
