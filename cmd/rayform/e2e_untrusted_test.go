@@ -7,12 +7,17 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
 )
 
 // TestE2EKilledMidDownload (issue 30, item 5): rayform is killed with
@@ -22,6 +27,7 @@ import (
 // its run: its
 // connection to the hub closes (before, it ran on, holding the fence, and
 // the next apply waited 60 s for it and failed). The next apply converges.
+// force-unlock ends an orphan that its watchdog cannot see, naming it.
 // Then (item 4) `rayform logs` of the serve, whose log holds the 8-bit CSI
 // as a raw byte and as a character, prints the text around them only.
 func TestE2EKilledMidDownload(t *testing.T) {
@@ -99,6 +105,37 @@ func TestE2EKilledMidDownload(t *testing.T) {
 	mustContain(t, "apply after the kill", r.stdout, "Apply complete!")
 	t.Logf("the apply after the kill took %s", r.elapsed)
 	mustCode(t, "plan after the kill", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
+
+	// An orphan no watchdog sees (as when sshd still believes its
+	// connection open): a fenced command of the last run's generation in
+	// a session of its own on spark2. force-unlock ends it, saying what
+	// it ended where.
+	name := lock.Name(filepath.Base(dir), "spark")
+	gen, err := l.ssh("spark2", `cat "$HOME/.rayform/locks/`+lock.FenceFile(name)+`"`)
+	g, perr := strconv.ParseUint(strings.TrimSpace(gen), 10, 64)
+	if err != nil || perr != nil {
+		t.Fatalf("the fence on spark2: %q %v %v", gen, err, perr)
+	}
+	script, err := transport.FencedScript([]transport.Fence{{Lock: name, File: lock.FenceFile(name), Gen: g}}, "exec sleep 300")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := l.ssh("spark2", "setsid sh -c "+shell.Quote(script)+" </dev/null >/dev/null 2>&1 &"); err != nil {
+		t.Fatalf("starting the orphan: %v\n%s", err, out)
+	}
+	holders := func() string {
+		out, _ := l.ssh("spark2", `find /proc/[0-9]*/fd -lname "$HOME/.rayform/locks/*.fence" 2>/dev/null; true`)
+		return strings.TrimSpace(out)
+	}
+	waitFor(t, "the orphan to hold the fence", 30*time.Second, func() bool { return holders() != "" })
+	unlock := l.rayform("", "-chdir="+dir, "force-unlock", "-force", "spark")
+	mustCode(t, "force-unlock", unlock, exitOK)
+	mustContain(t, "force-unlock", unlock.stdout+unlock.stderr, "ray_cluster.spark is not locked.",
+		"Warning: ended on spark2 1 command(s) that an earlier rayform run (lock \""+name+"\", fence generation "+strconv.FormatUint(g, 10)+") left running there:",
+		"exec sleep 300")
+	if h := holders(); h != "" {
+		t.Errorf("the fence on spark2 is still held after force-unlock: %s", h)
+	}
 
 	// Item 4: the serve's log holds the 8-bit CSI (as a raw byte outside
 	// UTF-8, and as U+009B) and an OSC 52 clipboard write.
