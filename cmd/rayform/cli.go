@@ -299,13 +299,20 @@ func (c *cli) setColor(on bool) {
 	}
 }
 
+// unescaped is the writer w escapes for when w is one of the CLI's
+// escaping writers (termtext.Writer), else w.
+func unescaped(w io.Writer) io.Writer {
+	if tw, ok := w.(*termtext.Writer); ok {
+		tw.Flush()
+		return tw.Unwrap()
+	}
+	return w
+}
+
 // isTerminal reports whether w (or the writer a termtext.Writer escapes
 // for) is a terminal.
 func isTerminal(w io.Writer) bool {
-	if tw, ok := w.(*termtext.Writer); ok {
-		w = tw.Unwrap()
-	}
-	f, ok := w.(*os.File)
+	f, ok := unescaped(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources"
 )
 
 // exitCause is diagnose's exit code when a known failure was found: the
@@ -22,12 +22,12 @@ type diagnoseJSON struct {
 	// Inputs are the inputs read, in order ("-" is stdin).
 	Inputs []string `json:"inputs"`
 	// Known is false when no known failure pattern matched (cause "unknown").
-	Known       bool           `json:"known"`
-	Cause       string         `json:"cause"`
-	Title       string         `json:"title"`
-	Evidence    []evidenceJSON `json:"evidence"`
-	Explanation string         `json:"explanation"`
-	Fix         string         `json:"fix"`
+	Known       bool                     `json:"known"`
+	Cause       string                   `json:"cause"`
+	Title       string                   `json:"title"`
+	Evidence    []resources.EvidenceJSON `json:"evidence"`
+	Explanation string                   `json:"explanation"`
+	Fix         string                   `json:"fix"`
 	// Also are the other causes whose lines were present (consequences).
 	Also []string `json:"also"`
 }
@@ -52,7 +52,7 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	logs := make([]diagnose.Log, 0, len(paths))
+	logs := make([]resources.LogText, 0, len(paths))
 	stdinRead := false
 	for _, p := range paths {
 		var (
@@ -75,19 +75,16 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 			fmt.Fprintf(c.stderr, "Error: read %s: %v\n", src, err)
 			return exitError
 		}
-		logs = append(logs, diagnose.Log{Source: src, Text: text})
+		logs = append(logs, resources.LogText{Source: src, Text: text})
 	}
-	d := diagnose.Classify(diagnose.Input{Logs: logs})
+	d, known := resources.Diagnose(logs)
 	exit := exitOK
-	if d.Cause != diagnose.Unknown {
+	if known {
 		exit = exitCause
 	}
 	if *asJSON {
-		out := diagnoseJSON{Inputs: paths, Known: d.Cause != diagnose.Unknown, Cause: string(d.Cause), Title: d.Title,
-			Evidence: []evidenceJSON{}, Explanation: d.Explanation, Fix: d.Fix, Also: []string{}}
-		for _, e := range d.Evidence {
-			out.Evidence = append(out.Evidence, evidenceJSON{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
-		}
+		out := diagnoseJSON{Inputs: paths, Known: known, Cause: string(d.Cause), Title: d.Title,
+			Evidence: resources.EvidenceOf(d), Explanation: d.Explanation, Fix: d.Fix, Also: []string{}}
 		for _, a := range d.Also {
 			out.Also = append(out.Also, string(a))
 		}

@@ -185,7 +185,7 @@ func (r *Runner) takeLocks(ctx context.Context, op string, v LockView) (*runLock
 		}
 		fenced[t.name] = true
 	}
-	r.advanceFences(ctx, v, locks, slices.Sorted(maps.Keys(fenced)))
+	r.advanceFences(ctx, v.OrphansEnded, locks, slices.Sorted(maps.Keys(fenced)))
 	for host, err := range unlocked {
 		locks.fenceErr[host] = err
 	}
@@ -193,9 +193,10 @@ func (r *Runner) takeLocks(ctx context.Context, op string, v LockView) (*runLock
 }
 
 // advanceFences advances the fence of each lock name on every host of the
-// run, in parallel, telling v what an earlier holder left running that it
-// ended. A host that fails keeps the error: its changes are refused.
-func (r *Runner) advanceFences(ctx context.Context, v LockView, locks *runLocks, names []string) {
+// run, in parallel, telling endedOn (LockView.OrphansEnded) what an earlier
+// holder left running that it ended. A host that fails keeps the error:
+// its changes are refused.
+func (r *Runner) advanceFences(ctx context.Context, endedOn func(host, name string, gen uint64, ended []lock.Ended), locks *runLocks, names []string) {
 	if len(names) == 0 {
 		return
 	}
@@ -215,7 +216,7 @@ func (r *Runner) advanceFences(ctx context.Context, v LockView, locks *runLocks,
 						gen = f.Gen - 1
 					}
 					mu.Lock()
-					v.OrphansEnded(host, name, gen, ended)
+					endedOn(host, name, gen, ended)
 					mu.Unlock()
 				}
 				if err != nil {

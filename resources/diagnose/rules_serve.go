@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // matchAny selects every meaningful line: for rules decided by the context

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // The image's table converts whole: every action, nargs and type of real

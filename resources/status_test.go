@@ -1,4 +1,4 @@
-package main
+package resources_test
 
 import (
 	"bytes"
@@ -68,15 +68,15 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 		t.Fatal(diags.Error())
 	}
 	head := &observe.HostFacts{Host: "a", Complete: true}
-	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+	resourcestest.SetRayTable(head, 8265, cluster.RayNodeFacts{List: []cluster.RayNode{
 		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 		{NodeIP: "192.168.200.2", State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 	}})
 	for name, model := range map[string]string{"one": "m1", "two": "m2"} {
 		sv := cfg.Serves[name]
 		resourcestest.SetServeRecord(head, name, observe.ProcessRecord{Found: true, Alive: true, Resource: sv.Addr})
-		resourcestest.SetServeAnswer(head, sv.Port, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200},
-			ModelsCheck: observe.HTTPCheck{Status: 200}, Models: []observe.Model{{ID: model}}})
+		resourcestest.SetServeAnswer(head, sv.Port, serve.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200},
+			ModelsCheck: observe.HTTPCheck{Status: 200}, Models: []serve.Model{{ID: model}}})
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{"a": head, "b": {Host: "b", Complete: true}}, Errors: map[string]error{}}
 	if p == nil {
@@ -85,19 +85,31 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 	return &observed{cfg: cfg, facts: facts, result: &resources.Result{Plan: p}}
 }
 
+// observed is one observation and its plan, as status reads them.
+type observed struct {
+	cfg    *resources.Config
+	facts  *observe.Facts
+	result *resources.Result
+}
+
+// buildStatus is resources.Status of obs.
+func buildStatus(project string, obs *observed) *resources.StatusReport {
+	return resources.Status(project, obs.cfg, obs.facts, obs.result)
+}
+
 // statusJSON is status -json as the tests read it.
 type statusJSON struct {
 	Project  string                  `json:"project"`
 	Healthy  bool                    `json:"healthy"`
 	Problems []string                `json:"problems"`
-	Nodes    []statusNode            `json:"nodes"`
+	Nodes    []resources.StatusNode  `json:"nodes"`
 	Clusters []cluster.ClusterStatus `json:"clusters"`
 	Serves   []serve.ServeStatus     `json:"serves"`
 	Models   []model.NodesStatus     `json:"models"`
 }
 
 // statusDoc is rep as status -json prints it, read back.
-func statusDoc(t *testing.T, rep *statusReport) statusJSON {
+func statusDoc(t *testing.T, rep *resources.StatusReport) statusJSON {
 	t.Helper()
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
@@ -139,9 +151,13 @@ func TestStatusJSONShape(t *testing.T) {
 	if want := []string{"project", "healthy", "problems", "nodes", "clusters", "serves", "models"}; !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)
 	}
-	// The text shows each kind's resources, clusters then serves.
+	// The kinds' text shows each one's resources, clusters then serves.
 	var text bytes.Buffer
-	buildStatus("lab", statusObserved(t, nil)).render(&text)
+	for _, k := range buildStatus("lab", statusObserved(t, nil)).Kinds {
+		for _, it := range k.Items {
+			it.Render(&text)
+		}
+	}
 	out := text.String()
 	for _, want := range []string{"Ray (ray_cluster.main, head a):", "192.168.200.1    ALIVE  head 2 GPU", "Serve vllm_serve.one on a:", "Serve vllm_serve.two on a:", "health    ok", "model     m2"} {
 		if !strings.Contains(out, want) {
@@ -152,7 +168,7 @@ func TestStatusJSONShape(t *testing.T) {
 		t.Errorf("serves before clusters:\n%s", out)
 	}
 	// A kind without resources still has its list, empty.
-	b, err = json.Marshal(&statusReport{Problems: []string{}, Nodes: []statusNode{}, Kinds: []statusKind{{Key: "serves"}}})
+	b, err = json.Marshal(&resources.StatusReport{Problems: []string{}, Nodes: []resources.StatusNode{}, Kinds: []resources.StatusKind{{Key: "serves"}}})
 	if err != nil || !strings.Contains(string(b), `"serves":[]`) {
 		t.Errorf("empty kind: %s, %v", b, err)
 	}
@@ -170,7 +186,7 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 		}
 	}
 	// Serve two's port closed: only serve two is starting, one stays ok.
-	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, observe.VLLM{Observed: true,
+	resourcestest.SetServeAnswer(obs.facts.Hosts["a"], 8001, serve.VLLM{Observed: true,
 		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
 	rep = statusDoc(t, buildStatus("lab", obs))
 	if rep.Serves[0].Health != "ok" || rep.Serves[1].Health != "starting" || rep.Healthy {
@@ -190,7 +206,7 @@ func TestStatusEachServeOwnHealth(t *testing.T) {
 func TestStatusDeadRayNodeIsAProblem(t *testing.T) {
 	obs := statusObserved(t, nil)
 	head := obs.facts.Hosts["a"]
-	resourcestest.SetRayTable(head, 8265, observe.RayNodeFacts{List: []observe.RayNode{
+	resourcestest.SetRayTable(head, 8265, cluster.RayNodeFacts{List: []cluster.RayNode{
 		{NodeIP: "192.168.200.1", IsHead: true, State: "ALIVE", Resources: map[string]float64{"GPU": 2}},
 		{NodeIP: "192.168.200.2", State: "DEAD", StateMessage: "health check failed\nmore"},
 		// An earlier life of the head: DEAD beside ALIVE is history.
@@ -219,5 +235,41 @@ func TestStatusChangeHasAReason(t *testing.T) {
 		if strings.HasSuffix(pr, ": ") {
 			t.Errorf("problem without a reason: %q", pr)
 		}
+	}
+}
+
+// TestStatusDownServeOnce is issue 33 item 3: a serve whose process is
+// gone was listed three times under problems (the plan's drift, the
+// replacement that drift causes, and the serve's own health). It is
+// listed once, by what is wrong with it.
+func TestStatusDownServeOnce(t *testing.T) {
+	const drift = "the serve process is not running (exited)"
+	p := &plan.Plan{
+		Drift:   []plan.Drift{{Address: "vllm_serve.two", Host: "a", Summary: drift}},
+		Changes: []plan.ResourceChange{{Address: "vllm_serve.two", Action: plan.Replace, Hosts: []string{"a"}, Reasons: []string{drift}}},
+	}
+	obs := statusObserved(t, p)
+	head := obs.facts.Hosts["a"]
+	resourcestest.SetServeRecord(head, "two", observe.ProcessRecord{Found: true, Alive: false, Resource: "vllm_serve.two"})
+	resourcestest.SetServeAnswer(head, 8001, serve.VLLM{Observed: true,
+		Health: observe.HTTPCheck{Refused: true, Err: "connection refused"}, ModelsCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}})
+	rep := statusDoc(t, buildStatus("lab", obs))
+	if rep.Healthy || rep.Serves[1].Health != serve.HealthDown {
+		t.Fatalf("serve two %+v, healthy %v", rep.Serves[1], rep.Healthy)
+	}
+	var two []string
+	for _, pr := range rep.Problems {
+		if strings.HasPrefix(pr, "vllm_serve.two") {
+			two = append(two, pr)
+		}
+	}
+	if want := "vllm_serve.two: " + drift + " (on a)"; len(two) != 1 || two[0] != want {
+		t.Errorf("problems of vllm_serve.two %q, want only %q", two, want)
+	}
+	// A change without drift is still listed, with its reason.
+	p.Drift = nil
+	rep = statusDoc(t, buildStatus("lab", obs))
+	if want := "vllm_serve.two: apply would replace it: " + drift; !slices.Contains(rep.Problems, want) {
+		t.Errorf("problems %q, want %q", rep.Problems, want)
 	}
 }

@@ -6,7 +6,7 @@
 // extra_args override; simnode uses it to accept exactly what real vLLM
 // accepts.
 //
-// The options come from engine/clitables, generated from vLLM's own parser
+// The options come from resources/clitables, generated from vLLM's own parser
 // by scripts/gen-flag-tables; nothing here lists options by hand.
 package vllmcli
 
@@ -16,7 +16,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // Version is the vLLM version the table describes: the image's.

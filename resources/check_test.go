@@ -1,4 +1,4 @@
-package main
+package resources_test
 
 import (
 	"strings"
@@ -23,17 +23,17 @@ func TestCheckClusters(t *testing.T) {
 		{[]string{"ray_cluster.a", "off"}, "a,off"},
 		{[]string{"nope"}, `error: no ray_cluster "nope"`},
 	} {
-		got, err := checkClusters(cfg, tc.args)
+		got, err := resources.CheckClusters(cfg, tc.args)
 		s := strings.Join(got, ",")
 		if err != nil {
 			s = "error: " + err.Error()
 		}
 		if !strings.HasPrefix(s, tc.want) {
-			t.Errorf("checkClusters(%q) = %s, want %s", tc.args, s, tc.want)
+			t.Errorf("CheckClusters(%q) = %s, want %s", tc.args, s, tc.want)
 		}
 	}
 	delete(cfg.RayClusters, "a")
-	if _, err := checkClusters(cfg, nil); err == nil || !strings.Contains(err.Error(), "dataplane_check = false: name one") {
+	if _, err := resources.CheckClusters(cfg, nil); err == nil || !strings.Contains(err.Error(), "dataplane_check = false: name one") {
 		t.Errorf("only a switched-off cluster: %v", err)
 	}
 }

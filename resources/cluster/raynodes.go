@@ -1,7 +1,7 @@
-// Ray: the parsers of Ray's node table (the dashboard's /api/v0/nodes, ray
-// list nodes --format json).
+// Ray's node table: the parsers of its two readings (the dashboard's
+// /api/v0/nodes, ray list nodes --format json) and its rows.
 
-package observe
+package cluster
 
 import (
 	"bytes"
@@ -10,12 +10,68 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/rayform/rayform/engine/observe"
 )
+
+// RayNode is one row of Ray's node table (`ray list nodes`, /api/v0/nodes).
+type RayNode struct {
+	NodeID       string `json:"node_id"`
+	NodeIP       string `json:"node_ip"`
+	IsHead       bool   `json:"is_head_node"`
+	State        string `json:"state"` // ALIVE or DEAD
+	StateMessage string `json:"state_message,omitempty"`
+	NodeName     string `json:"node_name,omitempty"`
+	// Resources are resources_total; humanized memory strings such as
+	// "34.758 GiB" are converted to bytes.
+	Resources map[string]float64 `json:"resources_total,omitempty"`
+	Labels    map[string]string  `json:"labels,omitempty"`
+}
+
+// GPUs is the node's total GPU resource.
+func (n RayNode) GPUs() float64 { return n.Resources["GPU"] }
+
+// RayNodeFacts is Ray's node table as seen from the head.
+type RayNodeFacts struct {
+	// Source is "dashboard" (/api/v0/nodes) or "cli" (ray list nodes);
+	// empty when not observed.
+	Source string    `json:"source,omitempty"`
+	List   []RayNode `json:"list,omitempty"`
+	// Partial is true when the dashboard said the list is truncated or had
+	// a partial failure: do not treat it as the whole cluster.
+	Partial bool   `json:"partial,omitempty"`
+	Err     string `json:"err,omitempty"`
+}
+
+// Alive returns the ALIVE nodes.
+func (f RayNodeFacts) Alive() []RayNode {
+	var out []RayNode
+	for _, n := range f.List {
+		if n.State == "ALIVE" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rayNodeJSON is one row of Ray's node state (`ray list nodes`,
+// /api/v0/nodes). resources_total values are floats, or strings like
+// "34.758 GiB" for memory once Ray humanizes them.
+type rayNodeJSON struct {
+	NodeID       string                     `json:"node_id"`
+	NodeIP       string                     `json:"node_ip"`
+	IsHead       bool                       `json:"is_head_node"`
+	State        string                     `json:"state"`
+	StateMessage *string                    `json:"state_message"`
+	NodeName     string                     `json:"node_name"`
+	Resources    map[string]json.RawMessage `json:"resources_total"`
+	Labels       map[string]string          `json:"labels"`
+}
 
 // ParseRayNodes reads Ray's node table from the answer to a GET of the
 // dashboard's /api/v0/nodes, or of its fallback `ray list nodes --format
 // json` (Via "exec"); ok false when it was not probed.
-func ParseRayNodes(r HTTPResult, ok bool) RayNodeFacts {
+func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 	if !ok {
 		return RayNodeFacts{}
 	}
@@ -76,7 +132,7 @@ func ParseRayNodes(r HTTPResult, ok bool) RayNodeFacts {
 // skipping anything Ray printed before the JSON (log lines, warnings). It
 // is the one reader of that output, for observe and for apply's checks.
 func ParseRayNodeList(out []byte) ([]RayNode, error) {
-	js := firstJSON(out)
+	js := observe.FirstJSON(out)
 	if len(js) == 0 || js[0] != '[' && js[0] != '{' {
 		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(string(out)))
 	}

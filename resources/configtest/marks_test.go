@@ -1,4 +1,4 @@
-package config_test
+package configtest_test
 
 import (
 	"path/filepath"
