@@ -15,16 +15,24 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// Issue 23, item 1: a command of a run that lost the lock fails on the
-// host itself once the new holder advanced the fence, whenever it arrives.
-func TestFenceRefusesAnEarlierHolder(t *testing.T) {
-	conn, home := setup(t)
-	ctx := context.Background()
-	name := Name("p", "main")
-	old, _, err := AdvanceFence(ctx, conn, name)
+// fencedOnce sets up a host (setup) whose fence of lock p.main one run
+// has advanced, and returns that fence.
+func fencedOnce(t *testing.T) (conn transport.Conn, home, name string, f transport.Fence) {
+	t.Helper()
+	conn, home = setup(t)
+	name = Name("p", "main")
+	f, _, err := AdvanceFence(context.Background(), conn, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, home, name, f
+}
+
+// Issue 23, item 1: a command of a run that lost the lock fails on the
+// host itself once the new holder advanced the fence, whenever it arrives.
+func TestFenceRefusesAnEarlierHolder(t *testing.T) {
+	conn, home, name, old := fencedOnce(t)
+	ctx := context.Background()
 	oldRun := transport.Guard(conn, func() error { return nil }, old)
 	mark := func(file string) transport.Cmd {
 		return transport.Cmd{Argv: []string{"touch", filepath.Join(home, file)}, Mutating: true}
@@ -193,13 +201,8 @@ func TestFencedFailureNamesTheCommand(t *testing.T) {
 // 60 s with "a command of an earlier holder of the lock has run on this
 // host for more than 60 s".
 func TestAdvanceEndsAnEarlierGenerationsOrphan(t *testing.T) {
-	conn, home := setup(t)
+	conn, home, name, old := fencedOnce(t)
 	ctx := context.Background()
-	name := Name("p", "main")
-	old, _, err := AdvanceFence(ctx, conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	started := filepath.Join(home, "started")
 	line := "cd " + home + " && echo $$ > started.tmp && mv started.tmp started && exec sleep 300"
 	script, err := transport.FencedScript([]transport.Fence{old}, line)
