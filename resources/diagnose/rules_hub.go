@@ -1,12 +1,13 @@
 package diagnose
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
+
+// This file holds the rules of the hub domain: the Hugging Face Hub's
+// answers for the model repository.
 
 // ---- Hugging Face refused the model repository ------------------------------
 
@@ -112,68 +113,4 @@ func buildHF(s *scan, hits []int) (Diagnosis, bool) {
 		d.Fix = "Check the model name on " + c.serve() + " (open https://huggingface.co/" + orDefault(repo, "<repo>") + "); if it is private or gated, set " + token + "; " + whoami + "."
 	}
 	return d, true
-}
-
-// ---- transformers does not know the model type ---------------------------------
-
-var modelTypeRE = regexp.MustCompile("has model type `?([^`\\s]+)`? but Transformers does not recognize this architecture")
-
-func matchModelType(b string) bool {
-	return strings.Contains(b, "but Transformers does not recognize") && modelTypeRE.MatchString(b)
-}
-
-func buildModelType(s *scan, hits []int) (Diagnosis, bool) {
-	i := hits[0]
-	mt := modelTypeRE.FindStringSubmatch(s.lines[i].body)[1]
-	host := s.nodeOf(i)
-	c := s.ctx
-	return Diagnosis{
-		Title:    "the transformers in " + c.image() + onHost(host) + " does not know the model type " + mt,
-		Evidence: []Evidence{s.evidence(i)},
-		Explanation: "vLLM reads the model's config.json with transformers' AutoConfig, which maps \"model_type\": \"" + mt + "\" to a config class; this transformers has none: " +
-			"it is older than the model (transformers as pinned by the image's vLLM), or the model ships its own code and needs --trust-remote-code.",
-		Fix: "Use an image whose vLLM and transformers support " + mt + " (a newer vLLM release; its notes list new models) in image on " + c.cluster() +
-			" — check with `docker run --rm --entrypoint python3 " + c.imageRef() + " -c 'import transformers; print(transformers.__version__)'`. " +
-			"If the model card says it needs custom code, add \"--trust-remote-code\" to extra_args on " + c.serve() + " instead.",
-	}, true
-}
-
-// ---- tensor_parallel_size does not divide the attention heads -----------------
-
-var tpHeadsRE = regexp.MustCompile(`Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)`)
-
-func matchTPHeads(b string) bool {
-	return strings.Contains(b, "must be divisible by tensor parallel size") && tpHeadsRE.MatchString(b)
-}
-
-func buildTPHeads(s *scan, hits []int) (Diagnosis, bool) {
-	i := hits[0]
-	m := tpHeadsRE.FindStringSubmatch(s.lines[i].body)
-	heads, _ := strconv.Atoi(m[1])
-	tp, _ := strconv.Atoi(m[2])
-	host := s.nodeOf(i)
-	c := s.ctx
-	var ok []string
-	for d := 1; d <= heads && d <= 64; d++ {
-		if heads%d == 0 {
-			ok = append(ok, strconv.Itoa(d))
-		}
-	}
-	// Keep all tp GPUs: the largest TP that divides both, the rest as
-	// pipeline stages (layers need not split evenly).
-	best := 1
-	for d := tp - 1; d > 1; d-- {
-		if heads%d == 0 && tp%d == 0 {
-			best = d
-			break
-		}
-	}
-	fix := fmt.Sprintf("Set tensor_parallel_size on %s to a divisor of %d (%s); to keep all %d GPUs, split the rest by layers: tensor_parallel_size = %d, pipeline_parallel_size = %d (pipeline stages need not divide the layers evenly).",
-		c.serve(), heads, strings.Join(ok, ", "), tp, best, tp/best)
-	return Diagnosis{
-		Title:       fmt.Sprintf("tensor_parallel_size %d does not divide the model's %d attention heads%s", tp, heads, onHost(host)),
-		Evidence:    []Evidence{s.evidence(i)},
-		Explanation: fmt.Sprintf("vLLM splits the attention heads evenly across the tensor-parallel ranks and refuses to start otherwise: %d %% %d = %d. Nothing was loaded.", heads, tp, heads%tp),
-		Fix:         fix,
-	}, true
 }
