@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // TestE2ERealVLLM: the real vLLM (lab up -vllm real: vLLM 0.32.0's CPU

@@ -17,8 +17,8 @@ Hugging Face repository that vLLM loads and runs on a CPU in seconds.
   for transformers' PreTrainedTokenizerFast.
 
 Every byte follows from this file and the pinned numpy, safetensors and
-tokenizers (engine/lab/labimage/vllm-lock.txt): engine/lab runs it once per
-lab cache (engine/lab/tinyllama.go) and the lab hub publishes the result as
+tokenizers (cmd/rflab/lab/labimage/vllm-lock.txt): engine/lab runs it once per
+lab cache (cmd/rflab/lab/tinyllama.go) and the lab hub publishes the result as
 rayform-lab/tiny-llama. The weights are random: the model answers every
 prompt, with text that means nothing.
 """

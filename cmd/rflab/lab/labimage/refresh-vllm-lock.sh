@@ -24,7 +24,7 @@ grep -v '^#' "$here/ray-lock.txt" | sed 's/ --hash.*//' >"$tmp/ray.txt"
 cat "$tmp/ray.txt" >>"$tmp/req.txt"
 $py -m pip download -q --only-binary=:all: -d "$tmp/w" -r "$tmp/req.txt"
 {
-  sed -n '1,/^# (engine\/lab\/labimage\/refresh-vllm-lock.sh/p' "$here/vllm-lock.txt"
+  sed -n '1,/^# (cmd\/rflab\/lab\/labimage\/refresh-vllm-lock.sh/p' "$here/vllm-lock.txt"
   for whl in "$tmp"/w/*.whl; do
     f=$(basename "$whl")
     name=$(echo "$f" | cut -d- -f1 | tr 'A-Z_.' 'a-z--')
