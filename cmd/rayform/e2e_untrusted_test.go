@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
