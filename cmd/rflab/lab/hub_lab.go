@@ -44,10 +44,17 @@ const (
 // DefaultHubBigMiB is the size of HubRepoBig when Up is not told.
 const DefaultHubBigMiB = 1024
 
-// LabHubRepos are the lab hub's repositories, HubRepoBig of bigMiB MiB,
-// and HubRepoLlama from llamaDir unless it is "" (a lab without the real
-// vLLM).
-func LabHubRepos(bigMiB int, llamaDir string) []*HubRepo {
+// LabHubRepos are the lab hub's repositories in a lab without the real
+// vLLM, HubRepoBig of bigMiB MiB.
+func LabHubRepos(bigMiB int) []*HubRepo { return labHubRepos(bigMiB, "") }
+
+// HubRepos are the repositories the lab's hub serves: LabHubRepos, and
+// HubRepoLlama with the real vLLM.
+func (l *Lab) HubRepos() []*HubRepo { return labHubRepos(l.HubBigMiB, l.HubLlamaDir) }
+
+// labHubRepos are LabHubRepos(bigMiB) and HubRepoLlama from llamaDir
+// unless it is "".
+func labHubRepos(bigMiB int, llamaDir string) []*HubRepo {
 	if bigMiB <= 0 {
 		bigMiB = DefaultHubBigMiB
 	}
@@ -91,7 +98,7 @@ func (s *supervisor) handleHub(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]string{"addr": s.hub})
 		return
 	}
-	hub, err := NewHub([]string{req.Token}, LabHubRepos(req.BigMiB, req.LlamaDir)...)
+	hub, err := NewHub([]string{req.Token}, labHubRepos(req.BigMiB, req.LlamaDir)...)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

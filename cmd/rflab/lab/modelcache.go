@@ -145,7 +145,7 @@ func ParseSize(s string) (int64, error) {
 func (l *Lab) seedModel() error {
 	head := l.Nodes[0]
 	var tiny *HubRepo
-	for _, r := range LabHubRepos(l.HubBigMiB, l.HubLlamaDir) {
+	for _, r := range l.HubRepos() {
 		if r.ID == l.ModelRepo() {
 			tiny = r
 		}

@@ -65,7 +65,7 @@ func TestModelCachePerNode(t *testing.T) {
 			t.Errorf("spark1's refs/main = %q, want %q", got, m.Commit)
 		}
 		var tiny *HubRepo
-		for _, r := range LabHubRepos(l.HubBigMiB, l.HubLlamaDir) {
+		for _, r := range LabHubRepos(l.HubBigMiB) {
 			if r.ID == HubRepoTiny {
 				tiny = r
 			}
