@@ -290,7 +290,7 @@ def exchange(cfg, f, conn, path, headers, where):
         timer.cancel()
     if late.is_set():
         # Cut off: what was read (if anything) is not a whole answer.
-        die("%s: fetching %s from %s: no complete answer within %.0f s; apply again" % (cfg["node"], f["path"], where, timeout))
+        die("%s: fetching %s from %s: no complete answer: timed out after %.0f s waiting for its headers; the partial file, if any, is kept and the next apply resumes it" % (cfg["node"], f["path"], where, timeout))
     return resp
 
 

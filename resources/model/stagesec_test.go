@@ -248,7 +248,7 @@ func TestDownloadFromHostileHub(t *testing.T) {
 				}
 			}
 			return true
-		}, "no complete answer within 1 s", shard},
+		}, "no complete answer: timed out after 1 s", shard},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(hostileHub{hub: lh.Config.Handler, bend: tc.bend})
