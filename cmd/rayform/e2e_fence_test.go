@@ -200,19 +200,22 @@ func TestE2EFencing(t *testing.T) {
 	// cluster "x-spark" were one lock; force-unlock in hb killed hb-x's
 	// holder.
 	t.Run("force-unlock leaves another deployment's lock alone", func(t *testing.T) {
-		cleanProject("hb-x")
-		cleanProject("hb")
+		// The projects carry the lab's name: the hosts' /var/tmp/rayform
+		// is this machine's, shared with every other lab.
+		p := l.name + "-hb"
+		cleanProject(p + "-x")
+		cleanProject(p)
 		hbx := l.config(body)
 		hb := l.config(strings.ReplaceAll(strings.ReplaceAll(body, `ray_cluster "spark"`, `ray_cluster "x-spark"`), "ray_cluster.spark", "ray_cluster.x-spark"))
-		a := l.background(t, hbx, []string{"-project=hb-x"}, "apply", "-auto-approve")
+		a := l.background(t, hbx, []string{"-project=" + p + "-x"}, "apply", "-auto-approve")
 		a.waitOutput(t, "hb-x's apply to hold its lock", 3*time.Minute, "start ray head")
 		if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		r := l.rayform("", "-chdir="+hb, "force-unlock", "-project=hb", "-force", "x-spark")
+		r := l.rayform("", "-chdir="+hb, "force-unlock", "-project="+p, "-force", "x-spark")
 		mustCode(t, "force-unlock x-spark in hb", r, exitOK)
 		mustContain(t, "force-unlock x-spark in hb", r.stdout, "ray_cluster.x-spark is not locked.")
-		r = l.rayform("no\n", "-chdir="+hbx, "force-unlock", "-project=hb-x", "spark")
+		r = l.rayform("no\n", "-chdir="+hbx, "force-unlock", "-project="+p+"-x", "spark")
 		mustContain(t, "hb-x's lock after force-unlock in hb", r.stdout, "is held by", "rayform apply since")
 	})
 
@@ -267,7 +270,7 @@ func TestE2EFencing(t *testing.T) {
 		}
 	}
 	t.Run("partitioned client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencedrop", false, func(a *exec.Cmd) func() {
+		race(t, l.name+"-fencedrop", false, func(a *exec.Cmd) func() {
 			ports := l.clientPorts(t)
 			if len(ports) == 0 {
 				t.Fatal("no SSH connection of A found")
@@ -280,7 +283,7 @@ func TestE2EFencing(t *testing.T) {
 		})
 	})
 	t.Run("stopped client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencestop", true, func(a *exec.Cmd) func() {
+		race(t, l.name+"-fencestop", true, func(a *exec.Cmd) func() {
 			if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}

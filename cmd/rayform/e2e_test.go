@@ -43,13 +43,40 @@ var fastRay = []string{"-ray", "simnode"}
 // RAYFORM_E2E_RAY=real or =simnode overrides both for every test (for a
 // quick local run on simnode's Ray, or to run the fast-mode tests on the
 // real one).
+//
+// startLab makes the test a parallel test (t.Parallel) and holds one of
+// labPool's slots until the lab is down: lab tests spend most of their time
+// waiting on sshd, dockerd and Ray, so they run side by side, at most
+// RAYFORM_E2E_LABS labs at once (labpool_test.go, internal/labslots). Labs
+// of one run never collide: each has its own name (the test's base name
+// and the pid), so its own namespaces, addresses (inside them), registry
+// and hub, cgroups, iptables rules (in its namespaces),
+// /tmp/rayform-lab-NAME and projects (l.config puts the name in the
+// project, which names the hosts' /var/tmp/rayform/PROJECT).
+//
+// How a new end-to-end test gets its lab:
+//   - Its own lab (the default): call startLab first thing, with a base
+//     name no other test uses. Do not call t.Parallel yourself (startLab
+//     does), and do not use t.Setenv or change process-wide state
+//     (os.Setenv, os.Chdir): the test runs beside others.
+//   - A lab shared with other checks: when the checks need the same lab
+//     flags and can run one after another, make them subtests (t.Run) of
+//     one test that calls startLab once; each takes a fresh project on the
+//     same nodes (l.config) and leaves the nodes as it found them (its
+//     containers destroyed, cuts undone). Parallel tests never share a
+//     lab: the clusters of two projects on one node would share Ray's
+//     ports and container names.
+//   - No lab (parsing, formatting, golden files): a plain test, which runs
+//     before the lab tests start.
 func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	t.Helper()
 	requireLabHost(t)
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
+	t.Parallel()
 	bin := buildLabBinaries(t)
+	labPool.Acquire(t)
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as engine/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,34 +56,70 @@ func goOrLook(name string) (string, error) {
 	return p, err
 }
 
-// simnodeBinary builds cmd/simnode (static) for the test, or returns
+// simnodeBinary returns cmd/simnode (static), built once per test process
+// by the first test that asks (TestMain removes it), or
 // $RAYFORM_LAB_SIMNODE when set.
 func simnodeBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("RAYFORM_LAB_SIMNODE"); p != "" {
 		return p
 	}
+	testSimnode.once.Do(func() { testSimnode.path, testSimnode.err = buildSimnode() })
+	if testSimnode.err != nil {
+		t.Fatal(testSimnode.err)
+	}
+	return testSimnode.path
+}
+
+// testSimnode is the simnode simnodeBinary built for this test process.
+var testSimnode struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func buildSimnode() (string, error) {
 	goBin, err := goOrLook("go")
 	if err != nil {
-		t.Fatalf("find go: %v", err)
+		return "", fmt.Errorf("find go: %w", err)
 	}
-	out := filepath.Join(t.TempDir(), "simnode")
+	dir, err := os.MkdirTemp("", "rayform-labtest-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "simnode")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/rayform/rayform/cmd/simnode")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build simnode: %v\n%s", err, b)
+		return out, fmt.Errorf("build simnode: %v\n%s", err, b)
 	}
-	return out
+	return out, nil
 }
 
 // upLab brings a lab up for the test and tears it down (checking that
 // nothing is left) when the test ends.
+//
+// A test that calls upLab is a parallel test (upLab calls t.Parallel; a
+// benchmark is not) and holds one of labPool's slots until its lab is
+// down, so at most RAYFORM_E2E_LABS labs are up at once (lab_test.go,
+// internal/labslots). Labs of one run never collide as long as their names
+// differ
+// (testLabName of a base name no other test uses): the name prefixes the
+// lab's namespaces, cgroups and processes and names its directory, and
+// its addresses, registry and hub live in its own namespaces. A check
+// that needs the same lab as an existing test and can run after it is a
+// subtest of that test, sharing its lab; do not call t.Parallel yourself
+// in a test that calls upLab.
 func upLab(t testing.TB, cfg Config) *Lab {
 	t.Helper()
 	requireLab(t, !cfg.NoDocker)
+	if tt, ok := t.(*testing.T); ok {
+		tt.Parallel()
+	}
 	if cfg.Simnode == "" {
 		cfg.Simnode = simnodeBinary(t)
 	}
+	labPool.Acquire(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A lab left by an interrupted earlier run is cleared by Up itself.
