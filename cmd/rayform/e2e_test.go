@@ -75,8 +75,7 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
 	t.Parallel()
-	bin := buildLabBinaries(t)
-	labPool.Acquire(t)
+	bin := acquireLab(t, labWeight(labRay(extra)))
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as engine/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)

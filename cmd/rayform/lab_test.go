@@ -111,8 +111,7 @@ func requireLabHost(t *testing.T) {
 func TestLabCommand(t *testing.T) {
 	requireLabHost(t)
 	t.Parallel() // its lab is its own, as startLab's are
-	dir := buildLabBinaries(t)
-	labPool.Acquire(t)
+	dir := acquireLab(t, 0)
 	rayform := filepath.Join(dir, "rayform")
 	run := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()

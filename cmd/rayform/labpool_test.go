@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/rayform/rayform/internal/labslots"
@@ -17,8 +18,43 @@ import (
 // runs packages side by side).
 const defaultLabSlots = 4
 
-// labPool limits the labs that are up at once (startLab, TestLabCommand).
+// labPool limits the labs that are up at once (acquireLab).
 var labPool *labslots.Pool
+
+// acquireLab queues the test for a lab slot with the lab's weight, builds
+// the binaries every lab test runs (once per process; the queue opens
+// when they are built, with every lab test of the run in it), waits for
+// the slot, and returns the binaries' directory. The slot is given back
+// in the test's cleanup, after the lab's own (register that after this).
+func acquireLab(t *testing.T, weight int) string {
+	t.Helper()
+	tk := labPool.Join(t, weight)
+	bin := buildLabBinaries(t)
+	labPool.Open()
+	tk.Wait()
+	return bin
+}
+
+// labWeight ranks a lab by how long its test tends to run, from its `lab
+// up` arguments (labRay's), so that the longest tests start first: the
+// real Ray (its start and every ray CLI call are Python processes) counts
+// most, then the torch image and clusters of 3 or more nodes.
+func labWeight(args []string) int {
+	w := 0
+	for i, a := range args {
+		switch {
+		case a == "-ray" && i+1 < len(args) && args[i+1] == "real":
+			w += 2
+		case a == "-torch":
+			w++
+		case a == "-nodes" && i+1 < len(args):
+			if n, err := strconv.Atoi(args[i+1]); err == nil && n >= 3 {
+				w++
+			}
+		}
+	}
+	return w
+}
 
 // TestMain runs the lab tests side by side, at most labPool's size at once
 // (see startLab), and removes the binaries they built.
@@ -34,4 +70,23 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(labBins.dir)
 	}
 	os.Exit(code)
+}
+
+func TestLabWeight(t *testing.T) {
+	tests := []struct {
+		args []string
+		want int
+	}{
+		{[]string{"-ray", "simnode"}, 0},
+		{[]string{"-nodes", "2", "-ray", "simnode"}, 0},
+		{[]string{"-torch", "-ray", "simnode"}, 1},
+		{[]string{"-nodes", "12", "-ray", "simnode"}, 1},
+		{[]string{"-ray", "real"}, 2},
+		{[]string{"-nodes", "3", "-set", "spark2.fabric-ifname=x", "-ray", "real"}, 3},
+	}
+	for _, tt := range tests {
+		if got := labWeight(tt.args); got != tt.want {
+			t.Errorf("labWeight(%q) = %d, want %d", tt.args, got, tt.want)
+		}
+	}
 }

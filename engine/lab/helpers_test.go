@@ -116,10 +116,14 @@ func upLab(t testing.TB, cfg Config) *Lab {
 	if tt, ok := t.(*testing.T); ok {
 		tt.Parallel()
 	}
+	// Queued before the shared simnode build, so that every lab test is
+	// in the queue when it opens: the heaviest labs go first.
+	tk := labPool.Join(t, labWeight(cfg))
 	if cfg.Simnode == "" {
 		cfg.Simnode = simnodeBinary(t)
 	}
-	labPool.Acquire(t)
+	labPool.Open()
+	tk.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A lab left by an interrupted earlier run is cleared by Up itself.
@@ -129,6 +133,20 @@ func upLab(t testing.TB, cfg Config) *Lab {
 		t.Fatalf("Up: %v", err)
 	}
 	return l
+}
+
+// labWeight ranks a lab by how long its test tends to run: the real Ray
+// (its start and every ray CLI call are Python processes) counts most,
+// then Docker (the containers' Ray and vLLM), so that the longest tests
+// start first.
+func labWeight(cfg Config) int {
+	switch {
+	case cfg.RealRay:
+		return 2
+	case !cfg.NoDocker:
+		return 1
+	}
+	return 0
 }
 
 // downAndCheck runs Down and fails the test if any namespace, process,

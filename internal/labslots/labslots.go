@@ -1,12 +1,18 @@
 // Package labslots lets a test process run its lab tests side by side
-// while keeping at most a fixed number of labs up at once.
+// while keeping at most a fixed number of labs up at once, the heaviest
+// labs first.
 //
 // A lab test mostly waits (on sshd, dockerd, Ray), so lab tests are
 // parallel tests; what limits them is the machine's memory and CPU, not
 // go test's -parallel (which defaults to the number of CPUs and counts a
 // test whose parallel subtests run as not running). A package's TestMain
-// calls Setup with its default; its lab helper calls Pool.Acquire before
-// bringing a lab up. RAYFORM_E2E_LABS overrides the default of every
+// calls Setup with its default; its lab helper joins the queue (Join),
+// builds what every lab needs, opens the pool (Open) and waits for its
+// turn (Ticket.Wait) before bringing its lab up. Joining before the
+// shared build means every lab test of the run is queued when the pool
+// opens, so the slots go to the heaviest labs first (the longest tests
+// start first, and the run ends soonest) rather than to whichever
+// goroutine came first. RAYFORM_E2E_LABS overrides the default of every
 // package (1 runs the labs one after another).
 package labslots
 
@@ -15,21 +21,48 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 )
 
 // Env names the variable that overrides a package's default.
 const Env = "RAYFORM_E2E_LABS"
 
-// Pool holds a token for each lab that is up.
+// maxParallel is the -parallel Setup gives go test: more than any package
+// has lab tests, so that every one of them is running (and queued here)
+// when the pool opens.
+const maxParallel = 256
+
+// Pool hands out a fixed number of slots, one per lab that is up.
 type Pool struct {
-	slots chan struct{}
+	mu      sync.Mutex
+	changed *sync.Cond
+	free    int
+	size    int
+	open    bool
+	seq     int
+	waiting map[*Ticket]bool
+}
+
+// Ticket is a test's place in the queue and, once granted, its slot.
+type Ticket struct {
+	p       *Pool
+	weight  int
+	seq     int
+	granted bool
+}
+
+// New makes a pool of n slots, closed until Open.
+func New(n int) *Pool {
+	p := &Pool{free: n, size: n, waiting: map[*Ticket]bool{}}
+	p.changed = sync.NewCond(&p.mu)
+	return p
 }
 
 // Setup makes the pool of a test process from RAYFORM_E2E_LABS, or def
-// when it is empty, and raises go test's -parallel to the pool's size
-// unless the command line gave -parallel, so that the pool is the one
-// limit. TestMain calls it after flag.Parse and before m.Run.
+// when it is empty, and raises go test's -parallel (unless the command
+// line gave it) so that the pool, not -parallel, limits the labs.
+// TestMain calls it after flag.Parse and before m.Run.
 func Setup(def int) (*Pool, error) {
 	n, err := Slots(os.Getenv(Env), def)
 	if err != nil {
@@ -38,11 +71,11 @@ func Setup(def int) (*Pool, error) {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
 	if !given {
-		if err := flag.Set("test.parallel", strconv.Itoa(n)); err != nil {
-			return nil, fmt.Errorf("raise -parallel to %d: %w", n, err)
+		if err := flag.Set("test.parallel", strconv.Itoa(maxParallel)); err != nil {
+			return nil, fmt.Errorf("raise -parallel: %w", err)
 		}
 	}
-	return &Pool{slots: make(chan struct{}, n)}, nil
+	return New(n), nil
 }
 
 // Slots reads a RAYFORM_E2E_LABS value: empty for def, else a count >= 1.
@@ -58,13 +91,84 @@ func Slots(env string, def int) (int, error) {
 }
 
 // Size is how many labs the pool lets up at once.
-func (p *Pool) Size() int { return cap(p.slots) }
+func (p *Pool) Size() int { return p.size }
 
-// Acquire waits for a slot and gives it back in the test's cleanup. Call
-// it before registering the cleanup that takes the lab down: cleanups run
-// last first, so the slot is free only once the lab is down.
-func (p *Pool) Acquire(t testing.TB) {
+// Join queues the test with its lab's weight (a heavier lab is granted
+// first; equal weights in the order they joined). The test's cleanup
+// gives the slot back, or leaves the queue: call Join before registering
+// the cleanup that takes the lab down (cleanups run last first), so that
+// the slot is free only once the lab is down.
+func (p *Pool) Join(t testing.TB, weight int) *Ticket {
 	t.Helper()
-	p.slots <- struct{}{}
-	t.Cleanup(func() { <-p.slots })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	tk := &Ticket{p: p, weight: weight, seq: p.seq}
+	p.waiting[tk] = true
+	t.Cleanup(tk.done)
+	return tk
+}
+
+// Open starts granting slots (idempotent).
+func (p *Pool) Open() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open = true
+	p.changed.Broadcast()
+}
+
+// Wait blocks until the ticket holds a slot: the pool is open, a slot is
+// free and no waiting ticket comes before it.
+func (tk *Ticket) Wait() {
+	p := tk.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.grant(tk) {
+		p.changed.Wait()
+	}
+}
+
+// grant gives tk a slot if it is its turn, and reports whether tk holds
+// one. The caller holds p.mu.
+func (p *Pool) grant(tk *Ticket) bool {
+	if !tk.granted && p.open && p.free > 0 && p.first() == tk {
+		p.free--
+		tk.granted = true
+		delete(p.waiting, tk)
+		p.changed.Broadcast()
+	}
+	return tk.granted
+}
+
+// first is the waiting ticket to grant next. The caller holds p.mu.
+func (p *Pool) first() *Ticket {
+	var best *Ticket
+	for tk := range p.waiting {
+		if best == nil || tk.weight > best.weight || (tk.weight == best.weight && tk.seq < best.seq) {
+			best = tk
+		}
+	}
+	return best
+}
+
+// done gives the slot back, or leaves the queue.
+func (tk *Ticket) done() {
+	p := tk.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tk.granted {
+		tk.granted = false
+		p.free++
+	}
+	delete(p.waiting, tk)
+	p.changed.Broadcast()
+}
+
+// Acquire joins the queue, opens the pool and waits for a slot: for a
+// test that builds nothing shared before its lab.
+func (p *Pool) Acquire(t testing.TB, weight int) {
+	t.Helper()
+	tk := p.Join(t, weight)
+	p.Open()
+	tk.Wait()
 }

@@ -1,6 +1,8 @@
 package labslots
 
 import (
+	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -30,43 +32,132 @@ func TestSlots(t *testing.T) {
 // fakeTB records cleanups and runs them, last first, when told.
 type fakeTB struct {
 	testing.TB
+	mu       sync.Mutex
 	cleanups []func()
 }
 
-func (f *fakeTB) Helper()           {}
-func (f *fakeTB) Cleanup(fn func()) { f.cleanups = append(f.cleanups, fn) }
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Cleanup(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cleanups = append(f.cleanups, fn)
+}
 func (f *fakeTB) runCleanups() {
-	for i := len(f.cleanups) - 1; i >= 0; i-- {
-		f.cleanups[i]()
+	f.mu.Lock()
+	fns := f.cleanups
+	f.cleanups = nil
+	f.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
 	}
 }
 
-// TestAcquireHoldsUntilTheLabIsDown: with every slot taken, the next test
+// waitGranted waits (bounded) for a ticket's Wait to return.
+func waitGranted(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s got no slot", what)
+	}
+}
+
+// TestSlotHeldUntilTheLabIsDown: with every slot taken, the next test
 // waits; the slot is still held while the first test's lab goes down (a
-// cleanup registered after Acquire) and comes free after it.
-func TestAcquireHoldsUntilTheLabIsDown(t *testing.T) {
-	p := &Pool{slots: make(chan struct{}, 1)}
+// cleanup registered after Join) and comes free after it.
+func TestSlotHeldUntilTheLabIsDown(t *testing.T) {
+	p := New(1)
 	first := &fakeTB{TB: t}
-	p.Acquire(first)
+	p.Acquire(first, 0)
 	first.Cleanup(func() { // the lab's teardown
-		if len(p.slots) != 1 {
+		if p.free != 0 {
 			t.Error("the slot was given back before the lab was down")
 		}
 	})
 	acquired := make(chan struct{})
 	second := &fakeTB{TB: t}
 	go func() {
-		p.Acquire(second)
+		p.Acquire(second, 0)
 		close(acquired)
 	}()
 	first.runCleanups()
-	select {
-	case <-acquired:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the second test got no slot after the first lab was down")
-	}
+	waitGranted(t, "the second test", acquired)
 	second.runCleanups()
-	if len(p.slots) != 0 {
-		t.Errorf("%d slots held after both tests ended", len(p.slots))
+	if p.free != 1 || len(p.waiting) != 0 {
+		t.Errorf("after both tests: %d of 1 slots free, %d waiting", p.free, len(p.waiting))
+	}
+}
+
+// TestHeaviestFirst: tickets that joined before the pool opened are
+// granted heaviest first, equal weights in the order they joined.
+func TestHeaviestFirst(t *testing.T) {
+	p := New(1)
+	weights := []int{0, 2, 1, 2, 0}
+	tbs := make([]*fakeTB, len(weights))
+	grants := make(chan int, len(weights))
+	for i, w := range weights {
+		tbs[i] = &fakeTB{TB: t}
+		tk := p.Join(tbs[i], w)
+		go func() {
+			tk.Wait()
+			grants <- i
+		}()
+	}
+	p.Open()
+	var order []int
+	for range weights {
+		select {
+		case i := <-grants:
+			order = append(order, i)
+			tbs[i].runCleanups() // its lab is down: the next one goes
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no grant after %v", order)
+		}
+	}
+	if want := []int{1, 3, 2, 0, 4}; !slices.Equal(order, want) {
+		t.Errorf("granted in order %v, want %v (weights %v)", order, want, weights)
+	}
+}
+
+// TestClosedUntilOpen: nothing is granted before Open, however many slots
+// are free.
+func TestClosedUntilOpen(t *testing.T) {
+	p := New(2)
+	tb := &fakeTB{TB: t}
+	tk := p.Join(tb, 0)
+	p.mu.Lock()
+	before := p.grant(tk)
+	p.mu.Unlock()
+	if before {
+		t.Error("a slot was granted before Open")
+	}
+	p.Open()
+	p.mu.Lock()
+	after := p.grant(tk)
+	p.mu.Unlock()
+	if !after {
+		t.Error("no slot granted after Open with 2 free")
+	}
+	tb.runCleanups()
+}
+
+// TestLeaveTheQueue: a test that ends before its turn (a failed build)
+// leaves the queue and does not hold up the ones behind it.
+func TestLeaveTheQueue(t *testing.T) {
+	p := New(1)
+	failed, next := &fakeTB{TB: t}, &fakeTB{TB: t}
+	p.Join(failed, 5)
+	tk := p.Join(next, 0)
+	failed.runCleanups()
+	p.Open()
+	granted := make(chan struct{})
+	go func() {
+		tk.Wait()
+		close(granted)
+	}()
+	waitGranted(t, "the ticket behind the one that left", granted)
+	next.runCleanups()
+	if p.free != 1 {
+		t.Errorf("%d of 1 slots free after every test ended", p.free)
 	}
 }
