@@ -66,6 +66,12 @@ var fastRay = []string{"-ray", "simnode"}
 //     containers destroyed, cuts undone). Parallel tests never share a
 //     lab: the clusters of two projects on one node would share Ray's
 //     ports and container names.
+//   - Independent cases, each from nothing (a long test whose subtests do
+//     not build on each other): give each subtest its own lab, so the
+//     cases run side by side. The test calls t.Parallel() itself first
+//     (else, as a sequential test, it would hold every other test back
+//     until its cases end), and each subtest calls startLab with its own
+//     base name (TestE2EInterruptedRunsConverge).
 //   - No lab (parsing, formatting, golden files): a plain test, which runs
 //     before the lab tests start.
 func startLab(t *testing.T, name string, extra ...string) *e2eLab {
