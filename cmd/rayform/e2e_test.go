@@ -390,8 +390,10 @@ func mutations(stderr string) []string {
 
 // TestE2EApplyLifecycle takes the seed topology from nothing to a served
 // completion with one apply, proves the second apply changes nothing,
-// repairs drift made by hand, serialises concurrent applies with the lock,
-// and destroys only what rayform created.
+// repairs drift made by hand (a Ray head restarted by hand:
+// TestE2EApplyRepairsAHandRestartedHead, on its own lab so the two run side
+// by side), serialises concurrent applies with the lock, and destroys only
+// what rayform created.
 func TestE2EApplyLifecycle(t *testing.T) {
 	l := startLab(t, "rfe2eapp")
 	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
@@ -482,24 +484,6 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	mustCode(t, "apply of the saved plan", r, exitOK)
 	mustContain(t, "apply of the saved plan", r.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
 	mustCode(t, "plan after repairing the serve", plan(), exitOK)
-
-	// Drift: someone restarts the Ray head by hand without --node-ip-address.
-	restart := "docker rm -f rayform-spark >/dev/null && docker run -d --name rayform-spark --network host --gpus all " +
-		"--label rayform.managed=true --label rayform.project=" + filepath.Base(dir) + " --label rayform.resource=ray_cluster.spark " +
-		seedImage + " ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"
-	if out, err := l.ssh("spark1", restart); err != nil {
-		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
-	}
-	waitFor(t, "the hand-started head to register", 2*time.Minute, func() bool {
-		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
-		return strings.Contains(out, `"10.1.230.180"`)
-	})
-	r = plan()
-	mustCode(t, "plan after the hand restart", r, exitChanges)
-	mustContain(t, "plan after the hand restart", r.stdout, "ray head registered as 10.1.230.180; want 192.168.200.12",
-		"Objects have changed outside of rayform", "# ray_cluster.spark must be replaced")
-	mustCode(t, "apply repairing the head", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
-	mustCode(t, "plan after repairing the head", plan(), exitOK)
 
 	// Two applies at once: the second fails fast naming the first.
 	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
@@ -594,6 +578,35 @@ func TestE2EApplyLifecycle(t *testing.T) {
 		t.Errorf("destroy touched a container rayform did not create: %v %q", err, out)
 	}
 	mustContain(t, "plan after destroy", plan().stdout, "Plan: 2 to add")
+}
+
+// TestE2EApplyRepairsAHandRestartedHead: after an apply from nothing,
+// someone restarts the Ray head by hand without --node-ip-address; plan
+// sees the head registered under the wrong address and apply repairs it.
+func TestE2EApplyRepairsAHandRestartedHead(t *testing.T) {
+	l := startLab(t, "rfe2ehead")
+	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	plan := func() result { return l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode") }
+	mustCode(t, "apply from nothing", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after the apply", plan(), exitOK)
+
+	// Drift: someone restarts the Ray head by hand without --node-ip-address.
+	restart := "docker rm -f rayform-spark >/dev/null && docker run -d --name rayform-spark --network host --gpus all " +
+		"--label rayform.managed=true --label rayform.project=" + filepath.Base(dir) + " --label rayform.resource=ray_cluster.spark " +
+		seedImage + " ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"
+	if out, err := l.ssh("spark1", restart); err != nil {
+		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
+	}
+	waitFor(t, "the hand-started head to register", 2*time.Minute, func() bool {
+		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
+		return strings.Contains(out, `"10.1.230.180"`)
+	})
+	r := plan()
+	mustCode(t, "plan after the hand restart", r, exitChanges)
+	mustContain(t, "plan after the hand restart", r.stdout, "ray head registered as 10.1.230.180; want 192.168.200.12",
+		"Objects have changed outside of rayform", "# ray_cluster.spark must be replaced")
+	mustCode(t, "apply repairing the head", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after repairing the head", plan(), exitOK)
 }
 
 // TestE2EApplyStopsAtTheRightStep provokes the seeds' other failures and
