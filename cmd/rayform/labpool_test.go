@@ -3,8 +3,6 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -59,17 +57,11 @@ func labWeight(args []string) int {
 // TestMain runs the lab tests side by side, at most labPool's size at once
 // (see startLab), and removes the binaries they built.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	var err error
-	if labPool, err = labslots.Setup(defaultLabSlots); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	if labBins.dir != "" {
-		os.RemoveAll(labBins.dir)
-	}
-	os.Exit(code)
+	labslots.Main(m, defaultLabSlots, &labPool, func() {
+		if labBins.dir != "" {
+			os.RemoveAll(labBins.dir)
+		}
+	})
 }
 
 func TestLabWeight(t *testing.T) {

@@ -4,8 +4,6 @@ package lab
 
 import (
 	"encoding/json"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,17 +22,11 @@ func TestMain(m *testing.M) {
 	if code, ok := SupervisorMain(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	flag.Parse()
-	var err error
-	if labPool, err = labslots.Setup(defaultLabSlots); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	code := m.Run()
-	if testSimnode.path != "" {
-		os.RemoveAll(filepath.Dir(testSimnode.path))
-	}
-	os.Exit(code)
+	labslots.Main(m, defaultLabSlots, &labPool, func() {
+		if testSimnode.path != "" {
+			os.RemoveAll(filepath.Dir(testSimnode.path))
+		}
+	})
 }
 
 // defaultLabSlots is how many labs this package's tests keep up at once

@@ -78,6 +78,25 @@ func Setup(def int) (*Pool, error) {
 	return New(n), nil
 }
 
+// Main is a lab test package's TestMain after its own first steps: it
+// parses the flags, sets *pool up (Setup with def; a bad RAYFORM_E2E_LABS
+// exits 2), runs the tests, runs cleanup (may be nil) and exits with the
+// tests' code.
+func Main(m *testing.M, def int, pool **Pool, cleanup func()) {
+	flag.Parse()
+	p, err := Setup(def)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	*pool = p
+	code := m.Run()
+	if cleanup != nil {
+		cleanup()
+	}
+	os.Exit(code)
+}
+
 // Slots reads a RAYFORM_E2E_LABS value: empty for def, else a count >= 1.
 func Slots(env string, def int) (int, error) {
 	if env == "" {
