@@ -45,7 +45,7 @@ var fastRay = []string{"-ray", "simnode"}
 // real one).
 //
 // startLab makes the test a parallel test (t.Parallel) and holds one of
-// labPool's slots until the lab is down: lab tests spend most of their time
+// labPool's slots until the lab is down (acquireLab): lab tests spend most of their time
 // waiting on sshd, dockerd and Ray, so they run side by side, at most
 // RAYFORM_E2E_LABS labs at once (labpool_test.go, internal/labslots). Labs
 // of one run never collide: each has its own name (the test's base name
@@ -80,8 +80,7 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
-	t.Parallel()
-	bin := acquireLab(t, labWeight(labRay(extra)))
+	bin := acquireLab(t, labWeight(labRay(extra))) // t.Parallel, a lab slot
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as engine/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)

@@ -19,14 +19,20 @@ const defaultLabSlots = 4
 // labPool limits the labs that are up at once (acquireLab).
 var labPool *labslots.Pool
 
-// acquireLab queues the test for a lab slot with the lab's weight, builds
-// the binaries every lab test runs (once per process; the queue opens
-// when they are built, with every lab test of the run in it), waits for
-// the slot, and returns the binaries' directory. The slot is given back
-// in the test's cleanup, after the lab's own (register that after this).
+// acquireLab makes the test a parallel test with a lab slot: it queues the
+// test with its lab's weight, calls t.Parallel, builds the binaries every
+// lab test runs (once per process), opens the queue and waits for the
+// slot, and returns the binaries' directory. The slot is given back in the
+// test's cleanup, after the lab's own (register that after this).
+//
+// The test joins the queue before t.Parallel: go test resumes the parallel
+// tests only once every top-level test has run up to its t.Parallel, so
+// every lab test is in the queue before the first slot is granted, and the
+// heaviest go first.
 func acquireLab(t *testing.T, weight int) string {
 	t.Helper()
 	tk := labPool.Join(t, weight)
+	t.Parallel()
 	bin := buildLabBinaries(t)
 	labPool.Open()
 	tk.Wait()
@@ -35,13 +41,16 @@ func acquireLab(t *testing.T, weight int) string {
 
 // labWeight ranks a lab by how long its test tends to run, from its `lab
 // up` arguments (labRay's), so that the longest tests start first: the
-// real Ray (its start and every ray CLI call are Python processes) counts
-// most, then the torch image and clusters of 3 or more nodes.
+// real Ray (its start and every ray CLI call are Python processes) and a
+// delayed management network (every SSH round trip waits) count most,
+// then the torch image and clusters of 3 or more nodes.
 func labWeight(args []string) int {
 	w := 0
 	for i, a := range args {
 		switch {
 		case a == "-ray" && i+1 < len(args) && args[i+1] == "real":
+			w += 2
+		case a == "-delay":
 			w += 2
 		case a == "-torch":
 			w++
@@ -75,6 +84,7 @@ func TestLabWeight(t *testing.T) {
 		{[]string{"-nodes", "12", "-ray", "simnode"}, 1},
 		{[]string{"-ray", "real"}, 2},
 		{[]string{"-nodes", "3", "-set", "spark2.fabric-ifname=x", "-ray", "real"}, 3},
+		{[]string{"-delay", "500ms", "-ray", "simnode"}, 2},
 	}
 	for _, tt := range tests {
 		if got := labWeight(tt.args); got != tt.want {

@@ -113,12 +113,14 @@ func buildSimnode() (string, error) {
 func upLab(t testing.TB, cfg Config) *Lab {
 	t.Helper()
 	requireLab(t, !cfg.NoDocker)
+	// Queued before t.Parallel: go test resumes the parallel tests only
+	// once every top-level test has run up to its t.Parallel, so every lab
+	// test is in the queue before the first slot is granted, and the
+	// heaviest labs go first.
+	tk := labPool.Join(t, labWeight(cfg))
 	if tt, ok := t.(*testing.T); ok {
 		tt.Parallel()
 	}
-	// Queued before the shared simnode build, so that every lab test is
-	// in the queue when it opens: the heaviest labs go first.
-	tk := labPool.Join(t, labWeight(cfg))
 	if cfg.Simnode == "" {
 		cfg.Simnode = simnodeBinary(t)
 	}

@@ -6,14 +6,16 @@
 // parallel tests; what limits them is the machine's memory and CPU, not
 // go test's -parallel (which defaults to the number of CPUs and counts a
 // test whose parallel subtests run as not running). A package's TestMain
-// calls Setup with its default; its lab helper joins the queue (Join),
-// builds what every lab needs, opens the pool (Open) and waits for its
-// turn (Ticket.Wait) before bringing its lab up. Joining before the
-// shared build means every lab test of the run is queued when the pool
-// opens, so the slots go to the heaviest labs first (the longest tests
-// start first, and the run ends soonest) rather than to whichever
-// goroutine came first. RAYFORM_E2E_LABS overrides the default of every
-// package (1 runs the labs one after another).
+// calls Main (or Setup) with its default; its lab helper joins the queue
+// (Join) before it calls t.Parallel, builds what every lab needs, opens
+// the pool (Open) and waits for its turn (Ticket.Wait) before bringing its
+// lab up. go test resumes the parallel tests only once every top-level
+// test has run up to its t.Parallel, so every lab test of the run is
+// queued before the first slot is granted, and the slots go to the
+// heaviest labs first (the longest tests start first, and the run ends
+// soonest) rather than to whichever goroutine came first.
+// RAYFORM_E2E_LABS overrides the default of every package (1 runs the
+// labs one after another).
 package labslots
 
 import (
