@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"strings"
 	"strconv"
 	"testing"
 
@@ -20,7 +21,8 @@ const defaultLabSlots = 4
 var labPool *labslots.Pool
 
 // acquireLab makes the test a parallel test with a lab slot: it queues the
-// test with its lab's weight, calls t.Parallel, builds the binaries every
+// test with its lab's weight (heavy: a real-Ray lab, which counts against
+// the pool's heavy share too), calls t.Parallel, builds the binaries every
 // lab test runs (once per process), opens the queue and waits for the
 // slot, and returns the binaries' directory. The slot is given back in the
 // test's cleanup, after the lab's own (register that after this).
@@ -29,14 +31,26 @@ var labPool *labslots.Pool
 // tests only once every top-level test has run up to its t.Parallel, so
 // every lab test is in the queue before the first slot is granted, and the
 // heaviest go first.
-func acquireLab(t *testing.T, weight int) string {
+func acquireLab(t *testing.T, weight int, heavy bool) string {
 	t.Helper()
-	tk := labPool.Join(t, weight)
+	tk := labPool.Join(t, weight, heavy)
 	t.Parallel()
 	bin := buildLabBinaries(t)
 	labPool.Open()
 	tk.Wait()
 	return bin
+}
+
+// heavyLab reports whether a lab with these `lab up` arguments (labRay's)
+// runs the real Ray: CPU-bound, so only the pool's heavy share of them run
+// at once.
+func heavyLab(args []string) bool {
+	for i, a := range args {
+		if a == "-ray" && i+1 < len(args) && args[i+1] == "real" {
+			return true
+		}
+	}
+	return false
 }
 
 // labWeight ranks a lab by how long its test tends to run, from its `lab
@@ -89,6 +103,9 @@ func TestLabWeight(t *testing.T) {
 	for _, tt := range tests {
 		if got := labWeight(tt.args); got != tt.want {
 			t.Errorf("labWeight(%q) = %d, want %d", tt.args, got, tt.want)
+		}
+		if got, want := heavyLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-ray real"); got != want {
+			t.Errorf("heavyLab(%q) = %v, want %v", tt.args, got, want)
 		}
 	}
 }

@@ -117,7 +117,7 @@ func upLab(t testing.TB, cfg Config) *Lab {
 	// once every top-level test has run up to its t.Parallel, so every lab
 	// test is in the queue before the first slot is granted, and the
 	// heaviest labs go first.
-	tk := labPool.Join(t, labWeight(cfg))
+	tk := labPool.Join(t, labWeight(cfg), cfg.RealRay) // the real Ray is CPU-bound: heavy
 	if tt, ok := t.(*testing.T); ok {
 		tt.Parallel()
 	}

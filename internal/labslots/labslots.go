@@ -35,28 +35,34 @@ const Env = "RAYFORM_E2E_LABS"
 // when the pool opens.
 const maxParallel = 256
 
-// Pool hands out a fixed number of slots, one per lab that is up.
+// Pool hands out a fixed number of slots, one per lab that is up, of
+// which at most about half go to heavy labs (a CPU-bound lab, like one
+// running the real Ray: more of them at once than the machine has cores
+// only slows each, until their own timeouts fire).
 type Pool struct {
-	mu      sync.Mutex
-	changed *sync.Cond
-	free    int
-	size    int
-	open    bool
-	seq     int
-	waiting map[*Ticket]bool
+	mu        sync.Mutex
+	changed   *sync.Cond
+	free      int
+	heavyFree int
+	size      int
+	open      bool
+	seq       int
+	waiting   map[*Ticket]bool
 }
 
 // Ticket is a test's place in the queue and, once granted, its slot.
 type Ticket struct {
 	p       *Pool
 	weight  int
+	heavy   bool
 	seq     int
 	granted bool
 }
 
-// New makes a pool of n slots, closed until Open.
+// New makes a pool of n slots, (n+1)/2 of them for heavy labs, closed
+// until Open.
 func New(n int) *Pool {
-	p := &Pool{free: n, size: n, waiting: map[*Ticket]bool{}}
+	p := &Pool{free: n, heavyFree: (n + 1) / 2, size: n, waiting: map[*Ticket]bool{}}
 	p.changed = sync.NewCond(&p.mu)
 	return p
 }
@@ -115,16 +121,18 @@ func Slots(env string, def int) (int, error) {
 func (p *Pool) Size() int { return p.size }
 
 // Join queues the test with its lab's weight (a heavier lab is granted
-// first; equal weights in the order they joined). The test's cleanup
-// gives the slot back, or leaves the queue: call Join before registering
-// the cleanup that takes the lab down (cleanups run last first), so that
-// the slot is free only once the lab is down.
-func (p *Pool) Join(t testing.TB, weight int) *Ticket {
+// first; equal weights in the order they joined) and whether the lab is
+// heavy (counted against the heavy labs' share too; while that is used up,
+// lighter labs behind a heavy one go first). The test's cleanup gives the
+// slot back, or leaves the queue: call Join before registering the cleanup
+// that takes the lab down (cleanups run last first), so that the slot is
+// free only once the lab is down.
+func (p *Pool) Join(t testing.TB, weight int, heavy bool) *Ticket {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq++
-	tk := &Ticket{p: p, weight: weight, seq: p.seq}
+	tk := &Ticket{p: p, weight: weight, heavy: heavy, seq: p.seq}
 	p.waiting[tk] = true
 	t.Cleanup(tk.done)
 	return tk
@@ -138,8 +146,9 @@ func (p *Pool) Open() {
 	p.changed.Broadcast()
 }
 
-// Wait blocks until the ticket holds a slot: the pool is open, a slot is
-// free and no waiting ticket comes before it.
+// Wait blocks until the ticket holds a slot: the pool is open, a slot (a
+// heavy one, for a heavy lab) is free and no waiting ticket that could
+// take it comes before it.
 func (tk *Ticket) Wait() {
 	p := tk.p
 	p.mu.Lock()
@@ -152,8 +161,11 @@ func (tk *Ticket) Wait() {
 // grant gives tk a slot if it is its turn, and reports whether tk holds
 // one. The caller holds p.mu.
 func (p *Pool) grant(tk *Ticket) bool {
-	if !tk.granted && p.open && p.free > 0 && p.first() == tk {
+	if !tk.granted && p.open && p.next() == tk {
 		p.free--
+		if tk.heavy {
+			p.heavyFree--
+		}
 		tk.granted = true
 		delete(p.waiting, tk)
 		p.changed.Broadcast()
@@ -161,10 +173,15 @@ func (p *Pool) grant(tk *Ticket) bool {
 	return tk.granted
 }
 
-// first is the waiting ticket to grant next. The caller holds p.mu.
-func (p *Pool) first() *Ticket {
+// next is the waiting ticket to grant next: of those a free slot fits,
+// the heaviest, then the first to join; nil if none fits. The caller
+// holds p.mu.
+func (p *Pool) next() *Ticket {
 	var best *Ticket
 	for tk := range p.waiting {
+		if p.free == 0 || (tk.heavy && p.heavyFree == 0) {
+			continue
+		}
 		if best == nil || tk.weight > best.weight || (tk.weight == best.weight && tk.seq < best.seq) {
 			best = tk
 		}
@@ -180,6 +197,9 @@ func (tk *Ticket) done() {
 	if tk.granted {
 		tk.granted = false
 		p.free++
+		if tk.heavy {
+			p.heavyFree++
+		}
 	}
 	delete(p.waiting, tk)
 	p.changed.Broadcast()
@@ -187,9 +207,9 @@ func (tk *Ticket) done() {
 
 // Acquire joins the queue, opens the pool and waits for a slot: for a
 // test that builds nothing shared before its lab.
-func (p *Pool) Acquire(t testing.TB, weight int) {
+func (p *Pool) Acquire(t testing.TB, weight int, heavy bool) {
 	t.Helper()
-	tk := p.Join(t, weight)
+	tk := p.Join(t, weight, heavy)
 	p.Open()
 	tk.Wait()
 }

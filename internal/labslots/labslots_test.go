@@ -68,7 +68,7 @@ func waitGranted(t *testing.T, what string, ch <-chan struct{}) {
 func TestSlotHeldUntilTheLabIsDown(t *testing.T) {
 	p := New(1)
 	first := &fakeTB{TB: t}
-	p.Acquire(first, 0)
+	p.Acquire(first, 0, false)
 	first.Cleanup(func() { // the lab's teardown
 		if p.free != 0 {
 			t.Error("the slot was given back before the lab was down")
@@ -77,7 +77,7 @@ func TestSlotHeldUntilTheLabIsDown(t *testing.T) {
 	acquired := make(chan struct{})
 	second := &fakeTB{TB: t}
 	go func() {
-		p.Acquire(second, 0)
+		p.Acquire(second, 0, false)
 		close(acquired)
 	}()
 	first.runCleanups()
@@ -97,7 +97,7 @@ func TestHeaviestFirst(t *testing.T) {
 	grants := make(chan int, len(weights))
 	for i, w := range weights {
 		tbs[i] = &fakeTB{TB: t}
-		tk := p.Join(tbs[i], w)
+		tk := p.Join(tbs[i], w, false)
 		go func() {
 			tk.Wait()
 			grants <- i
@@ -124,7 +124,7 @@ func TestHeaviestFirst(t *testing.T) {
 func TestClosedUntilOpen(t *testing.T) {
 	p := New(2)
 	tb := &fakeTB{TB: t}
-	tk := p.Join(tb, 0)
+	tk := p.Join(tb, 0, false)
 	p.mu.Lock()
 	before := p.grant(tk)
 	p.mu.Unlock()
@@ -146,8 +146,8 @@ func TestClosedUntilOpen(t *testing.T) {
 func TestLeaveTheQueue(t *testing.T) {
 	p := New(1)
 	failed, next := &fakeTB{TB: t}, &fakeTB{TB: t}
-	p.Join(failed, 5)
-	tk := p.Join(next, 0)
+	p.Join(failed, 5, false)
+	tk := p.Join(next, 0, false)
 	failed.runCleanups()
 	p.Open()
 	granted := make(chan struct{})
@@ -159,5 +159,45 @@ func TestLeaveTheQueue(t *testing.T) {
 	next.runCleanups()
 	if p.free != 1 {
 		t.Errorf("%d of 1 slots free after every test ended", p.free)
+	}
+}
+
+// TestHeavyShare: of 4 slots, 2 go to heavy labs; a light lab behind a
+// waiting heavy one takes a free slot the heavy one may not have, and the
+// heavy one goes first once a heavy slot is free.
+func TestHeavyShare(t *testing.T) {
+	p := New(4)
+	p.Open()
+	grant := func(tk *Ticket) bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.grant(tk)
+	}
+	heavy := make([]*fakeTB, 3)
+	tks := make([]*Ticket, 3)
+	for i := range heavy {
+		heavy[i] = &fakeTB{TB: t}
+		tks[i] = p.Join(heavy[i], 2, true)
+	}
+	light := &fakeTB{TB: t}
+	lightTk := p.Join(light, 0, false)
+	if !grant(tks[0]) || !grant(tks[1]) {
+		t.Fatal("the first two heavy labs got no slot of 4")
+	}
+	if grant(tks[2]) {
+		t.Error("a third heavy lab got a slot: the heavy share of 4 is 2")
+	}
+	if !grant(lightTk) {
+		t.Error("the light lab behind the waiting heavy one got none of the 2 free slots")
+	}
+	heavy[0].runCleanups()
+	if !grant(tks[2]) {
+		t.Error("the waiting heavy lab got no slot once a heavy one was down")
+	}
+	for _, tb := range append(heavy[1:], light) {
+		tb.runCleanups()
+	}
+	if p.free != 4 || p.heavyFree != 2 {
+		t.Errorf("after every test: %d free, %d heavy free; want 4 and 2", p.free, p.heavyFree)
 	}
 }
