@@ -4,8 +4,8 @@ package main
 
 import (
 	"os"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rayform/rayform/internal/labslots"
