@@ -68,9 +68,10 @@ var fastRay = []string{"-ray", "simnode"}
 //     ports and container names.
 //   - Independent cases, each from nothing (a long test whose subtests do
 //     not build on each other): give each subtest its own lab, so the
-//     cases run side by side. The test calls t.Parallel() itself first
-//     (else, as a sequential test, it would hold every other test back
-//     until its cases end), and each subtest calls startLab with its own
+//     cases run side by side. The test must call t.Parallel() itself
+//     first (else, as a sequential test, its cases would wait in the
+//     slot queue behind top-level lab tests that resume only after it
+//     ended: a deadlock), and each subtest calls startLab with its own
 //     base name (TestE2EInterruptedRunsConverge).
 //   - No lab (parsing, formatting, golden files): a plain test, which runs
 //     before the lab tests start.

@@ -109,7 +109,10 @@ func buildSimnode() (string, error) {
 // its addresses, registry and hub live in its own namespaces. A check
 // that needs the same lab as an existing test and can run after it is a
 // subtest of that test, sharing its lab; do not call t.Parallel yourself
-// in a test that calls upLab.
+// in a test that calls upLab. A test whose subtests call upLab (a lab per
+// case) must call t.Parallel itself first: the queue grants the heaviest
+// joined test first, and a sequential parent's subtests would wait behind
+// top-level tests that only resume once the parent ended.
 func upLab(t testing.TB, cfg Config) *Lab {
 	t.Helper()
 	requireLab(t, !cfg.NoDocker)

@@ -151,7 +151,10 @@ func TestSeedsRealRay(t *testing.T) {
 		t.Skip("RAYFORM_LAB_REAL_RAY=0")
 	}
 	// Each case starts its own Ray and serve, so each has its own lab and
-	// the three run side by side (most of their time is Ray starting).
+	// the three run side by side (most of their time is Ray starting). The
+	// test is parallel itself, as every test whose subtests take labs must
+	// be (see upLab).
+	t.Parallel()
 	seedLab := func(t *testing.T, n string) *Lab {
 		return upLab(t, Config{Name: testLabName("rfl-rseed" + n), RealRay: true, Timing: map[string]string{
 			"weight_load": "2s", "graph_capture": "1s", "c10d_timeout": "8s",
