@@ -20,7 +20,7 @@ check: ## gofmt, go vet, a short fuzz run, then the tests
 	$(MAKE) test
 
 fuzz: ## Short fuzz runs of the parsers
-	$(GO) test -run='^$$' -fuzz=FuzzLoadConfig -fuzztime=15s ./engine/config
+	$(GO) test -run='^$$' -fuzz=FuzzLoadConfig -fuzztime=15s ./resources/configtest
 	$(GO) test -run='^$$' -fuzz=FuzzQuoteRoundTrip -fuzztime=15s ./engine/transport/shell
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=10s ./engine/observe
 	$(GO) test -run='^$$' -fuzz=FuzzClassify -fuzztime=10s ./resources/diagnose

@@ -127,7 +127,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 	}
 	facts := &observe.Facts{Hosts: map[string]*observe.HostFacts{}, Errors: map[string]error{}, RoundTrips: map[string]int{}}
 	up := []string{"BROADCAST", "MULTICAST", "UP", "LOWER_UP"}
-	var rayNodes []observe.RayNode
+	var rayNodes []cluster.RayNode
 	for i, spec := range specs {
 		node := spec.Node
 		mgmt := netip.MustParseAddr(cfg.Nodes[node].Host)
@@ -151,7 +151,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 			Memory:       observe.Memory{TotalBytes: 2 << 40, AvailableBytes: 1 << 40},
 			Docker:       observe.Docker{Installed: true, Available: true, ClientVersion: "26.1.5", ServerVersion: "26.1.5"},
 			Images: []observe.Image{{Ref: spec.Image, Present: true, ID: "sha256:" + strings.Repeat("ab", 32),
-				RepoTags: []string{spec.Image}, Arch: "amd64", Ray: observe.RayPresent}},
+				RepoTags: []string{spec.Image}, Arch: "amd64"}},
 		}
 		for g := range 8 {
 			hf.GPUs.List = append(hf.GPUs.List, observe.GPU{Index: g, Name: "NVIDIA H100 80GB HBM3",
@@ -176,15 +176,15 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 				hf.RouteChecks = append(hf.RouteChecks, observe.RouteCheck{Peer: peer, Addr: addrs[peer], Dev: "ib0", Src: addrs[node]})
 			}
 		}
-		rayNodes = append(rayNodes, observe.RayNode{NodeID: fmt.Sprintf("%056x", i+1), NodeIP: spec.NodeIP, IsHead: i == 0,
+		rayNodes = append(rayNodes, cluster.RayNode{NodeID: fmt.Sprintf("%056x", i+1), NodeIP: spec.NodeIP, IsHead: i == 0,
 			State: "ALIVE", NodeName: spec.NodeIP, Resources: map[string]float64{"CPU": 224, "GPU": 8, "memory": 1.5e12}})
 		facts.Hosts[node] = hf
 		facts.RoundTrips[node] = 2
 	}
 	head := facts.Hosts[rc.Head]
-	setRayTable(head, benchDashPort, observe.RayNodeFacts{Source: "dashboard", List: rayNodes})
-	setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-		Models: []observe.Model{{ID: svSpec.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
+	setRayTable(head, benchDashPort, cluster.RayNodeFacts{Source: "dashboard", List: rayNodes})
+	setServeAnswer(head, benchServePort, serve.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
+		Models: []serve.Model{{ID: svSpec.ServedName, Root: sv.Model, MaxModelLen: sv.MaxModelLen, OwnedBy: "vllm"}}})
 	attrs := map[string]string{}
 	for k, v := range svSpec.Attrs {
 		attrs[k] = string(v)

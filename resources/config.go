@@ -69,20 +69,11 @@ func View(c *config.Config) *Config {
 	}
 	return &Config{
 		Config:      c,
-		Nodes:       blocksOf[Node](c, KindNode),
-		Networks:    blocksOf[Network](c, KindNetwork),
-		RayClusters: blocksOf[cluster.RayCluster](c, KindCluster),
-		Serves:      blocksOf[serve.VLLMServe](c, KindServe),
+		Nodes:       kind.BlocksOf[Node](c, KindNode),
+		Networks:    kind.BlocksOf[Network](c, KindNetwork),
+		RayClusters: kind.BlocksOf[cluster.RayCluster](c, KindCluster),
+		Serves:      kind.BlocksOf[serve.VLLMServe](c, KindServe),
 	}
-}
-
-// blocksOf returns the evaluated blocks of kind as their Go type T.
-func blocksOf[T any](c *config.Config, kind string) map[string]*T {
-	out := map[string]*T{}
-	for name, v := range c.Blocks(kind) {
-		out[name] = v.(*T)
-	}
-	return out
 }
 
 // Load is config.Load with the resource kinds registered (opts.Kinds is

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
@@ -25,7 +24,7 @@ import (
 // `ray list nodes` prints rows, and returns its error: nil when the table
 // is as declared. The fake head answers every other command (docker logs
 // for the diagnosis, docker inspect) with success and no output.
-func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []observe.RayNode) error {
+func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []cluster.RayNode) error {
 	t.Helper()
 	js, err := json.Marshal(rows)
 	if err != nil {
@@ -54,14 +53,14 @@ func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []observe.
 // and /v1/models check) for spec against a head whose vLLM answers as v,
 // what observe read there, and returns its error: nil when vLLM serves as
 // declared. A health check observe could not complete answers as refused.
-func VerifyServe(t *testing.T, spec serve.ServeSpec, v observe.VLLM) error {
+func VerifyServe(t *testing.T, spec serve.ServeSpec, v serve.VLLM) error {
 	t.Helper()
 	health := "000"
 	if v.Health.Status != 0 {
 		health = strconv.Itoa(v.Health.Status)
 	}
 	models, err := json.Marshal(struct {
-		Data []observe.Model `json:"data"`
+		Data []serve.Model `json:"data"`
 	}{v.Models})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,6 @@ var (
 )
 
 // serveAnswer is resources' reading of a serve's answers on port.
-func serveAnswer(hf *observe.HostFacts, port int) observe.VLLM {
+func serveAnswer(hf *observe.HostFacts, port int) serve.VLLM {
 	return serve.ServeAnswer(hf, port)
 }

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/clitables"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/clitables"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/serve"
 )
@@ -144,7 +144,7 @@ func flagsOf(argv []string) []string {
 
 // Every flag rayform puts on a `ray start` or `vllm serve` command line, and
 // every vLLM option it manages in extra_args, exists in the image's version
-// and in the newest one (the generated tables of engine/clitables).
+// and in the newest one (the generated tables of resources/clitables).
 func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 	ft := loadFlagTables(t)
 	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: "."})

@@ -25,6 +25,19 @@ func Kinds() []kind.Kind {
 	return []kind.Kind{node.Kind{}, network.Kind{}, cluster.Kind{}, serve.Kind{}, model.Kind{}}
 }
 
+// KindsWith returns the registered kinds that implement the optional
+// interface T (kind.WithObserve, kind.WithSteps, ...), in registration
+// order: how a kind's optional part is discovered.
+func KindsWith[T any]() []T {
+	var out []T
+	for _, k := range Kinds() {
+		if t, ok := k.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // Schemas returns the descriptors of the registered kinds (their schema
 // and checks): whatever loads a configuration passes them in
 // config.Options.Kinds.
@@ -60,13 +73,13 @@ func kindArgs(typ string) []config.Arg {
 	return nil
 }
 
-// TypesWith returns the block types of the registered kinds whose traits
-// satisfy has, in registration order (for messages: "a ray_cluster or
-// vllm_serve").
-func TypesWith(has func(kind.Traits) bool) []string {
+// TypesWith returns the block types of the registered kinds that satisfy
+// has (by their traits or the optional interfaces they implement), in
+// registration order (for messages: "a ray_cluster or vllm_serve").
+func TypesWith(has func(kind.Kind) bool) []string {
 	var out []string
 	for _, k := range Kinds() {
-		if has(k.Traits()) {
+		if has(k) {
 			out = append(out, k.Schema().Type)
 		}
 	}

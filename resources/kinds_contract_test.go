@@ -2,7 +2,6 @@ package resources_test
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -44,18 +43,30 @@ func TestKindRegistry(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		has  func(kind.Traits) bool
+		has  func(kind.Kind) bool
 		want []string
 	}{
-		{"replaceable", func(t kind.Traits) bool { return t.Replaceable }, []string{resources.KindCluster, resources.KindServe}},
-		{"logs", func(t kind.Traits) bool { return t.Logs }, []string{resources.KindCluster, resources.KindServe}},
+		{"replaceable", func(k kind.Kind) bool { return k.Traits().Replaceable }, []string{resources.KindCluster, resources.KindServe}},
+		{"logs", kind.HasLogs, []string{resources.KindCluster, resources.KindServe}},
 	} {
 		if got := resources.TypesWith(tt.has); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if _, err := resources.KindOf(resources.KindNode).Logs(kind.LogQuery{Address: "node.a"}); !errors.Is(err, kind.ErrNoLogs) {
-		t.Errorf("node logs: %v, want ErrNoLogs", err)
+	if _, err := resources.Logs(kind.LogQuery{Address: "node.a"}); err == nil || !strings.Contains(err.Error(), "logs takes a ray_cluster.NAME or vllm_serve.NAME address") {
+		t.Errorf("node logs: %v, want the addresses logs takes", err)
+	}
+	for name, got := range map[string]int{
+		"observe": len(resources.KindsWith[kind.WithObserve]()),
+		"steps":   len(resources.KindsWith[kind.WithSteps]()),
+		"prepare": len(resources.KindsWith[kind.WithPrepare]()),
+		"status":  len(resources.KindsWith[kind.WithStatus]()),
+		"locks":   len(resources.KindsWith[kind.WithLocks]()),
+	} {
+		want := map[string]int{"observe": 3, "steps": 2, "prepare": 2, "status": 3, "locks": 1}[name]
+		if got != want {
+			t.Errorf("%d kinds with %s, want %d", got, name, want)
+		}
 	}
 }
 
@@ -86,7 +97,7 @@ func TestKindLogs(t *testing.T) {
 	logs := func(addr, node, since string) ([]kind.LogCommand, error) {
 		q := q
 		q.Address, q.Node, q.Since = addr, node, since
-		return resources.KindAt(addr).Logs(q)
+		return resources.Logs(q)
 	}
 	rc := cfg.RayClusters["main"]
 	cmds, err := logs(rc.Addr, "", "10m")
@@ -161,7 +172,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 		ws := map[string]*resources.Work{"vllm_serve.q": serveWork(tt.serve), "ray_cluster.main": cluster(tt.clustr)}
 		steps := map[string][]apply.Step{"vllm_serve.q": tt.steps}
 		var got []kind.Ahead
-		for _, k := range resources.Kinds() {
+		for _, k := range resources.KindsWith[kind.WithAhead]() {
 			got = append(got, k.Ahead(env, ws, steps)...)
 		}
 		if len(got) != tt.want {

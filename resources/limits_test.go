@@ -89,7 +89,7 @@ variable "serve_value" {
 					{Address: "ray_cluster.spark", Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
 					{Address: "vllm_serve.qwen", Do: &serve.ServeWork{Spec: sv, Start: true}},
 				} {
-					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length"); err != nil {
+					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length", nil); err != nil {
 						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
 					}
 				}

@@ -69,7 +69,7 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 	// Both serves run and each port answers its own model: no change.
 	head := cc.facts.Hosts[rc.Head]
 	head.Records = map[string]observe.ProcessRecord{}
-	answers := map[string]observe.VLLM{}
+	answers := map[string]serve.VLLM{}
 	for _, name := range []string{"llama", "small"} {
 		sv := cfg.Serves[name]
 		spec, err := serve.ServeSpecFor(serve.View(cfg.Config), sv)
@@ -81,8 +81,8 @@ func TestTwoServesOnOneClusterConverge(t *testing.T) {
 			attrs[k] = string(v)
 		}
 		head.Records["serve-"+name] = observe.ProcessRecord{Found: true, Resource: sv.Addr, SpecHash: spec.Hash(), Attrs: attrs, Sensitive: spec.Sensitive, Alive: true}
-		answers[name] = observe.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
-			Models: []observe.Model{{ID: spec.ServedName, MaxModelLen: spec.MaxModelLen}}}
+		answers[name] = serve.VLLM{Observed: true, Health: observe.HTTPCheck{Status: 200}, ModelsCheck: observe.HTTPCheck{Status: 200},
+			Models: []serve.Model{{ID: spec.ServedName, MaxModelLen: spec.MaxModelLen}}}
 		setServeAnswer(head, sv.Port, answers[name])
 	}
 	in := resources.PlanInput{Config: cfg, Facts: cc.facts, Project: benchProject}

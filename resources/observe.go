@@ -29,7 +29,7 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 		spec.Hosts[name] = observe.HostSpec{Project: project}
 	}
 	o := &kind.Observation{Config: cfg.Config, State: st, Project: project, Spec: &spec, Status: status}
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithObserve]() {
 		k.Observe(o)
 	}
 	// Hosts of resources that left the configuration: look for their
@@ -55,6 +55,12 @@ func observeSpec(cfg *Config, st *state.State, project string, status bool) obse
 				o.SetHost(h.Node, hs)
 			}
 		}
+	}
+	// The containers' variables whose values the plan reads; every other
+	// value is redacted on the host.
+	for node, hs := range spec.Hosts {
+		hs.EnvKeys = kit.EnvKeys()
+		spec.Hosts[node] = hs
 	}
 	return spec
 }

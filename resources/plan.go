@@ -62,6 +62,7 @@ func Plan(in PlanInput) *Result {
 		k.Plan(p)
 	}
 	p.removed()
+	p.commandLimits()
 	p.outputs()
 	if in.RefreshOnly {
 		p.res.Work = map[string]*Work{}
@@ -218,10 +219,10 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		for u, r := range hf.HTTP {
 			// The status, not the body: vLLM's /v1/models carries the
 			// time of the request; the kinds say what else of it counts
-			// (Kind.Fingerprint).
+			// (kind.WithFingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
 		}
-		for _, k := range Kinds() {
+		for _, k := range KindsWith[kind.WithFingerprint]() {
 			parts = append(parts, k.Fingerprint(hf)...)
 		}
 		for k, sr := range hf.Records {

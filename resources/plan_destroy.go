@@ -103,7 +103,10 @@ func (p *planner) removed() {
 // holds are destroyed: a resource goes only after those in its
 // Work.DestroyAfter (a ray_cluster's containers after the vllm_serves that
 // ran on it have stopped). It is the one destroy order, of rayform destroy
-// (DestroyWork) and of the resources an apply removes.
+// (DestroyWork) and of the resources an apply removes. A resource the
+// apply starts on a host waits for the removals on that host: what they
+// hold (ports on the host's network, GPUs) is free when it starts (a
+// renamed ray_cluster's head takes its old ports).
 func OrderDestroy(g *dag.Graph, work map[string]*Work) {
 	for _, addr := range slices.Sorted(maps.Keys(work)) {
 		if !g.Has(addr) {
@@ -115,6 +118,27 @@ func OrderDestroy(g *dag.Graph, work map[string]*Work) {
 			}
 		}
 	}
+	for _, addr := range slices.Sorted(maps.Keys(work)) {
+		w := work[addr]
+		if !g.Has(addr) || w.Action == plan.Delete || w.Action == plan.NoOp {
+			continue
+		}
+		for _, gone := range slices.Sorted(maps.Keys(work)) {
+			if d := work[gone]; d.Action == plan.Delete && g.Has(gone) && sharesHost(w.Hosts, d.Hosts) {
+				g.Connect(addr, gone)
+			}
+		}
+	}
+}
+
+// sharesHost reports whether a and b name a node in common.
+func sharesHost(a, b []string) bool {
+	for _, h := range a {
+		if slices.Contains(b, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // destroyer plans the removal of resources, kind by kind (kind.Destroyer).
@@ -142,7 +166,7 @@ func (d *destroyer) plan() {
 		d.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
 	d.added = map[string]*Work{}
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithDestroy]() {
 		k.Destroy(d)
 	}
 }

@@ -313,7 +313,7 @@ func TestPlanModelPreflightNote(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
-	want := "the model is not in its Hugging Face cache yet (apply stages it before vLLM starts; the next plan checks it)"
+	want := "the model is not in its Hugging Face cache yet (apply stages it, then checks it before vLLM starts)"
 	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 		t.Errorf("notes %q lack %q", res.Notes, want)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 func updateGoldens() bool {
@@ -45,7 +47,7 @@ func planCases() []planCase {
 	serveOff := func(f *observe.Facts) {
 		head := f.Hosts[`gpu["h1"]`]
 		head.Records = nil
-		setServeAnswer(head, benchServePort, observe.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}})
+		setServeAnswer(head, benchServePort, serve.VLLM{Observed: true, Health: observe.HTTPCheck{Refused: true}, ModelsCheck: observe.HTTPCheck{Refused: true}})
 	}
 	return []planCase{
 		{name: "empty-cluster",
@@ -54,7 +56,7 @@ func planCases() []planCase {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				setRayTable(head, benchDashPort, cluster.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want:       []string{`# ray_cluster.main will be created`, `# vllm_serve.llama will be created`, "Plan: 2 to add, 0 to change, 0 to destroy."},
@@ -82,7 +84,7 @@ output "auth" {
 				for _, hf := range f.Hosts {
 					hf.Containers.List = nil
 				}
-				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				setRayTable(f.Hosts[`gpu["h1"]`], benchDashPort, cluster.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 			},
 			want: []string{`+ "AUTH"     = (sensitive value)`, `+ "DERIVED"  = (sensitive value)`, `+ "HF_TOKEN" = (sensitive value)`,
@@ -204,7 +206,7 @@ output "auth" {
 					hf.Containers.List = nil
 				}
 				head := f.Hosts[`gpu["h1"]`]
-				setRayTable(head, benchDashPort, observe.RayNodeFacts{Err: "connection refused"})
+				setRayTable(head, benchDashPort, cluster.RayNodeFacts{Err: "connection refused"})
 				serveOff(f)
 				head.Listening = observe.ListenFacts{List: []observe.Listener{
 					{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", PID: 4242},
@@ -294,6 +296,22 @@ output "auth" {
 			},
 			want:       []string{`Error: cannot observe gpu["h3"]`},
 			notWant:    []string{"has no route", "invalid IP"},
+			wantErrors: 1},
+		// Issue 33 item 5: 20 secret env values of 120 KB each, each within
+		// MAX_ARG_STRLEN, together beyond the host's ARG_MAX (a quarter of
+		// its 8 MiB stack): plan refuses the serve's restart, so apply never
+		// stops the serve that runs.
+		{name: "env-over-arg-max",
+			config: func(s string) string {
+				s = strings.Replace(s, "  max_model_len          = 32768\n", "  max_model_len          = 32768\n  env                    = { for i in range(20) : \"BIG_${i}\" => var.big }\n", 1)
+				return s + "\nvariable \"big\" {\n  type      = string\n  sensitive = true\n  default   = \"" + strings.Repeat("a", 120_000) + "\"\n}\n"
+			},
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				for _, hf := range f.Hosts {
+					hf.Exec = observe.Exec{PageSize: 4096, StackKiB: 8192, EnvBytes: 600, EnvCount: 10}
+				}
+			},
+			want:       []string{"vllm_serve.llama must be replaced", "A command of this resource is too long for its host", "where the host's kernel takes 2097152 (ARG_MAX"},
 			wantErrors: 1},
 	}
 }

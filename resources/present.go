@@ -67,7 +67,7 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 			p.Head = node
 			present[addr] = p
 		}}
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithPresence]() {
 		k.Present(pr)
 	}
 	return present, unknown

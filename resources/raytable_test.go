@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
@@ -17,26 +16,26 @@ import (
 func TestPlanAndVerifyJudgeRayTableAlike(t *testing.T) {
 	tests := []struct {
 		name  string
-		alter func(rows []observe.RayNode) []observe.RayNode
+		alter func(rows []cluster.RayNode) []cluster.RayNode
 		// want are the reasons both must give.
 		want []string
 		// action is what the plan does to the cluster.
 		action plan.Action
 	}{
-		{name: "as declared", alter: func(r []observe.RayNode) []observe.RayNode { return r }, action: plan.NoOp},
-		{name: "head GPUs missing", alter: func(r []observe.RayNode) []observe.RayNode {
+		{name: "as declared", alter: func(r []cluster.RayNode) []cluster.RayNode { return r }, action: plan.NoOp},
+		{name: "head GPUs missing", alter: func(r []cluster.RayNode) []cluster.RayNode {
 			r[0].Resources = map[string]float64{"CPU": 224}
 			return r
 		}, want: []string{`gpu["h1"] (192.168.0.10) has 0 GPUs in Ray, want 8`}, action: plan.Replace},
-		{name: "duplicate node", alter: func(r []observe.RayNode) []observe.RayNode {
+		{name: "duplicate node", alter: func(r []cluster.RayNode) []cluster.RayNode {
 			dup := r[1]
 			dup.NodeID = "another"
 			return append(r, dup)
 		}, want: []string{`gpu["h2"] (192.168.0.11) is ALIVE 2 times`}, action: plan.Update},
-		{name: "undeclared ALIVE node", alter: func(r []observe.RayNode) []observe.RayNode {
-			return append(r, observe.RayNode{NodeID: "stranger", NodeIP: "192.168.0.99", State: "ALIVE", Resources: map[string]float64{"GPU": 8}})
+		{name: "undeclared ALIVE node", alter: func(r []cluster.RayNode) []cluster.RayNode {
+			return append(r, cluster.RayNode{NodeID: "stranger", NodeIP: "192.168.0.99", State: "ALIVE", Resources: map[string]float64{"GPU": 8}})
 		}, want: []string{"192.168.0.99 is ALIVE as a worker but is no declared node's fabric address"}, action: plan.NoOp},
-		{name: "worker under the management IP", alter: func(r []observe.RayNode) []observe.RayNode {
+		{name: "worker under the management IP", alter: func(r []cluster.RayNode) []cluster.RayNode {
 			r[1].NodeIP = "10.1.230.11"
 			return r
 		}, want: []string{`gpu["h2"] (192.168.0.11) is not ALIVE in Ray's node table`, "10.1.230.11 is ALIVE as a worker but is no declared node's fabric address"},

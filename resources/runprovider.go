@@ -103,8 +103,8 @@ func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts
 	}
 	// The keys read now, even where none was (kind.Learner).
 	cfg.SetSecretKeys(f.SecretKeys)
-	// What the kinds' plans need from outside the hosts (kind.Kind.Lookup).
-	for _, k := range Kinds() {
+	// What the kinds' plans need from outside the hosts (kind.WithLookup).
+	for _, k := range KindsWith[kind.WithLookup]() {
 		k.Lookup(ctx, cfg.Config)
 	}
 	return cfgView{cfg}, diags
@@ -112,7 +112,7 @@ func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts
 
 func (Provider) CheckReplace(cfg run.Config, a string) error {
 	if k := KindAt(a); k == nil || !k.Traits().Replaceable || !cfg.Lang().Graph().Has(a) {
-		return fmt.Errorf("-replace %s: no such %s in the configuration", a, strings.Join(TypesWith(func(t kind.Traits) bool { return t.Replaceable }), " or "))
+		return fmt.Errorf("-replace %s: no such %s in the configuration", a, strings.Join(TypesWith(func(k kind.Kind) bool { return k.Traits().Replaceable }), " or "))
 	}
 	return nil
 }
@@ -126,14 +126,14 @@ func (p Provider) DestroyPlan(in run.PlanInput) (*run.Result, *dag.Graph) {
 	return wrapResult(res), g
 }
 
-// Starting are the resources every kind waits for (kind.Kind.Starting).
+// Starting are the resources every kind waits for (kind.WithAwait).
 func (p Provider) Starting(in run.PlanInput) []run.Work {
 	cfg := ConfigOf(in.Config)
 	if cfg == nil || in.Facts == nil {
 		return nil
 	}
 	var out []run.Work
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithAwait]() {
 		for _, w := range k.Starting(cfg.Config, in.Facts) {
 			out = append(out, work{w})
 		}
@@ -145,11 +145,11 @@ func (Provider) Fingerprints(facts *observe.Facts) map[string]string {
 	return HostFingerprints(facts)
 }
 
-// LockTargets are the locks of every kind's resources (kind.Kind.Locks).
+// LockTargets are the locks of every kind's resources (kind.WithLocks).
 func (Provider) LockTargets(c run.Config, st *state.State) []run.LockTarget {
 	cfg := ConfigOf(c)
 	var out []run.LockTarget
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithLocks]() {
 		for _, l := range k.Locks(cfg.Config, st) {
 			out = append(out, run.LockTarget{Resource: l.Resource, Key: l.Key, Host: l.Host, FromState: l.FromState})
 		}
@@ -198,7 +198,7 @@ func (Provider) CheckPrepare(obs *run.Observation, project string) error {
 	var errs []error
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		if w := obs.Result.Work[addr].(work).w; w.Action != plan.NoOp && w.Action != plan.Delete {
-			if err := kit.CheckCommandLimits(w, project); err != nil {
+			if err := kit.CheckCommandLimits(w, project, ExecLimits(obs.Facts)); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -230,7 +230,7 @@ func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) [
 
 // Walk gives each resource's steps (Steps, the prepare steps left out),
 // with the data-plane checks' ranks started as their containers start,
-// and the kinds' work ahead of the walk (kind.Kind.Ahead).
+// and the kinds' work ahead of the walk (kind.WithAhead).
 func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
 	ws := unwrapWork(obs.Result.Work)
 	checks := hostenv.NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
@@ -243,7 +243,7 @@ func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) r
 		out.Steps[addr] = Steps(e, w)
 	}
 	e := (&hostenv.StepEnv{Conns: env.Conns, Project: env.Project, Poll: p.Poll, Parallelism: env.Parallelism, Log: env.Log}).WithDefaults()
-	for _, k := range Kinds() {
+	for _, k := range KindsWith[kind.WithAhead]() {
 		for _, a := range k.Ahead(e, ws, out.Steps) {
 			out.Ahead = append(out.Ahead, run.Ahead{Node: a.Node, Before: a.Before,
 				Resource: &apply.Resource{Address: a.Address, Action: a.Action, Steps: a.Steps, Ahead: true}})
@@ -256,11 +256,11 @@ func (Provider) OrderDestroy(g *dag.Graph, ws map[string]run.Work) {
 	OrderDestroy(g, unwrapWork(ws))
 }
 
-// AwaitSteps are the steps of w's kind that wait for it (kind.Kind.AwaitSteps).
+// AwaitSteps are the steps of w's kind that wait for it (kind.WithAwait).
 func (p Provider) AwaitSteps(env run.Env, obs *run.Observation, rw run.Work) []apply.Step {
 	w := rw.(work).w
-	k := KindOf(w.Type)
-	if k == nil {
+	k, ok := KindOf(w.Type).(kind.WithAwait)
+	if !ok {
 		return nil
 	}
 	return k.AwaitSteps(p.stepEnv(env, obs, w).WithDefaults(), w)

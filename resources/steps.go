@@ -4,9 +4,11 @@ import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/kind"
 )
 
-// Steps returns the steps that carry out w, its kind's (kind.Kind.Steps):
+// Steps returns the steps that carry out w, its kind's (kind.WithSteps;
+// none for a kind without them, such as the model, staged by PrepareSteps):
 // for a ray_cluster, remove the
 // containers that must go (after re-checking their labels), make the image
 // present, check that it has Ray, start the head and see it ALIVE under its
@@ -23,12 +25,16 @@ func Steps(env *hostenv.StepEnv, w *Work) []apply.Step {
 	if k == nil || w.Do == nil {
 		return hostenv.Unsupported(w)
 	}
-	return k.Steps(env.WithDefaults(), w)
+	s, ok := k.(kind.WithSteps)
+	if !ok {
+		return nil
+	}
+	return s.Steps(env.WithDefaults(), w)
 }
 
 // PrepareSteps are the steps of w that prove, before anything is removed
 // or stopped, that what w creates can be created, and change nothing that
-// runs (kind.Kind.PrepareSteps): for a ray_cluster that starts containers,
+// runs (kind.WithPrepare): for a ray_cluster that starts containers,
 // the image on every node that starts one (pulled where missing, while the
 // old containers keep running) and Ray in it. Apply runs them for every
 // resource before its walk, whose Steps (with env.Prepared) then leave
@@ -37,8 +43,8 @@ func PrepareSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
 	if w == nil || w.Action == plan.NoOp {
 		return nil
 	}
-	k := KindOf(w.Type)
-	if k == nil || w.Do == nil {
+	k, ok := KindOf(w.Type).(kind.WithPrepare)
+	if !ok || w.Do == nil {
 		return nil
 	}
 	return k.PrepareSteps(env.WithDefaults(), w)

@@ -3,21 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
+	"io"
+	"net/netip"
 	"strings"
 
 	"github.com/rayform/rayform/resources"
-	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/serve"
 )
 
-// runCheck runs the data-plane check on running clusters.
-func runCheck(ctx context.Context, c *cli, args []string) int {
-	var opts runOptions
+// checkArgs are rayform check's arguments, parsed.
+type checkArgs struct {
+	run      runOptions
+	opts     resources.CheckOptions
+	clusters []string
+}
+
+// parseCheckArgs parses rayform check's arguments; ok false when parsing
+// ended the command (with code).
+func parseCheckArgs(c *cli, args []string) (a checkArgs, code int, ok bool) {
 	fs := newFlagSet(c, "check", "check [options] [CLUSTER...]\n\n"+
 		"  Run the data-plane check on running Ray clusters (all, or the named ones):\n"+
 		"  one torch process per node inside its Ray container, a c10d rendezvous on\n"+
@@ -25,30 +28,40 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		"  the address and interface each backend used, the rendezvous time and the\n"+
 		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.\n"+
 		"  Without CLUSTER, clusters with dataplane_check = false are left out.")
-	opts.register(fs)
-	timeout := fs.Duration("timeout", dataplane.DefaultTimeout, "bound on the rendezvous and on each collective")
-	size := fs.Float64("size-mb", dataplane.DefaultSizeMiB, "all_reduce buffer in `MiB`")
+	a.run.register(fs)
+	timeout := fs.Duration("timeout", resources.DefaultCheckTimeout, "bound on the rendezvous and on each collective")
+	size := fs.Float64("size-mb", resources.DefaultCheckSizeMiB, "all_reduce buffer in `MiB`")
 	backends := fs.String("backends", "auto", "`LIST` of gloo, nccl; auto = gloo, plus nccl where CUDA is available")
 	var env stringList
 	fs.Var(&env, "env", "add `NAME=VALUE` to the check's environment over the container's (try a setting, e.g. NCCL_IB_HCA, before pinning it; repeatable)")
 	if code, ok := parseFlags(fs, args); !ok {
-		return code
+		return a, code, false
 	}
-	o := dataplane.Options{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
+	a.opts = resources.CheckOptions{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			fmt.Fprintf(c.stderr, "Error: -env %q: want NAME=VALUE\n", kv)
-			return exitError
+			return a, exitError, false
 		}
-		o.Env[k] = v
+		a.opts.Env[k] = v
 	}
-	s, code := openSession(c, &opts)
+	a.clusters = fs.Args()
+	return a, exitOK, true
+}
+
+// runCheck runs the data-plane check on running clusters.
+func runCheck(ctx context.Context, c *cli, args []string) int {
+	a, code, ok := parseCheckArgs(c, args)
+	if !ok {
+		return code
+	}
+	s, code := openSession(c, &a.run)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	clusters, err := checkClusters(s.cfg, fs.Args())
+	clusters, err := resources.CheckClusters(s.cfg, a.clusters)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
@@ -58,56 +71,25 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	addrs, ifaces := cluster.FabricAddrs(cluster.View(obs.cfg.Config), obs.facts)
-	env0 := &hostenv.StepEnv{Conns: s.conns, Dataplane: o}
+	view := newCheckView(c.stdout, a.run.json)
+	checker := resources.NewChecker(s.conns, obs.cfg, obs.facts, obs.result, a.opts)
 	failed := false
-	var reports []checkJSON
 	for _, name := range clusters {
-		rc := obs.cfg.RayClusters[name]
-		nodes := serve.CheckNodes(serve.View(obs.cfg.Config), rc, addrs, ifaces)
-		if !nodes[0].Addr.IsValid() {
-			fmt.Fprintf(c.stderr, "Error: %s: the head %s has no observed fabric address (run rayform plan)\n", rc.Addr, rc.Head)
-			failed = true
-			continue
-		}
-		if !opts.json {
-			fmt.Fprintf(c.stdout, "%s: data-plane check on %d nodes, rendezvous on %s...\n", rc.Addr, len(nodes), nodes[0].Addr)
-		}
-		rep, err := hostenv.RunCheck(ctx, env0, nodes)
+		addr := obs.cfg.RayClusters[name].Addr
+		cc, err := checker.Check(ctx, name, func(nodes int, master netip.Addr) { view.Start(addr, nodes, master) })
 		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: %s: %v\n", rc.Addr, err)
+			fmt.Fprintf(c.stderr, "Error: %s: %v\n", addr, err)
 			failed = true
 			continue
 		}
-		dctx := resources.DiagnoseContext(obs.cfg, obs.facts, obs.result.Addrs, &resources.Work{Address: rc.Addr})
-		var cerr error
-		if !rep.OK() {
+		if cc.Failure != nil {
 			failed = true
-			cerr = serve.CheckError(rep, dctx, "the cluster's collectives would fail")
 		}
-		if opts.json {
-			reports = append(reports, toCheckJSON(rc.Addr, rep, cerr))
-			continue
-		}
-		fmt.Fprint(c.stdout, rep.Table())
-		for _, p := range rep.Problems() {
-			if p.Warning {
-				fmt.Fprintf(c.stdout, "Warning: %s\n", p.Text)
-			}
-		}
-		if cerr != nil {
-			fmt.Fprintf(c.stdout, "\nError: %s\n", cerr)
-		} else {
-			fmt.Fprintf(c.stdout, "%s: data plane ok (rendezvous port %d; %s)\n", rc.Addr, rep.Port, rep.Timing())
-		}
+		view.Report(cc)
 	}
-	if opts.json {
-		enc := json.NewEncoder(c.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
-			fmt.Fprintf(c.stderr, "Error: %v\n", err)
-			return exitError
-		}
+	if err := view.Done(); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
 	}
 	if failed {
 		return exitError
@@ -115,97 +97,61 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	return exitOK
 }
 
-// checkClusters returns the names of the clusters to check: the named
-// ones (NAME or ray_cluster.NAME), or every cluster with workers.
-func checkClusters(cfg *resources.Config, args []string) ([]string, error) {
-	var names []string
-	if len(args) == 0 {
-		off := 0
-		for name, rc := range cfg.RayClusters {
-			switch {
-			case len(rc.Workers) == 0:
-			case !rc.DataplaneCheck:
-				off++
-			default:
-				names = append(names, name)
-			}
-		}
-		sort.Strings(names)
-		if len(names) == 0 && off > 0 {
-			return nil, errors.New("every ray_cluster with workers has dataplane_check = false: name one (rayform check NAME) to run the check on it anyway")
-		}
-		if len(names) == 0 {
-			return nil, errors.New("no ray_cluster with workers in the configuration: the data-plane check needs two nodes or more")
-		}
-		return names, nil
-	}
-	for _, a := range args {
-		name := cluster.ClusterName(a)
-		if _, ok := cfg.RayClusters[name]; !ok {
-			return nil, fmt.Errorf("no ray_cluster %q in the configuration", name)
-		}
-		names = append(names, name)
-	}
-	return names, nil
+// checkView shows the data-plane check: for a person (checkText) or as
+// one JSON list of the clusters' reports (checkJSONView), chosen once per
+// command.
+type checkView interface {
+	// Start says a cluster's check begins.
+	Start(addr string, nodes int, master netip.Addr)
+	// Report shows a cluster's check.
+	Report(cc *resources.ClusterCheck)
+	// Done ends the output.
+	Done() error
 }
 
-// checkJSON is one cluster's report in check -json.
-type checkJSON struct {
-	Cluster   string              `json:"cluster"`
-	OK        bool                `json:"ok"`
-	Master    string              `json:"master"`
-	ElapsedS  float64             `json:"elapsed_s"`
-	Nodes     []checkNodeJSON     `json:"nodes"`
-	Problems  []dataplane.Problem `json:"problems"`
-	Error     string              `json:"error,omitempty"`
-	Diagnosis *diagnosisJSON      `json:"diagnosis,omitempty"`
-}
-
-// diagnosisJSON is a diagnose.Diagnosis in check -json.
-type diagnosisJSON struct {
-	Cause       string         `json:"cause"`
-	Title       string         `json:"title"`
-	Evidence    []evidenceJSON `json:"evidence"`
-	Explanation string         `json:"explanation"`
-	Fix         string         `json:"fix"`
-}
-
-type evidenceJSON struct {
-	Host   string `json:"host"`
-	Source string `json:"source"`
-	Line   string `json:"line"`
-	LineNo int    `json:"line_no"`
-}
-
-type checkNodeJSON struct {
-	Node   string            `json:"node"`
-	Addr   string            `json:"fabric_addr"`
-	Iface  string            `json:"fabric_iface"`
-	Result *dataplane.Result `json:"result"`
-	Error  string            `json:"error,omitempty"`
-}
-
-func toCheckJSON(addr string, rep *dataplane.Report, cerr error) checkJSON {
-	out := checkJSON{Cluster: addr, OK: cerr == nil, Master: fmt.Sprintf("%s:%d", rep.Master, rep.Port),
-		ElapsedS: rep.Elapsed.Seconds(), Problems: rep.Problems()}
-	if out.Problems == nil {
-		out.Problems = []dataplane.Problem{}
+func newCheckView(w io.Writer, json bool) checkView {
+	if json {
+		return &checkJSONView{w: w}
 	}
-	for _, n := range rep.Nodes {
-		nj := checkNodeJSON{Node: n.Node, Addr: n.Addr.String(), Iface: n.Iface, Result: n.Result}
-		if n.Err != nil {
-			nj.Error = n.Err.Error()
-		}
-		out.Nodes = append(out.Nodes, nj)
-	}
-	var de *hostenv.DiagnosedError
-	if errors.As(cerr, &de) {
-		out.Error = de.Err.Error()
-		d := de.Diagnosis
-		out.Diagnosis = &diagnosisJSON{Cause: string(d.Cause), Title: d.Title, Explanation: d.Explanation, Fix: d.Fix, Evidence: []evidenceJSON{}}
-		for _, e := range d.Evidence {
-			out.Diagnosis.Evidence = append(out.Diagnosis.Evidence, evidenceJSON{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
+	return checkText{w: w}
+}
+
+// checkText prints each cluster's table, warnings and verdict.
+type checkText struct{ w io.Writer }
+
+func (v checkText) Start(addr string, nodes int, master netip.Addr) {
+	fmt.Fprintf(v.w, "%s: data-plane check on %d nodes, rendezvous on %s...\n", addr, nodes, master)
+}
+
+func (v checkText) Report(cc *resources.ClusterCheck) {
+	rep := cc.Report
+	fmt.Fprint(v.w, rep.Table())
+	for _, p := range rep.Problems() {
+		if p.Warning {
+			fmt.Fprintf(v.w, "Warning: %s\n", p.Text)
 		}
 	}
-	return out
+	if cc.Failure != nil {
+		fmt.Fprintf(v.w, "\nError: %s\n", cc.Failure)
+	} else {
+		fmt.Fprintf(v.w, "%s: data plane ok (rendezvous port %d; %s)\n", cc.Address, rep.Port, rep.Timing())
+	}
+}
+
+func (checkText) Done() error { return nil }
+
+// checkJSONView collects the reports and prints them as one list.
+type checkJSONView struct {
+	w       io.Writer
+	reports []resources.CheckJSON
+}
+
+func (*checkJSONView) Start(string, int, netip.Addr) {}
+
+func (v *checkJSONView) Report(cc *resources.ClusterCheck) { v.reports = append(v.reports, cc.JSON()) }
+
+func (v *checkJSONView) Done() error {
+	enc := json.NewEncoder(v.w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v.reports)
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 
-	"github.com/rayform/rayform/resources/diagnose"
+	"github.com/rayform/rayform/resources"
 )
 
 // exitCause is diagnose's exit code when a known failure was found: the
@@ -15,22 +14,6 @@ import (
 // -detailed-exitcode's 2 means "succeeded, and something to act on").
 // 0 is a log with no known failure, 1 an input that could not be read.
 const exitCause = 2
-
-// diagnoseJSON is `rayform diagnose -json`: one object, fields always
-// present (empty arrays, not null).
-type diagnoseJSON struct {
-	// Inputs are the inputs read, in order ("-" is stdin).
-	Inputs []string `json:"inputs"`
-	// Known is false when no known failure pattern matched (cause "unknown").
-	Known       bool           `json:"known"`
-	Cause       string         `json:"cause"`
-	Title       string         `json:"title"`
-	Evidence    []evidenceJSON `json:"evidence"`
-	Explanation string         `json:"explanation"`
-	Fix         string         `json:"fix"`
-	// Also are the other causes whose lines were present (consequences).
-	Also []string `json:"also"`
-}
 
 // runDiagnose classifies logs given as files or on stdin, with no
 // configuration: a hand-run deployment's logs as well as rayform's.
@@ -52,13 +35,15 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	logs := make([]diagnose.Log, 0, len(paths))
+	logs := make([]resources.LogText, 0, len(paths))
 	stdinRead := false
 	for _, p := range paths {
+		// Each input is read as a stream into a bounded window
+		// (resources.ReadLog): a log of any size, or an endless stdin, is
+		// classified in bounded memory.
 		var (
-			text []byte
-			err  error
-			src  = p
+			l   resources.LogText
+			err error
 		)
 		if p == "-" {
 			if stdinRead {
@@ -66,35 +51,29 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 				return exitError
 			}
 			stdinRead = true
-			src = "stdin"
-			text, err = io.ReadAll(c.stdin)
+			l, err = resources.ReadLog(c.stdin, "stdin")
+			if err != nil {
+				err = fmt.Errorf("read stdin: %w", err)
+			}
 		} else {
-			text, err = os.ReadFile(p)
+			l, err = readLogFile(p)
 		}
 		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: read %s: %v\n", src, err)
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
 			return exitError
 		}
-		logs = append(logs, diagnose.Log{Source: src, Text: text})
+		logs = append(logs, l)
 	}
-	d := diagnose.Classify(diagnose.Input{Logs: logs})
+	d := resources.Diagnose(logs)
 	exit := exitOK
-	if d.Cause != diagnose.Unknown {
+	if d.Failure {
 		exit = exitCause
 	}
 	if *asJSON {
-		out := diagnoseJSON{Inputs: paths, Known: d.Cause != diagnose.Unknown, Cause: string(d.Cause), Title: d.Title,
-			Evidence: []evidenceJSON{}, Explanation: d.Explanation, Fix: d.Fix, Also: []string{}}
-		for _, e := range d.Evidence {
-			out.Evidence = append(out.Evidence, evidenceJSON{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
-		}
-		for _, a := range d.Also {
-			out.Also = append(out.Also, string(a))
-		}
 		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out); err != nil {
+		if err := enc.Encode(d.Report(paths)); err != nil {
 			fmt.Fprintf(c.stderr, "Error: %v\n", err)
 			return exitError
 		}
@@ -102,4 +81,18 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 	}
 	fmt.Fprint(c.stdout, d.Text())
 	return exit
+}
+
+// readLogFile reads the window of the log file at path.
+func readLogFile(path string) (resources.LogText, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	l, err := resources.ReadLog(f, path)
+	if err != nil {
+		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	return l, nil
 }

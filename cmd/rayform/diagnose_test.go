@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rayform/rayform/resources"
 )
 
 // TestDiagnoseCommand runs `rayform diagnose` on the real-log fixtures of
@@ -67,11 +69,11 @@ func TestDiagnoseCommand(t *testing.T) {
 			// The goldens hold paths relative to the repository.
 			out = strings.ReplaceAll(out, repoPath(t, "testdata/diagnose")+"/", "testdata/diagnose/")
 			if strings.Contains(tt.name, "json") {
-				var v diagnoseJSON
+				var v resources.DiagnosisReport
 				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 					t.Fatalf("not one JSON object: %v\n%s", err, r.stdout)
 				}
-				if v.Known != (tt.code == exitCause) || v.Evidence == nil || v.Also == nil || len(v.Inputs) != len(shown) {
+				if v.Failure != (tt.code == exitCause) || v.Evidence == nil || v.Also == nil || len(v.Inputs) != len(shown) {
 					t.Errorf("json = %+v", v)
 				}
 			}
@@ -121,5 +123,41 @@ func TestDiagnoseMasksSecretsAndControls(t *testing.T) {
 		if !strings.Contains(r.stdout, "HF_TOKEN=<redacted>") || !strings.Contains(r.stdout, "Bearer <redacted>") {
 			t.Errorf("%v: masked lines missing:\n%s", args, r.stdout)
 		}
+	}
+}
+
+// TestDiagnoseTextAndJSONAgree: the text and the -json rendering of one
+// diagnosis say the same thing (issue #33 item 6: -json said known: true,
+// cause engine-core-failed, where the text said "no known root cause"),
+// and the exit code follows the same judgment.
+func TestDiagnoseTextAndJSONAgree(t *testing.T) {
+	for _, name := range []string{"engine-core-failed", "unknown", "free-memory", "nccl-interface", "serve-killed", "ray-oom", "unknown-frames-only", "healthy-startup"} {
+		t.Run(name, func(t *testing.T) {
+			path := repoPath(t, filepath.Join("testdata/diagnose", name+".log"))
+			if _, err := os.Stat(path); err != nil {
+				t.Skip(err)
+			}
+			text := runRayform(t, "", "-no-color", "diagnose", path)
+			js := runRayform(t, "", "-no-color", "diagnose", "-json", path)
+			var v map[string]any
+			if err := json.Unmarshal([]byte(js.stdout), &v); err != nil {
+				t.Fatalf("json: %v\n%s", err, js.stdout)
+			}
+			first, _, _ := strings.Cut(text.stdout, "\n")
+			title, _ := v["title"].(string)
+			if first != "Cause: "+title {
+				t.Errorf("text's first line %q, json title %q", first, title)
+			}
+			known, _ := v["known"].(bool)
+			if saysUnknown := strings.Contains(text.stdout, "no known"); known == saysUnknown {
+				t.Errorf("json known = %v, text says %q", known, first)
+			}
+			if text.code != js.code {
+				t.Errorf("exit codes differ: text %d, json %d", text.code, js.code)
+			}
+			if failure, ok := v["failure"].(bool); ok && failure != (js.code == exitCause) {
+				t.Errorf("json failure = %v, exit %d", failure, js.code)
+			}
+		})
 	}
 }

@@ -420,7 +420,11 @@ model "m" {
 	tc("add", "dev", spark1.FabricIfname, "root", "tbf", "rate", "240mbit", "burst", "256kb", "latency", "400ms")
 	cmd, out := l.start("-chdir="+dir, "apply", "-var-file="+varFile, "-auto-approve")
 	receiving := regexp.MustCompile(`model\.m: spark2: [1-9][0-9.]* [kMG]B of `)
-	waitFor(t, "spark2 receiving over the fabric", 5*time.Minute, func() bool { return receiving.MatchString(out.String()) })
+	for deadline := time.Now().Add(5 * time.Minute); !receiving.MatchString(out.String()); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 5m0s waiting for spark2 receiving over the fabric; apply so far:\n%s", out.String())
+		}
+	}
 	labCmd("cut")
 	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {

@@ -115,8 +115,11 @@ func TestE2ESafety(t *testing.T) {
 		watch.stop(t)
 		mustCode(t, "apply of a mistyped image", r, exitError)
 		mustContain(t, "apply of a mistyped image", r.stdout+r.stderr,
-			"image hellohal2064/vllm-qwen3.5-gb100 does not exist: the registry mirror", "MANIFEST_UNKNOWN", "Nothing was changed")
-		for _, bad := range []string{"Cause: registry", "is unreachable", "Replacement complete", "Destroying", "stop vllm serve", "remove container"} {
+			"image hellohal2064/vllm-qwen3.5-gb100 does not exist: the registry mirror", "MANIFEST_UNKNOWN", "Nothing was changed",
+			// Issue 33 item 8: the fix names what the mirror has, not a
+			// command listing the tags of a repository that does not exist.
+			"has no repository hellohal2064/vllm-qwen3.5-gb100 at all (a typo in the name?)")
+		for _, bad := range []string{"Cause: registry", "is unreachable", "Replacement complete", "Destroying", "stop vllm serve", "remove container", "tags/list"} {
 			if strings.Contains(r.stdout+r.stderr, bad) {
 				t.Errorf("apply of a mistyped image printed %q\n%s", bad, r)
 			}

@@ -243,7 +243,7 @@ func clusterConfig(iface, image string, monitor bool, util float64) string {
 
 const seedImage = "hellohal2064/vllm-qwen3.5-gb10"
 
-var roundTripsRE = regexp.MustCompile(`Observed 2 hosts in \S+ \((\d+) SSH connections, at most (\d+) round trips per host\)`)
+var roundTripsRE = regexp.MustCompile(`Observed 2 hosts in \S+ \((\d+) SSH connections?, at most (\d+) round trips? per host\)`)
 
 // TestE2EPlanFindsTheSeedsMistakes plans against the seeds' topology with
 // the binding wrong in each of the ways the seeds went wrong, before

@@ -10,10 +10,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/rayform/rayform/engine/lab"
 )
@@ -388,13 +393,16 @@ func labExec(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitError
 	}
-	cmd, err := l.Command(ctx, rest[0], rest[1:]...)
+	// The command decides how it ends: a signal to lab exec is passed on
+	// to it, and lab exec waits (the command's context is never
+	// cancelled, which would kill it).
+	cmd, err := l.Command(context.WithoutCancel(ctx), rest[0], rest[1:]...)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
-	if err := cmd.Run(); err != nil {
+	if err := runForwardingSignals(c, cmd); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() > 0 {
 			return exit.ExitCode()
@@ -403,6 +411,50 @@ func labExec(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	return exitOK
+}
+
+// runForwardingSignals runs cmd in a process group of its own and passes
+// every SIGINT and SIGTERM lab exec receives to that group, then waits for
+// it. On a terminal the group is the terminal's foreground while it runs,
+// so Ctrl-C reaches the command once, from the terminal, and it can read
+// the terminal (an apply's confirmation); lab exec takes the terminal back
+// when it ends.
+func runForwardingSignals(c *cli, cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	tty, onTTY := c.stdin.(*os.File)
+	onTTY = onTTY && term.IsTerminal(int(tty.Fd()))
+	if onTTY {
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, int(tty.Fd())
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	// The CLI's own handler must not cancel anything: the command does.
+	c.setInterruptHandler(func() {})
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if onTTY {
+		defer reclaimTerminal(int(tty.Fd()))
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case s := <-sigs:
+			_ = syscall.Kill(-cmd.Process.Pid, s.(syscall.Signal))
+		}
+	}
+}
+
+// reclaimTerminal makes lab exec's process group the terminal's
+// foreground again (SIGTTOU ignored: lab exec is in the background then).
+func reclaimTerminal(fd int) {
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, syscall.Getpgrp())
 }
 
 func labEnv(_ context.Context, c *cli, args []string) int {

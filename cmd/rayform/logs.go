@@ -12,35 +12,54 @@ import (
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources"
-	"github.com/rayform/rayform/resources/kind"
 )
+
+// logsArgs are rayform logs' arguments, parsed.
+type logsArgs struct {
+	run    runOptions
+	addr   string
+	node   string
+	follow bool
+	tail   int
+	since  string
+}
+
+// parseLogsArgs parses rayform logs' arguments; ok false when parsing
+// ended the command (with code).
+func parseLogsArgs(c *cli, args []string) (a logsArgs, code int, ok bool) {
+	fs := newFlagSet(c, "logs", "logs [options] ADDRESS\n\n  Print the logs of ADDRESS, each line prefixed by its node: for a vllm_serve,\n  the vllm serve log on its head; for a ray_cluster, its containers' logs\n  (docker logs) on every node. -f follows them until Ctrl-C.")
+	a.run.register(fs)
+	fs.StringVar(&a.node, "node", "", "only the logs of node `NAME`")
+	fs.BoolVar(&a.follow, "f", false, "follow the logs as they grow, until interrupted")
+	fs.IntVar(&a.tail, "tail", 100, "print the last `N` lines of each log first (-1: all)")
+	fs.StringVar(&a.since, "since", "", "ray_cluster only: logs since `D`, a duration (10m) or a timestamp (2026-12-01T10:00:00Z), as docker logs --since takes")
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return a, code, false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(resources.LogAddresses(), "a "))
+		return a, exitError, false
+	}
+	a.addr = pos[0]
+	return a, exitOK, true
+}
 
 // runLogs prints (or follows) a resource's logs over the session's SSH
 // connections, each line prefixed by its node: a vllm_serve's log file on
 // its head, a ray_cluster's containers' logs (docker logs) on every node.
 func runLogs(ctx context.Context, c *cli, args []string) int {
-	var opts runOptions
-	fs := newFlagSet(c, "logs", "logs [options] ADDRESS\n\n  Print the logs of ADDRESS, each line prefixed by its node: for a vllm_serve,\n  the vllm serve log on its head; for a ray_cluster, its containers' logs\n  (docker logs) on every node. -f follows them until Ctrl-C.")
-	opts.register(fs)
-	node := fs.String("node", "", "only the logs of node `NAME`")
-	follow := fs.Bool("f", false, "follow the logs as they grow, until interrupted")
-	tail := fs.Int("tail", 100, "print the last `N` lines of each log first (-1: all)")
-	since := fs.String("since", "", "ray_cluster only: logs since `D`, a duration (10m) or a timestamp (2026-12-01T10:00:00Z), as docker logs --since takes")
-	pos, code, ok := parseInterspersed(fs, args)
+	a, code, ok := parseLogsArgs(c, args)
 	if !ok {
 		return code
 	}
-	if len(pos) != 1 {
-		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(logAddresses(), "a "))
-		return exitError
-	}
-	addr := pos[0]
-	s, code := openSession(c, &opts)
+	a.run.readOnly = true
+	s, code := openSession(c, &a.run)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	cmds, err := logCommands(s, addr, *node, *follow, *tail, *since)
+	cmds, err := resources.Logs(resources.LogQuery{Config: s.cfg.Config, Project: s.project, Address: a.addr, Node: a.node, Follow: a.follow, Tail: a.tail, Since: a.since})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
@@ -78,22 +97,6 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	return exitOK
-}
-
-// logCommands builds the commands for addr's logs: its kind's
-// (kind.Kind.Logs).
-func logCommands(s *session, addr, onlyNode string, follow bool, tail int, since string) ([]kind.LogCommand, error) {
-	k := resources.KindAt(addr)
-	if k == nil || !k.Traits().Logs {
-		return nil, fmt.Errorf("%s: logs takes %s address", addr, logAddresses())
-	}
-	return k.Logs(kind.LogQuery{Config: s.cfg.Config, Project: s.project, Address: addr, Node: onlyNode, Follow: follow, Tail: tail, Since: since})
-}
-
-// logAddresses names the addresses logs takes: "a ray_cluster.NAME or
-// vllm_serve.NAME".
-func logAddresses() string {
-	return "a " + strings.Join(resources.TypesWith(func(t kind.Traits) bool { return t.Logs }), ".NAME or ") + ".NAME"
 }
 
 // prefixWriter writes complete lines to w, each prefixed, under a mutex

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"sort"
 
@@ -48,12 +50,17 @@ func runOutput(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: -raw and -json cannot be combined")
 		return exitError
 	}
+	view := newOutputView(c, *asJSON, *raw)
 	outs, code := appliedOutputs(c, &vars, *stateFile)
 	if outs == nil {
 		return code
 	}
 	if name == "" {
-		return printAllOutputs(c, outs, *asJSON)
+		if err := view.All(outs); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
+		}
+		return exitOK
 	}
 	o, ok := outs[name]
 	if !ok {
@@ -73,34 +80,124 @@ func runOutput(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: output %q is not known: %s\n", name, unknownWhy())
 		return exitError
 	}
-	switch {
-	case *raw:
-		v := o.Value
-		switch {
-		case v.IsNull():
-			fmt.Fprintf(c.stderr, "Error: output %q is null\n", name)
-			return exitError
-		case v.Type() == cty.String:
-			fmt.Fprint(c.stdout, v.AsString())
-		case v.Type() == cty.Number:
-			fmt.Fprint(c.stdout, v.AsBigFloat().Text('f', -1))
-		case v.Type() == cty.Bool:
-			fmt.Fprint(c.stdout, v.True())
-		default:
-			fmt.Fprintf(c.stderr, "Error: Unsupported value for raw output\n\nThe -raw option only supports strings, numbers and bools; output %q is %s. Use -json instead.\n", name, v.Type().FriendlyName())
-			return exitError
-		}
-	case *asJSON:
-		b, err := ctyjson.Marshal(o.Value, o.Value.Type())
-		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: %v\n", err)
-			return exitError
-		}
-		fmt.Fprintf(c.stdout, "%s\n", b)
-	default:
-		fmt.Fprintln(c.stdout, plan.FormatValue(o.Value))
+	if err := view.One(name, o); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
 	}
 	return exitOK
+}
+
+// outputView shows the outputs: as HCL values for a person (outputText),
+// as Terraform's output -json document (outputJSON), or one value as is
+// for a script (outputRaw, -raw), chosen once per command.
+type outputView interface {
+	// All shows every output.
+	All(outs map[string]*config.Output) error
+	// One shows output name's value, known.
+	One(name string, o *config.Output) error
+}
+
+func newOutputView(c *cli, asJSON, raw bool) outputView {
+	switch {
+	case raw:
+		return outputRaw{w: c.stdout}
+	case asJSON:
+		return outputJSON{w: c.stdout}
+	}
+	return outputText{w: c.stdout}
+}
+
+// sortedNames are the outputs' names, sorted.
+func sortedNames(outs map[string]*config.Output) []string {
+	names := make([]string, 0, len(outs))
+	for n := range outs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// outputText prints NAME = VALUE lines, a sensitive value masked.
+type outputText struct{ w io.Writer }
+
+func (v outputText) All(outs map[string]*config.Output) error {
+	for _, n := range sortedNames(outs) {
+		o := outs[n]
+		switch {
+		case o.Sensitive:
+			fmt.Fprintf(v.w, "%s = <sensitive>\n", n)
+		default:
+			fmt.Fprintf(v.w, "%s = %s\n", n, plan.FormatValue(o.Value))
+		}
+	}
+	return nil
+}
+
+func (v outputText) One(_ string, o *config.Output) error {
+	fmt.Fprintln(v.w, plan.FormatValue(o.Value))
+	return nil
+}
+
+// outputJSON prints Terraform's output -json shapes.
+type outputJSON struct{ w io.Writer }
+
+func (v outputJSON) All(outs map[string]*config.Output) error {
+	doc := map[string]jsonOutput{}
+	for _, n := range sortedNames(outs) {
+		val := outs[n].Value
+		if !val.IsWhollyKnown() {
+			continue
+		}
+		ty, err := ctyjson.MarshalType(val.Type())
+		if err != nil {
+			return fmt.Errorf("output %q: %w", n, err)
+		}
+		js, err := ctyjson.Marshal(val, val.Type())
+		if err != nil {
+			return fmt.Errorf("output %q: %w", n, err)
+		}
+		doc[n] = jsonOutput{Sensitive: outs[n].Sensitive, Type: ty, Value: js}
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(v.w, "%s\n", b)
+	return nil
+}
+
+func (v outputJSON) One(_ string, o *config.Output) error {
+	b, err := ctyjson.Marshal(o.Value, o.Value.Type())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(v.w, "%s\n", b)
+	return nil
+}
+
+// outputRaw prints one value as is, without quotes (-raw needs a name:
+// All is never asked of it).
+type outputRaw struct{ w io.Writer }
+
+func (outputRaw) All(map[string]*config.Output) error {
+	return errors.New("-raw needs an output name: rayform output -raw NAME")
+}
+
+func (v outputRaw) One(name string, o *config.Output) error {
+	val := o.Value
+	switch {
+	case val.IsNull():
+		return fmt.Errorf("output %q is null", name)
+	case val.Type() == cty.String:
+		fmt.Fprint(v.w, val.AsString())
+	case val.Type() == cty.Number:
+		fmt.Fprint(v.w, val.AsBigFloat().Text('f', -1))
+	case val.Type() == cty.Bool:
+		fmt.Fprint(v.w, val.True())
+	default:
+		return fmt.Errorf("Unsupported value for raw output\n\nThe -raw option only supports strings, numbers and bools; output %q is %s. Use -json instead.", name, val.Type().FriendlyName())
+	}
+	return nil
 }
 
 func unknownWhy() string {
@@ -157,49 +254,4 @@ type jsonOutput struct {
 	Sensitive bool            `json:"sensitive"`
 	Type      json.RawMessage `json:"type"`
 	Value     json.RawMessage `json:"value"`
-}
-
-func printAllOutputs(c *cli, outs map[string]*config.Output, asJSON bool) int {
-	names := make([]string, 0, len(outs))
-	for n := range outs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if asJSON {
-		doc := map[string]jsonOutput{}
-		for _, n := range names {
-			v := outs[n].Value
-			if !v.IsWhollyKnown() {
-				continue
-			}
-			ty, err := ctyjson.MarshalType(v.Type())
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: output %q: %v\n", n, err)
-				return exitError
-			}
-			val, err := ctyjson.Marshal(v, v.Type())
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: output %q: %v\n", n, err)
-				return exitError
-			}
-			doc[n] = jsonOutput{Sensitive: outs[n].Sensitive, Type: ty, Value: val}
-		}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: %v\n", err)
-			return exitError
-		}
-		fmt.Fprintf(c.stdout, "%s\n", b)
-		return exitOK
-	}
-	for _, n := range names {
-		o := outs[n]
-		switch {
-		case o.Sensitive:
-			fmt.Fprintf(c.stdout, "%s = <sensitive>\n", n)
-		default:
-			fmt.Fprintf(c.stdout, "%s = %s\n", n, plan.FormatValue(o.Value))
-		}
-	}
-	return exitOK
 }

@@ -104,5 +104,10 @@ func costSummary(s *session, obs *run.Observation) string {
 			handshakes += c.Stats().Handshakes
 		}
 	}
-	return fmt.Sprintf("%d SSH connections, at most %d round trips per host", handshakes, maxRT)
+	return costText(handshakes, maxRT)
+}
+
+// costText is costSummary's sentence, its nouns in the number they take.
+func costText(handshakes, maxRT int) string {
+	return fmt.Sprintf("%d SSH %s, at most %d round %s per host", handshakes, plan.Plural(handshakes, "connection"), maxRT, plan.Plural(maxRT, "trip"))
 }

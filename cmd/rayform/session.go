@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -37,6 +36,10 @@ type runOptions struct {
 	noLock        bool
 	input         bool
 	lockTimeout   time.Duration
+	// readOnly loads the configuration as validate does, a variable
+	// without a value unknown: status and logs need no value they do not
+	// use (a secret they never send).
+	readOnly bool
 }
 
 // stringList is a repeatable string flag.
@@ -80,7 +83,11 @@ type session struct {
 // openSession loads the configuration and state and prepares (but does not
 // dial) the connections. Problems are printed; the int is the exit code.
 func openSession(c *cli, opts *runOptions) (*session, int) {
-	cfg, diags := loadConfig(c, &opts.vars)
+	load := loadConfig
+	if opts.readOnly {
+		load = loadConfigChecking
+	}
+	cfg, diags := load(c, &opts.vars)
 	if diags.HasErrors() {
 		writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		return nil, exitError
@@ -166,33 +173,10 @@ func projectFromDir(base string) string {
 }
 
 // prepareDialer builds the SSH dialer from the nodes (and the hosts the
-// state remembers), and a local runner for nodes whose host is "localhost".
+// state remembers), and a local runner for nodes whose host is "localhost"
+// (resources.SSHHosts).
 func (s *session) prepareDialer() error {
-	hosts := map[string]ssh.HostConfig{}
-	localNodes := map[string]bool{}
-	for name, n := range s.cfg.Nodes {
-		if n.Host == "localhost" && n.User == "" && n.Port == 0 && n.Bastion == "" {
-			localNodes[name] = true
-			continue
-		}
-		hc := ssh.HostConfig{HostName: n.Host, Port: n.Port, User: n.User}
-		if n.IdentityFile != "" {
-			hc.IdentityFiles = []string{expandHome(n.IdentityFile)}
-		}
-		if n.Bastion != "" {
-			hc.ProxyJump = n.Bastion
-		}
-		hosts[name] = hc
-	}
-	for _, addr := range s.st.Addresses() {
-		r, _ := s.st.Get(addr)
-		for _, h := range r.Hosts {
-			if _, ok := hosts[h.Node]; ok || localNodes[h.Node] {
-				continue
-			}
-			hosts[h.Node] = ssh.HostConfig{HostName: h.Host, Port: h.Port, User: h.User, ProxyJump: h.Bastion}
-		}
-	}
+	hosts, localNodes := resources.SSHHosts(s.cfg, s.st)
 	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.trustNewHosts, Logger: s.c.log.Named("ssh")}
 	if s.opts.sshConfig != "" {
 		opts.ConfigFile = s.opts.sshConfig
@@ -213,15 +197,6 @@ func (s *session) prepareDialer() error {
 		s.conns[name] = local.New(local.Options{Host: name, Logger: s.c.log.Named("local")})
 	}
 	return nil
-}
-
-func expandHome(p string) string {
-	if strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, p[2:])
-		}
-	}
-	return p
 }
 
 // close closes every connection.

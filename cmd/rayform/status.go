@@ -1,20 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
-	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // exitUnhealthy is status's exit code for a cluster that is not healthy.
@@ -38,29 +31,22 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintln(c.stderr, "Error: -watch refreshes a terminal; without one (or with -json), run status from a loop or cron")
 		return exitError
 	}
+	opts.readOnly = true
 	s, code := openSession(c, &opts)
 	if s == nil {
 		return code
 	}
 	defer s.close()
+	view := newStatusView(c.stdout, opts.json, *watch > 0)
 	for {
 		rep, err := s.status(ctx)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "Error: %v\n", err)
 			return exitError
 		}
-		if opts.json {
-			b, err := json.MarshalIndent(rep, "", "  ")
-			if err != nil {
-				fmt.Fprintf(c.stderr, "Error: %v\n", err)
-				return exitError
-			}
-			fmt.Fprintf(c.stdout, "%s\n", b)
-		} else {
-			if *watch > 0 {
-				fmt.Fprint(c.stdout, "\x1b[H\x1b[2J")
-			}
-			rep.render(c.stdout)
+		if err := view.Show(rep); err != nil {
+			fmt.Fprintf(c.stderr, "Error: %v\n", err)
+			return exitError
 		}
 		if *watch == 0 {
 			if !rep.Healthy {
@@ -76,206 +62,61 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 	}
 }
 
-// statusReport is status's document (-json prints it as is: project,
-// healthy, problems, nodes, then each kind's list under the key its
-// traits name, kind.Traits.Status).
-type statusReport struct {
-	Project  string       `json:"project"`
-	Healthy  bool         `json:"healthy"`
-	Problems []string     `json:"problems"`
-	Nodes    []statusNode `json:"nodes"`
-	// Kinds are each listed kind's resources, in registration order.
-	Kinds []statusKind `json:"-"`
-}
-
-// statusKind is one kind's list in the report.
-type statusKind struct {
-	Key   string
-	Items []kind.Status
-}
-
-// MarshalJSON writes the report's fields, then each kind's list of values
-// under its key.
-func (r *statusReport) MarshalJSON() ([]byte, error) {
-	type fixed statusReport
-	head, err := json.Marshal((*fixed)(r))
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	b.Write(head[:len(head)-1])
-	for _, k := range r.Kinds {
-		vals := make([]any, 0, len(k.Items))
-		for _, it := range k.Items {
-			vals = append(vals, it.Value)
-		}
-		key, _ := json.Marshal(k.Key)
-		v, err := json.Marshal(vals)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&b, ",%s:%s", key, v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-type statusNode struct {
-	Name                 string            `json:"name"`
-	Host                 string            `json:"host"`
-	Reachable            bool              `json:"reachable"`
-	Error                string            `json:"error,omitempty"`
-	GPUs                 []string          `json:"gpus"`
-	MemoryTotalBytes     uint64            `json:"memory_total_bytes,omitempty"`
-	MemoryAvailableBytes uint64            `json:"memory_available_bytes,omitempty"`
-	FabricAddress        string            `json:"fabric_address,omitempty"`
-	Containers           []statusContainer `json:"containers"`
-}
-
-type statusContainer struct {
-	Name     string `json:"name"`
-	Resource string `json:"resource,omitempty"`
-	Image    string `json:"image"`
-	State    string `json:"state"`
-	Status   string `json:"status,omitempty"`
-}
-
 // status observes the hosts once, with plan's probe plus what the kinds
 // show in status (kind.Observation.Status: each serve's /metrics and start
-// time), and builds the report.
-func (s *session) status(ctx context.Context) (*statusReport, error) {
+// time), and builds the report (resources.Status).
+func (s *session) status(ctx context.Context) (*resources.StatusReport, error) {
 	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	return buildStatus(s.project, obs), nil
+	return resources.Status(s.project, obs.cfg, obs.facts, obs.result), nil
 }
 
-// buildStatus is the report of one observation and its plan: every
-// judgment in it is the plan's (findings, drift, changes) or the kinds'
-// (kind.Kind.Status: Ray's node table, each serve's health on its own
-// port, JudgeServe), so status and plan never disagree about a fact.
-func buildStatus(project string, obs *observed) *statusReport {
-	cfg, facts, p := obs.cfg, obs.facts, obs.result.Plan
-	rep := &statusReport{Project: project, Problems: []string{}, Nodes: []statusNode{}}
-	for _, f := range p.Findings {
-		if f.Severity == plan.Error {
-			rep.Problems = append(rep.Problems, findingLine(f))
-		}
-	}
-	for _, d := range p.Drift {
-		rep.Problems = append(rep.Problems, fmt.Sprintf("%s: %s (on %s)", d.Address, d.Summary, d.Host))
-	}
-	for _, ch := range p.Changes {
-		if ch.Action != plan.NoOp {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("%s: apply would %s it: %s", ch.Address, ch.Action, changeReason(ch)))
-		}
-	}
-	names := make([]string, 0, len(cfg.Nodes))
-	for n := range cfg.Nodes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, obs))
-	}
-	q := kind.StatusQuery{Config: cfg.Config, Facts: facts, Plan: p, Project: project}
-	for _, k := range resources.Kinds() {
-		key := k.Traits().Status
-		if key == "" {
-			continue
-		}
-		sk := statusKind{Key: key, Items: k.Status(q)}
-		for _, it := range sk.Items {
-			rep.Problems = append(rep.Problems, it.Problems...)
-		}
-		rep.Kinds = append(rep.Kinds, sk)
-	}
-	rep.Problems = dedupe(rep.Problems)
-	rep.Healthy = len(rep.Problems) == 0
-	return rep
+// statusView shows status's report: for a person (statusText) or as JSON
+// (statusJSONView), chosen once per command.
+type statusView interface {
+	Show(rep *resources.StatusReport) error
 }
 
-// changeReason is why apply would change a resource: the plan's reasons,
-// else what the action itself says.
-func changeReason(ch plan.ResourceChange) string {
-	if len(ch.Reasons) > 0 {
-		return strings.Join(ch.Reasons, "; ")
+// newStatusView is the view -json chooses; watch clears the screen before
+// each text report.
+func newStatusView(w io.Writer, json, watch bool) statusView {
+	if json {
+		return statusJSONView{w: w}
 	}
-	on := ""
-	if len(ch.Hosts) > 0 {
-		on = " on " + strings.Join(ch.Hosts, ", ")
-	}
-	switch ch.Action {
-	case plan.Create:
-		return "it does not exist" + on
-	case plan.Delete:
-		return "it is no longer in the configuration"
-	}
-	var attrs []string
-	for _, a := range ch.Attrs {
-		if a.Changed() {
-			attrs = append(attrs, a.Name)
-		}
-	}
-	if len(attrs) > 0 {
-		return "its " + strings.Join(attrs, ", ") + " changed"
-	}
-	return "it differs from the configuration" + on
+	return statusText{w: w, watch: watch}
 }
 
-func findingLine(f plan.Finding) string {
-	where := f.Address
-	if f.Host != "" {
-		where += " on " + f.Host
+// statusJSONView prints the report as one indented JSON document.
+type statusJSONView struct{ w io.Writer }
+
+func (v statusJSONView) Show(rep *resources.StatusReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
 	}
-	return fmt.Sprintf("%s: %s", where, f.Summary)
+	_, err = fmt.Fprintf(v.w, "%s\n", b)
+	return err
 }
 
-func dedupe(ss []string) []string {
-	seen := map[string]bool{}
-	out := ss[:0]
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
+// statusText prints the report as text, on a cleared screen with watch.
+type statusText struct {
+	w     io.Writer
+	watch bool
 }
 
-func statusNodeOf(project string, n *resources.Node, facts *observe.Facts, obs *observed) statusNode {
-	sn := statusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []statusContainer{}}
-	if err, ok := facts.Errors[n.Name]; ok {
-		sn.Error = err.Error()
-		return sn
+func (v statusText) Show(r *resources.StatusReport) error {
+	if v.watch {
+		fmt.Fprint(v.w, "\x1b[H\x1b[2J")
 	}
-	hf := facts.Hosts[n.Name]
-	if hf == nil {
-		sn.Error = "not observed"
-		return sn
-	}
-	sn.Reachable = hf.Err == "" || hf.Complete
-	sn.Error = hf.Err
-	for _, g := range hf.GPUs.List {
-		sn.GPUs = append(sn.GPUs, g.Name)
-	}
-	sn.MemoryTotalBytes, sn.MemoryAvailableBytes = hf.Memory.TotalBytes, hf.Memory.AvailableBytes
-	if a, ok := obs.result.Addrs[n.Name]; ok && a.IsValid() {
-		sn.FabricAddress = a.String()
-	}
-	for _, c := range hf.Containers.List {
-		if c.Labels[cluster.LabelManaged] != "true" || c.Labels[cluster.LabelProject] != project {
-			continue
-		}
-		sn.Containers = append(sn.Containers, statusContainer{Name: c.Name, Resource: c.Labels[cluster.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
-	}
-	return sn
+	renderStatus(v.w, r)
+	return nil
 }
 
-// render prints the report as text.
-func (r *statusReport) render(w io.Writer) {
+// renderStatus prints the report as text.
+func renderStatus(w io.Writer, r *resources.StatusReport) {
 	verdict := "healthy"
 	if !r.Healthy {
 		verdict = fmt.Sprintf("NOT HEALTHY (%d problems)", len(r.Problems))

@@ -3,88 +3,78 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
-	"github.com/rayform/rayform/resources/cluster"
 )
 
-func runForceUnlock(ctx context.Context, c *cli, args []string) int {
-	var opts runOptions
+// unlockArgs are rayform force-unlock's arguments, parsed.
+type unlockArgs struct {
+	run   runOptions
+	force bool
+	// resource names the locked resource: its name or its address.
+	resource string
+}
+
+// parseUnlockArgs parses rayform force-unlock's arguments; ok false when
+// parsing ended the command (with code).
+func parseUnlockArgs(c *cli, args []string) (a unlockArgs, code int, ok bool) {
 	fs := newFlagSet(c, "force-unlock", "force-unlock [options] CLUSTER\n\n  Show who holds the lock of ray_cluster.CLUSTER on its head host and, after\n  confirmation, stop that holder so the lock is free. Only for a holder you know\n  is gone: a holder that vanished loses the lock by itself when its lease\n  expires.")
-	opts.register(fs)
-	force := fs.Bool("force", false, "do not ask for confirmation")
+	a.run.register(fs)
+	fs.BoolVar(&a.force, "force", false, "do not ask for confirmation")
 	if code, ok := parseFlags(fs, args); !ok {
-		return code
+		return a, code, false
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(c.stderr, "Error: force-unlock takes one argument, the ray_cluster's name")
-		return exitError
+		return a, exitError, false
 	}
-	name := cluster.ClusterName(fs.Arg(0))
-	s, code := openSession(c, &opts)
+	a.resource = fs.Arg(0)
+	return a, exitOK, true
+}
+
+func runForceUnlock(ctx context.Context, c *cli, args []string) int {
+	a, code, ok := parseUnlockArgs(c, args)
+	if !ok {
+		return code
+	}
+	s, code := openSession(c, &a.run)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	head := ""
-	if rc := s.cfg.RayClusters[name]; rc != nil {
-		head = rc.Head
-	} else if r, ok := s.st.Get(cluster.ClusterAddress(name)); ok && r.Head != "" {
-		head = r.Head
-	}
-	if head == "" {
-		fmt.Fprintf(c.stderr, "Error: no ray_cluster %q in the configuration\n", name)
-		return exitError
-	}
-	conn, ok := s.conns[head]
+	t, ok := s.run.FindLock(a.resource)
 	if !ok {
-		fmt.Fprintf(c.stderr, "Error: no SSH settings for host %s\n", head)
+		fmt.Fprintf(c.stderr, "Error: no %q with a lock in the configuration\n", a.resource)
 		return exitError
 	}
-	lockName := lock.Name(s.project, name)
-	err := lock.Inspect(ctx, conn, lockName)
-	var held *lock.HeldError
+	h, err := s.run.InspectLock(ctx, t)
 	switch {
-	case err == nil:
-		// The name earlier versions used is never broken: two deployments
-		// can share it ("hb-x" + "spark" and "hb" + "x-spark").
-		if lerr := lock.Inspect(ctx, conn, lock.LegacyName(s.project, name)); errors.As(lerr, &held) && held.Identity == "" {
-			fmt.Fprintf(c.stderr, "Error: ray_cluster.%s is not locked, but the lock name earlier rayform versions used for it is: the %v.\n\nforce-unlock does not break it: an earlier rayform that holds it does not say for which deployment, and that name can be another's (project %q and cluster %q joined by '-' can give the same name as others). A holder that vanished loses it %s after its last renewal.\n",
-				name, strings.TrimPrefix(held.Error(), "lock "), s.project, name, lock.DefaultLease)
-			return exitError
-		}
-		fmt.Fprintf(c.stdout, "ray_cluster.%s is not locked.\n", name)
-		return exitOK
-	case !errors.As(err, &held):
+	case err != nil:
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
+	case h.Legacy != nil:
+		fmt.Fprintf(c.stderr, "Error: %s is not locked, but the lock name earlier rayform versions used for it is: the %v.\n\nforce-unlock does not break it: an earlier rayform that holds it does not say for which deployment, and that name can be another's (project %q and cluster %q joined by '-' can give the same name as others). A holder that vanished loses it %s after its last renewal.\n",
+			t.Resource, strings.TrimPrefix(h.Legacy.Error(), "lock "), s.project, t.Key, lock.DefaultLease)
+		return exitError
+	case h.Held == nil:
+		fmt.Fprintf(c.stdout, "%s is not locked.\n", t.Resource)
+		return exitOK
 	}
-	fmt.Fprintf(c.stdout, "The %v.\n", strings.TrimPrefix(held.Error(), "lock "))
-	if !*force {
-		fmt.Fprintf(c.stdout, "\nDo you really want to force-unlock?\n  rayform will stop that holder and free the lock. If it is still working, two\n  rayform runs may then change ray_cluster.%s at once.\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: ", name)
+	fmt.Fprintf(c.stdout, "The %v.\n", strings.TrimPrefix(h.Held.Error(), "lock "))
+	if !a.force {
+		fmt.Fprintf(c.stdout, "\nDo you really want to force-unlock?\n  rayform will stop that holder and free the lock. If it is still working, two\n  rayform runs may then change %s at once.\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: ", t.Resource)
 		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
 		if strings.TrimSpace(line) != "yes" {
 			fmt.Fprintln(c.stderr, "\nforce-unlock cancelled.")
 			return exitError
 		}
 	}
-	if err := lock.Break(ctx, conn, lockName, held.PID); err != nil {
+	if err := s.run.BreakLock(ctx, h); err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	// The same run holds the lock under the name earlier versions used
-	// too: that one is broken only when its holder record names the same
-	// run (the client's pid is part of it).
-	var legacy *lock.HeldError
-	if lerr := lock.Inspect(ctx, conn, lock.LegacyName(s.project, name)); errors.As(lerr, &legacy) && legacy.Holder == held.Holder && legacy.Identity == lockName {
-		if err := lock.Break(ctx, conn, lock.LegacyName(s.project, name), legacy.PID); err != nil {
-			fmt.Fprintf(c.stderr, "Error: %v\n", err)
-			return exitError
-		}
-	}
-	fmt.Fprintf(c.stdout, "\nThe lock of ray_cluster.%s has been released. Other rayform commands may now take it.\n", name)
+	fmt.Fprintf(c.stdout, "\nThe lock of %s has been released. Other rayform commands may now take it.\n", t.Resource)
 	return exitOK
 }

@@ -98,31 +98,62 @@ func runValidate(_ context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: validate takes no arguments (got %q); use -chdir=DIR to validate another directory\n", strings.Join(fs.Args(), " "))
 		return exitError
 	}
+	view := newValidateView(c, *asJSON)
 	cfg, diags := loadConfigChecking(c, &vars)
-	if *asJSON {
-		b, err := json.MarshalIndent(validateJSON(cfg.Files, diags), "", "  ")
-		if err != nil {
-			fmt.Fprintf(c.stderr, "Error: encoding JSON: %v\n", err)
-			return exitError
-		}
-		fmt.Fprintf(c.stdout, "%s\n", b)
-	} else {
-		writeDiagnostics(c, c.stderr, cfg.Files, diags)
-		if !diags.HasErrors() {
-			msg := "Success! The configuration is valid."
-			if len(diags) > 0 {
-				msg = "Success! The configuration is valid, but there were some validation warnings as shown above."
-			}
-			if c.color {
-				msg = "\x1b[32m\x1b[1m" + msg + "\x1b[0m"
-			}
-			fmt.Fprintln(c.stdout, msg)
-		}
+	if err := view.Show(cfg.Files, diags); err != nil {
+		fmt.Fprintf(c.stderr, "Error: %v\n", err)
+		return exitError
 	}
 	if diags.HasErrors() {
 		return exitError
 	}
 	return exitOK
+}
+
+// validateView shows validate's result: the diagnostics and a verdict for
+// a person (validateText), or Terraform's validate -json document
+// (validateJSONView), chosen once per command.
+type validateView interface {
+	Show(files map[string]*hcl.File, diags hcl.Diagnostics) error
+}
+
+func newValidateView(c *cli, json bool) validateView {
+	if json {
+		return validateJSONView{c: c}
+	}
+	return validateText{c: c}
+}
+
+// validateText writes the diagnostics to stderr and, when valid, the
+// verdict to stdout.
+type validateText struct{ c *cli }
+
+func (v validateText) Show(files map[string]*hcl.File, diags hcl.Diagnostics) error {
+	c := v.c
+	writeDiagnostics(c, c.stderr, files, diags)
+	if !diags.HasErrors() {
+		msg := "Success! The configuration is valid."
+		if len(diags) > 0 {
+			msg = "Success! The configuration is valid, but there were some validation warnings as shown above."
+		}
+		if c.color {
+			msg = "\x1b[32m\x1b[1m" + msg + "\x1b[0m"
+		}
+		fmt.Fprintln(c.stdout, msg)
+	}
+	return nil
+}
+
+// validateJSONView prints the validate -json document.
+type validateJSONView struct{ c *cli }
+
+func (v validateJSONView) Show(files map[string]*hcl.File, diags hcl.Diagnostics) error {
+	b, err := json.MarshalIndent(validateJSON(files, diags), "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding JSON: %w", err)
+	}
+	fmt.Fprintf(v.c.stdout, "%s\n", b)
+	return nil
 }
 
 // Terraform's `validate -json` document.

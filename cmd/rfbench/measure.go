@@ -69,7 +69,7 @@ func measure(ctx context.Context, timeout time.Duration, argv ...string) (proc, 
 }
 
 // observedRE matches rayform's observation summary (plan and apply).
-var observedRE = regexp.MustCompile(`Observed (\d+) hosts in \S+ \((\d+) SSH connections, at most (\d+) round trips per host\)`)
+var observedRE = regexp.MustCompile(`Observed (\d+) hosts in \S+ \((\d+) SSH connections?, at most (\d+) round trips? per host\)`)
 
 // parseObserved reads hosts, connections and round trips per host from
 // rayform's "Observed N hosts in X (C SSH connections, at most R round

@@ -164,13 +164,15 @@ if ! flock -n 9; then
   fi
 fi
 record || exit 1
+forget() { r=$(cat "$f.holder" 2>/dev/null); [ "${r%% *}" = "$$" ] && rm -f "$f.holder"; }
+trap 'forget; exit 143' TERM
+trap 'forget; exit 130' INT HUP
 echo LOCKED
 while l=$(exec timeout "$lease" head -n 1 9>&- 2>/dev/null) && [ "$l" = R ]; do
   touch -c "$f.holder"
   echo OK
 done
-r=$(cat "$f.holder" 2>/dev/null)
-[ "${r%% *}" = "$$" ] && rm -f "$f.holder"
+forget
 `
 
 // Path returns the lock file of a lock name on the host, relative to the

@@ -267,3 +267,25 @@ func TestBreak(t *testing.T) {
 		t.Fatalf("Inspect after Break = %v, want free", err)
 	}
 }
+
+// TestCancelLeavesNoHolderRecord is issue 33 item 8: after Ctrl-C (the
+// holder's context cancelled, its command ended with SIGTERM) the holder
+// record stayed beside the free lock.
+func TestCancelLeavesNoHolderRecord(t *testing.T) {
+	conn, home := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	l, err := Acquire(ctx, conn, "p-cancel", Options{Holder: "ctrlc pid=5 rayform apply"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(home, Path("p-cancel")+".holder")
+	if _, err := os.Stat(record); err != nil {
+		t.Fatalf("no holder record while held: %v", err)
+	}
+	cancel()
+	l.Release()
+	if _, err := os.Stat(record); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(record)
+		t.Errorf("holder record left after the cancelled holder ended: %q (%v)", b, err)
+	}
+}

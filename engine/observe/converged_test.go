@@ -204,7 +204,7 @@ esac
 				t.Fatal(err)
 			}
 			spec := HostSpec{Project: "spark", Images: []string{"img:latest"}, Containers: []string{"rayform-main"},
-				SpecHashes: map[string]string{"rayform-main": "abc123"}}
+				SpecHashes: map[string]string{"rayform-main": "abc123"}, EnvKeys: testEnvKeys}
 			out := runLocal(t, ProbeScript(spec), dir+":/usr/bin:/bin")
 			f, err := Parse(out)
 			if err != nil {

@@ -21,8 +21,8 @@
 // names its snapshot). Their answers are keyed by the request (the URL, the
 // record's name, the path), so two requests of one kind never share an
 // answer. observe knows no resource kind: the kinds build the requests and
-// read the answers (resources/observe.go); observe offers parsers of the
-// wire formats they read (ParseRayNodes, ParseModels, ParseVLLM).
+// read and parse the answers (resources/observe.go; a node table in
+// resources/cluster, a server's models in resources/serve).
 // Parse turns that output into HostFacts; a section that failed on the host
 // carries an Err and never spoils the others. Observe probes all hosts in
 // parallel and, only where a peer's fabric address must first be learned from

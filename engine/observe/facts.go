@@ -66,7 +66,10 @@ type HostFacts struct {
 	// spec asked for none).
 	Listening ListenFacts `json:"listening,omitzero"`
 	Memory    Memory      `json:"memory"`
-	GPUs      GPUFacts    `json:"gpus"`
+	// Exec is what the kernel lets one command take in arguments and
+	// environment (execve's limits), less the session's own environment.
+	Exec Exec     `json:"exec"`
+	GPUs GPUFacts `json:"gpus"`
 	// UnifiedMemory is true when a GPU reports no dedicated memory ([N/A]
 	// on GB10): GPU and CPU share Memory, and Ray's memory monitor sees the
 	// model's weights as host memory.
@@ -215,6 +218,9 @@ type Listener struct {
 	// (another user's process, without root).
 	Process string `json:"process,omitempty"`
 	PID     int    `json:"pid,omitempty"`
+	// Container is the name of the listed container (HostSpec's project
+	// or names) the process runs in; empty for one outside them.
+	Container string `json:"container,omitempty"`
 }
 
 // On returns the listeners on port.
@@ -277,20 +283,6 @@ type Docker struct {
 	Err string `json:"err,omitempty"`
 }
 
-// RayPresence says whether an image contains Ray.
-type RayPresence string
-
-// Values of RayPresence. Observe never reports "absent": only running the
-// image proves that, and running a container is not read-only, so the
-// definitive `ray --version` check belongs to apply.
-const (
-	// RayUnknown: the image metadata shows no evidence either way (or the
-	// image is not present); apply checks before starting Ray.
-	RayUnknown RayPresence = "unknown"
-	// RayPresent: the image's config or build history names Ray.
-	RayPresent RayPresence = "present"
-)
-
 // Image is one image the spec asked about.
 type Image struct {
 	Ref      string   `json:"ref"`
@@ -298,10 +290,16 @@ type Image struct {
 	ID       string   `json:"id,omitempty"`
 	RepoTags []string `json:"repo_tags,omitempty"`
 	Arch     string   `json:"arch,omitempty"`
-	// Ray and RayEvidence: see RayPresence.
-	Ray         RayPresence `json:"ray"`
-	RayEvidence string      `json:"ray_evidence,omitempty"`
-	Err         string      `json:"err,omitempty"`
+	// Command is the image's entrypoint then command (its config), the
+	// values of secret flags redacted as in Container.Cmd; Installs are
+	// the package words its build steps install with pip, uv, conda or
+	// mamba ("ray[default]==2.53.0"), newest first, without flags and
+	// without words that hold a URL or a user (git+https://token@...):
+	// what a kind reads of an image's content without running it, which
+	// would not be read-only.
+	Command  []string `json:"command,omitempty"`
+	Installs []string `json:"installs,omitempty"`
+	Err      string   `json:"err,omitempty"`
 }
 
 // RedactedValue replaces the value of every container environment variable
@@ -370,46 +368,6 @@ func (f ContainerFacts) ByName(name string) (Container, bool) {
 	return Container{}, false
 }
 
-// RayNode is one row of Ray's node table (`ray list nodes`, /api/v0/nodes).
-type RayNode struct {
-	NodeID       string `json:"node_id"`
-	NodeIP       string `json:"node_ip"`
-	IsHead       bool   `json:"is_head_node"`
-	State        string `json:"state"` // ALIVE or DEAD
-	StateMessage string `json:"state_message,omitempty"`
-	NodeName     string `json:"node_name,omitempty"`
-	// Resources are resources_total; humanized memory strings such as
-	// "34.758 GiB" are converted to bytes.
-	Resources map[string]float64 `json:"resources_total,omitempty"`
-	Labels    map[string]string  `json:"labels,omitempty"`
-}
-
-// GPUs is the node's total GPU resource.
-func (n RayNode) GPUs() float64 { return n.Resources["GPU"] }
-
-// RayNodeFacts is Ray's node table as seen from the head.
-type RayNodeFacts struct {
-	// Source is "dashboard" (/api/v0/nodes) or "cli" (ray list nodes);
-	// empty when not observed.
-	Source string    `json:"source,omitempty"`
-	List   []RayNode `json:"list,omitempty"`
-	// Partial is true when the dashboard said the list is truncated or had
-	// a partial failure: do not treat it as the whole cluster.
-	Partial bool   `json:"partial,omitempty"`
-	Err     string `json:"err,omitempty"`
-}
-
-// Alive returns the ALIVE nodes.
-func (f RayNodeFacts) Alive() []RayNode {
-	var out []RayNode
-	for _, n := range f.List {
-		if n.State == "ALIVE" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // HTTPCheck is the answer of one local HTTP endpoint.
 type HTTPCheck struct {
 	// Status is the HTTP status, 0 when no response came.
@@ -426,24 +384,6 @@ type HTTPCheck struct {
 	// is not the probe's Owner: the request was not sent.
 	HeldBy string `json:"held_by,omitempty"`
 	Err    string `json:"err,omitempty"`
-}
-
-// Model is one entry of vLLM's /v1/models.
-type Model struct {
-	ID          string `json:"id"`
-	Root        string `json:"root,omitempty"`
-	MaxModelLen int    `json:"max_model_len,omitempty"`
-	OwnedBy     string `json:"owned_by,omitempty"`
-}
-
-// VLLM is what a vLLM server's port answered (see ParseVLLM).
-type VLLM struct {
-	// Observed is false when its port was not probed.
-	Observed bool      `json:"observed"`
-	Health   HTTPCheck `json:"health"`
-	Models   []Model   `json:"models,omitempty"`
-	// ModelsCheck is the HTTP outcome of /v1/models.
-	ModelsCheck HTTPCheck `json:"models_check"`
 }
 
 // RouteCheck is the kernel's route to one peer fabric address.
@@ -496,15 +436,4 @@ type ProcessRecord struct {
 	Sensitive []string `json:"sensitive,omitempty"`
 	Alive     bool     `json:"alive"`
 	Err       string   `json:"err,omitempty"`
-}
-
-// ParseVLLM reads a vLLM server's answers to GET /health and /v1/models
-// (HostFacts.HTTP of their URLs; ok false when they were not probed).
-func ParseVLLM(health, models HTTPResult, ok bool) VLLM {
-	if !ok {
-		return VLLM{}
-	}
-	v := VLLM{Observed: true, Health: health.HTTPCheck}
-	v.ModelsCheck, v.Models = ParseModels(models)
-	return v
 }

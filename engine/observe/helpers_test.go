@@ -176,17 +176,23 @@ func headProbes(container string, dashPort, servePort int) []HTTPProbe {
 	}
 }
 
-// rayOf and vllmOf read the head's answers (of the one dashboard and the
-// one vLLM a test probes, whatever their ports).
-func rayOf(f *HostFacts) RayNodeFacts {
-	r, ok := answerAt(f, "/api/v0/nodes?limit=1000")
-	return ParseRayNodes(r, ok)
+// tableOf, healthOf and modelsOf read the head's answers (of the one node
+// table, /health and /v1/models a test probes, whatever their ports); the
+// kinds that asked for them parse their bodies (resources/cluster,
+// resources/serve).
+func tableOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/api/v0/nodes?limit=1000")
+	return r
 }
 
-func vllmOf(f *HostFacts) VLLM {
-	h, ok := answerAt(f, "/health")
-	m, _ := answerAt(f, "/v1/models")
-	return ParseVLLM(h, m, ok)
+func healthOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/health")
+	return r
+}
+
+func modelsOf(f *HostFacts) HTTPResult {
+	r, _ := answerAt(f, "/v1/models")
+	return r
 }
 
 func answerAt(f *HostFacts, path string) (HTTPResult, bool) {
@@ -196,4 +202,26 @@ func answerAt(f *HostFacts, path string) (HTTPResult, bool) {
 		}
 	}
 	return HTTPResult{}, false
+}
+
+// testEnvKeys is the allow-list the tests' specs keep the values of, as
+// the kinds name theirs (resources/kit.EnvKeys).
+var testEnvKeys = []string{
+	"GLOO_SOCKET_IFNAME",
+	"MASTER_ADDR",
+	"MASTER_PORT",
+	"NCCL_DEBUG",
+	"NCCL_IB_DISABLE",
+	"NCCL_IB_GID_INDEX",
+	"NCCL_IB_HCA",
+	"NCCL_SOCKET_IFNAME",
+	"OMPI_MCA_btl_tcp_if_include",
+	"RAY_ADDRESS",
+	"RAY_memory_monitor_refresh_ms",
+	"RAY_memory_usage_threshold",
+	"TP_SOCKET_IFNAME",
+	"UCX_NET_DEVICES",
+	"VLLM_CONFIG_ROOT",
+	"VLLM_HOST_IP",
+	"VLLM_PORT",
 }

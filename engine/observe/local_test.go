@@ -79,6 +79,7 @@ func localSpec(t *testing.T) HostSpec {
 		Project:    "rfo-" + pid,
 		Images:     []string{"rfo-" + pid + "/absent:1"},
 		Containers: []string{"rfo-" + pid + "-head"},
+		EnvKeys:    testEnvKeys,
 		HTTP:       headProbes("rfo-"+pid+"-head", port, port),
 		Peers: []Peer{
 			{Host: "open", Addr: netip.MustParseAddr("127.0.0.1"), Port: port},
@@ -93,7 +94,7 @@ func TestProbeRunsHere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the probe on this machine")
 	}
-	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname"}
+	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname", "getconf", "env"}
 	tests := []struct {
 		name  string
 		tools []string
@@ -122,6 +123,7 @@ func TestProbeRunsHere(t *testing.T) {
 
 func checkHostFacts(t *testing.T, f *HostFacts, dir string, spec HostSpec) {
 	t.Helper()
+	checkExecFacts(t, f.Exec, dir)
 	if host, _ := os.Hostname(); f.Hostname != host {
 		t.Errorf("hostname %q, want %q", f.Hostname, host)
 	}
@@ -214,17 +216,17 @@ func checkHostFacts(t *testing.T, f *HostFacts, dir string, spec HostSpec) {
 
 	// Head endpoints on loopback.
 	if has(dir, "curl") || has(dir, "wget") {
-		if vllmOf(f).Health.Status != 200 || vllmOf(f).Health.Err != "" {
-			t.Errorf("vLLM health %+v", vllmOf(f).Health)
+		if h := healthOf(f); h.Status != 200 || h.Err != "" {
+			t.Errorf("health %+v", h)
 		}
-		if len(vllmOf(f).Models) != 1 || vllmOf(f).Models[0].MaxModelLen != 32768 {
-			t.Errorf("vLLM models %+v (%+v)", vllmOf(f).Models, vllmOf(f).ModelsCheck)
+		if m := modelsOf(f); m.Status != 200 || !strings.Contains(m.Body, `"max_model_len":32768`) {
+			t.Errorf("models %+v", m)
 		}
-		if rayOf(f).Source != "dashboard" || len(rayOf(f).Alive()) != 2 || rayOf(f).Err != "" {
-			t.Errorf("Ray nodes %+v", rayOf(f))
+		if r := tableOf(f); r.Status != 200 || r.Err != "" || r.Via == "exec" {
+			t.Errorf("node table %+v", r)
 		}
-	} else if vllmOf(f).Health.Err != "neither curl nor wget is installed" || rayOf(f).Err == "" {
-		t.Errorf("without an HTTP client: vLLM %+v, Ray %+v", vllmOf(f), rayOf(f))
+	} else if healthOf(f).Err != "neither curl nor wget is installed" || tableOf(f).Status == 200 {
+		t.Errorf("without an HTTP client: health %+v, node table %+v", healthOf(f), tableOf(f))
 	}
 }
 
@@ -283,8 +285,8 @@ func TestProbeReadsStdinSafely(t *testing.T) {
 	if err != nil || !f.Complete {
 		t.Fatalf("probe fed on stdin did not finish: %v\n%s", err, out)
 	}
-	if _, err := exec.LookPath("curl"); err == nil && !vllmOf(f).Health.Refused {
-		t.Errorf("nothing listens on the serve port, want refused: %+v", vllmOf(f).Health)
+	if _, err := exec.LookPath("curl"); err == nil && !healthOf(f).Refused {
+		t.Errorf("nothing listens on the serve port, want refused: %+v", healthOf(f))
 	}
 }
 

@@ -220,7 +220,7 @@ func benchOutput(b testing.TB) []byte {
 		sec("docker.image ref="+ref, renderTemplate(b, imageFormat, "docker-image-inspect.json"), "", 0).
 		sec("docker.history ref="+ref, fixture(b, "docker-history.jsonl"), "", 0).
 		sec("docker.containers "+envAttr, fixture(b, "docker-ps-head.jsonl")+marker+" part inspect\n"+
-			renderTemplate(b, containerTemplate(DefaultEnvKeys()), "docker-inspect-head.json"), "", 0).
+			renderTemplate(b, containerTemplate(testEnvKeys), "docker-inspect-head.json"), "", 0).
 		done()
 	d := strings.TrimSuffix(strings.TrimPrefix(string(docker), marker+" probe 1\n"), marker+" done\n")
 	return []byte(o[:i] + d + o[j:])

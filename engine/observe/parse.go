@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"encoding/json"
 	"strings"
 )
 
@@ -18,6 +17,7 @@ func Parse(output []byte) (*HostFacts, error) {
 	}
 	f := &HostFacts{Complete: done}
 	seen := map[string]bool{}
+	var owners map[int]string
 	for i := range secs {
 		s := &secs[i]
 		seen[s.name] = true
@@ -43,8 +43,12 @@ func Parse(output []byte) (*HostFacts, error) {
 			f.RDMA = parseRDMA(s)
 		case secMem:
 			f.Memory = parseMeminfo(s)
+		case secExec:
+			f.Exec = parseExec(s)
 		case secListen:
 			f.Listening = parseListen(s)
+		case secListenOwner:
+			owners = parseListenOwners(s)
 		case secGPU:
 			f.GPUs, f.UnifiedMemory = parseGPUs(s)
 		case secDocker:
@@ -70,14 +74,17 @@ func Parse(output []byte) (*HostFacts, error) {
 				f.Files = map[string]FileFacts{}
 			}
 			f.Files[s.attr("path")] = parseFile(s)
-		case secTree, secFree:
+		case secTree, secIDs, secFree:
 			if f.Trees == nil {
 				f.Trees = map[string]TreeFacts{}
 			}
 			t := f.Trees[s.attr("path")]
-			if s.name == secTree {
+			switch s.name {
+			case secTree:
 				parseTree(&t, s)
-			} else {
+			case secIDs:
+				parseIDs(&t, s)
+			default:
 				parseFree(&t, s)
 			}
 			f.Trees[s.attr("path")] = t
@@ -97,6 +104,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			}
 		}
 	}
+	setListenOwners(f, owners)
 	// docker ps answers for the daemon when the probe lists containers.
 	if !seen[secDocker] && seen[secContainers] {
 		f.Docker = dockerFromContainers(secs)
@@ -111,6 +119,7 @@ func Parse(output []byte) (*HostFacts, error) {
 			secDefault: &f.DefaultRoute.Err,
 			secRDMA:    &f.RDMA.Err,
 			secMem:     &f.Memory.Err,
+			secExec:    &f.Exec.Err,
 			secGPU:     &f.GPUs.Err,
 			secDocker:  &f.Docker.Err,
 		} {
@@ -223,18 +232,4 @@ type psJSON struct {
 	Labels string `json:"Labels"`
 	State  string `json:"State"`
 	Status string `json:"Status"`
-}
-
-// rayNodeJSON is one row of Ray's node state (`ray list nodes`,
-// /api/v0/nodes). resources_total values are floats, or strings like
-// "34.758 GiB" for memory once Ray humanizes them.
-type rayNodeJSON struct {
-	NodeID       string                     `json:"node_id"`
-	NodeIP       string                     `json:"node_ip"`
-	IsHead       bool                       `json:"is_head_node"`
-	State        string                     `json:"state"`
-	StateMessage *string                    `json:"state_message"`
-	NodeName     string                     `json:"node_name"`
-	Resources    map[string]json.RawMessage `json:"resources_total"`
-	Labels       map[string]string          `json:"labels"`
 }

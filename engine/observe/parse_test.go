@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,7 +67,7 @@ func TestParseFixtures(t *testing.T) {
 				if !f.Docker.Available || f.Docker.ServerVersion != "28.2.2" {
 					t.Errorf("docker %+v", f.Docker)
 				}
-				if img := f.Images[0]; !img.Present || img.Ray != RayPresent || !strings.Contains(img.RayEvidence, "ray[default]==2.53.0") {
+				if img := f.Images[0]; !img.Present || !slices.Contains(img.Installs, "ray[default]==2.53.0") {
 					t.Errorf("image %+v", img)
 				}
 				head, ok := f.Containers.ByName("rayform-ray-head")
@@ -81,12 +82,11 @@ func TestParseFixtures(t *testing.T) {
 				if serve.Running || serve.ExitCode != 1 || serve.FinishedAt.IsZero() || serve.Env["VLLM_API_KEY"] != RedactedValue {
 					t.Errorf("serve container %+v", serve)
 				}
-				if r := rayOf(f); r.Source != "dashboard" || len(r.Alive()) != 2 || !r.List[0].IsHead ||
-					r.List[0].NodeIP != "192.168.200.12" || r.List[0].GPUs() != 1 || r.List[0].Resources["object_store_memory"] != 1<<30 {
-					t.Errorf("Ray nodes %+v", r)
+				if r := tableOf(f); r.Via != "curl" || r.Status != 200 || r.Err != "" || r.Body != fixture(t, "dashboard-nodes.json") {
+					t.Errorf("node table %+v", r)
 				}
-				if !vllmOf(f).Observed || vllmOf(f).Health.Status != 200 || len(vllmOf(f).Models) != 1 || vllmOf(f).Models[0].ID != "qwen3.5-122b" {
-					t.Errorf("vLLM %+v", vllmOf(f))
+				if h, m := healthOf(f), modelsOf(f); h.Status != 200 || m.Status != 200 || !strings.Contains(m.Body, `"qwen3.5-122b"`) {
+					t.Errorf("health %+v, models %+v", h, m)
 				}
 				if len(f.RouteChecks) != 1 || f.RouteChecks[0].Dev != "enp1s0f1np1" || f.RouteChecks[0].Src != netip.MustParseAddr("192.168.200.12") {
 					t.Errorf("route to worker %+v", f.RouteChecks)
@@ -143,13 +143,11 @@ func TestParseFixtures(t *testing.T) {
 				if f.UnifiedMemory || len(f.GPUs.List) != 8 || f.GPUs.List[7].Index != 7 || f.GPUs.List[7].MemoryTotalMiB != 143771 || f.GPUs.List[7].MemoryFreeMiB != 143156 {
 					t.Errorf("H200 GPUs: unified %v %+v", f.UnifiedMemory, f.GPUs)
 				}
-				if f.Images[0].Ray != RayUnknown || !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
+				if !f.Images[0].Present || f.Images[1].Present || f.Images[1].Err != "" {
 					t.Errorf("images %+v", f.Images)
 				}
-				r := rayOf(f)
-				if r.Source != "cli" || len(r.List) != 3 || len(r.Alive()) != 2 || r.List[0].NodeIP != "10.1.230.180" ||
-					r.List[2].StateMessage == "" || r.List[2].Resources["memory"] != 88583847116 {
-					t.Errorf("Ray nodes %+v", r)
+				if r := tableOf(f); r.Via != "exec" || r.Err != "" || !strings.Contains(r.Body, "10.1.230.180") {
+					t.Errorf("node table by its fallback command %+v", r)
 				}
 				if len(f.Containers.List) != 0 || f.Containers.Err != "" {
 					t.Errorf("a named container that does not exist is not an error: %+v", f.Containers)
@@ -181,11 +179,11 @@ func TestParseFixtures(t *testing.T) {
 				if f.Docker.Err != "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?" || f.Docker.ClientVersion != "28.2.2" {
 					t.Errorf("docker %+v", f.Docker)
 				}
-				if !rayOf(f).Partial || len(rayOf(f).List) != 1 {
-					t.Errorf("truncated node table must say so: %+v", rayOf(f))
+				if r := tableOf(f); r.Via != "wget" || r.Status != 200 || r.Body != fixture(t, "dashboard-nodes-truncated.json") {
+					t.Errorf("node table by wget %+v", r)
 				}
-				if vllmOf(f).Health.Status != 503 || vllmOf(f).Health.Err != "HTTP 503" || !vllmOf(f).ModelsCheck.Refused {
-					t.Errorf("vLLM %+v", vllmOf(f))
+				if h, m := healthOf(f), modelsOf(f); h.Status != 503 || h.Err != "HTTP 503" || !m.Refused {
+					t.Errorf("health %+v, models %+v", h, m)
 				}
 			},
 		},
@@ -213,8 +211,7 @@ func TestParseFixtures(t *testing.T) {
 				for name, err := range map[string]string{
 					"addresses": f.Addresses.Err, "links": f.Links.Err, "default": f.DefaultRoute.Err, "rdma": f.RDMA.Err,
 					"memory": f.Memory.Err, "gpus": f.GPUs.Err, "docker": f.Docker.Err, "image a": f.Images[0].Err,
-					"image b": f.Images[1].Err, "containers": f.Containers.Err, "ray": rayOf(f).Err,
-					"health": vllmOf(f).Health.Err, "models": vllmOf(f).ModelsCheck.Err,
+					"image b": f.Images[1].Err, "containers": f.Containers.Err, "health": healthOf(f).Err,
 				} {
 					if err == "" {
 						t.Errorf("malformed %s section gave no Err", name)
@@ -296,26 +293,33 @@ func TestParseNotProbeOutputIs(t *testing.T) {
 	}
 }
 
-func TestRayInstall(t *testing.T) {
-	tests := []struct{ step, want string }{
-		{`RUN /bin/sh -c pip install --no-cache-dir "ray[default]==2.53.0" && pip cache purge`, "ray[default]==2.53.0"},
-		{`RUN |1 X=1 /bin/sh -c uv pip install --system ray==2.40.0`, "ray==2.40.0"},
-		{`RUN /bin/sh -c python3 -m pip install -U ray`, "ray"},
-		{`RUN /bin/sh -c pip install vllm raylib`, ""},
-		{`RUN /bin/sh -c echo install ray later`, ""},
-		{`RUN /bin/sh -c pip download ray; install.sh`, ""},
-	}
-	for _, tt := range tests {
-		if got := rayInstall(tt.step); got != tt.want {
-			t.Errorf("rayInstall(%q) = %q, want %q", tt.step, got, tt.want)
-		}
-	}
-}
-
 func TestRedactArgs(t *testing.T) {
 	got := redactArgs([]string{"serve", "m", "--api-key", "sk-1", "--token=t", "--port", "8000", "--api-key"})
 	want := []string{"serve", "m", "--api-key", RedactedValue, "--token=" + RedactedValue, "--port", "8000", "--api-key"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("redactArgs = %q, want %q", got, want)
+	}
+}
+
+// TestInstalls: the package words of an install command in a build step,
+// in the same simple command only, without flags, comments, URLs or
+// users.
+func TestInstalls(t *testing.T) {
+	tests := []struct {
+		step string
+		want []string
+	}{
+		{`RUN /bin/sh -c pip install --no-cache-dir "ray[default]==2.53.0" && pip cache purge`, []string{"ray[default]==2.53.0"}},
+		{`RUN |1 X=1 /bin/sh -c uv pip install --system ray==2.40.0`, []string{"ray==2.40.0"}},
+		{`RUN /bin/sh -c python3 -m pip install -U ray`, []string{"ray"}},
+		{`RUN /bin/sh -c pip install vllm raylib # buildkit`, []string{"vllm", "raylib"}},
+		{`RUN /bin/sh -c echo install ray later`, nil},
+		{`RUN /bin/sh -c pip download ray; install.sh`, nil},
+		{`RUN /bin/sh -c pip install git+https://tok@example.com/x.git u@host x`, []string{"x"}},
+	}
+	for _, tt := range tests {
+		if got := installs(tt.step); !slices.Equal(got, tt.want) {
+			t.Errorf("installs(%q) = %q, want %q", tt.step, got, tt.want)
+		}
 	}
 }

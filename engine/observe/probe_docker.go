@@ -193,7 +193,7 @@ func parseDockerVersion(s *section) Docker {
 		Server *struct{ Version string }
 	}
 	// The client part is printed even when the daemon does not answer.
-	jerr := json.Unmarshal(firstJSON(s.stdout), &v)
+	jerr := json.Unmarshal(FirstJSON(s.stdout), &v)
 	if v.Client != nil {
 		d.ClientVersion = v.Client.Version
 	}
@@ -213,8 +213,9 @@ func parseDockerVersion(s *section) Docker {
 	return d
 }
 
-// firstJSON returns b from its first line that starts a JSON value.
-func firstJSON(b []byte) []byte {
+// FirstJSON returns b from its first line that starts a JSON value:
+// the JSON a command printed after its log lines.
+func FirstJSON(b []byte) []byte {
 	for i := 0; i < len(b); {
 		if b[i] == '{' || b[i] == '[' {
 			return b[i:]
@@ -229,7 +230,7 @@ func firstJSON(b []byte) []byte {
 }
 
 func parseImage(s *section) Image {
-	img := Image{Ref: s.attr("ref"), Ray: RayUnknown}
+	img := Image{Ref: s.attr("ref")}
 	if s.skipped != "" || !s.complete {
 		img.Err = s.failure()
 		return img
@@ -242,7 +243,7 @@ func parseImage(s *section) Image {
 		return img
 	}
 	var ij imageJSON
-	body := firstJSON(s.stdout)
+	body := FirstJSON(s.stdout)
 	var err error
 	if len(body) > 0 && body[0] == '[' { // real `docker image inspect` output
 		var arr []imageJSON
@@ -261,21 +262,17 @@ func parseImage(s *section) Image {
 	}
 	img.Present, img.ID, img.RepoTags, img.Arch = true, ij.ID, ij.RepoTags, ij.Architecture
 	if ij.Config != nil {
-		for _, w := range append(slices.Clone(ij.Config.Entrypoint), ij.Config.Cmd...) {
-			if isRayWord(w) {
-				img.Ray, img.RayEvidence = RayPresent, "the image's entrypoint or command runs "+strconv.Quote(w)
-				break
-			}
-		}
+		img.Command = redactArgs(append(slices.Clone(ij.Config.Entrypoint), ij.Config.Cmd...))
 	}
 	return img
 }
 
-// addHistory looks for Ray being installed in the image's build history.
+// addHistory adds the packages the image's build steps (one JSON string
+// a line) install.
 func addHistory(imgs []Image, s *section) {
 	ref := s.attr("ref")
 	i := slices.IndexFunc(imgs, func(im Image) bool { return im.Ref == ref })
-	if i < 0 || s.failure() != "" || imgs[i].Ray == RayPresent {
+	if i < 0 || s.failure() != "" {
 		return
 	}
 	for line := range strings.SplitSeq(string(s.stdout), "\n") {
@@ -283,24 +280,16 @@ func addHistory(imgs []Image, s *section) {
 		if json.Unmarshal([]byte(line), &step) != nil {
 			continue
 		}
-		if w := rayInstall(step); w != "" {
-			imgs[i].Ray = RayPresent
-			imgs[i].RayEvidence = "built with " + strconv.Quote(w)
-			return
-		}
+		imgs[i].Installs = append(imgs[i].Installs, installs(step)...)
 	}
 }
 
-// isRayWord reports whether an entrypoint/command word is the ray CLI.
-func isRayWord(w string) bool {
-	return w == "ray" || strings.HasSuffix(w, "/ray")
-}
-
-// rayInstall returns the package word if a build step installs Ray with
-// pip, uv or conda ("ray", "ray[default]==2.53.0", ...), else "".
-func rayInstall(step string) string {
-	// Split the step into simple commands; a package word only counts in
-	// the same command as its "install".
+// installs returns the package words a build step installs with pip, uv,
+// conda or mamba ("ray[default]==2.53.0"), quotes trimmed; a word only
+// counts in the same simple command as its "install", and flags and
+// words holding a URL or a user are left out.
+func installs(step string) []string {
+	var out []string
 	repl := strings.NewReplacer("&&", ";", "||", ";", "|", ";", "\n", ";")
 	for cmd := range strings.SplitSeq(repl.Replace(step), ";") {
 		words := strings.Fields(cmd)
@@ -313,16 +302,16 @@ func rayInstall(step string) string {
 		}
 		for _, w := range words[inst+1:] {
 			u := strings.Trim(w, `"'`)
-			name := u
-			if k := strings.IndexAny(u, "[=<>~!"); k >= 0 {
-				name = u[:k]
+			if u == "" || u[0] == '-' || u[0] == '#' || strings.Contains(u, "://") || strings.Contains(u, "@") {
+				if u != "" && u[0] == '#' {
+					break // a comment ends the command
+				}
+				continue
 			}
-			if name == "ray" {
-				return u
-			}
+			out = append(out, u)
 		}
 	}
-	return ""
+	return out
 }
 
 func parseContainers(s *section) ContainerFacts {
@@ -334,7 +323,7 @@ func parseContainers(s *section) ContainerFacts {
 		cf.Err = s.failure()
 	}
 	allowed := map[string]bool{}
-	keys := DefaultEnvKeys()
+	var keys []string
 	if v := s.attr("envkeys"); v != "" {
 		keys = strings.Split(v, ",")
 	}

@@ -5,7 +5,6 @@ package observe
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -291,21 +290,4 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 func parseHTTPResult(s *section) HTTPResult {
 	hc, body := parseHTTP(s)
 	return HTTPResult{HTTPCheck: hc, Via: s.attr("via"), Body: string(body)}
-}
-
-// ParseModels reads vLLM's /v1/models from its answer: the HTTP outcome
-// (with the decoding error, if any) and the models.
-func ParseModels(r HTTPResult) (HTTPCheck, []Model) {
-	hc := r.HTTPCheck
-	if hc.Status != 200 {
-		return hc, nil
-	}
-	var resp struct {
-		Data []Model `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(r.Body), &resp); err != nil {
-		hc.Err = "/v1/models: " + err.Error()
-		return hc, nil
-	}
-	return hc, resp.Data
 }

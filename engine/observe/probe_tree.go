@@ -1,6 +1,7 @@
 // Trees: the probe's listing of the files under a directory, with their
-// sizes, and the free space of the filesystem that holds (or would hold)
-// it (HostSpec.Trees), and their parsers.
+// sizes, the identities of its small files and the targets of its links,
+// and the free space of the filesystem that holds (or would hold) it
+// (HostSpec.Trees), and their parsers.
 
 package observe
 
@@ -15,8 +16,15 @@ import (
 // Section names of a tree: its files, and the free space where it is.
 const (
 	secTree = "tree"
+	secIDs  = "ids"
 	secFree = "free"
 )
+
+// TreeHashMax is the largest file whose identity the probe computes (the
+// Hugging Face Hub keeps every larger file in LFS, identified by a sha256
+// that only a full read could check): reading these files costs a plan
+// little.
+const TreeHashMax = 10 << 20
 
 // TreeFacts is what the probe found under one directory of HostSpec.Trees.
 type TreeFacts struct {
@@ -29,6 +37,16 @@ type TreeFacts struct {
 	// Err says why the listing failed or is incomplete (a subdirectory
 	// that could not be read); Files then holds what was read.
 	Err string `json:"err,omitempty"`
+	// Hashed is true when IDs and Links were read: IDs are the git blob
+	// ids (sha1 of "blob SIZE\0" and the content) of the regular files of
+	// at most TreeHashMax bytes, by path, and Links the targets of the
+	// symbolic links, by path; neither follows a link (nothing outside
+	// the directory is read), and a name or target with a newline or a
+	// tab is in neither. IDsErr says why they could not be read.
+	Hashed bool              `json:"hashed,omitempty"`
+	IDs    map[string]string `json:"ids,omitempty"`
+	Links  map[string]string `json:"links,omitempty"`
+	IDsErr string            `json:"ids_err,omitempty"`
 	// FreeBytes is the space available to an unprivileged writer on the
 	// filesystem holding the directory, or, when it does not exist, its
 	// nearest existing parent (where it would be created); -1 when it
@@ -52,6 +70,20 @@ const treeHelpers = `# rf_tree DIR: type, size and path of every entry under DIR
 rf_tree() {
 	rf_x find -L "$1" -mindepth 1 ! -type d -printf '%y %s %P\n'
 }
+# rf_ids DIR: under DIR, links not followed, "l TARGET<TAB>PATH" for each
+# link and "b ID<TAB>PATH" for each regular file of at most 10 MiB, ID its
+# git blob id (sha1 of "blob SIZE\0" and the content); a name or target
+# with a newline or a tab is left out.
+rf_ids() {
+	command -v sha1sum >/dev/null 2>&1 || { printf 'rayform: sha1sum: not installed\n' >&2; return 127; }
+	rf_nl='
+'
+	rf_x find "$1" -mindepth 1 \( -name "*$rf_nl*" -o -name '*	*' -o -lname "*$rf_nl*" -o -lname '*	*' \) -prune \
+		-o -type l -printf 'l %l\t%P\n' \
+		-o -type f -size -10485761c -exec sh -c 'for f; do
+	n=$(wc -c <"$f") && id=$({ printf "blob %d\000" "$n"; cat -- "$f"; } | sha1sum) && printf "b %.40s\t%s\n" "$id" "${f#"$0"/}"
+done' "$1" {} +
+}
 # rf_free DIR: df of DIR, or of its nearest existing parent.
 rf_free() {
 	rf_p=$1
@@ -72,6 +104,7 @@ func writeTrees(b *strings.Builder, dirs []string) {
 	b.WriteString(treeHelpers)
 	for _, d := range ok {
 		b.WriteString("rf_sec " + shell.Quote(secTree+" path="+d) + " rf_tree " + shell.Quote(d) + "\n")
+		b.WriteString("rf_sec " + shell.Quote(secIDs+" path="+d) + " rf_ids " + shell.Quote(d) + "\n")
 		b.WriteString("rf_sec " + shell.Quote(secFree+" path="+d) + " rf_free " + shell.Quote(d) + "\n")
 	}
 }
@@ -104,6 +137,40 @@ func parseTree(t *TreeFacts, s *section) {
 	}
 	if msg := s.failure(); msg != "" && t.Err == "" {
 		t.Err = msg
+	}
+}
+
+// parseIDs reads one ids section into t.
+func parseIDs(t *TreeFacts, s *section) {
+	if msg := s.failure(); msg != "" {
+		t.IDsErr = msg
+		return
+	}
+	t.Hashed = true
+	for line := range strings.SplitSeq(string(s.stdout), "\n") {
+		if line == "" {
+			continue
+		}
+		typ, rest, _ := strings.Cut(line, " ")
+		val, path, ok := strings.Cut(rest, "\t")
+		switch {
+		case !ok || path == "":
+			t.IDsErr = "ids: unreadable line " + strconv.Quote(line)
+			t.Hashed = false
+		case typ == "b" && len(val) == 40:
+			if t.IDs == nil {
+				t.IDs = map[string]string{}
+			}
+			t.IDs[path] = val
+		case typ == "l":
+			if t.Links == nil {
+				t.Links = map[string]string{}
+			}
+			t.Links[path] = val
+		default:
+			t.IDsErr = "ids: unreadable line " + strconv.Quote(line)
+			t.Hashed = false
+		}
 	}
 }
 

@@ -123,6 +123,20 @@ rf_meta() {
 	fi
 	printf 'arch=%s\n' "$rf_a"
 }
+rf_exec() {
+	printf 'stack=%s\n' "$(ulimit -s 2>/dev/null)"
+	printf 'pagesize=%s\n' "$(rf_x getconf PAGESIZE 2>/dev/null)"
+	rf_v=$(rf_x env 2>/dev/null) || return 1
+	printf 'env_bytes=%s\n' "${#rf_v}"
+	rf_n=0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_v; do rf_n=$((rf_n + 1)); done
+	IFS=$rf_i
+	printf 'env_count=%s\n' "$rf_n"
+	unset rf_v rf_l
+}
 rf_mem() {
 	if [ ! -r /proc/meminfo ]; then
 		printf '/proc/meminfo: not readable\n'
@@ -187,10 +201,9 @@ rf_rdma() {
 //
 // Links come from `ip -j addr show`, which carries every field of `ip -j
 // link show` that the plan reads (name, flags, MTU, operstate, MAC), so the
-// probe runs ip once for both. Whether an image contains Ray is read from
-// the image's config and build history only: running the image would
-// create a container, which is not read-only, so the definitive `ray
-// --version` check is apply's (see RayPresence).
+// probe runs ip once for both. An image is read from its config and build
+// history only (Image.Command, Image.History): running the image would
+// create a container, which is not read-only.
 func ProbeScript(spec HostSpec) string {
 	var b strings.Builder
 	b.Grow(8 << 10)
@@ -226,6 +239,7 @@ func ProbeScript(spec HostSpec) string {
 	writeTCPChecks(&b, checks)
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_bsec meminfo rf_mem\n")
+	b.WriteString("rf_sec " + secExec + " rf_exec\n")
 	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
 	if ports := listenPorts(spec); len(ports) > 0 {
 		b.WriteString("rf_listen " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + "\n")
@@ -238,6 +252,10 @@ func ProbeScript(spec HostSpec) string {
 			b.WriteString(" " + shell.Quote(strings.TrimPrefix(n, "/")))
 		}
 		b.WriteString("\n")
+		if len(listenPorts(spec)) > 0 {
+			b.WriteString(listenOwnerHelpers)
+			b.WriteString("rf_sec " + secListenOwner + " rf_lown\n")
+		}
 	} else {
 		b.WriteString("rf_sec docker.version rf_x docker version --format '{{json .}}'\n")
 		b.WriteString("rf_dok=0\n")

@@ -28,6 +28,7 @@ func headSpec() HostSpec {
 		Project:    "spark",
 		Images:     []string{"hellohal2064/vllm-qwen3.5-gb10:latest"},
 		Containers: []string{"rayform-ray-head"},
+		EnvKeys:    testEnvKeys,
 		HTTP:       headProbes(testHeadName, 8265, 8000),
 		Fabric:     Fabric{Interface: "enp1s0f1np1", CIDR: netip.MustParsePrefix("192.168.200.0/24")},
 		Peers:      []Peer{{Host: "spark2", Addr: netip.MustParseAddr("192.168.200.13")}},
@@ -39,6 +40,7 @@ func workerSpec() HostSpec {
 		Project:    "spark",
 		Images:     []string{"hellohal2064/vllm-qwen3.5-gb10:latest"},
 		Containers: []string{"rayform-ray-worker"},
+		EnvKeys:    testEnvKeys,
 		Fabric:     Fabric{Interface: "enp1s0f1np1", CIDR: netip.MustParsePrefix("192.168.200.0/24")},
 		Peers:      []Peer{{Host: "spark1", Addr: netip.MustParseAddr("192.168.200.12"), Port: 6379}},
 	}
@@ -192,9 +194,9 @@ func TestInspectTemplates(t *testing.T) {
 		}
 	}
 	// The template's output parses to the same facts as the raw array.
-	fromTemplate := parseContainers(&section{name: secContainers, complete: true,
+	fromTemplate := parseContainers(&section{name: secContainers, attrs: []string{"envkeys=" + strings.Join(testEnvKeys, ",")}, complete: true,
 		stdout: append([]byte(marker+" part inspect\n"), out.Bytes()...)})
-	fromRaw := parseContainers(&section{name: secContainers, complete: true,
+	fromRaw := parseContainers(&section{name: secContainers, attrs: []string{"envkeys=" + strings.Join(testEnvKeys, ",")}, complete: true,
 		stdout: append([]byte(marker+" part inspect\n"), raw...)})
 	if d := diffJSON(fromRaw, fromTemplate); d != "" {
 		t.Errorf("template output parses differently from raw inspect:\n%s", d)

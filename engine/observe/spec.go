@@ -46,8 +46,8 @@ type HostSpec struct {
 	// container of the host is current. Every other container is inspected.
 	SpecHashes map[string]string
 	// EnvKeys is the allow-list of container environment variables whose
-	// values are kept; nil means DefaultEnvKeys. Every other value is
-	// redacted on the host and never reaches rayform.
+	// values are kept (the kinds name them); nil keeps none. Every other
+	// value is redacted on the host and never reaches rayform.
 	EnvKeys []string
 
 	// HTTP are the loopback HTTP GETs to make on the host (an endpoint's
@@ -116,32 +116,6 @@ type Peer struct {
 	// peer's own facts show another address, round 2 checks that one
 	// instead and the guess's checks are dropped.
 	Assumed bool
-}
-
-// DefaultEnvKeys returns the container environment variables whose values
-// are not secret and matter to the plan: the networking binding of Ray,
-// vLLM, NCCL, Gloo, TensorPipe and UCX, Ray's memory monitor, and
-// VLLM_CONFIG_ROOT (which rayform sets in every container).
-func DefaultEnvKeys() []string {
-	return []string{
-		"GLOO_SOCKET_IFNAME",
-		"MASTER_ADDR",
-		"MASTER_PORT",
-		"NCCL_DEBUG",
-		"NCCL_IB_DISABLE",
-		"NCCL_IB_GID_INDEX",
-		"NCCL_IB_HCA",
-		"NCCL_SOCKET_IFNAME",
-		"OMPI_MCA_btl_tcp_if_include",
-		"RAY_ADDRESS",
-		"RAY_memory_monitor_refresh_ms",
-		"RAY_memory_usage_threshold",
-		"TP_SOCKET_IFNAME",
-		"UCX_NET_DEVICES",
-		"VLLM_CONFIG_ROOT",
-		"VLLM_HOST_IP",
-		"VLLM_PORT",
-	}
 }
 
 // Validators for the words the probe script embeds. They are stricter than
@@ -289,9 +263,6 @@ func (hs HostSpec) Validate() error {
 // envKeys returns the allow-list in effect, valid names only, sorted.
 func (hs HostSpec) envKeys() []string {
 	src := hs.EnvKeys
-	if src == nil {
-		src = DefaultEnvKeys()
-	}
 	out := make([]string, 0, len(src))
 	for _, k := range src {
 		if validEnvKey(k) {

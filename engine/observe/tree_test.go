@@ -1,6 +1,9 @@
 package observe
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,13 +40,19 @@ func TestProbeListsTrees(t *testing.T) {
 	write("refs/main", "c0ffee")
 	link("../../blobs/aaa", "snapshots/c0ffee/config.json")
 	link("../../blobs/bbb", "snapshots/c0ffee/model.safetensors")
+	// A link out of the tree: listed by its size, never read for an id.
+	outside := filepath.Join(dir, "outside")
+	if err := os.WriteFile(outside, []byte("not the tree's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link(outside, "snapshots/c0ffee/tokenizer.json")
 	missing := filepath.Join(dir, "models--org--absent")
 
 	spec := HostSpec{Trees: []string{repo, missing, "relative/bad"}}
 	if err := spec.Validate(); err == nil {
 		t.Error("a relative tree validates")
 	}
-	f, err := Parse(runLocal(t, ProbeScript(spec), toolDir(t, "find", "df", "timeout")))
+	f, err := Parse(runLocal(t, ProbeScript(spec), toolDir(t, "find", "df", "timeout", "sha1sum", "wc", "cat", "sh")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +72,36 @@ func TestProbeListsTrees(t *testing.T) {
 		{Path: "refs/main", Size: 6},
 		{Path: "snapshots/c0ffee/config.json", Size: 9},
 		{Path: "snapshots/c0ffee/model.safetensors", Size: int64(len("../../blobs/bbb")), Dangling: true},
+		{Path: "snapshots/c0ffee/tokenizer.json", Size: int64(len("not the tree's"))},
 	}
 	if d := diffJSON(got.Files, want); d != "" {
 		t.Errorf("files:\n%s", d)
+	}
+	// git hash-object of each regular file, as the hub publishes it.
+	wantIDs := map[string]string{}
+	for _, p := range []string{"blobs/aaa", "blobs/bbb.incomplete", "refs/main"} {
+		data, err := os.ReadFile(filepath.Join(repo, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", len(data))
+		h.Write(data)
+		wantIDs[p] = hex.EncodeToString(h.Sum(nil))
+	}
+	wantLinks := map[string]string{
+		"snapshots/c0ffee/config.json":       "../../blobs/aaa",
+		"snapshots/c0ffee/model.safetensors": "../../blobs/bbb",
+		"snapshots/c0ffee/tokenizer.json":    outside,
+	}
+	if !got.Hashed || got.IDsErr != "" {
+		t.Errorf("hashed %v, %q", got.Hashed, got.IDsErr)
+	}
+	if d := diffJSON(got.IDs, wantIDs); d != "" {
+		t.Errorf("ids:\n%s", d)
+	}
+	if d := diffJSON(got.Links, wantLinks); d != "" {
+		t.Errorf("links:\n%s", d)
 	}
 	abs := f.Trees[missing]
 	if abs.Exists || abs.Err != "" || len(abs.Files) != 0 || abs.FreeBytes <= 0 {

@@ -550,6 +550,10 @@ func withPrefix(prefix, s string) string {
 	return prefix + s
 }
 
+// Plural is noun for one, noun+"s" for any other count (for the CLI's
+// own sentences).
+func Plural(n int, noun string) string { return plural(n, noun) }
+
 func plural(n int, noun string) string {
 	if n == 1 {
 		return noun

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
@@ -25,7 +26,7 @@ func TestImagesRoundTrip(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.SetImage(fmt.Sprintf("sha256:%064d", i), Image{VLLM: "0.11.0", Architectures: []string{"LlamaForCausalLM"}, Seconds: 4.5,
+			s.SetImage(fmt.Sprintf("sha256:%064d", i), Image{Answer: json.RawMessage(`{"version":"0.11.0","names":["LlamaForCausalLM"]}`), Seconds: 4.5,
 				CheckedAt: time.Date(2026, 12, 1, 21, 0, 0, 5e8, time.FixedZone("x", 3600))})
 		}()
 	}
@@ -44,11 +45,45 @@ func TestImagesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := back.Image(fmt.Sprintf("sha256:%064d", 3))
-	want := Image{VLLM: "0.11.0", Architectures: []string{"LlamaForCausalLM"}, Seconds: 4.5, CheckedAt: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
-	if !ok || !reflect.DeepEqual(got, want) {
-		t.Fatalf("Image = %+v, %v; want %+v", got, ok, want)
+	var answer struct {
+		Version string   `json:"version"`
+		Names   []string `json:"names"`
+	}
+	if err := json.Unmarshal(got.Answer, &answer); err != nil || answer.Version != "0.11.0" || !reflect.DeepEqual(answer.Names, []string{"LlamaForCausalLM"}) {
+		t.Fatalf("answer %s: %+v, %v", got.Answer, answer, err)
+	}
+	if !ok || got.Seconds != 4.5 || !got.CheckedAt.Equal(time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)) {
+		t.Fatalf("Image = %+v, %v", got, ok)
 	}
 	if len(back.Images) != 8 {
 		t.Fatalf("%d images after load, want 8", len(back.Images))
+	}
+}
+
+// TestImageEntryKeepsTheAnswerFlat: an image's entry in the state file is
+// the kind's answer's fields, in their order, then the state's own; read
+// back and written again, it is the same bytes (the state's own fields
+// are not repeated from the answer).
+func TestImageEntryKeepsTheAnswerFlat(t *testing.T) {
+	im := Image{Answer: json.RawMessage(`{"vllm":"0.11.0","architectures":["A"],"unchecked":""}`), Refs: []string{"img:1"}, Seconds: 2,
+		CheckedAt: time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}
+	b, err := json.Marshal(im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"vllm":"0.11.0","architectures":["A"],"unchecked":"","refs":["img:1"],"seconds":2,"checked_at":"2026-12-01T20:00:00Z"}`
+	if string(b) != want {
+		t.Fatalf("entry %s, want %s", b, want)
+	}
+	var back Image
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(back)
+	if err != nil || string(again) != want {
+		t.Errorf("written again: %s, %v", again, err)
+	}
+	if _, err := json.Marshal(Image{Answer: json.RawMessage(`[1]`)}); err == nil {
+		t.Error("an answer that is no object was written")
 	}
 }

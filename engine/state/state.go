@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -47,17 +48,14 @@ type State struct {
 	imagesChanged bool
 }
 
-// Image is an image's answer to rayform's model query (see the resources
-// package's architecture check): the model architectures its vLLM has
-// code for, the model types its transformers and vLLM read configs of,
-// and both versions; or why it could not answer.
+// Image is what a kind learned by asking an image itself (the serve
+// kind's architecture check: what the image's software knows). The
+// answer is the kind's own, opaque to the state: a JSON object whose
+// fields the state file keeps beside the state's own (Refs, Seconds,
+// CheckedAt).
 type Image struct {
-	VLLM            string   `json:"vllm,omitempty"`
-	Transformers    string   `json:"transformers,omitempty"`
-	Architectures   []string `json:"architectures,omitempty"`
-	ModelTypes      []string `json:"model_types,omitempty"`
-	VLLMConfigTypes []string `json:"vllm_config_types,omitempty"`
-	Unchecked       string   `json:"unchecked,omitempty"`
+	// Answer is the kind's answer, a JSON object (nil for none).
+	Answer json.RawMessage `json:"-"`
 	// Refs are the references the image was run by when it was asked
 	// (vllm/vllm-openai:v0.11.0): a converged cluster's probe reads no
 	// image ID, and plan finds the answer by the reference its container
@@ -66,6 +64,60 @@ type Image struct {
 	// Seconds is what the query cost, CheckedAt when it ran (UTC).
 	Seconds   float64   `json:"seconds"`
 	CheckedAt time.Time `json:"checked_at"`
+}
+
+// imageKeys are the fields of an image's entry that are the state's own.
+var imageKeys = map[string]bool{"refs": true, "seconds": true, "checked_at": true}
+
+// MarshalJSON writes the answer's fields, in their order, then the
+// state's own.
+func (im Image) MarshalJSON() ([]byte, error) {
+	type own Image
+	tail, err := json.Marshal(own(im))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if len(im.Answer) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(im.Answer))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, fmt.Errorf("image answer is not a JSON object: %s", im.Answer)
+		}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			if imageKeys[tok.(string)] {
+				continue
+			}
+			key, _ := json.Marshal(tok)
+			b.Write(key)
+			b.WriteByte(':')
+			b.Write(v)
+			b.WriteByte(',')
+		}
+	}
+	b.Write(tail[1:])
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON reads the state's own fields; the whole entry is the
+// answer (the kind reads the fields it knows).
+func (im *Image) UnmarshalJSON(b []byte) error {
+	type own Image
+	var o own
+	if err := json.Unmarshal(b, &o); err != nil {
+		return err
+	}
+	*im = Image(o)
+	im.Answer = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // Image returns what the image with id answered, if it was asked.

@@ -55,24 +55,15 @@ func View(c *config.Config) *Config {
 	}
 	return &Config{
 		Config:      c,
-		Nodes:       blocksOf[node.Node](c, node.Type),
-		Networks:    blocksOf[network.Network](c, network.Type),
+		Nodes:       kind.BlocksOf[node.Node](c, node.Type),
+		Networks:    kind.BlocksOf[network.Network](c, network.Type),
 		RayClusters: Clusters(c),
 	}
 }
 
 // Clusters returns the ray_cluster blocks of c by name.
 func Clusters(c *config.Config) map[string]*RayCluster {
-	return blocksOf[RayCluster](c, Type)
-}
-
-// blocksOf returns the evaluated blocks of typ as their Go type T.
-func blocksOf[T any](c *config.Config, typ string) map[string]*T {
-	out := map[string]*T{}
-	for name, v := range c.Blocks(typ) {
-		out[name] = v.(*T)
-	}
-	return out
+	return kind.BlocksOf[RayCluster](c, Type)
 }
 
 // SecretKeys are the deployments' secret-digest keys by cluster name

@@ -3,7 +3,6 @@ package cluster
 import (
 	"io"
 
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/hostenv"
 )
 
@@ -12,7 +11,7 @@ import (
 
 // RayTableReasons is the judgment of Ray's node table against specs that
 // plan and apply's verification share, as reasons.
-func RayTableReasons(specs []ContainerSpec, rows []observe.RayNode) []string {
+func RayTableReasons(specs []ContainerSpec, rows []RayNode) []string {
 	return reasons(judgeRayTable(specs, rows))
 }
 

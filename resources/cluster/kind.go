@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -232,6 +231,22 @@ func (r *RayCluster) Address() (string, bool) {
 // Kind is the ray_cluster kind: Ray in one container per node.
 type Kind struct{}
 
+// The cluster kind's optional parts (kind.Kind): no lookup outside the
+// hosts, nothing run ahead of the walk, no readiness but its steps'.
+var (
+	_ kind.WithObserve     = Kind{}
+	_ kind.WithDestroy     = Kind{}
+	_ kind.WithPresence    = Kind{}
+	_ kind.WithSteps       = Kind{}
+	_ kind.WithPrepare     = Kind{}
+	_ kind.WithLogs        = Kind{}
+	_ kind.WithFingerprint = Kind{}
+	_ kind.WithStatus      = Kind{}
+	_ kind.WithLocks       = Kind{}
+	_ kind.Learner         = Kind{}
+	_ kind.Fabricator      = Kind{}
+)
+
 // Schema is the ray_cluster block's descriptor.
 func (Kind) Schema() config.Kind { return clusterDescriptor() }
 
@@ -239,11 +254,8 @@ func (Kind) Schema() config.Kind { return clusterDescriptor() }
 // containers' logs are read with docker logs, and an output shows what its
 // plan schema exports.
 func (Kind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(clusterPlanSchema()), Status: "clusters"}
+	return kind.Traits{Replaceable: true, Exported: attrs.Exported(clusterPlanSchema()), Status: "clusters"}
 }
-
-// Lookup: a cluster's plan needs nothing from outside the hosts.
-func (Kind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks for each cluster's containers, image, fabric and node table.
 func (Kind) Observe(o *kind.Observation) { observeClusters(o) }
@@ -315,23 +327,12 @@ func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	return out, nil
 }
 
-// Ahead: a cluster runs nothing ahead of the walk.
-func (Kind) Ahead(kind.Env, map[string]*kind.Work, map[string][]apply.Step) []kind.Ahead {
-	return nil
-}
-
-// Starting: a cluster's readiness is its own steps'.
-func (Kind) Starting(*config.Config, *observe.Facts) []*kind.Work { return nil }
-
-// AwaitSteps: none (Starting has none).
-func (Kind) AwaitSteps(kind.Env, *kind.Work) []apply.Step { return nil }
-
 // Fingerprint is Ray's node table of every answer that is one, compared
 // by its rows (node address and state).
 func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 	var out []string
 	for _, r := range hf.HTTP {
-		for _, n := range observe.ParseRayNodes(r, true).List {
+		for _, n := range ParseRayNodes(r, true).List {
 			out = append(out, "ray "+n.NodeIP+" "+n.State)
 		}
 	}

@@ -29,12 +29,12 @@ func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
 }
 
 // RayTable is Ray's node table as the cluster's head answered it.
-func RayTable(hf *observe.HostFacts, rc *RayCluster) observe.RayNodeFacts {
+func RayTable(hf *observe.HostFacts, rc *RayCluster) RayNodeFacts {
 	if hf == nil {
-		return observe.RayNodeFacts{}
+		return RayNodeFacts{}
 	}
 	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
-	return observe.ParseRayNodes(r, ok)
+	return ParseRayNodes(r, ok)
 }
 
 // AssumedFabric returns the fabric address (and the interface holding it)

@@ -109,6 +109,11 @@ func (p *planner) cluster(rc *RayCluster) {
 		if recorded {
 			before[node] = rec
 		}
+		if !current && recorded && oc.C.SpecHash != "" && kit.OnlyUnknown(&rc.Decl, attrs.ChangedPaths(schema, rec, after[node])) {
+			// It differs only in values this run was not given (a
+			// read-only command without a secret): not judged.
+			current = true
+		}
 		switch {
 		case oc.C.SpecHash == "":
 			// Managed labels but no spec hash: recreated by hand.
@@ -375,7 +380,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
 			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
-		} else if !ok && slices.Contains(observe.DefaultEnvKeys(), k) {
+		} else if !ok && slices.Contains(kit.EnvKeys(), k) {
 			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-
-	"github.com/rayform/rayform/engine/observe"
 )
 
 // rayTableDiff is one way Ray's node table differs from a cluster's
@@ -30,8 +28,8 @@ type rayTableDiff struct {
 // one judgment of the table: plan calls it on the observed table, apply's
 // verification on the table it reads after starting the cluster. Specs
 // whose address is not known yet are skipped.
-func judgeRayTable(specs []ContainerSpec, rows []observe.RayNode) []rayTableDiff {
-	byIP := map[string][]observe.RayNode{}
+func judgeRayTable(specs []ContainerSpec, rows []RayNode) []rayTableDiff {
+	byIP := map[string][]RayNode{}
 	for _, n := range rows {
 		if n.State == "ALIVE" {
 			byIP[n.NodeIP] = append(byIP[n.NodeIP], n)

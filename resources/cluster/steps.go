@@ -16,7 +16,6 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/imageref"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
@@ -402,10 +401,38 @@ func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, 
 				{Host: node, Source: "docker pull", Line: pullLine, LineNo: 1},
 			},
 			Explanation: fmt.Sprintf("docker on %s asks its registry mirror %s first: it has no %s. docker then tried Docker Hub, which %s cannot reach, and reported only that last try.", node, m, missing, node),
-			Fix:         fmt.Sprintf("Check image on %s (a typo in the name or the tag?). The tags the mirror has: curl -sS %s/v2/%s/tags/list (on %s)", cluster, m, ref.Path, node),
+			Fix:         fmt.Sprintf("Check image on %s: %s", cluster, mirrorTags(ctx, e, node, m, ref.Path)),
 		}, true
 	}
 	return diagnose.Diagnosis{}, false
+}
+
+// mirrorTags says what the mirror m has of repository repo, for the fix of
+// an image it does not have: the repository's tags (some of them), or that
+// it has no such repository (a typo in the name, not in the tag).
+func mirrorTags(ctx context.Context, e *hostenv.StepEnv, node, m, repo string) string {
+	url := m + "/v2/" + repo + "/tags/list"
+	res, err := e.Read(ctx, node, "curl", "-sS", "-m", "10", "-w", "\n%{http_code}", url)
+	if err != nil {
+		return "a typo in the name or the tag?"
+	}
+	body, code := hostenv.HTTPAnswer(res.Stdout)
+	var list struct {
+		Tags []string `json:"tags"`
+	}
+	switch {
+	case code == "404":
+		return fmt.Sprintf("the mirror %s has no repository %s at all (a typo in the name?).", m, repo)
+	case code != "200" || json.Unmarshal(body, &list) != nil || len(list.Tags) == 0:
+		return "a typo in the name or the tag?"
+	}
+	tags := slices.Sorted(slices.Values(list.Tags))
+	shown := tags[:min(len(tags), 10)]
+	more := ""
+	if len(tags) > len(shown) {
+		more = fmt.Sprintf(" (and %d more)", len(tags)-len(shown))
+	}
+	return fmt.Sprintf("the mirror %s has %s with the tags %s%s (a typo in the tag?).", m, repo, strings.Join(shown, ", "), more)
 }
 
 // layerRE matches docker's per-layer status lines ("2d473b07cdd5: Pull
@@ -759,7 +786,7 @@ func containerRunning(ctx context.Context, e *hostenv.StepEnv, node, container s
 }
 
 // rayNodes reads Ray's node table inside the head container.
-func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
+func (r *clusterRun) rayNodes(ctx context.Context) ([]RayNode, error) {
 	res, err := r.e.Run(ctx, r.head.Node, transport.Cmd{
 		Argv:    []string{"docker", "exec", r.head.Name, "ray", "list", "nodes", "--format", "json", "--limit", "1000"},
 		Timeout: rayListTimeout,
@@ -767,7 +794,7 @@ func (r *clusterRun) rayNodes(ctx context.Context) ([]observe.RayNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	return observe.ParseRayNodeList(res.Stdout)
+	return ParseRayNodeList(res.Stdout)
 }
 
 // diagnose reads the head's and the started workers' container logs and

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
@@ -16,20 +15,20 @@ import (
 func TestJudgeRayTable(t *testing.T) {
 	specs := steplab.PairSpecs("192.168.200.12")
 	gpus := func(n float64) map[string]float64 { return map[string]float64{"GPU": n} }
-	head := observe.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
-	worker := observe.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
+	head := cluster.RayNode{NodeIP: "192.168.200.12", IsHead: true, State: "ALIVE", Resources: gpus(1)}
+	worker := cluster.RayNode{NodeIP: "192.168.200.13", State: "ALIVE", Resources: gpus(1)}
 	tests := []struct {
 		name string
-		rows []observe.RayNode
+		rows []cluster.RayNode
 		want []string
 	}{
-		{"as declared", []observe.RayNode{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
-		{"worker missing", []observe.RayNode{head}, []string{"spark2 (192.168.200.13) is not ALIVE in Ray's node table"}},
-		{"head elsewhere", []observe.RayNode{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", Resources: gpus(1)}, worker},
+		{"as declared", []cluster.RayNode{head, worker, {NodeIP: "192.168.200.14", State: "DEAD"}}, nil},
+		{"worker missing", []cluster.RayNode{head}, []string{"spark2 (192.168.200.13) is not ALIVE in Ray's node table"}},
+		{"head elsewhere", []cluster.RayNode{{NodeIP: "10.1.230.180", IsHead: true, State: "ALIVE", Resources: gpus(1)}, worker},
 			[]string{"ray head registered as 10.1.230.180; want 192.168.200.12"}},
-		{"gpus", []observe.RayNode{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
-		{"twice", []observe.RayNode{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
-		{"undeclared", []observe.RayNode{head, worker, {NodeIP: "10.1.230.181", State: "ALIVE"}},
+		{"gpus", []cluster.RayNode{head, {NodeIP: "192.168.200.13", State: "ALIVE"}}, []string{"spark2 (192.168.200.13) has 0 GPUs in Ray, want 1"}},
+		{"twice", []cluster.RayNode{head, worker, worker}, []string{"spark2 (192.168.200.13) is ALIVE 2 times"}},
+		{"undeclared", []cluster.RayNode{head, worker, {NodeIP: "10.1.230.181", State: "ALIVE"}},
 			[]string{"10.1.230.181 is ALIVE as a worker but is no declared node's fabric address"}},
 	}
 	for _, tt := range tests {

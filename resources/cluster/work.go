@@ -40,7 +40,7 @@ func (w *ClusterWork) Commands(project string) []kit.NamedCmd {
 		if !w.Start[s.Node] {
 			continue
 		}
-		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node,
+		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node, Node: s.Node,
 			Cmd: transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()}})
 	}
 	return out

@@ -46,10 +46,24 @@
 //  21. FreeMemory     vLLM's startup check: less free than requested
 //  22. RayOOM         Ray's memory monitor killed a worker
 //  23. CUDAOOM        torch ran out of device memory
-//  24. ServeKilled    the serve process was stopped from outside
-//  25. EngineCore     vLLM's wrapper error with no recognised cause above it
-//  26. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  27. Unknown        nothing recognised: the last meaningful lines
+//  24. Signature      a message of the signature catalogue generated from
+//     the real sources (catalogue.json): its class names the cause
+//     24b. ServeKilled    the serve process was stopped from outside
+//  25. FatalError     no rule knows it: the error that ended the process
+//     (an exception, a FATAL line, the container runtime's refusal, an
+//     NCCL WARN), quoted with its host, component and the fix it gives;
+//     wrapper errors (vLLM's engine core failure, a dead actor, a broken
+//     pipe) rank under it (fatal.go)
+//  26. EngineCore     vLLM's wrapper error with nothing found above it
+//  27. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  28. Healthy        nothing failed: a process reached ready (vLLM's
+//     "Application startup complete", Ray's node started) and no error
+//     ended a process after it
+//  29. Unknown        nothing recognised: the last meaningful lines
+//
+// Silence on health: a rule's lines that all come before their log shows a
+// process reaching ready were passed over (no failure), and so is an error
+// line of a logger followed by normal progress.
 //
 // A rule declines when its lines do not support the cause (a retry that
 // succeeded, a warning that is harmless outside a Ray deployment, a local
@@ -66,6 +80,7 @@ package diagnose
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -143,6 +158,16 @@ const (
 	// NCCLSystem: NCCL's "unhandled system error" (a failed socket,
 	// memory or device call).
 	NCCLSystem Cause = "nccl-system-error"
+	// Signature: the rule of the signature catalogue (catalogue.go); the
+	// cause it reports is the matching entry's class (e.g.
+	// "kv-cache-too-small", "nccl-shm", "driver-too-old").
+	Signature Cause = "signature"
+	// FatalError: no rule knows the failure; the error that ended the
+	// process is the cause, quoted in its own words with its fix.
+	FatalError Cause = "fatal-error"
+	// Healthy: the processes reached ready (vLLM's "Application startup
+	// complete", Ray's node started) and no error after it: no failure.
+	Healthy Cause = "healthy"
 	// RayDriverNoGPU: vLLM found no GPU for itself in Ray on the node it
 	// runs on (address mismatch, no GPUs, or GPUs held by a placement group).
 	RayDriverNoGPU Cause = "ray-driver-no-gpu"
@@ -155,8 +180,13 @@ type Log struct {
 	// Source names the log (e.g. "vllm serve log", "ray head container").
 	Source string
 	// Text is the raw log content; it may contain ANSI colour codes, \r
-	// progress updates and invalid UTF-8.
+	// progress updates and invalid UTF-8. Classify keeps a bounded window
+	// of it (see ReadLog).
 	Text []byte
+	// kept is the window ReadLog kept of a streamed log (windowed set);
+	// Text is then empty.
+	kept     []rawLine
+	windowed bool
 }
 
 // Context is what rayform knows about the deployment; every field is
@@ -233,10 +263,29 @@ type Diagnosis struct {
 	// Also lists the other causes whose lines were present; they are
 	// consequences of Cause by the precedence.
 	Also []Cause
+	// Known is true when the root cause is named; false for Unknown and for
+	// a failure whose cause the logs do not show (vLLM's wrapper error
+	// alone). Every rendering reads it (Text, Report).
+	Known bool
+	// Failure is true when the logs show a failure (known or not): what
+	// `rayform diagnose` exits 2 on.
+	Failure bool
 	// consequence marks a diagnosis that is itself likely the effect of
 	// another failure (a c10d connection refused by a master that had
 	// already exited): a later rule for a process-killing cause wins.
 	consequence bool
+}
+
+// Generic reports whether no rule named a specific cause: nothing found,
+// no failure, the fatal error quoted in its own words, or vLLM's wrapper
+// error alone. A caller that knows more (the data-plane check's own
+// report) may then say more.
+func (d Diagnosis) Generic() bool {
+	switch d.Cause {
+	case Unknown, Healthy, FatalError, EngineCore:
+		return true
+	}
+	return false
 }
 
 // killsProcess lists the causes that end the process a c10d client
@@ -262,6 +311,11 @@ func Classify(in Input) Diagnosis {
 		if len(hits) == 0 {
 			continue
 		}
+		if !r.byContext() && s.reachedReady(hits[len(hits)-1]) {
+			// Every line of the cause came before its processes reached
+			// ready: an error they went past is no failure.
+			continue
+		}
 		d, ok := r.build(s, hits)
 		if !ok {
 			continue
@@ -273,17 +327,26 @@ func Classify(in Input) Diagnosis {
 			best = d
 			continue
 		}
+		if r.cause != Signature {
+			d.Cause = r.cause
+		}
 		if found {
-			also = append(also, r.cause)
+			if r.cause != FatalError && !slices.Contains(also, d.Cause) && d.Cause != best.Cause {
+				also = append(also, d.Cause)
+			}
 			continue
 		}
-		d.Cause = r.cause
 		best, found = d, true
 	}
 	if !found {
 		best = s.unknown()
+		if i, ok := s.healthy(); ok && s.ctx.ReadyTimeout <= 0 && !s.ctx.ProcessExited {
+			best = s.buildHealthy(i)
+		}
 	}
 	best.Also = also
+	best.Failure = best.Cause != Unknown && best.Cause != Healthy
+	best.Known = best.Failure && best.Cause != EngineCore
 	// The title, explanation and fix quote parsed values (addresses,
 	// image names, URLs): no secret leaves through them either.
 	best.Title, best.Explanation, best.Fix = redactProse(best.Title), redactProse(best.Explanation), redactProse(best.Fix)

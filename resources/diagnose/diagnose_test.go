@@ -538,7 +538,7 @@ func reversed(logs []Log) []Log {
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
 	want := []Cause{GPURuntime, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
-		NCCLPeer, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, ServeKilled, EngineCore, ReadyTimeout}
+		NCCLPeer, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, Signature, ServeKilled, FatalError, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {
 		got = append(got, r.cause)
@@ -701,8 +701,8 @@ func TestGCSRetrySucceeded(t *testing.T) {
 		"2025-11-07 05:43:10,938 SUCC scripts.py:1168 -- --------------------\n" +
 		"2025-11-07 05:43:10,938 SUCC scripts.py:1169 -- Ray runtime started.\n"
 	d := Classify(Input{Logs: []Log{{Host: "spark2", Source: "ray worker container", Text: []byte(log)}}, Context: sparkCtx()})
-	if d.Cause != Unknown {
-		t.Fatalf("cause = %q, want %q", d.Cause, Unknown)
+	if d.Cause != Healthy || d.Failure {
+		t.Fatalf("cause = %q, want %q", d.Cause, Healthy)
 	}
 }
 
@@ -720,8 +720,10 @@ func TestUnknownSkipsNoise(t *testing.T) {
 		"           ^^^^^^^^^^^^\n" +
 		"   \n" +
 		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+	// The exception ended the process: it is the fatal error, quoted; the
+	// frames and progress bars above it are never evidence.
 	d := Classify(Input{Logs: []Log{{Host: "spark1", Source: "vllm serve log", Text: []byte("\x1b[36m" + log)}}})
-	if d.Cause != Unknown {
+	if d.Cause != FatalError {
 		t.Fatalf("cause = %q", d.Cause)
 	}
 	var got []string
@@ -729,14 +731,18 @@ func TestUnknownSkipsNoise(t *testing.T) {
 		got = append(got, e.Line)
 	}
 	want := []string{
-		"INFO 02-17 09:29:27 api_server.py:840] vLLM API server version 0.7.2",
 		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("evidence = %q, want %q", got, want)
 	}
-	if d.Evidence[1].LineNo != 9 {
-		t.Errorf("line number = %d, want 9", d.Evidence[1].LineNo)
+	if d.Evidence[0].LineNo != 9 {
+		t.Errorf("line number = %d, want 9", d.Evidence[0].LineNo)
+	}
+	// Without the exception, the tail of the log is shown, noise left out.
+	d = Classify(Input{Logs: []Log{{Host: "spark1", Source: "vllm serve log", Text: []byte("\x1b[36m" + strings.TrimSuffix(log, "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"))}}})
+	if d.Cause != Unknown || len(d.Evidence) != 1 || d.Evidence[0].Line != "INFO 02-17 09:29:27 api_server.py:840] vLLM API server version 0.7.2" {
+		t.Errorf("cause %q, evidence %+v", d.Cause, d.Evidence)
 	}
 }
 
@@ -785,6 +791,15 @@ func TestRedact(t *testing.T) {
 		{"headers={'authorization': 'token ghp_abc'}", "headers={'authorization': 'token <redacted>'}"},
 		{"Get https://robot:s3cr3t@registry.lab:5000/v2/", "Get https://robot:<redacted>@registry.lab:5000/v2/"},
 		{"token in prose hf_abcdefghijklmnopqrstuvwxyz012345 here", "token in prose <redacted> here"},
+		// vLLM's own dump of its non-default arguments, a quoted flag value,
+		// and assignments with blanks around "=" (issue #30 item 6).
+		{"non-default args: {'model': 'Qwen/Qwen3-8B', 'api_key': ['sk-abc123', 'sk-def456'], 'port': 8000}", "non-default args: {'model': 'Qwen/Qwen3-8B', 'api_key': [<redacted>], 'port': 8000}"},
+		{"Namespace(api_key=['sk-abc123'], port=8000)", "Namespace(api_key=[<redacted>], port=8000)"},
+		{`vllm serve m --api-key "sk-abc123" --port 8000`, `vllm serve m --api-key "<redacted>" --port 8000`},
+		{`vllm serve m --api-key='sk-abc123'`, `vllm serve m --api-key='<redacted>'`},
+		{"HF_TOKEN = hf_x1", "HF_TOKEN = <redacted>"},
+		{`api_key = "sk-abc123"`, `api_key = "<redacted>"`},
+		{`export HF_TOKEN="hf_x1 x"`, `export HF_TOKEN="<redacted>"`},
 		// Not secrets.
 		{"max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'", "max_num_batched_tokens=8192, tokenizer='Qwen/Qwen3-8B'"},
 		{"Memory on the node (IP: 10.0.62.231, ID: e5d953ef)", "Memory on the node (IP: 10.0.62.231, ID: e5d953ef)"},
@@ -952,11 +967,11 @@ func TestRayImportWarningAloneIsNoCause(t *testing.T) {
 	log := "WARNING 04-22 21:56:34 ray_utils.py:46] Failed to import Ray with ModuleNotFoundError(\"No module named 'ray'\"). For distributed inference, please install Ray with `pip install ray`.\n" +
 		"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
 	d := Classify(Input{Logs: []Log{{Source: "vllm serve log", Text: []byte(log)}}})
-	if d.Cause != Unknown {
-		t.Fatalf("cause = %q, want unknown:\n%s", d.Cause, d.Text())
+	if d.Cause != FatalError {
+		t.Fatalf("cause = %q, want the fatal error:\n%s", d.Cause, d.Text())
 	}
-	if len(d.Evidence) != 2 {
-		t.Errorf("evidence = %+v, want both lines", d.Evidence)
+	if len(d.Evidence) == 0 || d.Evidence[0].LineNo != 2 {
+		t.Errorf("evidence = %+v, want the ValidationError line", d.Evidence)
 	}
 }
 

@@ -5,6 +5,45 @@ import (
 	"strings"
 )
 
+// Report is the diagnosis as one JSON object (`rayform diagnose -json`):
+// the same value Text renders, fields always present.
+type Report struct {
+	// Inputs are the inputs read, in order ("-" is stdin).
+	Inputs []string `json:"inputs"`
+	// Known is Diagnosis.Known: the root cause is named.
+	Known bool `json:"known"`
+	// Failure is Diagnosis.Failure: the logs show a failure.
+	Failure     bool             `json:"failure"`
+	Cause       string           `json:"cause"`
+	Title       string           `json:"title"`
+	Evidence    []EvidenceReport `json:"evidence"`
+	Explanation string           `json:"explanation"`
+	Fix         string           `json:"fix"`
+	// Also are the other causes whose lines were present (consequences).
+	Also []string `json:"also"`
+}
+
+// EvidenceReport is one evidence line in a Report.
+type EvidenceReport struct {
+	Host   string `json:"host"`
+	Source string `json:"source"`
+	Line   string `json:"line"`
+	LineNo int    `json:"line_no"`
+}
+
+// Report returns the diagnosis of the logs read from inputs as a Report.
+func (d Diagnosis) Report(inputs []string) Report {
+	r := Report{Inputs: append([]string{}, inputs...), Known: d.Known, Failure: d.Failure, Cause: string(d.Cause), Title: d.Title,
+		Evidence: []EvidenceReport{}, Explanation: d.Explanation, Fix: d.Fix, Also: []string{}}
+	for _, e := range d.Evidence {
+		r.Evidence = append(r.Evidence, EvidenceReport{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
+	}
+	for _, a := range d.Also {
+		r.Also = append(r.Also, string(a))
+	}
+	return r
+}
+
 // Text renders the diagnosis for a terminal:
 //
 //	Cause: <title>

@@ -6,8 +6,84 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
+
+// This file holds the rules of the serve domain: vLLM's own command line,
+// ports, model/parallelism fit, the engine core, the process's lifetime.
+
+// ---- engine core failed, nothing more specific -----------------------------
+
+func matchEngineCore(b string) bool {
+	return containsAny(b, "Engine core initialization failed", "EngineCore failed to start", "EngineDeadError", "EngineCore encountered an issue")
+}
+
+// maxEngineContext is how many meaningful lines before the wrapper error an
+// EngineCore diagnosis shows.
+const maxEngineContext = 8
+
+func buildEngineCore(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	var before []int
+	lo, _ := s.logSpan(i)
+	for j := lo; j < i; j++ {
+		if !matchEngineCore(s.lines[j].body) {
+			before = append(before, j)
+		}
+	}
+	ev := []Evidence{s.evidence(i)}
+	for _, j := range s.tail(before, maxEngineContext) {
+		ev = append(ev, s.evidence(j))
+	}
+	host := s.host(i)
+	return Diagnosis{
+		Title:    "vLLM's engine core failed to start" + onHost(host) + "; no known root cause in the logs",
+		Evidence: ev,
+		Explanation: "\"Engine core initialization failed\" is vLLM's wrapper: the cause is printed before it, by the engine core or a Ray worker (possibly in another host's log). " +
+			"The lines that say something just before it are shown; none matched a failure rayform knows.",
+		Fix: "Read the log above the wrapper error in full (`docker logs` of the vLLM container" + onHost(host) + ") and the Ray workers' logs on the other nodes; the first exception there is the cause.",
+	}, true
+}
+
+// ---- tensor_parallel_size does not divide the attention heads -----------------
+
+var tpHeadsRE = regexp.MustCompile(`Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)`)
+
+func matchTPHeads(b string) bool {
+	return strings.Contains(b, "must be divisible by tensor parallel size") && tpHeadsRE.MatchString(b)
+}
+
+func buildTPHeads(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	m := tpHeadsRE.FindStringSubmatch(s.lines[i].body)
+	heads, _ := strconv.Atoi(m[1])
+	tp, _ := strconv.Atoi(m[2])
+	host := s.nodeOf(i)
+	c := s.ctx
+	var ok []string
+	for d := 1; d <= heads && d <= 64; d++ {
+		if heads%d == 0 {
+			ok = append(ok, strconv.Itoa(d))
+		}
+	}
+	// Keep all tp GPUs: the largest TP that divides both, the rest as
+	// pipeline stages (layers need not split evenly).
+	best := 1
+	for d := tp - 1; d > 1; d-- {
+		if heads%d == 0 && tp%d == 0 {
+			best = d
+			break
+		}
+	}
+	fix := fmt.Sprintf("Set tensor_parallel_size on %s to a divisor of %d (%s); to keep all %d GPUs, split the rest by layers: tensor_parallel_size = %d, pipeline_parallel_size = %d (pipeline stages need not divide the layers evenly).",
+		c.serve(), heads, strings.Join(ok, ", "), tp, best, tp/best)
+	return Diagnosis{
+		Title:       fmt.Sprintf("tensor_parallel_size %d does not divide the model's %d attention heads%s", tp, heads, onHost(host)),
+		Evidence:    []Evidence{s.evidence(i)},
+		Explanation: fmt.Sprintf("vLLM splits the attention heads evenly across the tensor-parallel ranks and refuses to start otherwise: %d %% %d = %d. Nothing was loaded.", heads, tp, heads%tp),
+		Fix:         fix,
+	}, true
+}
 
 // matchAny selects every meaningful line: for rules decided by the context
 // (rayform's own timeout, a process found gone) rather than by one line.
@@ -247,30 +323,6 @@ func buildAddrInUse(s *scan, hits []int) (Diagnosis, bool) {
 		d.Fix = "Stop the process that holds the port on " + orDefault(host, "the host") + ", then re-run rayform apply."
 	}
 	return d, true
-}
-
-// ---- architecture unknown to the image's vLLM ---------------------------------
-
-var archRE = regexp.MustCompile(`Model architectures? (\[[^\]]*\]) (failed to be inspected|are not supported for now|is not supported)`)
-
-func matchArch(b string) bool { return archRE.MatchString(b) }
-
-func buildArch(s *scan, hits []int) (Diagnosis, bool) {
-	i := hits[0]
-	m := archRE.FindStringSubmatch(s.lines[i].body)
-	host := s.nodeOf(i)
-	c := s.ctx
-	in := "the vLLM in " + c.image()
-	if c.VLLMVersion != "" {
-		in = "vLLM " + c.VLLMVersion + " in " + c.image()
-	}
-	return Diagnosis{
-		Title:    in + onHost(host) + " cannot load the model's architecture " + m[1],
-		Evidence: []Evidence{s.evidence(i)},
-		Explanation: "vLLM looks the architecture named in the model's config.json up in its model registry; \"" + m[2] + "\" means this vLLM has no (working) implementation of it: " +
-			"the model is newer than the image's vLLM, or model files were copied between vLLM versions whose base classes differ.",
-		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.imageRef() + " vllm --version` shows what the image has.",
-	}, true
 }
 
 // ---- serve stopped from outside ---------------------------------------------

@@ -57,15 +57,19 @@ func newScan(in Input) *scan {
 	s := &scan{logs: in.Logs, ctx: in.Context, span: make([][2]int, len(in.Logs))}
 	for i, l := range in.Logs {
 		s.span[i][0] = len(s.lines)
-		for no, raw := range bytes.Split(l.Text, []byte("\n")) {
+		kept := l.kept
+		if !l.windowed {
+			kept = windowText(l.Text)
+		}
+		for _, raw := range kept {
 			// A \r rewrites the terminal line (progress bars); each segment is a
 			// line of its own, all with the same line number.
-			for _, seg := range bytes.Split(raw, []byte("\r")) {
+			for _, seg := range bytes.Split(raw.text, []byte("\r")) {
 				t := clean(seg)
 				if strings.TrimSpace(t) == "" {
 					continue
 				}
-				s.lines = append(s.lines, line{log: i, no: no + 1, text: t, body: body(t)})
+				s.lines = append(s.lines, line{log: i, no: raw.no, text: t, body: body(t)})
 			}
 		}
 		s.span[i][1] = len(s.lines)
@@ -230,10 +234,13 @@ func isSecretName(name string) bool {
 }
 
 var (
-	// NAME=VALUE, 'NAME': 'VALUE', "NAME": "VALUE", NAME: VALUE.
-	pairRE = regexp.MustCompile(`(['"]?)([A-Za-z_][A-Za-z0-9_.\-]*)(['"]?)(=|:\s*)(['"]?)([^\s'",;})\]]+)`)
-	// --flag VALUE and --flag=VALUE.
-	flagRE   = regexp.MustCompile(`(--[A-Za-z0-9][A-Za-z0-9\-]*)(=|\s+)([^\s'"]+)`)
+	// NAME=VALUE, NAME = "VALUE", 'NAME': 'VALUE', "NAME": "VALUE",
+	// NAME: VALUE, and a list value as vLLM prints its arguments:
+	// 'api_key': ['sk-…'], api_key=['sk-…']. A quoted value or a list is
+	// masked whole.
+	pairRE = regexp.MustCompile(`(['"]?)([A-Za-z_][A-Za-z0-9_.\-]*)(['"]?)(\s*[=:]\s*)(?:\[([^\]]*)\]|"([^"]*)"|'([^']*)'|([^\s'",;})\]]+))`)
+	// --flag VALUE, --flag=VALUE, --flag "VALUE", --flag='VALUE'.
+	flagRE   = regexp.MustCompile(`(--[A-Za-z0-9][A-Za-z0-9\-]*)(=|\s+)(?:"([^"]*)"|'([^']*)'|([^\s'"]+))`)
 	bearerRE = regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+`)
 	// Authorization: Basic dXNlcjpwYXNz, Authorization: token ghp_...
 	authRE  = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*["']?(?:basic|token|digest)\s+)[^\s"',]+`)
@@ -243,6 +250,17 @@ var (
 
 // redacted replaces a secret value.
 const redacted = "<redacted>"
+
+// maskValue replaces a value, keeping the list brackets or quotes around it.
+func maskValue(v string) string {
+	if len(v) >= 2 {
+		switch o, c := v[0], v[len(v)-1]; {
+		case o == '[' && c == ']', o == '"' && c == '"', o == '\'' && c == '\'':
+			return string(o) + redacted + string(c)
+		}
+	}
+	return redacted
+}
 
 // redactProse hides the secrets that can reach rayform's own sentences
 // through values parsed from a log (URLs, tokens): bearer and
@@ -260,17 +278,18 @@ func redactProse(t string) string {
 func redact(t string) string {
 	t = pairRE.ReplaceAllStringFunc(t, func(m string) string {
 		sm := pairRE.FindStringSubmatch(m)
-		if !isSecretName(sm[2]) || sm[6] == redacted {
+		if !isSecretName(sm[2]) || strings.Contains(m[len(sm[1])+len(sm[2])+len(sm[3])+len(sm[4]):], redacted) {
 			return m
 		}
-		return sm[1] + sm[2] + sm[3] + sm[4] + sm[5] + redacted
+		return sm[1] + sm[2] + sm[3] + sm[4] + maskValue(m[len(sm[1])+len(sm[2])+len(sm[3])+len(sm[4]):])
 	})
 	t = flagRE.ReplaceAllStringFunc(t, func(m string) string {
 		sm := flagRE.FindStringSubmatch(m)
-		if !isSecretName(sm[1]) || strings.HasPrefix(sm[3], "-") {
+		v := m[len(sm[1])+len(sm[2]):]
+		if !isSecretName(sm[1]) || strings.HasPrefix(v, "-") {
 			return m
 		}
-		return sm[1] + sm[2] + redacted
+		return sm[1] + sm[2] + maskValue(v)
 	})
 	t = bearerRE.ReplaceAllString(t, "${1}"+redacted)
 	t = authRE.ReplaceAllString(t, "${1}"+redacted)

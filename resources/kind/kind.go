@@ -1,11 +1,13 @@
-// Package kind is the contract between rayform and a resource kind: one
-// Go interface, [Kind], that each block type (node, network, ray_cluster,
-// vllm_serve, model) implements, and the values that pass through it. The
-// resources package registers the kinds (resources.Kinds) and reaches each
-// one only through this interface: planning, the apply steps, destroy,
-// what is present on the hosts, logs and the CLI's properties of an
-// address, status and the run's locks iterate over the registered kinds,
-// with no switch on a kind's name. Each kind lives in a package of its own
+// Package kind is the contract between rayform and a resource kind: a
+// small Go interface, [Kind] (schema, traits, plan), that each block type
+// (node, network, ray_cluster, vllm_serve, model) implements, optional
+// interfaces (WithObserve, WithSteps, WithLogs, ...) for what only some
+// kinds do, and the values that pass through them. The resources package
+// registers the kinds (resources.Kinds) and reaches each one only through
+// these interfaces: planning, the apply steps, destroy, what is present on
+// the hosts, logs and the CLI's properties of an address, status and the
+// run's locks iterate over the registered kinds, with no switch on a
+// kind's name. Each kind lives in a package of its own
 // (node, network, cluster, serve, model) and depends on another only
 // through this package (a planned action or work looked up by address, a
 // Work's Container, Restarter) and through interfaces that block values
@@ -39,56 +41,105 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// Kind is one resource kind: its schema and everything rayform does with
-// its blocks.
+// Kind is one resource kind: its schema and its plan. It is the required
+// core; whatever else rayform does with a kind's blocks (observe the
+// hosts, remove, find present, run steps, print logs, show status, lock)
+// a kind does by implementing the optional interface of it (WithObserve,
+// WithDestroy, WithPresence, WithSteps, WithPrepare, WithLogs, WithAhead,
+// WithAwait, WithFingerprint, WithStatus, WithLocks, WithLookup, Learner,
+// Fabricator), which the resources package discovers by type assertion,
+// as terraform-plugin-framework's ResourceWith* are: a kind that has no
+// resources on the hosts (node, network) implements none of them.
 type Kind interface {
 	// Schema describes the block type as data: its arguments, decoding,
 	// computed attributes and checks (engine/config evaluates it).
 	Schema() config.Kind
 	// Traits are the kind's properties the CLI and the planner ask about.
 	Traits() Traits
-	// Lookup asks, once the configuration is evaluated with the observed
-	// facts and before the plan, what the kind's plan needs from outside
-	// the hosts (a model's files as its hub lists them), and completes the
-	// kind's block values in cfg with it. It is the only I/O of a plan
-	// besides the observation; ctx bounds it. A kind may ready the
-	// question and ask it only when its plan first needs the answer (the
-	// model does), so that a destroy, which plans no kind's changes, never
-	// depends on anything outside the hosts.
-	Lookup(ctx context.Context, cfg *config.Config)
-	// Observe adds to o.Spec what each host is asked about the kind's
-	// resources: those the configuration declares, and those the state
-	// remembers that it does not any more.
-	Observe(o *Observation)
 	// Plan plans the kind's resources the configuration declares, through
 	// p: their changes, findings, drift and work. Kinds are planned in
 	// the order they are registered: a kind may look up (p.Planned) the
 	// action of a resource of a kind registered before it.
 	Plan(p Planner)
+}
+
+// WithLookup is implemented by a kind whose plan needs something from
+// outside the hosts (a model's files as its hub lists them).
+type WithLookup interface {
+	// Lookup asks, once the configuration is evaluated with the observed
+	// facts and before the plan, what the kind's plan needs from outside
+	// the hosts, and completes the kind's block values in cfg with it. It
+	// is the only I/O of a plan besides the observation; ctx bounds it. A
+	// kind may ready the question and ask it only when its plan first
+	// needs the answer (the model does), so that a destroy, which plans no
+	// kind's changes, never depends on anything outside the hosts.
+	Lookup(ctx context.Context, cfg *config.Config)
+}
+
+// WithObserve is implemented by a kind that asks the hosts about its
+// resources.
+type WithObserve interface {
+	// Observe adds to o.Spec what each host is asked about the kind's
+	// resources: those the configuration declares, and those the state
+	// remembers that it does not any more.
+	Observe(o *Observation)
+}
+
+// WithDestroy is implemented by a kind whose resources are removed from
+// the hosts.
+type WithDestroy interface {
 	// Destroy plans the removal of the kind's resources that d dooms (all
 	// of them for rayform destroy, those that left the configuration for
 	// apply), from what d's facts show on the hosts. Kinds are asked in
 	// registration order; Destroyer.Before orders their removals.
 	Destroy(d Destroyer)
+}
+
+// WithPresence is implemented by a kind whose resources the hosts hold.
+type WithPresence interface {
 	// Present reports, through p, which of the project's resources of
 	// this kind the observed hosts hold.
 	Present(p *Presence)
+}
+
+// WithSteps is implemented by a kind whose work apply carries out in its
+// walk.
+type WithSteps interface {
 	// Steps returns the steps that carry out w (a Work of this kind);
 	// nil when there is nothing to do.
 	Steps(env Env, w *Work) []apply.Step
+}
+
+// WithPrepare is implemented by a kind whose work has steps that apply
+// runs before its walk.
+type WithPrepare interface {
 	// PrepareSteps are the steps of w that prove, before anything is
 	// removed or stopped, that what w creates can be created, changing
 	// nothing that runs; apply runs them for every resource before its
 	// walk.
 	PrepareSteps(env Env, w *Work) []apply.Step
+}
+
+// WithLogs is implemented by a kind whose resources have logs: rayform
+// logs ADDRESS prints them.
+type WithLogs interface {
 	// Logs returns the commands that print the logs of resource q.Address
 	// of this kind.
 	Logs(q LogQuery) ([]LogCommand, error)
+}
+
+// WithAhead is implemented by a kind whose work may run ahead of the walk.
+type WithAhead interface {
 	// Ahead returns work of this kind's resources that must run ahead of
 	// the walk, before another resource of ws changes (a serve stopped
 	// before its cluster's containers are replaced); steps are the walk's
 	// steps by address.
 	Ahead(env Env, ws map[string]*Work, steps map[string][]apply.Step) []Ahead
+}
+
+// WithAwait is implemented by a kind whose resources may be running as
+// declared but not ready yet.
+type WithAwait interface {
 	// Starting returns, for the kind's resources that the hosts show
 	// running as declared but not ready yet, the work of waiting for them
 	// (AwaitSteps): apply waits for them whether or not it changed them.
@@ -96,17 +147,37 @@ type Kind interface {
 	// AwaitSteps are the steps that wait for w (from Starting) to be
 	// ready.
 	AwaitSteps(env Env, w *Work) []apply.Step
+}
+
+// WithFingerprint is implemented by a kind whose reading of the hosts a
+// saved plan commits to.
+type WithFingerprint interface {
 	// Fingerprint returns what a saved plan commits to of hf beyond the
 	// facts every plan reads (containers, HTTP statuses, records, images):
 	// the kind's reading of them (Ray's node table, by its rows).
 	Fingerprint(hf *observe.HostFacts) []string
+}
+
+// WithStatus is implemented by a kind whose resources status shows (under
+// Traits.Status).
+type WithStatus interface {
 	// Status reports what status shows of each of the kind's resources
 	// the configuration declares, judged as the plan judges them.
 	Status(q StatusQuery) []Status
+}
+
+// WithLocks is implemented by a kind whose resources a run locks.
+type WithLocks interface {
 	// Locks are the locks a run takes for the kind's resources, those
-	// cfg declares and those st remembers (st nil: none); a kind whose
-	// resources need no lock returns none.
+	// cfg declares and those st remembers (st nil: none).
 	Locks(cfg *config.Config, st *state.State) []Lock
+}
+
+// HasLogs reports whether rayform logs prints the logs of k's resources
+// (WithLogs).
+func HasLogs(k Kind) bool {
+	_, ok := k.(WithLogs)
+	return ok
 }
 
 // StatusQuery is what Kind.Status reads: one observation of the hosts
@@ -144,13 +215,13 @@ type Lock struct {
 	FromState bool
 }
 
-// Traits are a kind's properties as data.
+// Traits are a kind's properties as data. What a kind does (logs, status,
+// steps...) follows from the optional interfaces it implements, not from
+// a trait.
 type Traits struct {
 	// Replaceable says that apply -replace=ADDRESS may name a resource of
 	// the kind (a cluster recreates its containers, a serve restarts).
 	Replaceable bool
-	// Logs says that rayform logs ADDRESS prints its logs.
-	Logs bool
 	// Exported names the attributes of a planned change of the kind that
 	// an output may show (an output changes with them).
 	Exported map[string]bool
@@ -237,6 +308,16 @@ type Learner interface {
 // the interface that holds it.
 type Fabricator interface {
 	Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.Addr, map[string]string)
+}
+
+// BlocksOf returns the evaluated blocks of type typ in c as their Go type
+// T (a kind's typed view of a configuration), by name.
+func BlocksOf[T any](c *config.Config, typ string) map[string]*T {
+	out := map[string]*T{}
+	for name, v := range c.Blocks(typ) {
+		out[name] = v.(*T)
+	}
+	return out
 }
 
 // ConfigFacts returns the facts cfg was evaluated with (or given, for
@@ -520,55 +601,3 @@ type LogQuery struct {
 type LogCommand struct {
 	Node, Script string
 }
-
-// Base implements the parts of Kind a kind without resources on the hosts
-// (node, network) does not need: no observation of its own, no work, no
-// steps, nothing present, no logs. Embed it and implement Schema, Traits
-// and Plan.
-type Base struct{}
-
-// Lookup asks nothing.
-func (Base) Lookup(context.Context, *config.Config) {}
-
-// Observe asks nothing.
-func (Base) Observe(*Observation) {}
-
-// Destroy removes nothing.
-func (Base) Destroy(Destroyer) {}
-
-// Present finds nothing.
-func (Base) Present(*Presence) {}
-
-// Steps does nothing.
-func (Base) Steps(Env, *Work) []apply.Step { return nil }
-
-// PrepareSteps does nothing.
-func (Base) PrepareSteps(Env, *Work) []apply.Step { return nil }
-
-// Ahead runs nothing ahead.
-func (Base) Ahead(Env, map[string]*Work, map[string][]apply.Step) []Ahead { return nil }
-
-// Starting waits for nothing.
-func (Base) Starting(*config.Config, *observe.Facts) []*Work { return nil }
-
-// AwaitSteps waits for nothing.
-func (Base) AwaitSteps(Env, *Work) []apply.Step { return nil }
-
-// Fingerprint adds nothing.
-func (Base) Fingerprint(*observe.HostFacts) []string { return nil }
-
-// Status shows nothing.
-func (Base) Status(StatusQuery) []Status { return nil }
-
-// Locks takes no lock.
-func (Base) Locks(*config.Config, *state.State) []Lock { return nil }
-
-// Logs has no logs.
-func (Base) Logs(q LogQuery) ([]LogCommand, error) { return nil, ErrNoLogs }
-
-// ErrNoLogs is returned by Logs of a kind without logs.
-var ErrNoLogs = errNoLogs{}
-
-type errNoLogs struct{}
-
-func (errNoLogs) Error() string { return "this kind of resource has no logs" }

@@ -1,7 +1,6 @@
 package kind_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/zclconf/go-cty/cty"
@@ -57,13 +56,45 @@ func TestWorkContainer(t *testing.T) {
 	}
 }
 
-// TestBase: a kind with nothing on the hosts does nothing and has no logs.
-func TestBase(t *testing.T) {
-	var b kind.Base
-	if b.Steps(nil, nil) != nil || b.PrepareSteps(nil, nil) != nil || b.Locks(nil, nil) != nil || b.Starting(nil, nil) != nil {
-		t.Error("Base does something")
+// bare is a kind of the required core only; logged one with logs too.
+type bare struct{}
+
+func (bare) Schema() config.Kind                             { return config.Kind{Type: "bare"} }
+func (bare) Traits() kind.Traits                             { return kind.Traits{} }
+func (bare) Plan(kind.Planner)                               {}
+func (logged) Schema() config.Kind                           { return config.Kind{Type: "logged"} }
+func (logged) Traits() kind.Traits                           { return kind.Traits{} }
+func (logged) Plan(kind.Planner)                             {}
+func (logged) Logs(kind.LogQuery) ([]kind.LogCommand, error) { return nil, nil }
+
+type logged struct{}
+
+// TestHasLogs: a kind has logs when it implements WithLogs, not otherwise.
+func TestHasLogs(t *testing.T) {
+	if kind.HasLogs(bare{}) || !kind.HasLogs(logged{}) {
+		t.Errorf("HasLogs(bare) = %v, HasLogs(logged) = %v", kind.HasLogs(bare{}), kind.HasLogs(logged{}))
 	}
-	if _, err := b.Logs(kind.LogQuery{}); !errors.Is(err, kind.ErrNoLogs) {
-		t.Errorf("Logs: %v", err)
+}
+
+// block is the Go type of a test block type "b".
+type block struct {
+	config.Decl
+	N int `rayform:"n"`
+}
+
+// TestBlocksOf: a configuration's blocks of one type, as their Go type,
+// by name; none of another type.
+func TestBlocksOf(t *testing.T) {
+	schema := config.Kind{Type: "b", Args: []config.Arg{{Name: "n", Type: cty.Number}}, New: func() any { return &block{} }}
+	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte("b \"x\" {\n  n = 1\n}\nb \"y\" {\n  n = 2\n}\n")}, config.Options{Kinds: []config.Kind{schema}})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	got := kind.BlocksOf[block](cfg, "b")
+	if len(got) != 2 || got["x"].N != 1 || got["y"].N != 2 {
+		t.Errorf("BlocksOf = %v", got)
+	}
+	if len(kind.BlocksOf[block](cfg, "other")) != 0 {
+		t.Error("blocks of a type the configuration has none of")
 	}
 }

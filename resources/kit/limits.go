@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/kind"
@@ -141,16 +142,25 @@ func ListValues(b *config.Block, attr string, items []string) []ArgValue {
 
 // CheckCommandLimits refuses, before apply changes anything, a command of
 // w's that no host would run: an argument or environment string with a
-// NUL byte or over MAX_ARG_STRLEN, or a command line longer than the SSH
-// transport can hand to the remote shell. It checks the exact commands the
-// steps will run: each container's docker run, the serve's docker exec.
-func CheckCommandLimits(w *kind.Work, project string) error {
+// NUL byte or over MAX_ARG_STRLEN, a command line longer than the SSH
+// transport can hand to the remote shell, or arguments and environment
+// together over what execve takes (ARG_MAX). It checks the exact commands
+// the steps will run (each container's docker run, the serve's docker
+// exec) against the limits of the host each runs on (limits, from the
+// host's facts; a host that did not report them is taken at Linux's
+// defaults). Plan calls it, and apply's prepare again, before anything
+// is stopped.
+func CheckCommandLimits(w *kind.Work, project string, limits func(node string) observe.Exec) error {
 	c, ok := w.Do.(Commander)
 	if !ok {
 		return nil
 	}
 	for _, nc := range c.Commands(project) {
-		if err := commandFits(nc.Cmd); err != nil {
+		lim := observe.Exec{}
+		if limits != nil {
+			lim = limits(nc.Node)
+		}
+		if err := CommandFits(nc.Cmd, lim); err != nil {
 			return fmt.Errorf("%s: the command %s cannot run: %w", w.Address, nc.Name, err)
 		}
 	}
@@ -164,30 +174,87 @@ type Commander interface {
 	Commands(project string) []NamedCmd
 }
 
-// NamedCmd is a command and how an error names it ("docker run NAME on
-// NODE").
+// NamedCmd is a command, the node it runs on, and how an error names it
+// ("docker run NAME on NODE").
 type NamedCmd struct {
 	Name string
+	Node string
 	Cmd  transport.Cmd
 }
 
-// commandFits checks one command against the host's limits.
-func commandFits(c transport.Cmd) error {
+// Linux's defaults, for a host that did not report its limits: 4 KiB
+// pages, an 8 MiB stack, and room for a login session's environment.
+const (
+	defaultPageSize = 4096
+	defaultStackKiB = 8192
+	// sessionEnvRoom is taken for the SSH session's own environment when
+	// the host did not report its size.
+	sessionEnvRoom = 4096
+	// filenameRoom is the path execve is given for a tool found on PATH
+	// (/usr/bin/docker), with its NUL.
+	filenameRoom = 256
+	// ptrSize is the size of one argv or envp pointer on a 64-bit host.
+	ptrSize = 8
+)
+
+// CommandFits checks one command against the limits of the host it runs
+// on (lim; zero fields take Linux's defaults). The transport execs it
+// twice on the host, both with the session's environment and the
+// command's Env exported: /bin/sh -c LINE (LINE the quoted argv), then
+// the command's own argv; each must fit in ARG_MAX, strings (each with its
+// NUL) and pointers together.
+func CommandFits(c transport.Cmd, lim observe.Exec) error {
+	if lim.PageSize <= 0 {
+		lim.PageSize = defaultPageSize
+	}
+	if lim.StackKiB == 0 {
+		lim.StackKiB = defaultStackKiB
+	}
+	envBytes, envCount := lim.EnvBytes, lim.EnvCount
+	if envBytes == 0 {
+		envBytes, envCount = sessionEnvRoom, 64
+	}
+	maxStr := lim.MaxArgStrlen()
 	if err := c.Validate(); err != nil {
 		return err
 	}
 	for _, a := range c.Argv {
-		if len(a) >= MaxArgStrlen {
-			return fmt.Errorf("an argument is %d bytes, more than Linux's MAX_ARG_STRLEN (%d, the NUL included)", len(a), MaxArgStrlen)
+		if len(a) >= maxStr {
+			return fmt.Errorf("an argument is %d bytes, more than the host's MAX_ARG_STRLEN (%d, the NUL included)", len(a), maxStr)
 		}
 	}
 	for _, k := range c.EnvKeys() {
-		if n := len(k) + 1 + len(c.Env[k]); n >= MaxArgStrlen {
-			return fmt.Errorf("the environment variable %s is %d bytes, more than Linux's MAX_ARG_STRLEN (%d, the NUL included)", k, n, MaxArgStrlen)
+		n := len(k) + 1 + len(c.Env[k])
+		if n >= maxStr {
+			return fmt.Errorf("the environment variable %s is %d bytes, more than the host's MAX_ARG_STRLEN (%d, the NUL included)", k, n, maxStr)
 		}
+		envBytes += n + 1
+		envCount++
 	}
-	if n := len(shell.Quote(c.String())) + transportRoom; n >= MaxArgStrlen {
-		return fmt.Errorf("its command line is %d bytes as the SSH transport sends it, more than Linux's MAX_ARG_STRLEN (%d, the NUL included) for the one string it travels in (\"Argument list too long\")", n, MaxArgStrlen)
+	line := c.String()
+	if n := len(shell.Quote(line)) + transportRoom; n >= maxStr {
+		return fmt.Errorf("its command line is %d bytes as the SSH transport sends it, more than the host's MAX_ARG_STRLEN (%d, the NUL included) for the one string it travels in (\"Argument list too long\")", n, maxStr)
+	}
+	argBytes := 0
+	for _, a := range c.Argv {
+		argBytes += len(a) + 1
+	}
+	argc := len(c.Argv)
+	if c.Script != "" {
+		argBytes, argc = 0, 0
+	}
+	shBytes := len("/bin/sh") + 1 + len("/bin/sh") + 1 + len("-c") + 1 + len(line) + 1
+	need := max(shBytes+3*ptrSize, filenameRoom+argBytes+argc*ptrSize) + envBytes + envCount*ptrSize
+	if limit := lim.ArgMax(); need > limit {
+		return fmt.Errorf("its arguments and environment take %d bytes where the host's kernel takes %d (ARG_MAX: a quarter of the %s stack limit), so the host would refuse it (\"Argument list too long\"); pass large values as files (a volume, or a path in the image)", need, limit, stackText(lim.StackKiB))
 	}
 	return nil
+}
+
+// stackText names a stack limit in KiB for a message.
+func stackText(kib int64) string {
+	if kib < 0 {
+		return "unlimited"
+	}
+	return fmt.Sprintf("%d KiB", kib)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -109,8 +110,18 @@ func (p Planner) PortsFree(addr, node, what string, uses []PortUse) {
 	if hf == nil {
 		return
 	}
+	removed := p.removedContainers(node)
 	for _, u := range uses {
-		ls := hf.Listening.On(u.Port)
+		var ls []observe.Listener
+		for _, l := range hf.Listening.On(u.Port) {
+			// A container of this project whose resource the
+			// configuration no longer declares goes in the same apply,
+			// before anything starts: its ports are not "in use" (a
+			// renamed ray_cluster's own ports, issue 33 item 4).
+			if !removed[l.Container] {
+				ls = append(ls, l)
+			}
+		}
 		if u.Port == 0 || len(ls) == 0 {
 			continue
 		}
@@ -130,6 +141,30 @@ func (p Planner) PortsFree(addr, node, what string, uses []PortUse) {
 		p.Find(plan.Error, addr, node, fmt.Sprintf("port %d on %s is already in use", u.Port, node), detail,
 			fmt.Sprintf("stop what holds it, or set %s = <a free port> on %s", u.Attr, addr))
 	}
+}
+
+// removedContainers are the names of node's containers of this project
+// whose resource the configuration does not declare: the plan destroys
+// them (their resources' destroy runs before what replaces them starts).
+func (p Planner) removedContainers(node string) map[string]bool {
+	hf := p.Host(node)
+	if hf == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	var g interface{ Has(string) bool }
+	for _, c := range hf.Containers.List {
+		if c.Labels["rayform.managed"] != "true" || c.Labels["rayform.project"] != p.Project() || c.Resource == "" {
+			continue
+		}
+		if g == nil {
+			g = p.Config().Graph()
+		}
+		if !g.Has(c.Resource) {
+			out[c.Name] = true
+		}
+	}
+	return out
 }
 
 // FirstHost is the node of the first of hs, "" for none.
@@ -187,4 +222,20 @@ func SecretValues(env map[string]string, secret []string) map[string]string {
 		out[k] = env[k]
 	}
 	return out
+}
+
+// OnlyUnknown reports whether every path of changed (attrs.ChangedPaths)
+// is a value d does not know: a variable given no value where only a
+// read-only command runs (status, logs). What rayform was not given it
+// cannot compare, so such a difference is no change.
+func OnlyUnknown(d *config.Decl, changed []string) bool {
+	if len(changed) == 0 {
+		return false
+	}
+	for _, p := range changed {
+		if !d.IsUnknown(p) {
+			return false
+		}
+	}
+	return true
 }

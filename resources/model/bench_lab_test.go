@@ -5,6 +5,7 @@ package model
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -38,10 +39,11 @@ import (
 // filesystem, so each gets its own directory).
 //
 // Each of RAYFORM_BENCH_ROUNDS rounds (default 1) measures the floor, then
-// staging with sha256 verification and with sizes only (the same files,
-// RAYFORM_BENCH_NOHASH=1 for sizes only alone), in an order that alternates
-// from round to round, so that a loaded machine's noise falls on every
-// mode alike. RAYFORM_BENCH_BASELINE=FILE adds the same runs with FILE as
+// staging (every file verified: sha256 for the shards, the git blob id
+// for config.json; staging has no mode that checks sizes only, since
+// every received file is verified), in an order that alternates from
+// round to round, so that a loaded machine's noise falls on every mode
+// alike. RAYFORM_BENCH_BASELINE=FILE adds the same runs with FILE as
 // the staging script (an older stage.py: git show REV:resources/model/stage.py),
 // so that a change is measured against what it replaced in the same run
 // (RAYFORM_BENCH_BASELINE_PYTHON: its interpreter's command line, default
@@ -117,10 +119,7 @@ func TestBenchStagingLab(t *testing.T) {
 		scripts = append(scripts, [3]string{"baseline", string(old), py})
 	}
 	for _, s := range scripts {
-		if os.Getenv("RAYFORM_BENCH_NOHASH") == "" {
-			variants = append(variants, variant{s[0] + ", sha256", s[1], s[2], m})
-		}
-		variants = append(variants, variant{s[0] + ", sizes only", s[1], s[2], sizesOnly(m)})
+		variants = append(variants, variant{s[0] + ", sha256", s[1], s[2], m})
 	}
 	current, currentPython := stageScript, stagePython
 	t.Cleanup(func() { stageScript, stagePython = current, currentPython })
@@ -246,18 +245,6 @@ func TestBenchStagingLab(t *testing.T) {
 			med(e2e), slices.Min(e2e), slices.Max(e2e), med(data), slices.Min(data), slices.Max(data),
 			med(cpuGB), med(fixed), med(floorCPU)/gb, cores, med(boundE2E), med(boundData), med(floorCPU)/gb/med(cpuGB))
 	}
-}
-
-// sizesOnly is m with no sha256 to verify, each blob named as before (its
-// blob id is the sha256 it had).
-func sizesOnly(m Manifest) Manifest {
-	m.Files = slices.Clone(m.Files)
-	for i, f := range m.Files {
-		if f.SHA256 != "" {
-			m.Files[i].BlobID, m.Files[i].SHA256 = f.SHA256, ""
-		}
-	}
-	return m
 }
 
 // benchPython puts the directory of the python3 that PATH finds first,
@@ -553,11 +540,12 @@ func benchNetns(t *testing.T) *lab.Lab {
 }
 
 // benchModel writes a model of about mib MiB in 4 shards into l, as
-// huggingface_hub lays it out, with sha256 for each shard.
+// huggingface_hub lays it out, with sha256 for each shard and the git
+// blob id of config.json.
 func benchModel(t *testing.T, l Layout, mib int) Manifest {
 	t.Helper()
 	m := Manifest{Repo: "rayform-lab/bench", Revision: "main", Commit: commit}
-	files := []File{{Path: "config.json", Size: 700, BlobID: strings.Repeat("c", 40)}}
+	files := []File{{Path: "config.json", Size: 700}}
 	for i := range 4 {
 		files = append(files, File{Path: fmt.Sprintf("model-%05d-of-00004.safetensors", i+1), Size: int64(mib) << 20 / 4})
 	}
@@ -570,19 +558,18 @@ func benchModel(t *testing.T, l Layout, mib int) Manifest {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := sha256.New()
-		if _, err := io.CopyN(io.MultiWriter(w, h), rand.Reader, f.Size); err != nil {
+		h, g := sha256.New(), sha1.New()
+		fmt.Fprintf(g, "blob %d\x00", f.Size)
+		if _, err := io.CopyN(io.MultiWriter(w, h, g), rand.Reader, f.Size); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if f.BlobID == "" {
+		if f.Path == "config.json" {
+			f.BlobID = hex.EncodeToString(g.Sum(nil))
+		} else {
 			f.SHA256 = hex.EncodeToString(h.Sum(nil))
-			if os.Getenv("RAYFORM_BENCH_NOHASH") != "" {
-				// sized only: the blob is named by its hash, nothing checks it
-				f.BlobID, f.SHA256 = f.SHA256, ""
-			}
 		}
 		m.Files = append(m.Files, f)
 		blob := filepath.Join(l.Dir, l.StorePath(m, f))

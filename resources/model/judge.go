@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
@@ -50,6 +51,17 @@ func (l Layout) StorePath(m Manifest, f File) string {
 	return f.Path
 }
 
+// LinkTarget is the target of f's snapshot link in the Hugging Face cache
+// (relative to the link's directory, as huggingface_hub and staging make
+// it: ../../blobs/BLOB for a file at the top), or "" for a plain
+// directory.
+func (l Layout) LinkTarget(m Manifest, f File) string {
+	if !l.HFCache {
+		return ""
+	}
+	return strings.Repeat("../", strings.Count(l.FilePath(m, f), "/")) + l.StorePath(m, f)
+}
+
 // RefPath is the file naming the revision's commit, relative to Dir, or ""
 // when none is needed (a plain directory, or a revision that is a commit).
 func (l Layout) RefPath(m Manifest) string {
@@ -69,7 +81,11 @@ const (
 	// Partial: some are, or the files are there but a link or the
 	// revision's ref is not.
 	Partial
-	// Complete: every file of the manifest is there with its size.
+	// Complete: every file of the manifest is there with its size, in
+	// the Hugging Face cache each snapshot file a link to its own blob,
+	// and each file not stored with LFS (at most observe.TreeHashMax
+	// bytes) with the git blob id the hub published (where the probe
+	// could hash: see Judge).
 	Complete
 )
 
@@ -84,8 +100,10 @@ func (s State) String() string {
 }
 
 // Judgment is what a host has of a model, judged from the listing of its
-// directory (sizes only: hashes are verified when staging writes a file,
-// never at plan time, which would read every byte).
+// directory: sizes, link targets, and the git blob ids of the small files
+// (the hub's identity of every file not stored with LFS). The sha256 of an
+// LFS file (the weights) is verified when staging writes it, never at
+// plan time, which would read every byte.
 type Judgment struct {
 	State State
 	// Missing are the files whose content must be staged: absent, or
@@ -93,6 +111,9 @@ type Judgment struct {
 	Missing []File
 	// WrongSize are the files of Missing present with another size.
 	WrongSize []File
+	// WrongContent are the files of Missing present with their size but
+	// another git blob id than the hub's.
+	WrongContent []File
 	// Unlinked are the files whose content is in blobs/ but whose
 	// snapshot link is missing (nothing to transfer).
 	Unlinked []File
@@ -129,21 +150,27 @@ func Judge(m Manifest, l Layout, t observe.TreeFacts) Judgment {
 	}
 	have := 0
 	for _, f := range m.Files {
+		content := contentOK(m, l, t, f)
+		linked := !l.HFCache || !t.Hashed || t.Links[l.FilePath(m, f)] == l.LinkTarget(m, f)
 		got, ok := size[l.FilePath(m, f)]
-		if ok && got == f.Size {
+		if ok && got == f.Size && content && linked {
 			have++
 			continue
 		}
 		if l.HFCache {
 			b, bok := size[l.StorePath(m, f)]
-			if bok && b == f.Size {
+			if bok && b == f.Size && content {
 				have++
 				j.Unlinked = append(j.Unlinked, f)
 				continue
 			}
-			ok = ok || bok
+			ok = bok || ok && linked
+			got = b
 		}
-		if ok {
+		switch {
+		case ok && got == f.Size:
+			j.WrongContent = append(j.WrongContent, f)
+		case ok:
 			j.WrongSize = append(j.WrongSize, f)
 		}
 		j.Missing = append(j.Missing, f)
@@ -161,12 +188,31 @@ func Judge(m Manifest, l Layout, t observe.TreeFacts) Judgment {
 	switch {
 	case len(j.Missing) == 0 && len(j.Unlinked) == 0 && !j.RefMissing:
 		j.State = Complete
-	case have == 0 && len(j.WrongSize) == 0 && j.ResumeBytes == 0:
+	case have == 0 && len(j.WrongSize) == 0 && len(j.WrongContent) == 0 && j.ResumeBytes == 0:
 		j.State = Absent
 	default:
 		j.State = Partial
 	}
 	return j
+}
+
+// contentOK reports whether f's content, where the probe hashed it, is
+// the hub's: a file not stored with LFS, of at most observe.TreeHashMax
+// bytes, must have the git blob id the hub published (in the Hugging Face
+// cache, its blob must be a regular file with it). An LFS file, a larger
+// one, or a tree the probe could not hash is judged by its size alone.
+func contentOK(m Manifest, l Layout, t observe.TreeFacts, f File) bool {
+	if !t.Hashed || f.SHA256 != "" || f.Size > observe.TreeHashMax {
+		return true
+	}
+	p := l.StorePath(m, f)
+	id, ok := t.IDs[p]
+	if !ok {
+		// Not a regular file in the tree (a link, or absent: the size
+		// check says which).
+		return !l.HFCache && !slices.ContainsFunc(t.Files, func(tf observe.TreeFile) bool { return tf.Path == p })
+	}
+	return id == f.BlobID
 }
 
 // GB renders a byte count in decimal gigabytes, as the hub shows sizes.
@@ -199,8 +245,15 @@ func (j Judgment) String() string {
 			s += "s"
 		}
 		s += " missing"
+		var why []string
 		if w := len(j.WrongSize); w > 0 {
-			s += fmt.Sprintf(" (%d with the wrong size)", w)
+			why = append(why, fmt.Sprintf("%d with the wrong size", w))
+		}
+		if w := len(j.WrongContent); w > 0 {
+			why = append(why, fmt.Sprintf("%d with content other than the hub's", w))
+		}
+		if len(why) > 0 {
+			s += " (" + strings.Join(why, ", ") + ")"
 		}
 		parts = append(parts, s)
 	}

@@ -56,8 +56,35 @@ func (m Manifest) Bytes() int64 {
 
 var (
 	commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
-	hexRE    = regexp.MustCompile(`^[0-9a-f]+$`)
+	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
+
+// MaxFileBytes bounds the size of one file a hub (or a node's record)
+// may list: 1 TiB, twenty times the 50 GB the Hugging Face Hub accepts in
+// one file. A larger size, or a negative one, is a broken or hostile
+// answer, never a plan to stage it.
+const MaxFileBytes = 1 << 40
+
+// Check refuses a file whose path could leave the model's directory, whose
+// size is negative or beyond MaxFileBytes, or that lacks the hub's
+// identity of its content: the sha256 (64 hex digits) of an LFS file, or
+// the git blob id (40 hex digits) of any other, which staging verifies.
+func (f File) Check() error {
+	if err := checkPath(f.Path); err != nil {
+		return err
+	}
+	switch {
+	case f.Size < 0:
+		return fmt.Errorf("%s has size %d", f.Path, f.Size)
+	case f.Size > MaxFileBytes:
+		return fmt.Errorf("%s has size %d, more than the %d bytes (1 TiB) a file may have", f.Path, f.Size, int64(MaxFileBytes))
+	case f.SHA256 != "" && !sha256RE.MatchString(f.SHA256):
+		return fmt.Errorf("%s: sha256 %q is not 64 hex digits", f.Path, f.SHA256)
+	case f.SHA256 == "" && !commitRE.MatchString(f.BlobID):
+		return fmt.Errorf("%s: blob id %q is not a git object id (40 hex digits)", f.Path, f.BlobID)
+	}
+	return nil
+}
 
 // IsCommit reports whether rev is a full commit hash (40 lowercase hex).
 func IsCommit(rev string) bool { return commitRE.MatchString(rev) }
@@ -95,7 +122,7 @@ func ParseHubRevision(repo, revision string, data []byte) (Manifest, error) {
 		if err := checkPath(s.RFilename); err != nil {
 			return Manifest{}, fmt.Errorf("hub revision of %s@%s: %w", repo, revision, err)
 		}
-		f := File{Path: s.RFilename, BlobID: s.BlobID}
+		f := File{Path: s.RFilename, BlobID: strings.ToLower(s.BlobID)}
 		switch {
 		case s.LFS != nil:
 			f.Size, f.SHA256 = s.LFS.Size, strings.ToLower(s.LFS.SHA256)
@@ -104,8 +131,8 @@ func ParseHubRevision(repo, revision string, data []byte) (Manifest, error) {
 		default:
 			return Manifest{}, fmt.Errorf("hub revision of %s@%s: %s has no size (ask with ?blobs=true)", repo, revision, s.RFilename)
 		}
-		if f.Blob() == "" || !hexRE.MatchString(f.Blob()) {
-			return Manifest{}, fmt.Errorf("hub revision of %s@%s: %s has no blob id or sha256", repo, revision, s.RFilename)
+		if err := f.Check(); err != nil {
+			return Manifest{}, fmt.Errorf("hub revision of %s@%s: %w", repo, revision, err)
 		}
 		m.Files = append(m.Files, f)
 	}

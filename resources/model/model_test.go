@@ -88,6 +88,11 @@ func TestManifestErrors(t *testing.T) {
 		{name: "no commit", answer: `{"sha": "main", "siblings": []}`, want: `commit "main" is not a commit hash`},
 		{name: "no size", answer: `{"sha": "` + commit + `", "siblings": [{"rfilename": "a", "blobId": "ab"}]}`, want: "a has no size (ask with ?blobs=true)"},
 		{name: "escaping path", answer: `{"sha": "` + commit + `", "siblings": [{"rfilename": "../x", "size": 1, "blobId": "ab"}]}`, want: `file "../x": not a plain relative path`},
+		{name: "negative size", answer: sibling(`"size": -232, "blobId": "` + blob40 + `"`), want: "config.json has size -232"},
+		{name: "negative LFS size", answer: sibling(`"size": 5, "blobId": "` + blob40 + `", "lfs": {"sha256": "` + sha64 + `", "size": -1}`), want: "config.json has size -1"},
+		{name: "absurd size", answer: sibling(`"size": 4611686018427387904, "blobId": "` + blob40 + `"`), want: "config.json has size 4611686018427387904, more than "},
+		{name: "blob id not a git object id", answer: sibling(`"size": 5, "blobId": "ab"`), want: `config.json: blob id "ab" is not a git object id (40 hex digits)`},
+		{name: "sha256 not a sha256", answer: sibling(`"size": 5, "blobId": "` + blob40 + `", "lfs": {"sha256": "abcd", "size": 5}`), want: `config.json: sha256 "abcd" is not 64 hex digits`},
 		{name: "shard not in repo", index: `{"weight_map": {"a": "model-00009-of-00009.safetensors"}}`, want: "names shard model-00009-of-00009.safetensors, which the repository does not have"},
 		{name: "empty index", index: `{"weight_map": {}}`, want: "no weight_map"},
 	} {
@@ -265,4 +270,14 @@ func TestNames(t *testing.T) {
 	if !IsCommit(commit) || IsCommit("main") {
 		t.Error("IsCommit")
 	}
+}
+
+const (
+	blob40 = "0123456789abcdef0123456789abcdef01234567"
+	sha64  = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+// sibling is a hub answer with one file, config.json, of these fields.
+func sibling(fields string) string {
+	return `{"sha": "` + commit + `", "siblings": [{"rfilename": "config.json", ` + fields + `}]}`
 }

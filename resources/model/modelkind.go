@@ -28,7 +28,17 @@ import (
 // (PrepareSteps), and the serve and its cluster learn from the model
 // block's value (Weights: Provides, HostDir, ServeEnv, Revision, Files)
 // how to load it.
-type Kind struct{ kind.Base }
+type Kind struct{}
+
+// The model kind's optional parts (kind.Kind): no steps in the walk, no
+// logs, no locks of its own.
+var (
+	_ kind.WithLookup      = Kind{}
+	_ kind.WithObserve     = Kind{}
+	_ kind.WithPrepare     = Kind{}
+	_ kind.WithFingerprint = Kind{}
+	_ kind.WithStatus      = Kind{}
+)
 
 // Schema is the model block (Descriptor).
 func (Kind) Schema() config.Kind { return Descriptor() }
@@ -192,10 +202,6 @@ func (Kind) Plan(p kind.Planner) {
 	}
 }
 
-// Steps: none in the walk, as apply stages in PrepareSteps (its run
-// always prepares first).
-func (Kind) Steps(kind.Env, *kind.Work) []apply.Step { return nil }
-
 // PrepareSteps stage the model (Work.Steps): they change nothing that
 // runs, so apply runs them before the walk, before any serve or container
 // is stopped or started, while the running serves keep serving; a
@@ -217,7 +223,8 @@ func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
 }
 
 // Fingerprint is what a saved plan commits to of a node's model copies:
-// their files (not the free space, which moves with every write).
+// their files, the ids of the small ones and the links' targets (not the
+// free space, which moves with every write).
 func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 	var out []string
 	for _, dir := range slices.Sorted(maps.Keys(hf.Trees)) {
@@ -225,6 +232,12 @@ func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 		var b strings.Builder
 		for _, f := range t.Files {
 			fmt.Fprintf(&b, "%s %d %v\n", f.Path, f.Size, f.Dangling)
+		}
+		for _, p := range slices.Sorted(maps.Keys(t.IDs)) {
+			fmt.Fprintf(&b, "id %s %s\n", p, t.IDs[p])
+		}
+		for _, p := range slices.Sorted(maps.Keys(t.Links)) {
+			fmt.Fprintf(&b, "link %s %s\n", p, t.Links[p])
 		}
 		out = append(out, fmt.Sprintf("tree %s %v %x %s", dir, t.Exists, sha256.Sum256([]byte(b.String())), t.Err))
 	}

@@ -175,6 +175,14 @@ func Plan(in PlanInput) Planned {
 		c := &copies[i]
 		c.Net, c.Subnet, c.Addr = in.Nets[c.Node].Name, in.Nets[c.Node].Subnet, in.Addrs[c.Node]
 	}
+	for _, c := range copies {
+		if c.Tree.Exists && !c.Tree.Hashed && c.Tree.IDsErr != "" {
+			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Warning, Address: addr, Host: c.Node,
+				Summary: fmt.Sprintf("%s: the files of %s not stored with LFS could not be verified: judged by their sizes alone", c.Node, m.Source),
+				Detail:  fmt.Sprintf("The probe could not compute their git blob ids in %s: %s.", c.Layout.Dir, c.Tree.IDsErr),
+				Fix:     "install sha1sum (coreutils) on " + c.Node})
+		}
+	}
 	d := Decide(mf, copies)
 	ch.Reasons = d.Lines()
 	ch.Attrs = attrs(m, mf, d)

@@ -3,6 +3,9 @@ package model
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -188,6 +191,48 @@ func TestPlanErrors(t *testing.T) {
 	in.Resolution = nil
 	if p := Plan(in); p.Change.Action != plan.NoOp || len(p.Change.Reasons) != 0 {
 		t.Errorf("unresolved: %+v", p.Change)
+	}
+}
+
+// TestPlanRefusesHubSizes: a hub that lists a file with a negative or an
+// absurd size makes the model's plan an error (it never reaches the
+// nodes' judgment as "N B to stage").
+func TestPlanRefusesHubSizes(t *testing.T) {
+	for _, size := range []string{"-232", "4611686018427387904"} {
+		t.Run(size, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.WriteString(w, `{"sha": "`+commit+`", "siblings": [{"rfilename": "config.json", "size": `+size+`, "blobId": "`+blob40+`"},`+
+					`{"rfilename": "model.safetensors", "size": 10, "blobId": "`+blob40+`", "lfs": {"sha256": "`+sha64+`", "size": 10}}]}`)
+			}))
+			defer srv.Close()
+			md := &Model{Name: "tiny", Source: "org/tiny", Rev: "main", CacheDir: "/data/hub", Endpoint: srv.URL}
+			res := ResolveOrRecall(context.Background(), srv.Client(), md, []string{"h1"}, nil)
+			p := Plan(PlanInput{Model: md, Resolution: &res, Nodes: []string{"h1"},
+				Facts: func(string) *observe.HostFacts { return &observe.HostFacts{} }})
+			if p.Work != nil || len(p.Findings) != 1 || p.Findings[0].Severity != plan.Error ||
+				!strings.Contains(p.Findings[0].Detail, "config.json has size "+size) {
+				t.Errorf("plan: %s %v, findings %+v", p.Change.Action, p.Change.Reasons, p.Findings)
+			}
+		})
+	}
+}
+
+// TestPlanSaysWhenNotHashed: a node whose probe could not compute the
+// files' identities (no sha1sum) is judged by sizes alone, and the plan
+// says so in a warning naming the node and the cause.
+func TestPlanSaysWhenNotHashed(t *testing.T) {
+	mf := tinyManifest(t)
+	md := &Model{Name: "tiny", Source: mf.Repo, Rev: "main", CacheDir: "/data/hub"}
+	full := listing(mf, HFCacheLayout(md.CacheDir, mf.Repo), func(f File) (int64, bool) { return f.Size, true }, observe.TreeFile{Path: "refs/main", Size: 40})
+	full.FreeBytes = 1e12
+	full.IDsErr = "rayform: sha1sum: not installed (exit 127)"
+	facts := map[string]*observe.HostFacts{"h1": {Trees: map[string]observe.TreeFacts{md.Dir(): full}}}
+	p := Plan(PlanInput{Model: md, Resolution: &Resolution{Manifest: mf}, Nodes: []string{"h1"},
+		Facts: func(n string) *observe.HostFacts { return facts[n] }})
+	if len(p.Findings) != 1 || p.Findings[0].Severity != plan.Warning || p.Findings[0].Host != "h1" ||
+		!strings.Contains(p.Findings[0].Summary, "h1: the files of org/tiny not stored with LFS could not be verified") ||
+		!strings.Contains(p.Findings[0].Detail, "sha1sum: not installed") {
+		t.Errorf("findings %+v", p.Findings)
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 // read from its directory on every plan, but which files a revision has,
 // with their sizes and sha256, only the hub can say, and a branch like
 // "main" can move. Once a node's copy is verified complete (staged from a
-// node or downloaded, each file checked by size and sha256), apply records
-// the manifest it was verified against next to it, under the repository's
-// directory in the cache (RecordPath). Plan still asks the hub first; when
+// node or downloaded, each file checked by size and the hub's identity of
+// it: sha256 or git blob id), apply records the manifest it was verified
+// against next to it, under the repository's directory in the cache
+// (RecordPath). Plan still asks the hub first; when
 // the hub does not answer, it judges the nodes against the newest record
 // of the revision the nodes hold, and says so.
 
@@ -84,11 +85,8 @@ func ParseRecord(data []byte, repo, revision string) (Record, error) {
 		return Record{}, fmt.Errorf("no recorded_at")
 	}
 	for _, f := range r.Files {
-		if err := checkPath(f.Path); err != nil {
+		if err := f.Check(); err != nil {
 			return Record{}, err
-		}
-		if f.Size < 0 || f.Blob() == "" || !hexRE.MatchString(f.Blob()) {
-			return Record{}, fmt.Errorf("file %s: no size, blob id or sha256", f.Path)
 		}
 	}
 	return r, nil

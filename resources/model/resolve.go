@@ -86,6 +86,51 @@ func Resolve(ctx context.Context, hc *http.Client, endpoint, token, repo, revisi
 	return Select(m, index)
 }
 
+// maxRedirects bounds the redirects of one request to the hub (as
+// net/http's default).
+const maxRedirects = 10
+
+// tokenHome is hc sending the Authorization header only to the exact
+// origin (scheme, host and port) of the first request: net/http drops it
+// on a redirect to another host, but keeps it on a redirect to another
+// port of the same host, from https to http, and to a subdomain.
+func tokenHome(hc *http.Client) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, via[0].URL) {
+			req.Header.Del("Authorization")
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+	return &c
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default port when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && originPort(a) == originPort(b)
+}
+
+func originPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}
+
 // hubGet GETs u from the hub, explaining a refusal. A hub that gives no
 // answer, or answers 5xx, is an UnavailableError (unless ctx itself
 // ended: the run was interrupted).
@@ -97,7 +142,7 @@ func hubGet(ctx context.Context, hc *http.Client, endpoint, u, token, repo, revi
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := hc.Do(req)
+	resp, err := tokenHome(hc).Do(req)
 	if err != nil {
 		if ctx.Err() == context.Canceled {
 			return nil, fmt.Errorf("model %s@%s: asking the hub: %w", repo, revision, ctx.Err())

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
@@ -103,8 +104,16 @@ type StageOptions struct {
 	Progress func(Progress)
 	// IdleTimeout is how long a receiver waits for the source to send
 	// anything before it gives up on a file (a cut link sends nothing,
-	// and TCP alone would wait for minutes); zero means 60 seconds.
+	// and TCP alone would wait for minutes); zero means 60 seconds. It is
+	// also the window of MinBytes.
 	IdleTimeout time.Duration
+	// MinBytes is the least a stream must receive in each IdleTimeout: a
+	// source that trickles (a byte now and then, which never lets
+	// IdleTimeout pass) fails the file as a stall; zero means 1 MiB (a
+	// stream slower than about 17 kB/s for a whole window). There is no
+	// cap on a transfer's whole time: a large file at a steady rate takes
+	// what it needs.
+	MinBytes int64
 }
 
 // withDefaults fills in the zero options.
@@ -117,6 +126,9 @@ func (o StageOptions) withDefaults() StageOptions {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = time.Minute
+	}
+	if o.MinBytes <= 0 {
+		o.MinBytes = 1 << 20
 	}
 	return o
 }
@@ -131,7 +143,10 @@ type stageFile struct {
 	Store    string `json:"store"`
 	Link     string `json:"link"`
 	Size     int64  `json:"size"`
-	SHA256   string `json:"sha256,omitempty"`
+	// SHA256 (LFS files) or else BlobID (the git blob id) is the hub's
+	// identity of the content, which the receiver verifies.
+	SHA256 string `json:"sha256,omitempty"`
+	BlobID string `json:"blob_id,omitempty"`
 }
 
 // files lists m's files for stage.py in layout l.
@@ -140,14 +155,14 @@ func files(m Manifest, l Layout) []stageFile {
 	for _, f := range m.Files {
 		out = append(out, stageFile{
 			Path: f.Path, Src: l.FilePath(m, f), Store: l.StorePath(m, f), Link: l.FilePath(m, f),
-			Size: f.Size, SHA256: f.SHA256,
+			Size: f.Size, SHA256: f.SHA256, BlobID: f.BlobID,
 		})
 	}
 	return out
 }
 
 // stageCmd is the command running stage.py; its configuration (with the
-// session's token) is the first line of cfg, on stdin.
+// run's key or the hub's token) is the first line of cfg, on stdin.
 func stageCmd(cfg []byte, stdin io.Reader, stdout io.Writer) transport.Cmd {
 	return transport.Cmd{
 		Script:   "exec " + stagePython + " -c " + shell.Quote(stageScript),
@@ -159,29 +174,36 @@ func stageCmd(cfg []byte, stdin io.Reader, stdout io.Writer) transport.Cmd {
 
 // Stage copies m from src's complete copy to
 // each of dsts, node to node on the fabric addresses: src serves its files
-// on its fabric address for the duration of the call (an ephemeral port, a
-// random bearer token), each receiver fetches the files it lacks or holds
-// with another size, opt.Streams at a time, resuming partial files, and
-// renames a file to its final name only once its size and (where the hub
-// publishes it) sha256 are verified. It returns every receiver's error,
-// each naming the node; a failed receiver keeps its partial files for the
-// next run.
+// on its fabric address for the duration of the call (an ephemeral port),
+// each receiver fetches the files it lacks or holds with another size,
+// opt.Streams at a time, resuming partial files, and renames a file to its
+// final name only once its size and the hub's identity of it (sha256 for
+// an LFS file, the git blob id otherwise) are verified. src serves only
+// regular files that resolve inside the model's blobs/ (its directory,
+// for a plain directory): a link out of it is refused, naming the node and
+// the file, before anything is sent. Each request is signed with a random
+// key of this call (HMAC-SHA256 over the request and a nonce that the
+// source accepts once), which reaches the nodes only on their SSH
+// sessions' stdin: nothing on the fabric authenticates another request,
+// during the call or after it. It returns every receiver's error, each
+// naming the node; a failed receiver keeps its partial files for the next
+// run.
 func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOptions) error {
 	if len(dsts) == 0 {
 		return nil
 	}
 	opt = opt.withDefaults()
-	tok := make([]byte, 32)
-	if _, err := rand.Read(tok); err != nil {
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
 		return err
 	}
-	token := hex.EncodeToString(tok)
+	key := hex.EncodeToString(k)
 	var srcs []string
 	for _, f := range files(m, src.Layout) {
 		srcs = append(srcs, f.Src)
 	}
 	serveCfg, err := json.Marshal(map[string]any{
-		"role": "serve", "dir": src.Layout.Dir, "bind": src.Addr.String(), "token": token, "files": srcs,
+		"role": "serve", "node": src.Name, "dir": src.Layout.Dir, "hf": src.Layout.HFCache, "bind": src.Addr.String(), "key": key, "files": srcs,
 	})
 	if err != nil {
 		return err
@@ -217,7 +239,7 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 		go func() {
 			defer wg.Done()
 			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
-				"source_host": src.Addr.String(), "source_port": 0, "token": token,
+				"source_host": src.Addr.String(), "source_port": 0, "key": key,
 				"source_name": src.Name, "source_dir": src.Layout.Dir,
 			}, pr, opt)
 		}()
@@ -266,7 +288,7 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 
 // fetchTo runs one receiver and relays its progress; from says where
 // it fetches from, for messages, and source adds to its configuration
-// where (a node's server, or the hub) and with which token; more is the
+// where (a node's server, or the hub) and with which key or token; more is the
 // rest of the receiver's stdin (a node's server's port, when source has
 // none yet).
 func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, more io.Reader, opt StageOptions) error {
@@ -277,7 +299,10 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 	}
 	c := map[string]any{
 		"role": "fetch", "node": d.Name, "dir": d.Layout.Dir, "files": fs, "commit": m.Commit, "ref": d.Layout.RefPath(m),
-		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(),
+		"streams": opt.Streams, "interval": opt.Interval.Seconds(), "timeout": opt.IdleTimeout.Seconds(), "min_bytes": opt.MinBytes,
+		// A file not stored with LFS, up to the size plan's probe hashes,
+		// counts as present only with the hub's git blob id.
+		"hash_max": observe.TreeHashMax,
 	}
 	maps.Copy(c, source)
 	if stageTrail != nil {
@@ -295,6 +320,7 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 		var first time.Time
 		var firstBytes int64
 		var last Progress
+		reported := false
 		for line := range lines.c {
 			if rest, found := strings.CutPrefix(line, "ok"); found && (rest == "" || rest[0] == ' ') {
 				ok = true
@@ -317,8 +343,12 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 				p.Rate = float64(n-firstBytes) / dt
 				p.ETA = time.Duration(float64(total-n) / p.Rate * float64(time.Second))
 			}
-			last = p
-			if opt.Progress != nil {
+			// A report without new bytes says nothing new (the receiver
+			// reports on its interval while the transfer starts): the
+			// first is shown, the repeats are not.
+			repeat := reported && n == last.Done
+			last, reported = p, true
+			if opt.Progress != nil && !repeat {
 				opt.Progress(p)
 			}
 		}
@@ -417,7 +447,8 @@ type Hub struct {
 
 // Download fetches what node lacks of m from the hub, as Stage does from
 // a node: several files at a time, resuming partial files, each renamed
-// only once its size and sha256 (where published) are verified. A refusal
+// only once its size and the hub's identity of it (sha256 for an LFS
+// file, the git blob id otherwise) are verified. A refusal
 // of the hub (401, 403, a revision not found) is an error with its cause
 // and fix.
 func Download(ctx context.Context, m Manifest, node Peer, hub Hub, opt StageOptions) error {

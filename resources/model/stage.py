@@ -3,14 +3,22 @@
 # One script, two roles, chosen by the first line of stdin (a JSON object;
 # secrets travel only there, never on a command line):
 #   serve: serve the files of one model directory over HTTP on the fabric
-#          address, with Range requests (resume) and a bearer token; prints
+#          address, with Range requests (resume), each request signed with
+#          the run's key (HMAC-SHA256 over the request and a fresh nonce,
+#          each nonce taken once: a captured request cannot be replayed,
+#          and the key never crosses the fabric); only regular files whose
+#          opened descriptor resolves inside the model's blobs/ (the
+#          directory itself for a plain directory) are served; prints
 #          "listening PORT" and serves until its stdin closes.
 #   fetch: receive the missing files from a serving node (or, with "hub",
 #          download them from the Hugging Face hub), several files at a
 #          time, resuming each from its FILE.incomplete, verifying size and
-#          sha256 (where known), renaming only a verified file to its final
-#          name; prints "progress DONE TOTAL" lines and "ok SECONDS" at the
-#          end (SECONDS: from its first request to its last byte).
+#          the hub's identity of the content (sha256 for LFS files, the git
+#          blob id otherwise), renaming only a verified file to its final
+#          name; a stream that receives less than "min_bytes" in a
+#          "timeout" window fails (a stall); prints "progress DONE TOTAL"
+#          lines and "ok SECONDS" at the end (SECONDS: from its first
+#          request to its last byte).
 # A receiver from a serving node starts with the source: the source's port
 # comes on the second line of its stdin once the source listens. Over plain
 # HTTP the body moves socket to file with os.splice (Linux, Python 3.10 on;
@@ -21,6 +29,7 @@
 import errno
 import fcntl
 import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -28,6 +37,7 @@ import queue
 import select
 import shutil
 import socket
+import stat
 import sys
 import threading
 import time
@@ -50,6 +60,46 @@ def inside(root, rel):
     return p
 
 
+def open_inside(path, allowed):
+    """Open path for reading if it is a regular file whose resolved path
+    lies inside allowed (a resolved directory): the check is on the opened
+    descriptor's own path (/proc/self/fd), so a link swapped in between
+    cannot pass it. Returns (fd, None), or (None, why)."""
+    # A first check by the path, so that a link out is refused without
+    # opening its target at all (a device, a FIFO).
+    real = os.path.realpath(path)
+    if not real.startswith(allowed + os.sep):
+        return None, "it resolves to %s, outside %s" % (real, allowed)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as e:
+        return None, e.strerror
+    try:
+        real = os.readlink("/proc/self/fd/%d" % fd)
+        mode = os.fstat(fd).st_mode
+    except OSError as e:
+        os.close(fd)
+        return None, "cannot resolve its descriptor: %s" % e.strerror
+    if not real.startswith(allowed + os.sep):
+        os.close(fd)
+        return None, "it resolves to %s, outside %s" % (real, allowed)
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        return None, "it is not a regular file"
+    os.set_blocking(fd, True)
+    return fd, None
+
+
+AUTH_SCHEME = "rayform-stage"
+
+
+def sign(key, path, rng, nonce):
+    """The request's signature: HMAC-SHA256 with the run's key over the
+    method, path, range and nonce."""
+    msg = "\n".join(("GET", path, rng, nonce)).encode("utf-8", "surrogateescape")
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
 # ---- serve -------------------------------------------------------------
 
 
@@ -59,10 +109,35 @@ def serve(cfg):
     import socketserver
 
     root = os.path.realpath(cfg["dir"])
+    # A file is served only where it resolves inside allowed: the
+    # repository's blobs/ in the Hugging Face cache (its snapshot files
+    # are links there), else the model's directory.
+    allowed = os.path.join(root, "blobs") if cfg.get("hf") else root
     files = {}
+    refused = []
     for rel in cfg["files"]:
         files["/" + rel] = inside(root, rel)
-    token = cfg["token"]
+        fd, why = open_inside(files["/" + rel], allowed)
+        if fd is None:
+            refused.append("%s: %s" % (rel, why))
+        else:
+            os.close(fd)
+    if refused:
+        die("%s: refusing to serve %s; nothing was sent" % (cfg["node"], "; ".join(refused)))
+    key = bytes.fromhex(cfg["key"])
+    nonces = set()
+    nlock = threading.Lock()
+
+    def authorized(headers, path):
+        scheme, _, cred = headers.get("Authorization", "").partition(" ")
+        nonce, _, mac = cred.partition(":")
+        if scheme != AUTH_SCHEME or len(nonce) != 32 or not hmac.compare_digest(mac, sign(key, path, headers.get("Range", ""), nonce)):
+            return False
+        with nlock:
+            if nonce in nonces:
+                return False  # a replay
+            nonces.add(nonce)
+        return True
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -71,19 +146,21 @@ def serve(cfg):
             pass
 
         def do_GET(self):
-            if self.headers.get("Authorization") != "Bearer " + token:
+            if not authorized(self.headers, self.path):
                 self.send_error(401)
                 return
             path = files.get(self.path)
             if path is None:
                 self.send_error(404)
                 return
-            try:
-                f = open(path, "rb")
-            except OSError as e:
-                self.send_error(404, str(e))
+            fd, why = open_inside(path, allowed)
+            if fd is None:
+                sys.stderr.write("rayform-stage: %s: refusing to serve %s: %s\n" % (cfg["node"], self.path[1:], why))
+                sys.stderr.flush()
+                # The reason goes in the status line: one line of ASCII.
+                self.send_error(403, ascii("refused: %s" % why)[1:-1])
                 return
-            with f:
+            with os.fdopen(fd, "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 start = 0
                 rng = self.headers.get("Range", "")
@@ -177,31 +254,73 @@ def hub_refusal(cfg, f, resp):
     return "the hub answered %d %s for %s" % (resp.status, msg, what)
 
 
+def origin(url):
+    """The scheme, host and port of url (the scheme's default port when
+    none is written): the token goes only to its hub's own origin."""
+    u = urllib.parse.urlsplit(url)
+    return (u.scheme.lower(), (u.hostname or "").lower(), u.port or {"https": 443, "http": 80}.get(u.scheme.lower()))
+
+
+def exchange(cfg, f, conn, path, headers, where):
+    """Send the GET and read the answer's headers, within cfg["timeout"]
+    seconds in all: a source that trickles its headers (a byte now and
+    then, which a timeout on each read never ends) is cut off."""
+    timeout = cfg.get("timeout", 60)
+    late = threading.Event()
+
+    def cut():
+        late.set()
+        if conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(timeout, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        conn.request("GET", path, headers=headers)
+        resp = conn.getresponse()
+    except (OSError, http.client.HTTPException):
+        if not late.is_set():
+            raise
+        resp = None
+    finally:
+        timer.cancel()
+    if late.is_set():
+        # Cut off: what was read (if anything) is not a whole answer.
+        die("%s: fetching %s from %s: no complete answer within %.0f s; apply again" % (cfg["node"], f["path"], where, timeout))
+    return resp
+
+
 def open_source(cfg, f, have):
     """GET f from offset have: from the serving node, or from the hub
-    (following redirects, the token sent only to the hub's own host, as
-    huggingface_hub does). Returns (conn, response, where)."""
+    (following redirects, the token sent only to the hub's own scheme,
+    host and port). Returns (conn, response, where)."""
     timeout = cfg.get("timeout", 60)
     rng = {"Range": "bytes=%d-" % have}
     if not cfg.get("hub"):
         conn = http.client.HTTPConnection(cfg["source_host"], cfg["source_port"], timeout=timeout)
-        conn.request("GET", "/" + f["src"], headers=dict(rng, Authorization="Bearer " + cfg["token"]))
-        resp = conn.getresponse()
+        path, nonce = "/" + f["src"], os.urandom(16).hex()
+        auth = "%s %s:%s" % (AUTH_SCHEME, nonce, sign(bytes.fromhex(cfg["key"]), path, rng["Range"], nonce))
+        resp = exchange(cfg, f, conn, path, dict(rng, Authorization=auth), source_name(cfg))
         if resp.status not in (200, 206):
             die("%s: the source answered %d %s for %s" % (cfg["node"], resp.status, resp.reason, f["path"]))
         return conn, resp, source_name(cfg)
     hub = cfg["hub"]
     url = "%s/%s/resolve/%s/%s" % (hub["endpoint"].rstrip("/"), hub["repo"], hub["commit"], urllib.parse.quote(f["path"]))
-    home = urllib.parse.urlsplit(url).netloc
+    home = origin(url)
     for _ in range(6):
         u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            die("%s: the hub redirected %s to a %r URL" % (cfg["node"], f["path"], u.scheme))
         cls = http.client.HTTPSConnection if u.scheme == "https" else http.client.HTTPConnection
         conn = cls(u.netloc, timeout=timeout)
         headers = dict(rng)
-        if cfg.get("token") and u.netloc == home:
+        if cfg.get("token") and origin(url) == home:
             headers["Authorization"] = "Bearer " + cfg["token"]
-        conn.request("GET", u.path + ("?" + u.query if u.query else ""), headers=headers)
-        resp = conn.getresponse()
+        resp = exchange(cfg, f, conn, u.path + ("?" + u.query if u.query else ""), headers, u.netloc)
         if resp.status in (301, 302, 303, 307, 308):
             url = urllib.parse.urljoin(url, resp.getheader("Location", ""))
             conn.close()
@@ -246,7 +365,7 @@ def splice_body(cfg, f, conn, resp, part, have, size, h, prog, where):
     end = min(size, have + resp.length)
     # What http.client has already read past the headers goes first.
     pre = resp.fp.peek(1)[:end - have] if end > have else b""
-    fd = os.open(part, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(part, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
     try:
         have = splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, where)
         if have < size:
@@ -280,6 +399,7 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
         poll = select.poll()
         poll.register(sock, select.POLLIN)
         timeout_ms = int(cfg.get("timeout", 60) * 1000)
+        stall = Stall(cfg)
         buf = None
         if h is not None and cfg.get("trail"):
             trail = Trailer(fd, h)
@@ -295,6 +415,8 @@ def splice_loop(cfg, f, conn, resp, pre, fd, part, have, end, size, h, prog, whe
             if not n:
                 die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
                     cfg["node"], where, have, size, f["path"]))
+            if not stall.add(n):
+                die(stall.error(cfg, f, where, have + n, size))
             moved = 0
             while moved < n:
                 try:
@@ -375,6 +497,45 @@ class Trailer:
             raise self.err
 
 
+def identity(f):
+    """The hub's identity of f's content: (its name, a hash object that
+    computes it, the value the hub published): sha256 for an LFS file, the
+    git blob id (sha1 of "blob SIZE\\0" and the content) for any other."""
+    if f.get("sha256"):
+        return "sha256", hashlib.sha256(), f["sha256"]
+    h = hashlib.sha1()
+    h.update(b"blob %d\0" % f["size"])
+    return "git blob id", h, f["blob_id"]
+
+
+class Stall:
+    """A stream's minimum progress: a stream that receives less than
+    cfg["min_bytes"] in a window of cfg["timeout"] seconds has stalled (a
+    trickle of a byte now and then, which a timeout on each read never
+    ends). No cap on the whole transfer: a large file at a steady rate
+    takes the time it needs."""
+
+    def __init__(self, cfg):
+        self.window = cfg.get("timeout", 60)
+        self.min = cfg.get("min_bytes", 1 << 20)
+        self.start, self.n = time.monotonic(), 0
+
+    def add(self, n):
+        """Counts n bytes received; False once a window has ended with
+        too few."""
+        self.n += n
+        now = time.monotonic()
+        if now - self.start >= self.window:
+            if self.n < self.min:
+                return False
+            self.start, self.n = now, 0
+        return True
+
+    def error(self, cfg, f, where, have, size):
+        return "%s: fetching %s from %s: the transfer stalled: %d bytes in %.0f s, less than the %d a stream must receive in that time, after %d of %d bytes; the partial file is kept and the next apply resumes it" % (
+            cfg["node"], f["path"], where, self.n, time.monotonic() - self.start, self.min, have, size)
+
+
 def write_all(cfg, fd, b, off, part, size, prog):
     """pwrite all of b at off, or die with the write's error."""
     done = 0
@@ -389,10 +550,15 @@ def fetch_file(cfg, f, prog):
     root = cfg["dir"]
     store = inside(root, f["store"])
     part = store + ".incomplete"
-    size, want = f["size"], f.get("sha256", "")
+    size = f["size"]
     os.makedirs(os.path.dirname(store), exist_ok=True)
+    # Staging's own names are never links (one planted there would point
+    # a write or a truncation elsewhere).
+    for p in (part, store):
+        if os.path.islink(p):
+            os.unlink(p)
     for attempt in (1, 2):
-        h = hashlib.sha256() if want else None
+        kind, h, want = identity(f)
         have = 0
         if os.path.exists(part):
             have = os.path.getsize(part)
@@ -400,13 +566,8 @@ def fetch_file(cfg, f, prog):
                 os.truncate(part, 0)
                 prog.add(-have)
                 have = 0
-            elif h is not None:
-                with open(part, "rb") as r:
-                    while True:
-                        b = r.read(CHUNK)
-                        if not b:
-                            break
-                        h.update(b)
+            else:
+                hash_file(h, part)
         if have < size:
             conn, where = None, source_name(cfg)
             try:
@@ -415,15 +576,18 @@ def fetch_file(cfg, f, prog):
                     os.truncate(part, 0)
                     prog.add(-have)
                     have = 0
-                    h = hashlib.sha256() if want else None
+                    kind, h, want = identity(f)
                 if can_splice(conn, resp):
                     have = splice_body(cfg, f, conn, resp, part, have, size, h, prog, where)
                 else:
                     buf = memoryview(bytearray(CHUNK))
-                    with open(part, "ab", buffering=0) as w:
+                    stall = Stall(cfg)
+                    with open(part, "ab", buffering=0, opener=lambda p, fl: os.open(p, fl | os.O_NOFOLLOW, 0o644)) as w:
                         while have < size:
                             got = resp.readinto(buf[:min(CHUNK, size - have)])
                             b = buf[:got]
+                            if got and not stall.add(got):
+                                die(stall.error(cfg, f, where, have + got, size))
                             if not got:
                                 die("%s: the connection to %s ended after %d of %d bytes of %s; the partial file is kept and the next apply resumes it" % (
                                     cfg["node"], where, have, size, f["path"]))
@@ -448,21 +612,43 @@ def fetch_file(cfg, f, prog):
         got = os.path.getsize(part)
         if got != size:
             die("%s: %s has %d bytes, want %d" % (cfg["node"], part, got, size))
-        if h is not None and h.hexdigest() != want:
+        if h.hexdigest() != want:
             os.unlink(part)
             prog.add(-size)
             if attempt == 1:
-                sys.stderr.write("rayform-stage: %s: %s: sha256 %s, want %s; fetching it again\n" % (cfg["node"], f["path"], h.hexdigest(), want))
+                sys.stderr.write("rayform-stage: %s: %s: %s %s, want %s; fetching it again\n" % (cfg["node"], f["path"], kind, h.hexdigest(), want))
                 continue
             if cfg.get("hub"):
-                die("%s: %s: sha256 %s, want %s, twice: the hub serves it corrupt; apply again later, or report it to the hub" % (
-                    cfg["node"], f["path"], h.hexdigest(), want))
-            die("%s: %s: sha256 %s, want %s, twice: the copy on %s (%s) is corrupt; delete it there and apply again, so that it is fetched anew" % (
-                cfg["node"], f["path"], h.hexdigest(), want, cfg.get("source_name", source_name(cfg)),
+                die("%s: %s: %s %s, want %s, twice: the hub serves it corrupt; apply again later, or report it to the hub" % (
+                    cfg["node"], f["path"], kind, h.hexdigest(), want))
+            die("%s: %s: %s %s, want %s, twice: the copy on %s (%s) is corrupt; delete it there and apply again, so that it is fetched anew" % (
+                cfg["node"], f["path"], kind, h.hexdigest(), want, cfg.get("source_name", source_name(cfg)),
                 os.path.join(cfg.get("source_dir", ""), f.get("src_store") or f["src"])))
         os.replace(part, store)
         return
     die("unreachable")
+
+
+def present(cfg, f, store):
+    """Whether the file at store, of f's size, counts as present: a file
+    not stored with LFS, of at most cfg["hash_max"] bytes (what plan's
+    probe hashes), must have the hub's git blob id, as plan checks it; an
+    LFS file, verified by sha256 when it was written, is not read again."""
+    if f.get("sha256") or f["size"] > cfg.get("hash_max", 0):
+        return True
+    _, h, want = identity(f)
+    hash_file(h, store)
+    return h.hexdigest() == want
+
+
+def hash_file(h, path):
+    """Feed the content of the file at path to h."""
+    with open(path, "rb") as r:
+        while True:
+            b = r.read(CHUNK)
+            if not b:
+                return
+            h.update(b)
 
 
 def link(cfg, f):
@@ -503,10 +689,12 @@ def fetch(cfg):
     todo, total, done = [], 0, 0
     for f in cfg["files"]:
         store = inside(root, f["store"])
-        if os.path.exists(store) and os.path.getsize(store) == f["size"]:
+        if os.path.islink(store):
+            os.unlink(store)  # staging's names are never links
+        if os.path.exists(store) and os.path.getsize(store) == f["size"] and present(cfg, f, store):
             continue
         if os.path.exists(store):
-            os.unlink(store)  # wrong size: re-fetched
+            os.unlink(store)  # wrong size or content: re-fetched
         total += f["size"]
         part = store + ".incomplete"
         if os.path.exists(part) and os.path.getsize(part) <= f["size"]:

@@ -3,8 +3,10 @@ package model
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -45,15 +47,16 @@ func source(t *testing.T, dir string) (Manifest, Layout) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	m := Manifest{Repo: "org/tiny", Revision: "main", Commit: commit}
 	l := HFCacheLayout(dir, m.Repo)
-	for i, rf := range repoFiles {
+	for _, rf := range repoFiles {
 		data := make([]byte, rf.size)
 		for j := range data {
 			data[j] = byte(rng.UintN(256))
 		}
 		sum := sha256.Sum256(data)
-		f := File{Path: rf.path, Size: int64(rf.size), BlobID: strings.Repeat("b", 39) + string(rune('0'+i))}
+		f := File{Path: rf.path, Size: int64(rf.size), BlobID: gitBlobID(data)}
 		if rf.lfs {
 			f.SHA256 = hex.EncodeToString(sum[:])
+			f.BlobID = gitBlobID(fmt.Appendf(nil, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n", f.SHA256, f.Size))
 		}
 		m.Files = append(m.Files, f)
 		blob := filepath.Join(l.Dir, l.StorePath(m, f))
@@ -179,6 +182,14 @@ func TestStageCopiesNodeToNode(t *testing.T) {
 		ps := rec.by[name]
 		if len(ps) == 0 || !ps[len(ps)-1].Finished || ps[len(ps)-1].Done != m.Bytes() || ps[len(ps)-1].Total != m.Bytes() {
 			t.Errorf("%s: progress %+v, want it to end done at %d", name, ps, m.Bytes())
+		}
+		// Issue 33 item 8: a report that says nothing new ("0 B (0%)"
+		// three times while the transfer starts) is not made.
+		for i := 1; i < len(ps); i++ {
+			if !ps[i].Finished && ps[i].Done == ps[i-1].Done {
+				t.Errorf("%s: report %d repeats %d bytes: %+v", name, i, ps[i].Done, ps)
+				break
+			}
 		}
 	}
 	// Nothing left to do: a second run transfers nothing.
@@ -505,4 +516,13 @@ func bothHashPaths(t *testing.T, test func(t *testing.T)) {
 			test(t)
 		})
 	}
+}
+
+// gitBlobID is git's object id of a blob with this content, as the hub
+// publishes it for a file not stored with LFS.
+func gitBlobID(data []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
 }

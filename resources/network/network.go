@@ -276,7 +276,7 @@ type Network struct {
 }
 
 // Kind is the network kind (kind.Kind).
-type Kind struct{ kind.Base }
+type Kind struct{}
 
 // Schema is the network block's descriptor.
 func (Kind) Schema() config.Kind { return Descriptor() }

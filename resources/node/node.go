@@ -95,7 +95,7 @@ type Node struct {
 }
 
 // Kind is the node kind (kind.Kind).
-type Kind struct{ kind.Base }
+type Kind struct{}
 
 // Schema is the node block's descriptor.
 func (Kind) Schema() config.Kind { return Descriptor() }

@@ -14,7 +14,7 @@ import (
 // SetRayTable makes hf's answer to the node-table probe of the dashboard
 // on port say t, as Ray's dashboard writes /api/v0/nodes, or fail with
 // t.Err (connection refused).
-func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
+func SetRayTable(hf *observe.HostFacts, port int, t cluster.RayNodeFacts) {
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
 	}
@@ -25,7 +25,7 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 	}
 	rows := t.List
 	if rows == nil {
-		rows = []observe.RayNode{}
+		rows = []cluster.RayNode{}
 	}
 	total := len(rows)
 	if t.Partial {
@@ -37,14 +37,14 @@ func SetRayTable(hf *observe.HostFacts, port int, t observe.RayNodeFacts) {
 }
 
 // RayTable reads hf's answer to the node-table probe on port.
-func RayTable(hf *observe.HostFacts, port int) observe.RayNodeFacts {
+func RayTable(hf *observe.HostFacts, port int) cluster.RayNodeFacts {
 	r, ok := hf.HTTP[cluster.RayTableURL(port)]
-	return observe.ParseRayNodes(r, ok)
+	return cluster.ParseRayNodes(r, ok)
 }
 
 // SetServeAnswer makes hf's answers to a serve's probes on port say v, as
 // vLLM writes /health and /v1/models; v not Observed removes them.
-func SetServeAnswer(hf *observe.HostFacts, port int, v observe.VLLM) {
+func SetServeAnswer(hf *observe.HostFacts, port int, v serve.VLLM) {
 	health, models := serve.ServeURL(port, "/health"), serve.ServeURL(port, "/v1/models")
 	if hf.HTTP == nil {
 		hf.HTTP = map[string]observe.HTTPResult{}
@@ -59,7 +59,7 @@ func SetServeAnswer(hf *observe.HostFacts, port int, v observe.VLLM) {
 	if v.ModelsCheck.Status == 200 {
 		list := v.Models
 		if list == nil {
-			list = []observe.Model{}
+			list = []serve.Model{}
 		}
 		body, _ := json.Marshal(map[string]any{"object": "list", "data": list})
 		r.Body = string(body)

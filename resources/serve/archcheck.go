@@ -95,10 +95,41 @@ type archAnswer struct {
 	TransformersError string   `json:"transformers_error"`
 }
 
+// imageAnswer is an image's answer to the model query, as the state
+// records it for the serve kind (state.Image.Answer): the model
+// architectures its vLLM has code for, the model types its transformers
+// and vLLM read configs of, and both versions; or why it could not
+// answer.
+type imageAnswer struct {
+	VLLM            string   `json:"vllm,omitempty"`
+	Transformers    string   `json:"transformers,omitempty"`
+	Architectures   []string `json:"architectures,omitempty"`
+	ModelTypes      []string `json:"model_types,omitempty"`
+	VLLMConfigTypes []string `json:"vllm_config_types,omitempty"`
+	Unchecked       string   `json:"unchecked,omitempty"`
+}
+
+// answerOf reads the serve kind's answer in im (none when it holds
+// another).
+func answerOf(im state.Image) imageAnswer {
+	var a imageAnswer
+	if len(im.Answer) > 0 {
+		_ = json.Unmarshal(im.Answer, &a)
+	}
+	return a
+}
+
+// record is a as the state holds it.
+func (a imageAnswer) record() state.Image {
+	b, _ := json.Marshal(a)
+	return state.Image{Answer: b}
+}
+
 // registry is the modelfit form of an image's recorded answer.
 func registry(im state.Image) modelfit.Registry {
-	return modelfit.Registry{VLLM: im.VLLM, Transformers: im.Transformers, Architectures: im.Architectures,
-		ModelTypes: im.ModelTypes, VLLMConfigTypes: im.VLLMConfigTypes, Unchecked: im.Unchecked}
+	a := answerOf(im)
+	return modelfit.Registry{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
+		ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes, Unchecked: a.Unchecked}
 }
 
 // parseArchAnswer reads the query's output into the state's form; ok is
@@ -113,7 +144,7 @@ func parseArchAnswer(stdout []byte) (state.Image, bool) {
 		if json.Unmarshal([]byte(rest), &a) != nil {
 			return state.Image{}, false
 		}
-		im := state.Image{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
+		im := imageAnswer{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
 			ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes}
 		switch {
 		case a.VLLMError != "":
@@ -121,7 +152,7 @@ func parseArchAnswer(stdout []byte) (state.Image, bool) {
 		case a.TransformersError != "":
 			im.Unchecked = "the image's python3 cannot import transformers (" + a.TransformersError + ")"
 		}
-		return im, true
+		return im.record(), true
 	}
 	return state.Image{}, false
 }
@@ -226,6 +257,9 @@ func (r *serveRun) archStep() apply.Step {
 		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
 			ac := r.s.Arch
+			if ac == nil {
+				return nil // the model check after staging found nothing to ask
+			}
 			res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
 			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
 			if err != nil || !strings.HasPrefix(id, "sha256:") {
@@ -261,7 +295,7 @@ func (r *serveRun) archStep() apply.Step {
 			if len(errs) > 0 {
 				return fmt.Errorf("vllm serve %s was not started: the model does not fit the image on %s:\n%s", r.spec.Name, r.node(), strings.Join(errs, "\n"))
 			}
-			progress(fmt.Sprintf("the image's vLLM %s and transformers %s know %s (%s)", im.VLLM, im.Transformers, strings.Join(ac.Config.Architectures, ", "), ac.Config.ModelType))
+			progress(fmt.Sprintf("the image's vLLM %s and transformers %s know %s (%s)", answerOf(im).VLLM, answerOf(im).Transformers, strings.Join(ac.Config.Architectures, ", "), ac.Config.ModelType))
 			return nil
 		},
 	}
@@ -284,7 +318,7 @@ exec python3 -c %s`, limit, shell.Quote(archQuery), shell.Quote(archQuery))
 	switch {
 	case ok:
 	case strings.Contains(string(res.Stderr), "the image has no python3"):
-		im, ok = state.Image{Unchecked: "the image has no python3"}, true
+		im, ok = imageAnswer{Unchecked: "the image has no python3"}.record(), true
 	default:
 		progress(fmt.Sprintf("not checked: asking the image on %s failed after %.1f s (%v): %s", r.node(), took, err, lastLine(res.Stderr)))
 		return state.Image{}, false

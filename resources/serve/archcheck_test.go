@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,8 +106,8 @@ func TestArchStep(t *testing.T) {
 			t.Errorf("run %d asked the image: %v\n%s", i, asked, out)
 		}
 	}
-	if im, ok := st.Image(newID); !ok || im.VLLM != "0.11.0" || len(im.Architectures) != 11 || len(im.ModelTypes) != 421 || !st.ImagesChanged() {
-		t.Fatalf("state holds %+v, %v for the new image", im, ok)
+	if im, ok := st.Image(newID); !ok || answerOf(im).VLLM != "0.11.0" || len(answerOf(im).Architectures) != 11 || len(answerOf(im).ModelTypes) != 421 || !st.ImagesChanged() {
+		t.Fatalf("state holds %+v, %v for the new image", answerOf(im), ok)
 	}
 	if id, _, ok := st.ImageByRef("vllm/vllm-openai:" + rayNew); !ok || id != newID {
 		t.Errorf("ImageByRef = %s, %v; want %s", id, ok, newID)
@@ -135,5 +137,24 @@ func TestArchStep(t *testing.T) {
 		if strings.HasPrefix(c.Cmd.String(), "docker exec") && !strings.Contains(c.Cmd.String(), "timeout 120 python3 -c") {
 			t.Errorf("unbounded query %s", c.Line())
 		}
+	}
+}
+
+// TestImageAnswerHoldsNoValues pins the fields of the answer the serve
+// kind records in the state (state.Image.Answer): an image's public names
+// and versions, nothing that could carry configuration values
+// (environment, variables, tokens). If this fails, keep the value out of
+// the state.
+func TestImageAnswerHoldsNoValues(t *testing.T) {
+	want := []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked"}
+	var got []string
+	for f := range reflect.TypeFor[imageAnswer]().Fields() {
+		got = append(got, f.Name)
+		if k := f.Type.Kind(); k == reflect.Map || k == reflect.Interface {
+			t.Errorf("imageAnswer.%s is a %v: it could hold values", f.Name, k)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("imageAnswer fields = %v, want exactly %v", got, want)
 	}
 }

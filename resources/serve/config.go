@@ -49,11 +49,7 @@ func View(c *config.Config) *Config {
 
 // Serves returns the vllm_serve blocks of c by name.
 func Serves(c *config.Config) map[string]*VLLMServe {
-	out := map[string]*VLLMServe{}
-	for name, v := range c.Blocks(Type) {
-		out[name] = v.(*VLLMServe)
-	}
-	return out
+	return kind.BlocksOf[VLLMServe](c, Type)
 }
 
 // SecretKeys are the deployments' secret-digest keys by cluster name

@@ -103,7 +103,7 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 	}
 	err := fmt.Errorf("data-plane check failed (rendezvous %s:%d); %s:\n%s", rep.Master, rep.Port, consequence, strings.Join(lines, "\n"))
 	d := diagnose.Classify(diagnose.Input{Logs: rep.Logs(), Context: dctx})
-	if d.Cause == diagnose.Unknown {
+	if d.Generic() {
 		for _, l := range lines {
 			if strings.Contains(l, "the image has no python3") || strings.Contains(l, "No module named 'torch'") {
 				cluster := dctx.Cluster
@@ -120,7 +120,7 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 			}
 		}
 	}
-	if d.Cause == diagnose.Unknown && len(moved) > 0 {
+	if d.Generic() && len(moved) > 0 {
 		p := moved[0]
 		d = diagnose.Diagnosis{
 			Cause:       "dataplane-address",

@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -16,7 +15,6 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
@@ -253,17 +251,28 @@ func (s *VLLMServe) HasSecretsOn(cluster string) bool {
 // Kind is the vllm_serve kind: `vllm serve` on a cluster's head.
 type Kind struct{}
 
+// The serve kind's optional parts (kind.Kind): no lookup outside the
+// hosts, nothing prepared ahead, no fingerprint beyond every plan's (its
+// record and answers), no lock of its own (it runs under its cluster's).
+var (
+	_ kind.WithObserve  = Kind{}
+	_ kind.WithDestroy  = Kind{}
+	_ kind.WithPresence = Kind{}
+	_ kind.WithSteps    = Kind{}
+	_ kind.WithLogs     = Kind{}
+	_ kind.WithAhead    = Kind{}
+	_ kind.WithAwait    = Kind{}
+	_ kind.WithStatus   = Kind{}
+)
+
 // Schema is the vllm_serve block's descriptor.
 func (Kind) Schema() config.Kind { return serveDescriptor() }
 
 // Traits: a serve is replaced (its process restarted) on request, its log
 // file is read on its head, and an output shows what its schema exports.
 func (Kind) Traits() kind.Traits {
-	return kind.Traits{Replaceable: true, Logs: true, Exported: attrs.Exported(serveSchema()), Status: "serves"}
+	return kind.Traits{Replaceable: true, Exported: attrs.Exported(serveSchema()), Status: "serves"}
 }
-
-// Lookup: a serve's plan needs nothing from outside the hosts.
-func (Kind) Lookup(context.Context, *config.Config) {}
 
 // Observe asks each serve's head for its own port, record and model files,
 // and for status its /metrics and its process's start time.
@@ -353,16 +362,6 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 	}
 	return out
 }
-
-// Fingerprint: a serve's record and answers are in every plan's
-// fingerprint already.
-func (Kind) Fingerprint(*observe.HostFacts) []string { return nil }
-
-// Locks: a serve runs under its cluster's lock.
-func (Kind) Locks(*config.Config, *state.State) []kind.Lock { return nil }
-
-// PrepareSteps: a serve prepares nothing ahead.
-func (Kind) PrepareSteps(kind.Env, *kind.Work) []apply.Step { return nil }
 
 // Logs is the serve's log file on its cluster's head (bind-mounted into
 // the container), read on the host with tail: no docker exec.

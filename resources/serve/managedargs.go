@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/vllmcli"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // serveFlag is one option rayform puts on vllm serve's command line and

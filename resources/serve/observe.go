@@ -26,12 +26,12 @@ func serveHTTPProbes(container string, port int) []observe.HTTPProbe {
 
 // ServeAnswer is what the serve's own port answered (Observed false when
 // the head was not asked).
-func ServeAnswer(hf *observe.HostFacts, port int) observe.VLLM {
+func ServeAnswer(hf *observe.HostFacts, port int) VLLM {
 	if hf == nil {
-		return observe.VLLM{}
+		return VLLM{}
 	}
 	h, ok := hf.HTTP[ServeURL(port, "/health")]
-	return observe.ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
+	return ParseVLLM(h, hf.HTTP[ServeURL(port, "/v1/models")], ok)
 }
 
 // ServeRecordName is the file name (without extension) of a serve's

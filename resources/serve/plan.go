@@ -61,7 +61,7 @@ func (p *planner) serve(sv *VLLMServe) {
 		if p.StateHas(addr) {
 			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
 		}
-	case !serveCurrent(spec, rec.SpecHash):
+	case !serveCurrent(spec, rec.SpecHash) && !unknownOnly(sv, spec, rec):
 		action = plan.Replace
 		reasons = append(reasons, "the serve arguments changed")
 	case clusterAction == plan.Update:
@@ -90,7 +90,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	// attributes, of an older rayform, is taken to).
 	recPort, recorded := rec.Attrs["port"]
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
-	arch := p.preflight(sv, rc, action, rec.Found && rec.Alive)
+	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
 		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
@@ -103,7 +103,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
-				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
+				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Model: later, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }
 
@@ -128,7 +128,7 @@ type ServeHealth struct {
 // replaces a serve that is down, hung, unhealthy or serves the wrong
 // model, and waits for one starting) and for status: the record says
 // whether the process runs, its own port's answers say how it serves.
-func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) ServeHealth {
+func JudgeServe(rec observe.ProcessRecord, v VLLM, spec ServeSpec) ServeHealth {
 	h := v.Health
 	switch {
 	case !rec.Found || !rec.Alive:
@@ -152,7 +152,7 @@ func JudgeServe(rec observe.ProcessRecord, v observe.VLLM, spec ServeSpec) Serve
 
 // modelsDrift judges the /v1/models list observe read (judgeModels); ""
 // when it did not read one.
-func modelsDrift(v observe.VLLM, spec ServeSpec) string {
+func modelsDrift(v VLLM, spec ServeSpec) string {
 	if v.ModelsCheck.Status != 200 {
 		return ""
 	}
@@ -164,6 +164,17 @@ func modelsDrift(v observe.VLLM, spec ServeSpec) string {
 func serveCurrent(spec ServeSpec, h string) bool {
 	current, _ := spec.Current(h)
 	return current
+}
+
+// unknownOnly reports whether the serve recorded by rec differs from sv
+// only in values this run was not given (kit.OnlyUnknown).
+func unknownOnly(sv *VLLMServe, spec ServeSpec, rec observe.ProcessRecord) bool {
+	if len(rec.Attrs) == 0 {
+		return false
+	}
+	schema := serveSchema()
+	after := attrs.Normalize(schema, serveRecordValues(sv, spec.SecretKey))
+	return kit.OnlyUnknown(&sv.Decl, attrs.ChangedPaths(schema, attrs.Decode(schema, rec.Attrs, rec.Sensitive), after))
 }
 
 // serveAttrs are the serve's attributes; before values come from the record

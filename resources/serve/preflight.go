@@ -170,21 +170,38 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // that keeps running as it is (no action) is not judged again: vLLM has
 // shown that it fits. It returns the architecture check apply runs before
 // the serve starts (archPlan), nil when there is none to run.
-func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) *ArchCheck {
+//
+// When the weights are not on the head yet and a block of the
+// configuration stages them during the same apply (a model block), it
+// returns the check apply runs right after staging, before the serve
+// starts (ModelCheck): the same judgment, on the files staged.
+func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) (*ArchCheck, *ModelCheck) {
 	if action == plan.NoOp || p.RefreshOnly() {
-		return nil
+		return nil, nil
 	}
+	var later *ModelCheck
 	skip := func(why string) {
 		p.Note(fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
 	}
 	m := locateWeights(p.cfg, rc, sv)
 	if m.Why != "" {
 		skip(m.Why)
-		return nil
+		return nil, nil
 	}
 	head := p.Host(rc.Head)
 	if head == nil {
-		return nil // the head was not observed: a finding says so
+		return nil, nil // the head was not observed: a finding says so
+	}
+	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
+		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
+	s.GPUMemoryBytes, s.UnifiedMemory = p.gpuMemory(rc)
+	if s.UnifiedMemory && running {
+		// The serve being replaced holds its memory until apply stops it:
+		// what the OS leaves now is not what the new one gets.
+		s.GPUMemoryBytes = 0
+	}
+	if weightsFor(p.cfg, sv) != nil {
+		later = &ModelCheck{Node: rc.Head, Files: m, Serve: s, sv: sv}
 	}
 	got, ok := head.Reads[m.config().Key()]
 	where := m.Dir
@@ -194,40 +211,49 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	switch {
 	case !ok:
 		skip("the probe of " + rc.Head + " did not read " + m.config().Path)
-		return nil
+		return nil, nil
 	case got.Err != "":
 		skip(fmt.Sprintf("reading %s/config.json on %s: %s", where, rc.Head, got.Err))
-		return nil
+		return nil, nil
 	case !got.Exists && m.Ref != "" && got.Ref == "":
 		skip(fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (%s)", rc.Head, m.Ref, p.fetchedBy(sv, "vLLM downloads it at start")))
-		return nil
+		return nil, later
 	case !got.Exists:
 		skip(fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; %s)", rc.Head, where, p.fetchedBy(sv, "vLLM fetches them at start")))
-		return nil
+		return nil, later
 	case got.Truncated:
 		skip(fmt.Sprintf("%s/config.json on %s is larger than %d bytes", where, rc.Head, preflightConfigMax))
-		return nil
+		return nil, nil
 	}
 	mc, err := modelfit.ParseConfig([]byte(got.Content))
 	if err != nil {
 		skip(fmt.Sprintf("%s/config.json on %s: %v", where, rc.Head, err))
-		return nil
+		return nil, nil
 	}
-	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
-		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
 	if idx, ok := head.Reads[m.index().Key()]; ok && idx.Exists && idx.Err == "" {
 		s.WeightBytes = weightBytes(idx)
 	}
-	s.GPUMemoryBytes, s.UnifiedMemory = p.gpuMemory(rc)
-	if s.UnifiedMemory && running {
-		// The serve being replaced holds its memory until apply stops it:
-		// what the OS leaves now is not what the new one gets.
-		s.GPUMemoryBytes = 0
-		if s.WeightBytes > 0 {
-			p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
-		}
+	if s.UnifiedMemory && running && s.WeightBytes > 0 {
+		p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
 	}
-	source := fmt.Sprintf("From the model's config.json on %s (%s/config.json).", rc.Head, where)
+	source := preflightSource(rc.Head, where)
+	for _, f := range modelFindings(sv, mc, s, source) {
+		p.Finding(f)
+	}
+	return p.archPlan(sv, rc, head, mc, source), nil
+}
+
+// preflightSource says where the preflight read the model's config.
+func preflightSource(head, where string) string {
+	return fmt.Sprintf("From the model's config.json on %s (%s/config.json).", head, where)
+}
+
+// modelFindings is the one judgment of a serve against its model's
+// config.json (modelfit.Check), each finding at the attribute it names:
+// plan's preflight and apply's check after staging (ModelCheck) both
+// report these.
+func modelFindings(sv *VLLMServe, mc modelfit.Config, s modelfit.Serve, source string) []plan.Finding {
+	var out []plan.Finding
 	for _, f := range modelfit.Check(mc, s) {
 		sev := plan.Error
 		if f.Severity == modelfit.Warning {
@@ -238,10 +264,10 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		if _, set := sv.AttrRanges[f.Attribute]; !set {
 			f.Fix += fmt.Sprintf(" (%s is not set in %s)", f.Attribute, sv.Addr)
 		}
-		p.Finding(plan.Finding{Severity: sev, Address: sv.Addr, At: at,
+		out = append(out, plan.Finding{Severity: sev, Address: sv.Addr, At: at,
 			Summary: f.Summary, Detail: f.Detail + "\n" + source, Fix: f.Fix})
 	}
-	return p.archPlan(sv, rc, head, mc, source)
+	return out
 }
 
 // allowLongMaxModelLen is vLLM's own override of the context-length check
@@ -311,7 +337,7 @@ func (p *planner) gpuMemory(rc *cluster.RayCluster) (int64, bool) {
 // else vLLM itself (def).
 func (p *planner) fetchedBy(sv *VLLMServe, def string) string {
 	if weightsFor(p.cfg, sv) != nil {
-		return "apply stages it before vLLM starts; the next plan checks it"
+		return "apply stages it, then checks it before vLLM starts"
 	}
 	return def
 }

@@ -248,7 +248,7 @@ func (s ServeSpec) SecretEnvValues() map[string]string {
 // observe read) and for apply's verification (on the list it reads after
 // the start): "" when they agree, else the reason, naming vLLM where
 // ("" or " on NODE").
-func judgeModels(models []observe.Model, spec ServeSpec, where string) string {
+func judgeModels(models []Model, spec ServeSpec, where string) string {
 	var ids []string
 	for _, m := range models {
 		if m.ID == spec.ServedName {

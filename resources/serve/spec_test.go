@@ -164,21 +164,21 @@ func TestJudgeModels(t *testing.T) {
 	spec := ServeSpec{ServedName: "llama", MaxModelLen: 32768}
 	tests := []struct {
 		name   string
-		models []observe.Model
+		models []Model
 		where  string
 		want   string
 	}{
-		{"served as declared", []observe.Model{{ID: "llama", MaxModelLen: 32768}}, "", ""},
-		{"another model", []observe.Model{{ID: "qwen"}}, "", "vLLM serves qwen; want llama"},
+		{"served as declared", []Model{{ID: "llama", MaxModelLen: 32768}}, "", ""},
+		{"another model", []Model{{ID: "qwen"}}, "", "vLLM serves qwen; want llama"},
 		{"nothing served", nil, ` on gpu["h1"]`, `vLLM on gpu["h1"] serves (none); want llama`},
-		{"another max_model_len", []observe.Model{{ID: "llama", MaxModelLen: 16384}}, "", "vLLM serves llama with max_model_len 16384; want 32768"},
+		{"another max_model_len", []Model{{ID: "llama", MaxModelLen: 16384}}, "", "vLLM serves llama with max_model_len 16384; want 32768"},
 	}
 	for _, tt := range tests {
 		if got := judgeModels(tt.models, spec, tt.where); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
-	if got := judgeModels([]observe.Model{{ID: "llama", MaxModelLen: 16384}}, ServeSpec{ServedName: "llama"}, ""); got != "" {
+	if got := judgeModels([]Model{{ID: "llama", MaxModelLen: 16384}}, ServeSpec{ServedName: "llama"}, ""); got != "" {
 		t.Errorf("no declared max_model_len: %q, want agreement", got)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
@@ -51,7 +50,11 @@ func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, r.forgetStep())
 	}
-	if r.s.Arch != nil {
+	if r.s.Model != nil {
+		// Read-only: it runs before the running serve is stopped.
+		steps = append([]apply.Step{r.modelCheckStep()}, steps...)
+	}
+	if r.s.Arch != nil || r.s.Model != nil {
 		steps = append(steps, r.archStep())
 	}
 	if len(r.s.Check) > 0 {
@@ -318,7 +321,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
 	}
 	var models struct {
-		Data []observe.Model `json:"data"`
+		Data []Model `json:"data"`
 	}
 	if err := json.Unmarshal(body, &models); err != nil {
 		return fmt.Errorf("GET /v1/models on %s: %w: %s", r.node(), err, shortBody(body))

@@ -26,6 +26,10 @@ type ServeWork struct {
 	// Arch is the architecture check before the serve starts; nil when
 	// plan judged it from the state or could not read config.json.
 	Arch *ArchCheck
+	// Model is the model preflight that runs after staging, before the
+	// serve starts, when plan could not run it (the weights arrive in the
+	// same apply); nil otherwise.
+	Model *ModelCheck
 	// Cluster is the address of its Ray cluster ("" when unknown).
 	Cluster string
 	// ClusterNodes are the nodes of its Ray cluster, head first: their
@@ -53,7 +57,7 @@ func (w *ServeWork) Commands(project string) []kit.NamedCmd {
 	if !w.Start {
 		return nil
 	}
-	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node,
+	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node, Node: w.Spec.Node,
 		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
 }
 

@@ -46,6 +46,20 @@ rf_meta() {
 	fi
 	printf 'arch=%s\n' "$rf_a"
 }
+rf_exec() {
+	printf 'stack=%s\n' "$(ulimit -s 2>/dev/null)"
+	printf 'pagesize=%s\n' "$(rf_x getconf PAGESIZE 2>/dev/null)"
+	rf_v=$(rf_x env 2>/dev/null) || return 1
+	printf 'env_bytes=%s\n' "${#rf_v}"
+	rf_n=0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_v; do rf_n=$((rf_n + 1)); done
+	IFS=$rf_i
+	printf 'env_count=%s\n' "$rf_n"
+	unset rf_v rf_l
+}
 rf_mem() {
 	if [ ! -r /proc/meminfo ]; then
 		printf '/proc/meminfo: not readable\n'
@@ -110,6 +124,7 @@ route get 8.8.8.8
 '
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
+rf_sec exec rf_exec
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 rf_sec docker.version rf_x docker version --format '{{json .}}'
 rf_dok=0

@@ -46,6 +46,20 @@ rf_meta() {
 	fi
 	printf 'arch=%s\n' "$rf_a"
 }
+rf_exec() {
+	printf 'stack=%s\n' "$(ulimit -s 2>/dev/null)"
+	printf 'pagesize=%s\n' "$(rf_x getconf PAGESIZE 2>/dev/null)"
+	rf_v=$(rf_x env 2>/dev/null) || return 1
+	printf 'env_bytes=%s\n' "${#rf_v}"
+	rf_n=0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_v; do rf_n=$((rf_n + 1)); done
+	IFS=$rf_i
+	printf 'env_count=%s\n' "$rf_n"
+	unset rf_v rf_l
+}
 rf_mem() {
 	if [ ! -r /proc/meminfo ]; then
 		printf '/proc/meminfo: not readable\n'
@@ -240,9 +254,39 @@ route get 192.168.200.13
 '
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
+rf_sec exec rf_exec
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 rf_listen 'listen ports=8265,8000'
 rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_CONFIG_ROOT,VLLM_HOST_IP,VLLM_PORT' rayform-ray-head
+# rf_lown: "PID CONTAINER" for each listening process inside a listed container.
+rf_lown() {
+	[ "$rf_sok" = 1 ] || return 0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_ss; do
+		rf_u=${rf_l#*users:}
+		[ "$rf_u" = "$rf_l" ] && continue
+		while :; do
+			case $rf_u in *pid=*) ;; *) break ;; esac
+			rf_u=${rf_u#*pid=}
+			rf_p=${rf_u%%[!0-9]*}
+			[ -n "$rf_p" ] && [ -r "/proc/$rf_p/cgroup" ] || continue
+			rf_cg=
+			while IFS= read -r rf_c; do rf_cg="$rf_cg $rf_c"; done <"/proc/$rf_p/cgroup"
+			for rf_q in $rf_ps; do
+				case $rf_q in *'"ID":"'*'"Names":"'* | *'"Names":"'*'"ID":"'*) ;; *) continue ;; esac
+				rf_id=${rf_q#*\"ID\":\"}
+				rf_id=${rf_id%%\"*}
+				rf_nm=${rf_q#*\"Names\":\"}
+				rf_nm=${rf_nm%%\"*}
+				case $rf_cg in *"$rf_id"*) printf '%s %s\n' "$rf_p" "$rf_nm" ;; esac
+			done
+		done
+	done
+	IFS=$rf_i
+}
+rf_sec listen.owner rf_lown
 if [ "$rf_dok" != 1 ]; then
 	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'docker unavailable'
 elif [ "$rf_need" = 1 ]; then

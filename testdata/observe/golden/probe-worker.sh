@@ -46,6 +46,20 @@ rf_meta() {
 	fi
 	printf 'arch=%s\n' "$rf_a"
 }
+rf_exec() {
+	printf 'stack=%s\n' "$(ulimit -s 2>/dev/null)"
+	printf 'pagesize=%s\n' "$(rf_x getconf PAGESIZE 2>/dev/null)"
+	rf_v=$(rf_x env 2>/dev/null) || return 1
+	printf 'env_bytes=%s\n' "${#rf_v}"
+	rf_n=0
+	rf_i=$IFS
+	IFS='
+'
+	for rf_l in $rf_v; do rf_n=$((rf_n + 1)); done
+	IFS=$rf_i
+	printf 'env_count=%s\n' "$rf_n"
+	unset rf_v rf_l
+}
 rf_mem() {
 	if [ ! -r /proc/meminfo ]; then
 		printf '/proc/meminfo: not readable\n'
@@ -192,6 +206,7 @@ route get 192.168.200.12
 rf_sec 'tcp addr=192.168.200.12 port=6379' rf_tcp 192.168.200.12 6379
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
+rf_sec exec rf_exec
 rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_CONFIG_ROOT,VLLM_HOST_IP,VLLM_PORT' rayform-ray-worker
 if [ "$rf_dok" != 1 ]; then

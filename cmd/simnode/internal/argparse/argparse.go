@@ -15,7 +15,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // Option is one optional argument (vllmcli's table entry).

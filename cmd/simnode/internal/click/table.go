@@ -3,11 +3,11 @@ package click
 import (
 	"fmt"
 
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // OptionsFromTable converts the options of a generated `ray start` table
-// (engine/clitables, read from Ray's own click command) into the options
+// (resources/clitables, read from Ray's own click command) into the options
 // this package parses with, in the command's order.
 func OptionsFromTable(t *clitables.Ray) ([]Option, error) {
 	var out []Option

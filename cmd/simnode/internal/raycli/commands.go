@@ -2,7 +2,7 @@ package raycli
 
 import (
 	"github.com/rayform/rayform/cmd/simnode/internal/click"
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // loggingOptions are add_click_logging_options.
@@ -13,7 +13,7 @@ var loggingOptions = []click.Option{
 }
 
 // startCommand is `ray start` with the options of the image's Ray (the
-// generated table of engine/clitables, read from Ray's own click command;
+// generated table of resources/clitables, read from Ray's own click command;
 // the logging options are among them).
 func startCommand() *click.Command {
 	opts, err := click.OptionsFromTable(clitables.MustRay(clitables.RayImage))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // The stand-in answers every probe command line as the image's real Ray

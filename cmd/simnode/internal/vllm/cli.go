@@ -16,8 +16,8 @@ import (
 
 	"github.com/rayform/rayform/cmd/simnode/internal/argparse"
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
-	"github.com/rayform/rayform/engine/clitables"
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/clitables"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // Version is the vLLM version the simulator reports: the one whose command
@@ -25,7 +25,7 @@ import (
 const Version = vllmcli.Version
 
 // The parsers' names and usage lines, from the generated table of the
-// image's vLLM (engine/clitables).
+// image's vLLM (resources/clitables).
 var (
 	table       = clitables.MustVLLM(Version)
 	topUsage    = table.Parser.TopUsage

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
-	"github.com/rayform/rayform/engine/clitables"
+	"github.com/rayform/rayform/resources/clitables"
 )
 
 // addr is a Python object address in an error text ("<function loads at

@@ -20,7 +20,7 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/openai"
 	"github.com/rayform/rayform/cmd/simnode/internal/pylog"
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
-	"github.com/rayform/rayform/engine/vllmcli"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // defaultModel is what `vllm serve` serves without a model argument.

@@ -1,0 +1,86 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestFatalErrorNamed: a failure no rule knows is named by the error that
+// ended the process — its host, its component, its words and the fix it
+// gives — never "no known failure pattern"; the wrapper errors after it
+// rank under it. Each log's lines are verbatim from the named source.
+func TestFatalErrorNamed(t *testing.T) {
+	tests := []struct {
+		name, host, log string
+		want            []string // substrings of the rendered text
+	}{
+		{
+			// Constructed around vLLM's own dtype check (vllm/platforms/cuda.py),
+			// a message no rule or catalogue class claims.
+			name: "dtype", host: "gpu1",
+			log: "(EngineCore_DP0 pid=1544) ERROR 04-03 10:01:02 [core.py:387] EngineCore failed to start.\n" +
+				"(EngineCore_DP0 pid=1544) ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.\n" +
+				"(APIServer pid=1479) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",
+			want: []string{"vLLM's engine core on gpu1 stopped on: ValueError: Bfloat16 is only supported", "You can use float16 instead", "also in the logs (consequences): engine-core-failed"},
+		},
+		{
+			// Constructed: the container runtime refusing a mount.
+			name: "container runtime", host: "spark2",
+			log:  "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error mounting \"/models\" to rootfs at \"/root/.cache/huggingface\": stat /models: no such file or directory: unknown.\n",
+			want: []string{"the container runtime on spark2 stopped on", "stat /models: no such file or directory"},
+		},
+		{
+			// A raylet's glog FATAL line.
+			name: "raylet fatal", host: "node2",
+			log: "[2025-01-10 10:00:00,000 I 100 100] main.cc:180: Setting cluster ID to: 3f2a\n" +
+				"F0110 10:00:01.000000 100 100 node_manager.cc:500] Check failed: status.ok() Failed to register the node: GCS returned Invalid: version mismatch\n",
+			want: []string{"on node2 stopped on", "Check failed: status.ok()"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Classify(Input{Logs: []Log{{Host: tt.host, Source: "log", Text: []byte(tt.log)}}})
+			out := d.Text()
+			if !d.Failure || !d.Known || strings.Contains(out, "no known failure pattern") {
+				t.Fatalf("cause %s (known %v, failure %v):\n%s", d.Cause, d.Known, d.Failure, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestSilenceOnHealth: logs whose processes reach ready, or whose error
+// line comes from another program's logger and is followed by normal
+// progress, show no failure; an error after ready is one.
+func TestSilenceOnHealth(t *testing.T) {
+	// Lines of a vLLM 0.8 start (vllm-project/vllm issues) with an ERROR of
+	// another logger early on.
+	start := "INFO 04-03 10:00:00 [api_server.py:1034] vLLM API server version 0.8.3\n" +
+		"ERROR:root:flash_attn is not installed, falling back\n" +
+		"INFO 04-03 10:00:05 [config.py:689] This model supports multiple tasks: {'generate'}. Defaulting to 'generate'.\n" +
+		"INFO 04-03 10:00:06 [core.py:58] Initializing a V1 LLM engine (v0.8.3) with config: model='Qwen/Qwen2.5-7B'\n" +
+		"INFO 04-03 10:00:20 [loader.py:447] Loading weights took 3.12 seconds\n"
+	ready := "INFO:     Started server process [1]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n"
+	tests := []struct {
+		name    string
+		log     string
+		failure bool
+	}{
+		{"reached ready", start + ready, false},
+		{"another logger's error, then progress", start, false},
+		{"a c10d retry, then ready", "[W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).\n" + ready, false},
+		{"an error after ready", start + ready + "ERROR 04-03 10:05:00 [core.py:400] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 MiB is free.\n", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(tt.log)}}})
+			if d.Failure != tt.failure {
+				t.Fatalf("failure = %v, want %v:\n%s", d.Failure, tt.failure, d.Text())
+			}
+		})
+	}
+}

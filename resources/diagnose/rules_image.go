@@ -1,0 +1,240 @@
+package diagnose
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// This file holds the rules of the image domain: what the container image
+// brings (or fails to bring) — the GPU runtime, the pull, Ray in the image,
+// and a model newer than the image's transformers or vLLM.
+
+// ---- docker --gpus without the NVIDIA runtime -------------------------------
+
+var gpuDriverRE = regexp.MustCompile(`could not select device driver "([^"]*)" with capabilities: \[\[gpu\]\]`)
+
+func matchGPURuntime(b string) bool {
+	return containsAny(b, "could not select device driver", "nvidia-container-cli: initialization error")
+}
+
+func buildGPURuntime(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	host := s.nodeOf(i)
+	on := onHost(host)
+	if !strings.Contains(s.lines[i].body, "could not select device driver") {
+		return Diagnosis{
+			Title:       "the NVIDIA container hook failed" + on + ": the driver is not usable",
+			Evidence:    []Evidence{s.evidence(i)},
+			Explanation: "Docker has the NVIDIA runtime, but nvidia-container-cli could not initialise NVML: the kernel driver is not loaded (or does not match the user-space libraries)" + on + ".",
+			Fix:         "On " + orDefault(host, "the host") + ": make `nvidia-smi` work on the host first (load the driver, or reboot after a driver upgrade), then re-run rayform apply.",
+		}, true
+	}
+	driver := "\"\""
+	if m := gpuDriverRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		driver = strconv.Quote(m[1])
+	}
+	return Diagnosis{
+		Title:    "docker" + on + " cannot give the container a GPU: no NVIDIA runtime",
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "`docker run --gpus all` asks Docker for a device driver with the \"gpu\" capability and Docker has none registered (driver " + driver + "): " +
+			"the NVIDIA Container Toolkit is not installed, or not configured in /etc/docker/daemon.json" + on + ". Nothing started.",
+		Fix: "On " + orDefault(host, "the host") + ": install nvidia-container-toolkit, then\n" +
+			"  sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker\n" +
+			"Check: docker run --rm --gpus all " + s.ctx.imageRef() + " nvidia-smi",
+	}, true
+}
+
+// onHost is " on spark1", or "" when the host is unknown.
+func onHost(h string) string {
+	if h == "" {
+		return ""
+	}
+	return " on " + h
+}
+
+// ---- image pull -------------------------------------------------------------
+
+var (
+	pullPlatformRE = regexp.MustCompile(`no matching manifest for (\S+?)\.? in the manifest list entries`)
+	pullDeniedRE   = regexp.MustCompile(`pull access denied for ([^,\s]+)`)
+	pullManifestRE = regexp.MustCompile(`manifest for (\S+) not found`)
+	pullRegistryRE = regexp.MustCompile(`Get "?(https?://([^/"\s]+)/v2/[^"\s]*)"?: (.*)`)
+	pullNoImageRE  = regexp.MustCompile(`No such image: (\S+)`)
+	pullLocalRE    = regexp.MustCompile(`Unable to find image '([^']+)' locally`)
+	netReasonRE    = regexp.MustCompile(`connection refused|i/o timeout|no such host|Client\.Timeout exceeded|network is unreachable|no route to host|server misbehaving|TLS handshake timeout`)
+)
+
+func matchImagePull(b string) bool {
+	switch {
+	case containsAny(b, "no matching manifest for", "pull access denied for", "manifest unknown",
+		"server gave HTTP response to HTTPS client", "toomanyrequests", "No such image: "):
+		return true
+	case pullManifestRE.MatchString(b):
+		return true
+	case strings.Contains(b, "Error response from daemon") && containsAny(b, "unauthorized: authentication required", "denied: requested access to the resource is denied"):
+		return true
+	case pullRegistryRE.MatchString(b) && netReasonRE.MatchString(b):
+		return true
+	}
+	return false
+}
+
+func buildImagePull(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	on := onHost(host)
+	img := s.ctx.Image
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		if m := pullLocalRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			img = m[1]
+			break
+		}
+	}
+	ev := []Evidence{s.evidence(i)}
+	d := Diagnosis{Evidence: ev}
+	imgName := orDefault(img, "the image")
+	check := "Check from " + orDefault(host, "the host") + ": docker manifest inspect " + orDefault(img, "<image>")
+	switch {
+	case pullPlatformRE.MatchString(b):
+		plat := pullPlatformRE.FindStringSubmatch(b)[1]
+		d.Title = imgName + " has no " + plat + " variant" + on
+		d.Explanation = "The tag exists, but its manifest list has no entry for this host's platform " + plat + " (DGX Spark and GH200 are ARM64): an image built only for amd64 cannot run here."
+		d.Fix = "Use an ARM64 or multi-arch build of the image in image on " + s.ctx.cluster() + " (for GB10 / DGX Spark, an image built for it).\n" + check
+	case pullDeniedRE.MatchString(b):
+		repo := pullDeniedRE.FindStringSubmatch(b)[1]
+		d.Title = "cannot pull " + repo + on + ": the repository does not exist or needs docker login"
+		d.Explanation = "The registry refused the pull of " + repo + ": either the name is wrong (a typo, a missing registry host or namespace) or the repository is private and this host is not logged in."
+		d.Fix = "Check the image name on " + s.ctx.cluster() + "; if it is private, run `docker login <registry>` on every node (rayform reads credentials from each host's Docker config).\n" + check
+	case pullManifestRE.MatchString(b) || strings.Contains(b, "manifest unknown"):
+		ref := imgName
+		if m := pullManifestRE.FindStringSubmatch(b); m != nil {
+			ref = m[1]
+		}
+		d.Title = ref + " does not exist in the registry (manifest unknown)"
+		d.Explanation = "The repository exists but has no tag or digest " + ref + "; many repositories publish no \"latest\"."
+		d.Fix = "Set image on " + s.ctx.cluster() + " to a published tag (pin a version or a digest).\n" + check
+	case strings.Contains(b, "server gave HTTP response to HTTPS client"):
+		reg := "the registry"
+		if m := pullRegistryRE.FindStringSubmatch(b); m != nil {
+			reg = m[2]
+		}
+		d.Title = "registry " + reg + " speaks plain HTTP; docker" + on + " requires HTTPS"
+		d.Explanation = "Docker pulls over HTTPS unless the registry is listed as insecure; " + reg + " answered with plain HTTP."
+		d.Fix = "Serve the registry with TLS, or add it on every node to /etc/docker/daemon.json and restart Docker:\n  {\"insecure-registries\": [\"" + reg + "\"]}"
+	case strings.Contains(b, "toomanyrequests"):
+		d.Title = "the registry rate-limited the pull" + on
+		d.Explanation = "The registry answered toomanyrequests: anonymous pulls are rate limited per source IP."
+		d.Fix = "Run `docker login` on every node, or pull through a mirror (registry-mirrors in /etc/docker/daemon.json)."
+	case containsAny(b, "unauthorized: authentication required", "denied: requested access to the resource is denied"):
+		d.Title = "the registry refused the pull of " + imgName + on + ": not authorised"
+		d.Explanation = "The registry requires credentials for " + imgName + " and this host has none (or wrong ones)."
+		d.Fix = "Run `docker login <registry>` on every node."
+	case pullNoImageRE.MatchString(b):
+		ref := pullNoImageRE.FindStringSubmatch(b)[1]
+		d.Title = ref + " is not present" + on
+		d.Explanation = "Docker was told not to pull and the image is not in the local store of this host."
+		d.Fix = "Pull it on every node (docker pull " + ref + "), or let rayform pull it."
+	default:
+		m := pullRegistryRE.FindStringSubmatch(b)
+		reason := netReasonRE.FindString(b)
+		reg := "the registry"
+		if m != nil {
+			reg = m[2]
+		}
+		d.Title = "registry " + reg + " is unreachable" + on + " (" + reason + ")"
+		d.Explanation = "Docker could not reach " + reg + " to pull " + imgName + ": " + reason + ". The host has no route, DNS or proxy path to the registry, or the registry is down."
+		d.Fix = "Make " + reg + " reachable from " + orDefault(host, "the host") + " (check: curl -sv https://" + reg + "/v2/), configure a registry mirror, or copy the image: docker save " + orDefault(img, "<image>") + " | ssh " + orDefault(host, "<host>") + " docker load"
+	}
+	return d, true
+}
+
+// ---- Ray missing from the image ---------------------------------------------
+
+var rayMissingRE = regexp.MustCompile(`(?:^|[\s:/])ray: (?:command )?not found|exec: \\?"ray\\?": executable file not found|No module named '?ray'?(?:$|[^.\w])|Failed to import Ray`)
+
+func matchRayMissing(b string) bool {
+	return containsAny(b, "ray", "Ray") && rayMissingRE.MatchString(b)
+}
+
+func buildRayMissing(s *scan, hits []int) (Diagnosis, bool) {
+	// vLLM warns "Failed to import Ray ... For distributed inference, please
+	// install Ray" on every start without Ray; a single-node run does not
+	// need it. The warning alone is a cause only where the deployment runs
+	// on Ray (rayform's context says so).
+	var strong []int
+	for _, j := range hits {
+		if !strings.Contains(s.lines[j].body, "Failed to import Ray") {
+			strong = append(strong, j)
+		}
+	}
+	if len(strong) == 0 && !s.ctx.onRay() {
+		return Diagnosis{}, false
+	}
+	i := hits[0]
+	if len(strong) > 0 {
+		i = strong[0]
+	}
+	host := s.nodeOf(i)
+	img := s.ctx.image()
+	return Diagnosis{
+		Title:    img + " has no Ray" + onHost(host),
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "rayform runs `ray start` inside the image, and vLLM's Ray executor imports ray; this image has neither the ray CLI nor the Python module. " +
+			"vLLM dropped ray from its dependencies (0.19.1; official images since about 0.18), so a stock vLLM image no longer ships it.",
+		Fix: "Use an image that ships Ray, or extend this one and set image on " + s.ctx.cluster() + " to the result (the same image on every node, so head and workers run the same Ray):\n" +
+			"  FROM " + orDefault(s.ctx.Image, "<image>") + "\n" +
+			"  RUN pip install 'ray[default]'\n" +
+			"Check: docker run --rm --entrypoint ray <image> --version",
+	}, true
+}
+
+// ---- transformers does not know the model type ---------------------------------
+
+var modelTypeRE = regexp.MustCompile("has model type `?([^`\\s]+)`? but Transformers does not recognize this architecture")
+
+func matchModelType(b string) bool {
+	return strings.Contains(b, "but Transformers does not recognize") && modelTypeRE.MatchString(b)
+}
+
+func buildModelType(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	mt := modelTypeRE.FindStringSubmatch(s.lines[i].body)[1]
+	host := s.nodeOf(i)
+	c := s.ctx
+	return Diagnosis{
+		Title:    "the transformers in " + c.image() + onHost(host) + " does not know the model type " + mt,
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "vLLM reads the model's config.json with transformers' AutoConfig, which maps \"model_type\": \"" + mt + "\" to a config class; this transformers has none: " +
+			"it is older than the model (transformers as pinned by the image's vLLM), or the model ships its own code and needs --trust-remote-code.",
+		Fix: "Use an image whose vLLM and transformers support " + mt + " (a newer vLLM release; its notes list new models) in image on " + c.cluster() +
+			" — check with `docker run --rm --entrypoint python3 " + c.imageRef() + " -c 'import transformers; print(transformers.__version__)'`. " +
+			"If the model card says it needs custom code, add \"--trust-remote-code\" to extra_args on " + c.serve() + " instead.",
+	}, true
+}
+
+// ---- architecture unknown to the image's vLLM ---------------------------------
+
+var archRE = regexp.MustCompile(`Model architectures? (\[[^\]]*\]) (failed to be inspected|are not supported for now|is not supported)`)
+
+func matchArch(b string) bool { return archRE.MatchString(b) }
+
+func buildArch(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	m := archRE.FindStringSubmatch(s.lines[i].body)
+	host := s.nodeOf(i)
+	c := s.ctx
+	in := "the vLLM in " + c.image()
+	if c.VLLMVersion != "" {
+		in = "vLLM " + c.VLLMVersion + " in " + c.image()
+	}
+	return Diagnosis{
+		Title:    in + onHost(host) + " cannot load the model's architecture " + m[1],
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "vLLM looks the architecture named in the model's config.json up in its model registry; \"" + m[2] + "\" means this vLLM has no (working) implementation of it: " +
+			"the model is newer than the image's vLLM, or model files were copied between vLLM versions whose base classes differ.",
+		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.imageRef() + " vllm --version` shows what the image has.",
+	}, true
+}

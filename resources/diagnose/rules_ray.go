@@ -1,0 +1,372 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file holds the rules of the Ray domain: joining the cluster (GCS),
+// Ray's view of nodes and GPUs, placement groups.
+
+// ---- Ray worker cannot reach the GCS ----------------------------------------
+
+var (
+	gcsAddrRE   = regexp.MustCompile(`GCS (?:at address|at|server address was) (\[?[0-9A-Za-z.\-:]*?\]?:\d+)`)
+	localNodeRE = regexp.MustCompile(`Local node IP: (\S+)`)
+)
+
+func matchGCS(b string) bool {
+	return containsAny(b, "Failed to connect to GCS at address", "Unable to connect to GCS at",
+		"Failed to get cluster ID from GCS server", "Timed out while waiting for GCS to become available",
+		"Couldn't reconnect to GCS server")
+}
+
+func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
+	// A connection retried until "Ray runtime started" is not a failure.
+	started := make([]int, len(s.logs)) // per log, the last such line, or -1
+	for k := range started {
+		started[k] = -1
+	}
+	for j, l := range s.lines {
+		if strings.Contains(l.body, "Ray runtime started") {
+			started[l.log] = j
+		}
+	}
+	var live []int
+	for _, i := range hits {
+		if started[s.lines[i].log] < i {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return Diagnosis{}, false
+	}
+	i := live[0]
+	for _, j := range live {
+		if gcsAddrRE.MatchString(s.lines[j].body) {
+			i = j
+			break
+		}
+	}
+	worker := s.nodeOf(i)
+	ev := []Evidence{s.evidence(i)}
+	for _, j := range live {
+		if j != i && s.lines[j].log == s.lines[i].log && !gcsAddrRE.MatchString(s.lines[j].body) {
+			ev = append(ev, s.evidence(j))
+			break
+		}
+	}
+	var localIP string
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		if m := localNodeRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			localIP = m[1]
+			break
+		}
+	}
+	addr, host, port := "", "", ""
+	if m := gcsAddrRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		addr = m[1]
+		k := strings.LastIndexByte(addr, ':')
+		host, port = strings.Trim(addr[:k], "[]"), addr[k+1:]
+	}
+	d := Diagnosis{Evidence: ev}
+	target := "the head's GCS"
+	if addr != "" {
+		target = "the GCS at " + addr
+	}
+	d.Title = "the Ray worker" + onHost(worker) + " cannot reach " + target
+	var why []string
+	c := s.ctx
+	headIP := c.NodeAddrs[c.HeadNode]
+	in, known := c.inFabric(host)
+	switch {
+	case addr != "" && host == "":
+		why = append(why, "The address has no host part: the head address was empty when `ray start --address` ran (an unset variable).")
+	case strings.HasPrefix(host, "127.") || host == "localhost":
+		why = append(why, host+" is the worker's own loopback: the head address was not passed to the worker.")
+	case known && !in:
+		o := c.ownerOf(host)
+		what := host + " is outside the fabric " + c.FabricCIDR.String()
+		if o.node != "" {
+			what += "; it is " + o.describe()
+		}
+		why = append(why, what+". The worker was pointed at an address it cannot route to; on this topology nodes reach each other only over the fabric.")
+	case known && in:
+		why = append(why, host+" is inside the fabric "+c.FabricCIDR.String()+", so the route is right but nothing answered on port "+port+
+			": the head's GCS is not running (read the head's ray log), a firewall drops the port on the fabric, or the worker's Ray version differs from the head's.")
+	}
+	if localIP != "" {
+		if lin, lknown := c.inFabric(localIP); lknown && !lin {
+			why = append(why, "The worker itself chose "+localIP+" (\"Local node IP\"), outside the fabric: it was started without --node-ip-address.")
+		} else {
+			why = append(why, "The worker chose "+localIP+" as its own address (\"Local node IP\").")
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "The worker could not open a connection to the head's GCS within Ray's timeout.")
+	}
+	d.Explanation = strings.Join(why, "\n")
+	if known && in {
+		d.Fix = "Check the head first: is its Ray container running and listening on " + addr + " (`ss -ltn` on the head)? Allow TCP from " + c.FabricCIDR.String() +
+			" in the head's firewall, and use the same image (the same Ray version) on every node."
+		return d, true
+	}
+	gcsPort := strconv.Itoa(c.rayPort())
+	if c.RayPort == 0 && port != "" {
+		gcsPort = port // no configuration: the port the worker was given
+	}
+	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + gcsPort
+	if wip := c.NodeAddrs[worker]; wip != "" {
+		fix += " --node-ip-address=" + wip
+	}
+	d.Fix = fix + " (rayform derives both from network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + ")."
+	return d, true
+}
+
+// ---- duplicate node IP ------------------------------------------------------
+
+var (
+	dupIPRE = regexp.MustCompile(`Got (\d+) nodes with node ids \[[^\]]*\] and (\d+) unique IP addresses (\{[^}]*\})`)
+	ipv4RE  = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}\b`)
+)
+
+func matchDuplicateIP(b string) bool {
+	return strings.Contains(b, "Every node should have a unique IP address")
+}
+
+func buildDuplicateIP(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	b := s.window(i, 2)
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}, Fix: s.ctx.bindingFix("")}
+	m := dupIPRE.FindStringSubmatch(b)
+	if m == nil {
+		d.Title = "vLLM's Ray executor saw mixed node addresses"
+		d.Explanation = "The number of unique IPs differs from the number of Ray nodes: Ray and VLLM_HOST_IP disagree on at least one node."
+		return d, true
+	}
+	var addrs []string
+	for _, ip := range ipv4RE.FindAllString(m[3], -1) {
+		if desc := s.ctx.ownerOf(ip).describe(); desc != "" {
+			addrs = append(addrs, ip+" ("+desc+")")
+		} else {
+			addrs = append(addrs, ip)
+		}
+	}
+	d.Title = "vLLM saw " + m[2] + " addresses for " + m[1] + " Ray nodes"
+	d.Explanation = "vLLM counts the driver's own IP (VLLM_HOST_IP, else the default-route address) with each worker's Ray node IP; it found " + strings.Join(addrs, ", ") +
+		". A node appears under two addresses (or two under one), so Ray's registration and VLLM_HOST_IP disagree."
+	return d, true
+}
+
+// ---- placement group --------------------------------------------------------
+
+var (
+	pgNodeRE  = regexp.MustCompile(`'node:([^']+)'`)
+	pgSecsRE  = regexp.MustCompile(`for (\d+) seconds`)
+	pgSpecsRE = regexp.MustCompile(`specs=(\[.*?\])`)
+	pgNeedRE  = regexp.MustCompile(`requiring (\d+) GPUs`)
+)
+
+func matchPG(b string) bool {
+	return containsAny(b, "Waiting for creating a placement group of specs", "Cannot provide a placement group",
+		"No available node types can fulfill resource request")
+}
+
+func buildPG(s *scan, hits []int) (Diagnosis, bool) {
+	first, last, final := hits[0], hits[0], -1
+	for _, j := range hits {
+		if strings.Contains(s.lines[j].body, "Cannot provide a placement group") && final < 0 {
+			final = j
+		}
+		if strings.Contains(s.lines[j].body, "Waiting for creating") {
+			last = j
+		}
+	}
+	ev := []Evidence{s.evidence(first)}
+	if final >= 0 && final != first {
+		ev = append(ev, s.evidence(final))
+	} else if last != first {
+		ev = append(ev, s.evidence(last))
+	}
+	var node string
+	gpus := 0
+	for _, j := range hits {
+		b := s.lines[j].body
+		if m := pgNodeRE.FindStringSubmatch(b); m != nil && node == "" {
+			node = m[1]
+		}
+		if m := pgSpecsRE.FindStringSubmatch(b); m != nil && gpus == 0 {
+			gpus = strings.Count(m[1], "'GPU'")
+		}
+		if m := pgNeedRE.FindStringSubmatch(b); m != nil && gpus == 0 {
+			gpus, _ = strconv.Atoi(m[1])
+		}
+	}
+	waited := ""
+	if m := pgSecsRE.FindStringSubmatch(s.lines[last].body); m != nil && strings.Contains(s.lines[last].body, "Waiting") {
+		waited = m[1]
+	}
+	c := s.ctx
+	d := Diagnosis{Evidence: ev}
+	state := "waits"
+	if final >= 0 {
+		state = "timed out"
+	}
+	if node == "" {
+		d.Title = fmt.Sprintf("vLLM's placement group for %d GPU bundles %s: the cluster has fewer free GPUs", gpus, state)
+		d.Explanation = "No bundle is pinned to a node, so the group only needs free GPUs; Ray does not have them: a worker did not join (read its ray log), or a container sees no GPU (docker --gpus all; Ray's GPU count)."
+		d.Fix = "Run `ray status` and `ray list nodes` on the head: every node must be ALIVE with its GPUs. tensor_parallel_size × pipeline_parallel_size on " + c.serve() + " must not exceed the GPUs of the cluster."
+		return d, true
+	}
+	d.Title = "vLLM's placement group " + state + " for node:" + node + ", which no Ray node provides"
+	if waited != "" && final < 0 {
+		d.Title += " (" + waited + " s so far)"
+	}
+	o := c.ownerOf(node)
+	lead := "vLLM pins its first bundle to node:<its own IP>, the IP vLLM's get_ip() returns on the head (VLLM_HOST_IP, else the default-route address). "
+	switch {
+	case o.kind == "management":
+		f := c.NodeAddrs[o.node]
+		d.Explanation = lead + node + " is " + o.describe() + ": VLLM_HOST_IP was not set there, while Ray registered " + o.node +
+			" under " + orDefault(f, "another address") + ". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
+		d.Fix = "Make vLLM and Ray agree on " + o.node + "'s address: VLLM_HOST_IP=" + orDefault(f, "<fabric IP>") + " in its container, the address Ray registered (verify with `ray list nodes`). " +
+			"network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + " sets both."
+	case o.kind == "fabric":
+		m := c.MgmtAddrs[o.node]
+		d.Explanation = lead + node + " is " + o.describe() + " (VLLM_HOST_IP), but Ray registered " + o.node + " under another address" +
+			ifNotEmpty(" (probably its management address "+m+", picked from the default route when --node-ip-address is not given)", m) +
+			". Ray has no resource node:" + node + ", so the group waits (1800 s, then fails)."
+		d.Fix = c.bindingFix(node)
+	case len(c.NodeAddrs) == 0 && len(c.MgmtAddrs) == 0:
+		// Nothing declared to compare with (a hand-run deployment): say
+		// what the lines show and how to compare, claim nothing more.
+		d.Explanation = lead + "The group waits because no Ray node offers the resource node:" + node + ": Ray registered the node vLLM runs on under another address than " + node +
+			" (Ray picks the default-route address when ray start has no --node-ip-address), or that node has not joined the cluster."
+		d.Fix = "Compare the addresses: `ray list nodes` (or `ray status`) on the head shows the IP Ray registered each node under; vLLM used " + node + ". " +
+			"Make them the same on every node: ray start --node-ip-address=<the node's IP on the network the nodes share> and VLLM_HOST_IP=<the same IP> in each node's environment, then restart Ray and vllm serve."
+	default:
+		d.Explanation = lead + node + " is not a declared address of any node, so Ray has no node with that resource."
+		d.Fix = c.bindingFix(node)
+	}
+	return d, true
+}
+
+// ifNotEmpty returns s when cond is not empty.
+func ifNotEmpty(s, cond string) string {
+	if cond == "" {
+		return ""
+	}
+	return s
+}
+
+// ---- vLLM started its own Ray instead of joining the cluster -------------------
+
+var (
+	// Lines that say the Ray vLLM joined has fewer GPUs than it needs.
+	rayShortRE = regexp.MustCompile(`The number of required GPUs exceeds the total number of available GPUs|Waiting for creating a placement group|Cannot provide a placement group|No available node types can fulfill resource request|Ray does not allocate any GPUs on the driver node`)
+)
+
+func matchRayLocal(b string) bool { return strings.Contains(b, "Started a local Ray instance") }
+
+func buildRayLocal(s *scan, hits []int) (Diagnosis, bool) {
+	// A local Ray is a failure only when vLLM then lacks GPUs in it: a
+	// single-node run starts its own Ray on purpose.
+	i := hits[0]
+	short := -1
+	_, hi := s.logSpan(i)
+	for j := i + 1; j < hi && short < 0; j++ {
+		if !s.noise[j] && rayShortRE.MatchString(s.lines[j].body) {
+			short = j
+		}
+	}
+	if short < 0 {
+		return Diagnosis{}, false
+	}
+	host := s.nodeOf(i)
+	c := s.ctx
+	head := orDefault(c.NodeAddrs[c.HeadNode], "<head IP>")
+	join := "run vllm serve inside the container where `ray start --head` ran (rayform does: `docker exec` into the head's Ray container), or set RAY_ADDRESS=" + head + ":" + strconv.Itoa(c.rayPort()) +
+		" in its environment; `ray status` in the same shell must list every node and its GPUs before vllm serve starts."
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i), s.evidence(short)}}
+	if len(c.NodeAddrs) > 1 {
+		// The configuration spans nodes: the serve had to join their cluster.
+		d.Title = "vLLM started its own local Ray" + onHost(host) + " instead of joining the cluster of " + strings.Join(sortedKeys(c.NodeAddrs), ", ") + ", and that Ray has too few GPUs"
+		d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no cluster to join: RAY_ADDRESS was not set and no `ray start` session file was at /tmp/ray/ray_current_cluster in this container (`ray start --temp-dir=…` writes it elsewhere, where ray.init() does not look). " +
+			"The new Ray has only this machine's GPUs, so the placement group for the other nodes' GPUs cannot be satisfied."
+		d.Fix = "R" + join[1:]
+		return d, true
+	}
+	d.Title = "the Ray that vLLM started for itself" + onHost(host) + " has fewer GPUs than it needs"
+	d.Explanation = "\"Started a local Ray instance\" is ray.init() finding no running cluster to join (RAY_ADDRESS unset, and no `ray start` session file at /tmp/ray/ray_current_cluster in this container — `ray start --temp-dir=…` writes it elsewhere), so it started a Ray with only this machine's visible GPUs; " +
+		"then the placement group for tensor_parallel_size × pipeline_parallel_size GPUs could not be filled. The logs do not say whether a multi-node cluster was meant."
+	d.Fix = "If a Ray cluster is running: " + join + "\nIf this is one machine: make tensor_parallel_size × pipeline_parallel_size at most the GPUs it shows (`nvidia-smi -L`; CUDA_VISIBLE_DEVICES limits them)."
+	return d, true
+}
+
+// sortedKeys returns the keys of m in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ---- the node vllm serve runs on has no GPU in Ray ------------------------------
+
+var (
+	// "current_node_resource={...}. ... current_ip='74.10.28.48'."
+	curNodeResRE = regexp.MustCompile(`current_node_resource=\{([^}]*)\}`)
+	curNodeIPRE  = regexp.MustCompile(`current_ip='([^']+)'`)
+)
+
+func matchDriverNoGPU(b string) bool {
+	return containsAny(b, "Ray does not allocate any GPUs on the driver node", "Current node has no GPU available")
+}
+
+func buildDriverNoGPU(s *scan, hits []int) (Diagnosis, bool) {
+	i := hits[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	c := s.ctx
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	compare := "`ray list nodes` on the head shows the address and GPUs Ray registered for each node"
+	if !strings.Contains(b, "Current node has no GPU available") {
+		// Older vLLM: no Ray worker of the placement group runs on the node
+		// whose IP equals the driver's get_ip().
+		d.Title = "vLLM found none of its Ray GPU workers on its own node" + onHost(host)
+		d.Explanation = "vLLM (older releases) looks for one of its GPU workers on the node whose Ray address equals its own IP — VLLM_HOST_IP, else the default-route address — and found none: " +
+			"either that IP is not the address Ray registered this node under, or Ray has no GPU on the node vllm serve runs on."
+		d.Fix = "Compare: " + compare + "; VLLM_HOST_IP on this node must be the same address (ray start --node-ip-address=<it> and VLLM_HOST_IP=<it>), and vllm serve must run on a node whose Ray has GPUs (the container started with --gpus)."
+		return d, true
+	}
+	res := ""
+	if m := curNodeResRE.FindStringSubmatch(b); m != nil {
+		res = m[1]
+	}
+	ip := ""
+	if m := curNodeIPRE.FindStringSubmatch(b); m != nil {
+		ip = m[1]
+	}
+	where := orDefault(ip, "this node")
+	if o := c.ownerOf(ip); o.node != "" {
+		where = o.node + " (" + ip + ")"
+	}
+	switch {
+	case strings.Contains(res, "bundle_group_"):
+		d.Title = "the GPUs of " + where + " are all held by a Ray placement group; vLLM found none free"
+		d.Explanation = "vLLM needs a free GPU on the node it runs on. Ray lists this node's available resources with placement-group bundles (bundle_group_…) and no GPU: another placement group reserved them — " +
+			"another vLLM instance on this cluster, or one an earlier run left behind."
+		d.Fix = "See who holds them: `ray list placement-groups` (and `ray status`) on the head. Stop the other serve, or remove a stale group (restarting Ray on the cluster clears them all); then start vllm serve again."
+	default:
+		d.Title = "Ray has no GPU on " + where + ", where vllm serve runs"
+		d.Explanation = "vLLM needs a GPU in Ray on the node it runs on; Ray's available resources there name none: the node joined Ray without GPUs (its container started without --gpus, or ray start --num-gpus=0), or other work holds them."
+		d.Fix = "Run vllm serve on a node whose Ray has GPUs (" + compare + "): start that node's container with --gpus all (rayform does) and ray start without --num-gpus=0."
+	}
+	return d, true
+}

@@ -1,0 +1,77 @@
+package vllmcli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/rayform/rayform/resources/clitables"
+)
+
+// The image's table converts whole: every action, nargs and type of real
+// vLLM's `vllm serve` is one the package emulates, in registration order.
+func TestServeOptionsFromTable(t *testing.T) {
+	table := clitables.MustVLLM(Version)
+	got := ServeOptions()
+	if len(got) != len(table.Options) {
+		t.Fatalf("ServeOptions has %d options, the %s table %d", len(got), Version, len(table.Options))
+	}
+	for i, o := range got {
+		if strings.Join(o.Names, " ") != strings.Join(table.Options[i].Strings, " ") || o.Dest() != table.Options[i].Dest {
+			t.Errorf("option %d: %v (%s), table %v (%s)", i, o.Names, o.Dest(), table.Options[i].Strings, table.Options[i].Dest)
+		}
+	}
+	ep := got.Lookup("-ep")
+	if ep == nil || ep.Action != BoolOpt || ep.Label() != "--enable-expert-parallel/--no-enable-expert-parallel/-ep" {
+		t.Errorf("-ep: %+v", ep)
+	}
+	bs := got.Lookup("--block-size")
+	if bs == nil || bs.Type != Int || strings.Join(bs.Choices, ",") != "1,8,16,32,64,128,256" {
+		t.Errorf("--block-size: %+v", bs)
+	}
+}
+
+// Resolve follows argparse (allow_abbrev) after FlexibleArgumentParser's
+// underscore rewriting.
+func TestResolve(t *testing.T) {
+	s := ServeOptions()
+	tests := []struct {
+		word, want, value  string
+		negated, ambiguous bool
+	}{
+		{"--tensor-parallel-size", "--tensor-parallel-size", "", false, false},
+		{Normalize("--tensor_parallel_size"), "--tensor-parallel-size", "", false, false},
+		{"--tensor-parallel", "--tensor-parallel-size", "", false, false},
+		{Normalize("--tensor_parallel=4"), "--tensor-parallel-size", "4", false, false},
+		{"--port=9000", "--port", "9000", false, false},
+		{"-tp", "--tensor-parallel-size", "", false, false},
+		{"-t", "--tensor-parallel-size", "", false, false},
+		{"-qfp8", "--quantization", "fp8", false, false},
+		{"--no-enforce-eager", "--enforce-eager", "", true, false},
+		{"--no-enforce", "--enforce-eager", "", true, false},
+		{"--kv-cache-memory", "--kv-cache-memory-bytes", "", false, false},
+		{"--max", "", "", false, true},
+		{"--served", "--served-model-name", "", false, false},
+	}
+	for _, tt := range tests {
+		m := s.Resolve(tt.word)
+		if tt.ambiguous {
+			if len(m.Ambiguous) < 2 {
+				t.Errorf("%s: want ambiguous, got %+v", tt.word, m)
+			}
+			continue
+		}
+		if m.Option == nil || m.Option.Long() != tt.want || m.Value != tt.value || m.Negated != tt.negated {
+			t.Errorf("%s: got %+v, want %s value %q negated %v", tt.word, m, tt.want, tt.value, tt.negated)
+		}
+	}
+	for _, w := range []string{"--disable-log-requests", "--no-headless", "--foo"} {
+		if m := s.Resolve(w); !m.Unknown {
+			t.Errorf("%s: want unknown, got %+v", w, m)
+		}
+	}
+	for _, w := range []string{"-1", "-0.5", "Qwen/Qwen3-8B"} {
+		if m := s.Resolve(w); m.Option != nil || m.Unknown {
+			t.Errorf("%s: want a positional, got %+v", w, m)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+"""Scan installed packages' sources (wheels) for the error messages they
+raise or log, and write rayform's diagnose signature catalogue.
+
+Usage: python3 scan.py OUT.json WHEEL...
+
+Each wheel is read in place (zipfile); every .py file is parsed with ast;
+every `raise X(<message>)` and every `<logger>.error/exception/critical/
+fatal/warning(<message>)` call gives a template: its literal text with
+{placeholder} for each formatted value (f-strings, %-formatting,
+str.format, concatenation). A template whose text one of the classes of
+classes.py claims becomes a catalogue entry with its provenance (package,
+version, file:line), its pattern (the template's first line, literal parts
+escaped, each placeholder a capture) and the class. classes.py also holds
+the messages of sources that are not Python (NCCL, the NVIDIA container
+toolkit, the CUDA runtime, CPython, gRPC), each with its own provenance.
+"""
+import ast
+import json
+import re
+import sys
+import zipfile
+
+import classes
+
+LOG_METHODS = {"error", "exception", "critical", "fatal", "warning", "warn"}
+
+
+def template_of(node):
+    """Return (template, [capture names]) of a message expression, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.replace("{", "{{").replace("}", "}}"), []
+    if isinstance(node, ast.JoinedStr):
+        text, caps = "", []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                text += str(v.value).replace("{", "{{").replace("}", "}}")
+            elif isinstance(v, ast.FormattedValue):
+                name = ast.unparse(v.value)
+                caps.append(name)
+                text += "{" + name + "}"
+        return text, caps
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = template_of(node.left), template_of(node.right)
+        if not a and not b:
+            return None
+        if not a:
+            a = ("{" + ast.unparse(node.left) + "}", [ast.unparse(node.left)])
+        if not b:
+            b = ("{" + ast.unparse(node.right) + "}", [ast.unparse(node.right)])
+        return a[0] + b[0], a[1] + b[1]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        left = template_of(node.left)
+        if not left or left[1]:
+            return None
+        args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        names = [ast.unparse(a) for a in args]
+        caps = []
+
+        def sub(m):
+            if m.group(0) == "%%":
+                return "%"
+            n = names[len(caps)] if len(caps) < len(names) else "value"
+            caps.append(n)
+            return "{" + n + "}"
+
+        return re.sub(r"%%|%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[sdrifeEgGxXc]", sub, left[0]), caps
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format"):
+        base = template_of(node.func.value)
+        if not base or base[1]:
+            return None
+        names = [ast.unparse(a) for a in node.args]
+        caps = []
+
+        def sub(m):
+            inner = m.group(1)
+            if inner == "" or inner.isdigit():
+                i = int(inner) if inner.isdigit() else len(caps)
+                n = names[i] if i < len(names) else "value"
+            else:
+                n = inner.split(":")[0].split("!")[0]
+            caps.append(n)
+            return "{" + n + "}"
+
+        t = base[0].replace("{{", "\x00").replace("}}", "\x01")
+        t = re.sub(r"\{([^{}]*)\}", sub, t)
+        return t.replace("\x00", "{{").replace("\x01", "}}"), caps
+    return None
+
+
+def messages(tree):
+    """Yield (lineno, kind, message expression) of raises and log calls."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
+            yield node.lineno, "raise", node.exc.args[0]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in LOG_METHODS and node.args):
+            owner = ast.unparse(node.func.value).lower()
+            if "log" in owner:
+                yield node.lineno, "log-" + node.func.attr, node.args[0]
+
+
+def pattern_of(template):
+    """The regexp of a template's first line (RE2 syntax) and its literal."""
+    first = template.split("\n")[0]
+    parts = re.split(r"(?<!\{)\{([^{}]+)\}(?!\})", first)
+    out, lits = "", []
+    for k, p in enumerate(parts):
+        if k % 2 == 0:
+            lit = p.replace("{{", "{").replace("}}", "}")
+            out += re.escape(lit).replace("\\ ", " ")
+            lits.append(lit)
+        else:
+            out += "(.+)" if k == len(parts) - 2 and parts[-1] == "" else "(.+?)"
+    return out, max(lits, key=len)
+
+
+def wheel_meta(name):
+    m = re.match(r"([A-Za-z0-9_]+)-([^-]+)-", name.split("/")[-1])
+    return m.group(1).lower(), m.group(2)
+
+
+def scan(wheels):
+    entries, seen, skipped = [], set(), 0
+    for w in wheels:
+        pkg, ver = wheel_meta(w)
+        with zipfile.ZipFile(w) as z:
+            for f in sorted(z.namelist()):
+                if not f.endswith(".py") or "/benchmarks/" in f or "/tests/" in f or "/test/" in f or "/testing/" in f:
+                    continue
+                src = z.read(f).decode("utf-8", "replace")
+                if not any(k in src for k in classes.PREFILTER):
+                    continue
+                try:
+                    tree = ast.parse(src)
+                except SyntaxError:
+                    skipped += 1
+                    continue
+                for lineno, kind, expr in messages(tree):
+                    t = template_of(expr)
+                    if not t:
+                        continue
+                    template, caps = t
+                    cls = classes.classify(pkg, template)
+                    if not cls:
+                        continue
+                    pat, lit = pattern_of(template)
+                    if len(lit.strip()) < 12:
+                        continue
+                    key = (pat, cls)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    first = template.split("\n")[0]
+                    entries.append({
+                        "package": pkg, "version": ver, "source": f + ":" + str(lineno), "kind": kind,
+                        "template": first, "pattern": pat,
+                        "captures": [c for c in caps if "{" + c + "}" in first], "class": cls,
+                    })
+    for m in classes.MANUAL:
+        pat, _ = pattern_of(m["template"])
+        e = dict(m)
+        e["pattern"] = pat
+        e["captures"] = re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", m["template"])
+        entries.append(e)
+    return entries, skipped
+
+
+C_WARN = re.compile(r'\bWARN\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
+C_FMT = re.compile(r"%%|%[-#0 +]*\d*(?:\.\d+)?(?:l|ll|z|h)?[sdiufeEgGxXcp]")
+
+
+def scan_c(root, pkg, ver):
+    """NCCL's WARN("...") format strings in the C/C++ sources under root."""
+    import os
+    entries, seen = [], set()
+    for d, _, files in sorted(os.walk(root)):
+        for fn in sorted(files):
+            if not fn.endswith((".cc", ".h", ".cu", ".c")):
+                continue
+            path = os.path.join(d, fn)
+            src = open(path, encoding="utf-8", errors="replace").read()
+            for m in C_WARN.finditer(src):
+                lits = re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1))
+                fmt = "".join(lits).replace("\\n", "")
+                caps = []
+
+                def sub(mm):
+                    if mm.group(0) == "%%":
+                        return "%"
+                    caps.append("v%d" % (len(caps) + 1))
+                    return "{v%d}" % len(caps)
+
+                template = C_FMT.sub(sub, fmt.replace("{", "{{").replace("}", "}}"))
+                cls = classes.classify(pkg, template)
+                if not cls:
+                    continue
+                pat, lit = pattern_of(template)
+                if (pat, cls) in seen or len(lit.strip()) < 12:
+                    continue
+                seen.add((pat, cls))
+                line = src.count("\n", 0, m.start()) + 1
+                entries.append({"package": pkg, "version": ver, "source": os.path.relpath(path, root) + ":" + str(line),
+                                "kind": "WARN", "template": template, "pattern": pat, "captures": caps, "class": cls})
+    return entries
+
+
+def main():
+    args = sys.argv[1:]
+    out = args.pop(0)
+    csrc = []
+    while args and args[0] == "--c":
+        csrc.append(args[1:4])
+        args = args[4:]
+    wheels = args
+    entries, skipped = scan(wheels)
+    for root, pkg, ver in csrc:
+        entries += scan_c(root, pkg, ver)
+    doc = {
+        "generated_by": "scripts/gen-diagnose-catalogue",
+        "sources": [dict(zip(("package", "version"), wheel_meta(w))) for w in wheels] + [{"package": p, "version": v} for _, p, v in csrc],
+        "classes": classes.CLASSES,
+        "entries": entries,
+    }
+    with open(out, "w") as fh:
+        json.dump(doc, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    print(f"{len(entries)} entries ({skipped} files not parsed by this python)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
