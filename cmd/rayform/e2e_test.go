@@ -56,9 +56,11 @@ var fastRay = []string{"-ray", "simnode"}
 //
 // How a new end-to-end test gets its lab:
 //   - Its own lab (the default): call startLab first thing, with a base
-//     name no other test uses. Do not call t.Parallel yourself (startLab
-//     does), and do not use t.Setenv or change process-wide state
-//     (os.Setenv, os.Chdir): the test runs beside others.
+//     name no other test uses. startLab calls t.Parallel (calling it
+//     yourself before is harmless, but the test then queues for its slot
+//     after those that did not); do not use t.Setenv or change
+//     process-wide state (os.Setenv, os.Chdir): the test runs beside
+//     others.
 //   - A lab shared with other checks: when the checks need the same lab
 //     flags and can run one after another, make them subtests (t.Run) of
 //     one test that calls startLab once; each takes a fresh project on the
