@@ -34,23 +34,11 @@ var labPool *labslots.Pool
 func acquireLab(t *testing.T, weight int, heavy bool) string {
 	t.Helper()
 	tk := labPool.Join(t, weight, heavy)
-	parallel(t)
+	labslots.Parallel(t) // t.Parallel, unless the test called it itself
 	bin := buildLabBinaries(t)
 	labPool.Open()
 	tk.Wait()
 	return bin
-}
-
-// parallel calls t.Parallel unless the test already did (a test may call
-// it first itself, before startLab; it then joins the queue only once it
-// resumes, after the tests that joined before their t.Parallel).
-func parallel(t *testing.T) {
-	defer func() {
-		if r := recover(); r != nil && r != "testing: t.Parallel called multiple times" {
-			panic(r)
-		}
-	}()
-	t.Parallel()
 }
 
 // heavyLab reports whether a lab with these `lab up` arguments (labRay's)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/internal/labslots"
 )
 
 // testLabName makes a lab name unique to this test process, so that test
@@ -122,7 +124,7 @@ func upLab(t testing.TB, cfg Config) *Lab {
 	// heaviest labs go first.
 	tk := labPool.Join(t, labWeight(cfg), cfg.RealRay) // the real Ray is CPU-bound: heavy
 	if tt, ok := t.(*testing.T); ok {
-		tt.Parallel()
+		labslots.Parallel(tt) // t.Parallel, unless the test called it itself
 	}
 	if cfg.Simnode == "" {
 		cfg.Simnode = simnodeBinary(t)

@@ -213,3 +213,15 @@ func (p *Pool) Acquire(t testing.TB, weight int, heavy bool) {
 	p.Open()
 	tk.Wait()
 }
+
+// Parallel calls t.Parallel unless the test already did (a test may call
+// it first itself, before its lab helper; it then joins the queue only
+// once it resumes, after the tests that joined before their t.Parallel).
+func Parallel(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil && r != "testing: t.Parallel called multiple times" {
+			panic(r)
+		}
+	}()
+	t.Parallel()
+}

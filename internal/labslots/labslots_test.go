@@ -201,3 +201,10 @@ func TestHeavyShare(t *testing.T) {
 		t.Errorf("after every test: %d free, %d heavy free; want 4 and 2", p.free, p.heavyFree)
 	}
 }
+
+// TestParallelTwice: a test that called t.Parallel itself may go through
+// Parallel again.
+func TestParallelTwice(t *testing.T) {
+	t.Parallel()
+	Parallel(t)
+}
