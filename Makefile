@@ -64,7 +64,7 @@ bench: build ## Benchmarks: rayform against the OpenSSH floor and Ansible (root;
 HFCLIENT ?= $(HOME)/.cache/rayform/hfclient-0.36.0
 
 hfclient: ## Install the pinned huggingface_hub client (PyPI) the model staging tests download with
-	python3 -m pip install -q --no-deps --target $(HFCLIENT) -r engine/lab/hfclient/requirements.txt
+	python3 -m pip install -q --no-deps --target $(HFCLIENT) -r cmd/rflab/lab/hfclient/requirements.txt
 
 clean:
 	rm -rf $(BIN)

@@ -17,10 +17,6 @@ import (
 	"testing"
 )
 
-// labPrefix is the lab, test infrastructure that still lives under
-// engine/ and wires the kinds in: exempt until it moves out.
-const labPrefix = "github.com/rayform/rayform/engine/lab"
-
 func TestEngineLayering(t *testing.T) {
 	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/rayform/rayform/engine/...").Output()
 	if err != nil {
@@ -33,7 +29,7 @@ func TestEngineLayering(t *testing.T) {
 		// A test variant is "PKG [PKG.test]" or "PKG_test [PKG.test]".
 		name, _, _ := strings.Cut(pkg, " ")
 		name = strings.TrimSuffix(strings.TrimSuffix(name, ".test"), "_test")
-		if strings.HasPrefix(name, "github.com/rayform/rayform/engine/transport/ssh") || strings.HasPrefix(name, labPrefix) {
+		if strings.HasPrefix(name, "github.com/rayform/rayform/engine/transport/ssh") {
 			continue
 		}
 		checked++
@@ -54,14 +50,14 @@ func TestEngineLayering(t *testing.T) {
 var rayOrVLLM = regexp.MustCompile(`(?i)(^|[^a-z])ray($|[^f])|vllm`)
 
 // TestEngineKnowsNoRayOrVLLM: no identifier or string of the engine's own
-// code (comments and tests aside, the lab exempt) names Ray or vLLM.
+// code (comments and tests aside) names Ray or vLLM.
 func TestEngineKnowsNoRayOrVLLM(t *testing.T) {
 	files := 0
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (path == "lab" || path == "testdata") {
+		if d.IsDir() && path == "testdata" {
 			return filepath.SkipDir
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {

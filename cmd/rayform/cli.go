@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // Exit codes shared by every command.
@@ -124,6 +125,14 @@ func commands() []command {
 }
 
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything rayform prints passes through one escaper (termtext):
+	// text from hosts, the hub, logs and remote errors reaches the
+	// terminal with its controls escaped, whatever path it took.
+	tty := isTerminal(stdout)
+	outw, errw := termtext.NewWriter(stdout), termtext.NewWriter(stderr)
+	defer outw.Flush()
+	defer errw.Flush()
+	stdout, stderr = outw, errw
 	global := flag.NewFlagSet("rayform", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	chdir := global.String("chdir", "", "switch to `DIR` before running the command")
@@ -163,7 +172,6 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		stdin:  stdin,
 		stdout: stdout,
 		stderr: stderr,
-		color:  !*noColor && os.Getenv("NO_COLOR") == "" && isTerminal(stdout),
 		dir:    ".",
 		log: hclog.New(&hclog.LoggerOptions{
 			Name:   "rayform",
@@ -171,6 +179,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			Output: stderr,
 		}),
 	}
+	c.setColor(!*noColor && os.Getenv("NO_COLOR") == "" && tty)
 	name := rest[0]
 	if name == "help" || name == "-h" || name == "-help" || name == "--help" {
 		usage(stdout)
@@ -228,7 +237,7 @@ func newFlagSet(c *cli, name, synopsis string) *flag.FlagSet {
 			return err
 		}
 		if off {
-			c.color = false
+			c.setColor(false)
 		}
 		return nil
 	})
@@ -274,8 +283,36 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, int, bool) {
 	}
 }
 
+// setColor turns colour on or off: rayform's renderers use it, and the
+// escaping writers in front of stdout and stderr let its styles
+// (termtext.Styles) pass only while it is on.
+func (c *cli) setColor(on bool) {
+	c.color = on
+	styles := []string(nil)
+	if on {
+		styles = termtext.Styles
+	}
+	for _, w := range []io.Writer{c.stdout, c.stderr} {
+		if tw, ok := w.(*termtext.Writer); ok {
+			tw.Allow(styles...)
+		}
+	}
+}
+
+// unescaped is the writer w escapes for when w is one of the CLI's
+// escaping writers (termtext.Writer), else w.
+func unescaped(w io.Writer) io.Writer {
+	if tw, ok := w.(*termtext.Writer); ok {
+		tw.Flush()
+		return tw.Unwrap()
+	}
+	return w
+}
+
+// isTerminal reports whether w (or the writer a termtext.Writer escapes
+// for) is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := unescaped(w).(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

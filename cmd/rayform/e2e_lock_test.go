@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // End-to-end tests of the cluster lock under faults (issue 12, findings 1

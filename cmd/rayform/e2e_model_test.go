@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // End-to-end tests of the model kind (issue 24): the weights staged on

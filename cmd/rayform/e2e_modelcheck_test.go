@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // TestE2EModelCheckedAfterStaging is issue 33 item 2: a serve whose

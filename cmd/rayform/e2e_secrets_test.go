@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // TestE2ESecretsStaySecret gives a sensitive token to the cluster's env,
@@ -27,10 +27,12 @@ import (
 // 6-8; issue 23, item 6): plan text, plan -json, the saved plan, the
 // state, trace logs, error output, `rayform logs`, `output`, `status`,
 // `show` (text and -json), every process's argv on
-// the nodes while apply runs, `docker inspect` of the containers (but for
-// their environment, the channel env is for), and the files rayform
-// writes on the hosts (serve logs and records, the SSH user's home) after
-// success, failure and kill -9. vLLM must still get the key: /v1/models
+// the nodes while apply runs, `docker inspect` of the containers and
+// Docker's own record of them on the host's disk (config.v2.json: issue
+// 30, item 8, where -e put the cluster's env values), and the files
+// rayform writes on the hosts (serve logs and records, the SSH user's
+// home) after success, failure and kill -9. The containers' processes
+// (Ray's, vLLM's) must still get the env. vLLM must still get the key: /v1/models
 // refuses a request without it. Before that, a configuration that puts
 // values derived from the token in served_model_name, model,
 // container_name, docker_args and volumes is refused by validate, plan,
@@ -164,13 +166,21 @@ output "auth" {
 		}
 	}
 	// inspect keeps what `docker inspect` shows of rayform's containers on
-	// every node but their environment: env is the argument for secrets,
-	// and a container's environment is what it is for.
+	// every node, their environment included, and Docker's record of each
+	// on the host's disk.
 	inspect := func(when string) {
 		t.Helper()
 		for _, node := range []string{"spark1", "spark2"} {
-			out, _ := l.ssh(node, `for c in $(docker ps -aq --filter label=rayform.project=`+project+`); do docker inspect --format '{{.Name}} {{json .Args}} {{json .Path}} {{json .Config.Cmd}} {{json .Config.Entrypoint}} {{json .Config.Labels}} {{json .Config.Image}} {{json .Mounts}} {{json .HostConfig}}' "$c"; done`)
+			out, _ := l.ssh(node, `for c in $(docker ps -aq --filter label=rayform.project=`+project+`); do docker inspect "$c"; done`)
 			keep(fmt.Sprintf("docker inspect on %s %s", node, when), out)
+			if !strings.Contains(out, `"Env"`) {
+				t.Errorf("docker inspect on %s %s shows no environment: %s", node, when, out)
+			}
+			disk, _ := l.ssh(node, `r=$(docker info --format '{{.DockerRootDir}}') && for c in $(docker ps -aq --no-trunc --filter label=rayform.project=`+project+`); do cat "$r/containers/$c/config.v2.json"; done`)
+			keep(fmt.Sprintf("config.v2.json on %s %s", node, when), disk)
+			if !strings.Contains(disk, `"Config"`) {
+				t.Errorf("no config.v2.json of a rayform container on %s %s: %.200s", node, when, disk)
+			}
 			// The rayform.attrs label is base64url: scan it decoded too.
 			labels, _ := l.ssh(node, `docker ps -aq --filter label=rayform.project=`+project+` | xargs -r docker inspect --format '{{index .Config.Labels "rayform.attrs"}}'`)
 			for _, v := range strings.Fields(labels) {
@@ -212,13 +222,19 @@ output "auth" {
 			t.Errorf("secret-digest key on %s: %v (want mode 0600)", n.Name, err)
 		}
 	}
-	// The derived env value reached the containers intact (read, not kept
-	// for the scan: the environment is where it belongs).
+	// The derived env value reached the containers' processes intact:
+	// Ray's (the container's first process) on every node, and vLLM's,
+	// started by docker exec, on the head (read, not kept for the scan:
+	// a process's environment is where it belongs).
 	for _, node := range []string{"spark1", "spark2"} {
-		out, err := l.ssh(node, `docker inspect --format '{{range .Config.Env}}{{println .}}{{end}}' rayform-spark`)
+		out, err := l.ssh(node, `docker exec rayform-spark sh -c 'tr "\0" "\n" < /proc/1/environ'`)
 		if !slices.Contains(strings.Split(out, "\n"), "AUTH=Bearer "+strings.ToUpper(secret)) {
-			t.Errorf("the container on %s has no AUTH=\"Bearer \" and the upper-cased token in its environment (err %v)", node, err)
+			t.Errorf("Ray's process on %s has no AUTH=\"Bearer \" and the upper-cased token in its environment (err %v)", node, err)
 		}
+	}
+	vllmEnv, err := l.ssh("spark1", `docker exec rayform-spark sh -c 'for p in /proc/[0-9]*; do [ $p = /proc/$$ ] && continue; if tr "\0" " " < $p/cmdline 2>/dev/null | grep -q "vllm serve"; then tr "\0" "\n" < $p/environ; fi; done'`)
+	if lines := strings.Split(vllmEnv, "\n"); !slices.Contains(lines, "AUTH=Bearer "+strings.ToUpper(secret)) || !slices.Contains(lines, "HF_TOKEN="+secret) {
+		t.Errorf("vllm serve on spark1 lacks the cluster's AUTH or its own HF_TOKEN in its environment (err %v; %d lines)", err, len(lines))
 	}
 	mustCode(t, "logs of the serve", run("logs of the serve", "logs", "vllm_serve.qwen"), exitOK)
 	mustCode(t, "logs of the cluster", run("logs of the cluster", "logs", "ray_cluster.spark"), exitOK)

@@ -86,7 +86,7 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	args := labRay(extra)
 	bin := acquireLab(t, labWeight(args), heavyLab(args)) // t.Parallel, a lab slot
 	// A suffix from the pid keeps labs of concurrent test runs (other
-	// checkouts on the same machine) apart, as engine/lab's tests do.
+	// checkouts on the same machine) apart, as cmd/rflab/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)
 	l := &e2eLab{t: t, bin: bin, name: name, dir: filepath.Join(os.TempDir(), "rayform-lab-"+name)}
 	args = append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, args...)

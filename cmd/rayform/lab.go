@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 const labUsage = `Usage: rayform lab <subcommand> [options]
@@ -401,7 +401,10 @@ func labExec(ctx context.Context, c *cli, args []string) int {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, c.stdout, c.stderr
+	// The command gets the terminal itself, not rayform's escaping
+	// writers: it is the operator's own (rayform, a shell), which sees
+	// the terminal as it is and makes its own output safe.
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.stdin, unescaped(c.stdout), unescaped(c.stderr)
 	if err := runForwardingSignals(c, cmd); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() > 0 {

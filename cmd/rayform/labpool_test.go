@@ -13,7 +13,7 @@ import (
 
 // defaultLabSlots is how many labs this package's lab tests keep up at once
 // unless RAYFORM_E2E_LABS says otherwise: what a 2-core, 24 GB machine
-// carries with engine/lab's tests running beside this package (go test
+// carries with cmd/rflab/lab's tests running beside this package (go test
 // runs packages side by side).
 const defaultLabSlots = 4
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -109,7 +110,7 @@ type statusText struct {
 
 func (v statusText) Show(r *resources.StatusReport) error {
 	if v.watch {
-		fmt.Fprint(v.w, "\x1b[H\x1b[2J")
+		termtext.Control(v.w, "\x1b[H\x1b[2J") // rayform's own control: it passes the escaper
 	}
 	renderStatus(v.w, r)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/run"
 )
 
 // unlockArgs are rayform force-unlock's arguments, parsed.
@@ -60,7 +61,7 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	case h.Held == nil:
 		fmt.Fprintf(c.stdout, "%s is not locked.\n", t.Resource)
-		return exitOK
+		return endOrphans(ctx, c, s, t)
 	}
 	fmt.Fprintf(c.stdout, "The %v.\n", strings.TrimPrefix(h.Held.Error(), "lock "))
 	if !a.force {
@@ -76,5 +77,19 @@ func runForceUnlock(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	fmt.Fprintf(c.stdout, "\nThe lock of %s has been released. Other rayform commands may now take it.\n", t.Resource)
+	return endOrphans(ctx, c, s, t)
+}
+
+// endOrphans ends, on every host, what an earlier run left running under
+// t's fence (run.Runner.EndOrphans), saying what it ended where. That it
+// cannot is a warning: the lock is free, and the next run fences the
+// hosts.
+func endOrphans(ctx context.Context, c *cli, s *session, t run.LockTarget) int {
+	err := s.run.EndOrphans(ctx, t, func(host, name string, gen uint64, ended []lock.Ended) {
+		fmt.Fprint(c.stderr, orphansMessage(host, name, gen, ended))
+	})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Warning: %v\n", err)
+	}
 	return exitOK
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -75,7 +76,7 @@ func writeDiagnostics(c *cli, w io.Writer, files map[string]*hcl.File, diags hcl
 		return
 	}
 	width := uint(78)
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := unescaped(w).(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
 			width = uint(cols - 1)
 		}
@@ -137,7 +138,7 @@ func (v validateText) Show(files map[string]*hcl.File, diags hcl.Diagnostics) er
 			msg = "Success! The configuration is valid, but there were some validation warnings as shown above."
 		}
 		if c.color {
-			msg = "\x1b[32m\x1b[1m" + msg + "\x1b[0m"
+			msg = termtext.Green + termtext.Bold + msg + termtext.Reset
 		}
 		fmt.Fprintln(c.stdout, msg)
 	}

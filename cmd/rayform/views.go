@@ -17,6 +17,7 @@ import (
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // progressInterval is how often a running resource reports that it is
@@ -64,7 +65,7 @@ func (h *textHooks) bold(s string) string {
 	if !h.color {
 		return s
 	}
-	return "\x1b[1m" + s + "\x1b[0m"
+	return termtext.Bold + s + termtext.Reset
 }
 
 func (h *textHooks) ResourceStart(addr string, a plan.Action) {
@@ -268,6 +269,26 @@ func (v *applyView) LockWaiting(resource string, held *lock.HeldError) {
 func (v *applyView) LockBroken(resource, host, record string) {
 	fmt.Fprintf(v.s.c.stderr, "Warning: broke the stale lock of %s on %s (its holder %q stopped renewing it for more than %s)\n",
 		resource, host, record, lock.DefaultLease)
+}
+
+func (v *applyView) OrphansEnded(host, name string, gen uint64, ended []lock.Ended) {
+	fmt.Fprint(v.s.c.stderr, orphansMessage(host, name, gen, ended))
+}
+
+// orphansMessage says what fencing a lock ended on a host: the commands an
+// earlier rayform run (one killed, or cut off from the host) left running
+// under the lock's fence there.
+func orphansMessage(host, name string, gen uint64, ended []lock.Ended) string {
+	var b strings.Builder
+	fence := "" // unknown when the fence itself failed
+	if gen > 0 {
+		fence = fmt.Sprintf(", fence generation %d", gen)
+	}
+	fmt.Fprintf(&b, "Warning: ended on %s %d command(s) that an earlier rayform run (lock %q%s) left running there:\n", host, len(ended), name, fence)
+	for _, e := range ended {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	return b.String()
 }
 
 func (v *applyView) LockSkipped(resource, host string, err error) {

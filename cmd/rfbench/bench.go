@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/resources/servedir"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/lab"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"

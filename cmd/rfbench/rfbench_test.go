@@ -13,8 +13,8 @@ import (
 
 	xssh "golang.org/x/crypto/ssh"
 
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/lab"
 	"github.com/rayform/rayform/resources"
 )
 

@@ -15,10 +15,19 @@ import (
 )
 
 // fenceScript advances the fence of lock $1 on this host: under an
-// exclusive flock of the fence file (which waits for the commands of an
-// earlier holder that still run, each holding it shared), it adds one to
-// the generation the file holds and prints "FENCE <generation>". The file
-// is written in place, never replaced, so that its flock stays one.
+// exclusive flock of the fence file, it adds one to the generation the
+// file holds and prints "FENCE <generation>". The file is written in
+// place, never replaced, so that its flock stays one.
+//
+// The commands of an earlier holder that still run hold the file shared
+// (transport.FencedScript). This script runs only under the lock, so they
+// are an earlier generation's: a run that lost the lock, or the orphans of
+// one that died where its SSH connection did not end them. It ends them
+// rather than wait for them: each process that has the fence file open
+// and runs a fenced script (its command line holds the fenced script's
+// mark), outside this script's own process group, gets SIGTERM with its
+// process group (SIGKILL 5 s later if the fence is still held), and is
+// printed as "ENDED <pid> <the command's first line>".
 //
 // It also makes, once, the deployment's secret-digest key beside it,
 // "$1.key" (observe.SecretKeyFile): 32 random bytes as 64 hex digits, mode
@@ -31,6 +40,25 @@ const fenceScript = `n=$1
 ` + lockDirScript + `f="$d/$n.fence"
 if [ -L "$f" ]; then echo "BAD $f is a symbolic link"; exit 1; fi
 exec 9<>"$f" || exit 1
+if ! flock -n 9; then
+  rf=$(readlink -f "$f")
+  s=$(cat /proc/$$/stat)
+  set -- ${s##*\)}
+  own=$3 ts=
+  for p in $(find /proc/[0-9]*/fd -lname "$rf" 2>/dev/null | cut -d/ -f3 | sort -un); do
+    s=$(cat /proc/$p/stat 2>/dev/null) || continue
+    set -- ${s##*\)}
+    [ "$3" = "$own" ] && continue
+    c=$(tr '\0' '\n' < /proc/$p/cmdline 2>/dev/null) || continue
+    case $c in ` + fencedMark + `) ;; *) continue ;; esac
+    t=$p
+    [ "$3" = "$p" ] && t=-$p
+    kill -TERM $t 2>/dev/null || continue
+    ts="$ts $t"
+    printf 'ENDED %s %s\n' "$p" "$(printf '%s\n' "$c" | sed -n '3{s/^# //;p;q;}' | cut -c1-200)"
+  done
+  if [ -n "$ts" ] && ! flock -w 5 9; then kill -KILL $ts 2>/dev/null; fi
+fi
 flock -w 60 9 || { echo "BAD a command of an earlier holder of the lock has run on this host for more than 60 s; wait for it to end"; exit 1; }
 g=$(cat "$f")
 case $g in ''|*[!0-9]*) g=0 ;; esac
@@ -46,34 +74,61 @@ fi
 echo "FENCE $g"
 `
 
+// fencedMark is a shell pattern matching the command line of a fenced
+// script (transport.FencedName in it), written so that this script's own
+// command line does not match it.
+const fencedMark = `*"rayform-fen""ced"*`
+
 // FenceFile is the fence file of a lock name, in [transport.FenceDir].
 func FenceFile(name string) string { return names.Segment(name) + ".fence" }
 
+// Ended is a command of an earlier holder of a lock that AdvanceFence
+// ended on a host: it still held the fence.
+type Ended struct {
+	PID int
+	// Command is the command's first line, as the host ran it.
+	Command string
+}
+
+func (e Ended) String() string { return fmt.Sprintf("pid %d: %s", e.PID, e.Command) }
+
 // AdvanceFence advances the fence of the lock called name on conn's host
-// and returns it. Call it while holding the lock, on every host the run
+// and returns it, with the commands of earlier holders it ended there
+// (see fenceScript). Call it while holding the lock, on every host the run
 // will change, before observing them: from then on a command fenced
 // (transport.Guard) with an earlier generation fails on that host, and the
 // commands of an earlier holder that still ran have ended.
-func AdvanceFence(ctx context.Context, conn transport.Conn, name string) (transport.Fence, error) {
+func AdvanceFence(ctx context.Context, conn transport.Conn, name string) (transport.Fence, []Ended, error) {
 	res, err := conn.Run(ctx, transport.Cmd{
 		Script:   "sh -c " + shell.Quote(fenceScript) + " rayform-lock-fence " + shell.Quote(names.Segment(name)),
 		Mutating: true,
 		Timeout:  90 * time.Second,
 	})
-	line := strings.TrimSpace(string(res.Stdout))
+	var ended []Ended
+	line := ""
+	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		if rest, ok := strings.CutPrefix(l, "ENDED "); ok {
+			pid, cmd, _ := strings.Cut(rest, " ")
+			if n, perr := strconv.Atoi(pid); perr == nil {
+				ended = append(ended, Ended{PID: n, Command: cmd})
+				continue
+			}
+		}
+		line = l
+	}
 	if g, ok := strings.CutPrefix(line, "FENCE "); ok && err == nil {
 		gen, perr := strconv.ParseUint(g, 10, 64)
 		if perr == nil {
-			return transport.Fence{Lock: name, File: FenceFile(name), Gen: gen}, nil
+			return transport.Fence{Lock: name, File: FenceFile(name), Gen: gen}, ended, nil
 		}
 	}
 	if bad, ok := strings.CutPrefix(line, "BAD "); ok {
-		return transport.Fence{}, fmt.Errorf("fencing lock %q on %s: %s", name, conn.Host(), bad)
+		return transport.Fence{}, ended, fmt.Errorf("fencing lock %q on %s: %s", name, conn.Host(), bad)
 	}
 	if err == nil {
 		err = fmt.Errorf("unexpected answer %q", line)
 	}
-	return transport.Fence{}, fmt.Errorf("fencing lock %q on %s: %w", name, conn.Host(), err)
+	return transport.Fence{}, ended, fmt.Errorf("fencing lock %q on %s: %w", name, conn.Host(), err)
 }
 
 // Name is the name of the lock of one deployment identity: a project's

@@ -10,20 +10,29 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rayform/rayform/engine/transport"
 )
 
-// Issue 23, item 1: a command of a run that lost the lock fails on the
-// host itself once the new holder advanced the fence, whenever it arrives.
-func TestFenceRefusesAnEarlierHolder(t *testing.T) {
-	conn, home := setup(t)
-	ctx := context.Background()
-	name := Name("p", "main")
-	old, err := AdvanceFence(ctx, conn, name)
+// fencedOnce sets up a host (setup) whose fence of lock p.main one run
+// has advanced, and returns that fence.
+func fencedOnce(t *testing.T) (conn transport.Conn, home, name string, f transport.Fence) {
+	t.Helper()
+	conn, home = setup(t)
+	name = Name("p", "main")
+	f, _, err := AdvanceFence(context.Background(), conn, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, home, name, f
+}
+
+// Issue 23, item 1: a command of a run that lost the lock fails on the
+// host itself once the new holder advanced the fence, whenever it arrives.
+func TestFenceRefusesAnEarlierHolder(t *testing.T) {
+	conn, home, name, old := fencedOnce(t)
+	ctx := context.Background()
 	oldRun := transport.Guard(conn, func() error { return nil }, old)
 	mark := func(file string) transport.Cmd {
 		return transport.Cmd{Argv: []string{"touch", filepath.Join(home, file)}, Mutating: true}
@@ -31,7 +40,7 @@ func TestFenceRefusesAnEarlierHolder(t *testing.T) {
 	if _, err := oldRun.Run(ctx, mark("before")); err != nil {
 		t.Fatalf("the holder's own command: %v", err)
 	}
-	cur, err := AdvanceFence(ctx, conn, name)
+	cur, _, err := AdvanceFence(ctx, conn, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +77,7 @@ func TestFenceRefusesAnEarlierHolder(t *testing.T) {
 		t.Errorf("uploaded file mode %o, want 640", st.Mode().Perm())
 	}
 	// Another lock's fence is not this one's.
-	other, err := AdvanceFence(ctx, conn, Name("p", "other"))
+	other, _, err := AdvanceFence(ctx, conn, Name("p", "other"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +95,7 @@ func TestFenceHeldOnlyWhileTheCommandRuns(t *testing.T) {
 	conn, home := setup(t)
 	ctx := context.Background()
 	name := Name("p", "main")
-	f, err := AdvanceFence(ctx, conn, name)
+	f, _, err := AdvanceFence(ctx, conn, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +125,7 @@ echo $! > "$2"`
 	if locked() {
 		t.Fatal("the process the fenced command started holds the fence")
 	}
-	if _, err := AdvanceFence(ctx, conn, name); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, name); err != nil {
 		t.Fatalf("advancing while the started process runs: %v", err)
 	}
 }
@@ -169,7 +178,7 @@ func TestHeldNamesTheIdentity(t *testing.T) {
 func TestFencedFailureNamesTheCommand(t *testing.T) {
 	conn, _ := setup(t)
 	ctx := context.Background()
-	f, err := AdvanceFence(ctx, conn, Name("p", "main"))
+	f, _, err := AdvanceFence(ctx, conn, Name("p", "main"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,4 +191,85 @@ func TestFencedFailureNamesTheCommand(t *testing.T) {
 	if !strings.Contains(err.Error(), "no such container") || strings.Contains(err.Error(), "rayform-fenced") {
 		t.Errorf("error %q", err)
 	}
+}
+
+// Issue 30, item 5: a command of an earlier holder that still runs under
+// the fence — an orphan, whose client was killed and whose SSH session did
+// not end it — is ended by the next holder's AdvanceFence, with its
+// process group, and named (pid and command line), instead of making the
+// next run wait 60 s for it and fail. Before, AdvanceFence failed after
+// 60 s with "a command of an earlier holder of the lock has run on this
+// host for more than 60 s".
+func TestAdvanceEndsAnEarlierGenerationsOrphan(t *testing.T) {
+	conn, home, name, old := fencedOnce(t)
+	ctx := context.Background()
+	started := filepath.Join(home, "started")
+	line := "cd " + home + " && echo $$ > started.tmp && mv started.tmp started && exec sleep 300"
+	script, err := transport.FencedScript([]transport.Fence{old}, line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The orphan: a fenced command in a session of its own, as sshd runs
+	// one, that nobody waits for but this test (to reap it).
+	orphan := exec.Command("sh", "-c", script)
+	orphan.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+	defer syscall.Kill(-orphan.Process.Pid, syscall.SIGKILL)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan never started")
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	b, _ := os.ReadFile(started)
+	inner, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+
+	cur, ended, err := AdvanceFence(ctx, conn, name)
+	if err != nil {
+		t.Fatalf("advancing past the orphan: %v", err)
+	}
+	if cur.Gen != old.Gen+1 {
+		t.Errorf("generation %d after %d", cur.Gen, old.Gen)
+	}
+	if len(ended) != 1 || ended[0].PID != orphan.Process.Pid || !strings.Contains(ended[0].Command, "exec sleep 300") {
+		t.Fatalf("ended %v, want the orphan (pid %d, its command line)", ended, orphan.Process.Pid)
+	}
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("the orphan exited 0")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the orphan still runs 30 s after it was ended")
+	}
+	// Its command (the sleep it became) ended with it: the whole group.
+	for running(inner) {
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("the orphan's command (pid %d) still runs", inner)
+		}
+		time.Sleep(10 * time.Millisecond) // poll interval, bounded by the deadline
+	}
+	if fencedMarkName := strings.ReplaceAll(strings.Trim(fencedMark, "*"), `"`, ""); fencedMarkName != transport.FencedName {
+		t.Errorf("fencedMark %s does not match %s", fencedMark, transport.FencedName)
+	}
+}
+
+// running reports whether pid is a process that has not ended (a zombie
+// has).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

@@ -37,17 +37,17 @@ func TestFenceMakesTheSecretKey(t *testing.T) {
 		}
 		return string(b)
 	}
-	if _, err := AdvanceFence(ctx, conn, name); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, name); err != nil {
 		t.Fatal(err)
 	}
 	first := read()
-	if _, err := AdvanceFence(ctx, conn, name); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, name); err != nil {
 		t.Fatal(err)
 	}
 	if again := read(); again != first {
 		t.Fatal("a later holder replaced the key: every digest on the hosts would change")
 	}
-	if _, err := AdvanceFence(ctx, conn, Name("p", "other")); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, Name("p", "other")); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(home, transport.FenceDir, observe.SecretKeyFile(Name("p", "other")))); string(b) == first {
@@ -56,7 +56,7 @@ func TestFenceMakesTheSecretKey(t *testing.T) {
 	if err := os.WriteFile(keyPath, []byte("short"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := AdvanceFence(ctx, conn, name); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, name); err != nil {
 		t.Fatal(err)
 	}
 	if k := read(); k == first || k == "short" {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/rayform/rayform/engine/termtext"
 )
 
 // TextOptions control the human rendering.
@@ -19,13 +21,14 @@ type TextOptions struct {
 	SavedTo string
 }
 
-// ANSI styles used by the renderer.
+// ANSI styles used by the renderer: termtext's, the ones the CLI's
+// escaping writer lets pass when colour is on.
 const (
-	ansiReset  = "\x1b[0m"
-	ansiBold   = "\x1b[1m"
-	ansiRed    = "\x1b[31m"
-	ansiGreen  = "\x1b[32m"
-	ansiYellow = "\x1b[33m"
+	ansiReset  = termtext.Reset
+	ansiBold   = termtext.Bold
+	ansiRed    = termtext.Red
+	ansiGreen  = termtext.Green
+	ansiYellow = termtext.Yellow
 )
 
 type painter struct{ on bool }

@@ -27,6 +27,9 @@ type LockView interface {
 	// LockSkipped: the lock of resource on host, where only the state
 	// records it, could not be taken; the host is fenced off.
 	LockSkipped(resource, host string, err error)
+	// OrphansEnded: fencing lock name on host ended commands an earlier
+	// holder of the lock (fence generation gen) still ran there.
+	OrphansEnded(host, name string, gen uint64, ended []lock.Ended)
 }
 
 // runLocks are the locks one apply or destroy holds, and the fences
@@ -182,7 +185,7 @@ func (r *Runner) takeLocks(ctx context.Context, op string, v LockView) (*runLock
 		}
 		fenced[t.name] = true
 	}
-	r.advanceFences(ctx, locks, slices.Sorted(maps.Keys(fenced)))
+	r.advanceFences(ctx, v.OrphansEnded, locks, slices.Sorted(maps.Keys(fenced)))
 	for host, err := range unlocked {
 		locks.fenceErr[host] = err
 	}
@@ -190,9 +193,10 @@ func (r *Runner) takeLocks(ctx context.Context, op string, v LockView) (*runLock
 }
 
 // advanceFences advances the fence of each lock name on every host of the
-// run, in parallel. A host that fails keeps the error: its changes are
-// refused.
-func (r *Runner) advanceFences(ctx context.Context, locks *runLocks, names []string) {
+// run, in parallel, telling endedOn (LockView.OrphansEnded) what an earlier
+// holder left running that it ended. A host that fails keeps the error:
+// its changes are refused.
+func (r *Runner) advanceFences(ctx context.Context, endedOn func(host, name string, gen uint64, ended []lock.Ended), locks *runLocks, names []string) {
 	if len(names) == 0 {
 		return
 	}
@@ -205,7 +209,16 @@ func (r *Runner) advanceFences(ctx context.Context, locks *runLocks, names []str
 			var fences []transport.Fence
 			var errs []string
 			for _, name := range names {
-				f, err := lock.AdvanceFence(ctx, conn, name)
+				f, ended, err := lock.AdvanceFence(ctx, conn, name)
+				if len(ended) > 0 {
+					gen := uint64(0) // unknown
+					if err == nil {
+						gen = f.Gen - 1
+					}
+					mu.Lock()
+					endedOn(host, name, gen, ended)
+					mu.Unlock()
+				}
 				if err != nil {
 					errs = append(errs, err.Error())
 					continue

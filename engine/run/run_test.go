@@ -336,12 +336,15 @@ func (v *view) add(e string) {
 func (v *view) LockWaiting(resource string, _ *lock.HeldError) { v.add("waiting " + resource) }
 func (v *view) LockBroken(resource, host, _ string)            { v.add("broke " + resource) }
 func (v *view) LockSkipped(resource, host string, _ error)     { v.add("skipped " + resource) }
-func (v *view) Hooks() apply.Hooks                             { return hooks{v} }
-func (v *view) Plan(*run.Observation) error                    { v.add("plan"); return nil }
-func (v *view) Confirm(context.Context) bool                   { v.asked = true; return v.approve }
-func (v *view) Cancelled()                                     { v.add("cancelled") }
-func (v *view) Interrupting()                                  { v.add("interrupting") }
-func (v *view) Error(err error)                                { v.errs = append(v.errs, err.Error()) }
+func (v *view) OrphansEnded(host, name string, _ uint64, ended []lock.Ended) {
+	v.add(fmt.Sprintf("ended %d on %s", len(ended), host))
+}
+func (v *view) Hooks() apply.Hooks           { return hooks{v} }
+func (v *view) Plan(*run.Observation) error  { v.add("plan"); return nil }
+func (v *view) Confirm(context.Context) bool { v.asked = true; return v.approve }
+func (v *view) Cancelled()                   { v.add("cancelled") }
+func (v *view) Interrupting()                { v.add("interrupting") }
+func (v *view) Error(err error)              { v.errs = append(v.errs, err.Error()) }
 func (v *view) Failed(err error, interrupted bool) {
 	v.failed = append(v.failed, err)
 	v.interrupted = v.interrupted || interrupted

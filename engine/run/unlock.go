@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/transport"
 )
 
 // FindLock returns the lock force-unlock breaks for resource arg (its
@@ -82,6 +86,36 @@ func (r *Runner) BreakLock(ctx context.Context, h *LockHolder) error {
 	var legacy *lock.HeldError
 	if lerr := lock.Inspect(ctx, conn, legacyName); errors.As(lerr, &legacy) && legacy.Holder == h.Held.Holder && legacy.Identity == h.Name {
 		return lock.Break(ctx, conn, legacyName, legacy.PID)
+	}
+	return nil
+}
+
+// EndOrphans takes t's free lock for a moment and advances its fence on
+// every host of the run, as a run does: that ends what an earlier run
+// (killed, or cut off from a host while sshd still believed its connection
+// open) left running under the fence there, telling endedOn what it ended
+// where, so that the next run does not wait for it, and refuses any later
+// command of that run. Hosts that could not be fenced are the error; the
+// next run fences them.
+func (r *Runner) EndOrphans(ctx context.Context, t LockTarget, endedOn func(host, name string, gen uint64, ended []lock.Ended)) error {
+	conn, ok := r.Conns[t.Host]
+	if !ok {
+		return fmt.Errorf("no SSH settings for host %s", t.Host)
+	}
+	name := lock.Name(r.Project, t.Key)
+	l, err := lock.Acquire(ctx, conn, name, lock.Options{Holder: Holder("force-unlock"), Identity: name})
+	if err != nil {
+		return fmt.Errorf("taking the lock of %s to end what an earlier run left running: %w", t.Resource, err)
+	}
+	defer l.Release()
+	locks := &runLocks{lost: make(chan struct{}), fences: map[string][]transport.Fence{}, fenceErr: map[string]error{}}
+	r.advanceFences(ctx, endedOn, locks, []string{name})
+	var errs []string
+	for _, h := range slices.Sorted(maps.Keys(locks.fenceErr)) {
+		errs = append(errs, locks.fenceErr[h].Error())
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
 	}
 	return nil
 }

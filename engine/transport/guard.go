@@ -20,6 +20,11 @@ var ErrFenced = errors.New("fenced off on the host")
 // ExitFenced is the exit status of a fenced command that the host refused.
 const ExitFenced = 113
 
+// FencedName is the name ($0) of the shell running a fenced command: what
+// tells a fenced script in a host's process list (engine/lock ends those
+// of an earlier generation).
+const FencedName = "rayform-fenced"
+
 // fencedMark starts the message a refused command writes on stderr.
 const fencedMark = "rayform: fenced off:"
 
@@ -155,6 +160,6 @@ func FencedScript(fences []Fence, line string) (string, error) {
 			gen, shell.Quote(msg), shell.Quote("): this run may no longer change the host"), ExitFenced)
 		closeFDs += " " + fd + "<&-"
 	}
-	b.WriteString("sh -c " + shell.Quote(line) + " rayform-fenced" + closeFDs + "\n")
+	b.WriteString("sh -c " + shell.Quote(line) + " " + FencedName + closeFDs + "\n")
 	return b.String(), nil
 }

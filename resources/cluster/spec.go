@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/transport"
+	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
@@ -47,8 +49,9 @@ type ContainerSpec struct {
 	GPUs     int               `json:"gpus"`
 	Env      map[string]string `json:"env"`
 	// SecretEnv lists the keys of Env whose values are sensitive; they reach
-	// the host in the docker command's environment (see RunArgs), never on a
-	// command line or in a file.
+	// the host in the docker command's environment and the container
+	// through a tmpfs of its own (see RunCmd), never on a command line, in
+	// a file on the host's disk or in Docker's container configuration.
 	SecretEnv     []string `json:"secret_env,omitempty"`
 	Volumes       []string `json:"volumes,omitempty"`
 	DockerArgs    []string `json:"docker_args,omitempty"`
@@ -152,25 +155,49 @@ func (s ContainerSpec) RayStartArgs() []string {
 // ray_non_carry_over_env_vars.json.
 const VLLMConfigRoot = "/tmp/rayform/vllm-config"
 
+// SecretsDir is where a container with secret env receives it: a tmpfs of
+// the container's own (memory: never the host's disk), whose file env
+// (mode 0600, NAME=VALUE lines) the entrypoint exports before ray starts
+// (see RunCmd), and a `vllm serve` started with docker exec exports too
+// (ReadSecretsScript): Docker's own configuration never holds them, so
+// docker exec does not pass them on by itself.
+const SecretsDir = "/run/rayform-secrets"
+
+// ReadSecretsScript is the shell line that exports the variables named
+// keys from SecretsDir/env, if the file is there (a container made by an
+// earlier rayform has its secrets in Docker's configuration instead).
+func ReadSecretsScript(keys []string) string {
+	return fmt.Sprintf(`[ ! -r %[1]s/env ] || while IFS= read -r l; do case ${l%%%%=*} in %[2]s) export "$l" ;; esac; done < %[1]s/env`,
+		SecretsDir, strings.Join(slices.Sorted(slices.Values(keys)), "|"))
+}
+
+// secretsWait is how many tenths of a second the entrypoint waits for its
+// secret env before it gives up.
+const secretsWait = 600
+
 // EntrypointScript writes vLLM's non-carry-over list and removes the serve
 // files of the container's previous life (a record belongs to the
 // container's run: a restarted container runs no serve), then execs ray
-// start.
+// start. With secret env, it first waits for SecretsDir/env (RunCmd hands
+// it over) and exports it.
 func (s ContainerSpec) EntrypointScript() string {
 	list, _ := json.Marshal(s.NonCarryOver)
+	secrets := ""
+	if len(s.SecretEnv) > 0 {
+		secrets = fmt.Sprintf(`i=0; while [ ! -f %[1]s/env ]; do i=$((i+1)); if [ $i -gt %[2]d ]; then echo "rayform: the container's secret environment never arrived in %[1]s" >&2; exit 1; fi; sleep 0.1; done; `+
+			`%[3]s; `, SecretsDir, secretsWait, ReadSecretsScript(s.SecretEnv))
+	}
 	clean := ""
 	if s.ServeDir != "" {
 		clean = fmt.Sprintf("mkdir -p %[1]s && rm -f %[1]s/serve-* && ", s.ServeDir)
 	}
-	return fmt.Sprintf("%smkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
-		clean, VLLMConfigRoot, list, VLLMConfigRoot)
+	return fmt.Sprintf("%s%smkdir -p %s && printf '%%s\\n' '%s' > %s/ray_non_carry_over_env_vars.json && exec \"$@\"",
+		secrets, clean, VLLMConfigRoot, list, VLLMConfigRoot)
 }
 
-// RunArgs is the `docker run` command line, without secrets: a sensitive
-// variable is passed as -e NAME, which the docker CLI fills from its own
-// environment; run it with SecretEnvValues as the command's Env (the
-// transport sends them on stdin), so no command line and no file on the
-// host ever holds them.
+// RunArgs is the `docker run` command line, without secrets: with secret
+// env, the container gets a tmpfs at SecretsDir, where RunCmd hands them
+// over. Run it with RunCmd.
 func (s ContainerSpec) RunArgs(project string) []string {
 	args := []string{"docker", "run", "-d", "--name", s.Name,
 		"--network", "host", "--ipc", "host", "--gpus", "all",
@@ -181,13 +208,15 @@ func (s ContainerSpec) RunArgs(project string) []string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if slices.Contains(s.SecretEnv, k) {
-			args = append(args, "-e", k)
 			continue
 		}
 		args = append(args, "-e", k+"="+s.Env[k])
 	}
 	if s.ServeDir != "" {
 		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
+	}
+	if len(s.SecretEnv) > 0 {
+		args = append(args, "--tmpfs", SecretsDir+":mode=1777,size=1m")
 	}
 	for _, v := range s.Volumes {
 		args = append(args, "-v", v)
@@ -198,9 +227,36 @@ func (s ContainerSpec) RunArgs(project string) []string {
 }
 
 // SecretEnvValues returns the sensitive variables and their values: the
-// Env of the command running RunArgs.
+// Env of RunCmd.
 func (s ContainerSpec) SecretEnvValues() map[string]string {
 	return kit.SecretValues(s.Env, s.SecretEnv)
+}
+
+// RunCmd is the command that starts the container: RunArgs, printing the
+// container's id. With secret env, the values travel as the command's Env
+// (the transport sends them on stdin, into the remote shell's
+// environment), and the command then writes them, from that environment
+// by the shell's own printf, to `docker exec -i`'s stdin, which writes
+// SecretsDir/env (mode 0600) in the container's tmpfs; the entrypoint
+// waits for it. Docker keeps a container's `-e` values in its
+// configuration (docker inspect, config.v2.json on the host's disk); it
+// keeps neither an exec's stdin nor a tmpfs's content. Values hold no
+// newline, carriage return or NUL (validate refuses them).
+func (s ContainerSpec) RunCmd(project string) transport.Cmd {
+	argv := s.RunArgs(project)
+	if len(s.SecretEnv) == 0 {
+		return transport.Cmd{Argv: argv}
+	}
+	var hand strings.Builder
+	for _, k := range slices.Sorted(slices.Values(s.SecretEnv)) {
+		fmt.Fprintf(&hand, "printf '%%s=%%s\\n' %s \"$%s\"; ", k, k)
+	}
+	deliver := "umask 077 && cat > " + SecretsDir + "/.env && mv " + SecretsDir + "/.env " + SecretsDir + "/env"
+	script := "id=$(" + shell.Join(argv) + ") || exit $?\n" +
+		"printf '%s\\n' \"$id\"\n" +
+		"{ " + hand.String() + "} | docker exec -i \"$id\" sh -c " + shell.Quote(deliver) +
+		" || { echo " + shell.Quote("rayform: could not hand container "+s.Name+" its secret environment") + " >&2; exit 1; }"
+	return transport.Cmd{Script: script, Env: s.SecretEnvValues()}
 }
 
 // ClusterSpecs returns the desired container of every node of a cluster,

@@ -601,12 +601,14 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 }
 
 // start runs the container and returns its id. The secret env, if any,
-// reaches the docker CLI in its environment (see RunArgs): no file on the
-// host ever holds it, so no path (failure, interrupt, kill -9) can leave
-// one behind.
+// reaches the container through its own tmpfs (see RunCmd): no file on the
+// host's disk and no Docker configuration ever holds it, so no path
+// (failure, interrupt, kill -9) can leave one behind.
 func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
-	res, err := r.e.Run(ctx, node, transport.Cmd{Argv: spec.RunArgs(r.e.Project), Env: spec.SecretEnvValues(), Mutating: true})
+	cmd := spec.RunCmd(r.e.Project)
+	cmd.Mutating = true
+	res, err := r.e.Run(ctx, node, cmd)
 	if err != nil {
 		if hostenv.ExitCode(err) < 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
@@ -41,7 +40,7 @@ func (w *ClusterWork) Commands(project string) []kit.NamedCmd {
 			continue
 		}
 		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node, Node: s.Node,
-			Cmd: transport.Cmd{Argv: s.RunArgs(project), Env: s.SecretEnvValues()}})
+			Cmd: s.RunCmd(project)})
 	}
 	return out
 }

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/lab"
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/local"

@@ -30,7 +30,13 @@ type ServeSpec struct {
 	Args      []string          `json:"args"`      // vllm serve ...
 	Env       map[string]string `json:"env"`
 	SecretEnv []string          `json:"secret_env,omitempty"`
-	Port      int               `json:"port"`
+	// ClusterSecrets are the cluster's sensitive env names that the serve's
+	// own Env does not set: the start script exports them from the
+	// container's secrets (cluster.ReadSecretsScript), as docker exec
+	// passed them on when they were in Docker's configuration. Derived
+	// from the cluster, which its hash covers: not part of this one.
+	ClusterSecrets []string `json:"-"`
+	Port           int      `json:"port"`
 	// ServedName and MaxModelLen are what /v1/models must report.
 	ServedName  string `json:"served_name"`
 	MaxModelLen int    `json:"max_model_len,omitempty"`
@@ -135,6 +141,9 @@ func (s ServeSpec) StartScript() string {
 	// The record holds digests of the sensitive attributes: 0600 (an
 	// earlier one may be 0644), owned by the SSH user who reads it.
 	fmt.Fprintf(&b, "(umask 077 && rm -f %[2]s && printf '%%s\\n' %[1]s > %[2]s && { [ -z \"$RAYFORM_LOG_OWNER\" ] || chown \"$RAYFORM_LOG_OWNER\" %[2]s 2>/dev/null; }; true)\n", shell.Quote(string(rec)), s.specPath())
+	if len(s.ClusterSecrets) > 0 {
+		b.WriteString(cluster.ReadSecretsScript(s.ClusterSecrets) + "\n")
+	}
 	fmt.Fprintf(&b, "exec %s >> %s 2>&1\n", shell.Join(s.Args), log)
 	return b.String()
 }
@@ -176,17 +185,25 @@ func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
 	}
 	weightsEnv(cfg, sv, env)
 	sort.Strings(secret)
+	var clusterSecrets []string
+	for k := range rc.Env {
+		if _, own := env[k]; !own && rc.IsSensitive(fmt.Sprintf("env[%q]", k)) {
+			clusterSecrets = append(clusterSecrets, k)
+		}
+	}
+	sort.Strings(clusterSecrets)
 	spec := ServeSpec{
-		Resource:    sv.Addr,
-		Name:        sv.Name,
-		Container:   name,
-		Node:        rc.Head,
-		Args:        args,
-		Env:         env,
-		SecretEnv:   secret,
-		Port:        sv.Port,
-		ServedName:  served,
-		MaxModelLen: sv.MaxModelLen,
+		Resource:       sv.Addr,
+		Name:           sv.Name,
+		Container:      name,
+		Node:           rc.Head,
+		Args:           args,
+		Env:            env,
+		SecretEnv:      secret,
+		ClusterSecrets: clusterSecrets,
+		Port:           sv.Port,
+		ServedName:     served,
+		MaxModelLen:    sv.MaxModelLen,
 	}
 	spec.SecretKey = cfg.SecretKeys()[sv.Cluster]
 	rec := serveRecordValues(sv, spec.SecretKey).KnownRecord()

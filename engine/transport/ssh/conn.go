@@ -208,7 +208,7 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 	}
 	terminator := "rayform-env-end-" + randomHex(12)
 	start := time.Now()
-	if err := sess.Start(execString(line, terminator)); err != nil {
+	if err := sess.Start(execString(line, terminator, c.d.opts.KillGrace)); err != nil {
 		return fail(transport.Result{}, fmt.Errorf("start: %w: %v", transport.ErrDisconnected, err))
 	}
 

@@ -29,7 +29,9 @@ import (
 //     client sends `export NAME='value'` for each Env entry there, so
 //     values travel over the encrypted channel's stdin and never appear in
 //     argv or in a file;
-//  3. execs /bin/sh -c "$1" with the rest of stdin as the command's stdin.
+//  3. starts the watchdog (watchScript) in a session of its own, so that
+//     the command dies with its SSH connection;
+//  4. execs /bin/sh -c "$1" with the rest of stdin as the command's stdin.
 //
 // The client sends the environment only after it has read the marker. A
 // command cancelled before that never starts: the wrapper sees EOF instead
@@ -37,7 +39,19 @@ import (
 // a second session running killScript on the process group (OpenSSH does
 // not deliver signals to non-pty sessions reliably, and closing the channel
 // does not end a process that is not writing).
-const wrapperScript = `read -r _ _ _ _ g _ < /proc/$$/stat 2>/dev/null || g=$$
+//
+// A client that dies (kill -9 of rayform, its machine lost) cancels
+// nothing: sshd sends no SIGHUP to a session without a pty, and a command
+// that is not writing (a download to a file, a flock wait) would run on,
+// holding what it holds (a lock's fence: the next run would wait for it).
+// The watchdog ends it: it polls, each second, whether the command's parent
+// is still the sshd process that serves the connection (each connection
+// has its own, which exits when the connection ends, and its session
+// children are then re-parented); when not, it ends the command's process
+// group as killScript does ($3: the grace in tenths of a second). It exits
+// once the command has. Without setsid(1) (util-linux, as flock(1)) there
+// is no watchdog.
+const wrapperScript = `read -r _ _ _ p g _ < /proc/$$/stat 2>/dev/null || { p=; g=$$; }
 echo "rayform-pid $$ $g" >&2
 h=
 while :; do
@@ -46,16 +60,47 @@ while :; do
 	h="$h$l
 "
 done
+if [ "${p:-1}" -gt 1 ] && command -v setsid >/dev/null 2>&1; then
+	setsid /bin/sh -c '` + watchScript + `' rayform-watch $$ "$p" "$g" "$3" </dev/null >/dev/null 2>&1 &
+fi
 eval "$h"
-unset h l g
+unset h l g p
 exec /bin/sh -c "$1"`
+
+// watchScript is the watchdog of the command $1 (a pid, and a group leader
+// when $3 is the same pid) whose parent was $2, the sshd process of its
+// connection: see wrapperScript. /proc/PID/stat's fields after the command
+// name (in parentheses, which may hold spaces) are state, ppid, pgrp, and
+// the 20th the start time, which tells the command from a later process
+// given the same pid. It holds no quote: it is quoted in wrapperScript.
+const watchScript = `c=$1 p=$2 t=$1 n=$4
+[ "$3" = "$1" ] && t=-$1
+s=$(cat /proc/$c/stat 2>/dev/null) || exit 0
+set -- ${s##*\)}
+st=${20}
+while sleep 1; do
+	s=$(cat /proc/$c/stat 2>/dev/null) || exit 0
+	set -- ${s##*\)}
+	[ "${20}" = "$st" ] || exit 0
+	[ "$2" = "$p" ] && continue
+	kill -TERM $t 2>/dev/null || exit 0
+	i=0
+	while kill -0 $t 2>/dev/null; do
+		i=$((i+1))
+		if [ $i -gt $n ]; then kill -KILL $t 2>/dev/null; exit 0; fi
+		sleep 0.1
+	done
+	exit 0
+done`
 
 // markerPrefix starts the wrapper's first stderr line.
 const markerPrefix = "rayform-pid "
 
-// execString returns what is sent in the SSH exec request for line.
-func execString(line, terminator string) string {
-	return "exec /bin/sh -c " + shell.Quote(wrapperScript) + " rayform " + shell.Quote(line) + " " + terminator
+// execString returns what is sent in the SSH exec request for line; grace
+// is the time the watchdog gives an orphaned command between SIGTERM and
+// SIGKILL.
+func execString(line, terminator string, grace time.Duration) string {
+	return "exec /bin/sh -c " + shell.Quote(wrapperScript) + " rayform " + shell.Quote(line) + " " + terminator + " " + strconv.Itoa(int(grace/(100*time.Millisecond)))
 }
 
 // envHeader renders the wrapper's stdin preamble for env (keys sorted).

@@ -54,7 +54,7 @@ func TestMarkerWriter(t *testing.T) {
 
 func TestWireStringsCarryNoSecret(t *testing.T) {
 	env := map[string]string{"TOKEN": "s3cret\nline2", "EMPTY": ""}
-	exec := execString("echo hi", "rayform-env-end-x")
+	exec := execString("echo hi", "rayform-env-end-x", time.Second)
 	if strings.Contains(exec, "s3cret") {
 		t.Errorf("exec string contains the secret: %q", exec)
 	}

@@ -211,6 +211,43 @@ func (l *Lab) Run(specs ...cluster.ContainerSpec) {
 	}
 }
 
+// shellWords splits a command line as shell.Join writes it: words
+// separated by spaces, each bare (a backslash escaping one byte) or in
+// single quotes.
+func shellWords(line string) []string {
+	var words []string
+	var w strings.Builder
+	in, started := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case in && c == '\'':
+			in = false
+		case in:
+			w.WriteByte(c)
+		case c == '\'':
+			in, started = true, true
+		case c == '\\' && i+1 < len(line):
+			i++
+			w.WriteByte(line[i])
+			started = true
+		case c == ' ':
+			if started {
+				words = append(words, w.String())
+			}
+			w.Reset()
+			started = false
+		default:
+			w.WriteByte(c)
+			started = true
+		}
+	}
+	if started {
+		words = append(words, w.String())
+	}
+	return words
+}
+
 func fakeOK(out string) transport.Result { return transport.Result{Stdout: []byte(out)} }
 
 func fakeFail(code int, stderr string) transport.Result {
@@ -226,7 +263,7 @@ var (
 func (l *Lab) handle(h *Host, cmd transport.Cmd, stdin []byte) transport.Result {
 	a := cmd.Argv
 	if cmd.Script != "" {
-		return l.script(h, cmd.Script)
+		return l.script(h, cmd)
 	}
 	at := func(i int) string {
 		if i < len(a) {
@@ -313,8 +350,22 @@ func (l *Lab) handle(h *Host, cmd transport.Cmd, stdin []byte) transport.Result 
 }
 
 // script answers a shell script run on the host.
-func (l *Lab) script(h *Host, s string) transport.Result {
+func (l *Lab) script(h *Host, cmd transport.Cmd) transport.Result {
+	s := cmd.Script
 	switch {
+	case strings.HasPrefix(s, "id=$(docker run -d "):
+		// A container with secret env (cluster.RunCmd): docker run, then
+		// the secrets from the command's environment into the container.
+		line, rest, _ := strings.Cut(strings.TrimPrefix(s, "id=$("), ") || exit $?\n")
+		res := l.handle(h, transport.Cmd{Argv: shellWords(line)}, nil)
+		if res.ExitCode == 0 && strings.Contains(rest, "| docker exec -i \"$id\" sh -c ") {
+			for k := range cmd.Env {
+				if !strings.Contains(rest, "printf '%s=%s\\n' "+k+" \"$"+k+"\"") {
+					l.t.Errorf("%s: the secret %s is not handed to the container", h.Name, k)
+				}
+			}
+		}
+		return res
 	case strings.HasPrefix(s, "docker logs --tail 400 "):
 		name := strings.TrimSuffix(strings.TrimPrefix(s, "docker logs --tail 400 "), " 2>&1")
 		if c := h.Containers[name]; c != nil {

@@ -431,7 +431,7 @@ func TestDownWhenNothingIsUp(t *testing.T) {
 // BenchmarkUp reports how long Up takes for 2 and 32 nodes with Docker (the
 // image cache warm after the first run). Run it with
 //
-//	go test -run '^$' -bench BenchmarkUp -benchtime 1x ./engine/lab
+//	go test -run '^$' -bench BenchmarkUp -benchtime 1x ./cmd/rflab/lab
 func BenchmarkUp(b *testing.B) {
 	for _, nodes := range []int{2, 32} {
 		b.Run("nodes="+strconv.Itoa(nodes), func(b *testing.B) {

@@ -37,7 +37,7 @@ func TestGoldenFiles(t *testing.T) {
 	}
 	for name, got := range files {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("..", "..", "testdata", "lab", name)
+			path := filepath.Join("..", "..", "..", "testdata", "lab", name)
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
