@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,17 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 	// Fast mode: the subject is that rayform converges after its own
 	// process is stopped at each step (state, locks, the next apply), not
 	// what Ray does at those steps.
-	l := startLab(t, "rfe2ekill", fastRay...)
-	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
-	converge := func(t *testing.T) {
+	//
+	// Every case starts from nothing, so each has its own lab (labFor)
+	// and the cases run side by side.
+	t.Parallel()
+	labs := 0
+	labFor := func(t *testing.T) (*e2eLab, string) {
+		labs++
+		l := startLab(t, fmt.Sprintf("rfe2ekill%d", labs), fastRay...)
+		return l, l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	}
+	converge := func(t *testing.T, l *e2eLab, dir string) {
 		t.Helper()
 		// The killed client's connection closes at once, and its locks
 		// with it; the wait only covers sshd noticing.
@@ -32,7 +41,7 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 	}
 	// stopAt starts an apply from nothing and stops it with sig(s) as soon
 	// as step starts.
-	stopAt := func(t *testing.T, step string, sigs ...os.Signal) string {
+	stopAt := func(t *testing.T, l *e2eLab, dir, step string, sigs ...os.Signal) string {
 		t.Helper()
 		mustCode(t, "destroy before", l.rayform("", "-chdir="+dir, "destroy", "-auto-approve", "-lock-timeout=1m"), exitOK)
 		cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
@@ -49,13 +58,14 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 	}
 	for _, step := range []string{"image ", "check that", "start ray head", "reach the GCS", "start ray workers", "verify Ray's node table", "start vllm serve", "test a completion"} {
 		t.Run("kill -9 at "+strings.TrimSpace(step), func(t *testing.T) {
-			stopAt(t, step, syscall.SIGKILL)
-			converge(t)
+			l, dir := labFor(t)
+			stopAt(t, l, dir, step, syscall.SIGKILL)
+			converge(t, l, dir)
 		})
 	}
 	// faultAt starts an apply from nothing and runs fault as soon as step
 	// starts; the apply must fail naming what, then the next converges.
-	faultAt := func(t *testing.T, step string, fault func(), what string) {
+	faultAt := func(t *testing.T, l *e2eLab, dir, step string, fault func(), what string) {
 		t.Helper()
 		mustCode(t, "destroy before", l.rayform("", "-chdir="+dir, "destroy", "-auto-approve", "-lock-timeout=1m"), exitOK)
 		cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
@@ -67,24 +77,27 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 		mustContain(t, "apply hit by the fault", out.String(), what)
 	}
 	t.Run("worker powers off during Ray start and comes back", func(t *testing.T) {
+		l, dir := labFor(t)
 		labOp := func(op string) {
 			if o, err := exec.Command(filepath.Join(l.bin, "rayform"), "lab", op, "-name", l.name, "spark2").CombinedOutput(); err != nil {
 				t.Fatalf("lab %s spark2: %v\n%s", op, err, o)
 			}
 		}
-		faultAt(t, "start ray workers", func() { labOp("poweroff") }, "spark2")
+		faultAt(t, l, dir, "start ray workers", func() { labOp("poweroff") }, "spark2")
 		labOp("poweron")
-		converge(t)
+		converge(t, l, dir)
 	})
 	t.Run("head container killed while the serve loads", func(t *testing.T) {
-		faultAt(t, "start vllm serve", func() {
+		l, dir := labFor(t)
+		faultAt(t, l, dir, "start vllm serve", func() {
 			if o, err := l.ssh("spark1", "docker kill rayform-spark"); err != nil {
 				t.Fatalf("docker kill: %v\n%s", err, o)
 			}
 		}, "vllm_serve.qwen")
-		converge(t)
+		converge(t, l, dir)
 	})
 	t.Run("Ctrl-C twice", func(t *testing.T) {
+		l, dir := labFor(t)
 		// Two SIGINTs sent at once may arrive as one (signals do not
 		// queue): the second goes after the first is acknowledged, while
 		// the serve start, which the first lets finish, still runs. A run
@@ -115,6 +128,6 @@ func TestE2EInterruptedRunsConverge(t *testing.T) {
 			}
 			break
 		}
-		converge(t)
+		converge(t, l, dir)
 	})
 }

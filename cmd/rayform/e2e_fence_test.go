@@ -190,9 +190,17 @@ func (l *e2eLab) nodeCommandRunning(node string, parts ...string) bool {
 func TestE2EFencing(t *testing.T) {
 	// Fast mode: the subject is the lock's fence on the hosts, which
 	// refuses a late command whatever it starts.
-	l := startLab(t, "rfe2efence", append([]string{"-delay", "500ms"}, fastRay...)...)
+	//
+	// Each case has its own lab (fenceLab), so the cases (minutes each:
+	// every packet a node sends waits 500ms) run side by side.
+	t.Parallel()
+	labs := 0
+	fenceLab := func(t *testing.T) *e2eLab {
+		labs++
+		return startLab(t, fmt.Sprintf("rfe2efence%d", labs), append([]string{"-delay", "500ms"}, fastRay...)...)
+	}
 	body := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
-	cleanProject := func(project string) {
+	cleanProject := func(t *testing.T, project string) {
 		t.Cleanup(func() { os.RemoveAll("/var/tmp/rayform/" + project) })
 	}
 
@@ -200,19 +208,23 @@ func TestE2EFencing(t *testing.T) {
 	// cluster "x-spark" were one lock; force-unlock in hb killed hb-x's
 	// holder.
 	t.Run("force-unlock leaves another deployment's lock alone", func(t *testing.T) {
-		cleanProject("hb-x")
-		cleanProject("hb")
+		l := fenceLab(t)
+		// The projects carry the lab's name: the hosts' /var/tmp/rayform
+		// is this machine's, shared with every other lab.
+		p := l.name + "-hb"
+		cleanProject(t, p+"-x")
+		cleanProject(t, p)
 		hbx := l.config(body)
 		hb := l.config(strings.ReplaceAll(strings.ReplaceAll(body, `ray_cluster "spark"`, `ray_cluster "x-spark"`), "ray_cluster.spark", "ray_cluster.x-spark"))
-		a := l.background(t, hbx, []string{"-project=hb-x"}, "apply", "-auto-approve")
+		a := l.background(t, hbx, []string{"-project=" + p + "-x"}, "apply", "-auto-approve")
 		a.waitOutput(t, "hb-x's apply to hold its lock", 3*time.Minute, "start ray head")
 		if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		r := l.rayform("", "-chdir="+hb, "force-unlock", "-project=hb", "-force", "x-spark")
+		r := l.rayform("", "-chdir="+hb, "force-unlock", "-project="+p, "-force", "x-spark")
 		mustCode(t, "force-unlock x-spark in hb", r, exitOK)
 		mustContain(t, "force-unlock x-spark in hb", r.stdout, "ray_cluster.x-spark is not locked.")
-		r = l.rayform("no\n", "-chdir="+hbx, "force-unlock", "-project=hb-x", "spark")
+		r = l.rayform("no\n", "-chdir="+hbx, "force-unlock", "-project="+p+"-x", "spark")
 		mustContain(t, "hb-x's lock after force-unlock in hb", r.stdout, "is held by", "rayform apply since")
 	})
 
@@ -223,9 +235,9 @@ func TestE2EFencing(t *testing.T) {
 	// command arrives.
 	// race runs the race; with mustBeFenced, A (alive when its command
 	// lands) must have been told the host refused it.
-	race := func(t *testing.T, project string, mustBeFenced bool, catch func(a *exec.Cmd) (release func())) {
+	race := func(t *testing.T, l *e2eLab, project string, mustBeFenced bool, catch func(a *exec.Cmd) (release func())) {
 		t.Helper()
-		cleanProject(project)
+		cleanProject(t, project)
 		dirA, dirB := l.config(body), l.config(body)
 		a := l.background(t, dirA, []string{"-project=" + project}, "-log-level=debug", "apply", "-auto-approve")
 		outA := a.out
@@ -267,7 +279,8 @@ func TestE2EFencing(t *testing.T) {
 		}
 	}
 	t.Run("partitioned client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencedrop", false, func(a *exec.Cmd) func() {
+		l := fenceLab(t)
+		race(t, l, l.name+"-fencedrop", false, func(a *exec.Cmd) func() {
 			ports := l.clientPorts(t)
 			if len(ports) == 0 {
 				t.Fatal("no SSH connection of A found")
@@ -280,7 +293,8 @@ func TestE2EFencing(t *testing.T) {
 		})
 	})
 	t.Run("stopped client is fenced on the hosts", func(t *testing.T) {
-		race(t, "fencestop", true, func(a *exec.Cmd) func() {
+		l := fenceLab(t)
+		race(t, l, l.name+"-fencestop", true, func(a *exec.Cmd) func() {
 			if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
@@ -291,8 +305,9 @@ func TestE2EFencing(t *testing.T) {
 	// Item 2: a copy of the configuration with another head, or a renamed
 	// cluster carrying the same state, waits for a run of the original.
 	t.Run("another head or name takes the original's lock", func(t *testing.T) {
+		l := fenceLab(t)
 		orig := l.config(body)
-		cleanProject(filepath.Base(orig))
+		cleanProject(t, filepath.Base(orig))
 		mustCode(t, "apply the original", l.rayform("", "-chdir="+orig, "apply", "-auto-approve"), exitOK)
 		otherHead := l.copyDir(orig, strings.Replace(strings.Replace(body, "head           = node.spark1", "head           = node.spark2", 1),
 			"workers        = [node.spark2]", "workers        = [node.spark1]", 1))
@@ -317,6 +332,7 @@ func TestE2EFencing(t *testing.T) {
 	// Item 4: a forged state entry naming a container rayform did not
 	// create; plan and destroy refuse and never look inside it.
 	t.Run("forged state entry", func(t *testing.T) {
+		l := fenceLab(t)
 		dir := l.config(body)
 		project := filepath.Base(dir)
 		// The window of docker events starts before the test's own exec,

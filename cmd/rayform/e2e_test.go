@@ -43,18 +43,53 @@ var fastRay = []string{"-ray", "simnode"}
 // RAYFORM_E2E_RAY=real or =simnode overrides both for every test (for a
 // quick local run on simnode's Ray, or to run the fast-mode tests on the
 // real one).
+//
+// startLab makes the test a parallel test (t.Parallel) and holds one of
+// labPool's slots until the lab is down (acquireLab): lab tests spend most of their time
+// waiting on sshd, dockerd and Ray, so they run side by side, at most
+// RAYFORM_E2E_LABS labs at once (labpool_test.go, internal/labslots). Labs
+// of one run never collide: each has its own name (the test's base name
+// and the pid), so its own namespaces, addresses (inside them), registry
+// and hub, cgroups, iptables rules (in its namespaces),
+// /tmp/rayform-lab-NAME and projects (l.config puts the name in the
+// project, which names the hosts' /var/tmp/rayform/PROJECT).
+//
+// How a new end-to-end test gets its lab:
+//   - Its own lab (the default): call startLab first thing, with a base
+//     name no other test uses. startLab calls t.Parallel (calling it
+//     yourself before is harmless, but the test then queues for its slot
+//     after those that did not); do not use t.Setenv or change
+//     process-wide state (os.Setenv, os.Chdir): the test runs beside
+//     others.
+//   - A lab shared with other checks: when the checks need the same lab
+//     flags and can run one after another, make them subtests (t.Run) of
+//     one test that calls startLab once; each takes a fresh project on the
+//     same nodes (l.config) and leaves the nodes as it found them (its
+//     containers destroyed, cuts undone). Parallel tests never share a
+//     lab: the clusters of two projects on one node would share Ray's
+//     ports and container names.
+//   - Independent cases, each from nothing (a long test whose subtests do
+//     not build on each other): give each subtest its own lab, so the
+//     cases run side by side. The test must call t.Parallel() itself
+//     first (else, as a sequential test, its cases would wait in the
+//     slot queue behind top-level lab tests that resume only after it
+//     ended: a deadlock), and each subtest calls startLab with its own
+//     base name (TestE2EInterruptedRunsConverge).
+//   - No lab (parsing, formatting, golden files): a plain test, which runs
+//     before the lab tests start.
 func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 	t.Helper()
 	requireLabHost(t)
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
-	bin := buildLabBinaries(t)
+	args := labRay(extra)
+	bin := acquireLab(t, labWeight(args), heavyLab(args)) // t.Parallel, a lab slot
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as cmd/rflab/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)
 	l := &e2eLab{t: t, bin: bin, name: name, dir: filepath.Join(os.TempDir(), "rayform-lab-"+name)}
-	args := append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, labRay(extra)...)
+	args = append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, args...)
 	out, err := exec.Command(filepath.Join(bin, "rayform"), args...).CombinedOutput()
 	t.Cleanup(func() {
 		if out, err := exec.Command(filepath.Join(bin, "rayform"), "lab", "down", "-name", name).CombinedOutput(); err != nil {
@@ -358,8 +393,10 @@ func mutations(stderr string) []string {
 
 // TestE2EApplyLifecycle takes the seed topology from nothing to a served
 // completion with one apply, proves the second apply changes nothing,
-// repairs drift made by hand, serialises concurrent applies with the lock,
-// and destroys only what rayform created.
+// repairs drift made by hand (a Ray head restarted by hand:
+// TestE2EApplyRepairsAHandRestartedHead, on its own lab so the two run side
+// by side), serialises concurrent applies with the lock, and destroys only
+// what rayform created.
 func TestE2EApplyLifecycle(t *testing.T) {
 	l := startLab(t, "rfe2eapp")
 	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
@@ -450,24 +487,6 @@ func TestE2EApplyLifecycle(t *testing.T) {
 	mustCode(t, "apply of the saved plan", r, exitOK)
 	mustContain(t, "apply of the saved plan", r.stdout, "Apply complete! Resources: 1 added, 0 changed, 1 destroyed.")
 	mustCode(t, "plan after repairing the serve", plan(), exitOK)
-
-	// Drift: someone restarts the Ray head by hand without --node-ip-address.
-	restart := "docker rm -f rayform-spark >/dev/null && docker run -d --name rayform-spark --network host --gpus all " +
-		"--label rayform.managed=true --label rayform.project=" + filepath.Base(dir) + " --label rayform.resource=ray_cluster.spark " +
-		seedImage + " ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"
-	if out, err := l.ssh("spark1", restart); err != nil {
-		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
-	}
-	waitFor(t, "the hand-started head to register", 2*time.Minute, func() bool {
-		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
-		return strings.Contains(out, `"10.1.230.180"`)
-	})
-	r = plan()
-	mustCode(t, "plan after the hand restart", r, exitChanges)
-	mustContain(t, "plan after the hand restart", r.stdout, "ray head registered as 10.1.230.180; want 192.168.200.12",
-		"Objects have changed outside of rayform", "# ray_cluster.spark must be replaced")
-	mustCode(t, "apply repairing the head", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
-	mustCode(t, "plan after repairing the head", plan(), exitOK)
 
 	// Two applies at once: the second fails fast naming the first.
 	if out, err := l.ssh("spark1", "docker exec rayform-spark sh -c 'kill $(cat /tmp/rayform/serve/serve-qwen.pid)'"); err != nil {
@@ -562,6 +581,35 @@ func TestE2EApplyLifecycle(t *testing.T) {
 		t.Errorf("destroy touched a container rayform did not create: %v %q", err, out)
 	}
 	mustContain(t, "plan after destroy", plan().stdout, "Plan: 2 to add")
+}
+
+// TestE2EApplyRepairsAHandRestartedHead: after an apply from nothing,
+// someone restarts the Ray head by hand without --node-ip-address; plan
+// sees the head registered under the wrong address and apply repairs it.
+func TestE2EApplyRepairsAHandRestartedHead(t *testing.T) {
+	l := startLab(t, "rfe2ehead")
+	dir := l.config(clusterConfig("enp1s0f1np1", seedImage, false, 0.85))
+	plan := func() result { return l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode") }
+	mustCode(t, "apply from nothing", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after the apply", plan(), exitOK)
+
+	// Drift: someone restarts the Ray head by hand without --node-ip-address.
+	restart := "docker rm -f rayform-spark >/dev/null && docker run -d --name rayform-spark --network host --gpus all " +
+		"--label rayform.managed=true --label rayform.project=" + filepath.Base(dir) + " --label rayform.resource=ray_cluster.spark " +
+		seedImage + " ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"
+	if out, err := l.ssh("spark1", restart); err != nil {
+		t.Fatalf("restarting the head by hand: %v\n%s", err, out)
+	}
+	waitFor(t, "the hand-started head to register", 2*time.Minute, func() bool {
+		out, _ := l.ssh("spark1", "docker exec rayform-spark ray list nodes --format json")
+		return strings.Contains(out, `"10.1.230.180"`)
+	})
+	r := plan()
+	mustCode(t, "plan after the hand restart", r, exitChanges)
+	mustContain(t, "plan after the hand restart", r.stdout, "ray head registered as 10.1.230.180; want 192.168.200.12",
+		"Objects have changed outside of rayform", "# ray_cluster.spark must be replaced")
+	mustCode(t, "apply repairing the head", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
+	mustCode(t, "plan after repairing the head", plan(), exitOK)
 }
 
 // TestE2EApplyStopsAtTheRightStep provokes the seeds' other failures and

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,30 +49,46 @@ func TestLabUsageErrors(t *testing.T) {
 	}
 }
 
-// buildLabBinaries builds rayform and simnode side by side (rayform finds
-// simnode next to itself) in a directory anyone may execute from.
+// buildLabBinaries returns the directory where rayform and simnode are
+// built side by side (rayform finds simnode next to itself), readable and
+// executable by anyone. They are built once per test process, by the first
+// test that asks, and removed by TestMain.
 func buildLabBinaries(t *testing.T) string {
 	t.Helper()
+	labBins.once.Do(func() { labBins.dir, labBins.err = buildBinaries() })
+	if labBins.err != nil {
+		t.Fatal(labBins.err)
+	}
+	return labBins.dir
+}
+
+// labBins are the binaries buildLabBinaries built for this test process.
+var labBins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+func buildBinaries() (string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	dir, err := os.MkdirTemp("", "rayform-labcli-")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
+		return dir, err
 	}
 	for _, pkg := range []string{"rayform", "simnode"} {
 		cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, pkg), "github.com/rayform/rayform/cmd/"+pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+			return dir, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
 		}
 	}
-	return dir
+	return dir, nil
 }
 
 func requireLabHost(t *testing.T) {
@@ -93,7 +110,7 @@ func requireLabHost(t *testing.T) {
 // SSH-only lab.
 func TestLabCommand(t *testing.T) {
 	requireLabHost(t)
-	dir := buildLabBinaries(t)
+	dir := acquireLab(t, 0, false) // t.Parallel, a lab slot: its lab is its own, as startLab's are
 	rayform := filepath.Join(dir, "rayform")
 	run := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()

@@ -26,6 +26,7 @@ func delayedPackets(t testing.TB, l *Lab, node string) uint64 {
 }
 
 func TestImpairments(t *testing.T) {
+	t.Parallel() // its subtests take labs (see upLab)
 	tests := []struct {
 		name      string
 		delay     time.Duration

@@ -12,8 +12,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rayform/rayform/internal/labslots"
 )
 
 // testLabName makes a lab name unique to this test process, so that test
@@ -55,34 +58,79 @@ func goOrLook(name string) (string, error) {
 	return p, err
 }
 
-// simnodeBinary builds cmd/simnode (static) for the test, or returns
+// simnodeBinary returns cmd/simnode (static), built once per test process
+// by the first test that asks (TestMain removes it), or
 // $RAYFORM_LAB_SIMNODE when set.
 func simnodeBinary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("RAYFORM_LAB_SIMNODE"); p != "" {
 		return p
 	}
+	testSimnode.once.Do(func() { testSimnode.path, testSimnode.err = buildSimnode() })
+	if testSimnode.err != nil {
+		t.Fatal(testSimnode.err)
+	}
+	return testSimnode.path
+}
+
+// testSimnode is the simnode simnodeBinary built for this test process.
+var testSimnode struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func buildSimnode() (string, error) {
 	goBin, err := goOrLook("go")
 	if err != nil {
-		t.Fatalf("find go: %v", err)
+		return "", fmt.Errorf("find go: %w", err)
 	}
-	out := filepath.Join(t.TempDir(), "simnode")
+	dir, err := os.MkdirTemp("", "rayform-labtest-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "simnode")
 	cmd := exec.Command(goBin, "build", "-o", out, "github.com/rayform/rayform/cmd/simnode")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build simnode: %v\n%s", err, b)
+		return out, fmt.Errorf("build simnode: %v\n%s", err, b)
 	}
-	return out
+	return out, nil
 }
 
 // upLab brings a lab up for the test and tears it down (checking that
 // nothing is left) when the test ends.
+//
+// A test that calls upLab is a parallel test (upLab calls t.Parallel; a
+// benchmark is not) and holds one of labPool's slots until its lab is
+// down, so at most RAYFORM_E2E_LABS labs are up at once (lab_test.go,
+// internal/labslots). Labs of one run never collide as long as their names
+// differ
+// (testLabName of a base name no other test uses): the name prefixes the
+// lab's namespaces, cgroups and processes and names its directory, and
+// its addresses, registry and hub live in its own namespaces. A check
+// that needs the same lab as an existing test and can run after it is a
+// subtest of that test, sharing its lab; do not call t.Parallel yourself
+// in a test that calls upLab. A test whose subtests call upLab (a lab per
+// case) must call t.Parallel itself first: the queue grants the heaviest
+// joined test first, and a sequential parent's subtests would wait behind
+// top-level tests that only resume once the parent ended.
 func upLab(t testing.TB, cfg Config) *Lab {
 	t.Helper()
 	requireLab(t, !cfg.NoDocker)
+	// Queued before t.Parallel: go test resumes the parallel tests only
+	// once every top-level test has run up to its t.Parallel, so every lab
+	// test is in the queue before the first slot is granted, and the
+	// heaviest labs go first.
+	tk := labPool.Join(t, labWeight(cfg), cfg.RealRay) // the real Ray is CPU-bound: heavy
+	if tt, ok := t.(*testing.T); ok {
+		labslots.Parallel(tt) // t.Parallel, unless the test called it itself
+	}
 	if cfg.Simnode == "" {
 		cfg.Simnode = simnodeBinary(t)
 	}
+	labPool.Open()
+	tk.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A lab left by an interrupted earlier run is cleared by Up itself.
@@ -92,6 +140,20 @@ func upLab(t testing.TB, cfg Config) *Lab {
 		t.Fatalf("Up: %v", err)
 	}
 	return l
+}
+
+// labWeight ranks a lab by how long its test tends to run: the real Ray
+// (its start and every ray CLI call are Python processes) counts most,
+// then Docker (the containers' Ray and vLLM), so that the longest tests
+// start first.
+func labWeight(cfg Config) int {
+	switch {
+	case cfg.RealRay:
+		return 2
+	case !cfg.NoDocker:
+		return 1
+	}
+	return 0
 }
 
 // downAndCheck runs Down and fails the test if any namespace, process,

@@ -5,21 +5,37 @@ package lab
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/internal/labslots"
 	"github.com/rayform/rayform/resources"
 )
 
-// TestMain lets Up re-execute this test binary as the lab's supervisor.
+// TestMain lets Up re-execute this test binary as the lab's supervisor,
+// runs the lab tests side by side, at most labPool's size at once (see
+// upLab), and removes the simnode they built.
 func TestMain(m *testing.M) {
 	if code, ok := SupervisorMain(os.Args[1:]); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	labslots.Main(m, defaultLabSlots, &labPool, func() {
+		if testSimnode.path != "" {
+			os.RemoveAll(filepath.Dir(testSimnode.path))
+		}
+	})
 }
+
+// defaultLabSlots is how many labs this package's tests keep up at once
+// unless RAYFORM_E2E_LABS says otherwise: what a 2-core, 24 GB machine
+// carries with cmd/rayform's lab tests running beside this package.
+const defaultLabSlots = 3
+
+// labPool limits the labs that are up at once (upLab).
+var labPool *labslots.Pool
 
 func TestConfigDefaults(t *testing.T) {
 	c, err := Config{}.withDefaults()

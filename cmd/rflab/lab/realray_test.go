@@ -150,14 +150,22 @@ func TestSeedsRealRay(t *testing.T) {
 	if os.Getenv("RAYFORM_LAB_REAL_RAY") == "0" {
 		t.Skip("RAYFORM_LAB_REAL_RAY=0")
 	}
-	l := upLab(t, Config{Name: testLabName("rfl-rseed"), RealRay: true, Timing: map[string]string{
-		"weight_load": "2s", "graph_capture": "1s", "c10d_timeout": "8s",
-		"placement_group_timeout": "15s", "tokens_per_second": "1000",
-	}})
+	// Each case starts its own Ray and serve, so each has its own lab and
+	// the three run side by side (most of their time is Ray starting). The
+	// test is parallel itself, as every test whose subtests take labs must
+	// be (see upLab).
+	t.Parallel()
+	seedLab := func(t *testing.T, n string) *Lab {
+		return upLab(t, Config{Name: testLabName("rfl-rseed" + n), RealRay: true, Timing: map[string]string{
+			"weight_load": "2s", "graph_capture": "1s", "c10d_timeout": "8s",
+			"placement_group_timeout": "15s", "tokens_per_second": "1000",
+		}})
+	}
 	ray := strings.Split(ImageRayVLLM, ":")[0]
 	c10d := regexp.MustCompile(`\[c10d\] The client socket has failed to connect to any network address of \(10\.1\.230\.180, \d+\)`)
 
 	t.Run("1 auto-detected head address: c10d cannot reach it", func(t *testing.T) {
+		l := seedLab(t, "1")
 		r := seedRun{image: ray, util: "0.90", monitorOff: true}
 		ips := r.startRay(t, l)
 		if ips[0] != "10.1.230.180" || ips[1] != "192.168.200.13" {
@@ -174,6 +182,7 @@ func TestSeedsRealRay(t *testing.T) {
 	})
 
 	t.Run("2 fabric pinned: real Gloo rendezvous, serves and completes", func(t *testing.T) {
+		l := seedLab(t, "2")
 		r := seedRun{image: ray, pin: true, util: "0.85", monitorOff: true}
 		if ips := r.startRay(t, l); ips[0] != "192.168.200.12" || ips[1] != "192.168.200.13" {
 			t.Errorf("Ray registered %v, want the fabric addresses", ips)
@@ -193,6 +202,7 @@ func TestSeedsRealRay(t *testing.T) {
 	})
 
 	t.Run("3 more GPUs than the cluster has: vLLM's placement-group error", func(t *testing.T) {
+		l := seedLab(t, "3")
 		r := seedRun{image: ray, pin: true, util: "0.85", monitorOff: true, tp: 3}
 		r.startRay(t, l)
 		log, up := r.serve(t, l)

@@ -144,11 +144,25 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// waitLab polls check every half second for up to three minutes.
+// waitLab polls check, a second apart, for up to three minutes. Each check
+// runs a command in a node's container over SSH, most of them the ray CLI
+// (a Python process, seconds of CPU): polled back to back, as waitFor's
+// short intervals would, a few waiting tests fill this machine's cores and
+// slow the Ray they wait for.
 func waitLab(t *testing.T, what string, check func() error) {
 	t.Helper()
-	if err := waitFor(context.Background(), what, 3*time.Minute, func(context.Context) error { return check() }); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not ready after 3m: %v", what, err)
+		case <-time.After(time.Second):
+		}
 	}
 }
 

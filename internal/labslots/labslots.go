@@ -1,0 +1,227 @@
+// Package labslots lets a test process run its lab tests side by side
+// while keeping at most a fixed number of labs up at once, the heaviest
+// labs first.
+//
+// A lab test mostly waits (on sshd, dockerd, Ray), so lab tests are
+// parallel tests; what limits them is the machine's memory and CPU, not
+// go test's -parallel (which defaults to the number of CPUs and counts a
+// test whose parallel subtests run as not running). A package's TestMain
+// calls Main (or Setup) with its default; its lab helper joins the queue
+// (Join) before it calls t.Parallel, builds what every lab needs, opens
+// the pool (Open) and waits for its turn (Ticket.Wait) before bringing its
+// lab up. go test resumes the parallel tests only once every top-level
+// test has run up to its t.Parallel, so every lab test of the run is
+// queued before the first slot is granted, and the slots go to the
+// heaviest labs first (the longest tests start first, and the run ends
+// soonest) rather than to whichever goroutine came first.
+// RAYFORM_E2E_LABS overrides the default of every package (1 runs the
+// labs one after another).
+package labslots
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Env names the variable that overrides a package's default.
+const Env = "RAYFORM_E2E_LABS"
+
+// maxParallel is the -parallel Setup gives go test: more than any package
+// has lab tests, so that every one of them is running (and queued here)
+// when the pool opens.
+const maxParallel = 256
+
+// Pool hands out a fixed number of slots, one per lab that is up, of
+// which at most about half go to heavy labs (a CPU-bound lab, like one
+// running the real Ray: more of them at once than the machine has cores
+// only slows each, until their own timeouts fire).
+type Pool struct {
+	mu        sync.Mutex
+	changed   *sync.Cond
+	free      int
+	heavyFree int
+	size      int
+	open      bool
+	seq       int
+	waiting   map[*Ticket]bool
+}
+
+// Ticket is a test's place in the queue and, once granted, its slot.
+type Ticket struct {
+	p       *Pool
+	weight  int
+	heavy   bool
+	seq     int
+	granted bool
+}
+
+// New makes a pool of n slots, (n+1)/2 of them for heavy labs, closed
+// until Open.
+func New(n int) *Pool {
+	p := &Pool{free: n, heavyFree: (n + 1) / 2, size: n, waiting: map[*Ticket]bool{}}
+	p.changed = sync.NewCond(&p.mu)
+	return p
+}
+
+// Setup makes the pool of a test process from RAYFORM_E2E_LABS, or def
+// when it is empty, and raises go test's -parallel (unless the command
+// line gave it) so that the pool, not -parallel, limits the labs.
+// TestMain calls it after flag.Parse and before m.Run.
+func Setup(def int) (*Pool, error) {
+	n, err := Slots(os.Getenv(Env), def)
+	if err != nil {
+		return nil, err
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(maxParallel)); err != nil {
+			return nil, fmt.Errorf("raise -parallel: %w", err)
+		}
+	}
+	return New(n), nil
+}
+
+// Main is a lab test package's TestMain after its own first steps: it
+// parses the flags, sets *pool up (Setup with def; a bad RAYFORM_E2E_LABS
+// exits 2), runs the tests, runs cleanup (may be nil) and exits with the
+// tests' code.
+func Main(m *testing.M, def int, pool **Pool, cleanup func()) {
+	flag.Parse()
+	p, err := Setup(def)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	*pool = p
+	code := m.Run()
+	if cleanup != nil {
+		cleanup()
+	}
+	os.Exit(code)
+}
+
+// Slots reads a RAYFORM_E2E_LABS value: empty for def, else a count >= 1.
+func Slots(env string, def int) (int, error) {
+	if env == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(env)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a count of labs, 1 or more", Env, env)
+	}
+	return n, nil
+}
+
+// Size is how many labs the pool lets up at once.
+func (p *Pool) Size() int { return p.size }
+
+// Join queues the test with its lab's weight (a heavier lab is granted
+// first; equal weights in the order they joined) and whether the lab is
+// heavy (counted against the heavy labs' share too; while that is used up,
+// lighter labs behind a heavy one go first). The test's cleanup gives the
+// slot back, or leaves the queue: call Join before registering the cleanup
+// that takes the lab down (cleanups run last first), so that the slot is
+// free only once the lab is down.
+func (p *Pool) Join(t testing.TB, weight int, heavy bool) *Ticket {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	tk := &Ticket{p: p, weight: weight, heavy: heavy, seq: p.seq}
+	p.waiting[tk] = true
+	t.Cleanup(tk.done)
+	return tk
+}
+
+// Open starts granting slots (idempotent).
+func (p *Pool) Open() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open = true
+	p.changed.Broadcast()
+}
+
+// Wait blocks until the ticket holds a slot: the pool is open, a slot (a
+// heavy one, for a heavy lab) is free and no waiting ticket that could
+// take it comes before it.
+func (tk *Ticket) Wait() {
+	p := tk.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.grant(tk) {
+		p.changed.Wait()
+	}
+}
+
+// grant gives tk a slot if it is its turn, and reports whether tk holds
+// one. The caller holds p.mu.
+func (p *Pool) grant(tk *Ticket) bool {
+	if !tk.granted && p.open && p.next() == tk {
+		p.free--
+		if tk.heavy {
+			p.heavyFree--
+		}
+		tk.granted = true
+		delete(p.waiting, tk)
+		p.changed.Broadcast()
+	}
+	return tk.granted
+}
+
+// next is the waiting ticket to grant next: of those a free slot fits,
+// the heaviest, then the first to join; nil if none fits. The caller
+// holds p.mu.
+func (p *Pool) next() *Ticket {
+	var best *Ticket
+	for tk := range p.waiting {
+		if p.free == 0 || (tk.heavy && p.heavyFree == 0) {
+			continue
+		}
+		if best == nil || tk.weight > best.weight || (tk.weight == best.weight && tk.seq < best.seq) {
+			best = tk
+		}
+	}
+	return best
+}
+
+// done gives the slot back, or leaves the queue.
+func (tk *Ticket) done() {
+	p := tk.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if tk.granted {
+		tk.granted = false
+		p.free++
+		if tk.heavy {
+			p.heavyFree++
+		}
+	}
+	delete(p.waiting, tk)
+	p.changed.Broadcast()
+}
+
+// Acquire joins the queue, opens the pool and waits for a slot: for a
+// test that builds nothing shared before its lab.
+func (p *Pool) Acquire(t testing.TB, weight int, heavy bool) {
+	t.Helper()
+	tk := p.Join(t, weight, heavy)
+	p.Open()
+	tk.Wait()
+}
+
+// Parallel calls t.Parallel unless the test already did (a test may call
+// it first itself, before its lab helper; it then joins the queue only
+// once it resumes, after the tests that joined before their t.Parallel).
+func Parallel(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil && r != "testing: t.Parallel called multiple times" {
+			panic(r)
+		}
+	}()
+	t.Parallel()
+}
