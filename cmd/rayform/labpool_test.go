@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/internal/labslots"
+	"github.com/rayform/rayform/cmd/rflab/labslots"
 )
 
 // defaultLabSlots is how many labs this package's lab tests keep up at once

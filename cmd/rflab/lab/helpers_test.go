@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/internal/labslots"
+	"github.com/rayform/rayform/cmd/rflab/labslots"
 )
 
 // testLabName makes a lab name unique to this test process, so that test

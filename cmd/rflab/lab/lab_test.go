@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/internal/labslots"
+	"github.com/rayform/rayform/cmd/rflab/labslots"
 	"github.com/rayform/rayform/resources"
 )
 
