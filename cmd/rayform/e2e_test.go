@@ -47,7 +47,7 @@ var fastRay = []string{"-ray", "simnode"}
 // startLab makes the test a parallel test (t.Parallel) and holds one of
 // labPool's slots until the lab is down (acquireLab): lab tests spend most of their time
 // waiting on sshd, dockerd and Ray, so they run side by side, at most
-// RAYFORM_E2E_LABS labs at once (labpool_test.go, internal/labslots). Labs
+// RAYFORM_E2E_LABS labs at once (labpool_test.go, cmd/rflab/labslots). Labs
 // of one run never collide: each has its own name (the test's base name
 // and the pid), so its own namespaces, addresses (inside them), registry
 // and hub, cgroups, iptables rules (in its namespaces),

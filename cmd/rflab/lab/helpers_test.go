@@ -104,7 +104,7 @@ func buildSimnode() (string, error) {
 // A test that calls upLab is a parallel test (upLab calls t.Parallel; a
 // benchmark is not) and holds one of labPool's slots until its lab is
 // down, so at most RAYFORM_E2E_LABS labs are up at once (lab_test.go,
-// internal/labslots). Labs of one run never collide as long as their names
+// cmd/rflab/labslots). Labs of one run never collide as long as their names
 // differ
 // (testLabName of a base name no other test uses): the name prefixes the
 // lab's namespaces, cgroups and processes and names its directory, and
