@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/cmd/rflab/labslots"
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
 )
 
