@@ -217,6 +217,23 @@ output "auth" {
 				"set port = <a free port> on ray_cluster.main",
 				`Error: port 8000 on gpu["h1"] is already in use`, "set port = <a free port> on vllm_serve.llama"},
 			wantErrors: 2},
+		// The head's container has exited while one of its processes still
+		// holds Ray's port (seen after an interrupted run's docker run was
+		// ended): apply removes that container before its replacement
+		// starts, so its own ports are not "in use" to the replacement.
+		{name: "ports-held-by-own-exited-container",
+			facts: func(f *observe.Facts, _ map[string]netip.Addr) {
+				head := f.Hosts[`gpu["h1"]`]
+				for i := range head.Containers.List {
+					c := &head.Containers.List[i]
+					c.Running, c.State, c.ExitCode, c.Status = false, "exited", 143, "Exited (143) 1 second ago"
+				}
+				head.Listening = observe.ListenFacts{List: []observe.Listener{
+					{Port: 6379, Addr: "*:6379", Process: "gcs_server", PID: 4242, Container: "rayform-main"},
+				}}
+			},
+			want:    []string{"# ray_cluster.main must be replaced"},
+			notWant: []string{"already in use"}},
 		// A host that cannot be observed: an error, and counted in the
 		// summary a drift cron alerts on.
 		{name: "unreachable-worker",

@@ -216,11 +216,21 @@ func TestE2EFencing(t *testing.T) {
 		cleanProject(t, p)
 		hbx := l.config(body)
 		hb := l.config(strings.ReplaceAll(strings.ReplaceAll(body, `ray_cluster "spark"`, `ray_cluster "x-spark"`), "ray_cluster.spark", "ray_cluster.x-spark"))
-		a := l.background(t, hbx, []string{"-project=" + p + "-x"}, "apply", "-auto-approve")
-		a.waitOutput(t, "hb-x's apply to hold its lock", 3*time.Minute, "start ray head")
-		if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
+		// hb-x's apply holds its lock at the approval prompt, renewing its
+		// lease while it waits (a stopped process would let the 30 s lease
+		// lapse on a loaded machine, and the lock would be free for that
+		// reason, not because force-unlock left it alone).
+		a, out, stdin := l.startWithStdin("-chdir="+hbx, "apply", "-project="+p+"-x")
+		t.Cleanup(func() {
+			stdin.Close()
+			a.Process.Kill()
+			a.Wait()
+			l.quiet(t)
+			if r := l.rayform("", "-chdir="+hbx, "destroy", "-project="+p+"-x", "-auto-approve"); r.code != exitOK {
+				t.Logf("cleaning up: %s", r)
+			}
+		})
+		waitFor(t, "hb-x's apply to hold its lock at the prompt", 3*time.Minute, func() bool { return strings.Contains(out.String(), "Enter a value:") })
 		r := l.rayform("", "-chdir="+hb, "force-unlock", "-project="+p, "-force", "x-spark")
 		mustCode(t, "force-unlock x-spark in hb", r, exitOK)
 		mustContain(t, "force-unlock x-spark in hb", r.stdout, "ray_cluster.x-spark is not locked.")

@@ -152,7 +152,14 @@ func (p *planner) cluster(rc *RayCluster) {
 	}
 	if !foreign && work.Start[rc.Head] {
 		if oc := p.Container(rc.Head, name); !(oc.Found && oc.C.Running && p.managed(oc.C)) {
-			p.PortsFree(addr, rc.Head, "The Ray head of "+addr, []kit.PortUse{{Port: rc.Port, Attr: "port"}, {Port: rc.DashboardPort, Attr: "dashboard_port"}})
+			// A stopped container of ours is replaced: removed before the
+			// new head starts, so a process of it still dying holds no
+			// port the new head needs.
+			own := ""
+			if oc.Found && p.managed(oc.C) {
+				own = name
+			}
+			p.PortsFree(addr, rc.Head, "The Ray head of "+addr, own, []kit.PortUse{{Port: rc.Port, Attr: "port"}, {Port: rc.DashboardPort, Attr: "dashboard_port"}})
 		}
 	}
 	rayObserved := map[string]map[string]string{}

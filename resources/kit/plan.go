@@ -105,7 +105,9 @@ type PortUse struct {
 // on at node, where what (of resource addr) is about to listen: with host
 // networking it would fail to bind ("address already in use"). It names
 // the holder as ss shows it (often a second deployment on the same nodes).
-func (p Planner) PortsFree(addr, node, what string, uses []PortUse) {
+// own is the container that apply removes before what (in it, or in its
+// place) starts ("" for none): its ports are not "in use" either.
+func (p Planner) PortsFree(addr, node, what, own string, uses []PortUse) {
 	hf := p.Host(node)
 	if hf == nil {
 		return
@@ -118,7 +120,7 @@ func (p Planner) PortsFree(addr, node, what string, uses []PortUse) {
 			// configuration no longer declares goes in the same apply,
 			// before anything starts: its ports are not "in use" (a
 			// renamed ray_cluster's own ports, issue 33 item 4).
-			if !removed[l.Container] {
+			if !removed[l.Container] && (own == "" || l.Container != own) {
 				ls = append(ls, l)
 			}
 		}

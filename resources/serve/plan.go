@@ -92,7 +92,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
 	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive)
 	if action != plan.NoOp && head != nil && !ownPort {
-		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, []kit.PortUse{{Port: sv.Port, Attr: "port"}})
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, "", []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
 	attrs := serveAttrs(sv, spec, action, rec)
 	if len(drift) > 0 {
