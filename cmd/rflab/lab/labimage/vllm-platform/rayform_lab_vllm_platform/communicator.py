@@ -23,7 +23,9 @@ from vllm.distributed.device_communicators.cpu_communicator import (
 )
 from vllm.logger import init_logger
 
-logger = init_logger(__name__)
+# Under vLLM's "vllm" logger, whose handler and level vLLM configures (a
+# logger outside it would print only warnings).
+logger = init_logger("vllm.rayform_lab_platform")
 
 
 def shared_memory_identity():
