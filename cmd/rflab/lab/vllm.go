@@ -51,7 +51,9 @@ import (
 //   - A platform plugin (labimage/vllm-platform, vLLM's
 //     vllm.platform_plugins entry point) gives the CPU platform the Ray
 //     device key "GPU", without which vLLM's Ray executor refuses the CPU
-//     platform; see its __init__.py.
+//     platform, and a device communicator that keeps vLLM's shared-memory
+//     all-reduce to ranks on one host, so that TP and PP work across lab
+//     nodes; see its __init__.py.
 //
 // `vllm` in the image is vLLM's own console script, unchanged.
 
@@ -86,7 +88,7 @@ var vllmLock []byte
 // vllmPlatform is the platform plugin's package (named file by file:
 // a directory pattern would leave __init__.py out).
 //
-//go:embed labimage/vllm-platform/rayform_lab_vllm_platform/__init__.py labimage/vllm-platform/rayform_lab_vllm_platform/cpu.py
+//go:embed labimage/vllm-platform/rayform_lab_vllm_platform/__init__.py labimage/vllm-platform/rayform_lab_vllm_platform/cpu.py labimage/vllm-platform/rayform_lab_vllm_platform/communicator.py
 var vllmPlatform embed.FS
 
 // vllmLayout names how the layer is laid out; changing it rebuilds cached
@@ -245,7 +247,7 @@ func vllmPluginEntries() ([]tarEntry, error) {
 	}
 	info := site + "/" + vllmPlugin + "-1.dist-info/"
 	add(info+"METADATA", []byte("Metadata-Version: 2.1\nName: "+vllmPlugin+"\nVersion: 1\n"+
-		"Summary: the rayform lab image's vLLM platform: vLLM's CPU platform with a Ray device key\n"))
+		"Summary: the rayform lab image's vLLM platform: vLLM's CPU platform with a Ray device key and shared memory only within a host\n"))
 	add(info+"entry_points.txt", []byte("[vllm.platform_plugins]\nrayform_lab_cpu = "+vllmPlugin+":register\n"))
 	add(info+"top_level.txt", []byte(vllmPlugin+"\n"))
 	add(info+"INSTALLER", []byte("rayform-lab\n"))

@@ -161,8 +161,8 @@ func TestHubServesADirectory(t *testing.T) {
 }
 
 // TestVLLMPluginLayer: the plugin's layer holds the whole package (its
-// __init__.py with register, which a directory embed pattern would drop)
-// and a dist-info whose entry point names it in vLLM's platform group.
+// __init__.py with register, which a directory embed pattern would drop,
+// and the communicator the platform names) and a dist-info whose entry point names it in vLLM's platform group.
 func TestVLLMPluginLayer(t *testing.T) {
 	es, err := vllmPluginEntries()
 	if err != nil {
@@ -178,8 +178,14 @@ func TestVLLMPluginLayer(t *testing.T) {
 		t.Errorf("%s/__init__.py lacks register naming cpu.LabCpuPlatform:\n%s", vllmPlugin, init)
 	}
 	if cpu := files[site+vllmPlugin+"/cpu.py"]; !strings.Contains(cpu, "class LabCpuPlatform(CpuPlatform):") ||
-		!strings.Contains(cpu, `ray_device_key: str = "GPU"`) {
+		!strings.Contains(cpu, `ray_device_key: str = "GPU"`) ||
+		!strings.Contains(cpu, `return "`+vllmPlugin+`.communicator.LabCpuCommunicator"`) {
 		t.Errorf("%s/cpu.py:\n%s", vllmPlugin, cpu)
+	}
+	if comm := files[site+vllmPlugin+"/communicator.py"]; !strings.Contains(comm, "class LabCpuCommunicator(CpuCommunicator):") ||
+		!strings.Contains(comm, "def _all_group_ranks_share_shm_group_name(self) -> bool:") ||
+		!strings.Contains(comm, "all_gather_object(gathered, local, group=self.device_group)") {
+		t.Errorf("%s/communicator.py:\n%s", vllmPlugin, comm)
 	}
 	if ep := files[site+vllmPlugin+"-1.dist-info/entry_points.txt"]; ep != "[vllm.platform_plugins]\nrayform_lab_cpu = "+vllmPlugin+":register\n" {
 		t.Errorf("entry_points.txt: %q", ep)

@@ -8,7 +8,18 @@ CPU-only hosts that play GPU hosts: rayform starts each node's Ray with
 CpuPlatform with the Ray device key "GPU": each rank of the Ray executor
 takes one GPU bundle of the placement group, as on GPU hosts, and the CPU
 worker ignores the GPU ids Ray gives it. ("CPU" is refused by Ray as a
-custom resource name.) Nothing else changes.
+custom resource name.)
+
+Its device communicator (communicator.py) is vLLM's CpuCommunicator, whose
+shared-memory all-reduce needs every rank of a tp or pp group on one host,
+with a check that they are: vLLM's own check compares only a group name
+derived from the rendezvous port, which ranks on different hosts share, so
+TP or PP across nodes would open a /dev/shm segment that exists only on one
+of them ("open shm in SHMManager failed. errno: 2"). The plugin's check
+also compares the host's boot id and /dev/shm (device and inode: each lab
+node has its own /dev/shm), and where they differ vLLM falls back to
+torch.distributed (Gloo), as it does by itself when the names differ.
+Nothing else changes.
 """
 
 
