@@ -339,10 +339,7 @@ func Classify(in Input) Diagnosis {
 		best, found = d, true
 	}
 	if !found {
-		best = s.unknown()
-		if i, ok := s.healthy(); ok && s.ctx.ReadyTimeout <= 0 && !s.ctx.ProcessExited {
-			best = s.buildHealthy(i)
-		}
+		best = s.fallback()
 	}
 	best.Also = also
 	best.Failure = best.Cause != Unknown && best.Cause != Healthy

@@ -290,8 +290,10 @@ func (s *scan) buildFatal(c fatalCandidate) Diagnosis {
 
 var (
 	// healthRE are the lines of a process that reached ready: vLLM's API
-	// server up, Ray's node started, a request served.
-	healthRE = regexp.MustCompile(`Application startup complete|Uvicorn running on|Ray runtime started|Started Ray on this node|Avg prompt throughput: |"(?:GET|POST) /(?:health|v1/\S+) HTTP/1\.[01]" 200|\bstate=ALIVE\b|All nodes are ALIVE`)
+	// server up (uvicorn's line, or vLLM's own "Starting vLLM server on
+	// http://…" where uvicorn's is not logged), Ray's node started, a
+	// request served.
+	healthRE = regexp.MustCompile(`Application startup complete|Uvicorn running on|Starting vLLM (?:API )?server on http|Ray runtime started|Started Ray on this node|Avg prompt throughput: |"(?:GET|POST) /(?:health|v1/\S+) HTTP/1\.[01]" 200|\bstate=ALIVE\b|All nodes are ALIVE`)
 	// infoRE is a logger's INFO level (vLLM, Python, Ray, glog).
 	infoRE = regexp.MustCompile(`(?:^|[\s\[(])INFO(?:[\s\]:])|^I\d{4} \d\d:\d\d:\d\d`)
 	// stopWordRE marks an INFO line about stopping, not progress.
@@ -376,7 +378,7 @@ func isRuntime(b string) bool {
 }
 
 func isHealth(t string) bool {
-	return containsAny(t, "Application startup", "Uvicorn running", "Ray runtime started", "Started Ray", "Avg prompt", " 200", "ALIVE") && healthRE.MatchString(t)
+	return containsAny(t, "Application startup", "Uvicorn running", "Starting vLLM", "Ray runtime started", "Started Ray", "Avg prompt", " 200", "ALIVE") && healthRE.MatchString(t)
 }
 
 func isInfo(t string) bool {
@@ -404,6 +406,53 @@ func buildFatalRule(s *scan, _ []int) (Diagnosis, bool) {
 		return Diagnosis{}, false
 	}
 	return s.buildFatal(c), true
+}
+
+// fallback is the diagnosis when no rule named a cause: the error that
+// ended a process when there is one (even one that only reports a failure
+// elsewhere: its words are all the logs say), else no failure — a process
+// that reached ready, or error lines its process went on past — and only
+// with neither the last lines of the logs.
+func (s *scan) fallback() Diagnosis {
+	_, ready := s.healthy()
+	if c, ok := s.fatalError(); ok && !ready {
+		return s.buildFatal(c)
+	}
+	if s.ctx.ReadyTimeout > 0 || s.ctx.ProcessExited {
+		return s.unknown()
+	}
+	if i, ok := s.healthy(); ok {
+		return s.buildHealthy(i)
+	}
+	if i, ok := s.wentOn(); ok {
+		return s.buildWentOn(i)
+	}
+	return s.unknown()
+}
+
+// wentOn returns the first error line of the logs that its process went
+// on past (normal progress after it, see healthyAfter): when no error
+// ended a process, such a line is no failure.
+func (s *scan) wentOn() (int, bool) {
+	for i := range s.lines {
+		if !s.noise[i] && s.classifyFatal(i).rank != rankNone && s.healthyAfter(i) {
+			return i, true
+		}
+	}
+	return -1, false
+}
+
+// buildWentOn says the logs show no failure: their error lines were
+// followed by normal progress of the same process.
+func (s *scan) buildWentOn(i int) Diagnosis {
+	host := s.nodeOf(i)
+	return Diagnosis{
+		Cause:       Healthy,
+		Title:       "no failure: the error lines were followed by normal progress" + onHost(host),
+		Evidence:    []Evidence{s.evidence(i)},
+		Explanation: "The error line above (and any like it) was followed by the normal progress of its process, and no error ended a process: it was logged and passed over, not fatal. Nothing shows the processes reached ready either; the logs may end before they did.",
+		Fix:         "Nothing to fix in these logs. If something still fails, diagnose the logs of the moment it fails (docker logs --since <time> <container>).",
+	}
 }
 
 // buildHealthy says the logs show no failure: their processes reached

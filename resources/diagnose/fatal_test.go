@@ -36,6 +36,15 @@ func TestFatalErrorNamed(t *testing.T) {
 				"F0110 10:00:01.000000 100 100 node_manager.cc:500] Check failed: status.ok() Failed to register the node: GCS returned Invalid: version mismatch\n",
 			want: []string{"on node2 stopped on", "Check failed: status.ok()"},
 		},
+		{
+			// The only error is one that reports a failure elsewhere
+			// (https://github.com/runpod-workers/worker-vllm/issues/43, the
+			// lines after the prompt): still quoted, not "no known pattern".
+			name: "consequence only", host: "pod1",
+			log: "    answer = input(\n" +
+				"EOFError: EOF when reading a line\n",
+			want: []string{"the process on pod1 stopped on: EOFError: EOF when reading a line"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,21 +74,27 @@ func TestSilenceOnHealth(t *testing.T) {
 		"INFO 04-03 10:00:06 [core.py:58] Initializing a V1 LLM engine (v0.8.3) with config: model='Qwen/Qwen2.5-7B'\n" +
 		"INFO 04-03 10:00:20 [loader.py:447] Loading weights took 3.12 seconds\n"
 	ready := "INFO:     Started server process [1]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n"
+	// vLLM's own line when the server is up (vllm-project/vllm PR 44106,
+	// turn 4), where uvicorn's is not logged.
+	starting := "(APIServer pid=1264644) INFO 06-02 00:52:40 [api_server.py:584] Starting vLLM server on http://0.0.0.0:8000\n" +
+		"(APIServer pid=1264644) INFO 06-02 00:52:40 [launcher.py:37] Available routes are:\n"
 	tests := []struct {
 		name    string
 		log     string
 		failure bool
+		say     string // what the title says
 	}{
-		{"reached ready", start + ready, false},
-		{"another logger's error, then progress", start, false},
-		{"a c10d retry, then ready", "[W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).\n" + ready, false},
-		{"an error after ready", start + ready + "ERROR 04-03 10:05:00 [core.py:400] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 MiB is free.\n", true},
+		{"reached ready", start + ready, false, "no failure: the processes reached ready"},
+		{"another logger's error, then progress", start, false, "no failure: the error lines were followed by normal progress"},
+		{"a c10d retry, then ready", "[W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).\n" + ready, false, "no failure: the processes reached ready"},
+		{"vLLM's own server line", starting, false, "no failure: the processes reached ready"},
+		{"an error after ready", start + ready + "ERROR 04-03 10:05:00 [core.py:400] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 MiB is free.\n", true, "CUDA out of memory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(tt.log)}}})
-			if d.Failure != tt.failure {
-				t.Fatalf("failure = %v, want %v:\n%s", d.Failure, tt.failure, d.Text())
+			if d.Failure != tt.failure || !strings.HasPrefix(d.Title, tt.say) {
+				t.Fatalf("failure = %v, want %v, title %q, want %q…:\n%s", d.Failure, tt.failure, d.Title, tt.say, d.Text())
 			}
 		})
 	}
