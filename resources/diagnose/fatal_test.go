@@ -45,6 +45,13 @@ func TestFatalErrorNamed(t *testing.T) {
 				"EOFError: EOF when reading a line\n",
 			want: []string{"the process on pod1 stopped on: EOFError: EOF when reading a line"},
 		},
+		{
+			// The same lines as docker logs -t prints them (RFC 3339 stamps).
+			name: "docker logs -t", host: "pod1",
+			log: "2024-02-08T08:40:56.162176340Z     answer = input(\n" +
+				"2024-02-08T08:40:56.162202300Z EOFError: EOF when reading a line\n",
+			want: []string{"the process on pod1 stopped on: EOFError: EOF when reading a line"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,11 +34,12 @@ type scan struct {
 
 var (
 	// Prefixes a log line carries before its message, stripped repeatedly:
-	// Ray/vLLM process tags, CI timestamps, vLLM/Python logging headers,
-	// NCCL's "[2026-11-29 23:22:58] " stamp.
+	// Ray/vLLM process tags, CI timestamps, docker logs -t's RFC 3339 stamp,
+	// vLLM/Python logging headers, NCCL's "[2026-11-29 23:22:58] " stamp.
 	prefixRE = regexp.MustCompile(`^(?:` +
 		`\((?:[\w.\-]+)(?: pid=\d+)?(?:, ip=[0-9A-Fa-f.:]+)?(?:, [\w.\-]+=[^)]*)?\) ?` + // (EngineCore_DP0 pid=1544) (RayWorkerWrapper pid=249, ip=…) (raylet)
 		`|\[\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\] ?` + // [2026-02-24T20:21:58Z]
+		`|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d) ` + // docker logs -t: 2024-02-08T08:40:56.162202300Z
 		`|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[[^\]]*\] ?` + // ERROR 06-30 13:53:19 [core.py:515]
 		`|\[[\w.]+:\d+\] ?` + // [multiproc_executor.py:492]
 		`)`)
