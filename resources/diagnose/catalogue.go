@@ -45,9 +45,18 @@ type sigEntry struct {
 	Pattern  string   `json:"pattern"`
 	Captures []string `json:"captures"`
 	Class    string   `json:"class"`
+	// Exception is the class a raise raised when it is the package's own
+	// (OfflineModeIsEnabled), not a builtin: a line that names it before
+	// the message's start is the message, however the rest was cut.
+	Exception string `json:"exception,omitempty"`
 
-	re  *regexp.Regexp
-	key string // the template's longest literal, normalised (see normSig)
+	re *regexp.Regexp
+	// keys are the literals a line must hold one of to be the message
+	// (normalised, see normSig): the template's longest literal, and its
+	// leading literal (the start of the message: what a line cut short or
+	// wrapped at a terminal's width still holds), with the exception's
+	// name before it when that is the package's own.
+	keys []string
 }
 
 // loadCatalogue parses the embedded catalogue once.
@@ -70,15 +79,41 @@ var loadCatalogue = sync.OnceValues(func() (*catalogue, error) {
 			return nil, fmt.Errorf("diagnose catalogue: entry %s: no class %q", e.Source, e.Class)
 		}
 		e.re = re
-		e.key = normSig(longestLiteral(e.Template))
-		if len(e.key) > maxSigKey {
-			// A log line cut short (a column limit, a pasted excerpt) still
-			// holds the start of the message.
-			e.key = strings.ToValidUTF8(e.key[:maxSigKey], "")
-		}
+		e.keys = sigKeys(e)
 	}
 	return &c, nil
 })
+
+// sigKeys returns the literals of an entry a line is matched by (see
+// sigEntry.keys): the longest always (the cheap test of the pattern), the
+// leading one when it is long enough to be the message's own.
+func sigKeys(e *sigEntry) []string {
+	cut := func(k string) string {
+		if len(k) > maxSigKey {
+			// A log line cut short (a column limit, a pasted excerpt) still
+			// holds the start of the literal.
+			k = strings.ToValidUTF8(k[:maxSigKey], "")
+		}
+		return k
+	}
+	keys := []string{cut(normSig(longestLiteral(e.Template)))}
+	lead := strings.TrimSpace(leadingLiteral(e.Template))
+	if e.Exception != "" && lead != "" {
+		lead = e.Exception + ": " + lead
+	}
+	if lead = cut(normSig(lead)); len(lead) >= minSigKey && lead != keys[0] {
+		keys = append(keys, lead)
+	}
+	return keys
+}
+
+// leadingLiteral is a template's text before its first placeholder.
+func leadingLiteral(t string) string {
+	if loc := sigPlaceholderRE.FindStringIndex(t); loc != nil {
+		return t[:loc[0]]
+	}
+	return t
+}
 
 // sigPlaceholderRE is a template's {placeholder}.
 var sigPlaceholderRE = regexp.MustCompile(`\{[^{}]+\}`)
@@ -128,18 +163,25 @@ func (e *sigEntry) match(body string) ([]string, bool) {
 
 // matchNorm is match with normSig(body) computed once by the caller.
 func (e *sigEntry) matchNorm(body, norm string) ([]string, bool) {
-	// The pattern holds the longest literal: a line without it matches
-	// neither way (the cheap test first).
-	if !strings.Contains(norm, e.key) {
-		return nil, false
+	// The pattern holds the longest literal: a line without it does not
+	// match the pattern (the cheap test first).
+	if strings.Contains(norm, e.keys[0]) {
+		if m := e.re.FindStringSubmatch(body); m != nil {
+			return m[1:], true
+		}
+		if m := e.re.FindStringSubmatch(strings.ReplaceAll(body, "`", "")); m != nil {
+			return m[1:], true
+		}
+		if len(e.keys[0]) >= minSigKey {
+			return nil, true
+		}
 	}
-	if m := e.re.FindStringSubmatch(body); m != nil {
-		return m[1:], true
+	for _, k := range e.keys[1:] {
+		if strings.Contains(norm, k) {
+			return nil, true
+		}
 	}
-	if m := e.re.FindStringSubmatch(strings.ReplaceAll(body, "`", "")); m != nil {
-		return m[1:], true
-	}
-	return nil, len(e.key) >= minSigKey
+	return nil, false
 }
 
 // class returns the entry's class.
@@ -159,12 +201,20 @@ func signatureOf(body string) (*sigEntry, []string, bool) {
 		return nil, nil, false
 	}
 	norm := normSig(body)
+	// The entry whose whole pattern matches names the release the line
+	// came from; an entry matched by a literal alone is the fallback.
+	var byKey *sigEntry
 	for i := range c.Entries {
-		if v, ok := c.Entries[i].matchNorm(body, norm); ok {
-			return &c.Entries[i], v, true
+		e := &c.Entries[i]
+		v, ok := e.matchNorm(body, norm)
+		switch {
+		case ok && v != nil:
+			return e, v, true
+		case ok && byKey == nil:
+			byKey = e
 		}
 	}
-	return nil, nil, false
+	return byKey, nil, byKey != nil
 }
 
 func matchSignature(b string) bool {
@@ -176,7 +226,9 @@ func matchSignature(b string) bool {
 // processes that go on (an NCCL WARN before a retry): they name the cause
 // only when a process failed (a fatal error in the logs).
 func sigConditional(e *sigEntry) bool {
-	return e.Kind == "WARN" || strings.HasPrefix(e.Kind, "log-warn")
+	// An input() prompt ("Do you wish to run the custom code? [y/N]") is a
+	// failure only when nobody answered: the process then failed.
+	return e.Kind == "WARN" || e.Kind == "prompt" || strings.HasPrefix(e.Kind, "log-warn")
 }
 
 func buildSignature(s *scan, hits []int) (Diagnosis, bool) {

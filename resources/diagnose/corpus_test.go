@@ -31,7 +31,7 @@ func TestCorpus(t *testing.T) {
 		}
 		return per[c]
 	}
-	healthy, right := 0, 0
+	healthy, right, quiet := 0, 0, 0
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -64,6 +64,7 @@ func TestCorpus(t *testing.T) {
 				get(got).fp++
 			} else {
 				right++
+				quiet++
 			}
 			continue
 		}
@@ -83,6 +84,7 @@ func TestCorpus(t *testing.T) {
 	slices.Sort(classes)
 	var b strings.Builder
 	fmt.Fprintf(&b, "corpus: %d logs (%d healthy), %d named right\n", len(files), healthy, right)
+	fmt.Fprintf(&b, "  failures: %d, cause named right %d; healthy: %d, given no cause %d\n", len(files)-healthy, right-quiet, healthy, quiet)
 	for _, c := range classes {
 		k := per[c]
 		p, r := 1.0, 1.0

@@ -21,7 +21,7 @@ CLASSES = [
     {"id": "trust-remote-code", "domain": "hub",
      "title": "the model needs trust_remote_code",
      "fix": "Add --trust-remote-code to vllm serve (trust_remote_code = true on the vllm_serve) if you trust the model repository's code.",
-     "claims": [("vllm|transformers", r"Please set the option `?trust_remote_code=True`?|requires you to execute (?:custom code|the code|the configuration file)|set the option trust_remote_code|requires `trust_remote_code=True`")]},
+     "claims": [("vllm|transformers", r"Please set the option `?trust_remote_code=True`?|requires you to execute (?:custom code|the code|the configuration file)|set the option trust_remote_code|requires `trust_remote_code=True`|contains custom code which must be executed|references custom code contained in")]},
     {"id": "hf-offline", "domain": "hub",
      "title": "the Hugging Face Hub was queried in offline mode, and the files are not in the cache",
      "fix": "Either let the node reach the Hub (unset HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE) or put the model's files into the Hugging Face cache the container mounts (huggingface-cli download <repo> on that node) before starting.",

