@@ -422,10 +422,10 @@ func (s *scan) fallback() Diagnosis {
 		return s.unknown()
 	}
 	if i, ok := s.healthy(); ok {
-		return s.buildHealthy(i)
+		return s.buildHealthy(i, whyReady)
 	}
 	if i, ok := s.wentOn(); ok {
-		return s.buildWentOn(i)
+		return s.buildHealthy(i, whyWentOn)
 	}
 	return s.unknown()
 }
@@ -442,28 +442,26 @@ func (s *scan) wentOn() (int, bool) {
 	return -1, false
 }
 
-// buildWentOn says the logs show no failure: their error lines were
-// followed by normal progress of the same process.
-func (s *scan) buildWentOn(i int) Diagnosis {
-	host := s.nodeOf(i)
-	return Diagnosis{
-		Cause:       Healthy,
-		Title:       "no failure: the error lines were followed by normal progress" + onHost(host),
-		Evidence:    []Evidence{s.evidence(i)},
-		Explanation: "The error line above (and any like it) was followed by the normal progress of its process, and no error ended a process: it was logged and passed over, not fatal. Nothing shows the processes reached ready either; the logs may end before they did.",
-		Fix:         "Nothing to fix in these logs. If something still fails, diagnose the logs of the moment it fails (docker logs --since <time> <container>).",
-	}
-}
+// Why the logs show no failure (buildHealthy's reasons): a process reached
+// ready (the line is the ready line), or error lines were passed over by
+// their process (the line is the first of them).
+const (
+	whyReady  = "the processes reached ready"
+	whyWentOn = "the error lines were followed by normal progress"
+)
 
-// buildHealthy says the logs show no failure: their processes reached
-// ready and no error came after.
-func (s *scan) buildHealthy(i int) Diagnosis {
-	host := s.nodeOf(i)
+// buildHealthy says the logs show no failure, for the reason given, with
+// line i as the evidence.
+func (s *scan) buildHealthy(i int, why string) Diagnosis {
+	expl := "The log shows a process that reached ready (the line above) and no error that ended a process after it; error lines before it were passed over."
+	if why == whyWentOn {
+		expl = "The error line above (and any like it) was followed by the normal progress of its process, and no error ended a process: it was logged and passed over, not fatal. Nothing shows the processes reached ready either; the logs may end before they did."
+	}
 	return Diagnosis{
 		Cause:       Healthy,
-		Title:       "no failure: the processes reached ready" + onHost(host),
+		Title:       "no failure: " + why + onHost(s.nodeOf(i)),
 		Evidence:    []Evidence{s.evidence(i)},
-		Explanation: "The log shows a process that reached ready (the line above) and no error that ended a process after it; error lines before it were passed over.",
+		Explanation: expl,
 		Fix:         "Nothing to fix in these logs. If something still fails, diagnose the logs of the moment it fails (docker logs --since <time> <container>).",
 	}
 }
