@@ -45,7 +45,7 @@ var (
 	// wrapperRE are messages that report a failure printed elsewhere.
 	wrapperRE = regexp.MustCompile(`(?i)Engine core initialization failed|EngineCore failed to start|Engine process failed to start|See (?:the )?root cause above|See stack trace for the root cause|WorkerProc (?:initialization )?failed|Worker proc \S+ died|The actor died unexpectedly|actor died|died unexpectedly|Worker failed with error|worker died|exited with code|terminated with signal|Failed core proc|Connection reset by peer|Broken pipe|Parent process exited`)
 	// hintRE starts a sentence that says what to do.
-	hintRE = regexp.MustCompile(`(?i)^(?:please |you (?:can|may|should|must|need|might)|if you|to (?:fix|resolve|use|enable|disable|avoid|solve)|try|consider|make sure|ensure|set|unset|use|increase|decrease|reduce|lower|raise|update|upgrade|downgrade|install|reinstall|check|run|pass|specify|enable|disable|add|remove|free|restart)\b`)
+	hintRE = regexp.MustCompile(`(?i)^(?:please |you (?:can|may|should|must|need|might)|if you|to (?:fix|resolve|use|enable|disable|avoid|solve|bypass|override|allow|work around)|try|consider|make sure|ensure|set|unset|use|increase|decrease|reduce|lower|raise|update|upgrade|downgrade|install|reinstall|check|run|pass|specify|enable|disable|add|remove|free|restart)\b`)
 	// sentenceRE splits a message into sentences.
 	sentenceRE = regexp.MustCompile(`[.!?;](?:\s+|$)`)
 )
