@@ -101,7 +101,7 @@ func sigKeys(e *sigEntry) []string {
 	if e.Exception != "" && lead != "" {
 		lead = e.Exception + ": " + lead
 	}
-	if lead = cut(normSig(lead)); len(lead) >= minSigKey && lead != keys[0] {
+	if lead = cut(normSig(lead)); len(lead) >= minLeadKey && lead != keys[0] {
 		keys = append(keys, lead)
 	}
 	return keys
@@ -151,6 +151,10 @@ var wrapGapRE = regexp.MustCompile(` {8,}`)
 const (
 	minSigKey = 20
 	maxSigKey = 60
+	// minLeadKey is the shortest leading literal an entry may match by: a
+	// message's start is more often shared ("The quantization method" of
+	// both vLLM's capability check and its other refusals) than its body.
+	minLeadKey = 24
 )
 
 // match reports whether the body is the entry's message, and the values

@@ -108,3 +108,16 @@ func TestSignatureAnsweredPrompt(t *testing.T) {
 		t.Fatalf("an answered prompt is no failure, got %s:\n%s", d.Cause, d.Text())
 	}
 }
+
+// TestSignatureLeadNotShared: a message that only starts like a catalogue
+// entry is not that entry's class — vLLM 0.32's deprecated-quantization
+// refusal (vllm/config/model.py, raised with two arguments, as Python
+// prints it) starts as its capability check does. It is quoted as the
+// fatal error, with the fix it gives.
+func TestSignatureLeadNotShared(t *testing.T) {
+	log := "ValueError: ('The quantization method %s is deprecated and will be removed in future versions of vLLM. To bypass, set `--allow-deprecated-quantization`.', 'gptq')\n"
+	d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(log)}}})
+	if d.Cause != FatalError || !strings.Contains(d.Fix, "--allow-deprecated-quantization") {
+		t.Fatalf("cause %s, want %s with the message's fix:\n%s", d.Cause, FatalError, d.Text())
+	}
+}
