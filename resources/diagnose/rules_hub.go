@@ -18,8 +18,13 @@ var (
 	hfURLRE = regexp.MustCompile(`https://huggingface\.co/(?:api/models/)?([^\s/]+(?:/[^\s/]+)?)/(?:resolve|tree|revision|auth-check)\b`)
 	// "Access to model black-forest-labs/FLUX.1-dev is restricted."
 	hfRestrictedRE = regexp.MustCompile(`Access to model (\S+) is restricted(.*)`)
-	hfStatusRE     = regexp.MustCompile(`\b(401|403|404) Client Error`)
-	hfAuthStatusRE = regexp.MustCompile(`\b(401|403) Client Error`)
+	// transformers' wrapping of a RepositoryNotFoundError: "<repo> is not
+	// a local folder and is not a valid model identifier listed on
+	// 'https://huggingface.co/models'" (utils/hub.py cached_files), "<repo>
+	// is not a local folder or a valid repository name on 'https://hf.co'."
+	hfNotIdentifierRE = regexp.MustCompile(`(\S+) is not a local folder (?:and is not a valid model identifier|or a valid repository name)`)
+	hfStatusRE        = regexp.MustCompile(`\b(401|403|404) Client Error`)
+	hfAuthStatusRE    = regexp.MustCompile(`\b(401|403) Client Error`)
 )
 
 func matchHF(b string) bool {
@@ -33,6 +38,8 @@ func matchHF(b string) bool {
 	case strings.Contains(b, " Client Error") && strings.Contains(b, "huggingface.co/") && hfAuthStatusRE.MatchString(b):
 		return true
 	case strings.Contains(b, "Access to model ") && strings.Contains(b, " is restricted"):
+		return true
+	case strings.Contains(b, " is not a local folder ") && hfNotIdentifierRE.MatchString(b):
 		return true
 	}
 	return false
@@ -56,9 +63,12 @@ func buildHF(s *scan, hits []int) (Diagnosis, bool) {
 		if m := hfURLRE.FindStringSubmatch(b); m != nil && repo == "" {
 			repo = strings.TrimSuffix(m[1], ".")
 		}
+		if m := hfNotIdentifierRE.FindStringSubmatch(b); m != nil && repo == "" {
+			repo = m[1]
+		}
 		// The lines that say what happened, in log order: the status, the
 		// URL refused, the Hub's own reason.
-		if len(picked) < 3 && (hfStatusRE.MatchString(b) || containsAny(b, "Cannot access gated repo", "Repository Not Found", "Access to model ")) {
+		if len(picked) < 3 && (hfStatusRE.MatchString(b) || containsAny(b, "Cannot access gated repo", "Repository Not Found", "Access to model ", " is not a local folder ")) {
 			picked = append(picked, j)
 		}
 	}
