@@ -116,7 +116,10 @@ func buildHF(s *scan, hits []int) (Diagnosis, bool) {
 	default:
 		d.Title = "Hugging Face has no repository " + name + " visible to this process" + onHost(host)
 		why := "The Hub answers \"Repository Not Found\" (HTTP " + orDefault(status, "401") + ") both when the name does not exist and when the repository is private or gated and the request carried no valid token: it does not reveal which."
-		if repo != "" && !strings.Contains(repo, "/") {
+		switch {
+		case strings.HasPrefix(repo, "/") || strings.HasPrefix(repo, "./") || strings.HasPrefix(repo, "~"):
+			why += " " + repo + " is a path: no such directory exists where the process runs (inside its container, unless it is mounted there), so it was taken for a Hub name."
+		case repo != "" && !strings.Contains(repo, "/"):
 			why += " " + repo + " has no namespace (owner/name): Hub repositories are named like Qwen/Qwen3-8B, so this name is most likely wrong."
 		}
 		d.Explanation = why
