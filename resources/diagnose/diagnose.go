@@ -327,7 +327,9 @@ func Classify(in Input) Diagnosis {
 			best = d
 			continue
 		}
-		if r.cause != Signature {
+		if d.Cause == "" {
+			// A rule of one cause leaves it to Classify; the Signature
+			// rule and the family rules (NCCL's transports) name theirs.
 			d.Cause = r.cause
 		}
 		if found {
