@@ -24,6 +24,7 @@ type rule struct {
 func rules() []rule {
 	return []rule{
 		{GPURuntime, matchGPURuntime, buildGPURuntime},
+		{DriverTooOld, matchDriver, buildDriver},
 		{ImagePull, matchImagePull, buildImagePull},
 		{RayMissing, matchRayMissing, buildRayMissing},
 		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},
@@ -34,11 +35,13 @@ func rules() []rule {
 		{TPHeads, matchTPHeads, buildTPHeads},
 		{RayLocal, matchRayLocal, buildRayLocal},
 		{GCSUnreachable, matchGCS, buildGCS},
+		{RayPortUnreachable, matchRayPort, buildRayPort},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
 		{GlooMesh, matchGlooMesh, buildGlooMesh},
 		{C10dUnreachable, matchC10d, buildC10d},
 		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
+		{NCCLNet, matchNCCLNet, buildNCCLNet},
 		{NCCLSystem, matchNCCLSystem, buildNCCLSystem},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
 		{RayDriverNoGPU, matchDriverNoGPU, buildDriverNoGPU},

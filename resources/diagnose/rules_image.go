@@ -238,3 +238,118 @@ func buildArch(s *scan, hits []int) (Diagnosis, bool) {
 		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.imageRef() + " vllm --version` shows what the image has.",
 	}, true
 }
+
+// ---- the host's NVIDIA driver is older than the image's CUDA -------------------
+
+// DriverTooOld: the host's NVIDIA driver does not support the CUDA version
+// of the image (the catalogue's class): the container runtime refuses the
+// container, or CUDA fails in it (error 804, 803, 35).
+const DriverTooOld Cause = "driver-too-old"
+
+var (
+	// torch/cuda/__init__.py (_check_driver): "The NVIDIA driver on your
+	// system is too old (found version 11040)" — the driver's CUDA version
+	// as 1000*major + 10*minor.
+	torchDriverOldRE = regexp.MustCompile(`The NVIDIA driver on your system is too old \(found version (\d+)\)`)
+	// libnvidia-container's requirement ("unsatisfied condition: cuda>=12.8"
+	// and the --require=cuda>=9.2 of the hook's command line), the CUDA
+	// images' banner ("CUDA Version 12.1.1").
+	cudaRequireRE = regexp.MustCompile(`(?:unsatisfied condition: |--require=)cuda ?>= ?(\d+\.\d+)|^CUDA Version (\d+\.\d+)`)
+	// nvidia-smi's header pasted into a log: "Driver Version: 525.147.05   CUDA Version: 12.0".
+	smiDriverRE = regexp.MustCompile(`Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (\d+\.\d+)`)
+	cudaErrNoRE = regexp.MustCompile(`(?:Error|error|CUDA failure) (80[34]|35)\b`)
+)
+
+// cudaMinDriver is the Linux driver each CUDA release needs natively (NVIDIA
+// CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver
+// Versions", the GA column).
+var cudaMinDriver = map[string]string{
+	"13.0": "580.65.06", "12.9": "575.51.03", "12.8": "570.26", "12.6": "560.28.03", "12.5": "555.42.02", "12.4": "550.54.14",
+	"12.3": "545.23.06", "12.2": "535.54.03", "12.1": "530.30.02", "12.0": "525.60.13", "11.8": "520.61.05", "11.7": "515.43.04",
+	"11.6": "510.39.01", "11.5": "495.29.05", "11.4": "470.42.01", "11.3": "465.19.01", "11.2": "460.27.03", "11.1": "455.23",
+	"11.0": "450.36.06", "10.2": "440.33", "10.1": "418.39", "10.0": "410.48", "9.2": "396.26", "9.1": "390.46", "9.0": "384.81", "8.0": "375.26",
+}
+
+func matchDriver(b string) bool {
+	if torchDriverOldRE.MatchString(b) {
+		return true
+	}
+	if !containsAny(b, "unsatisfied condition", "forward compatibility", "driver combination", "driver version is insufficient") {
+		return false
+	}
+	e, _, ok := signatureOf(b)
+	return ok && Cause(e.Class) == DriverTooOld
+}
+
+func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
+	var live []int
+	for _, j := range hits {
+		if !s.healthyAfter(j) {
+			live = append(live, j)
+		}
+	}
+	if len(live) == 0 {
+		return Diagnosis{}, false
+	}
+	i := live[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	ev := []Evidence{s.evidence(i)}
+	// What the logs say of the two versions.
+	need, drv, drvCUDA := "", "", ""
+	if m := torchDriverOldRE.FindStringSubmatch(b); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			drvCUDA = strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/10)
+		}
+	}
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		t := s.lines[j].text
+		if m := cudaRequireRE.FindStringSubmatch(s.lines[j].body); m != nil && need == "" {
+			need = m[1] + m[2]
+		}
+		if m := smiDriverRE.FindStringSubmatch(t); m != nil && drv == "" {
+			drv, drvCUDA = m[1], m[2]
+			ev = append(ev, s.evidence(j))
+		}
+	}
+	d := Diagnosis{Evidence: ev}
+	d.Title = "the NVIDIA driver" + onHost(host) + " is too old for the image's CUDA" + ifNotEmpty(" "+need, need)
+	if drv != "" || drvCUDA != "" {
+		d.Title += " (the driver" + ifNotEmpty(" "+drv, drv) + " supports CUDA " + orDefault(drvCUDA, "?") + ")"
+	}
+	var why string
+	errNo := ""
+	if m := cudaErrNoRE.FindStringSubmatch(b); m != nil {
+		errNo = m[1]
+	}
+	switch {
+	case strings.Contains(b, "unsatisfied condition"):
+		why = "The NVIDIA container runtime compares the image's requirement (NVIDIA_REQUIRE_CUDA" + ifNotEmpty(": cuda>="+need, need) + ") with the CUDA version the host's driver supports, and refused to start the container: nothing in it ran."
+	case strings.Contains(b, "forward compatibility") || errNo == "804":
+		why = "CUDA error 804: the image's CUDA is newer than the host's driver supports. The image carries CUDA's forward-compatibility libraries, which work only on data-center GPUs; on this GPU the CUDA runtime refuses, and torch finds no device."
+	case strings.Contains(b, "driver combination") || errNo == "803":
+		why = "CUDA error 803: the CUDA user-space driver the process loaded (a forward-compatibility libcuda of the image) does not match the host's kernel driver."
+	case torchDriverOldRE.MatchString(b):
+		why = "torch was built for a newer CUDA than the host's driver supports" + ifNotEmpty(" (the driver reports CUDA "+drvCUDA+")", drvCUDA) + "."
+	default:
+		why = "The CUDA runtime in the image is newer than the host's driver supports (CUDA error 35)."
+	}
+	if need != "" {
+		if min := cudaMinDriver[need]; min != "" {
+			why += "\nCUDA " + need + " needs driver " + min + " or newer (NVIDIA's CUDA release notes)."
+		}
+	}
+	d.Explanation = why
+	on := orDefault(host, "every node")
+	fix := "On " + on + ": `nvidia-smi` shows the driver and the newest CUDA it supports. Install a driver"
+	if min := cudaMinDriver[need]; min != "" {
+		fix += " ≥ " + min + " (for CUDA " + need + ")"
+	} else {
+		fix += " that supports the image's CUDA"
+	}
+	fix += ", or use an image built for a CUDA the driver supports" + ifNotEmpty(" (≤ "+drvCUDA+")", drvCUDA) + " in image on " + s.ctx.cluster() + " — the same on every node. " +
+		"NVIDIA_DISABLE_REQUIRES=true only skips the container runtime's check; CUDA then fails in the container (error 804) on a GPU without forward compatibility."
+	d.Fix = fix
+	return d, true
+}

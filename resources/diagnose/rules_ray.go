@@ -370,3 +370,139 @@ func buildDriverNoGPU(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	return d, true
 }
+
+// ---- a Ray port other than the GCS port is unreachable -------------------------
+
+// RayPortUnreachable: a Ray process could not connect to one of Ray's ports
+// on another node other than the GCS port (a raylet's node manager or
+// object manager, a worker, a Redis shard of Ray < 2): the node joined
+// through the GCS port, and a firewall drops the rest.
+const RayPortUnreachable Cause = "ray-port-unreachable"
+
+var (
+	// gRPC's connect failure as Ray's processes log a failed RPC to another
+	// one (grpc src/core/lib/iomgr/tcp_client_posix.cc, the catalogue's
+	// ray-port-unreachable template; other gRPC releases print another
+	// status word, older ones no address): "failed to connect to all
+	// addresses; last error: UNKNOWN: ipv4:10.0.0.2:8076: Failed to connect
+	// to remote host: Connection refused".
+	rayGRPCConnRE = regexp.MustCompile(`failed to connect to all addresses(?:; last error: [A-Z_]+: (?:ipv4|ipv6):(\[[^\]]+\]|[0-9.]+):(\d+): (?:Failed to connect to remote host: )?([^;]*))?`)
+	// Ray < 2's raylet connecting to a Redis shard on the head
+	// (src/ray/gcs/redis_context.cc, RAY_LOG(FATAL)): "Could not establish
+	// connection to redis 10.0.0.1:12662 (context.err = 1)".
+	rayRedisConnRE = regexp.MustCompile(`Could not establish connection to [Rr]edis (\[[^\]]+\]|[^\s:]+):(\d+)`)
+	// Lines about the process's own node's raylet: not a connection
+	// between nodes (core_worker_process.cc "Failed to get the system
+	// config from raylet because it is dead").
+	rayLocalRayletRE = regexp.MustCompile(`from [Rr]aylet because it is dead|system config from [Rr]aylet|[Rr]aylet (?:is terminated|has died|died)|Local [Rr]aylet died`)
+)
+
+func matchRayPort(b string) bool {
+	return containsAny(b, "failed to connect to all addresses", "Could not establish connection to redis", "Could not establish connection to Redis") &&
+		!rayLocalRayletRE.MatchString(b) && !strings.Contains(b, "GCS")
+}
+
+// redisShard is rayPortTarget's reason for Ray < 2's Redis connection.
+const redisShard = "a Redis shard of the head (Ray < 2)"
+
+// rayPortTarget parses the address, port and reason a matching line names.
+func rayPortTarget(b string) (ip, port, reason string) {
+	if m := rayRedisConnRE.FindStringSubmatch(b); m != nil {
+		return strings.Trim(m[1], "[]"), m[2], redisShard
+	}
+	if m := rayGRPCConnRE.FindStringSubmatch(b); m != nil {
+		return strings.Trim(m[1], "[]"), m[2], strings.TrimSpace(m[3])
+	}
+	return "", "", ""
+}
+
+func buildRayPort(s *scan, hits []int) (Diagnosis, bool) {
+	gcsPort := strconv.Itoa(s.ctx.rayPort())
+	gcsName := "the GCS port " + gcsPort
+	if s.ctx.RayPort == 0 {
+		gcsName = "the GCS port (" + gcsPort + " unless ray start --port says otherwise)"
+	}
+	i, ip, port, reason := -1, "", "", ""
+	gcsHit := -1
+	for _, j := range hits {
+		a, p, r := rayPortTarget(s.lines[j].body)
+		if p == gcsPort {
+			if gcsHit < 0 {
+				gcsHit = j
+			}
+			continue
+		}
+		if i < 0 || ip == "" && a != "" {
+			i, ip, port, reason = j, a, p, r
+		}
+		if ip != "" {
+			break
+		}
+	}
+	if i < 0 && gcsHit >= 0 {
+		return s.rayGCSRPC(gcsHit), true
+	}
+	if i < 0 {
+		return Diagnosis{}, false
+	}
+	host := s.nodeOf(i)
+	c := s.ctx
+	target := "another node's Ray process"
+	if ip != "" {
+		target = ip + ":" + port
+		if o := c.ownerOf(ip); o.node != "" {
+			target += " (" + o.describe() + ")"
+		}
+	}
+	ev := []Evidence{s.evidence(i)}
+	d := Diagnosis{Evidence: ev}
+	if ip != "" {
+		d.Title = "Ray" + onHost(host) + " cannot connect to port " + port + " on " + ip + ", a port of Ray's other than " + gcsName
+	} else {
+		d.Title = "Ray" + onHost(host) + " cannot connect to " + target + " (gRPC: failed to connect to all addresses)"
+	}
+	why := "A node joins the cluster through " + gcsName + " of the head; after that Ray's processes connect to each other directly, on ports that are random unless `ray start` pins them: " +
+		"each node's raylet (--node-manager-port), its object manager (--object-manager-port), the workers (--min-worker-port..--max-worker-port, 10002-19999 by default)" +
+		", and in Ray < 2 the head's Redis shards (--redis-shard-ports). A firewall that lets only the GCS port through admits the node and then drops these connections."
+	switch r := strings.ToLower(reason); {
+	case strings.Contains(r, "redis shard"):
+		why += "\nPort " + port + " on " + ip + " is " + reason + ", not the GCS port the node joined through."
+	case strings.Contains(r, "refused"):
+		why += "\nThe connection to " + target + " was refused: nothing listened there — the process on that node exited (its raylet log says why) or the port is closed by a REJECT rule."
+	case strings.Contains(r, "timed out"), strings.Contains(r, "no route"), strings.Contains(r, "unreachable"):
+		why += "\nThe connection to " + target + " " + reason + ": the packets were dropped on the way — a firewall on " + orDefault(c.ownerOf(ip).node, ip) + " or between the nodes, or an address not routable from" + orDefault(onHost(host), " this node") + "."
+	case ip == "":
+		why += "\nThe log does not name the address; gRPC's \"failed to connect to all addresses\" is Ray's process failing to open a TCP connection to another node's Ray process."
+	}
+	d.Explanation = why
+	from := "the other nodes"
+	if c.FabricCIDR.IsValid() {
+		from = c.FabricCIDR.String()
+	}
+	fix := ""
+	if ip != "" {
+		fix = "Open TCP port " + port + " on " + orDefault(c.ownerOf(ip).node, ip) + " to " + from + " (e.g. `sudo ufw allow from " + orDefault(strings.TrimPrefix(from, "the other nodes"), "<other node's IP>") + " to any port " + port + " proto tcp`, or firewall-cmd --add-port=" + port + "/tcp). "
+	}
+	fix += "Ray's other ports change on every start, so open them all between the nodes: pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 (Ray < 2 also --redis-shard-ports=6382) — " +
+		"and allow those ports (with the GCS port " + gcsPort + ", the dashboard agent's and the metrics port) from " + from + " in each node's firewall, or allow all TCP between the nodes' addresses on the network they share."
+	d.Fix = fix
+	return d, true
+}
+
+// rayGCSRPC is a gRPC connect failure to the GCS port: the GCS is
+// unreachable, said in gRPC's words rather than Ray's.
+func (s *scan) rayGCSRPC(i int) Diagnosis {
+	ip, port, reason := rayPortTarget(s.lines[i].body)
+	if reason == redisShard {
+		reason = "" // the GCS's Redis of Ray < 2
+	}
+	host := s.nodeOf(i)
+	return Diagnosis{
+		Cause:    GCSUnreachable,
+		Title:    "Ray" + onHost(host) + " cannot reach the GCS at " + ip + ":" + port + ifNotEmpty(" ("+reason+")", reason),
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "Port " + port + " is the GCS port: every Ray process of a node talks to the head's GCS there, and the connection failed" + ifNotEmpty(" ("+reason+")", reason) +
+			": the head's GCS is not running (read the head's Ray log), the address is not the head's on a network this node reaches, or a firewall drops the port.",
+		Fix: "Check the head first: is its Ray running and listening on " + ip + ":" + port + " (`ss -ltn` on the head)? Start the nodes with the head's address on the network they share (ray start --address=<head IP>:" + port + " --node-ip-address=<this node's IP>), and allow TCP to port " + port + " (and Ray's other ports) between the nodes.",
+	}
+}
