@@ -23,53 +23,58 @@
 //  2. DriverTooOld    the host's driver is older than the image's CUDA
 //     (the container runtime's requirement, CUDA errors 804/803/35,
 //     torch's driver check): nothing ran on the GPU
-//  3. ImagePull       the image never arrived: nothing ran
-//  4. RayMissing      the container ran but has no ray: no cluster
-//  5. VLLMArgs        vLLM's argument parser refused the command line
+//  3. CUDAArchUnsupported the image's kernels were not built for the GPU's
+//     architecture (GB10 is sm_121): "no kernel image", a kernel's device
+//     assert, torch's capability check, a JIT's missing arch-named source
+//  4. ImagePull       the image never arrived: nothing ran
+//  5. RayMissing      the container ran but has no ray: no cluster
+//  6. VLLMArgs        vLLM's argument parser refused the command line
 //     (naming options later vLLM releases removed)
-//  6. AddrInUse       a port rayform starts something on is taken
-//  7. HFAccess        the Hub refused the model repository: nothing loads
-//  8. ModelTypeUnknown the image's transformers does not know model_type
-//  9. ArchUnsupported the image's vLLM does not know the model's architecture
-//  10. TPHeads         tensor_parallel_size does not divide the heads
-//  11. RayLocal       vLLM started its own Ray, which lacks the GPUs
-//  12. GCSUnreachable a worker never joined: placement groups cannot fill
-//  13. RayPortUnreachable a Ray process cannot reach one of Ray's ports
+//  7. AddrInUse       a port rayform starts something on is taken
+//  8. HFAccess        the Hub refused the model repository: nothing loads
+//  9. ModelTypeUnknown the image's transformers does not know model_type
+//  10. ArchUnsupported the image's vLLM does not know the model's architecture
+//  11. TPHeads         tensor_parallel_size does not divide the heads
+//  12. RayLocal       vLLM started its own Ray, which lacks the GPUs
+//  13. GCSUnreachable a worker never joined: placement groups cannot fill
+//  14. RayPortUnreachable a Ray process cannot reach one of Ray's ports
 //     other than the GCS port (a raylet, an object manager, a worker, a
-//     Redis shard): the node joined, a firewall drops the rest
-//  14. NCCLInterface  a named interface does not exist: a certain config error
-//  15. GlooInterface  (same, for Gloo)
-//  16. GlooMesh       Gloo ranks cannot reach each other (loopback address)
-//  17. C10dUnreachable workers cannot reach the TCPStore master (retries
+//     Redis shard; the GCS marking a node dead for missed health checks
+//     with no memory kill in the logs): the node joined, a firewall drops
+//     the rest
+//  15. NCCLInterface  a named interface does not exist: a certain config error
+//  16. GlooInterface  (same, for Gloo)
+//  17. GlooMesh       Gloo ranks cannot reach each other (loopback address)
+//  18. C10dUnreachable workers cannot reach the TCPStore master (retries
 //     exhausted, or no route: one refused try=0 is routine, the master is
 //     not listening yet)
-//  18. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
+//  19. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
 //     0 died (a consequence: a cause that kills a process wins over it)
-//  19. NCCLNet        NCCL's own WARN or "Last error:" line of a transport
+//  20. NCCLNet        NCCL's own WARN or "Last error:" line of a transport
 //     (shared memory, InfiniBand/RoCE, sockets), of any NCCL release: the
 //     rule names the class (nccl-shm, nccl-ib, nccl-socket) with the host,
 //     the peer, the interface or GID it used
-//  20. NCCLSystem     NCCL's "unhandled system error" with no line of its own
-//  21. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  22. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
-//  23. PlacementGroup the placement group never filled
-//  24. FreeMemory     vLLM's startup check: less free than requested
-//  25. RayOOM         Ray's memory monitor killed a worker
-//  26. CUDAOOM        torch ran out of device memory
-//  27. Signature      a message of the signature catalogue generated from
+//  21. NCCLSystem     NCCL's "unhandled system error" with no line of its own
+//  22. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  23. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
+//  24. PlacementGroup the placement group never filled
+//  25. FreeMemory     vLLM's startup check: less free than requested
+//  26. RayOOM         Ray's memory monitor killed a worker
+//  27. CUDAOOM        torch ran out of device memory
+//  28. Signature      a message of the signature catalogue generated from
 //     the real sources (catalogue.json): its class names the cause
-//     27b. ServeKilled    the serve process was stopped from outside
-//  28. FatalError     no rule knows it: the error that ended the process
+//     28b. ServeKilled    the serve process was stopped from outside
+//  29. FatalError     no rule knows it: the error that ended the process
 //     (an exception, a FATAL line, the container runtime's refusal, an
 //     NCCL WARN), quoted with its host, component and the fix it gives;
 //     wrapper errors (vLLM's engine core failure, a dead actor, a broken
 //     pipe) rank under it (fatal.go)
-//  29. EngineCore     vLLM's wrapper error with nothing found above it
-//  30. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  31. Healthy        nothing failed: a process reached ready (vLLM's
+//  30. EngineCore     vLLM's wrapper error with nothing found above it
+//  31. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  32. Healthy        nothing failed: a process reached ready (vLLM's
 //     "Application startup complete", Ray's node started) and no error
 //     ended a process after it
-//  32. Unknown        nothing recognised: the last meaningful lines
+//  33. Unknown        nothing recognised: the last meaningful lines
 //
 // Silence on health: a rule's lines that all come before their log shows a
 // process reaching ready were passed over (no failure), and so is an error

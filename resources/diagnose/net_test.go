@@ -138,3 +138,36 @@ func TestDriverTooOld(t *testing.T) {
 			cause: DriverTooOld, in: []string{"supports CUDA 11.4"}},
 	})
 }
+
+// TestCUDAArchUnsupported: the sources' statements that a kernel was not
+// built for the GPU (a kernel's device assert, torch's capability check, a
+// JIT's missing arch-named source, the CUDA runtime's "no kernel image")
+// name the class with the architectures; a missing file that is no kernel
+// source of an architecture is not this cause.
+func TestCUDAArchUnsupported(t *testing.T) {
+	runNetCases(t, []netCase{
+		{name: "device assert", lines: []string{"This kernel only supports sm100.", "cudaErrorLaunchFailure: unspecified launch failure"},
+			cause: CUDAArchUnsupported, in: []string{"the kernel supports only sm_100"}},
+		{name: "torch capability", lines: []string{"UserWarning: NVIDIA GB10 with CUDA capability sm_121 is not compatible with the current PyTorch installation.",
+			"RuntimeError: CUDA error: no kernel image is available for execution on the device"},
+			cause: CUDAArchUnsupported, in: []string{"sm_121 (NVIDIA GB10, DGX Spark)", "TORCH_CUDA_ARCH_LIST"}},
+		{name: "JIT source missing, wrapped", lines: []string{"RuntimeError: Assertion error (include_parser.hpp:69):", "Failed to open: /opt/venv/deep_gemm/", "include/deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh"},
+			cause: CUDAArchUnsupported, in: []string{"not built for sm_90"}},
+		{name: "another missing file", lines: []string{"RuntimeError: Failed to open: /models/config.json"}, cause: FatalError},
+	})
+}
+
+// TestRayNodeDead: the GCS marking a node dead for missed health checks,
+// with no memory kill in the logs, is the head failing to reach the node's
+// Ray ports; with Ray's memory monitor in the logs it is not this cause.
+func TestRayNodeDead(t *testing.T) {
+	dead := "(raylet) The node with node id: 0f21 and address: 10.9.0.3 and node name: 10.9.0.3 has been marked dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, preempted node, etc.) "
+	runNetCases(t, []netCase{
+		{name: "after joining", ctx: Context{NodeAddrs: map[string]string{"spark2": "10.9.0.3"}}, lines: []string{dead},
+			cause: RayPortUnreachable, in: []string{"raylet of node spark2", "On spark2: allow TCP"}},
+		{name: "raylet told", lines: []string{"[2026-12-01 10:00:00,000 C 89 89] (raylet) node_manager.cc:1: [Timeout] Exiting because this node manager has mistakenly been marked as dead by the GCS: GCS failed to check the health of this node for 5 times."},
+			cause: RayPortUnreachable},
+		{name: "memory kill", lines: []string{"(raylet) [2026-12-01 10:00:00,000 E 9 9] (raylet) node_manager.cc:3084: 4 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: 1, IP: 10.9.0.3) over the last time period.", dead},
+			cause: RayOOM},
+	})
+}

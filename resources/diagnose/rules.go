@@ -25,6 +25,7 @@ func rules() []rule {
 	return []rule{
 		{GPURuntime, matchGPURuntime, buildGPURuntime},
 		{DriverTooOld, matchDriver, buildDriver},
+		{CUDAArchUnsupported, matchArchKernel, buildArchKernel},
 		{ImagePull, matchImagePull, buildImagePull},
 		{RayMissing, matchRayMissing, buildRayMissing},
 		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},

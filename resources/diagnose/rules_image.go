@@ -353,3 +353,119 @@ func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
 	d.Fix = fix
 	return d, true
 }
+
+// ---- the image's kernels were not built for this GPU -------------------------------
+
+// CUDAArchUnsupported: the image's CUDA kernels were not built for the
+// GPU's architecture (the catalogue's class): the CUDA runtime finds no
+// kernel image, a kernel asserts the architectures it supports, a JIT
+// finds no source for the GPU's architecture. GB10 (DGX Spark) is sm_121,
+// which many builds for sm_120 or sm_100 lack.
+const CUDAArchUnsupported Cause = "cuda-arch-unsupported"
+
+var (
+	// The messages of the sources that state it: CUTLASS/DeepGEMM/FlashMLA
+	// device asserts ("This kernel only supports sm90", "... SM100-family
+	// GPUs", "... sm_100f"); torch/cuda/__init__.py ("NVIDIA GB10 with CUDA
+	// capability sm_121 is not compatible with the current PyTorch
+	// installation."); ptxas, as Triton runs it ("Value 'sm_121a' is not
+	// defined for option 'gpu-name'"); flashinfer ("No supported CUDA
+	// architectures found for major versions [12]"); a JIT's kernel source
+	// named for the architecture that is missing ("Failed to open:
+	// .../sm121_fp8_mqa_logits.cuh").
+	archOnlyRE    = regexp.MustCompile(`This kernel only supports (?:sm_?|SM)(\d+\w*)`)
+	archTorchRE   = regexp.MustCompile(`with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation`)
+	archPtxasRE   = regexp.MustCompile(`Value 'sm_(\d+)\w*' is not defined for option 'gpu-name'`)
+	archFlashRE   = regexp.MustCompile(`No supported CUDA architectures found for major versions`)
+	archMissingRE = regexp.MustCompile(`Failed to open: (\S*)`)
+	archFileRE    = regexp.MustCompile(`\bsm_?(\d{2,3})[a-z]?_\w*\.(?:cuh|cu|h|cubin)\b`)
+)
+
+func matchArchKernel(b string) bool {
+	switch {
+	case archOnlyRE.MatchString(b), archTorchRE.MatchString(b), archPtxasRE.MatchString(b), archFlashRE.MatchString(b):
+		return true
+	case strings.Contains(b, "no kernel image is available"):
+		return true
+	case strings.Contains(b, "Failed to open: "):
+		return true // an arch-named kernel source, buildArchKernel checks
+	}
+	return false
+}
+
+// archFileMissing returns the architecture of a kernel source a JIT failed
+// to open at line i (the path may wrap onto the next line), or "".
+func (s *scan) archFileMissing(i int) string {
+	t := s.window(i, 1)
+	if !archMissingRE.MatchString(t) {
+		return ""
+	}
+	if m := archFileRE.FindStringSubmatch(strings.ReplaceAll(t, " ", "")); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func buildArchKernel(s *scan, hits []int) (Diagnosis, bool) {
+	var live []int
+	for _, j := range hits {
+		if strings.Contains(s.lines[j].body, "Failed to open: ") && s.archFileMissing(j) == "" {
+			continue // a file that is no kernel of an architecture
+		}
+		if !s.healthyAfter(j) {
+			live = append(live, j)
+		}
+	}
+	if len(live) == 0 {
+		return Diagnosis{}, false
+	}
+	i := live[0]
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	kernelArch, gpuArch := "", s.archFileMissing(i)
+	if m := archOnlyRE.FindStringSubmatch(b); m != nil {
+		kernelArch = "sm_" + m[1]
+	}
+	if m := archTorchRE.FindStringSubmatch(b); m != nil {
+		gpuArch = m[1]
+	}
+	if m := archPtxasRE.FindStringSubmatch(b); m != nil {
+		gpuArch = m[1]
+	}
+	// The GPU's architecture named elsewhere in the log: a kernel file of
+	// it that was not found, torch's capability line.
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi && gpuArch == ""; j++ {
+		gpuArch = s.archFileMissing(j)
+		if m := archTorchRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			gpuArch = m[1]
+		}
+	}
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	if strings.Contains(b, "Failed to open: ") && !archFileRE.MatchString(b) && i+1 < hi {
+		d.Evidence = append(d.Evidence, s.evidence(i+1)) // the path wrapped
+	}
+	gpu := "this GPU"
+	if gpuArch != "" {
+		gpu = "sm_" + gpuArch
+		if gpuArch == "121" {
+			gpu += " (NVIDIA GB10, DGX Spark)"
+		}
+	}
+	d.Title = "the image's CUDA kernels were not built for " + gpu + onHost(host)
+	if kernelArch != "" {
+		d.Title += ": the kernel supports only " + kernelArch
+	}
+	why := "The kernel that ran was compiled for other GPU architectures than this GPU's"
+	if kernelArch != "" {
+		why += " (it asserts " + kernelArch + ")"
+	}
+	why += ". Each CUDA kernel in torch, vLLM, FlashInfer, DeepGEMM or Triton is built for a list of architectures; a GPU outside the list gets \"no kernel image\", a device assert, or a JIT that finds no source for it."
+	if gpuArch == "121" {
+		why += " GB10 is sm_121: builds made for sm_120 (desktop Blackwell) or sm_100 (B200) do not run on it unless they were compiled for sm_121 (CUDA 12.9 or newer)."
+	}
+	d.Explanation = why
+	d.Fix = "Use an image whose vLLM, torch and kernels were built for " + gpu + " in image on " + s.ctx.cluster() + " (for GB10: an image built for DGX Spark, CUDA 13 with TORCH_CUDA_ARCH_LIST including 12.1), the same on every node; " +
+		"or avoid the kernel: another quantization or attention backend whose kernels the image has for this GPU. `docker run --rm --gpus all <image> python3 -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'` shows both lists."
+	return d, true
+}

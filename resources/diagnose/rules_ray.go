@@ -397,9 +397,53 @@ var (
 	rayLocalRayletRE = regexp.MustCompile(`from [Rr]aylet because it is dead|system config from [Rr]aylet|[Rr]aylet (?:is terminated|has died|died)|Local [Rr]aylet died`)
 )
 
+// rayNodeDeadRE is the GCS giving up on a raylet it health-checks on the
+// raylet's node manager port (gcs_node_manager.cc: "The node with node id:
+// %s and address: %s and node name: %s has been marked dead because the
+// detector has missed too many heartbeats from it", the raylet's own
+// "mistakenly been marked as dead by the GCS: GCS failed to check the health
+// of this node").
+var rayNodeDeadRE = regexp.MustCompile(`node with node id:? \w+(?: and address: (\S+))?.* has been marked dead because the (?:detector|monitor) has missed too many heartbeats|mistakenly been marked as dead by the GCS`)
+
 func matchRayPort(b string) bool {
+	if strings.Contains(b, "marked dead") || strings.Contains(b, "marked as dead") {
+		return rayNodeDeadRE.MatchString(b)
+	}
 	return containsAny(b, "failed to connect to all addresses", "Could not establish connection to redis", "Could not establish connection to Redis") &&
 		!rayLocalRayletRE.MatchString(b) && !strings.Contains(b, "GCS")
+}
+
+// rayMemoryKillRE are the lines of a node that died of memory, not of the
+// network: Ray's memory monitor, the kernel's OOM killer.
+var rayMemoryKillRE = regexp.MustCompile(`killed due to memory pressure|running low on memory|NODE_OUT_OF_MEMORY|OOM[- ]?[Kk]ill|Out of memory: Killed process`)
+
+// rayNodeDead explains a node the GCS marked dead: with no sign of memory
+// or a crash in the logs, the GCS could not reach the raylet's ports.
+func (s *scan) rayNodeDead(i int) (Diagnosis, bool) {
+	for j := range s.lines {
+		if rayMemoryKillRE.MatchString(s.lines[j].text) {
+			return Diagnosis{}, false // the memory rules say why it died
+		}
+	}
+	addr := ""
+	if m := rayNodeDeadRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		addr = m[1]
+	}
+	c := s.ctx
+	node := orDefault(c.ownerOf(addr).node, addr)
+	from := "the head"
+	if c.FabricCIDR.IsValid() {
+		from = c.FabricCIDR.String()
+	}
+	return Diagnosis{
+		Title:    "the head's GCS lost the raylet of node " + orDefault(node, "<the worker>") + ": its health checks of that node's Ray port got no answer",
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "The GCS health-checks every raylet by connecting to the raylet's node manager port on its node, and marks the node dead when the checks fail several times in a row. " +
+			"A node marked dead shortly after it joined was never reachable from the head on that port: the node registered through the GCS port, but its firewall drops the head's connections to its other Ray ports (random unless ray start pins them). " +
+			"The logs show no memory kill; later in a run the same line also follows a raylet that crashed or was overloaded (its raylet.out says).",
+		Fix: "On " + orDefault(node, "the worker node") + ": allow TCP from " + from + " to Ray's ports (e.g. `sudo ufw allow from <head IP>`), or pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 — and open those between the nodes; then restart Ray on that node. " +
+			"If the node had run for a while, read its raylet.out for a crash first.",
+	}, true
 }
 
 // redisShard is rayPortTarget's reason for Ray < 2's Redis connection.
@@ -423,8 +467,14 @@ func buildRayPort(s *scan, hits []int) (Diagnosis, bool) {
 		gcsName = "the GCS port (" + gcsPort + " unless ray start --port says otherwise)"
 	}
 	i, ip, port, reason := -1, "", "", ""
-	gcsHit := -1
+	gcsHit, dead := -1, -1
 	for _, j := range hits {
+		if rayNodeDeadRE.MatchString(s.lines[j].body) {
+			if dead < 0 {
+				dead = j
+			}
+			continue
+		}
 		a, p, r := rayPortTarget(s.lines[j].body)
 		if p == gcsPort {
 			if gcsHit < 0 {
@@ -441,6 +491,9 @@ func buildRayPort(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	if i < 0 && gcsHit >= 0 {
 		return s.rayGCSRPC(gcsHit), true
+	}
+	if i < 0 && dead >= 0 {
+		return s.rayNodeDead(dead)
 	}
 	if i < 0 {
 		return Diagnosis{}, false
