@@ -329,7 +329,7 @@ func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
 	case strings.Contains(b, "forward compatibility") || errNo == "804":
 		why = "CUDA error 804: the image's CUDA is newer than the host's driver supports. The image carries CUDA's forward-compatibility libraries, which work only on data-center GPUs; on this GPU the CUDA runtime refuses, and torch finds no device."
 	case strings.Contains(b, "driver combination") || errNo == "803":
-		why = "CUDA error 803: the CUDA user-space driver the process loaded (a forward-compatibility libcuda of the image) does not match the host's kernel driver."
+		why = "CUDA error 803: the CUDA user-space driver (libcuda) the process loaded does not match the host's kernel driver module: a driver upgraded without a reboot (the old module still loaded), or a forward-compatibility libcuda of the image that this GPU or driver does not accept."
 	case torchDriverOldRE.MatchString(b):
 		why = "torch was built for a newer CUDA than the host's driver supports" + ifNotEmpty(" (the driver reports CUDA "+drvCUDA+")", drvCUDA) + "."
 	default:
@@ -348,7 +348,11 @@ func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
 	} else {
 		fix += " that supports the image's CUDA"
 	}
-	fix += ", or use an image built for a CUDA the driver supports" + ifNotEmpty(" (≤ "+drvCUDA+")", drvCUDA) + " in image on " + s.ctx.cluster() + " — the same on every node. " +
+	fix += ", or use an image built for a CUDA the driver supports" + ifNotEmpty(" (≤ "+drvCUDA+")", drvCUDA) + " in image on " + s.ctx.cluster() + " — the same on every node. "
+	if strings.Contains(b, "driver combination") || errNo == "803" {
+		fix += "After a driver upgrade, reboot (or reload the nvidia kernel modules) so the kernel driver matches its libraries. "
+	}
+	fix += "" +
 		"NVIDIA_DISABLE_REQUIRES=true only skips the container runtime's check; CUDA then fails in the container (error 804) on a GPU without forward compatibility."
 	d.Fix = fix
 	return d, true
