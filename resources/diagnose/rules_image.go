@@ -281,17 +281,22 @@ func matchDriver(b string) bool {
 	return ok && Cause(e.Class) == DriverTooOld
 }
 
-func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
-	var live []int
+// firstFailing returns the first of hits that keep (nil: all) accepts and
+// whose process did not go on past it (healthyAfter).
+func (s *scan) firstFailing(hits []int, keep func(int) bool) (int, bool) {
 	for _, j := range hits {
-		if !s.healthyAfter(j) {
-			live = append(live, j)
+		if (keep == nil || keep(j)) && !s.healthyAfter(j) {
+			return j, true
 		}
 	}
-	if len(live) == 0 {
+	return -1, false
+}
+
+func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
+	i, ok := s.firstFailing(hits, nil)
+	if !ok {
 		return Diagnosis{}, false
 	}
-	i := live[0]
 	b := s.lines[i].body
 	host := s.nodeOf(i)
 	ev := []Evidence{s.evidence(i)}
@@ -411,19 +416,14 @@ func (s *scan) archFileMissing(i int) string {
 }
 
 func buildArchKernel(s *scan, hits []int) (Diagnosis, bool) {
-	var live []int
-	for _, j := range hits {
-		if strings.Contains(s.lines[j].body, "Failed to open: ") && s.archFileMissing(j) == "" {
-			continue // a file that is no kernel of an architecture
-		}
-		if !s.healthyAfter(j) {
-			live = append(live, j)
-		}
-	}
-	if len(live) == 0 {
+	i, ok := s.firstFailing(hits, func(j int) bool {
+		// A file a JIT failed to open is this cause only when it is a
+		// kernel source named for an architecture.
+		return !strings.Contains(s.lines[j].body, "Failed to open: ") || s.archFileMissing(j) != ""
+	})
+	if !ok {
 		return Diagnosis{}, false
 	}
-	i := live[0]
 	b := s.lines[i].body
 	host := s.nodeOf(i)
 	kernelArch, gpuArch := "", s.archFileMissing(i)
