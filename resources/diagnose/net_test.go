@@ -113,6 +113,12 @@ func TestNCCLNet(t *testing.T) {
 			"gpu2:11:21 [0] misc/socket.cc:49 NCCL WARN socketProgress: Connection closed by remote peer gpu1<51159>",
 			p + "misc/shmutils.cc:132 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-abc (size 9637888), error: No space left on device (28)"},
 			cause: NCCLShm},
+		{name: "torch's Last error", lines: []string{
+			"torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.hpp:268, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5",
+			"ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+			"Last error:",
+			"socketStartConnect: Connect to 10.1.0.2<45763> failed : Software caused connection abort"},
+			cause: NCCLSocket, in: []string{"cannot connect to 10.1.0.2 (port 45763) (Software caused connection abort)", "firewall"}},
 		{name: "no interface (2.3)", lines: []string{p + "include/socket.h:311 WARN Socket creation failed : Address family not supported by protocol"},
 			cause: NCCLInterface, in: []string{"no usable socket interface on gpu1"}},
 		{name: "went past", lines: []string{
