@@ -41,7 +41,8 @@ func buildNCCL(s *scan, hits []int) (Diagnosis, bool) {
 	d := Diagnosis{Evidence: ev}
 	if iface == "" {
 		d.Title = "NCCL found no usable socket interface" + onHost(host)
-		d.Explanation = "NCCL's bootstrap needs an interface matching NCCL_SOCKET_IFNAME (default ^lo,docker); none matched in the container's network namespace. NCCL ≤ 2.27.7 fails silently here and later reports an address of an unknown family."
+		d.Explanation = "NCCL's bootstrap needs an interface matching NCCL_SOCKET_IFNAME (default ^lo,docker); none matched in the container's network namespace. NCCL ≤ 2.27.7 fails silently here and later reports an address of an unknown family; NCCL 2.2-2.4 says \"Socket creation failed : Address family not supported\". " +
+			"A container started without --network host sees only its own interfaces (none usable with --network none)."
 	} else {
 		d.Title = "NCCL_SOCKET_IFNAME=" + iface + " matches no interface" + onHost(host)
 		d.Explanation = "NCCL_SOCKET_IFNAME is a list of name prefixes (\"=name\" for an exact name, \"^\" to exclude); " + iface + " matches no interface in the container's network namespace, so NCCL's bootstrap has no address to listen on."
@@ -776,14 +777,14 @@ func (s *scan) ncclShm(i int) Diagnosis {
 	case attach:
 		d.Title = "NCCL" + onHost(host) + " could not attach to a peer's shared memory segment" + ifNotEmpty(" "+seg, seg)
 		d.Explanation = "Ranks on one host exchange data through segments in /dev/shm; this rank looked for the segment its peer created and did not find it: the two ranks do not share /dev/shm — they run in different containers (each has its own /dev/shm unless started with --ipc=host)."
-		d.Fix = "On " + orDefault(host, "this host") + ": start every container of the host with --ipc=host (rayform does for ray_cluster containers), so its ranks share /dev/shm; or NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + " (slower)."
+		d.Fix = "On " + orDefault(host, "this host") + ": start every container of the host with --ipc=host (rayform does for ray_cluster containers), so its ranks share /dev/shm. Or, slower, set NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + "."
 		return d
 	case strings.Contains(strings.ToLower(errText), "no space"):
 		d.Explanation = "NCCL needs " + orDefault(mib(size), "a segment") + " per peer connection in /dev/shm, and /dev/shm was full: Docker gives a container 64 MB of /dev/shm unless told otherwise, and segments of earlier runs that died stay there."
 	default:
 		d.Explanation = "NCCL could not create its segment in /dev/shm" + ifNotEmpty(" ("+errText+")", errText) + ": /dev/shm is too small, full, or not writable in this container."
 	}
-	d.Fix = "On " + orDefault(host, "this host") + ": check `df -h /dev/shm` inside the container; start it with --ipc=host or a larger --shm-size (16g or more; rayform: shm_size on " + s.ctx.cluster() + "); remove stale /dev/shm/nccl-* files of dead runs. NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + " avoids /dev/shm at some speed."
+	d.Fix = "On " + orDefault(host, "this host") + ": check `df -h /dev/shm` inside the container; start it with --ipc=host or a larger --shm-size (16g or more; rayform: shm_size on " + s.ctx.cluster() + "); remove stale /dev/shm/nccl-* files of dead runs. Or, at some speed, avoid /dev/shm: set NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + "."
 	return d
 }
 
