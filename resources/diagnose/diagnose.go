@@ -42,39 +42,42 @@
 //     Redis shard; the GCS marking a node dead for missed health checks
 //     with no memory kill in the logs): the node joined, a firewall drops
 //     the rest
-//  15. NCCLInterface  a named interface does not exist: a certain config error
-//  16. GlooInterface  (same, for Gloo)
-//  17. GlooMesh       Gloo ranks cannot reach each other (loopback address)
-//  18. C10dUnreachable workers cannot reach the TCPStore master (retries
+//  15. RayNodeIPMismatch a Ray process found no raylet under its node's IP
+//     (Ray started under another address, or the process runs off the
+//     cluster), and a process failed after it
+//  16. NCCLInterface  a named interface does not exist: a certain config error
+//  17. GlooInterface  (same, for Gloo)
+//  18. GlooMesh       Gloo ranks cannot reach each other (loopback address)
+//  19. C10dUnreachable workers cannot reach the TCPStore master (retries
 //     exhausted, or no route: one refused try=0 is routine, the master is
 //     not listening yet)
-//  19. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
+//  20. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
 //     0 died (a consequence: a cause that kills a process wins over it)
-//  20. NCCLNet        NCCL's own WARN or "Last error:" line of a transport
+//  21. NCCLNet        NCCL's own WARN or "Last error:" line of a transport
 //     (shared memory, InfiniBand/RoCE, sockets), of any NCCL release: the
 //     rule names the class (nccl-shm, nccl-ib, nccl-socket) with the host,
 //     the peer, the interface or GID it used
-//  21. NCCLSystem     NCCL's "unhandled system error" with no line of its own
-//  22. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  23. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
-//  24. PlacementGroup the placement group never filled
-//  25. FreeMemory     vLLM's startup check: less free than requested
-//  26. RayOOM         Ray's memory monitor killed a worker
-//  27. CUDAOOM        torch ran out of device memory
-//  28. Signature      a message of the signature catalogue generated from
+//  22. NCCLSystem     NCCL's "unhandled system error" with no line of its own
+//  23. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  24. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
+//  25. PlacementGroup the placement group never filled
+//  26. FreeMemory     vLLM's startup check: less free than requested
+//  27. RayOOM         Ray's memory monitor killed a worker
+//  28. CUDAOOM        torch ran out of device memory
+//  29. Signature      a message of the signature catalogue generated from
 //     the real sources (catalogue.json): its class names the cause
-//     28b. ServeKilled    the serve process was stopped from outside
-//  29. FatalError     no rule knows it: the error that ended the process
+//     29b. ServeKilled    the serve process was stopped from outside
+//  30. FatalError     no rule knows it: the error that ended the process
 //     (an exception, a FATAL line, the container runtime's refusal, an
 //     NCCL WARN), quoted with its host, component and the fix it gives;
 //     wrapper errors (vLLM's engine core failure, a dead actor, a broken
 //     pipe) rank under it (fatal.go)
-//  30. EngineCore     vLLM's wrapper error with nothing found above it
-//  31. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  32. Healthy        nothing failed: a process reached ready (vLLM's
+//  31. EngineCore     vLLM's wrapper error with nothing found above it
+//  32. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  33. Healthy        nothing failed: a process reached ready (vLLM's
 //     "Application startup complete", Ray's node started) and no error
 //     ended a process after it
-//  33. Unknown        nothing recognised: the last meaningful lines
+//  34. Unknown        nothing recognised: the last meaningful lines
 //
 // Silence on health: a rule's lines that all come before their log shows a
 // process reaching ready were passed over (no failure), and so is an error

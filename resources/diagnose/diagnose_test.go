@@ -537,7 +537,7 @@ func reversed(logs []Log) []Log {
 
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
-	want := []Cause{GPURuntime, DriverTooOld, CUDAArchUnsupported, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, RayPortUnreachable, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
+	want := []Cause{GPURuntime, DriverTooOld, CUDAArchUnsupported, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, RayPortUnreachable, RayNodeIPMismatch, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
 		NCCLPeer, NCCLNet, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, Signature, ServeKilled, FatalError, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {

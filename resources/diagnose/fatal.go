@@ -380,8 +380,12 @@ func isGlogFatal(t string) bool {
 // rayLeveled is the cheap test for Ray's C++ log line ("[2026-12-01
 // 10:00:00,000 E 811 902] ..."): a ",ddd " followed by a level letter.
 func rayLeveled(t string) bool {
-	k := strings.Index(t, ",")
-	return k > 0 && k+5 < len(t) && strings.Contains(t[:k], "[") && t[k+4] == ' ' && strings.IndexByte("EFC", t[k+5]) >= 0
+	p := strings.Index(t, "[20")
+	if p < 0 {
+		return false
+	}
+	k := strings.IndexByte(t[p:], ',') + p
+	return k > p && k+5 < len(t) && t[k+4] == ' ' && strings.IndexByte("EFC", t[k+5]) >= 0
 }
 
 func isRuntime(b string) bool {

@@ -177,3 +177,28 @@ func TestRayNodeDead(t *testing.T) {
 			cause: RayOOM},
 	})
 }
+
+// TestRayNodeIPMismatch: Ray's "no matched Raylet address" names the IP
+// when a process failed after it, and is no failure when nothing did.
+func TestRayNodeIPMismatch(t *testing.T) {
+	line := "[2026-12-01 10:00:00,000 I 5 5] global_state_accessor.cc:357: This node has an IP address of 10.9.0.7, while we can not find the matched Raylet address. This maybe come from when you connect the Ray cluster with a different IP address or connect a container."
+	runNetCases(t, []netCase{
+		{name: "then failed", ctx: Context{MgmtAddrs: map[string]string{"spark2": "10.9.0.7"}},
+			lines: []string{line, "[2026-12-01 10:00:10,000 C 5 6] core_worker.cc:251: Failed to get the system config from Raylet on time unexpectedly."},
+			cause: RayNodeIPMismatch, in: []string{"under its node's IP 10.9.0.7 (spark2's management address)", "--node-ip-address=10.9.0.7"}},
+		{name: "went on", lines: []string{line, "2026-12-01 10:00:01,000\tINFO worker.py:1 -- Connected to Ray cluster.", "INFO 12-01 10:00:09 [api_server.py:1] Application startup complete."},
+			cause: Healthy},
+	})
+}
+
+// TestRayLevelLines: Ray's C++ log lines at E or C (RAY_LOG(FATAL)),
+// also behind Ray's "(raylet, ip=…)" tag, are the fatal error a log
+// without a rule is named by; at I they are not.
+func TestRayLevelLines(t *testing.T) {
+	runNetCases(t, []netCase{
+		{name: "E behind the raylet tag", lines: []string{"(raylet, ip=10.9.0.3) [2026-12-01 10:00:00,000 E 5 6] node_manager.cc:1: Something broke: code 7"},
+			cause: FatalError, in: []string{"Something broke: code 7"}},
+		{name: "C", lines: []string{"[2026-12-01 10:00:00,000 C 5 6] core_worker.cc:251: Unexpected state 9."}, cause: FatalError},
+		{name: "I", lines: []string{"[2026-12-01 10:00:00,000 I 5 6] core_worker.cc:251: Nothing wrong, state 9."}, cause: Unknown},
+	})
+}

@@ -37,6 +37,7 @@ func rules() []rule {
 		{RayLocal, matchRayLocal, buildRayLocal},
 		{GCSUnreachable, matchGCS, buildGCS},
 		{RayPortUnreachable, matchRayPort, buildRayPort},
+		{RayNodeIPMismatch, matchNoRaylet, buildNoRaylet},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
 		{GlooMesh, matchGlooMesh, buildGlooMesh},

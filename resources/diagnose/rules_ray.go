@@ -559,3 +559,50 @@ func (s *scan) rayGCSRPC(i int) Diagnosis {
 		Fix: "Check the head first: is its Ray running and listening on " + ip + ":" + port + " (`ss -ltn` on the head)? Start the nodes with the head's address on the network they share (ray start --address=<head IP>:" + port + " --node-ip-address=<this node's IP>), and allow TCP to port " + port + " (and Ray's other ports) between the nodes.",
 	}
 }
+
+// ---- a process's node IP matches no raylet --------------------------------------
+
+// RayNodeIPMismatch: a Ray process (a driver such as vllm serve, a worker)
+// looked for the raylet of its node under the node's IP and found none:
+// the node's Ray was started under another address, or the process runs on
+// a machine (or in a container) that is no node of the cluster.
+const RayNodeIPMismatch Cause = "ray-node-ip-mismatch"
+
+// rayNoRayletRE is Ray's global_state_accessor.cc: "This node has an IP
+// address of %s, while we can not find the matched Raylet address. This
+// maybe come from when you connect the Ray cluster with a different IP
+// address or connect a container." (older releases: "can not found").
+var rayNoRayletRE = regexp.MustCompile(`This node has an IP address of (\S+?),? while we can not f(?:ind|ound) the matched Raylet address`)
+
+func matchNoRaylet(b string) bool {
+	return strings.Contains(b, "matched Raylet address") && rayNoRayletRE.MatchString(b)
+}
+
+func buildNoRaylet(s *scan, hits []int) (Diagnosis, bool) {
+	// Ray logs the line at INFO and goes on when the driver finds its
+	// raylet after all: it names the cause only when a process then failed.
+	i := hits[0]
+	if _, failed := s.fatalError(); !failed && !s.lastWords(i) {
+		return Diagnosis{}, false
+	}
+	ip := rayNoRayletRE.FindStringSubmatch(s.lines[i].body)[1]
+	host := s.nodeOf(i)
+	c := s.ctx
+	who := ip
+	if o := c.ownerOf(ip); o.node != "" {
+		who = ip + " (" + o.describe() + ")"
+	}
+	ev := []Evidence{s.evidence(i)}
+	if f, ok := s.fatalError(); ok && f.i != i {
+		ev = append(ev, s.evidence(f.i))
+	}
+	return Diagnosis{
+		Title:    "the Ray process" + onHost(host) + " found no raylet registered under its node's IP " + who,
+		Evidence: ev,
+		Explanation: "A Ray driver or worker finds the raylet of its own node by the node's IP in the GCS's node table. No node is registered under " + ip +
+			": this node's Ray was started under another of its addresses (ray start picks the default-route address unless --node-ip-address is given; a VPN, a second NIC or a container bridge gives the machine several), or the process runs where no `ray start` ran — another machine, or a container other than the node's Ray container. " +
+			"The process then cannot reach a raylet and fails (the error after this line).",
+		Fix: "Make the two addresses one: start Ray on this node with --node-ip-address=" + ip + " (or start the process with the address Ray registered: `ray list nodes` on the head shows it; vLLM takes VLLM_HOST_IP), " +
+			"and run the driver inside the node's Ray container (rayform does: docker exec into it). From a machine outside the cluster, connect with Ray Client (ray.init(\"ray://<head>:10001\")) instead of joining.",
+	}, true
+}
