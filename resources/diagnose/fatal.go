@@ -317,9 +317,16 @@ const minProgress = 3
 // error line that is not an exception) normal progress of at least
 // minProgress INFO lines with no other error in between.
 func (s *scan) healthyAfter(i int) bool {
+	return s.wentOnAfter(i, !isExc(s.lines[i].body))
+}
+
+// wentOnAfter reports whether the log of line i shows, after it, a line of
+// a process that reached ready, or (when progress counts) normal progress
+// of at least minProgress INFO lines with no other error in between.
+func (s *scan) wentOnAfter(i int, progressCounts bool) bool {
 	_, hi := s.logSpan(i)
 	progress := 0
-	logged := !isExc(s.lines[i].body)
+	logged := progressCounts
 	for j := i + 1; j < hi; j++ {
 		t := s.lines[j].text
 		if isHealth(t) {
@@ -432,7 +439,10 @@ func buildFatalRule(s *scan, _ []int) (Diagnosis, bool) {
 // with neither the last lines of the logs.
 func (s *scan) fallback() Diagnosis {
 	_, ready := s.healthy()
-	if c, ok := s.fatalError(); ok && !ready {
+	// An error that only reports one elsewhere (a broken pipe, a dead
+	// peer) is the failure's last word only when its process did not go
+	// on past it.
+	if c, ok := s.fatalError(); ok && !ready && (c.rank > rankConsequence || !s.wentOnAfter(c.i, true)) {
 		return s.buildFatal(c)
 	}
 	if s.ctx.ReadyTimeout > 0 || s.ctx.ProcessExited {
@@ -452,7 +462,8 @@ func (s *scan) fallback() Diagnosis {
 // ended a process, such a line is no failure.
 func (s *scan) wentOn() (int, bool) {
 	for i := range s.lines {
-		if !s.noise[i] && s.classifyFatal(i).rank != rankNone && s.healthyAfter(i) {
+		r := s.classifyFatal(i).rank
+		if !s.noise[i] && r != rankNone && (s.healthyAfter(i) || r == rankConsequence && s.wentOnAfter(i, true)) {
 			return i, true
 		}
 	}

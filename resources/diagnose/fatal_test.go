@@ -95,6 +95,9 @@ func TestSilenceOnHealth(t *testing.T) {
 		{"another logger's error, then progress", start, false, "no failure: the error lines were followed by normal progress"},
 		{"a c10d retry, then ready", "[W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [::ffff:10.0.0.1]:29500 (errno: 111 - Connection refused).\n" + ready, false, "no failure: the processes reached ready"},
 		{"vLLM's own server line", starting, false, "no failure: the processes reached ready"},
+		// A client that hung up mid-stream (uvicorn's traceback ends in a
+		// ConnectionResetError), and the engine goes on.
+		{"a peer's reset, then progress", "ConnectionResetError: [Errno 104] Connection reset by peer\n" + start[strings.Index(start, "INFO 04-03 10:00:05"):], false, "no failure: the error lines were followed by normal progress"},
 		{"an error after ready", start + ready + "ERROR 04-03 10:05:00 [core.py:400] EngineCore encountered a fatal error.\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.25 GiB of which 1.02 MiB is free.\n", true, "CUDA out of memory"},
 	}
 	for _, tt := range tests {
