@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -105,7 +106,7 @@ type flagTables struct {
 func loadFlagTables(t *testing.T) flagTables {
 	t.Helper()
 	ft := flagTables{vllm: map[string]map[string]bool{}, ray: map[string]map[string]bool{}}
-	for _, v := range []string{clitables.VLLMImage, clitables.VLLMNewest} {
+	for _, v := range []string{clitables.VLLMImage, clitables.VLLMLab, clitables.VLLMNewest} {
 		ft.vllm[v] = map[string]bool{}
 		for _, s := range clitables.MustVLLM(v).OptionStrings() {
 			ft.vllm[v][s] = true
@@ -143,8 +144,9 @@ func flagsOf(argv []string) []string {
 }
 
 // Every flag rayform puts on a `ray start` or `vllm serve` command line, and
-// every vLLM option it manages in extra_args, exists in the image's version
-// and in the newest one (the generated tables of resources/clitables).
+// every vLLM option it manages in extra_args, exists in every version of
+// the generated tables of resources/clitables: the image's, the lab's real
+// vLLM and the newest.
 func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 	ft := loadFlagTables(t)
 	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: "."})
@@ -284,6 +286,50 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 	for _, want := range []string{"--node-ip-address", "--enforce-eager", "--object-store-memory"} {
 		if !seen[want] {
 			t.Errorf("no diagnose text names %s: the scan of the string literals is broken", want)
+		}
+	}
+}
+
+// The lab's real-vLLM configuration (`rayform lab up -vllm real`, golden in
+// testdata/lab/rayform-vllm-real.hcl) runs a `vllm serve` command line
+// whose every option, rayform's and extra_args', the lab's vLLM 0.32.0
+// has (its table was generated from the lab image's own layers).
+func TestLabRealVLLMFlagsExistInLabVLLM(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "lab", "rayform-vllm-real.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pinned revision, as apply resolves the hub's "main": the command
+	// line then carries --revision.
+	pinned := strings.Replace(string(src), `revision = "main"`, `revision = "79f3677718146553e2c501b859f748feb9488aec"`, 1)
+	if pinned == string(src) {
+		t.Fatal(`the lab's configuration no longer has revision = "main"`)
+	}
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(pinned)}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["qwen"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := map[string]bool{}
+	for _, s := range clitables.MustVLLM(clitables.VLLMLab).OptionStrings() {
+		lab[s] = true
+	}
+	flags := flagsOf(spec.Args)
+	for _, want := range []string{"--tensor-parallel-size", "--distributed-executor-backend", "--revision", "--kv-cache-memory-bytes", "--dtype"} {
+		if !slices.Contains(flags, want) {
+			t.Errorf("the lab's vllm serve command line lacks %s: %q", want, spec.Args)
+		}
+	}
+	for _, f := range flags {
+		if !lab[f] {
+			t.Errorf("the lab runs `vllm serve %s`, which its vLLM %s does not have", f, clitables.VLLMLab)
 		}
 	}
 }
