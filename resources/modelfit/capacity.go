@@ -84,19 +84,20 @@ func (c Capacity) EstimatedMaxLen() int {
 	return int(c.Blocks-1) * c.BlockSize
 }
 
-// String says what the prediction rests on, for plan.
+// String says what the prediction rests on, for plan: "--kv-cache-memory-bytes
+// 67,108,864: 256 blocks of 128 tokens (vLLM's CPU default), 262,144 bytes
+// each; 32 blocks a 4,096-token request".
 func (c Capacity) String() string {
-	var from string
-	if c.Exact {
-		from = fmt.Sprintf("--kv-cache-memory-bytes %s", commas(c.KVBytes))
-	} else {
-		from = fmt.Sprintf("at most %.2f GiB a GPU after the weights; vLLM's memory profile takes more", float64(c.KVBytes)/gib)
+	from := fmt.Sprintf("--kv-cache-memory-bytes %s", commas(c.KVBytes))
+	if !c.Exact {
+		from = fmt.Sprintf("%.2f GiB a GPU after the weights, before vLLM's memory profile takes its share", float64(c.KVBytes)/gib)
 	}
-	bs := fmt.Sprintf("block size %d", c.BlockSize)
+	bs := fmt.Sprintf("%d tokens", c.BlockSize)
 	if c.BlockSizeAssumed {
 		bs += fmt.Sprintf(" (vLLM's %s default)", c.Device)
 	}
-	return fmt.Sprintf("%s blocks of %s bytes (%s, %s), %d a %d-token request", commas(c.Blocks), commas(c.BytesPerBlock), bs, from, c.BlocksPerRequest, c.MaxModelLen)
+	return fmt.Sprintf("%s: %s blocks of %s, %s bytes each; %s blocks a %s-token request",
+		from, commas(c.Blocks), bs, commas(c.BytesPerBlock), commas(c.BlocksPerRequest), commas(int64(c.MaxModelLen)))
 }
 
 // KVCapacity predicts the KV cache vLLM will report for c served as s: from

@@ -159,7 +159,7 @@ func TestKVCapacityParts(t *testing.T) {
 	}
 	gpu := Serve{MaxModelLen: 4096, GPUMemoryBytes: 80 << 30, GPUMemoryUtilization: 0.5, WeightBytes: 8 << 30, TP: 2}
 	capy, ok := KVCapacity(c, gpu)
-	if !ok || capy.Exact || capy.KVBytes != 36<<30 || capy.Device != "GPU" || !strings.Contains(capy.String(), "at most") {
+	if !ok || capy.Exact || capy.KVBytes != 36<<30 || capy.Device != "GPU" || !strings.Contains(capy.String(), "before vLLM's memory profile") {
 		t.Errorf("GPU upper bound: %+v %s", capy, capy)
 	}
 	if _, ok := KVCapacity(c, Serve{MaxModelLen: 4096}); ok {
