@@ -166,3 +166,21 @@ func TestKVCapacityParts(t *testing.T) {
 		t.Error("a prediction with no KV cache size known")
 	}
 }
+
+// The real vLLM refused the tiny Llama (4 attention heads) with
+// tensor_parallel_size 3 (testdata/realvllm/tp-heads.log); Check refuses it
+// first, quoting the same sentence.
+func TestTPHeadsMatchesRealVLLM(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(realVLLM, "tp-heads.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logged := regexp.MustCompile(`Total number of attention heads \(\d+\) must be divisible by tensor parallel size \(\d+\)\.`).FindString(string(raw))
+	if logged == "" {
+		t.Fatal("the log lacks vLLM's refusal")
+	}
+	fs := Check(tinyLlama(t), Serve{TP: 3, MaxModelLen: 4096})
+	if len(fs) == 0 || fs[0].Attribute != "tensor_parallel_size" || !strings.Contains(fs[0].Detail, logged) {
+		t.Errorf("findings %+v do not quote %q at tensor_parallel_size", fs, logged)
+	}
+}
