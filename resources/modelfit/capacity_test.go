@@ -77,12 +77,16 @@ func tinyLlama(t *testing.T) Config {
 // vLLM logged, digit for digit: the lab's serve (64 MiB, 4096 tokens:
 // 32,768 tokens, 8.00x) and a run whose sizes do not divide evenly
 // (50,000,000 bytes, 1000 tokens: 190 blocks of 128 tokens, 8 a request:
-// 23,750 tokens, 23.75x).
+// 23,750 tokens, 23.75x), and the lab's serve with tensor_parallel_size 2
+// (65,536 tokens, 16.00x).
 func TestKVCapacityMatchesRealVLLM(t *testing.T) {
 	c := tinyLlama(t)
 	for _, tc := range []struct{ log, want string }{
 		{"capacity-64M.log", "CPU KV cache size: 32,768 tokens, Maximum concurrency for 4,096 tokens per request: 8.00x"},
 		{"capacity-50m.log", "CPU KV cache size: 23,750 tokens, Maximum concurrency for 1,000 tokens per request: 23.75x"},
+		// tensor_parallel_size 2: each rank holds one of the 2 KV heads,
+		// so the same bytes hold twice the tokens.
+		{"capacity-tp2-64M.log", "CPU KV cache size: 65,536 tokens, Maximum concurrency for 4,096 tokens per request: 16.00x"},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
 			s, log := realRun(t, tc.log)
