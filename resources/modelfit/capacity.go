@@ -40,7 +40,8 @@ const (
 
 // Capacity is the KV cache of a serve as vLLM will log it.
 type Capacity struct {
-	// Device is what vLLM's line starts with: "CPU" or "GPU".
+	// Device is what vLLM's line starts with: "CPU" or "GPU"; "" when the
+	// platform is not known (the image was not asked yet).
 	Device string
 	// BlockSize is the tokens of one block; BlockSizeAssumed says it is the
 	// platform's default, not --block-size.
@@ -64,10 +65,12 @@ type Capacity struct {
 	Concurrency float64
 }
 
-// LogLine is vLLM's line for c, without the logger's prefix.
+// LogLine is vLLM's line for c, without the logger's prefix (and without
+// the device word when the platform is not known: the rest of the line is
+// the same on both).
 func (c Capacity) LogLine() string {
-	return fmt.Sprintf("%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
-		c.Device, commas(c.Tokens), commas(int64(c.MaxModelLen)), c.Concurrency)
+	return strings.TrimSpace(fmt.Sprintf("%s KV cache size: %s tokens, Maximum concurrency for %s tokens per request: %.2fx",
+		c.Device, commas(c.Tokens), commas(int64(c.MaxModelLen)), c.Concurrency))
 }
 
 // Fits reports whether vLLM accepts the serve: one max_model_len request
@@ -93,7 +96,10 @@ func (c Capacity) String() string {
 		from = fmt.Sprintf("%.2f GiB a GPU after the weights, before vLLM's memory profile takes its share", float64(c.KVBytes)/gib)
 	}
 	bs := fmt.Sprintf("%d tokens", c.BlockSize)
-	if c.BlockSizeAssumed {
+	switch {
+	case c.BlockSizeAssumed && c.Device == "":
+		bs += " (vLLM's CUDA default; 128 on its CPU build)"
+	case c.BlockSizeAssumed:
 		bs += fmt.Sprintf(" (vLLM's %s default)", c.Device)
 	}
 	return fmt.Sprintf("%s: %s blocks of %s, %s bytes each; %s blocks a %s-token request",
@@ -114,9 +120,13 @@ func KVCapacity(c Config, s Serve) (Capacity, bool) {
 	if perLayerToken == 0 || maxLen <= 0 {
 		return Capacity{}, false
 	}
-	capy := Capacity{Device: "GPU", BlockSize: s.BlockSize, MaxModelLen: maxLen}
-	if s.CPU {
+	capy := Capacity{BlockSize: s.BlockSize, MaxModelLen: maxLen}
+	switch {
+	case s.CPU:
 		capy.Device = "CPU"
+	case s.PlatformKnown || s.KVCacheMemoryBytes == 0:
+		// Asked, or sized from the GPUs' memory below.
+		capy.Device = "GPU"
 	}
 	if capy.BlockSize == 0 {
 		capy.BlockSize, capy.BlockSizeAssumed = BlockSizeCUDA, true

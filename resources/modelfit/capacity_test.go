@@ -161,6 +161,18 @@ func TestKVCapacityParts(t *testing.T) {
 			t.Errorf("%s: %+v, want %d bytes a block, %d blocks, %d tokens", tc.name, capy, tc.bytesPerBlock, tc.blocks, tc.tokens)
 		}
 	}
+	// An explicit size on an image not asked yet: the platform is unknown,
+	// the line is given without its device word.
+	unknown := base
+	unknown.CPU = false
+	if capy, _ := KVCapacity(c, unknown); capy.Device != "" || !strings.HasPrefix(capy.LogLine(), "KV cache size: 32,768 tokens") {
+		t.Errorf("unknown platform: %q", capy.LogLine())
+	}
+	known := unknown
+	known.PlatformKnown = true
+	if capy, _ := KVCapacity(c, known); !strings.HasPrefix(capy.LogLine(), "GPU KV cache size: ") {
+		t.Errorf("a CUDA image: %q", capy.LogLine())
+	}
 	gpu := Serve{MaxModelLen: 4096, GPUMemoryBytes: 80 << 30, GPUMemoryUtilization: 0.5, WeightBytes: 8 << 30, TP: 2}
 	capy, ok := KVCapacity(c, gpu)
 	if !ok || capy.Exact || capy.KVBytes != 36<<30 || capy.Device != "GPU" || !strings.Contains(capy.String(), "before vLLM's memory profile") {

@@ -276,7 +276,9 @@ type Serve struct {
 	// CPU is set when the image's vLLM is a CPU build (its version ends in
 	// "+cpu", which is how vLLM itself picks its CPU platform): no GPU
 	// memory is involved, blocks hold 128 tokens, the log says "CPU".
-	CPU bool
+	// PlatformKnown says the image's vLLM was asked (CPU is then the
+	// answer, not a default).
+	CPU, PlatformKnown bool
 }
 
 // Severity says whether a finding stops the plan.

@@ -200,7 +200,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		// The KV cache is sized exactly: the platform decides the block
 		// size and the word vLLM's line starts with.
 		if _, im, ok := p.knownImage(rc, head); ok {
-			s.CPU = cpuBuild(registry(im).VLLM)
+			s.CPU, s.PlatformKnown = cpuBuild(registry(im).VLLM), true
 		}
 	}
 	s.GPUMemoryBytes, s.UnifiedMemory = p.gpuMemory(rc)
