@@ -43,6 +43,7 @@ var otherTools = map[string]string{
 	"--env-file": "docker run", "--restart": "docker run", "--detach": "docker run", "--net": "docker run", "--ulimit": "docker run",
 	"--limit": "ray list", "--opt": "prose: --opt=value", "--flag": "prose: --flag=VALUE",
 	"--device": "docker run", "--privileged": "docker run",
+	"--require": "nvidia-container-cli (the container runtime's cuda>= requirement)", "--add-port": "firewall-cmd",
 }
 
 // versionLess compares dotted release numbers ("0.17.1" < "0.18.0").
