@@ -3,13 +3,8 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/rayform/rayform/cmd/rflab/lab"
 )
 
 // TestE2EKVCacheCheckedAfterStaging is the seeds' "max_model_len beyond the
@@ -24,19 +19,8 @@ import (
 // holds 128 blocks of 16 tokens, a 4096-token request takes 256.
 func TestE2EKVCacheCheckedAfterStaging(t *testing.T) {
 	t.Parallel()
-	// Fast mode: the subject is rayform's check, not Ray or vLLM.
-	l := startLab(t, "rfe2ekv", append([]string{"-model-seed=false"}, fastRay...)...)
-	dir := l.modelConfig(2, fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr()), "")
-	main := filepath.Join(dir, "main.hcl")
-	src := mustRead(t, main)
 	const at = "  ready_timeout          = \"2m\"\n"
-	if !strings.Contains(src, at) {
-		t.Fatalf("the model config has no ready_timeout to add extra_args after:\n%s", src)
-	}
-	if err := os.WriteFile(main, []byte(strings.Replace(src, at, at+"  extra_args             = [\"--kv-cache-memory-bytes\", \"1M\"]\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
+	run := stagedModelLab(t, "rfe2ekv", at, at+"  extra_args             = [\"--kv-cache-memory-bytes\", \"1M\"]\n")
 
 	const finding = "max_model_len 4096 does not fit the KV cache: one request takes 256 blocks of 16 tokens, --kv-cache-memory-bytes 1,048,576 holds 128 (one kept free)"
 	const vllm = "To serve at least one request with the model's max seq len (4096), (0.0 GiB KV cache is needed, which is larger than the available KV cache memory (0.0 GiB). Based on the available memory, the estimated maximum model length is 2032."

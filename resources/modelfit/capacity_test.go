@@ -62,15 +62,7 @@ func realRun(t *testing.T, name string) (Serve, string) {
 
 func tinyLlama(t *testing.T) Config {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(realVLLM, "tiny-llama-config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ParseConfig(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return loadConfigFile(t, filepath.Join(realVLLM, "tiny-llama-config.json"))
 }
 
 // The prediction for each real run's own arguments is the line the real
