@@ -18,6 +18,7 @@ import (
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/clitables"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/modelfit"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -332,5 +333,47 @@ func TestLabRealVLLMFlagsExistInLabVLLM(t *testing.T) {
 		if !lab[f] {
 			t.Errorf("the lab runs `vllm serve %s`, which its vLLM %s does not have", f, clitables.VLLMLab)
 		}
+	}
+}
+
+// What plan predicts for the lab's real-vLLM serve (its golden
+// configuration, the lab's tiny Llama, vLLM's CPU build) is the line the
+// real vLLM 0.32.0 logged for the same arguments
+// (testdata/realvllm/capacity-tp2-64M.log: tensor_parallel_size 2,
+// --kv-cache-memory-bytes 64M, max_model_len 4096).
+func TestLabRealVLLMCapacityPrediction(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "lab", "rayform-vllm-real.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": src}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sv := cfg.Serves["qwen"]
+	s := serve.FitServe(sv, cfg.RayClusters[sv.Cluster])
+	s.CPU, s.PlatformKnown = true, true
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "realvllm", "tiny-llama-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := modelfit.ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capy, ok := modelfit.KVCapacity(mc, s)
+	if !ok || !capy.Exact {
+		t.Fatalf("no exact prediction for the lab's serve %+v", s)
+	}
+	logged, err := os.ReadFile(filepath.Join("..", "testdata", "realvllm", "capacity-tp2-64M.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logged), "] "+capy.LogLine()+"\n") {
+		t.Errorf("plan predicts %q (%s); the real vLLM's log has no such line", capy.LogLine(), capy)
 	}
 }

@@ -193,9 +193,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if head == nil {
 		return nil, nil // the head was not observed: a finding says so
 	}
-	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
-		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
-	kvCacheArgs(sv, &s)
+	s := FitServe(sv, rc)
 	if s.KVCacheMemoryBytes > 0 {
 		// The KV cache is sized exactly: the platform decides the block
 		// size and the word vLLM's line starts with.
@@ -254,6 +252,18 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		p.Note(line)
 	}
 	return p.archPlan(sv, rc, head, mc, source), nil
+}
+
+// FitServe is what modelfit judges of sv on rc before any host is
+// observed: its parallel sizes, max_model_len, gpu_memory_utilization,
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN and what extra_args tell vLLM about its KV
+// cache. The preflight adds the GPUs' memory, the weights' size and the
+// image's platform.
+func FitServe(sv *VLLMServe, rc *cluster.RayCluster) modelfit.Serve {
+	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
+		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
+	kvCacheArgs(sv, &s)
+	return s
 }
 
 // kvCacheArgs sets in s what sv's extra_args tell vLLM about its KV cache:
