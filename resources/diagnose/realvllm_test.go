@@ -20,7 +20,7 @@ const realVLLMDir = "../../testdata/realvllm"
 func TestRealVLLMLogs(t *testing.T) {
 	mustSay := map[string][]string{
 		"tp-heads.log":           {"tensor_parallel_size 3", "4 attention heads"},
-		"kv-cache-too-small.log": {"max seq len (4096)", "estimated maximum model length is 1920"},
+		"kv-cache-too-small.log": {"max seq len (4096)", "estimated maximum model length is 1920", "sets --kv-cache-memory-bytes 4194304"},
 		"c10d-mgmt-address.log":  {"10.1.230.180:55053"},
 	}
 	files, err := filepath.Glob(filepath.Join(realVLLMDir, "*.log"))
