@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/clitables"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/modelfit"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -42,6 +44,7 @@ var otherTools = map[string]string{
 	"--env-file": "docker run", "--restart": "docker run", "--detach": "docker run", "--net": "docker run", "--ulimit": "docker run",
 	"--limit": "ray list", "--opt": "prose: --opt=value", "--flag": "prose: --flag=VALUE",
 	"--device": "docker run", "--privileged": "docker run",
+	"--require": "nvidia-container-cli (the container runtime's cuda>= requirement)", "--add-port": "firewall-cmd",
 }
 
 // versionLess compares dotted release numbers ("0.17.1" < "0.18.0").
@@ -105,7 +108,7 @@ type flagTables struct {
 func loadFlagTables(t *testing.T) flagTables {
 	t.Helper()
 	ft := flagTables{vllm: map[string]map[string]bool{}, ray: map[string]map[string]bool{}}
-	for _, v := range []string{clitables.VLLMImage, clitables.VLLMNewest} {
+	for _, v := range []string{clitables.VLLMImage, clitables.VLLMLab, clitables.VLLMNewest} {
 		ft.vllm[v] = map[string]bool{}
 		for _, s := range clitables.MustVLLM(v).OptionStrings() {
 			ft.vllm[v][s] = true
@@ -143,8 +146,9 @@ func flagsOf(argv []string) []string {
 }
 
 // Every flag rayform puts on a `ray start` or `vllm serve` command line, and
-// every vLLM option it manages in extra_args, exists in the image's version
-// and in the newest one (the generated tables of resources/clitables).
+// every vLLM option it manages in extra_args, exists in every version of
+// the generated tables of resources/clitables: the image's, the lab's real
+// vLLM and the newest.
 func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 	ft := loadFlagTables(t)
 	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": benchConfig(2)}, config.Options{BaseDir: "."})
@@ -285,5 +289,91 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no diagnose text names %s: the scan of the string literals is broken", want)
 		}
+	}
+}
+
+// The lab's real-vLLM configuration (`rayform lab up -vllm real`, golden in
+// testdata/lab/rayform-vllm-real.hcl) runs a `vllm serve` command line
+// whose every option, rayform's and extra_args', the lab's vLLM 0.32.0
+// has (its table was generated from the lab image's own layers).
+func TestLabRealVLLMFlagsExistInLabVLLM(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "lab", "rayform-vllm-real.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pinned revision, as apply resolves the hub's "main": the command
+	// line then carries --revision.
+	pinned := strings.Replace(string(src), `revision = "main"`, `revision = "79f3677718146553e2c501b859f748feb9488aec"`, 1)
+	if pinned == string(src) {
+		t.Fatal(`the lab's configuration no longer has revision = "main"`)
+	}
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(pinned)}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	spec, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["qwen"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := map[string]bool{}
+	for _, s := range clitables.MustVLLM(clitables.VLLMLab).OptionStrings() {
+		lab[s] = true
+	}
+	flags := flagsOf(spec.Args)
+	for _, want := range []string{"--tensor-parallel-size", "--distributed-executor-backend", "--revision", "--kv-cache-memory-bytes", "--dtype"} {
+		if !slices.Contains(flags, want) {
+			t.Errorf("the lab's vllm serve command line lacks %s: %q", want, spec.Args)
+		}
+	}
+	for _, f := range flags {
+		if !lab[f] {
+			t.Errorf("the lab runs `vllm serve %s`, which its vLLM %s does not have", f, clitables.VLLMLab)
+		}
+	}
+}
+
+// What plan predicts for the lab's real-vLLM serve (its golden
+// configuration, the lab's tiny Llama, vLLM's CPU build) is the line the
+// real vLLM 0.32.0 logged for the same arguments
+// (testdata/realvllm/capacity-tp2-64M.log: tensor_parallel_size 2,
+// --kv-cache-memory-bytes 64M, max_model_len 4096).
+func TestLabRealVLLMCapacityPrediction(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "testdata", "lab", "rayform-vllm-real.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, diags := resources.LoadFiles(map[string][]byte{"main.hcl": src}, config.Options{BaseDir: "."})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	cfg, diags := loaded.WithFacts(resources.Facts{})
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	sv := cfg.Serves["qwen"]
+	s := serve.FitServe(sv, cfg.RayClusters[sv.Cluster])
+	s.CPU, s.PlatformKnown = true, true
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "realvllm", "tiny-llama-config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := modelfit.ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capy, ok := modelfit.KVCapacity(mc, s)
+	if !ok || !capy.Exact {
+		t.Fatalf("no exact prediction for the lab's serve %+v", s)
+	}
+	logged, err := os.ReadFile(filepath.Join("..", "testdata", "realvllm", "capacity-tp2-64M.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(logged), "] "+capy.LogLine()+"\n") {
+		t.Errorf("plan predicts %q (%s); the real vLLM's log has no such line", capy.LogLine(), capy)
 	}
 }

@@ -37,14 +37,24 @@ type preflightCase struct {
 	wantWarn   int
 	wantNotes  []string
 	// image is a file of testdata/modelfit the state holds as the answer
-	// of the head's image to the architecture query ("" = not asked yet).
-	image string
+	// of the head's image to the architecture query ("" = not asked yet);
+	// imageEdit changes that file's text first.
+	image     string
+	imageEdit func(string) string
 }
 
 // archNote is the plan's note when the head's image was not asked yet.
 const archNote = "the architecture check of vllm_serve.llama runs in apply, before vllm serve starts: the image vllm/vllm-openai:v0.11.0 (abababababab) was not asked yet what its vLLM and transformers know (once per image)."
 
 const preflightHFDir = "/data/hf"
+
+// qwenTP4Note is the plan's note on the KV cache of Qwen2.5-7B-Instruct
+// with tensor_parallel_size 4 on the bench's 80 GiB GPUs at vLLM's 0.9:
+// at most 68.14 GiB a GPU after 14.19 GiB of weights / 4, 16-token
+// blocks of 28 layers × 1 KV head × 128 × 2 × 2 bytes.
+func qwenTP4Note(maxLen string, blocks string, concurrency string) string {
+	return `vllm_serve.llama: vLLM will report at most "GPU KV cache size: 5,103,296 tokens, Maximum concurrency for ` + maxLen + ` tokens per request: ` + concurrency + `x" (68.14 GiB a GPU after the weights, before vLLM's memory profile takes its share: 318,956 blocks of 16 tokens (vLLM's GPU default), 229,376 bytes each; ` + blocks + ` blocks a ` + maxLen + `-token request).`
+}
 
 func preflightCases() []preflightCase {
 	smallGPUs := func(f *observe.Facts) {
@@ -89,7 +99,7 @@ func preflightCases() []preflightCase {
 `,
 			want:    []string{"Warning: max_model_len 131072 exceeds the 32768 tokens the model supports", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 makes vLLM accept it"},
 			notWant: []string{"Error:"},
-			at:      "max_model_len", wantWarn: 1, wantNotes: []string{archNote}},
+			at:      "max_model_len", wantWarn: 1, wantNotes: []string{qwenTP4Note("131,072", "8,192", "38.94"), archNote}},
 		// A DGX Spark: the GB10 reports no memory of its own; the model
 		// must fit in what the OS leaves.
 		{name: "preflight-unified-memory", model: "qwen2.5-7b-instruct",
@@ -114,7 +124,7 @@ func preflightCases() []preflightCase {
   tensor_parallel_size   = 4
   max_model_len          = 32768
 `,
-			notWant: []string{"Error:", "Warning:"}, wantNotes: []string{archNote}},
+			notWant: []string{"Error:", "Warning:"}, wantNotes: []string{qwenTP4Note("32,768", "2,048", "155.74"), archNote}},
 		// The head's image (its ID) answered an earlier apply: a vLLM
 		// 0.1.x with transformers 4.31 knows neither Qwen2ForCausalLM nor
 		// qwen2, and the plan says so at the model's line.
@@ -125,14 +135,38 @@ func preflightCases() []preflightCase {
 `,
 			want: []string{`Error: the image's vLLM and transformers do not know the model: architecture Qwen2ForCausalLM, model_type "qwen2" (vLLM 0.1.2, transformers 4.31.0)`,
 				"Fix: Use an image whose vLLM and transformers know Qwen2ForCausalLM", "The image vllm/vllm-openai:v0.11.0 (abababababab) answered on 2026-11-29 (asked by apply; it took 7.5 s)."},
-			at: "model", wantErrors: 1},
+			at: "model", wantErrors: 1, wantNotes: []string{qwenTP4Note("32,768", "2,048", "155.74")}},
 		// An image that knows the model: nothing to say, nothing to ask.
 		{name: "preflight-arch-known", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 4
   max_model_len          = 32768
 `,
-			notWant: []string{"Error:", "Warning:"}},
+			notWant: []string{"Error:", "Warning:"}, wantNotes: []string{qwenTP4Note("32,768", "2,048", "155.74")}},
+		// An explicit KV cache too small for one max_model_len request:
+		// vLLM's own check, before anything starts (the real vLLM's
+		// refusal: testdata/realvllm/kv-cache-too-small.log).
+		{name: "preflight-kv-cache-too-small", model: "qwen2.5-7b-instruct",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+  extra_args             = ["--kv-cache-memory-bytes", "256M"]
+`,
+			want: []string{"Error: max_model_len 32768 does not fit the KV cache: one request takes 2048 blocks of 16 tokens, --kv-cache-memory-bytes 268,435,456 holds 1170 (one kept free)",
+				"vLLM refuses to start: \"To serve at least one request with the model's max seq len (32768), (0.44 GiB KV cache is needed, which is larger than the available KV cache memory (0.25 GiB). Based on the available memory, the estimated maximum model length is 18704.\"",
+				"Fix: Lower max_model_len to at most 18704, or raise --kv-cache-memory-bytes in extra_args to at least 469,991,424."},
+			at: "max_model_len", wantErrors: 1, wantNotes: []string{archNote}},
+		// The head's image is vLLM's CPU build (the lab's): blocks of 128
+		// tokens, "CPU" in vLLM's line, exactly from the explicit size.
+		{name: "preflight-kv-capacity-cpu", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
+			imageEdit: func(s string) string { return strings.Replace(s, `"vllm": "0.11.0"`, `"vllm": "0.32.0+cpu"`, 1) },
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+  extra_args             = ["--kv-cache-memory-bytes", "1G", "--dtype", "float32"]
+`,
+			notWant:   []string{"Error:", "Warning:"},
+			wantNotes: []string{`vllm_serve.llama: vLLM will report "CPU KV cache size: 37,376 tokens, Maximum concurrency for 32,768 tokens per request: 1.14x" (--kv-cache-memory-bytes 1,073,741,824: 292 blocks of 128 tokens (vLLM's CPU default), 3,670,016 bytes each; 256 blocks a 32,768-token request).`}},
 		{name: "preflight-not-downloaded",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 3
@@ -166,6 +200,9 @@ func TestPlanPreflight(t *testing.T) {
 				data, err := os.ReadFile(filepath.Join("..", "testdata", "modelfit", tc.image))
 				if err != nil {
 					t.Fatal(err)
+				}
+				if tc.imageEdit != nil {
+					data = []byte(tc.imageEdit(string(data)))
 				}
 				var im state.Image
 				if err := json.Unmarshal(data, &im); err != nil {

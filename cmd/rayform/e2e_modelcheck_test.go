@@ -20,19 +20,7 @@ import (
 // Before, apply started the serve unchecked and the next plan was empty.
 func TestE2EModelCheckedAfterStaging(t *testing.T) {
 	t.Parallel()
-	// Fast mode: the subject is apply's order (stage, check, start), not
-	// Ray.
-	l := startLab(t, "rfe2emchk", append([]string{"-model-seed=false"}, fastRay...)...)
-	dir := l.modelConfig(2, fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr()), "")
-	main := filepath.Join(dir, "main.hcl")
-	src := mustRead(t, main)
-	if !strings.Contains(src, "max_model_len          = 4096\n") {
-		t.Fatalf("the model config has no max_model_len to change:\n%s", src)
-	}
-	if err := os.WriteFile(main, []byte(strings.Replace(src, "max_model_len          = 4096\n", "max_model_len          = 8192\n", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
+	run := stagedModelLab(t, "rfe2emchk", "max_model_len          = 4096\n", "max_model_len          = 8192\n")
 
 	r := run("plan", "-detailed-exitcode")
 	mustCode(t, "plan", r, exitChanges)
@@ -50,4 +38,23 @@ func TestE2EModelCheckedAfterStaging(t *testing.T) {
 	r = run("plan")
 	mustCode(t, "plan after staging", r, exitError)
 	mustContain(t, "plan after staging", r.stdout+r.stderr, finding)
+}
+
+// stagedModelLab starts a fast-mode lab (the subject is apply's order:
+// stage, check, start; not Ray) with a 2-node configuration whose serve's
+// model, the hub's tiny one, a model block stages, with old replaced by
+// new in it, and returns rayform run in the configuration's directory.
+func stagedModelLab(t *testing.T, name, old, new string) func(args ...string) result {
+	t.Helper()
+	l := startLab(t, name, append([]string{"-model-seed=false"}, fastRay...)...)
+	dir := l.modelConfig(2, fmt.Sprintf("model \"m\" {\n  source   = %q\n  endpoint = \"http://%s\"\n}", lab.HubRepoTiny, lab.HubAddr()), "")
+	main := filepath.Join(dir, "main.hcl")
+	src := mustRead(t, main)
+	if !strings.Contains(src, old) {
+		t.Fatalf("the model config has no %q to change:\n%s", old, src)
+	}
+	if err := os.WriteFile(main, []byte(strings.Replace(src, old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
 }

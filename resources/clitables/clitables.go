@@ -16,10 +16,13 @@ import (
 )
 
 // The versions the tables describe: the image's (the seeds'
-// vllm/vllm-openai:v0.17.1, which ships Ray 2.53.0) and the newest on PyPI
-// when the tables were generated. scripts/gen-flag-tables pins the same.
+// vllm/vllm-openai:v0.17.1, which ships Ray 2.53.0), the lab image's real
+// vLLM (`rayform lab up -vllm real`: vLLM 0.32.0's CPU build, its table
+// made from the lab's own image layers) and the newest on PyPI when the
+// tables were generated. scripts/gen-flag-tables pins the same.
 const (
 	VLLMImage  = "0.17.1"
+	VLLMLab    = "0.32.0"
 	VLLMNewest = "0.33.0"
 	RayImage   = "2.53.0"
 	RayNewest  = "2.60.0"

@@ -262,15 +262,39 @@ func buildSignature(s *scan, hits []int) (Diagnosis, bool) {
 		if hint := fixFromMessage(msg); hint != "" {
 			expl += "\nThe message itself says: " + hint
 		}
+		fix := k.Fix
+		if k.ID == "kv-cache-too-small" {
+			if f := explicitKVFix(s); f != "" {
+				fix = f
+			}
+		}
 		return Diagnosis{
 			Cause:       Cause(k.ID),
 			Title:       k.Title + onHost(host),
 			Evidence:    []Evidence{s.evidence(i)},
 			Explanation: expl,
-			Fix:         k.Fix,
+			Fix:         fix,
 		}, true
 	}
 	return Diagnosis{}, false
+}
+
+// kvBytesArgRE is --kv-cache-memory-bytes in vLLM's "non-default args: {...}"
+// line.
+var kvBytesArgRE = regexp.MustCompile(`non-default args: \{.*'kv_cache_memory_bytes': (\d+)`)
+
+// explicitKVFix is the fix of a KV cache too small when the serve set
+// --kv-cache-memory-bytes (its arguments line says so): vLLM then sizes
+// the cache from that alone (the CPU worker's and the GPU worker's
+// determine_available_memory), so gpu_memory_utilization changes nothing
+// (testdata/realvllm/kv-cache-too-small.log). "" when it did not.
+func explicitKVFix(s *scan) string {
+	for _, l := range s.lines {
+		if m := kvBytesArgRE.FindStringSubmatch(l.body); m != nil {
+			return fmt.Sprintf("The serve sets --kv-cache-memory-bytes %s, which sizes the KV cache by itself (gpu_memory_utilization does not change it): raise it in extra_args, or lower max_model_len (--max-model-len) to the length vLLM estimates fits.", m[1])
+		}
+	}
+	return ""
 }
 
 // ruleDecides reports whether a class has a rule of its own that reads

@@ -23,7 +23,14 @@ const fixtureDir = "../../testdata/diagnose"
 // which starts a new log. Everything else is log text, verbatim.
 func readFixture(t testing.TB, name string) []Log {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(fixtureDir, name+".log"))
+	return readLogFile(t, filepath.Join(fixtureDir, name+".log"))
+}
+
+// readLogFile parses a fixture file of readFixture's format at path.
+func readLogFile(t testing.TB, path string) []Log {
+	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(path), ".log")
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -265,6 +265,20 @@ type Serve struct {
 	UnifiedMemory bool
 	// WeightBytes is the size of the weights (0 = unknown).
 	WeightBytes int64
+	// KVCacheMemoryBytes is --kv-cache-memory-bytes (extra_args): each
+	// worker's KV cache, which vLLM then takes as given instead of sizing
+	// it from gpu_memory_utilization (0 = not given).
+	KVCacheMemoryBytes int64
+	// BlockSize is --block-size (0 = the platform's default).
+	BlockSize int
+	// Dtype and KVCacheDtype are --dtype and --kv-cache-dtype ("" = auto).
+	Dtype, KVCacheDtype string
+	// CPU is set when the image's vLLM is a CPU build (its version ends in
+	// "+cpu", which is how vLLM itself picks its CPU platform): no GPU
+	// memory is involved, blocks hold 128 tokens, the log says "CPU".
+	// PlatformKnown says the image's vLLM was asked (CPU is then the
+	// answer, not a default).
+	CPU, PlatformKnown bool
 }
 
 // Severity says whether a finding stops the plan.
@@ -371,8 +385,28 @@ func Check(c Config, s Serve) []Finding {
 		out = append(out, f)
 	}
 
-	// Memory per GPU.
-	if s.GPUMemoryBytes > 0 && s.WeightBytes > 0 {
+	// An explicit KV cache size: vLLM's own check, exactly.
+	if capy, ok := KVCapacity(c, s); ok && capy.Exact && !capy.Fits() {
+		needed := capy.BlocksPerRequest * capy.BytesPerBlock
+		est := ""
+		if l := capy.EstimatedMaxLen(); l > 0 {
+			est = fmt.Sprintf(" Based on the available memory, the estimated maximum model length is %d.", l)
+		}
+		out = append(out, Finding{
+			Severity:  Error,
+			Attribute: "max_model_len",
+			Summary: fmt.Sprintf("max_model_len %d does not fit the KV cache: one request takes %d blocks of %d tokens, --kv-cache-memory-bytes %s holds %d (one kept free)",
+				capy.MaxModelLen, capy.BlocksPerRequest, capy.BlockSize, commas(capy.KVBytes), capy.Blocks),
+			Detail: fmt.Sprintf("vLLM refuses to start: \"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB).%s\" (%s)",
+				capy.MaxModelLen, pyGiB(needed), pyGiB(capy.KVBytes-capy.BytesPerBlock), est, capy),
+			Fix: fmt.Sprintf("Lower max_model_len to at most %d, or raise --kv-cache-memory-bytes in extra_args to at least %s.",
+				capy.EstimatedMaxLen(), commas((capy.BlocksPerRequest+1)*capy.BytesPerBlock)),
+		})
+	}
+
+	// Memory per GPU (on vLLM's CPU build the host's memory, which rayform
+	// does not judge here).
+	if !s.CPU && s.GPUMemoryBytes > 0 && s.WeightBytes > 0 {
 		util := s.GPUMemoryUtilization
 		if util <= 0 {
 			util = 0.9
@@ -387,7 +421,10 @@ func Check(c Config, s Serve) []Finding {
 		if ctx == 0 || ctx > maxLen && maxLen > 0 && !s.AllowLongMaxModelLen {
 			ctx = maxLen
 		}
-		kv := kvBytesPerToken(c, tp, pp) * float64(ctx)
+		kv := kvBytesPerToken(c, s) * float64(ctx)
+		if s.KVCacheMemoryBytes > 0 {
+			kv = float64(s.KVCacheMemoryBytes) // judged exactly above; here it takes its room
+		}
 		headroom := math.Max(gib, 0.1*budget)
 		where := fmt.Sprintf("%s × %.2f GiB of %s = %.2f GiB", strconv.FormatFloat(util, 'f', -1, 64), float64(s.GPUMemoryBytes)/gib, mem, budget/gib)
 		switch {
@@ -399,13 +436,13 @@ func Check(c Config, s Serve) []Finding {
 				Detail:    fmt.Sprintf("%.2f GiB of weights over tensor_parallel_size %d × pipeline_parallel_size %d GPUs is %.2f GiB each, before any KV cache.", float64(s.WeightBytes)/gib, tp, pp, weights/gib),
 				Fix:       fmt.Sprintf("Spread it over more GPUs (at least %d in all), or use a quantized variant of the model.", int(math.Ceil(float64(s.WeightBytes)/budget))),
 			})
-		case kv > 0 && weights+kv > budget:
+		case kv > 0 && weights+kv > budget && s.KVCacheMemoryBytes == 0:
 			out = append(out, Finding{
 				Severity:  Error,
 				Attribute: "max_model_len",
 				Summary:   fmt.Sprintf("no room for the KV cache of one %d-token sequence: %.2f GiB of weights + %.2f GiB of KV cache per GPU > %.2f GiB available", ctx, weights/gib, kv/gib, budget/gib),
 				Detail:    "vLLM refuses to start when its KV cache cannot hold one max_model_len sequence (\"The model's max seq len ... is larger than the maximum number of tokens that can be stored in KV cache\").",
-				Fix:       fmt.Sprintf("Lower max_model_len (about %d fits), raise gpu_memory_utilization, or spread the model over more GPUs.", fitLen(budget-weights, kvBytesPerToken(c, tp, pp))),
+				Fix:       fmt.Sprintf("Lower max_model_len (about %d fits), raise gpu_memory_utilization, or spread the model over more GPUs.", fitLen(budget-weights, kvBytesPerToken(c, s))),
 			})
 		case weights+kv+headroom > budget:
 			out = append(out, Finding{
@@ -424,13 +461,20 @@ func Check(c Config, s Serve) []Finding {
 // kvBytesPerToken is the KV cache one token takes on one GPU: keys and
 // values for the layers of one pipeline stage and the KV heads of one
 // tensor-parallel rank (at least one, replicated).
-func kvBytesPerToken(c Config, tp, pp int) float64 {
-	if c.MLA || c.NumKVHeads == 0 || c.HeadDim == 0 || c.NumHiddenLayers == 0 {
-		return 0
-	}
-	heads := max(1, c.NumKVHeads/tp)
+func kvBytesPerToken(c Config, s Serve) float64 {
+	tp, pp := max(s.TP, 1), max(s.PP, 1)
 	layers := int(math.Ceil(float64(c.NumHiddenLayers) / float64(pp)))
-	return float64(2 * layers * heads * c.HeadDim * max(c.DtypeBytes, 1))
+	return float64(int64(layers) * kvBytesPerLayerToken(c, s, tp))
+}
+
+// pyGiB is vLLM's format_gib: bytes in GiB rounded to 2 decimals, as
+// Python prints a float ("0.01", "0.0").
+func pyGiB(b int64) string {
+	v := strconv.FormatFloat(math.Round(float64(b)/gib*100)/100, 'f', -1, 64)
+	if !strings.Contains(v, ".") {
+		v += ".0"
+	}
+	return v
 }
 
 // fitLen is the longest sequence whose KV cache fits in room bytes,

@@ -12,7 +12,13 @@ const dir = "../../testdata/modelfit"
 
 func load(t *testing.T, model string) Config {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, model, "config.json"))
+	return loadConfigFile(t, filepath.Join(dir, model, "config.json"))
+}
+
+// loadConfigFile parses the config.json at path.
+func loadConfigFile(t *testing.T, path string) Config {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -162,18 +162,11 @@ func trustRemoteCode(args []string) bool {
 	return slices.Contains(args, "--trust-remote-code")
 }
 
-// archPlan judges the serve from the answer the state holds for the
-// head's image, or says that apply will ask the image. It returns the
-// check apply runs: nil when the state already answered.
-func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
-	if len(mc.Architectures) == 0 && mc.ModelType == "" {
-		return nil // config.json names nothing to check
-	}
-	r := sv.Range("model")
-	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
-	id := headImageID(head, rc, p.Project())
-	var known state.Image
-	ok := false
+// knownImage is the answer the state holds for the image of rc's head
+// (what its vLLM and transformers know), with the image's ID; ok is false
+// when the image was not asked yet.
+func (p *planner) knownImage(rc *cluster.RayCluster, head *observe.HostFacts) (id string, known state.Image, ok bool) {
+	id = headImageID(head, rc, p.Project())
 	if p.State() != nil {
 		if id != "" {
 			known, ok = p.State().Image(id)
@@ -183,6 +176,19 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 			id, known, ok = p.State().ImageByRef(rc.Image)
 		}
 	}
+	return id, known, ok
+}
+
+// archPlan judges the serve from the answer the state holds for the
+// head's image, or says that apply will ask the image. It returns the
+// check apply runs: nil when the state already answered.
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
+	if len(mc.Architectures) == 0 && mc.ModelType == "" {
+		return nil // config.json names nothing to check
+	}
+	r := sv.Range("model")
+	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
+	id, known, ok := p.knownImage(rc, head)
 	if !ok {
 		name := shortImage(rc.Image, id)
 		if name == "" {

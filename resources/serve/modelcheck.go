@@ -90,6 +90,9 @@ func (r *serveRun) modelCheckStep() apply.Step {
 				r.s.Arch = &ArchCheck{Config: cfg, TrustRemoteCode: trustRemoteCode(mc.sv.ExtraArgs), At: rangeAt(mc.sv, "model"), Source: source}
 			}
 			progress(fmt.Sprintf("the staged model fits the serve (%s/config.json on %s)", where, mc.Node))
+			if line, ok := capacityNote(mc.sv, cfg, s, nil); ok {
+				progress(line)
+			}
 			return nil
 		},
 	}

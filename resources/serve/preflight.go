@@ -11,6 +11,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/modelfit"
+	"github.com/rayform/rayform/resources/vllmcli"
 )
 
 // The model preflight: before a vllm_serve starts, plan reads the model's
@@ -192,8 +193,14 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if head == nil {
 		return nil, nil // the head was not observed: a finding says so
 	}
-	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
-		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
+	s := FitServe(sv, rc)
+	if s.KVCacheMemoryBytes > 0 {
+		// The KV cache is sized exactly: the platform decides the block
+		// size and the word vLLM's line starts with.
+		if _, im, ok := p.knownImage(rc, head); ok {
+			s.CPU, s.PlatformKnown = cpuBuild(registry(im).VLLM), true
+		}
+	}
 	s.GPUMemoryBytes, s.UnifiedMemory = p.gpuMemory(rc)
 	if s.UnifiedMemory && running {
 		// The serve being replaced holds its memory until apply stops it:
@@ -237,10 +244,72 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
 	}
 	source := preflightSource(rc.Head, where)
-	for _, f := range modelFindings(sv, mc, s, source) {
+	findings := modelFindings(sv, mc, s, source)
+	for _, f := range findings {
 		p.Finding(f)
 	}
+	if line, ok := capacityNote(sv, mc, s, findings); ok {
+		p.Note(line)
+	}
 	return p.archPlan(sv, rc, head, mc, source), nil
+}
+
+// FitServe is what modelfit judges of sv on rc before any host is
+// observed: its parallel sizes, max_model_len, gpu_memory_utilization,
+// VLLM_ALLOW_LONG_MAX_MODEL_LEN and what extra_args tell vLLM about its KV
+// cache. The preflight adds the GPUs' memory, the weights' size and the
+// image's platform.
+func FitServe(sv *VLLMServe, rc *cluster.RayCluster) modelfit.Serve {
+	s := modelfit.Serve{TP: sv.TensorParallelSize, PP: sv.PipelineParallelSize, MaxModelLen: sv.MaxModelLen,
+		AllowLongMaxModelLen: allowLongMaxModelLen(rc, sv), GPUMemoryUtilization: sv.GPUMemoryUtilization}
+	kvCacheArgs(sv, &s)
+	return s
+}
+
+// kvCacheArgs sets in s what sv's extra_args tell vLLM about its KV cache:
+// --kv-cache-memory-bytes, --block-size, --dtype and --kv-cache-dtype, as
+// vLLM's parser binds them.
+func kvCacheArgs(sv *VLLMServe, s *modelfit.Serve) {
+	opts := vllmcli.ServeOptions()
+	if v, ok := opts.LastValue(sv.ExtraArgs, "--kv-cache-memory-bytes"); ok {
+		if n, err := vllmcli.ParseHumanInt(v); err == nil && n > 0 {
+			s.KVCacheMemoryBytes = int64(n)
+		}
+	}
+	if v, ok := opts.LastValue(sv.ExtraArgs, "--block-size"); ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			s.BlockSize = n
+		}
+	}
+	s.Dtype, _ = opts.LastValue(sv.ExtraArgs, "--dtype")
+	s.KVCacheDtype, _ = opts.LastValue(sv.ExtraArgs, "--kv-cache-dtype")
+}
+
+// cpuBuild says whether a vLLM version is a CPU build ("0.32.0+cpu"): vLLM
+// picks its CPU platform from that local version
+// (vllm/platforms/__init__.py cpu_platform_plugin).
+func cpuBuild(version string) bool {
+	_, local, _ := strings.Cut(version, "+")
+	return strings.Contains(local, "cpu")
+}
+
+// capacityNote is plan's line with the KV cache vLLM will report for sv
+// (modelfit.KVCapacity), unless a finding already says it will not start.
+func capacityNote(sv *VLLMServe, mc modelfit.Config, s modelfit.Serve, findings []plan.Finding) (string, bool) {
+	for _, f := range findings {
+		if f.Severity == plan.Error {
+			return "", false
+		}
+	}
+	capy, ok := modelfit.KVCapacity(mc, s)
+	if !ok {
+		return "", false
+	}
+	verb := "will report"
+	if !capy.Exact {
+		verb = "will report at most"
+	}
+	return fmt.Sprintf("%s: vLLM %s \"%s\" (%s).", sv.Addr, verb, capy.LogLine(), capy), true
 }
 
 // preflightSource says where the preflight read the model's config.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/rayform/rayform/resources/clitables"
@@ -364,4 +365,56 @@ func (s Set) Resolve(word string) Match {
 		m.Ambiguous = append(m.Ambiguous, c.given)
 	}
 	return m
+}
+
+// ParseHumanInt parses vLLM's human_readable_int (argparse_utils.py): a
+// plain integer, or a number with one suffix, k/m/g/t powers of 1000
+// (decimals allowed: "25.6k") or K/M/G/T powers of 1024 (integers only).
+func ParseHumanInt(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if m := humanInt.FindStringSubmatch(s); m != nil {
+		suffix := m[2]
+		if strings.Contains("kmgt", suffix) {
+			f, err := strconv.ParseFloat(m[1], 64)
+			exp := strings.Index("kmgt", suffix) + 1
+			mult := 1.0
+			for range exp {
+				mult *= 1000
+			}
+			return int(f * mult), err
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			return 0, fmt.Errorf("Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", suffix, m[1], strings.ToLower(suffix))
+		}
+		return n << (10 * (strings.Index("KMGT", suffix) + 1)), nil
+	}
+	return strconv.Atoi(s)
+}
+
+var humanInt = regexp.MustCompile(`^(\d+(?:\.\d+)?)([kKmMgGtT])$`)
+
+// LastValue is the value extra_args-style words give the option whose
+// long name is long, as argparse binds them (any spelling Resolve
+// accepts; the last occurrence wins; nothing after "--"); ok is false
+// when no word sets it.
+func (s Set) LastValue(args []string, long string) (value string, ok bool) {
+	for i := 0; i < len(args); i++ {
+		if args[i] == "--" {
+			break
+		}
+		m := s.Resolve(Normalize(args[i]))
+		if m.Option == nil || m.Option.Action != Store {
+			continue
+		}
+		v, has := m.Value, m.HasValue
+		if !has && i+1 < len(args) {
+			v, has = args[i+1], true
+			i++
+		}
+		if has && m.Option.Long() == long {
+			value, ok = v, true
+		}
+	}
+	return value, ok
 }

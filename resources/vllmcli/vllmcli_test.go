@@ -75,3 +75,31 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// LastValue binds words as argparse does: every spelling, the last wins,
+// a flag's value is not taken for an option, nothing after "--".
+func TestLastValue(t *testing.T) {
+	opts := ServeOptions()
+	tests := []struct {
+		args []string
+		want string
+		ok   bool
+	}{
+		{[]string{"--kv-cache-memory-bytes", "64M", "--enforce-eager"}, "64M", true},
+		{[]string{"--kv_cache_memory_bytes=1G"}, "1G", true},
+		{[]string{"--kv-cache-memory-bytes", "1G", "--kv-cache-memory-bytes", "2G"}, "2G", true},
+		{[]string{"--enforce-eager", "--dtype", "float32"}, "", false},
+		{[]string{"--", "--kv-cache-memory-bytes", "1G"}, "", false},
+	}
+	for _, tc := range tests {
+		got, ok := opts.LastValue(tc.args, "--kv-cache-memory-bytes")
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%q: %q %v, want %q %v", tc.args, got, ok, tc.want, tc.ok)
+		}
+	}
+	for in, want := range map[string]int{"64M": 64 << 20, "50m": 50_000_000, "25.6k": 25600, "4096": 4096} {
+		if n, err := ParseHumanInt(in); err != nil || n != want {
+			t.Errorf("ParseHumanInt(%q) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+}

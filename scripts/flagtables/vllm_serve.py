@@ -202,14 +202,16 @@ def main():
     table = {
         "tool": "vllm serve",
         "package": "vllm",
-        "version": importlib.metadata.version("vllm"),
+        # The release; a local version ("0.32.0+cpu", the lab image's CPU
+        # build) stays in provenance.installed.
+        "version": importlib.metadata.version("vllm").split("+")[0],
         "provenance": {
             "command": os.environ.get("FLAGTABLES_COMMAND", ""),
             "date": os.environ.get("FLAGTABLES_DATE", ""),
             "python": platform.python_version(),
             "python_implementation": platform.python_implementation(),
-            "installed": {d.metadata["Name"].lower(): d.version for d in importlib.metadata.distributions()
-                          if d.metadata["Name"].lower() in ("vllm", "torch", "transformers", "pydantic")},
+            # importlib.metadata.version: the first on sys.path, the one imported.
+            "installed": {n: importlib.metadata.version(n) for n in ("vllm", "pydantic", "transformers", "torch")},
             "parser": "vllm/entrypoints/cli/main.py main(): FlexibleArgumentParser (vllm/utils/argparse_utils.py) "
                       "with subparser 'serve' from vllm/entrypoints/cli/serve.py ServeSubcommand.subparser_init -> "
                       "vllm/entrypoints/openai/cli_args.py make_arg_parser -> vllm/engine/arg_utils.py "

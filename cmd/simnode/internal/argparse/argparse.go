@@ -121,32 +121,8 @@ func (r *Result) Float(dest string) float64 {
 	return f
 }
 
-// ParseHumanInt parses vLLM's human_readable_int (argparse_utils.py): a
-// plain integer, or a number with one suffix, k/m/g/t powers of 1000
-// (decimals allowed: "25.6k") or K/M/G/T powers of 1024 (integers only).
-func ParseHumanInt(s string) (int, error) {
-	s = strings.TrimSpace(s)
-	if m := humanInt.FindStringSubmatch(s); m != nil {
-		suffix := m[2]
-		if strings.Contains("kmgt", suffix) {
-			f, err := strconv.ParseFloat(m[1], 64)
-			exp := strings.Index("kmgt", suffix) + 1
-			mult := 1.0
-			for range exp {
-				mult *= 1000
-			}
-			return int(f * mult), err
-		}
-		n, err := strconv.Atoi(m[1])
-		if err != nil {
-			return 0, fmt.Errorf("Decimals are not allowed with binary suffixes like %s. Did you mean to use %s%s instead?", suffix, m[1], strings.ToLower(suffix))
-		}
-		return n << (10 * (strings.Index("KMGT", suffix) + 1)), nil
-	}
-	return strconv.Atoi(s)
-}
-
-var humanInt = regexp.MustCompile(`^(\d+(?:\.\d+)?)([kKmMgGtT])$`)
+// ParseHumanInt parses vLLM's human_readable_int (vllmcli.ParseHumanInt).
+func ParseHumanInt(s string) (int, error) { return vllmcli.ParseHumanInt(s) }
 
 func (p *Parser) fail(msg string) *Error {
 	return &Error{Usage: p.Usage, Prog: p.Prog, Msg: msg}
