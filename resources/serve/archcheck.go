@@ -171,18 +171,7 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 	}
 	r := sv.Range("model")
 	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
-	id := headImageID(head, rc, p.Project())
-	var known state.Image
-	ok := false
-	if p.State() != nil {
-		if id != "" {
-			known, ok = p.State().Image(id)
-		} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
-			// The head's container keeps running this image: the answer
-			// given for its reference is the answer for it.
-			id, known, ok = p.State().ImageByRef(rc.Image)
-		}
-	}
+	id, known, ok := p.imageAnswer(rc, head)
 	if !ok {
 		name := shortImage(rc.Image, id)
 		if name == "" {
@@ -205,6 +194,24 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 			Fix:    f.Fix})
 	}
 	return nil
+}
+
+// imageAnswer is what the state recorded of the image the cluster's head
+// runs (its ID, and its answer to the model query); ok false when the
+// state holds no answer for it.
+func (p *planner) imageAnswer(rc *cluster.RayCluster, head *observe.HostFacts) (id string, known state.Image, ok bool) {
+	id = headImageID(head, rc, p.Project())
+	if p.State() == nil {
+		return id, known, false
+	}
+	if id != "" {
+		known, ok = p.State().Image(id)
+	} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
+		// The head's container keeps running this image: the answer
+		// given for its reference is the answer for it.
+		id, known, ok = p.State().ImageByRef(rc.Image)
+	}
+	return id, known, ok
 }
 
 // headImageID is the ID of the image the cluster's head runs: from the

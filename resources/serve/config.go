@@ -66,10 +66,13 @@ type planner struct {
 	kit.Planner
 	cfg *Config
 	fab cluster.Fabric
+	// overBudget are the clusters whose serves gpuBudget refused (or
+	// capacity, one serve alone): clusterBudget does not judge them again.
+	overBudget map[string]bool
 }
 
 // newPlanner is the serve kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
 	cfg := View(p.Config())
-	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts())}
+	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts()), overBudget: map[string]bool{}}
 }

@@ -267,6 +267,7 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 			continue
 		}
 		if serveGPUs(sv) > have {
+			p.overBudget[rc.Name] = true
 			return // capacity reports it on its own
 		}
 		serves = append(serves, sv)
@@ -288,12 +289,14 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 	}
 	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
 	if need > have {
+		p.overBudget[rc.Name] = true
 		p.Find(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
 			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
 			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
 		return
 	}
 	if head := p.nodeGPUs(rc.Head); len(serves) > head {
+		p.overBudget[rc.Name] = true
 		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
 			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
 			"remove a serve, or give the head more GPUs")
