@@ -370,7 +370,7 @@ func budgetDetail(v budgetVerdict, kept []*VLLMServe, source, version string) st
 		if version != "" {
 			b.WriteString(" (vLLM " + version + " in the image)")
 		} else {
-			b.WriteString(" (the image's vLLM version is not known yet: judged by the stricter, classic rule)")
+			b.WriteString(" (the image's vLLM version is unknown: judged by the stricter, classic rule)")
 		}
 		b.WriteString(" runs the engine on the head and refuses to start without a free GPU there (\"Current node has no GPU available\"); its placement group pins the first bundle to the head and Ray packs the others onto the head as far as they fit, so a serve takes as many of the head's free GPUs as it has bundles.")
 	} else {
