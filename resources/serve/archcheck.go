@@ -163,9 +163,11 @@ func trustRemoteCode(args []string) bool {
 }
 
 // archPlan judges the serve from the answer the state holds for the
-// head's image, or says that apply will ask the image. It returns the
+// head's image, or says that apply will ask the image. An image that
+// could not answer is mentioned only for a model the serve did not run
+// yet (newModel). It returns the
 // check apply runs: nil when the state already answered.
-func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string, newModel bool) *ArchCheck {
 	if len(mc.Architectures) == 0 && mc.ModelType == "" {
 		return nil // config.json names nothing to check
 	}
@@ -181,8 +183,13 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 		return ac
 	}
 	findings, skipped := modelfit.CheckArchitecture(mc, registry(known), ac.TrustRemoteCode)
-	if skipped != "" {
-		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s.", sv.Addr, skipped))
+	if skipped != "" && newModel {
+		// The image cannot answer (no vLLM its python3 imports): the
+		// apply that asked it said so, and it never changes for the
+		// image. It matters again only for a model the serve did not
+		// run yet.
+		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s (the image %s answered on %s): vLLM itself will say whether it knows %s when it starts.",
+			sv.Addr, skipped, shortImage(rc.Image, id), known.CheckedAt.Format(time.DateOnly), sv.Model))
 	}
 	for _, f := range findings {
 		sev := plan.Error

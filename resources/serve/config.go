@@ -74,5 +74,5 @@ type planner struct {
 // newPlanner is the serve kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
 	cfg := View(p.Config())
-	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts()), overBudget: map[string]bool{}}
+	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts())}
 }

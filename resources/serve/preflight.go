@@ -175,7 +175,7 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // configuration stages them during the same apply (a model block), it
 // returns the check apply runs right after staging, before the serve
 // starts (ModelCheck): the same judgment, on the files staged.
-func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) (*ArchCheck, *ModelCheck) {
+func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running, newModel bool) (*ArchCheck, *ModelCheck) {
 	if action == plan.NoOp || p.RefreshOnly() {
 		return nil, nil
 	}
@@ -240,7 +240,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	for _, f := range modelFindings(sv, mc, s, source) {
 		p.Finding(f)
 	}
-	return p.archPlan(sv, rc, head, mc, source), nil
+	return p.archPlan(sv, rc, head, mc, source, newModel), nil
 }
 
 // preflightSource says where the preflight read the model's config.
