@@ -142,7 +142,7 @@ func preflightCases() []preflightCase {
   tensor_parallel_size   = 4
   max_model_len          = 32768
 `,
-			notWant: []string{"Error:", "Warning:"},
+			notWant:   []string{"Error:", "Warning:"},
 			wantNotes: []string{"the architecture check of vllm_serve.llama did not run: the image's python3 cannot import vLLM's model registry (ModuleNotFoundError: No module named 'vllm') (the image vllm/vllm-openai:v0.11.0 (abababababab) answered on 2026-11-29): vLLM itself will say whether it knows Qwen/Qwen2.5-7B-Instruct when it starts."}},
 		{name: "preflight-arch-no-vllm-same-model", model: "llama-3.2-1b-instruct", image: "registry-no-vllm.json",
 			serve: `  model                  = "meta-llama/Llama-3.1-405B-Instruct-FP8"

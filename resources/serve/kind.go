@@ -61,8 +61,8 @@ func serveDescriptor() config.Kind {
 				Description: "how long to wait for the server to answer, e.g. `\"20m\"`, `\"1h30m\"`"},
 		},
 		Computed: []config.Attr{
-			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
-			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
+			{Name: "endpoint", From: []string{"cluster", "port"}, Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
+			{Name: "public_endpoint", From: []string{"cluster", "port"}, Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
 		New:      func() any { return &VLLMServe{} },
 		Decode:   decodeServe,
