@@ -261,11 +261,13 @@ func TestTwoClustersExampleFitsItsGPUs(t *testing.T) {
 
 // setRayUsage makes hf's dashboard answer /api/cluster_status with each
 // node's GPUs used of total (by fabric IP), in the shape Ray 2.53's
-// dashboard returns the monitor's report (keys in camel case).
+// dashboard returns the monitor's report (by node ID, keys in camel case:
+// testdata/observe/ray-2.53-cluster-status-tp2.json).
 func setRayUsage(hf *observe.HostFacts, port int, gpus map[string][2]float64) {
 	byNode := map[string]any{}
 	for ip, g := range gpus {
-		byNode[ip] = map[string]any{"CPU": []float64{0, 224}, "GPU": []float64{g[0], g[1]}, "objectStoreMemory": []float64{0, 2e11}}
+		// Keyed by node ID, the node's IP in its node:IP resource.
+		byNode[fmt.Sprintf("%056x", len(byNode)+1)] = map[string]any{"CPU": []float64{0, 224}, "GPU": []float64{g[0], g[1]}, "objectStoreMemory": []float64{0, 2e11}, "node:" + ip: []float64{0, 1}}
 	}
 	body, _ := json.Marshal(map[string]any{"result": true, "msg": "Got cluster status.", "data": map[string]any{
 		"autoscalingStatus": nil, "autoscalingError": nil,

@@ -61,10 +61,12 @@ vllm_serve "b" {
 // running serve, starts both in one apply, the small one first, and both
 // converge: the result does not depend on the order they were added in.
 func TestE2EServeAddedToFullHead(t *testing.T) {
-	// Fast mode: simnode's Ray and vLLM stand-in (vLLM 0.17.1's Ray
-	// executor: the GPU check on the driver's node, the PACK placement
-	// group with node:<driver ip>).
-	l := startLab(t, "rfe2ebudget", append([]string{"-gpus", "2"}, fastRay...)...)
+	// The real Ray 2.53 (its subject is Ray's placement and what Ray
+	// reports free), with the vLLM stand-in's Ray executor, vLLM 0.17.1's
+	// on Ray's own API: the GPU check on the driver's node, the PACK
+	// placement group with node:<driver ip>. (RAYFORM_E2E_RAY=simnode
+	// runs it on simnode's Ray, which reports the same.)
+	l := startLab(t, "rfe2ebudget", "-gpus", "2")
 	dir := l.config(fmt.Sprintf(e2eBudgetA, seedImage))
 	twoGPUs(t, dir)
 	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }

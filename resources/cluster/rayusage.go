@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
+	"strings"
 
 	"github.com/rayform/rayform/engine/observe"
 )
@@ -64,9 +66,12 @@ func RayUsageOf(hf *observe.HostFacts, rc *RayCluster) RayUsage {
 
 // ParseRayUsage reads the dashboard's answer to GET /api/cluster_status:
 // {"result": true, "data": {"clusterStatus": {"loadMetricsReport":
-// {"usageByNode": {IP: {RESOURCE: [used, total]}}}}}}. The dashboard
-// converts every key to camel case (dashboard/utils.py to_google_style),
-// resource names with underscores included; GPU keeps its name.
+// {"usageByNode": {NODE_ID: {RESOURCE: [used, total]}}}}}}, as Ray 2.53
+// answers it (testdata/observe/ray-2.53-cluster-status-tp2.json, read in
+// the lab: the key is the node's ID, though the monitor's code calls it
+// an IP). The node's IP is its node:IP resource. The dashboard converts
+// every key to camel case (dashboard/utils.py to_google_style), resource
+// names with underscores included; GPU and node:IP keep theirs.
 // clusterStatus is null until the monitor first reported.
 func ParseRayUsage(r observe.HTTPResult, ok bool) RayUsage {
 	if !ok {
@@ -101,14 +106,26 @@ func ParseRayUsage(r observe.HTTPResult, ok bool) RayUsage {
 		return u
 	}
 	u.ByIP = map[string]map[string]UsedTotal{}
-	for ip, res := range env.Data.ClusterStatus.LoadMetricsReport.UsageByNode {
+	for key, res := range env.Data.ClusterStatus.LoadMetricsReport.UsageByNode {
 		m := map[string]UsedTotal{}
+		ip := ""
+		if a, err := netip.ParseAddr(key); err == nil {
+			ip = a.String() // an older Ray keyed the report by IP
+		}
 		for k, v := range res {
-			if len(v) == 2 {
-				m[k] = UsedTotal{Used: v[0], Total: v[1]}
+			if len(v) != 2 {
+				continue
+			}
+			m[k] = UsedTotal{Used: v[0], Total: v[1]}
+			if rest, ok := strings.CutPrefix(k, "node:"); ok && ip == "" {
+				if a, err := netip.ParseAddr(rest); err == nil {
+					ip = a.String()
+				}
 			}
 		}
-		u.ByIP[ip] = m
+		if ip != "" {
+			u.ByIP[ip] = m
+		}
 	}
 	return u
 }

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rayform/rayform/engine/observe"
@@ -13,7 +15,14 @@ func TestParseRayUsage(t *testing.T) {
 	ok200 := func(body string) observe.HTTPResult {
 		return observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 200}, Via: "curl", Body: body}
 	}
-	report := `{"result": true, "msg": "Got cluster status.", "data": {"autoscalingStatus": null, "autoscalingError": null, "clusterStatus": {"loadMetricsReport": {"usage": {"GPU": [2.0, 4.0]}, "resourceDemand": [], "pgDemand": [], "requestDemand": [], "nodeTypes": [], "headIp": null, "usageByNode": {"192.168.200.12": {"CPU": [0.0, 20.0], "GPU": [2.0, 2.0], "objectStoreMemory": [0.0, 1073741824.0]}, "192.168.200.13": {"GPU": [0.5, 2.0]}}, "nodeTypeMapping": null, "idleTimeMap": {}}, "time": 1764790000.1, "monitorPid": 312}}}`
+	// The real Ray 2.53's answer in the lab, a serve of 2 GPUs running
+	// (vLLM's placement group packed onto the head): keyed by node ID.
+	real, err := os.ReadFile(filepath.Join("..", "..", "testdata", "observe", "ray-2.53-cluster-status-tp2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An older Ray keyed it by IP.
+	byIP := `{"result": true, "msg": "Got cluster status.", "data": {"autoscalingStatus": null, "autoscalingError": null, "clusterStatus": {"loadMetricsReport": {"usageByNode": {"192.168.200.12": {"GPU": [1.0, 2.0]}, "192.168.200.13": {"GPU": [0.5, 2.0]}}}, "time": 1764790000.1, "monitorPid": 312}}}`
 	cases := []struct {
 		name   string
 		r      observe.HTTPResult
@@ -21,7 +30,8 @@ func TestParseRayUsage(t *testing.T) {
 		free   map[string]int // ip → free GPUs; -1: not in the report
 		err    string
 	}{
-		{"the monitor's report", ok200(report), true, map[string]int{"192.168.200.12": 0, "192.168.200.13": 1, "192.168.200.14": -1}, ""},
+		{"Ray 2.53's report", ok200(string(real)), true, map[string]int{"192.168.200.12": 0, "192.168.200.13": 2, "192.168.200.14": -1}, ""},
+		{"a report keyed by IP", ok200(byIP), true, map[string]int{"192.168.200.12": 1, "192.168.200.13": 1}, ""},
 		{"no report yet", ok200(`{"result": true, "msg": "Got cluster status.", "data": {"autoscalingStatus": null, "autoscalingError": null, "clusterStatus": null}}`), true, map[string]int{"192.168.200.12": -1}, "Ray's monitor has not reported the nodes' usage yet"},
 		{"dashboard error", ok200(`{"result": false, "msg": "boom", "data": {}}`), true, nil, "dashboard /api/cluster_status: boom"},
 		{"refused", observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Refused: true, Err: "connection refused"}}, true, nil, "dashboard: connection refused"},

@@ -64,16 +64,17 @@ func TestDashboard(t *testing.T) {
 }
 
 // TestClusterStatusUsage: /api/cluster_status (format 0) carries the
-// monitor's report as Ray 2.53's dashboard returns it, keys in camel case:
-// per node IP, each resource as [used, total], a placement group's
+// monitor's report as Ray 2.53's dashboard returns it (its answer in the
+// lab: testdata/observe/ray-2.53-cluster-status-tp2.json), keys in camel
+// case: per node ID, each resource as [used, total], a placement group's
 // reserved GPUs used (issue 33 item 1: rayform's GPU budget reads them);
 // a dead node is left out.
 func TestClusterStatusUsage(t *testing.T) {
 	src := fixed{gcs.Status{SessionName: "session_x", Nodes: []gcs.NodeInfo{
 		{NodeID: "aa", NodeIP: "192.168.200.12", IsHead: true, State: gcs.Alive,
-			Resources: map[string]float64{"GPU": 2, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1},
-			Available: map[string]float64{"GPU": 0, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1}},
-		{NodeID: "bb", NodeIP: "192.168.200.13", State: gcs.Alive, Resources: map[string]float64{"GPU": 2}, Available: map[string]float64{"GPU": 2}},
+			Resources: map[string]float64{"GPU": 2, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1, "node:192.168.200.12": 1},
+			Available: map[string]float64{"GPU": 0, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1, "node:192.168.200.12": 1}},
+		{NodeID: "bb", NodeIP: "192.168.200.13", State: gcs.Alive, Resources: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}, Available: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}},
 		{NodeID: "cc", NodeIP: "192.168.200.14", State: gcs.Dead, Resources: map[string]float64{"GPU": 2}},
 	}}}
 	srv := httptest.NewServer(Handler(src, time.Now))
@@ -96,8 +97,8 @@ func TestClusterStatusUsage(t *testing.T) {
 	}
 	r := env.Data.ClusterStatus.LoadMetricsReport
 	want := map[string]map[string][]float64{
-		"192.168.200.12": {"GPU": {2, 2}, "CPU": {0, 20}, "objectStoreMemory": {0, 1 << 30}, "node:InternalHead": {0, 1}},
-		"192.168.200.13": {"GPU": {0, 2}},
+		"aa": {"GPU": {2, 2}, "CPU": {0, 20}, "objectStoreMemory": {0, 1 << 30}, "node:InternalHead": {0, 1}, "node:192.168.200.12": {0, 1}},
+		"bb": {"GPU": {0, 2}, "node:192.168.200.13": {0, 1}},
 	}
 	got, _ := json.Marshal(r.UsageByNode)
 	exp, _ := json.Marshal(want)

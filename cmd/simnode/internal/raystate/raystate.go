@@ -428,8 +428,9 @@ func BundleRepr(bd map[string]float64) string {
 // dashboard's /api/cluster_status (format 0) returns it under
 // clusterStatus: Ray 2.53's monitor.py writes
 // {"load_metrics_report": asdict(LoadMetricsSummary), "time", "monitor_pid"}
-// to the GCS's internal KV, with usage_by_node keyed by node IP, each
-// resource as [used, total] (load_metrics.py summary: total − available);
+// to the GCS's internal KV, with usage_by_node keyed by node ID (as the
+// real Ray 2.53 answered in the lab, though load_metrics.py names the key
+// an IP), each resource as [used, total] (total − available);
 // the dashboard turns every key, resource names included, to camel case
 // (dashboard/utils.py to_google_style). Ray's monitor writes it every 5 s;
 // simnode's answers from the GCS's state at the moment, placement groups'
@@ -449,7 +450,7 @@ func LoadMetricsReport(now time.Time, st *gcs.Status, monitorPID int) pylog.KV {
 			u := usage[k]
 			usage[k] = [2]float64{u[0] + used, u[1] + total}
 		}
-		byNode = append(byNode, pylog.Pair{Key: n.NodeIP, Value: res})
+		byNode = append(byNode, pylog.Pair{Key: n.NodeID, Value: res})
 	}
 	total := pylog.KV{}
 	for _, k := range slices.Sorted(maps.Keys(usage)) {
