@@ -156,7 +156,8 @@ vllm_serve "third" {
 	// classic Ray executor needs a GPU on the head for each serve, and the
 	// first serve of 8 packs all 8 of the head's (issue 33 item 1).
 	two := src[:strings.Index(src, "vllm_serve \"third\"")]
-	if f := budget(two); len(f) != 1 || !strings.Contains(f[0].Summary, `vllm_serve.small cannot start: its engine needs a free GPU on the head gpu["h1"], and Ray has 0 of its 8 GPUs free`) {
+	if f := budget(two); len(f) != 1 || !strings.Contains(f[0].Summary, `vllm_serve.small cannot start: its engine needs a free GPU on the head gpu["h1"], and the serves started before it leave 0 of its 8 GPUs free`) ||
+		!strings.Contains(f[0].Detail, `GPUs free, the serves started smallest first on the idle cluster, once vllm_serve.llama (8) started: gpu["h1"] 0 of 8, gpu["h2"] 8 of 8.`) {
 		t.Errorf("two serves of 8 GPUs on 16: %+v", f)
 	}
 	// 7 and 8: the serve of 7 starts first and leaves the head a GPU.

@@ -195,7 +195,7 @@ func (p *planner) clusterBudget(rc *cluster.RayCluster) {
 		p.orderStarts(rc, v.Order, stopped, gone)
 		return
 	}
-	p.Find(plan.Error, v.Failed.Addr, rc.Head, budgetSummary(v, rc), budgetDetail(v, kept, source, version), p.budgetFix(rc, v, mine, kept, headGPU))
+	p.Find(plan.Error, v.Failed.Addr, rc.Head, budgetSummary(v, rc, source), budgetDetail(v, kept, source, version), p.budgetFix(rc, v, mine, kept, headGPU))
 }
 
 // freeGPUs are the cluster's nodes (head first) with the GPUs free for the
@@ -321,18 +321,23 @@ func (p *planner) goneServes(rc *cluster.RayCluster, head *observe.HostFacts) []
 	return out
 }
 
-// budgetSummary says which serve cannot start and why, naming the node.
-func budgetSummary(v budgetVerdict, rc *cluster.RayCluster) string {
+// budgetSummary says which serve cannot start and why, naming the node;
+// source is freeGPUs's.
+func budgetSummary(v budgetVerdict, rc *cluster.RayCluster, source string) string {
 	need := serveGPUs(v.Failed)
+	has := "Ray has"
+	if source == "fresh" {
+		has = "the serves started before it leave"
+	}
 	if v.Head {
 		h := v.Free[0]
-		return fmt.Sprintf("%s cannot start: its engine needs a free GPU on the head %s, and Ray has %d of its %d GPUs free", v.Failed.Addr, h.Name, h.Free, h.Total)
+		return fmt.Sprintf("%s cannot start: its engine needs a free GPU on the head %s, and %s %d of its %d GPUs free", v.Failed.Addr, h.Name, has, h.Free, h.Total)
 	}
 	free := 0
 	for _, n := range v.Free {
 		free += n.Free
 	}
-	return fmt.Sprintf("%s needs %d GPUs, but Ray has %d free on %s", v.Failed.Addr, need, free, rc.Addr)
+	return fmt.Sprintf("%s needs %d GPUs, but %s %d free on %s", v.Failed.Addr, need, has, free, rc.Addr)
 }
 
 // budgetDetail says where the GPUs are, and the rule.
@@ -348,7 +353,7 @@ func budgetDetail(v budgetVerdict, kept []*VLLMServe, source, version string) st
 	case "estimate":
 		b.WriteString("GPUs free, estimated (Ray's dashboard did not report its nodes' usage)")
 	default:
-		b.WriteString("GPUs free")
+		b.WriteString("GPUs free, the serves started smallest first on the idle cluster,")
 	}
 	if len(v.Order) > 0 {
 		var before []string

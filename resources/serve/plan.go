@@ -296,12 +296,31 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
 		return
 	}
-	if head := p.nodeGPUs(rc.Head); len(serves) > head {
-		p.refuseBudget(rc)
-		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
-			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
-			"remove a serve, or give the head more GPUs")
+	// Where vLLM's Ray executor places them, started smallest first on
+	// the cluster with every GPU free (placeServes, the budget's one
+	// judgment; clusterBudget judges the serves a plan starts against
+	// what Ray reports free).
+	version := ""
+	if hf := p.Host(rc.Head); hf != nil {
+		if _, known, ok := p.imageAnswer(rc, hf); ok {
+			version = answerOf(known).VLLM
+		}
 	}
+	var nodes []gpuNode
+	for _, n := range rc.Nodes() {
+		g := p.nodeGPUs(n)
+		nodes = append(nodes, gpuNode{Name: n, Total: g, Free: g})
+	}
+	v := placeServes(nodes, serves, func(sv *VLLMServe) bool { return needsHeadGPU(sv, rc, version) })
+	if v.Failed == nil {
+		return
+	}
+	p.refuseBudget(rc)
+	summary, fix := budgetSummary(v, rc, "fresh"), fmt.Sprintf("lower the parallelism of %s or of a serve before it, remove a serve, or give the head %s more GPUs", v.Failed.Addr, rc.Head)
+	if head := p.nodeGPUs(rc.Head); v.Head && len(serves) > head {
+		summary, fix = fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head), "remove a serve, or give the head more GPUs"
+	}
+	p.Find(plan.Error, rc.Addr, rc.Head, summary, detail+" "+budgetDetail(v, nil, "fresh", version), fix)
 }
 
 // refuseBudget records that gpuBudget (or capacity) refused rc's serves.
