@@ -11,23 +11,9 @@ import (
 	"testing"
 )
 
-// e2eBudgetA is the lab's cluster (head spark1, worker spark2, 2 GPUs
-// each) with one serve of 2 GPUs (tensor_parallel_size 2).
-const e2eBudgetA = `
-network "fabric" {
-  cidr      = "192.168.200.0/24"
-  interface = "enp1s0f1np1"
-}
-
-ray_cluster "spark" {
-  image           = %q
-  head            = node.spark1
-  workers         = [node.spark2]
-  network         = network.fabric
-  memory_monitor  = false
-  dataplane_check = false
-}
-
+// e2eBudgetA is the lab's cluster (2 GPUs a node) with one serve of 2
+// GPUs (tensor_parallel_size 2).
+const e2eBudgetA = e2eSparkCluster + `
 vllm_serve "a" {
   cluster                = ray_cluster.spark
   model                  = "Qwen/Qwen3-0.6B"
