@@ -45,7 +45,8 @@ vllm_serve "b" {
 // head and its GPUs as Ray reports them, and apply changes nothing (the
 // running serve keeps serving). The fix plan gives, -replace of the
 // running serve, starts both in one apply, the small one first, and both
-// converge: the result does not depend on the order they were added in.
+// converge; created together on a new cluster, the same: the result does
+// not depend on the order they were added in.
 func TestE2EServeAddedToFullHead(t *testing.T) {
 	// The real Ray 2.53 (its subject is Ray's placement and what Ray
 	// reports free), with the vLLM stand-in's Ray executor, vLLM 0.17.1's
@@ -75,20 +76,27 @@ func TestE2EServeAddedToFullHead(t *testing.T) {
 	servesOK(t, run, "model-a")
 
 	// The fix the plan gives: both start in one apply, b first.
-	r = run("apply", "-auto-approve", "-replace=vllm_serve.a")
-	mustCode(t, "apply -replace=vllm_serve.a", r, exitOK)
-	done := func(addr string) int {
-		loc := regexp.MustCompile(regexp.QuoteMeta(addr) + `: \S+ complete after`).FindStringIndex(r.stdout)
-		if loc == nil {
-			t.Fatalf("apply -replace: no completion of %s:\n%s", addr, r.stdout)
+	bFirst := func(what string, r result) {
+		t.Helper()
+		mustCode(t, what, r, exitOK)
+		done := func(addr string) int {
+			loc := regexp.MustCompile(regexp.QuoteMeta(addr) + `: \S+ complete after`).FindStringIndex(r.stdout)
+			if loc == nil {
+				t.Fatalf("%s: no completion of %s:\n%s", what, addr, r.stdout)
+			}
+			return loc[0]
 		}
-		return loc[0]
+		if done("vllm_serve.a") < done("vllm_serve.b") {
+			t.Errorf("%s: vllm_serve.a completed before vllm_serve.b, which must start first:\n%s", what, r.stdout)
+		}
+		mustCode(t, "plan after "+what, run("plan", "-detailed-exitcode"), exitOK)
+		servesOK(t, run, "model-a", "model-b")
 	}
-	if done("vllm_serve.a") < done("vllm_serve.b") {
-		t.Errorf("vllm_serve.a completed before vllm_serve.b, which must start first:\n%s", r.stdout)
-	}
-	mustCode(t, "plan after both", run("plan", "-detailed-exitcode"), exitOK)
-	servesOK(t, run, "model-a", "model-b")
+	bFirst("apply -replace=vllm_serve.a", run("apply", "-auto-approve", "-replace=vllm_serve.a"))
+
+	// Created together on a new cluster: the same order, both converge.
+	mustCode(t, "destroy", run("destroy", "-auto-approve"), exitOK)
+	bFirst("apply of both", run("apply", "-auto-approve"))
 }
 
 // servesOK checks that status -json shows the serves, in order, each ok
