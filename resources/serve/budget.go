@@ -201,12 +201,13 @@ func (p *planner) clusterBudget(rc *cluster.RayCluster) {
 // freeGPUs are the cluster's nodes (head first) with the GPUs free for the
 // serves this plan starts: what Ray reports free (source "ray"), or, when
 // Ray's report is missing, the nodes' GPUs less where the running serves
-// would have been placed (source "estimate"); a fresh Ray cluster has
-// all free (source "fresh"). The GPUs of the serves this plan stops
-// (stopped) are added back: all of them when no serve keeps running,
-// else, as Ray's report does not say which serve holds which, one on the
-// head (its pinned bundle, when its executor pins one) and the rest on
-// the workers as far as they have room, the least the head can get.
+// that stay would have been placed (source "estimate"); a fresh Ray
+// cluster has all free (source "fresh"). The GPUs of the serves this plan
+// stops first (stopped) are added back to Ray's report: all of them when
+// no serve of the cluster keeps running, else, as the report does not
+// say which serve holds which, one on the head (its pinned bundle, when
+// its executor pins one) and the rest on the workers as far as they have
+// room, the least the head can get.
 func (p *planner) freeGPUs(rc *cluster.RayCluster, kept, stopped []*VLLMServe, headGPU func(*VLLMServe) bool) ([]gpuNode, string) {
 	var nodes []gpuNode
 	for _, n := range rc.Nodes() {
@@ -226,21 +227,22 @@ func (p *planner) freeGPUs(rc *cluster.RayCluster, kept, stopped []*VLLMServe, h
 		}
 		nodes[i].Free = min(max(free, 0), n.Total)
 	}
-	if source == "estimate" {
+	switch {
+	case source == "estimate":
+		// The running serves that stay, placed as they would be (the
+		// stopped ones, not placed, count as free).
 		for i := range nodes {
 			nodes[i].Free = nodes[i].Total
 		}
-		v := placeServes(nodes, kept, headGPU)
-		nodes = v.Free
-	}
-	if len(kept) == 0 {
+		return placeServes(nodes, kept, headGPU).Free, source
+	case len(stopped) == 0:
+		return nodes, source // Ray's report as it is
+	case len(kept) == 0:
+		// Every serve of ours that holds GPUs stops first.
 		for i := range nodes {
 			nodes[i].Free = nodes[i].Total
 		}
 		return nodes, source
-	}
-	if source == "estimate" {
-		return nodes, source // the stopped serves were never placed
 	}
 	for _, sv := range stopped {
 		back := serveGPUs(sv)
