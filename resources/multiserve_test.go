@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -151,9 +152,17 @@ vllm_serve "third" {
 			t.Errorf("finding lacks %q: %s", want, text)
 		}
 	}
-	// Without the third, 16 of 16: no budget error.
-	if f := budget(src[:strings.Index(src, "vllm_serve \"third\"")]); len(f) != 0 {
+	// Without the third, 16 of 16: enough GPUs together, but vLLM's
+	// classic Ray executor needs a GPU on the head for each serve, and the
+	// first serve of 8 packs all 8 of the head's (issue 33 item 1).
+	two := src[:strings.Index(src, "vllm_serve \"third\"")]
+	if f := budget(two); len(f) != 1 || !strings.Contains(f[0].Summary, `vllm_serve.small cannot start: its engine needs a free GPU on the head gpu["h1"], and the serves started before it leave 0 of its 8 GPUs free`) ||
+		!strings.Contains(f[0].Detail, `GPUs free, the serves started smallest first on the idle cluster, once vllm_serve.llama (8) started: gpu["h1"] 0 of 8, gpu["h2"] 8 of 8.`) {
 		t.Errorf("two serves of 8 GPUs on 16: %+v", f)
+	}
+	// 7 and 8: the serve of 7 starts first and leaves the head a GPU.
+	if f := budget(strings.Replace(two, "tensor_parallel_size = 8\n  port                 = 8001", "tensor_parallel_size = 7\n  port                 = 8001", 1)); len(f) != 0 {
+		t.Errorf("serves of 7 and 8 GPUs on 16: %+v", f)
 	}
 }
 
@@ -249,4 +258,114 @@ func TestTwoClustersExampleFitsItsGPUs(t *testing.T) {
 	if got := budgetErrors(without); len(got) != 1 || !strings.Contains(got[0], "vllm_serve.small and vllm_serve.tiny share GPUs 0, 1 of c") {
 		t.Errorf("without CUDA_VISIBLE_DEVICES: %v", got)
 	}
+}
+
+// setRayUsage makes hf's dashboard answer /api/cluster_status with each
+// node's GPUs used of total (by fabric IP), in the shape Ray 2.53's
+// dashboard returns the monitor's report (by node ID, keys in camel case:
+// testdata/observe/ray-2.53-cluster-status-tp2.json).
+func setRayUsage(hf *observe.HostFacts, port int, gpus map[string][2]float64) {
+	byNode := map[string]any{}
+	for ip, g := range gpus {
+		// Keyed by node ID, the node's IP in its node:IP resource.
+		byNode[fmt.Sprintf("%056x", len(byNode)+1)] = map[string]any{"CPU": []float64{0, 224}, "GPU": []float64{g[0], g[1]}, "objectStoreMemory": []float64{0, 2e11}, "node:" + ip: []float64{0, 1}}
+	}
+	body, _ := json.Marshal(map[string]any{"result": true, "msg": "Got cluster status.", "data": map[string]any{
+		"autoscalingStatus": nil, "autoscalingError": nil,
+		"clusterStatus": map[string]any{"loadMetricsReport": map[string]any{"usageByNode": byNode}, "time": 1.7e9, "monitorPid": 42}}})
+	if hf.HTTP == nil {
+		hf.HTTP = map[string]observe.HTTPResult{}
+	}
+	hf.HTTP[cluster.RayUsageURL(port)] = observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 200}, Via: "curl", Body: string(body)}
+}
+
+// TestServeAddedToFullHead is issue 33 item 1: a serve of 8 GPUs runs on
+// a cluster of two 8-GPU nodes; Ray packed its placement group onto the
+// head (PACK, the first bundle pinned there), so Ray reports the head's 8
+// GPUs used. Adding a serve of 1 GPU planned "1 to add" (the budget
+// counted one head GPU per serve) and apply failed with vLLM's "Current
+// node has no GPU available". Plan now refuses it, naming the head and
+// its free GPUs, and says what fits: restarting the running serve, which
+// then starts after the small one. Created together, both fit, and apply
+// starts the small one first.
+func TestServeAddedToFullHead(t *testing.T) {
+	src := strings.Replace(string(benchConfig(2)), "pipeline_parallel_size = length(var.hosts)", "pipeline_parallel_size = 1", 1)
+	cc := convergedFrom(t, []byte(src), nil)
+	second := src + "\nvllm_serve \"second\" {\n  cluster = ray_cluster.main\n  model   = \"Qwen/Qwen3-0.6B\"\n  port    = 8001\n}\n"
+	head := cc.facts.Hosts[`gpu["h1"]`]
+	budget := func(cfg *resources.Config, facts *observe.Facts, replace map[string]bool) (*resources.Result, []plan.Finding) {
+		res := resources.Plan(resources.PlanInput{Config: cfg, Facts: facts, Project: benchProject, Replace: replace})
+		var out []plan.Finding
+		for _, f := range res.Plan.Errors() {
+			if strings.Contains(f.Summary, "GPU") {
+				out = append(out, f)
+			}
+		}
+		return res, out
+	}
+
+	for _, c := range []struct {
+		name   string
+		usage  bool
+		detail string
+	}{
+		{"Ray reports the head full", true, `GPUs free as Ray reports them (ray status): gpu["h1"] 0 of 8, gpu["h2"] 8 of 8.`},
+		{"no report from Ray: the running serve's placement estimated", false, `GPUs free, estimated (Ray's dashboard did not report its nodes' usage): gpu["h1"] 0 of 8, gpu["h2"] 8 of 8.`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			delete(head.HTTP, cluster.RayUsageURL(benchDashPort))
+			if c.usage {
+				setRayUsage(head, benchDashPort, map[string][2]float64{"192.168.0.10": {8, 8}, "192.168.0.11": {0, 8}})
+			}
+			cfg := planConfig(t, second, cc.facts)
+			if got := resources.ObserveSpec(cfg, nil, benchProject).Hosts[`gpu["h1"]`].HTTP; !slices.ContainsFunc(got, func(p observe.HTTPProbe) bool { return p.URL == cluster.RayUsageURL(benchDashPort) }) {
+				t.Errorf("the head's probe does not ask Ray's usage (%s): %+v", cluster.RayUsageURL(benchDashPort), got)
+			}
+			res, f := budget(cfg, cc.facts, nil)
+			if len(f) != 1 {
+				t.Fatalf("want one GPU budget error, got %+v\n%+v", f, res.Plan.Changes)
+			}
+			want := `vllm_serve.second cannot start: its engine needs a free GPU on the head gpu["h1"], and Ray has 0 of its 8 GPUs free`
+			if f[0].Summary != want || f[0].Address != "vllm_serve.second" || f[0].Host != `gpu["h1"]` {
+				t.Errorf("summary %q (%s on %s), want %q", f[0].Summary, f[0].Address, f[0].Host, want)
+			}
+			for _, s := range []string{c.detail, "vllm_serve.llama (8)", "Current node has no GPU available"} {
+				if !strings.Contains(f[0].Detail, s) {
+					t.Errorf("detail lacks %q:\n%s", s, f[0].Detail)
+				}
+			}
+			if want := "apply with -replace=vllm_serve.llama: rayform then restarts it and starts the serves smallest first (vllm_serve.second, vllm_serve.llama), so all fit"; f[0].Fix != want {
+				t.Errorf("fix %q, want %q", f[0].Fix, want)
+			}
+
+			// The fix it gives works: with the running serve restarted,
+			// the small one starts first, after the big one's stop.
+			res, f = budget(cfg, cc.facts, map[string]bool{"vllm_serve.llama": true})
+			if len(f) != 0 {
+				t.Fatalf("with -replace: %+v", f)
+			}
+			if got := res.Work["vllm_serve.llama"].After; !slices.Equal(got, []string{"vllm_serve.second"}) {
+				t.Errorf("vllm_serve.llama starts after %v, want [vllm_serve.second]", got)
+			}
+			if sw := serve.WorkOf(res.Work["vllm_serve.llama"]); sw == nil || sw.StopBefore != "vllm_serve.second" {
+				t.Errorf("vllm_serve.llama's stop does not run before vllm_serve.second starts: %+v", sw)
+			}
+		})
+	}
+
+	t.Run("created together", func(t *testing.T) {
+		facts := convergedFrom(t, []byte(src), nil).facts
+		delete(facts.Hosts[`gpu["h1"]`].Records, "serve-llama")
+		setRayUsage(facts.Hosts[`gpu["h1"]`], benchDashPort, map[string][2]float64{"192.168.0.10": {0, 8}, "192.168.0.11": {0, 8}})
+		res, f := budget(planConfig(t, second, facts), facts, nil)
+		if len(f) != 0 {
+			t.Fatalf("created together: %+v", f)
+		}
+		if got := res.Work["vllm_serve.llama"].After; !slices.Equal(got, []string{"vllm_serve.second"}) {
+			t.Errorf("vllm_serve.llama starts after %v, want [vllm_serve.second]", got)
+		}
+		if got := res.Work["vllm_serve.second"].After; len(got) != 0 {
+			t.Errorf("vllm_serve.second starts after %v, want first", got)
+		}
+	})
 }

@@ -142,15 +142,21 @@ func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
 // outputs lists the root outputs with what applying the plan does to
 // them: created with a resource they refer to (or, for one that refers to
 // none, on a first apply), updated when what they show of those resources
-// changes, and left alone (not shown as a change) otherwise.
+// changes (an attribute they read, or one a computed attribute they read
+// derives from), and left alone (not shown as a change) otherwise.
 func (p *planner) outputs() {
 	changes := map[string]plan.ResourceChange{}
 	for _, ch := range p.res.Plan.Changes {
 		changes[ch.Address] = ch
 	}
 	exported := map[string]map[string]bool{}
+	computed := map[string]map[string][]string{} // type → computed attribute → From (nil: unknown)
 	for _, k := range Kinds() {
 		exported[k.Schema().Type] = k.Traits().Exported
+		computed[k.Schema().Type] = map[string][]string{}
+		for _, a := range k.Schema().Computed {
+			computed[k.Schema().Type][a.Name] = a.From
+		}
 	}
 	first := p.in.State == nil || len(p.in.State.Addresses()) == 0
 	g := p.cfg.Graph()
@@ -171,6 +177,7 @@ func (p *planner) outputs() {
 			if ch.Action == plan.Create {
 				oc.Action = plan.Create
 			}
+			reads, known := o.Reads[dep]
 			for _, a := range ch.Attrs {
 				if !exported[ch.Type][a.Name] {
 					continue
@@ -178,7 +185,7 @@ func (p *planner) outputs() {
 				if a.After.RawEquals(o.Value) {
 					same = append(same, a)
 				}
-				if a.Changed() {
+				if a.Changed() && (!known || readsFrom(reads, a.Name, computed[ch.Type])) {
 					changed = append(changed, a)
 				}
 			}
@@ -200,6 +207,24 @@ func (p *planner) outputs() {
 		}
 		p.res.Plan.Outputs = append(p.res.Plan.Outputs, oc)
 	}
+}
+
+// readsFrom reports whether an output that reads the attributes reads of
+// a resource (config.Output.Reads) shows its argument arg: it reads arg
+// itself, the resource as a whole, or a computed attribute derived from
+// arg (config.Attr.From; one whose sources are not known counts as
+// derived from every argument).
+func readsFrom(reads []string, arg string, computed map[string][]string) bool {
+	for _, r := range reads {
+		from, isComputed := computed[r]
+		switch {
+		case r == "" || r == arg:
+			return true
+		case isComputed && (from == nil || slices.Contains(from, arg)):
+			return true
+		}
+	}
+	return false
 }
 
 // HostFingerprints digests, per host, the facts a plan depends on, so a

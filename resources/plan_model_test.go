@@ -96,8 +96,12 @@ func TestPlanModel(t *testing.T) {
 			trees:    map[string]observe.TreeFacts{`gpu["h1"]`: modelTree(mf, all, 1e12), `gpu["h2"]`: modelTree(mf, none, 1e12), `gpu["h3"]`: modelTree(mf, func(f model.File) bool { return !strings.HasPrefix(f.Path, "model-00002") }, 1e12)},
 			resolved: model.Resolution{Manifest: mf}, action: plan.Update,
 			steps: `stage meta-llama/Llama-3.1-405B-Instruct-FP8 (410.0 GB) from gpu["h1"] to gpu["h2"], gpu["h3"] over the fabric`,
+			// The update shows what it changes in the resource's body, not
+			// only in comments (issue 33 item 8: "~ update in-place" with
+			// nothing but "(5 unchanged attributes hidden)").
 			want: []string{`gpu["h1"]: complete`, `gpu["h2"]: absent, 410.0 GB to stage from gpu["h1"] over the fabric (1000.0 GB free)`,
-				`gpu["h3"]: partial, 1 file missing, 210.0 GB to stage from gpu["h1"] over the fabric (1000.0 GB free)`}},
+				`gpu["h3"]: partial, 1 file missing, 210.0 GB to stage from gpu["h1"] over the fabric (1000.0 GB free)`,
+				"      ~ copies = {\n          ~ \"gpu[\\\"h2\\\"]\" = \"absent\" -> \"complete\"\n          ~ \"gpu[\\\"h3\\\"]\" = \"partial\" -> \"complete\"\n            # (1 unchanged element hidden)\n        }"}},
 		{name: "model-download",
 			trees:    map[string]observe.TreeFacts{`gpu["h1"]`: modelTree(mf, none, 1e12), `gpu["h2"]`: modelTree(mf, none, 1e12), `gpu["h3"]`: modelTree(mf, none, 1e12)},
 			resolved: model.Resolution{Manifest: mf}, action: plan.Create,

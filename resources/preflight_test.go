@@ -167,6 +167,23 @@ func preflightCases() []preflightCase {
 `,
 			notWant:   []string{"Error:", "Warning:"},
 			wantNotes: []string{`vllm_serve.llama: vLLM will report "CPU KV cache size: 37,376 tokens, Maximum concurrency for 32,768 tokens per request: 1.14x" (--kv-cache-memory-bytes 1,073,741,824: 292 blocks of 128 tokens (vLLM's CPU default), 3,670,016 bytes each; 256 blocks a 32,768-token request).`}},
+		// An image whose python3 cannot import vLLM (the lab's): the
+		// apply that asked it said so once; a plan says it again only when
+		// the check would matter, for a model the serve did not run yet
+		// (issue 33 item 8: every lab plan carried the note).
+		{name: "preflight-arch-no-vllm-new-model", model: "qwen2.5-7b-instruct", image: "registry-no-vllm.json",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+`,
+			notWant:   []string{"Error:", "Warning:"},
+			wantNotes: []string{qwenTP4Note("32,768", "2,048", "155.74"), "the architecture check of vllm_serve.llama did not run: the image's python3 cannot import vLLM's model registry (ModuleNotFoundError: No module named 'vllm') (the image vllm/vllm-openai:v0.11.0 (abababababab) answered on 2026-11-29): vLLM itself will say whether it knows Qwen/Qwen2.5-7B-Instruct when it starts."}},
+		{name: "preflight-arch-no-vllm-same-model", model: "llama-3.2-1b-instruct", image: "registry-no-vllm.json",
+			serve: `  model                  = "meta-llama/Llama-3.1-405B-Instruct-FP8"
+  tensor_parallel_size   = 4
+  max_model_len          = 8192
+`,
+			notWant: []string{"Error:", "Warning:", "architecture check"}},
 		{name: "preflight-not-downloaded",
 			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
   tensor_parallel_size   = 3

@@ -234,8 +234,11 @@ func (p Provider) PrepareSteps(env run.Env, obs *run.Observation, addr string) [
 func (p Provider) Walk(ctx context.Context, env run.Env, obs *run.Observation) run.WalkSteps {
 	ws := unwrapWork(obs.Result.Work)
 	checks := hostenv.NewCheckStarts(ctx, env.Conns, ws, dataplane.Options{})
-	out := run.WalkSteps{Steps: map[string][]apply.Step{}, Done: checks.Close}
+	out := run.WalkSteps{Steps: map[string][]apply.Step{}, After: map[string][]string{}, Done: checks.Close}
 	for addr, w := range ws {
+		if len(w.After) > 0 {
+			out.After[addr] = w.After
+		}
 		e := p.stepEnv(env, obs, w)
 		e.Checks = checks
 		// prepare ran the image and Ray checks.

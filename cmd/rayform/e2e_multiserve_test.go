@@ -15,10 +15,9 @@ import (
 	"testing"
 )
 
-// e2eTwoServes is the lab's cluster (head spark1, worker spark2, 2 GPUs
-// each) with two serves of one GPU each on ports 8000 and 8001: issue
-// 20's shape (testdata/config/valid/two-clusters declares it too).
-const e2eTwoServes = `
+// e2eSparkCluster is the lab's cluster, head spark1 and worker spark2
+// (the image a %q verb), for tests of the serves on it.
+const e2eSparkCluster = `
 network "fabric" {
   cidr      = "192.168.200.0/24"
   interface = "enp1s0f1np1"
@@ -32,7 +31,12 @@ ray_cluster "spark" {
   memory_monitor  = false
   dataplane_check = false
 }
+`
 
+// e2eTwoServes is the lab's cluster (2 GPUs a node) with two serves of
+// one GPU each on ports 8000 and 8001: issue 20's shape
+// (testdata/config/valid/two-clusters declares it too).
+const e2eTwoServes = e2eSparkCluster + `
 vllm_serve "a" {
   cluster                = ray_cluster.spark
   model                  = "Qwen/Qwen3-0.6B"

@@ -160,4 +160,9 @@ type Output struct {
 	Sensitive  bool
 	DeclRange  hcl.Range
 	ValueRange hcl.Range
+	// Reads are, by the address of each block the value refers to (its
+	// instance, as node.gpu["h1"], when the reference names the key), the
+	// attributes of it the value reads: "" for a reference to the block
+	// as a whole, or one whose attribute is not named statically.
+	Reads map[string][]string
 }

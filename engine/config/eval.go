@@ -344,6 +344,9 @@ func (e *evaluator) evalOutput(it *item) hcl.Diagnostics {
 	if o.Value == cty.NilVal {
 		o.Value = cty.NullVal(cty.DynamicPseudoType)
 	}
+	if a, ok := it.attrs["value"]; ok {
+		o.Reads = e.reads(a.Expr)
+	}
 	if len(b.decl.Sensitive) > 0 && !o.Sensitive {
 		b.diags = append(b.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,

@@ -70,6 +70,10 @@ type Attr struct {
 	Name string
 	// Doc says what it holds, for the README.
 	Doc string
+	// From are the block's own arguments it is derived from (with what
+	// observing the hosts teaches): an output that reads it changes only
+	// when one of them does. Empty when it is not known.
+	From []string
 }
 
 // noun is how diagnostics name the kind.

@@ -249,3 +249,61 @@ func checkExportAttr(kind string, attrs []string, forEach bool, tr hcl.Traversal
 		Subject: &rng,
 	}
 }
+
+// reads are the attributes an expression reads from each block it refers
+// to (Output.Reads): by instance address, the attribute names, "" when
+// the reference names none statically (node.gpu, node.gpu[each.key].x).
+func (e *evaluator) reads(expr hcl.Expression) map[string][]string {
+	out := map[string][]string{}
+	add := func(addr, attr string) {
+		if !slices.Contains(out[addr], attr) {
+			out[addr] = append(out[addr], attr)
+		}
+	}
+	for _, tr := range expr.Variables() {
+		kind := tr.RootName()
+		if _, ok := e.mod.kinds[kind]; !ok || len(tr) < 2 {
+			continue
+		}
+		name, ok := tr[1].(hcl.TraverseAttr)
+		if !ok {
+			continue
+		}
+		block := kind + "." + name.Name
+		it := e.mod.items[block]
+		if it == nil {
+			continue
+		}
+		attrAt := func(i int) string {
+			if len(tr) > i {
+				if a, ok := tr[i].(hcl.TraverseAttr); ok {
+					return a.Name
+				}
+			}
+			return ""
+		}
+		if it.forEach == nil {
+			add(block, attrAt(2))
+			continue
+		}
+		key, hasKey := "", false
+		if len(tr) > 2 {
+			switch k := tr[2].(type) {
+			case hcl.TraverseIndex:
+				if k.Key.Type() == cty.String && k.Key.IsKnown() {
+					key, hasKey = k.Key.AsString(), true
+				}
+			case hcl.TraverseAttr:
+				key, hasKey = k.Name, true
+			}
+		}
+		if hasKey {
+			add(kind+"."+instanceName(name.Name, key, true), attrAt(3))
+			continue
+		}
+		for _, k := range e.keys[block] {
+			add(kind+"."+instanceName(name.Name, k, true), "")
+		}
+	}
+	return out
+}

@@ -338,8 +338,9 @@ func (r *Runner) env() Env {
 
 // applyGraph turns the plan's work into the engine's resources, ordered by
 // the configuration's graph; removed resources are destroyed in the
-// provider's order (OrderDestroy), and the provider's Ahead parts run
-// before the resources they name. A destroy walks destroyGraph.
+// provider's order (OrderDestroy), the provider's Ahead parts run
+// before the resources they name, and each resource waits for those the
+// provider orders it after (WalkSteps.After). A destroy walks destroyGraph.
 func (r *Runner) applyGraph(ctx context.Context, obs *Observation, destroyGraph *dag.Graph) (*dag.Graph, map[string]*apply.Resource, func()) {
 	g := obs.Config.Lang().Graph()
 	if destroyGraph != nil {
@@ -359,6 +360,13 @@ func (r *Runner) applyGraph(ctx context.Context, obs *Observation, destroyGraph 
 			work[a.Node] = a.Resource
 			g.Add(a.Node)
 			g.Connect(a.Before, a.Node)
+		}
+		for _, addr := range slices.Sorted(maps.Keys(ws.After)) {
+			for _, dep := range ws.After[addr] {
+				if g.Has(addr) && g.Has(dep) {
+					g.Connect(addr, dep)
+				}
+			}
 		}
 	}
 	return g, work, ws.Done

@@ -119,6 +119,10 @@ type WalkSteps struct {
 	Steps map[string][]apply.Step
 	// Ahead run before the resources they name (not on destroy).
 	Ahead []Ahead
+	// After are, by address, the nodes each resource's work waits for
+	// beyond the configuration's order (not on destroy): the provider's
+	// ordering of resources the configuration leaves unordered.
+	After map[string][]string
 	// Done, when set, is called once the walk ended.
 	Done func()
 }

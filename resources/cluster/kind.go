@@ -74,9 +74,9 @@ func clusterDescriptor() config.Kind {
 				Description: "container name on every node"},
 		},
 		Computed: []config.Attr{
-			{Name: "address", Doc: "`\"<head fabric ip>:<port>\"` (*observe*)"},
-			{Name: "head_ip", Doc: "(*observe*)"},
-			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)"},
+			{Name: "address", Doc: "`\"<head fabric ip>:<port>\"` (*observe*)", From: []string{"head", "network", "port"}},
+			{Name: "head_ip", Doc: "(*observe*)", From: []string{"head", "network"}},
+			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)", From: []string{"head", "network", "dashboard_port"}},
 		},
 		New:      func() any { return &RayCluster{} },
 		Decode:   decodeRayCluster,

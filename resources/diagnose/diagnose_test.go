@@ -1079,8 +1079,8 @@ func TestVersionAtLeast(t *testing.T) {
 		{"1.0", "0.18.0", true}, {"0.18", "0.18.0", true},
 	}
 	for _, c := range cases {
-		if got := versionAtLeast(c.v, c.min); got != c.want {
-			t.Errorf("versionAtLeast(%q, %q) = %v, want %v", c.v, c.min, got, c.want)
+		if got := VersionAtLeast(c.v, c.min); got != c.want {
+			t.Errorf("VersionAtLeast(%q, %q) = %v, want %v", c.v, c.min, got, c.want)
 		}
 	}
 }

@@ -101,9 +101,9 @@ var (
 	vllmVersionRE = regexp.MustCompile(`vLLM API server version (\S+)`)
 )
 
-// versionAtLeast compares dotted release numbers ("0.10.1" >= "0.10.0");
+// VersionAtLeast compares dotted release numbers ("0.10.1" >= "0.10.0");
 // a suffix (".post1", "rc1", "+cu128") is ignored.
-func versionAtLeast(v, min string) bool {
+func VersionAtLeast(v, min string) bool {
 	parse := func(s string) []int {
 		var out []int
 		for _, p := range strings.Split(strings.TrimPrefix(s, "v"), ".") {
@@ -231,7 +231,7 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 		case version == "":
 			unsure = true
 			why = append(why, r.flag+" was removed from vLLM (releases from "+r.absentSince+" on refuse it: "+r.source+"); an image older than the option refuses it as well, and this log does not show the version.")
-		case versionAtLeast(version, r.absentSince):
+		case VersionAtLeast(version, r.absentSince):
 		default:
 			continue // older than the removal: not the reason
 		}

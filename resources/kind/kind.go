@@ -258,6 +258,11 @@ type Work struct {
 	// DestroyAfter are the resources whose destruction goes before this
 	// one's (resources.OrderDestroy): a ray_cluster's vllm_serves.
 	DestroyAfter []string
+	// After are the resources (or ahead nodes, kind.Ahead) whose work
+	// this one's waits for in apply's walk, beyond the configuration's
+	// references: a vllm_serve started after another of its cluster, in
+	// the order the GPU budget judged.
+	After []string
 	// Do is the kind's own description of the work.
 	Do Doer
 }

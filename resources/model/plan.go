@@ -269,18 +269,29 @@ func recordedFinding(m *Model, rec *Recorded) plan.Finding {
 }
 
 // attrs are the model's attributes as plan shows them: what it is and
-// where it goes (the token is never shown).
+// where it goes (the token is never shown), and each node's copy, as it
+// is and as apply leaves it (complete): what an update changes, shown in
+// the resource's body.
 func attrs(m *Model, mf Manifest, d Decision) []plan.AttrChange {
 	val := func(name, v string) plan.AttrChange {
 		return plan.AttrChange{Name: name, Before: cty.StringVal(v), After: cty.StringVal(v)}
 	}
-	return []plan.AttrChange{
+	out := []plan.AttrChange{
 		val("source", m.Source),
 		val("revision", m.Rev),
 		val("commit", mf.Commit),
 		val("cache_dir", m.CacheDir),
 		val("size", fmt.Sprintf("%s in %d files", GB(mf.Bytes()), len(mf.Files))),
 	}
+	if len(d.Judgments) == 0 {
+		return out
+	}
+	before, after := map[string]cty.Value{}, map[string]cty.Value{}
+	for _, j := range d.Judgments {
+		before[j.Node] = cty.StringVal(j.State.String())
+		after[j.Node] = cty.StringVal(Complete.String())
+	}
+	return append(out, plan.AttrChange{Name: "copies", Before: cty.MapVal(before), After: cty.MapVal(after)})
 }
 
 // Container is "": a model runs in no container of its own (kind.Doer).

@@ -162,33 +162,18 @@ func trustRemoteCode(args []string) bool {
 	return slices.Contains(args, "--trust-remote-code")
 }
 
-// knownImage is the answer the state holds for the image of rc's head
-// (what its vLLM and transformers know), with the image's ID; ok is false
-// when the image was not asked yet.
-func (p *planner) knownImage(rc *cluster.RayCluster, head *observe.HostFacts) (id string, known state.Image, ok bool) {
-	id = headImageID(head, rc, p.Project())
-	if p.State() != nil {
-		if id != "" {
-			known, ok = p.State().Image(id)
-		} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
-			// The head's container keeps running this image: the answer
-			// given for its reference is the answer for it.
-			id, known, ok = p.State().ImageByRef(rc.Image)
-		}
-	}
-	return id, known, ok
-}
-
 // archPlan judges the serve from the answer the state holds for the
-// head's image, or says that apply will ask the image. It returns the
+// head's image, or says that apply will ask the image. An image that
+// could not answer is mentioned only for a model the serve did not run
+// yet (newModel). It returns the
 // check apply runs: nil when the state already answered.
-func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string) *ArchCheck {
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string, newModel bool) *ArchCheck {
 	if len(mc.Architectures) == 0 && mc.ModelType == "" {
 		return nil // config.json names nothing to check
 	}
 	r := sv.Range("model")
 	ac := &ArchCheck{Config: mc, TrustRemoteCode: trustRemoteCode(sv.ExtraArgs), At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line), Source: source}
-	id, known, ok := p.knownImage(rc, head)
+	id, known, ok := p.imageAnswer(rc, head)
 	if !ok {
 		name := shortImage(rc.Image, id)
 		if name == "" {
@@ -198,8 +183,13 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 		return ac
 	}
 	findings, skipped := modelfit.CheckArchitecture(mc, registry(known), ac.TrustRemoteCode)
-	if skipped != "" {
-		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s.", sv.Addr, skipped))
+	if skipped != "" && newModel {
+		// The image cannot answer (no vLLM its python3 imports): the
+		// apply that asked it said so, and it never changes for the
+		// image. It matters again only for a model the serve did not
+		// run yet.
+		p.Note(fmt.Sprintf("the architecture check of %s did not run: %s (the image %s answered on %s): vLLM itself will say whether it knows %s when it starts.",
+			sv.Addr, skipped, shortImage(rc.Image, id), known.CheckedAt.Format(time.DateOnly), sv.Model))
 	}
 	for _, f := range findings {
 		sev := plan.Error
@@ -211,6 +201,24 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 			Fix:    f.Fix})
 	}
 	return nil
+}
+
+// imageAnswer is what the state recorded of the image the cluster's head
+// runs (its ID, and its answer to the model query); ok false when the
+// state holds no answer for it.
+func (p *planner) imageAnswer(rc *cluster.RayCluster, head *observe.HostFacts) (id string, known state.Image, ok bool) {
+	id = headImageID(head, rc, p.Project())
+	if p.State() == nil {
+		return id, known, false
+	}
+	if id != "" {
+		known, ok = p.State().Image(id)
+	} else if c := p.Container(rc.Head, headContainer(p.cfg, rc)); c.Found && c.C.Image == rc.Image {
+		// The head's container keeps running this image: the answer
+		// given for its reference is the answer for it.
+		id, known, ok = p.State().ImageByRef(rc.Image)
+	}
+	return id, known, ok
 }
 
 // headImageID is the ID of the image the cluster's head runs: from the

@@ -66,6 +66,9 @@ type planner struct {
 	kit.Planner
 	cfg *Config
 	fab cluster.Fabric
+	// overBudget are the clusters whose serves gpuBudget refused (or
+	// capacity, one serve alone): clusterBudget does not judge them again.
+	overBudget map[string]bool
 }
 
 // newPlanner is the serve kind's planner over p.

@@ -61,8 +61,8 @@ func serveDescriptor() config.Kind {
 				Description: "how long to wait for the server to answer, e.g. `\"20m\"`, `\"1h30m\"`"},
 		},
 		Computed: []config.Attr{
-			{Name: "endpoint", Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
-			{Name: "public_endpoint", Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
+			{Name: "endpoint", From: []string{"cluster", "port"}, Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
+			{Name: "public_endpoint", From: []string{"cluster", "port"}, Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
 		},
 		New:      func() any { return &VLLMServe{} },
 		Decode:   decodeServe,
@@ -285,7 +285,9 @@ func (Kind) Observe(o *kind.Observation) {
 
 // Plan checks that the serves of each cluster fit its GPUs together
 // (gpuBudget), then plans each serve of the configuration, after the
-// clusters (it reads its cluster's planned action).
+// clusters (it reads its cluster's planned action), then judges where the
+// serves it starts get their GPUs from what Ray reports free
+// (clusterBudget).
 func (Kind) Plan(p kind.Planner) {
 	pl := newPlanner(p)
 	// The serves of each cluster together must fit its GPUs.
@@ -294,6 +296,9 @@ func (Kind) Plan(p kind.Planner) {
 	}
 	for _, sv := range sortedServes(pl.cfg) {
 		pl.serve(sv)
+	}
+	for _, name := range slices.Sorted(maps.Keys(pl.cfg.RayClusters)) {
+		pl.clusterBudget(pl.cfg.RayClusters[name])
 	}
 }
 
@@ -313,7 +318,9 @@ func (Kind) Steps(env kind.Env, w *kind.Work) []apply.Step {
 
 // Ahead stops each serve that is replaced along with its cluster's
 // containers before the cluster changes: a worker under a running serve
-// must not go away (nor restart) under it. The stop is a node of its own,
+// must not go away (nor restart) under it. It also stops, before the
+// first serve of the GPU budget's order starts, each replaced serve that
+// starts later (ServeWork.StopBefore): its GPUs were counted free. The stop is a node of its own,
 // "ADDRESS#stop", that the cluster depends on; the serve's own stop step
 // then finds the process gone.
 func (Kind) Ahead(env kind.Env, ws map[string]*kind.Work, steps map[string][]apply.Step) []kind.Ahead {
@@ -321,17 +328,21 @@ func (Kind) Ahead(env kind.Env, ws map[string]*kind.Work, steps map[string][]app
 	for _, addr := range slices.Sorted(maps.Keys(ws)) {
 		w := ws[addr]
 		sw := WorkOf(w)
-		if sw == nil || w.Action != plan.Replace || sw.Cluster == "" {
+		if sw == nil || w.Action != plan.Replace || len(steps[addr]) == 0 {
 			continue
 		}
-		if cw := ws[sw.Cluster]; cw == nil || cw.Action == plan.NoOp || len(steps[addr]) == 0 {
+		before := sw.StopBefore
+		if cw := ws[sw.Cluster]; sw.Cluster != "" && cw != nil && cw.Action != plan.NoOp {
+			before = sw.Cluster
+		}
+		if before == "" {
 			continue
 		}
 		stop := ServeStopSteps(hostenv.Of(env), w)
 		if len(stop) == 0 {
 			continue
 		}
-		out = append(out, kind.Ahead{Node: addr + "#stop", Before: sw.Cluster, Address: addr, Action: plan.Replace, Steps: stop})
+		out = append(out, kind.Ahead{Node: addr + "#stop", Before: before, Address: addr, Action: plan.Replace, Steps: stop})
 	}
 	return out
 }
@@ -417,6 +428,11 @@ func observeServes(o *kind.Observation) {
 				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
+				// The GPU budget of a multi-node cluster: what Ray
+				// reports free on each node (clusterBudget), asked once.
+				if u := cluster.RayUsageProbe(rc); len(rc.Workers) > 0 && !slices.ContainsFunc(hs.HTTP, func(h observe.HTTPProbe) bool { return h.URL == u.URL }) {
+					hs.HTTP = append(hs.HTTP, u)
+				}
 			}
 			o.SetHost(node, hs)
 		}

@@ -90,11 +90,12 @@ func (p *planner) serve(sv *VLLMServe) {
 	// attributes, of an older rayform, is taken to).
 	recPort, recorded := rec.Attrs["port"]
 	ownPort := rec.Found && rec.Alive && (!recorded || recPort == strconv.Itoa(sv.Port))
-	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive)
+	attrs := serveAttrs(sv, spec, action, rec)
+	newModel := slices.ContainsFunc(attrs, func(c plan.AttrChange) bool { return c.Name == "model" && c.Changed() })
+	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive, newModel)
 	if action != plan.NoOp && head != nil && !ownPort {
 		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, "", []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
-	attrs := serveAttrs(sv, spec, action, rec)
 	if len(drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
@@ -267,6 +268,7 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 			continue
 		}
 		if serveGPUs(sv) > have {
+			p.refuseBudget(rc)
 			return // capacity reports it on its own
 		}
 		serves = append(serves, sv)
@@ -288,16 +290,45 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 	}
 	detail := strings.Join(each, "; ") + ". GPUs per node (" + strings.Join(parts, ", ") + ")."
 	if need > have {
+		p.refuseBudget(rc)
 		p.Find(plan.Error, rc.Addr, "", fmt.Sprintf("the serves of %s need %d GPUs together, but Ray will see %d", rc.Addr, need, have),
 			detail+" Each serve holds its GPUs for its whole life, so the serves beyond the budget would wait for GPUs that never free up.",
 			"lower the parallelism of "+strings.Join(addrs, ", ")+", remove a serve, or add nodes to "+rc.Addr)
 		return
 	}
-	if head := p.nodeGPUs(rc.Head); len(serves) > head {
-		p.Find(plan.Error, rc.Addr, rc.Head, fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head),
-			detail+fmt.Sprintf(" On a multi-node cluster each serve's vLLM engine runs on the head and takes one of the head's GPUs (the first bundle of its placement group); vLLM refuses to start a serve when the head has none free (\"Current node has no GPU available\"), so at most %d serves fit.", head),
-			"remove a serve, or give the head more GPUs")
+	// Where vLLM's Ray executor places them, started smallest first on
+	// the cluster with every GPU free (placeServes, the budget's one
+	// judgment; clusterBudget judges the serves a plan starts against
+	// what Ray reports free).
+	version := ""
+	if hf := p.Host(rc.Head); hf != nil {
+		if _, known, ok := p.imageAnswer(rc, hf); ok {
+			version = answerOf(known).VLLM
+		}
 	}
+	var nodes []gpuNode
+	for _, n := range rc.Nodes() {
+		g := p.nodeGPUs(n)
+		nodes = append(nodes, gpuNode{Name: n, Total: g, Free: g})
+	}
+	v := placeServes(nodes, serves, func(sv *VLLMServe) bool { return needsHeadGPU(sv, rc, version) })
+	if v.Failed == nil {
+		return
+	}
+	p.refuseBudget(rc)
+	summary, fix := budgetSummary(v, rc, "fresh"), fmt.Sprintf("lower the parallelism of %s or of a serve before it, remove a serve, or give the head %s more GPUs", v.Failed.Addr, rc.Head)
+	if head := p.nodeGPUs(rc.Head); v.Head && len(serves) > head {
+		summary, fix = fmt.Sprintf("%d serves on %s, but its head %s has %d GPUs", len(serves), rc.Addr, rc.Head, head), "remove a serve, or give the head more GPUs"
+	}
+	p.Find(plan.Error, rc.Addr, rc.Head, summary, detail+" "+budgetDetail(v, nil, "fresh", version), fix)
+}
+
+// refuseBudget records that gpuBudget (or capacity) refused rc's serves.
+func (p *planner) refuseBudget(rc *cluster.RayCluster) {
+	if p.overBudget == nil {
+		p.overBudget = map[string]bool{}
+	}
+	p.overBudget[rc.Name] = true
 }
 
 // deviceBudget is gpuBudget on a single node: per device, the serves that

@@ -176,7 +176,7 @@ var totalSize = regexp.MustCompile(`"total_size"\s*:\s*([0-9][0-9.eE+]*)`)
 // configuration stages them during the same apply (a model block), it
 // returns the check apply runs right after staging, before the serve
 // starts (ModelCheck): the same judgment, on the files staged.
-func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running bool) (*ArchCheck, *ModelCheck) {
+func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.Action, running, newModel bool) (*ArchCheck, *ModelCheck) {
 	if action == plan.NoOp || p.RefreshOnly() {
 		return nil, nil
 	}
@@ -197,7 +197,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if s.KVCacheMemoryBytes > 0 {
 		// The KV cache is sized exactly: the platform decides the block
 		// size and the word vLLM's line starts with.
-		if _, im, ok := p.knownImage(rc, head); ok {
+		if _, im, ok := p.imageAnswer(rc, head); ok {
 			s.CPU, s.PlatformKnown = cpuBuild(registry(im).VLLM), true
 		}
 	}
@@ -251,7 +251,7 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if line, ok := capacityNote(sv, mc, s, findings); ok {
 		p.Note(line)
 	}
-	return p.archPlan(sv, rc, head, mc, source), nil
+	return p.archPlan(sv, rc, head, mc, source, newModel), nil
 }
 
 // FitServe is what modelfit judges of sv on rc before any host is

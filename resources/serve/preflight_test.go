@@ -113,7 +113,7 @@ func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
 	} {
 		rp := &recPlanner{facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}}, refreshOnly: tt.refreshOnly}
 		p := &planner{Planner: kit.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
-		p.preflight(sv, rc, tt.action, tt.action != plan.Create)
+		p.preflight(sv, rc, tt.action, tt.action != plan.Create, tt.action == plan.Create)
 		if got := len(rp.findings); got != tt.want || len(rp.notes) > 0 {
 			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, rp.findings, rp.notes, tt.want)
 		}

@@ -37,6 +37,10 @@ type ServeWork struct {
 	// state remembers) reads the logs of every node of the apply that has
 	// the container.
 	ClusterNodes []string
+	// StopBefore, when set, is the serve whose start waits for this
+	// serve's stop: the GPU budget counted this serve's GPUs free for it
+	// (clusterBudget). The stop then runs ahead, as a node of its own.
+	StopBefore string
 }
 
 // Container is the serve's cluster's head container (kind.Doer).

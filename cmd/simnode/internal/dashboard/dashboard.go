@@ -13,6 +13,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -112,7 +113,7 @@ func Handler(src Source, now func() time.Time) http.Handler {
 			writeJSON(w, pylog.KV{{Key: "result", Value: true}, {Key: "msg", Value: "Got formatted cluster status."}, {Key: "data", Value: pylog.KV{{Key: "clusterStatus", Value: raystate.StatusText(now(), st)}}}})
 			return
 		}
-		writeJSON(w, pylog.KV{{Key: "result", Value: true}, {Key: "msg", Value: "Got cluster status."}, {Key: "data", Value: pylog.KV{{Key: "autoscalingStatus", Value: nil}, {Key: "autoscalingError", Value: nil}, {Key: "clusterStatus", Value: pylog.KV{}}}}})
+		writeJSON(w, pylog.KV{{Key: "result", Value: true}, {Key: "msg", Value: "Got cluster status."}, {Key: "data", Value: pylog.KV{{Key: "autoscalingStatus", Value: nil}, {Key: "autoscalingError", Value: nil}, {Key: "clusterStatus", Value: raystate.LoadMetricsReport(now(), st, os.Getpid())}}}})
 	})
 	return mux
 }

@@ -62,3 +62,50 @@ func TestDashboard(t *testing.T) {
 		t.Errorf("nodes envelope = %s", body)
 	}
 }
+
+// TestClusterStatusUsage: /api/cluster_status (format 0) carries the
+// monitor's report as Ray 2.53's dashboard returns it (its answer in the
+// lab: testdata/observe/ray-2.53-cluster-status-tp2.json), keys in camel
+// case: per node ID, each resource as [used, total], a placement group's
+// reserved GPUs used (issue 33 item 1: rayform's GPU budget reads them);
+// a dead node is left out.
+func TestClusterStatusUsage(t *testing.T) {
+	src := fixed{gcs.Status{SessionName: "session_x", Nodes: []gcs.NodeInfo{
+		{NodeID: "aa", NodeIP: "192.168.200.12", IsHead: true, State: gcs.Alive,
+			Resources: map[string]float64{"GPU": 2, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1, "node:192.168.200.12": 1},
+			Available: map[string]float64{"GPU": 0, "CPU": 20, "object_store_memory": 1 << 30, "node:__internal_head__": 1, "node:192.168.200.12": 1}},
+		{NodeID: "bb", NodeIP: "192.168.200.13", State: gcs.Alive, Resources: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}, Available: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}},
+		{NodeID: "cc", NodeIP: "192.168.200.14", State: gcs.Dead, Resources: map[string]float64{"GPU": 2}},
+	}}}
+	srv := httptest.NewServer(Handler(src, time.Now))
+	defer srv.Close()
+	_, body := get(t, srv.URL+"/api/cluster_status")
+	var env struct {
+		Result bool `json:"result"`
+		Data   struct {
+			ClusterStatus struct {
+				LoadMetricsReport struct {
+					Usage       map[string][]float64            `json:"usage"`
+					UsageByNode map[string]map[string][]float64 `json:"usageByNode"`
+				} `json:"loadMetricsReport"`
+				MonitorPid int `json:"monitorPid"`
+			} `json:"clusterStatus"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &env); err != nil || !env.Result {
+		t.Fatalf("%v: %s", err, body)
+	}
+	r := env.Data.ClusterStatus.LoadMetricsReport
+	want := map[string]map[string][]float64{
+		"aa": {"GPU": {2, 2}, "CPU": {0, 20}, "objectStoreMemory": {0, 1 << 30}, "node:InternalHead": {0, 1}, "node:192.168.200.12": {0, 1}},
+		"bb": {"GPU": {0, 2}, "node:192.168.200.13": {0, 1}},
+	}
+	got, _ := json.Marshal(r.UsageByNode)
+	exp, _ := json.Marshal(want)
+	if string(got) != string(exp) {
+		t.Errorf("usageByNode = %s, want %s", got, exp)
+	}
+	if g := r.Usage["GPU"]; len(g) != 2 || g[0] != 2 || g[1] != 4 {
+		t.Errorf("usage GPU = %v, want [2 4]", g)
+	}
+}

@@ -11,8 +11,10 @@ package raystate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -420,4 +422,104 @@ func BundleRepr(bd map[string]float64) string {
 		kv = append(kv, pylog.Pair{Key: k, Value: bd[k]})
 	}
 	return pylog.Repr(kv)
+}
+
+// LoadMetricsReport is the autoscaler monitor's report of st, as the
+// dashboard's /api/cluster_status (format 0) returns it under
+// clusterStatus: Ray 2.53's monitor.py writes
+// {"load_metrics_report": asdict(LoadMetricsSummary), "time", "monitor_pid"}
+// to the GCS's internal KV, with usage_by_node keyed by node ID (as the
+// real Ray 2.53 answered in the lab, though load_metrics.py names the key
+// an IP), each resource as [used, total] (total − available);
+// the dashboard turns every key, resource names included, to camel case
+// (dashboard/utils.py to_google_style). Ray's monitor writes it every 5 s;
+// simnode's answers from the GCS's state at the moment, placement groups'
+// reservations taken out of the nodes' available resources as in Ray.
+func LoadMetricsReport(now time.Time, st *gcs.Status, monitorPID int) pylog.KV {
+	usage := map[string][2]float64{}
+	byNode := pylog.KV{}
+	for _, n := range st.Nodes {
+		if n.State != gcs.Alive {
+			continue
+		}
+		res := pylog.KV{}
+		for _, k := range slices.Sorted(maps.Keys(n.Resources)) {
+			total := n.Resources[k]
+			used := math.Max(0, total-n.Available[k])
+			res = append(res, pylog.Pair{Key: CamelCase(k), Value: []any{used, total}})
+			u := usage[k]
+			usage[k] = [2]float64{u[0] + used, u[1] + total}
+		}
+		byNode = append(byNode, pylog.Pair{Key: n.NodeID, Value: res})
+	}
+	total := pylog.KV{}
+	for _, k := range slices.Sorted(maps.Keys(usage)) {
+		total = append(total, pylog.Pair{Key: CamelCase(k), Value: []any{usage[k][0], usage[k][1]}})
+	}
+	return pylog.KV{
+		{Key: "loadMetricsReport", Value: pylog.KV{
+			{Key: "usage", Value: total},
+			{Key: "resourceDemand", Value: []any{}},
+			{Key: "pgDemand", Value: pendingPGs(st)},
+			{Key: "requestDemand", Value: []any{}},
+			{Key: "nodeTypes", Value: []any{}},
+			{Key: "headIp", Value: nil},
+			{Key: "usageByNode", Value: byNode},
+			{Key: "nodeTypeMapping", Value: nil},
+			{Key: "idleTimeMap", Value: pylog.KV{}},
+		}},
+		{Key: "time", Value: float64(now.UnixNano()) / 1e9},
+		{Key: "monitorPid", Value: int64(monitorPID)},
+	}
+}
+
+// pendingPGs is the report's pg_demand: [bundles-dict, count] pairs.
+func pendingPGs(st *gcs.Status) []any {
+	out := []any{}
+	for _, p := range st.PendingPGs {
+		var bundles []any
+		for _, b := range p.Bundles {
+			kv := pylog.KV{}
+			for _, k := range slices.Sorted(maps.Keys(b)) {
+				kv = append(kv, pylog.Pair{Key: CamelCase(k), Value: b[k]})
+			}
+			bundles = append(bundles, kv)
+		}
+		out = append(out, []any{pylog.KV{{Key: "bundles", Value: bundles}, {Key: "strategy", Value: p.Strategy}}, int64(1)})
+	}
+	return out
+}
+
+// CamelCase is the dashboard's to_camel_case: split on "_", the first
+// part kept, every other title-cased ("object_store_memory" →
+// "objectStoreMemory", "node:__internal_head__" → "node:InternalHead").
+func CamelCase(s string) string {
+	parts := strings.Split(s, "_")
+	var b strings.Builder
+	b.WriteString(parts[0])
+	for _, p := range parts[1:] {
+		if p == "" {
+			continue
+		}
+		b.WriteString(pyTitle(p))
+	}
+	return b.String()
+}
+
+// pyTitle is Python's str.title for ASCII: a letter after a non-letter
+// upper case, every other letter lower case ("type:GB10" → "Type:Gb10").
+func pyTitle(s string) string {
+	out := []byte(s)
+	prev := false
+	for i, c := range out {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		switch {
+		case letter && !prev && c >= 'a':
+			out[i] = c - 'a' + 'A'
+		case letter && prev && c <= 'Z':
+			out[i] = c - 'A' + 'a'
+		}
+		prev = letter
+	}
+	return string(out)
 }
