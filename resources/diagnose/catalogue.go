@@ -187,7 +187,7 @@ func buildSignature(s *scan, hits []int) (Diagnosis, bool) {
 	_, failed := s.fatalError()
 	for _, i := range hits {
 		e, vals, ok := signatureOf(s.lines[i].body)
-		if !ok || s.healthyAfter(i) || sigConditional(e) && !failed && !s.lastWords(i) || !sigConditional(e) && isInfoOrWarning(s.lines[i].text) {
+		if !ok || ruleDecides(e.Class) || s.healthyAfter(i) || sigConditional(e) && !failed && !s.lastWords(i) || !sigConditional(e) && isInfoOrWarning(s.lines[i].text) {
 			continue
 		}
 		k := c.class(e.Class)
@@ -216,6 +216,11 @@ func buildSignature(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	return Diagnosis{}, false
 }
+
+// ruleDecides reports whether a class has a rule of its own that reads
+// the values its message names (a port: the GCS's or another) before it
+// names the class; the Signature rule leaves its lines to that rule.
+func ruleDecides(class string) bool { return Cause(class) == RayPortUnreachable }
 
 // infoWarnRE is a logger's INFO, WARNING or DEBUG level: a raised
 // message quoted in such a line was caught, the process went on.

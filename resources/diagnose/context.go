@@ -55,8 +55,13 @@ func (c Context) inFabric(ip string) (in, known bool) {
 	return c.FabricCIDR.Contains(a.Unmap()), true
 }
 
+// ncclHostRE is the prefix NCCL puts on its lines: "host:pid:tid [dev] ".
+var ncclHostRE = regexp.MustCompile(`^(?:\[\d+\] )?([A-Za-z0-9][\w.\-]*):\d+:\d+ \[\d+\] `)
+
 // nodeOf names the node behind a line: the Ray "ip=" tag of the process that
-// printed it when it maps to a declared node, otherwise the log's host.
+// printed it when it maps to a declared node, otherwise the log's host; a
+// log read without a host (a pasted file) names it in the line itself:
+// Ray's "ip=" tag, NCCL's "host:pid:tid [dev]" prefix.
 func (s *scan) nodeOf(i int) string {
 	if m := ipTagRE.FindStringSubmatch(s.lines[i].text); m != nil {
 		if o := s.ctx.ownerOf(m[1]); o.node != "" {
@@ -66,7 +71,13 @@ func (s *scan) nodeOf(i int) string {
 			return m[1]
 		}
 	}
-	return s.host(i)
+	if h := s.host(i); h != "" {
+		return h
+	}
+	if m := ncclHostRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // head is the head node: declared, or guessed as the owner of addr.

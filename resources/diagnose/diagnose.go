@@ -20,46 +20,64 @@
 // layer before the layers that depend on it:
 //
 //  1. GPURuntime      docker cannot give the container a GPU: nothing ran
-//  2. ImagePull       the image never arrived: nothing ran
-//  3. RayMissing      the container ran but has no ray: no cluster
-//  4. VLLMArgs        vLLM's argument parser refused the command line
+//  2. DriverTooOld    the host's driver is older than the image's CUDA
+//     (the container runtime's requirement, CUDA errors 804/803/35,
+//     torch's driver check): nothing ran on the GPU
+//  3. CUDAArchUnsupported the image's kernels were not built for the GPU's
+//     architecture (GB10 is sm_121): "no kernel image", a kernel's device
+//     assert, torch's capability check, a JIT's missing arch-named source
+//  4. ImagePull       the image never arrived: nothing ran
+//  5. RayMissing      the container ran but has no ray: no cluster
+//  6. VLLMArgs        vLLM's argument parser refused the command line
 //     (naming options later vLLM releases removed)
-//  5. AddrInUse       a port rayform starts something on is taken
-//  6. HFAccess        the Hub refused the model repository: nothing loads
-//  7. ModelTypeUnknown the image's transformers does not know model_type
-//  8. ArchUnsupported the image's vLLM does not know the model's architecture
-//  9. TPHeads         tensor_parallel_size does not divide the heads
-//  10. RayLocal       vLLM started its own Ray, which lacks the GPUs
-//  11. GCSUnreachable a worker never joined: placement groups cannot fill
-//  12. NCCLInterface  a named interface does not exist: a certain config error
-//  13. GlooInterface  (same, for Gloo)
-//  14. GlooMesh       Gloo ranks cannot reach each other (loopback address)
-//  15. C10dUnreachable workers cannot reach the TCPStore master (retries
+//  7. AddrInUse       a port rayform starts something on is taken
+//  8. HFAccess        the Hub refused the model repository: nothing loads
+//  9. ModelTypeUnknown the image's transformers does not know model_type
+//  10. ArchUnsupported the image's vLLM does not know the model's architecture
+//  11. TPHeads         tensor_parallel_size does not divide the heads
+//  12. RayLocal       vLLM started its own Ray, which lacks the GPUs
+//  13. GCSUnreachable a worker never joined: placement groups cannot fill
+//  14. RayPortUnreachable a Ray process cannot reach one of Ray's ports
+//     other than the GCS port (a raylet, an object manager, a worker, a
+//     Redis shard; the GCS marking a node dead for missed health checks
+//     with no memory kill in the logs): the node joined, a firewall drops
+//     the rest
+//  15. RayNodeIPMismatch a Ray process found no raylet under its node's IP
+//     (Ray started under another address, or the process runs off the
+//     cluster), and a process failed after it
+//  16. NCCLInterface  a named interface does not exist: a certain config error
+//  17. GlooInterface  (same, for Gloo)
+//  18. GlooMesh       Gloo ranks cannot reach each other (loopback address)
+//  19. C10dUnreachable workers cannot reach the TCPStore master (retries
 //     exhausted, or no route: one refused try=0 is routine, the master is
 //     not listening yet)
-//  16. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
+//  20. NCCLPeer       a rank lost rank 0's store while NCCL was set up: rank
 //     0 died (a consequence: a cause that kills a process wins over it)
-//  17. NCCLSystem     NCCL's "unhandled system error"
-//  18. DuplicateNodeIP vLLM saw mixed addresses for its nodes
-//  19. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
-//  20. PlacementGroup the placement group never filled
-//  21. FreeMemory     vLLM's startup check: less free than requested
-//  22. RayOOM         Ray's memory monitor killed a worker
-//  23. CUDAOOM        torch ran out of device memory
-//  24. Signature      a message of the signature catalogue generated from
+//  21. NCCLNet        NCCL's own WARN or "Last error:" line of a transport
+//     (shared memory, InfiniBand/RoCE, sockets), of any NCCL release: the
+//     rule names the class (nccl-shm, nccl-ib, nccl-socket) with the host,
+//     the peer, the interface or GID it used
+//  22. NCCLSystem     NCCL's "unhandled system error" with no line of its own
+//  23. DuplicateNodeIP vLLM saw mixed addresses for its nodes
+//  24. RayDriverNoGPU no free GPU in Ray on the node vllm serve runs on
+//  25. PlacementGroup the placement group never filled
+//  26. FreeMemory     vLLM's startup check: less free than requested
+//  27. RayOOM         Ray's memory monitor killed a worker
+//  28. CUDAOOM        torch ran out of device memory
+//  29. Signature      a message of the signature catalogue generated from
 //     the real sources (catalogue.json): its class names the cause
-//     24b. ServeKilled    the serve process was stopped from outside
-//  25. FatalError     no rule knows it: the error that ended the process
+//     29b. ServeKilled    the serve process was stopped from outside
+//  30. FatalError     no rule knows it: the error that ended the process
 //     (an exception, a FATAL line, the container runtime's refusal, an
 //     NCCL WARN), quoted with its host, component and the fix it gives;
 //     wrapper errors (vLLM's engine core failure, a dead actor, a broken
 //     pipe) rank under it (fatal.go)
-//  26. EngineCore     vLLM's wrapper error with nothing found above it
-//  27. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
-//  28. Healthy        nothing failed: a process reached ready (vLLM's
+//  31. EngineCore     vLLM's wrapper error with nothing found above it
+//  32. ReadyTimeout   rayform's ready_timeout ran out while vLLM still worked
+//  33. Healthy        nothing failed: a process reached ready (vLLM's
 //     "Application startup complete", Ray's node started) and no error
 //     ended a process after it
-//  29. Unknown        nothing recognised: the last meaningful lines
+//  34. Unknown        nothing recognised: the last meaningful lines
 //
 // Silence on health: a rule's lines that all come before their log shows a
 // process reaching ready were passed over (no failure), and so is an error
@@ -327,7 +345,9 @@ func Classify(in Input) Diagnosis {
 			best = d
 			continue
 		}
-		if r.cause != Signature {
+		if d.Cause == "" {
+			// A rule of one cause leaves it to Classify; the Signature
+			// rule and the family rules (NCCL's transports) name theirs.
 			d.Cause = r.cause
 		}
 		if found {

@@ -537,8 +537,8 @@ func reversed(logs []Log) []Log {
 
 // TestPrecedenceOrder pins the documented order of the rules.
 func TestPrecedenceOrder(t *testing.T) {
-	want := []Cause{GPURuntime, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
-		NCCLPeer, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, Signature, ServeKilled, FatalError, EngineCore, ReadyTimeout}
+	want := []Cause{GPURuntime, DriverTooOld, CUDAArchUnsupported, ImagePull, RayMissing, VLLMArgs, AddrInUse, HFAccess, ModelTypeUnknown, ArchUnsupported, TPHeads, RayLocal, GCSUnreachable, RayPortUnreachable, RayNodeIPMismatch, NCCLInterface, GlooInterface, GlooMesh, C10dUnreachable,
+		NCCLPeer, NCCLNet, NCCLSystem, DuplicateNodeIP, RayDriverNoGPU, PlacementGroup, FreeMemory, RayOOM, CUDAOOM, Signature, ServeKilled, FatalError, EngineCore, ReadyTimeout}
 	var got []Cause
 	for _, r := range rules() {
 		got = append(got, r.cause)

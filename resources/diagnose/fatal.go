@@ -26,6 +26,11 @@ const (
 	rankFatal                 // an exception, a FATAL line, a runtime refusal
 )
 
+// rayLevel starts the level of Ray's C++ log lines (src/ray/util/logging.cc:
+// "[%Y-%m-%d %H:%M:%S,%e %L %P %t]", the level one letter: I, W, E, C for
+// RAY_LOG(FATAL)), also behind Ray's "(raylet) " tag.
+const rayLevel = `(?:^|\) )\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} `
+
 var (
 	// excRE is a Python exception line as a traceback ends:
 	// "torch.OutOfMemoryError: CUDA out of memory. ...",
@@ -34,8 +39,8 @@ var (
 	// levelRE is a logger's ERROR/CRITICAL/FATAL level: vLLM's and
 	// Python's ("ERROR 06-30 ...", "ERROR:root:", "[ERROR]"), Ray's and
 	// glog's ("E1203 12:00:00.1 ...", "F1203 ...", "[... E ...]").
-	levelRE        = regexp.MustCompile(`(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL)(?:[\s\]:)]|$)|^[EF]\d{4} \d\d:\d\d:\d\d`)
-	glogFatalRE    = regexp.MustCompile(`^F\d{4} \d\d:\d\d:\d\d|\[FATAL\]|\bCheck failed: |^Fatal Python error: |Segmentation fault|\*\*\* SIG[A-Z]+ received|Aborted \(core dumped\)`)
+	levelRE        = regexp.MustCompile(`(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL)(?:[\s\]:)]|$)|^[EF]\d{4} \d\d:\d\d:\d\d|` + rayLevel + `[EFC] `)
+	glogFatalRE    = regexp.MustCompile(`^F\d{4} \d\d:\d\d:\d\d|\[FATAL\]|\bCheck failed: |^Fatal Python error: |Segmentation fault|\*\*\* SIG[A-Z]+ received|Aborted \(core dumped\)|` + rayLevel + `[FC] `)
 	runtimeRE      = regexp.MustCompile(`^(?:docker: )?Error response from daemon: |nvidia-container-cli: |OCI runtime (?:create|exec) failed|^Error: `)
 	ncclWarnLineRE = regexp.MustCompile(`\bNCCL WARN\b`)
 	// procTagRE names the process that printed a line: vLLM's and Ray's
@@ -99,8 +104,9 @@ func (s *scan) classifyFatal(i int) fatalCandidate {
 		c.rank, c.msg = rankFatal, strings.TrimSpace(b)
 	case ncclWarnLineRE.MatchString(b):
 		c.rank, c.msg = rankLogged, strings.TrimSpace(b)
-	case hasErrorLevel(l.text) && !hasErrorLevel(b) || strings.HasPrefix(b, "ERROR:") || strings.HasPrefix(b, "CRITICAL:"):
-		// The level was in a stripped prefix: an ERROR line of a logger.
+	case hasErrorLevel(l.text) && (!hasErrorLevel(b) || rayLeveled(b)) || strings.HasPrefix(b, "ERROR:") || strings.HasPrefix(b, "CRITICAL:"):
+		// The level was in a stripped prefix, or Ray's C++ line starts
+		// with its own: an ERROR line of a logger.
 		c.rank, c.msg = rankLogged, strings.TrimSpace(b)
 	default:
 		return c
@@ -363,12 +369,23 @@ func isExc(b string) bool {
 
 func hasErrorLevel(t string) bool {
 	glog := len(t) > 5 && (t[0] == 'E' || t[0] == 'F') && t[1] >= '0' && t[1] <= '9'
-	return (glog || containsAny(t, "ERROR", "CRITICAL", "FATAL")) && levelRE.MatchString(t)
+	return (glog || containsAny(t, "ERROR", "CRITICAL", "FATAL") || rayLeveled(t)) && levelRE.MatchString(t)
 }
 
 func isGlogFatal(t string) bool {
 	glog := len(t) > 5 && t[0] == 'F' && t[1] >= '0' && t[1] <= '9'
-	return (glog || containsAny(t, "FATAL", "Check failed", "Fatal Python", "Segmentation fault", "*** SIG", "Aborted")) && glogFatalRE.MatchString(t)
+	return (glog || containsAny(t, "FATAL", "Check failed", "Fatal Python", "Segmentation fault", "*** SIG", "Aborted") || rayLeveled(t)) && glogFatalRE.MatchString(t)
+}
+
+// rayLeveled is the cheap test for Ray's C++ log line ("[2026-12-01
+// 10:00:00,000 E 811 902] ..."): a ",ddd " followed by a level letter.
+func rayLeveled(t string) bool {
+	p := strings.Index(t, "[20")
+	if p < 0 {
+		return false
+	}
+	k := strings.IndexByte(t[p:], ',') + p
+	return k > p && k+5 < len(t) && t[k+4] == ' ' && strings.IndexByte("EFC", t[k+5]) >= 0
 }
 
 func isRuntime(b string) bool {

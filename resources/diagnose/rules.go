@@ -24,6 +24,8 @@ type rule struct {
 func rules() []rule {
 	return []rule{
 		{GPURuntime, matchGPURuntime, buildGPURuntime},
+		{DriverTooOld, matchDriver, buildDriver},
+		{CUDAArchUnsupported, matchArchKernel, buildArchKernel},
 		{ImagePull, matchImagePull, buildImagePull},
 		{RayMissing, matchRayMissing, buildRayMissing},
 		{VLLMArgs, matchVLLMArgs, buildVLLMArgs},
@@ -34,11 +36,14 @@ func rules() []rule {
 		{TPHeads, matchTPHeads, buildTPHeads},
 		{RayLocal, matchRayLocal, buildRayLocal},
 		{GCSUnreachable, matchGCS, buildGCS},
+		{RayPortUnreachable, matchRayPort, buildRayPort},
+		{RayNodeIPMismatch, matchNoRaylet, buildNoRaylet},
 		{NCCLInterface, matchNCCL, buildNCCL},
 		{GlooInterface, matchGloo, buildGloo},
 		{GlooMesh, matchGlooMesh, buildGlooMesh},
 		{C10dUnreachable, matchC10d, buildC10d},
 		{NCCLPeer, matchNCCLPeer, buildNCCLPeer},
+		{NCCLNet, matchNCCLNet, buildNCCLNet},
 		{NCCLSystem, matchNCCLSystem, buildNCCLSystem},
 		{DuplicateNodeIP, matchDuplicateIP, buildDuplicateIP},
 		{RayDriverNoGPU, matchDriverNoGPU, buildDriverNoGPU},

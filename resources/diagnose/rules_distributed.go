@@ -16,8 +16,14 @@ var (
 	glooIfRE = regexp.MustCompile(`Unable to find address for: (\S+)`)
 )
 
+// ncclNoFamilyRE is NCCL 2.2-2.4's include/socket.h creating a socket
+// for an address it never found (WARN("Socket creation failed : %s"),
+// EAFNOSUPPORT): "NCCL displays that second WARN when it finds no usable IP
+// interface" (NCCL's maintainer, NVIDIA/nccl-tests#14).
+var ncclNoFamilyRE = regexp.MustCompile(`Socket creation failed ?: Address family not supported`)
+
 func matchNCCL(b string) bool {
-	return containsAny(b, "no socket interface found", "is neither AF_INET(2) nor AF_INET6(10)")
+	return containsAny(b, "no socket interface found", "is neither AF_INET(2) nor AF_INET6(10)") || ncclNoFamilyRE.MatchString(b)
 }
 
 func buildNCCL(s *scan, hits []int) (Diagnosis, bool) {
@@ -35,7 +41,8 @@ func buildNCCL(s *scan, hits []int) (Diagnosis, bool) {
 	d := Diagnosis{Evidence: ev}
 	if iface == "" {
 		d.Title = "NCCL found no usable socket interface" + onHost(host)
-		d.Explanation = "NCCL's bootstrap needs an interface matching NCCL_SOCKET_IFNAME (default ^lo,docker); none matched in the container's network namespace. NCCL ≤ 2.27.7 fails silently here and later reports an address of an unknown family."
+		d.Explanation = "NCCL's bootstrap needs an interface matching NCCL_SOCKET_IFNAME (default ^lo,docker); none matched in the container's network namespace. NCCL ≤ 2.27.7 fails silently here and later reports an address of an unknown family; NCCL 2.2-2.4 says \"Socket creation failed : Address family not supported\". " +
+			"A container started without --network host sees only its own interfaces (none usable with --network none)."
 	} else {
 		d.Title = "NCCL_SOCKET_IFNAME=" + iface + " matches no interface" + onHost(host)
 		d.Explanation = "NCCL_SOCKET_IFNAME is a list of name prefixes (\"=name\" for an exact name, \"^\" to exclude); " + iface + " matches no interface in the container's network namespace, so NCCL's bootstrap has no address to listen on."
@@ -433,4 +440,359 @@ func buildNCCLSystem(s *scan, hits []int) (Diagnosis, bool) {
 		"; by hand: -e on each docker run, before ray start), not only in the shell of vllm serve — and read the first \"NCCL WARN\" line on each node: it names the failed call. " +
 		"Then: set NCCL_SOCKET_IFNAME to the interface of the shared network; run the containers with --ipc=host or a larger --shm-size; for RDMA pass the devices (--device /dev/infiniband, or --privileged)."
 	return d, true
+}
+
+// ---- NCCL's transports: the WARN (or "Last error:") line that names the failed call ----
+
+// The classes of NCCL's transports (the catalogue's ids). One rule, NCCLNet,
+// reads NCCL's own lines and names the class of the line that failed first,
+// with what the lines around it say about that node: its host, the peer,
+// the interface or GID NCCL used, the errno.
+const (
+	NCCLSocket Cause = "nccl-socket"
+	NCCLIB     Cause = "nccl-ib"
+	NCCLShm    Cause = "nccl-shm"
+	// NCCLNet is the family rule's own name; it reports one of the above.
+	NCCLNet Cause = "nccl-net"
+)
+
+// The message shapes of NCCL releases the catalogue (one release's
+// sources) does not hold; each names its source.
+var (
+	// misc/socket.cc: "Connect to %s failed : %s" (2.4-2.17, also "Net :
+	// Connect to ..."), "socketStartConnect: Connect to %s failed : %s"
+	// (2.18+), "socketPollConnect: Connect to %s returned %d(%s) errno
+	// %d(%s)" (2.19+); the address is "ip<port>".
+	ncclConnectRE = regexp.MustCompile(`Connect to (\S+?)<(\d+)> (?:failed : (.+)|returned \d+\(([^)]*)\))`)
+	// include/socket.h (2.2-2.4): "Call to connect failed : %s", "Call to
+	// connect timeout : %s".
+	ncclCallConnectRE = regexp.MustCompile(`Call to connect (?:failed|timeout) : (.+)`)
+	// misc/socket.cc "socketProgress: Connection closed by remote peer %s"
+	// (the catalogue's) and include/socket.h's "Connection closed by remote
+	// peer" (2.2-2.4).
+	ncclClosedRE = regexp.MustCompile(`Connection closed by remote peer(?: (\S+?)<(\d+)>)?`)
+	// transport/net_ib.cc: "NET/IB : Got completion with error %d, opcode
+	// %d, len %d, vendor err %d" (2.4-2.11), "... from peer %s with error
+	// %d, ..." (2.12-2.18), "... from peer %s with status=%d opcode=%d
+	// len=%d vendor err %d (%s)" (2.19+, the catalogue's).
+	ncclIBCompletionRE = regexp.MustCompile(`NET/IBP? ?: ?Got completion (?:from peer (\S+?)<(\d+)> )?with (?:error |status=)(\d+)`)
+	ncclVendorErrRE    = regexp.MustCompile(`vendor err (\d+)`)
+	ncclGidsRE         = regexp.MustCompile(`localGid ?(\S+) remoteGids? ?(\S+)`)
+	ncclHCARE          = regexp.MustCompile(`\bhca (\S+)`)
+	ncclGidIndexRE     = regexp.MustCompile(`NCCL_IB_GID_INDEX set by environment to (\d+)|\bGID (\d+) \(`)
+	// include/shm.h (2.4-2.7): "Call to posix_fallocate failed : %s";
+	// misc/shmutils.cc (2.19+): "Error: failed to extend %s to %ld bytes,
+	// error: %s"; the segment lines of every release name the size.
+	ncclShmOldRE  = regexp.MustCompile(`Call to posix_fallocate failed ?: (.+)|failed to extend (/dev/shm/\S+) to (\d+) bytes, error: (.+)`)
+	ncclShmSegRE  = regexp.MustCompile(`shared memory segment (\S+) \(size (\d+)\)(?:, error: ([^(]+))?`)
+	ncclIfaceUsed = regexp.MustCompile(`(?:NET/Socket|Bootstrap) : Using (?:\[\d+\])?([\w.\-]+):([0-9A-Fa-f.:%\w]+)<\d+>|NET : Using interface ([\w.\-]+):([0-9A-Fa-f.:%\w]+)<\d+>`)
+	ncclIfnameRE  = regexp.MustCompile(`NCCL_SOCKET_IFNAME set (?:by environment )?to (\S+)`)
+)
+
+// ncclNetRank orders the transport failures of one log: the one that
+// broke first and breaks the others (a shared memory or IB failure closes
+// the peers' sockets) before a connection the peer closed.
+func ncclNetLine(b string) (Cause, int) {
+	switch {
+	case ncclShmOldRE.MatchString(b):
+		return NCCLShm, 3
+	case ncclIBCompletionRE.MatchString(b):
+		return NCCLIB, 3
+	case ncclConnectRE.MatchString(b), ncclCallConnectRE.MatchString(b):
+		return NCCLSocket, 2
+	case ncclClosedRE.MatchString(b):
+		return NCCLSocket, 1
+	}
+	if strings.Contains(b, "no interface found") || strings.Contains(b, "No usable listening interface") {
+		return "", 0 // an interface, not a transport: the catalogue's own line
+	}
+	if e, _, ok := signatureOf(b); ok {
+		switch Cause(e.Class) {
+		case NCCLShm, NCCLIB:
+			return Cause(e.Class), 3
+		case NCCLSocket:
+			return NCCLSocket, 1
+		}
+	}
+	return "", 0
+}
+
+func matchNCCLNet(b string) bool {
+	if !containsAny(b, "onnect", "NET/IB", "shared memory", "posix_fallocate", "/dev/shm", "socket", "Socket", "ibv_") {
+		return false
+	}
+	c, _ := ncclNetLine(b)
+	return c != ""
+}
+
+func buildNCCLNet(s *scan, hits []int) (Diagnosis, bool) {
+	best, bestRank := -1, 0
+	var cause Cause
+	for _, j := range hits {
+		if s.healthyAfter(j) {
+			continue // a WARN its process went past
+		}
+		if c, r := ncclNetLine(s.lines[j].body); r > bestRank {
+			best, bestRank, cause = j, r, c
+		}
+	}
+	if best < 0 {
+		return Diagnosis{}, false
+	}
+	var d Diagnosis
+	switch cause {
+	case NCCLShm:
+		d = s.ncclShm(best)
+	case NCCLIB:
+		d = s.ncclIB(best)
+	default:
+		d = s.ncclSocket(best)
+	}
+	d.Cause = cause
+	return d, true
+}
+
+// ncclRankEnv is how to set an NCCL variable on every rank.
+func (s *scan) ncclRankEnv() string {
+	return "in the environment of every rank — on each node's container (rayform: env on " + s.ctx.cluster() + "; by hand: -e on each docker run, before ray start), not only in the shell of vllm serve"
+}
+
+// ncclSocket explains a socket transport failure: which node could not
+// reach which peer, and what NCCL was bound to there.
+func (s *scan) ncclSocket(i int) Diagnosis {
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	peer, port, reason := "", "", ""
+	closed := false
+	switch m := ncclConnectRE.FindStringSubmatch(b); {
+	case m != nil:
+		peer, port, reason = m[1], m[2], strings.TrimSpace(m[3]+m[4])
+	default:
+		if m := ncclCallConnectRE.FindStringSubmatch(b); m != nil {
+			reason = strings.TrimSpace(m[1])
+		} else if m := ncclClosedRE.FindStringSubmatch(b); m != nil {
+			peer, port, closed = m[1], m[2], true
+		} else {
+			closed = true
+		}
+	}
+	ev := []Evidence{s.evidence(i)}
+	// What NCCL chose on this node: its interface line, the variable.
+	iface, ifaceIP, ifname := "", "", ""
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		lb := s.lines[j].body
+		if host != "" && s.nodeOf(j) != "" && s.nodeOf(j) != host {
+			continue
+		}
+		if m := ncclIfaceUsed.FindStringSubmatch(lb); m != nil && iface == "" {
+			iface, ifaceIP = m[1]+m[3], m[2]+m[4]
+			if j != i {
+				ev = append(ev, s.evidence(j))
+			}
+		}
+		if m := ncclIfnameRE.FindStringSubmatch(lb); m != nil && ifname == "" {
+			ifname = m[1]
+		}
+	}
+	c := s.ctx
+	target := "its peer"
+	if peer != "" {
+		target = peer + " (port " + port + ")"
+		if o := c.ownerOf(peer); o.node != "" {
+			target = o.node + " " + target
+		}
+	}
+	d := Diagnosis{Evidence: ev}
+	var why []string
+	r := strings.ToLower(reason)
+	switch {
+	case closed:
+		d.Title = "NCCL" + onHost(host) + " lost its connection to " + target + ": the peer closed it"
+		why = append(why, "NCCL's socket to "+target+" was closed from the other end. A peer closes its sockets when its process ends: the peer rank failed first (its log names why — shared memory, InfiniBand, memory), or a middlebox reset the connection.")
+	case strings.Contains(r, "refused"):
+		d.Title = "NCCL" + onHost(host) + " cannot connect to " + target + ": connection refused"
+		why = append(why, "Nothing listened at "+orDefault(peer, "the peer's address")+" on NCCL's port: the peer rank had already exited (its log names why), or the peer advertised an address of an interface that is not the one the nodes share (a container bridge such as 172.17.0.1, another network), so the connection reached another machine.")
+	default:
+		d.Title = "NCCL" + onHost(host) + " cannot connect to " + target
+		if reason != "" {
+			d.Title += " (" + reason + ")"
+		}
+		why = append(why, "The connection to "+target+" never completed ("+orDefault(reason, "no answer")+"): the packets are dropped on the way — a firewall on either node drops NCCL's ports (random, so a rule for fixed ports does not cover them), or the peer's address is on a network this node cannot route to.")
+	}
+	if iface != "" {
+		bad := badIface(iface, ifaceIP)
+		w := "NCCL" + onHost(host) + " uses " + iface + " (" + ifaceIP + ")"
+		if ifname != "" {
+			w += ", chosen by NCCL_SOCKET_IFNAME=" + ifname
+		} else {
+			w += ", its own choice (NCCL_SOCKET_IFNAME unset)"
+		}
+		if bad != "" {
+			w += ": " + bad + ", which the other nodes cannot reach."
+		} else {
+			w += "."
+		}
+		why = append(why, w)
+	}
+	d.Explanation = strings.Join(why, "\n")
+	want := orDefault(c.FabricInterface, "<the interface of the network the nodes share>")
+	on := orDefault(host, "this node")
+	fix := "On " + on
+	if peer != "" {
+		fix += " and on " + orDefault(c.ownerOf(peer).node, peer)
+	}
+	fix += ": set NCCL_SOCKET_IFNAME=" + want + " (and GLOO_SOCKET_IFNAME, the same) " + s.ncclRankEnv() + "; `ip -br addr` on each node shows the name."
+	if peer != "" {
+		fix += " Check the path from " + on + ": `ping " + peer + "`, and allow TCP between the nodes' addresses on that network in both firewalls (NCCL's ports are random)."
+	} else {
+		fix += " Allow TCP between the nodes' addresses on that network in both firewalls (NCCL's ports are random)."
+	}
+	if closed || strings.Contains(r, "refused") {
+		fix += " If the peer's process exited first, its log holds the cause: read it before changing the network."
+	}
+	d.Fix = fix
+	return d
+}
+
+// badIface says why an interface is not one the nodes share, or "".
+func badIface(iface, ip string) string {
+	switch {
+	case iface == "lo" || strings.HasPrefix(ip, "127."):
+		return "the loopback interface"
+	case strings.HasPrefix(iface, "docker") || strings.HasPrefix(iface, "br-") || strings.HasPrefix(iface, "veth") || strings.HasPrefix(iface, "virbr") || strings.HasPrefix(iface, "cni") || strings.HasPrefix(iface, "flannel"):
+		return "a container or VM bridge of this host"
+	case strings.HasPrefix(strings.ToLower(ip), "fe80:"):
+		return "an IPv6 link-local address"
+	}
+	return ""
+}
+
+// ncclIB explains an InfiniBand/RoCE completion error: the peer, the
+// status, the GIDs and the GID index in use.
+func (s *scan) ncclIB(i int) Diagnosis {
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	peer, status := "", ""
+	if m := ncclIBCompletionRE.FindStringSubmatch(b); m != nil {
+		peer, status = m[1], m[3]
+	}
+	if peer == "" {
+		if e, vals, ok := signatureOf(b); ok && len(vals) > 0 {
+			for n, name := range e.Captures {
+				if n < len(vals) && name == "v1" && strings.Contains(e.Template, "from peer {v1}") {
+					peer = strings.SplitN(vals[n], "<", 2)[0]
+				}
+			}
+		}
+	}
+	vendor := ""
+	if m := ncclVendorErrRE.FindStringSubmatch(b); m != nil {
+		vendor = m[1]
+	}
+	gidIdx := ""
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi && gidIdx == ""; j++ {
+		if m := ncclGidIndexRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			gidIdx = m[1] + m[2]
+		}
+	}
+	c := s.ctx
+	target := "its peer"
+	if peer != "" {
+		target = orDefault(c.ownerOf(peer).node, peer)
+	}
+	switch {
+	case status != "":
+		d.Title = "NCCL's RDMA transport" + onHost(host) + " failed talking to " + target + " (completion status " + status + ifNotEmpty(", vendor err "+vendor, vendor) + ")"
+	case strings.Contains(b, "GID table changed"):
+		d.Title = "the RoCE GID table" + onHost(host) + " changed while NCCL used it"
+	default:
+		d.Title = "NCCL's InfiniBand/RoCE transport failed" + onHost(host)
+	}
+	var why []string
+	if status == "12" {
+		why = append(why, "Status 12 is IBV_WC_RETRY_EXC_ERR: the NIC retried until its counter ran out without an acknowledgement from "+target+" — a timeout. Right at the start it means the two NICs cannot reach each other over RDMA, although NCCL's TCP bootstrap worked: "+
+			"on RoCE, the GID index selects which address (IPv4 or IPv6, RoCE v1 or v2) the NIC sends from, and the default (0, a link-local RoCE v1 GID) is not routed between the nodes.")
+	} else {
+		why = append(why, "NCCL's InfiniBand/RoCE transport reported the failure above; the NIC, the GID selected on RoCE, or the link between the nodes is at fault.")
+	}
+	if m := ncclGidsRE.FindStringSubmatch(b); m != nil {
+		why = append(why, "The GIDs in use: local "+m[1]+", remote "+m[2]+gidKind(m[1])+".")
+	}
+	if gidIdx != "" {
+		why = append(why, "NCCL used GID index "+gidIdx+" on this node; every node must use the index of the same kind of entry (RoCE v2 with the node's IPv4 address), which can differ between NICs.")
+	} else {
+		why = append(why, "The log shows no NCCL_IB_GID_INDEX: NCCL chose the GID itself.")
+	}
+	if m := ncclHCARE.FindStringSubmatch(b); m != nil {
+		why = append(why, "The HCA: "+m[1]+".")
+	}
+	d.Explanation = strings.Join(why, "\n")
+	on := orDefault(host, "each node")
+	d.Fix = "On " + on + ifNotEmpty(" and on "+target, peer) + ": run `show_gids` (or `ibv_devinfo -v`) and take the index of the RoCE v2 entry that carries the node's IPv4 address on the fabric; set NCCL_IB_GID_INDEX=<that index> (and NCCL_IB_HCA=<the fabric's HCA> if the node has others) " + s.ncclRankEnv() +
+		". Check RDMA between the two nodes with `ib_write_bw -d <hca> -x <gid index>`. NCCL_IB_DISABLE=1 falls back to TCP sockets (slower) while the fabric is fixed."
+	return d
+}
+
+// gidKind describes a GID.
+func gidKind(g string) string {
+	switch l := strings.ToLower(g); {
+	case strings.HasPrefix(l, "::ffff:"):
+		return " (IPv4-mapped: a RoCE v2 IPv4 entry)"
+	case strings.HasPrefix(l, "fe80:"):
+		return " (link-local: not routed between subnets)"
+	}
+	return ""
+}
+
+// ncclShm explains a shared-memory segment failure: the size, the errno.
+func (s *scan) ncclShm(i int) Diagnosis {
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	ev := []Evidence{s.evidence(i)}
+	seg, size, errText := "", "", ""
+	if m := ncclShmOldRE.FindStringSubmatch(b); m != nil {
+		errText = strings.TrimSpace(m[1] + m[4])
+		seg, size = m[2], m[3]
+	}
+	lo, hi := s.logSpan(i)
+	for j := i; j < hi && j <= i+8 && seg == ""; j++ {
+		if m := ncclShmSegRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			seg, size = m[1], m[2]
+			if errText == "" {
+				errText = strings.TrimSpace(m[3])
+			}
+			if j != i {
+				ev = append(ev, s.evidence(j))
+			}
+		}
+	}
+	_ = lo
+	d := Diagnosis{Evidence: ev}
+	d.Title = "NCCL" + onHost(host) + " could not create its shared memory segment" + ifNotEmpty(" "+seg, seg) + ifNotEmpty(" ("+mib(size)+")", size)
+	attach := strings.Contains(b, "attaching") || strings.Contains(strings.ToLower(errText), "no such file")
+	switch {
+	case attach:
+		d.Title = "NCCL" + onHost(host) + " could not attach to a peer's shared memory segment" + ifNotEmpty(" "+seg, seg)
+		d.Explanation = "Ranks on one host exchange data through segments in /dev/shm; this rank looked for the segment its peer created and did not find it: the two ranks do not share /dev/shm — they run in different containers (each has its own /dev/shm unless started with --ipc=host)."
+		d.Fix = "On " + orDefault(host, "this host") + ": start every container of the host with --ipc=host (rayform does for ray_cluster containers), so its ranks share /dev/shm. Or, slower, set NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + "."
+		return d
+	case strings.Contains(strings.ToLower(errText), "no space"):
+		d.Explanation = "NCCL needs " + orDefault(mib(size), "a segment") + " per peer connection in /dev/shm, and /dev/shm was full: Docker gives a container 64 MB of /dev/shm unless told otherwise, and segments of earlier runs that died stay there."
+	default:
+		d.Explanation = "NCCL could not create its segment in /dev/shm" + ifNotEmpty(" ("+errText+")", errText) + ": /dev/shm is too small, full, or not writable in this container."
+	}
+	d.Fix = "On " + orDefault(host, "this host") + ": check `df -h /dev/shm` inside the container; start it with --ipc=host or a larger --shm-size (16g or more; rayform: shm_size on " + s.ctx.cluster() + "); remove stale /dev/shm/nccl-* files of dead runs. Or, at some speed, avoid /dev/shm: set NCCL_SHM_DISABLE=1 " + s.ncclRankEnv() + "."
+	return d
+}
+
+// mib formats a byte count in MiB.
+func mib(bytes string) string {
+	n, err := strconv.ParseFloat(bytes, 64)
+	if err != nil || n <= 0 {
+		return ""
+	}
+	return strconv.FormatFloat(n/(1<<20), 'f', 1, 64) + " MiB"
 }

@@ -238,3 +238,238 @@ func buildArch(s *scan, hits []int) (Diagnosis, bool) {
 		Fix: "Use an image whose vLLM supports " + m[1] + " (its release notes list new architectures) in image on " + c.cluster() + "; `docker run --rm " + c.imageRef() + " vllm --version` shows what the image has.",
 	}, true
 }
+
+// ---- the host's NVIDIA driver is older than the image's CUDA -------------------
+
+// DriverTooOld: the host's NVIDIA driver does not support the CUDA version
+// of the image (the catalogue's class): the container runtime refuses the
+// container, or CUDA fails in it (error 804, 803, 35).
+const DriverTooOld Cause = "driver-too-old"
+
+var (
+	// torch/cuda/__init__.py (_check_driver): "The NVIDIA driver on your
+	// system is too old (found version 11040)" — the driver's CUDA version
+	// as 1000*major + 10*minor.
+	torchDriverOldRE = regexp.MustCompile(`The NVIDIA driver on your system is too old \(found version (\d+)\)`)
+	// libnvidia-container's requirement ("unsatisfied condition: cuda>=12.8"
+	// and the --require=cuda>=9.2 of the hook's command line), the CUDA
+	// images' banner ("CUDA Version 12.1.1").
+	cudaRequireRE = regexp.MustCompile(`(?:unsatisfied condition: |--require=)cuda ?>= ?(\d+\.\d+)|^CUDA Version (\d+\.\d+)`)
+	// nvidia-smi's header pasted into a log: "Driver Version: 525.147.05   CUDA Version: 12.0".
+	smiDriverRE = regexp.MustCompile(`Driver Version: (\d+\.\d+(?:\.\d+)?)\s+CUDA Version: (\d+\.\d+)`)
+	cudaErrNoRE = regexp.MustCompile(`(?:Error|error|CUDA failure) (80[34]|35)\b`)
+)
+
+// cudaMinDriver is the Linux driver each CUDA release needs natively (NVIDIA
+// CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver
+// Versions", the GA column).
+var cudaMinDriver = map[string]string{
+	"13.0": "580.65.06", "12.9": "575.51.03", "12.8": "570.26", "12.6": "560.28.03", "12.5": "555.42.02", "12.4": "550.54.14",
+	"12.3": "545.23.06", "12.2": "535.54.03", "12.1": "530.30.02", "12.0": "525.60.13", "11.8": "520.61.05", "11.7": "515.43.04",
+	"11.6": "510.39.01", "11.5": "495.29.05", "11.4": "470.42.01", "11.3": "465.19.01", "11.2": "460.27.03", "11.1": "455.23",
+	"11.0": "450.36.06", "10.2": "440.33", "10.1": "418.39", "10.0": "410.48", "9.2": "396.26", "9.1": "390.46", "9.0": "384.81", "8.0": "375.26",
+}
+
+func matchDriver(b string) bool {
+	if torchDriverOldRE.MatchString(b) {
+		return true
+	}
+	if !containsAny(b, "unsatisfied condition", "forward compatibility", "driver combination", "driver version is insufficient") {
+		return false
+	}
+	e, _, ok := signatureOf(b)
+	return ok && Cause(e.Class) == DriverTooOld
+}
+
+// firstFailing returns the first of hits that keep (nil: all) accepts and
+// whose process did not go on past it (healthyAfter).
+func (s *scan) firstFailing(hits []int, keep func(int) bool) (int, bool) {
+	for _, j := range hits {
+		if (keep == nil || keep(j)) && !s.healthyAfter(j) {
+			return j, true
+		}
+	}
+	return -1, false
+}
+
+func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
+	i, ok := s.firstFailing(hits, nil)
+	if !ok {
+		return Diagnosis{}, false
+	}
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	ev := []Evidence{s.evidence(i)}
+	// What the logs say of the two versions.
+	need, drv, drvCUDA := "", "", ""
+	if m := torchDriverOldRE.FindStringSubmatch(b); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			drvCUDA = strconv.Itoa(n/1000) + "." + strconv.Itoa(n%1000/10)
+		}
+	}
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		t := s.lines[j].text
+		if m := cudaRequireRE.FindStringSubmatch(s.lines[j].body); m != nil && need == "" {
+			need = m[1] + m[2]
+		}
+		if m := smiDriverRE.FindStringSubmatch(t); m != nil && drv == "" {
+			drv, drvCUDA = m[1], m[2]
+			ev = append(ev, s.evidence(j))
+		}
+	}
+	d := Diagnosis{Evidence: ev}
+	d.Title = "the NVIDIA driver" + onHost(host) + " is too old for the image's CUDA" + ifNotEmpty(" "+need, need)
+	if drv != "" || drvCUDA != "" {
+		d.Title += " (the driver" + ifNotEmpty(" "+drv, drv) + " supports CUDA " + orDefault(drvCUDA, "?") + ")"
+	}
+	var why string
+	errNo := ""
+	if m := cudaErrNoRE.FindStringSubmatch(b); m != nil {
+		errNo = m[1]
+	}
+	switch {
+	case strings.Contains(b, "unsatisfied condition"):
+		why = "The NVIDIA container runtime compares the image's requirement (NVIDIA_REQUIRE_CUDA" + ifNotEmpty(": cuda>="+need, need) + ") with the CUDA version the host's driver supports, and refused to start the container: nothing in it ran."
+	case strings.Contains(b, "forward compatibility") || errNo == "804":
+		why = "CUDA error 804: the image's CUDA is newer than the host's driver supports. The image carries CUDA's forward-compatibility libraries, which work only on data-center GPUs; on this GPU the CUDA runtime refuses, and torch finds no device."
+	case strings.Contains(b, "driver combination") || errNo == "803":
+		why = "CUDA error 803: the CUDA user-space driver (libcuda) the process loaded does not match the host's kernel driver module: a driver upgraded without a reboot (the old module still loaded), or a forward-compatibility libcuda of the image that this GPU or driver does not accept."
+	case torchDriverOldRE.MatchString(b):
+		why = "torch was built for a newer CUDA than the host's driver supports" + ifNotEmpty(" (the driver reports CUDA "+drvCUDA+")", drvCUDA) + "."
+	default:
+		why = "The CUDA runtime in the image is newer than the host's driver supports (CUDA error 35)."
+	}
+	if need != "" {
+		if min := cudaMinDriver[need]; min != "" {
+			why += "\nCUDA " + need + " needs driver " + min + " or newer (NVIDIA's CUDA release notes)."
+		}
+	}
+	d.Explanation = why
+	on := orDefault(host, "every node")
+	fix := "On " + on + ": `nvidia-smi` shows the driver and the newest CUDA it supports. Install a driver"
+	if min := cudaMinDriver[need]; min != "" {
+		fix += " ≥ " + min + " (for CUDA " + need + ")"
+	} else {
+		fix += " that supports the image's CUDA"
+	}
+	fix += ", or use an image built for a CUDA the driver supports" + ifNotEmpty(" (≤ "+drvCUDA+")", drvCUDA) + " in image on " + s.ctx.cluster() + " — the same on every node. "
+	if strings.Contains(b, "driver combination") || errNo == "803" {
+		fix += "After a driver upgrade, reboot (or reload the nvidia kernel modules) so the kernel driver matches its libraries. "
+	}
+	fix += "" +
+		"NVIDIA_DISABLE_REQUIRES=true only skips the container runtime's check; CUDA then fails in the container (error 804) on a GPU without forward compatibility."
+	d.Fix = fix
+	return d, true
+}
+
+// ---- the image's kernels were not built for this GPU -------------------------------
+
+// CUDAArchUnsupported: the image's CUDA kernels were not built for the
+// GPU's architecture (the catalogue's class): the CUDA runtime finds no
+// kernel image, a kernel asserts the architectures it supports, a JIT
+// finds no source for the GPU's architecture. GB10 (DGX Spark) is sm_121,
+// which many builds for sm_120 or sm_100 lack.
+const CUDAArchUnsupported Cause = "cuda-arch-unsupported"
+
+var (
+	// The messages of the sources that state it: CUTLASS/DeepGEMM/FlashMLA
+	// device asserts ("This kernel only supports sm90", "... SM100-family
+	// GPUs", "... sm_100f"); torch/cuda/__init__.py ("NVIDIA GB10 with CUDA
+	// capability sm_121 is not compatible with the current PyTorch
+	// installation."); ptxas, as Triton runs it ("Value 'sm_121a' is not
+	// defined for option 'gpu-name'"); flashinfer ("No supported CUDA
+	// architectures found for major versions [12]"); a JIT's kernel source
+	// named for the architecture that is missing ("Failed to open:
+	// .../sm121_fp8_mqa_logits.cuh").
+	archOnlyRE    = regexp.MustCompile(`This kernel only supports (?:sm_?|SM)(\d+\w*)`)
+	archTorchRE   = regexp.MustCompile(`with CUDA capability sm_(\d+) is not compatible with the current PyTorch installation`)
+	archPtxasRE   = regexp.MustCompile(`Value 'sm_(\d+)\w*' is not defined for option 'gpu-name'`)
+	archFlashRE   = regexp.MustCompile(`No supported CUDA architectures found for major versions`)
+	archMissingRE = regexp.MustCompile(`Failed to open: (\S*)`)
+	archFileRE    = regexp.MustCompile(`\bsm_?(\d{2,3})[a-z]?_\w*\.(?:cuh|cu|h|cubin)\b`)
+)
+
+func matchArchKernel(b string) bool {
+	switch {
+	case archOnlyRE.MatchString(b), archTorchRE.MatchString(b), archPtxasRE.MatchString(b), archFlashRE.MatchString(b):
+		return true
+	case strings.Contains(b, "no kernel image is available"):
+		return true
+	case strings.Contains(b, "Failed to open: "):
+		return true // an arch-named kernel source, buildArchKernel checks
+	}
+	return false
+}
+
+// archFileMissing returns the architecture of a kernel source a JIT failed
+// to open at line i (the path may wrap onto the next line), or "".
+func (s *scan) archFileMissing(i int) string {
+	t := s.window(i, 1)
+	if !archMissingRE.MatchString(t) {
+		return ""
+	}
+	if m := archFileRE.FindStringSubmatch(strings.ReplaceAll(t, " ", "")); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func buildArchKernel(s *scan, hits []int) (Diagnosis, bool) {
+	i, ok := s.firstFailing(hits, func(j int) bool {
+		// A file a JIT failed to open is this cause only when it is a
+		// kernel source named for an architecture.
+		return !strings.Contains(s.lines[j].body, "Failed to open: ") || s.archFileMissing(j) != ""
+	})
+	if !ok {
+		return Diagnosis{}, false
+	}
+	b := s.lines[i].body
+	host := s.nodeOf(i)
+	kernelArch, gpuArch := "", s.archFileMissing(i)
+	if m := archOnlyRE.FindStringSubmatch(b); m != nil {
+		kernelArch = "sm_" + m[1]
+	}
+	if m := archTorchRE.FindStringSubmatch(b); m != nil {
+		gpuArch = m[1]
+	}
+	if m := archPtxasRE.FindStringSubmatch(b); m != nil {
+		gpuArch = m[1]
+	}
+	// The GPU's architecture named elsewhere in the log: a kernel file of
+	// it that was not found, torch's capability line.
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi && gpuArch == ""; j++ {
+		gpuArch = s.archFileMissing(j)
+		if m := archTorchRE.FindStringSubmatch(s.lines[j].body); m != nil {
+			gpuArch = m[1]
+		}
+	}
+	d := Diagnosis{Evidence: []Evidence{s.evidence(i)}}
+	if strings.Contains(b, "Failed to open: ") && !archFileRE.MatchString(b) && i+1 < hi {
+		d.Evidence = append(d.Evidence, s.evidence(i+1)) // the path wrapped
+	}
+	gpu := "this GPU"
+	if gpuArch != "" {
+		gpu = "sm_" + gpuArch
+		if gpuArch == "121" {
+			gpu += " (NVIDIA GB10, DGX Spark)"
+		}
+	}
+	d.Title = "the image's CUDA kernels were not built for " + gpu + onHost(host)
+	if kernelArch != "" {
+		d.Title += ": the kernel supports only " + kernelArch
+	}
+	why := "The kernel that ran was compiled for other GPU architectures than this GPU's"
+	if kernelArch != "" {
+		why += " (it asserts " + kernelArch + ")"
+	}
+	why += ". Each CUDA kernel in torch, vLLM, FlashInfer, DeepGEMM or Triton is built for a list of architectures; a GPU outside the list gets \"no kernel image\", a device assert, or a JIT that finds no source for it."
+	if gpuArch == "121" {
+		why += " GB10 is sm_121: builds made for sm_120 (desktop Blackwell) or sm_100 (B200) do not run on it unless they were compiled for sm_121 (CUDA 12.9 or newer)."
+	}
+	d.Explanation = why
+	d.Fix = "Use an image whose vLLM, torch and kernels were built for " + gpu + " in image on " + s.ctx.cluster() + " (for GB10: an image built for DGX Spark, CUDA 13 with TORCH_CUDA_ARCH_LIST including 12.1), the same on every node; " +
+		"or avoid the kernel: another quantization or attention backend whose kernels the image has for this GPU. `docker run --rm --gpus all <image> python3 -c 'import torch; print(torch.cuda.get_arch_list(), torch.cuda.get_device_capability())'` shows both lists."
+	return d, true
+}

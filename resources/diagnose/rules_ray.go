@@ -370,3 +370,239 @@ func buildDriverNoGPU(s *scan, hits []int) (Diagnosis, bool) {
 	}
 	return d, true
 }
+
+// ---- a Ray port other than the GCS port is unreachable -------------------------
+
+// RayPortUnreachable: a Ray process could not connect to one of Ray's ports
+// on another node other than the GCS port (a raylet's node manager or
+// object manager, a worker, a Redis shard of Ray < 2): the node joined
+// through the GCS port, and a firewall drops the rest.
+const RayPortUnreachable Cause = "ray-port-unreachable"
+
+var (
+	// gRPC's connect failure as Ray's processes log a failed RPC to another
+	// one (grpc src/core/lib/iomgr/tcp_client_posix.cc, the catalogue's
+	// ray-port-unreachable template; other gRPC releases print another
+	// status word, older ones no address): "failed to connect to all
+	// addresses; last error: UNKNOWN: ipv4:10.0.0.2:8076: Failed to connect
+	// to remote host: Connection refused".
+	rayGRPCConnRE = regexp.MustCompile(`failed to connect to all addresses(?:; last error: [A-Z_]+: (?:ipv4|ipv6):(\[[^\]]+\]|[0-9.]+):(\d+): (?:Failed to connect to remote host: )?([^;]*))?`)
+	// Ray < 2's raylet connecting to a Redis shard on the head
+	// (src/ray/gcs/redis_context.cc, RAY_LOG(FATAL)): "Could not establish
+	// connection to redis 10.0.0.1:12662 (context.err = 1)".
+	rayRedisConnRE = regexp.MustCompile(`Could not establish connection to [Rr]edis (\[[^\]]+\]|[^\s:]+):(\d+)`)
+	// Lines about the process's own node's raylet: not a connection
+	// between nodes (core_worker_process.cc "Failed to get the system
+	// config from raylet because it is dead").
+	rayLocalRayletRE = regexp.MustCompile(`from [Rr]aylet because it is dead|system config from [Rr]aylet|[Rr]aylet (?:is terminated|has died|died)|Local [Rr]aylet died`)
+)
+
+// rayNodeDeadRE is the GCS giving up on a raylet it health-checks on the
+// raylet's node manager port (gcs_node_manager.cc: "The node with node id:
+// %s and address: %s and node name: %s has been marked dead because the
+// detector has missed too many heartbeats from it", the raylet's own
+// "mistakenly been marked as dead by the GCS: GCS failed to check the health
+// of this node").
+var rayNodeDeadRE = regexp.MustCompile(`node with node id:? \w+(?: and address: (\S+))?.* has been marked dead because the (?:detector|monitor) has missed too many heartbeats|mistakenly been marked as dead by the GCS`)
+
+func matchRayPort(b string) bool {
+	if strings.Contains(b, "marked dead") || strings.Contains(b, "marked as dead") {
+		return rayNodeDeadRE.MatchString(b)
+	}
+	return containsAny(b, "failed to connect to all addresses", "Could not establish connection to redis", "Could not establish connection to Redis") &&
+		!rayLocalRayletRE.MatchString(b) && !strings.Contains(b, "GCS")
+}
+
+// rayMemoryKillRE are the lines of a node that died of memory, not of the
+// network: Ray's memory monitor, the kernel's OOM killer.
+var rayMemoryKillRE = regexp.MustCompile(`killed due to memory pressure|running low on memory|NODE_OUT_OF_MEMORY|OOM[- ]?[Kk]ill|Out of memory: Killed process`)
+
+// rayNodeDead explains a node the GCS marked dead: with no sign of memory
+// or a crash in the logs, the GCS could not reach the raylet's ports.
+func (s *scan) rayNodeDead(i int) (Diagnosis, bool) {
+	for j := range s.lines {
+		if rayMemoryKillRE.MatchString(s.lines[j].text) {
+			return Diagnosis{}, false // the memory rules say why it died
+		}
+	}
+	addr := ""
+	if m := rayNodeDeadRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		addr = m[1]
+	}
+	c := s.ctx
+	node := orDefault(c.ownerOf(addr).node, addr)
+	from := "the head"
+	if c.FabricCIDR.IsValid() {
+		from = c.FabricCIDR.String()
+	}
+	return Diagnosis{
+		Title:    "the head's GCS lost the raylet of node " + orDefault(node, "<the worker>") + ": its health checks of that node's Ray port got no answer",
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "The GCS health-checks every raylet by connecting to the raylet's node manager port on its node, and marks the node dead when the checks fail several times in a row. " +
+			"A node marked dead shortly after it joined was never reachable from the head on that port: the node registered through the GCS port, but its firewall drops the head's connections to its other Ray ports (random unless ray start pins them). " +
+			"The logs show no memory kill; later in a run the same line also follows a raylet that crashed or was overloaded (its raylet.out says).",
+		Fix: "On " + orDefault(node, "the worker node") + ": allow TCP from " + from + " to Ray's ports (e.g. `sudo ufw allow from <head IP>`), or pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 — and open those between the nodes; then restart Ray on that node. " +
+			"If the node had run for a while, read its raylet.out for a crash first.",
+	}, true
+}
+
+// redisShard is rayPortTarget's reason for Ray < 2's Redis connection.
+const redisShard = "a Redis shard of the head (Ray < 2)"
+
+// rayPortTarget parses the address, port and reason a matching line names.
+func rayPortTarget(b string) (ip, port, reason string) {
+	if m := rayRedisConnRE.FindStringSubmatch(b); m != nil {
+		return strings.Trim(m[1], "[]"), m[2], redisShard
+	}
+	if m := rayGRPCConnRE.FindStringSubmatch(b); m != nil {
+		return strings.Trim(m[1], "[]"), m[2], strings.TrimSpace(m[3])
+	}
+	return "", "", ""
+}
+
+func buildRayPort(s *scan, hits []int) (Diagnosis, bool) {
+	gcsPort := strconv.Itoa(s.ctx.rayPort())
+	gcsName := "the GCS port " + gcsPort
+	if s.ctx.RayPort == 0 {
+		gcsName = "the GCS port (" + gcsPort + " unless ray start --port says otherwise)"
+	}
+	i, ip, port, reason := -1, "", "", ""
+	gcsHit, dead := -1, -1
+	for _, j := range hits {
+		if rayNodeDeadRE.MatchString(s.lines[j].body) {
+			if dead < 0 {
+				dead = j
+			}
+			continue
+		}
+		a, p, r := rayPortTarget(s.lines[j].body)
+		if p == gcsPort {
+			if gcsHit < 0 {
+				gcsHit = j
+			}
+			continue
+		}
+		if i < 0 || ip == "" && a != "" {
+			i, ip, port, reason = j, a, p, r
+		}
+		if ip != "" {
+			break
+		}
+	}
+	if i < 0 && gcsHit >= 0 {
+		return s.rayGCSRPC(gcsHit), true
+	}
+	if i < 0 && dead >= 0 {
+		return s.rayNodeDead(dead)
+	}
+	if i < 0 {
+		return Diagnosis{}, false
+	}
+	host := s.nodeOf(i)
+	c := s.ctx
+	target := "another node's Ray process"
+	if ip != "" {
+		target = ip + ":" + port
+		if o := c.ownerOf(ip); o.node != "" {
+			target += " (" + o.describe() + ")"
+		}
+	}
+	ev := []Evidence{s.evidence(i)}
+	d := Diagnosis{Evidence: ev}
+	if ip != "" {
+		d.Title = "Ray" + onHost(host) + " cannot connect to port " + port + " on " + ip + ", a port of Ray's other than " + gcsName
+	} else {
+		d.Title = "Ray" + onHost(host) + " cannot connect to " + target + " (gRPC: failed to connect to all addresses)"
+	}
+	why := "A node joins the cluster through " + gcsName + " of the head; after that Ray's processes connect to each other directly, on ports that are random unless `ray start` pins them: " +
+		"each node's raylet (--node-manager-port), its object manager (--object-manager-port), the workers (--min-worker-port..--max-worker-port, 10002-19999 by default)" +
+		", and in Ray < 2 the head's Redis shards (--redis-shard-ports). A firewall that lets only the GCS port through admits the node and then drops these connections."
+	switch r := strings.ToLower(reason); {
+	case strings.Contains(r, "redis shard"):
+		why += "\nPort " + port + " on " + ip + " is " + reason + ", not the GCS port the node joined through."
+	case strings.Contains(r, "refused"):
+		why += "\nThe connection to " + target + " was refused: nothing listened there — the process on that node exited (its raylet log says why) or the port is closed by a REJECT rule."
+	case strings.Contains(r, "timed out"), strings.Contains(r, "no route"), strings.Contains(r, "unreachable"):
+		why += "\nThe connection to " + target + " " + reason + ": the packets were dropped on the way — a firewall on " + orDefault(c.ownerOf(ip).node, ip) + " or between the nodes, or an address not routable from" + orDefault(onHost(host), " this node") + "."
+	case ip == "":
+		why += "\nThe log does not name the address; gRPC's \"failed to connect to all addresses\" is Ray's process failing to open a TCP connection to another node's Ray process."
+	}
+	d.Explanation = why
+	from := "the other nodes"
+	if c.FabricCIDR.IsValid() {
+		from = c.FabricCIDR.String()
+	}
+	fix := ""
+	if ip != "" {
+		fix = "Open TCP port " + port + " on " + orDefault(c.ownerOf(ip).node, ip) + " to " + from + " (e.g. `sudo ufw allow from " + orDefault(strings.TrimPrefix(from, "the other nodes"), "<other node's IP>") + " to any port " + port + " proto tcp`, or firewall-cmd --add-port=" + port + "/tcp). "
+	}
+	fix += "Ray's other ports change on every start, so open them all between the nodes: pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 (Ray < 2 also --redis-shard-ports=6382) — " +
+		"and allow those ports (with the GCS port " + gcsPort + ", the dashboard agent's and the metrics port) from " + from + " in each node's firewall, or allow all TCP between the nodes' addresses on the network they share."
+	d.Fix = fix
+	return d, true
+}
+
+// rayGCSRPC is a gRPC connect failure to the GCS port: the GCS is
+// unreachable, said in gRPC's words rather than Ray's.
+func (s *scan) rayGCSRPC(i int) Diagnosis {
+	ip, port, reason := rayPortTarget(s.lines[i].body)
+	if reason == redisShard {
+		reason = "" // the GCS's Redis of Ray < 2
+	}
+	host := s.nodeOf(i)
+	return Diagnosis{
+		Cause:    GCSUnreachable,
+		Title:    "Ray" + onHost(host) + " cannot reach the GCS at " + ip + ":" + port + ifNotEmpty(" ("+reason+")", reason),
+		Evidence: []Evidence{s.evidence(i)},
+		Explanation: "Port " + port + " is the GCS port: every Ray process of a node talks to the head's GCS there, and the connection failed" + ifNotEmpty(" ("+reason+")", reason) +
+			": the head's GCS is not running (read the head's Ray log), the address is not the head's on a network this node reaches, or a firewall drops the port.",
+		Fix: "Check the head first: is its Ray running and listening on " + ip + ":" + port + " (`ss -ltn` on the head)? Start the nodes with the head's address on the network they share (ray start --address=<head IP>:" + port + " --node-ip-address=<this node's IP>), and allow TCP to port " + port + " (and Ray's other ports) between the nodes.",
+	}
+}
+
+// ---- a process's node IP matches no raylet --------------------------------------
+
+// RayNodeIPMismatch: a Ray process (a driver such as vllm serve, a worker)
+// looked for the raylet of its node under the node's IP and found none:
+// the node's Ray was started under another address, or the process runs on
+// a machine (or in a container) that is no node of the cluster.
+const RayNodeIPMismatch Cause = "ray-node-ip-mismatch"
+
+// rayNoRayletRE is Ray's global_state_accessor.cc: "This node has an IP
+// address of %s, while we can not find the matched Raylet address. This
+// maybe come from when you connect the Ray cluster with a different IP
+// address or connect a container." (older releases: "can not found").
+var rayNoRayletRE = regexp.MustCompile(`This node has an IP address of (\S+?),? while we can not f(?:ind|ound) the matched Raylet address`)
+
+func matchNoRaylet(b string) bool {
+	return strings.Contains(b, "matched Raylet address") && rayNoRayletRE.MatchString(b)
+}
+
+func buildNoRaylet(s *scan, hits []int) (Diagnosis, bool) {
+	// Ray logs the line at INFO and goes on when the driver finds its
+	// raylet after all: it names the cause only when a process then failed.
+	i := hits[0]
+	if _, failed := s.fatalError(); !failed && !s.lastWords(i) {
+		return Diagnosis{}, false
+	}
+	ip := rayNoRayletRE.FindStringSubmatch(s.lines[i].body)[1]
+	host := s.nodeOf(i)
+	c := s.ctx
+	who := ip
+	if o := c.ownerOf(ip); o.node != "" {
+		who = ip + " (" + o.describe() + ")"
+	}
+	ev := []Evidence{s.evidence(i)}
+	if f, ok := s.fatalError(); ok && f.i != i {
+		ev = append(ev, s.evidence(f.i))
+	}
+	return Diagnosis{
+		Title:    "the Ray process" + onHost(host) + " found no raylet registered under its node's IP " + who,
+		Evidence: ev,
+		Explanation: "A Ray driver or worker finds the raylet of its own node by the node's IP in the GCS's node table. No node is registered under " + ip +
+			": this node's Ray was started under another of its addresses (ray start picks the default-route address unless --node-ip-address is given; a VPN, a second NIC or a container bridge gives the machine several), or the process runs where no `ray start` ran — another machine, or a container other than the node's Ray container. " +
+			"The process then cannot reach a raylet and fails (the error after this line).",
+		Fix: "Make the two addresses one: start Ray on this node with --node-ip-address=" + ip + " (or start the process with the address Ray registered: `ray list nodes` on the head shows it; vLLM takes VLLM_HOST_IP), " +
+			"and run the driver inside the node's Ray container (rayform does: docker exec into it). From a machine outside the cluster, connect with Ray Client (ray.init(\"ray://<head>:10001\")) instead of joining.",
+	}, true
+}
