@@ -52,6 +52,14 @@ func (f *fakeTB) runCleanups() {
 	}
 }
 
+// tryGrant grants tk a slot if it is its turn, as Wait does without
+// blocking, and reports whether tk holds one.
+func (p *Pool) tryGrant(tk *Ticket) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.grant(tk)
+}
+
 // waitGranted waits (bounded) for a ticket's Wait to return.
 func waitGranted(t *testing.T, what string, ch <-chan struct{}) {
 	t.Helper()
@@ -168,11 +176,7 @@ func TestLeaveTheQueue(t *testing.T) {
 func TestHeavyShare(t *testing.T) {
 	p := New(4)
 	p.Open()
-	grant := func(tk *Ticket) bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.grant(tk)
-	}
+	grant := p.tryGrant
 	heavy := make([]*fakeTB, 3)
 	tks := make([]*Ticket, 3)
 	for i := range heavy {
@@ -215,11 +219,7 @@ func TestParallelTwice(t *testing.T) {
 func TestWholeBudget(t *testing.T) {
 	p := New(4)
 	p.Open()
-	grant := func(tk *Ticket) bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.grant(tk)
-	}
+	grant := p.tryGrant
 	first := &fakeTB{TB: t}
 	firstTk := p.Join(first, 0, false)
 	if !grant(firstTk) {
