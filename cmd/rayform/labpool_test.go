@@ -59,10 +59,11 @@ func heavyLab(args []string) bool {
 }
 
 // wholeLab reports whether a lab with these `lab up` arguments runs the
-// real vLLM: its nodes' vLLM processes (the API server, the engine core and
-// a Ray worker per node, each importing torch and vLLM: about 1.5 GB and a
-// core's worth of CPU each while they start) load a 2-core machine as much
-// as the pool's other labs together, so it runs alone (JoinWhole).
+// real vLLM: besides Ray, its nodes run vLLM's API server, engine core and a
+// Ray worker per node, each importing torch and vLLM (about 0.85 GB each;
+// serving, the head's container held 3.0 GiB and the worker's 1.2 GiB, a
+// real-Ray lab's about 2.1 GB together), and each node's dockerd first
+// unpacks the 4.7 GiB image: on a 2-core machine it runs alone (JoinWhole).
 func wholeLab(args []string) bool {
 	for i, a := range args {
 		if a == "-vllm" && i+1 < len(args) && args[i+1] == "real" {
