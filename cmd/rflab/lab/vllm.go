@@ -53,7 +53,11 @@ import (
 //     device key "GPU", without which vLLM's Ray executor refuses the CPU
 //     platform, and a device communicator that keeps vLLM's shared-memory
 //     all-reduce to ranks on one host, so that TP and PP work across lab
-//     nodes; see its __init__.py.
+//     nodes; its platform also keeps torch.cuda unavailable in vLLM's
+//     processes, which vLLM has torch ask NVML (the lab's shim reports
+//     the node's GPUs, with no CUDA driver behind them), and compiles
+//     vLLM's small torch.compile'd helpers with the "eager" backend (the
+//     image has no C++ compiler for inductor); see its __init__.py.
 //
 // `vllm` in the image is vLLM's own console script, unchanged.
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -210,5 +211,55 @@ func TestVLLMHostTools(t *testing.T) {
 		if !found {
 			t.Errorf("the tools layer lacks %s: %v", want, set.files)
 		}
+	}
+}
+
+// TestVLLMPlatformNoCUDA runs the plugin's platform module under this
+// machine's python3, with a stand-in for vLLM's CpuPlatform: importing it
+// after vLLM set PYTORCH_NVML_BASED_CUDA_CHECK=1 (vllm/env_override.py)
+// removes the variable, so torch asks CUDA's runtime rather than the lab's
+// NVML shim whether CUDA is available, and the platform compiles vLLM's
+// small helpers with the "eager" backend.
+func TestVLLMPlatformNoCUDA(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	dir := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("vllm/__init__.py", "")
+	write("vllm/platforms/__init__.py", "")
+	write("vllm/platforms/cpu.py", "class CpuPlatform:\n    simple_compile_backend = 'inductor'\n    ray_device_key = ''\n")
+	for _, f := range []string{"__init__.py", "cpu.py"} {
+		b, err := vllmPlatform.ReadFile("labimage/vllm-platform/" + vllmPlugin + "/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(vllmPlugin+"/"+f, string(b))
+	}
+	script := `import os
+os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # as import vllm sets it
+import ` + vllmPlugin + ` as plugin
+from ` + vllmPlugin + `.cpu import LabCpuPlatform
+print(plugin.register())
+print(os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK"), LabCpuPlatform.simple_compile_backend, LabCpuPlatform.ray_device_key)
+`
+	cmd := exec.Command(py, "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("python3: %v\n%s", err, out)
+	}
+	if want := vllmPlugin + ".cpu.LabCpuPlatform\nNone eager GPU\n"; string(out) != want {
+		t.Errorf("the plugin's platform under python3:\n%s\nwant:\n%s", out, want)
 	}
 }

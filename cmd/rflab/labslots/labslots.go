@@ -55,6 +55,7 @@ type Ticket struct {
 	p       *Pool
 	weight  int
 	heavy   bool
+	whole   bool // takes every slot (JoinWhole)
 	seq     int
 	granted bool
 }
@@ -62,10 +63,13 @@ type Ticket struct {
 // New makes a pool of n slots, (n+1)/2 of them for heavy labs, closed
 // until Open.
 func New(n int) *Pool {
-	p := &Pool{free: n, heavyFree: (n + 1) / 2, size: n, waiting: map[*Ticket]bool{}}
+	p := &Pool{free: n, heavyFree: heavyShare(n), size: n, waiting: map[*Ticket]bool{}}
 	p.changed = sync.NewCond(&p.mu)
 	return p
 }
+
+// heavyShare is how many of n slots heavy labs may hold at once.
+func heavyShare(n int) int { return (n + 1) / 2 }
 
 // Setup makes the pool of a test process from RAYFORM_E2E_LABS, or def
 // when it is empty, and raises go test's -parallel (unless the command
@@ -129,10 +133,24 @@ func (p *Pool) Size() int { return p.size }
 // free only once the lab is down.
 func (p *Pool) Join(t testing.TB, weight int, heavy bool) *Ticket {
 	t.Helper()
+	return p.join(t, &Ticket{p: p, weight: weight, heavy: heavy})
+}
+
+// JoinWhole queues a test whose lab takes the pool's whole budget (a lab
+// that alone loads the machine as much as the pool's labs together, like
+// the real vLLM's): it is granted every slot once all are free, and while
+// it is the next to go no other test starts, so that it is not starved by
+// lighter labs that each find a free slot. Its slots come back as Join's.
+func (p *Pool) JoinWhole(t testing.TB, weight int) *Ticket {
+	t.Helper()
+	return p.join(t, &Ticket{p: p, weight: weight, heavy: true, whole: true})
+}
+
+func (p *Pool) join(t testing.TB, tk *Ticket) *Ticket {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.seq++
-	tk := &Ticket{p: p, weight: weight, heavy: heavy, seq: p.seq}
+	tk.seq = p.seq
 	p.waiting[tk] = true
 	t.Cleanup(tk.done)
 	return tk
@@ -162,9 +180,14 @@ func (tk *Ticket) Wait() {
 // one. The caller holds p.mu.
 func (p *Pool) grant(tk *Ticket) bool {
 	if !tk.granted && p.open && p.next() == tk {
-		p.free--
-		if tk.heavy {
+		switch {
+		case tk.whole:
+			p.free, p.heavyFree = 0, 0
+		case tk.heavy:
+			p.free--
 			p.heavyFree--
+		default:
+			p.free--
 		}
 		tk.granted = true
 		delete(p.waiting, tk)
@@ -174,19 +197,32 @@ func (p *Pool) grant(tk *Ticket) bool {
 }
 
 // next is the waiting ticket to grant next: of those a free slot fits,
-// the heaviest, then the first to join; nil if none fits. The caller
-// holds p.mu.
+// the heaviest, then the first to join; nil if none fits. A whole-budget
+// ticket fits only an empty pool, and while one comes first of all that
+// wait, none other is next. The caller holds p.mu.
 func (p *Pool) next() *Ticket {
-	var best *Ticket
+	var best, first *Ticket
 	for tk := range p.waiting {
-		if p.free == 0 || (tk.heavy && p.heavyFree == 0) {
-			continue
+		if first == nil || ahead(tk, first) {
+			first = tk
 		}
-		if best == nil || tk.weight > best.weight || (tk.weight == best.weight && tk.seq < best.seq) {
+		fits := p.free > 0 && (!tk.heavy || p.heavyFree > 0)
+		if tk.whole {
+			fits = p.free == p.size
+		}
+		if fits && (best == nil || ahead(tk, best)) {
 			best = tk
 		}
 	}
+	if first != nil && first.whole && first != best {
+		return nil
+	}
 	return best
+}
+
+// ahead reports whether a goes before b: heavier, then the first to join.
+func ahead(a, b *Ticket) bool {
+	return a.weight > b.weight || (a.weight == b.weight && a.seq < b.seq)
 }
 
 // done gives the slot back, or leaves the queue.
@@ -196,9 +232,14 @@ func (tk *Ticket) done() {
 	defer p.mu.Unlock()
 	if tk.granted {
 		tk.granted = false
-		p.free++
-		if tk.heavy {
+		switch {
+		case tk.whole:
+			p.free, p.heavyFree = p.size, heavyShare(p.size)
+		case tk.heavy:
+			p.free++
 			p.heavyFree++
+		default:
+			p.free++
 		}
 	}
 	delete(p.waiting, tk)

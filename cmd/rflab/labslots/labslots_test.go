@@ -52,6 +52,14 @@ func (f *fakeTB) runCleanups() {
 	}
 }
 
+// tryGrant grants tk a slot if it is its turn, as Wait does without
+// blocking, and reports whether tk holds one.
+func (p *Pool) tryGrant(tk *Ticket) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.grant(tk)
+}
+
 // waitGranted waits (bounded) for a ticket's Wait to return.
 func waitGranted(t *testing.T, what string, ch <-chan struct{}) {
 	t.Helper()
@@ -168,11 +176,7 @@ func TestLeaveTheQueue(t *testing.T) {
 func TestHeavyShare(t *testing.T) {
 	p := New(4)
 	p.Open()
-	grant := func(tk *Ticket) bool {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.grant(tk)
-	}
+	grant := p.tryGrant
 	heavy := make([]*fakeTB, 3)
 	tks := make([]*Ticket, 3)
 	for i := range heavy {
@@ -207,4 +211,46 @@ func TestHeavyShare(t *testing.T) {
 func TestParallelTwice(t *testing.T) {
 	t.Parallel()
 	Parallel(t)
+}
+
+// TestWholeBudget: a lab that takes the pool's whole budget (JoinWhole)
+// waits until every slot is free, holds them all, and no lab behind it
+// starts while it waits (it would never find the pool empty otherwise).
+func TestWholeBudget(t *testing.T) {
+	p := New(4)
+	p.Open()
+	grant := p.tryGrant
+	first := &fakeTB{TB: t}
+	firstTk := p.Join(first, 0, false)
+	if !grant(firstTk) {
+		t.Fatal("the first lab got no slot of 4")
+	}
+	whole := &fakeTB{TB: t}
+	wholeTk := p.JoinWhole(whole, 9)
+	later := &fakeTB{TB: t}
+	laterTk := p.Join(later, 0, false)
+	if grant(wholeTk) {
+		t.Error("the whole-budget lab started beside another lab")
+	}
+	if grant(laterTk) {
+		t.Error("a lab behind the waiting whole-budget lab took one of the 3 free slots")
+	}
+	first.runCleanups()
+	if !grant(wholeTk) {
+		t.Fatal("the whole-budget lab got no slots once the pool was empty")
+	}
+	if p.free != 0 || p.heavyFree != 0 {
+		t.Errorf("the whole-budget lab holds %d free, %d heavy free; want 0 and 0", p.free, p.heavyFree)
+	}
+	if grant(laterTk) {
+		t.Error("a lab started beside the whole-budget lab")
+	}
+	whole.runCleanups()
+	if !grant(laterTk) {
+		t.Error("the lab behind got no slot once the whole-budget lab was down")
+	}
+	later.runCleanups()
+	if p.free != 4 || p.heavyFree != 2 {
+		t.Errorf("after every test: %d free, %d heavy free; want 4 and 2", p.free, p.heavyFree)
+	}
 }

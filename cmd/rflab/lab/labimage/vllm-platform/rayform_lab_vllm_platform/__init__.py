@@ -19,7 +19,13 @@ of them ("open shm in SHMManager failed. errno: 2"). The plugin's check
 also compares the host's boot id and /dev/shm (device and inode: each lab
 node has its own /dev/shm), and where they differ vLLM falls back to
 torch.distributed (Gloo), as it does by itself when the names differ.
-Nothing else changes.
+
+Two things undo what only the lab's nodes cause (cpu.py): torch's
+CUDA check, which vLLM has ask NVML, would believe the lab's NVML shim
+(its GPUs are for Ray; there is no CUDA driver), so the platform's module
+has torch ask CUDA's runtime instead; and vLLM's small torch.compile'd
+helpers use the "eager" backend, since the image has no C++ compiler for
+inductor. Nothing else changes.
 """
 
 
