@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,15 @@ func TestE2ERealVLLM(t *testing.T) {
 		// to torch.distributed for the tp group across the nodes.
 		"agree on the SHM group name but not on the shared memory",
 		"CPU SHM communicator disabled for group tp")
+	// rayform's prediction of the KV cache (modelfit.KVCapacity, shown by
+	// plan and apply) against the real vLLM's own line in its log.
+	predicted := regexp.MustCompile(`vLLM will report "(?:CPU )?(KV cache size: [0-9,]+ tokens, Maximum concurrency for [0-9,]+ tokens per request: [0-9.]+x)"`).
+		FindStringSubmatch(regexp.MustCompile(`\n\s*`).ReplaceAllString(plan.stdout+apply.stdout, " "))
+	if predicted == nil {
+		t.Errorf("neither plan nor apply predicted the KV cache vLLM reports:\n%s\n%s", plan.stdout, apply.stdout)
+	} else if !strings.Contains(logs.stdout, "CPU "+predicted[1]) {
+		t.Errorf("rayform predicted %q; vLLM's log says otherwise:\n%s", predicted[1], logs.stdout)
+	}
 
 	// status: the real server's health, its model and its /metrics.
 	status := l.rayform("", "-chdir", dir, "status")
