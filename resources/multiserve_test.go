@@ -353,6 +353,25 @@ func TestServeAddedToFullHead(t *testing.T) {
 		})
 	}
 
+	// A serve whose process died is replaced; Ray's report may still count
+	// its placement group's GPUs (it lags, and the group outlives its
+	// driver until Ray notices): they come back to the replacement
+	// (TestE2EApplyLifecycle's "plan after the serve died" refused it).
+	t.Run("dead serve replaced while Ray still counts its GPUs", func(t *testing.T) {
+		facts := convergedFrom(t, []byte(src), nil).facts
+		rec := facts.Hosts[`gpu["h1"]`].Records["serve-llama"]
+		rec.Alive = false
+		facts.Hosts[`gpu["h1"]`].Records["serve-llama"] = rec
+		setRayUsage(facts.Hosts[`gpu["h1"]`], benchDashPort, map[string][2]float64{"192.168.0.10": {8, 8}, "192.168.0.11": {0, 8}})
+		res, f := budget(planConfig(t, src, facts), facts, nil)
+		if i := slices.IndexFunc(res.Plan.Changes, func(c plan.ResourceChange) bool { return c.Address == "vllm_serve.llama" }); i < 0 || res.Plan.Changes[i].Action != plan.Replace {
+			t.Fatalf("vllm_serve.llama is not replaced: %+v", res.Plan.Changes)
+		}
+		if len(f) != 0 {
+			t.Fatalf("the dead serve's own GPUs refused to its replacement: %+v", f)
+		}
+	})
+
 	t.Run("created together", func(t *testing.T) {
 		facts := convergedFrom(t, []byte(src), nil).facts
 		delete(facts.Hosts[`gpu["h1"]`].Records, "serve-llama")

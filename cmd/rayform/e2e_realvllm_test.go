@@ -115,7 +115,7 @@ func TestE2ERealVLLM(t *testing.T) {
 	// rayform's prediction of the KV cache (modelfit.KVCapacity, shown by
 	// plan and apply) against the real vLLM's own line in its log.
 	predicted := regexp.MustCompile(`vLLM will report "(?:CPU )?(KV cache size: [0-9,]+ tokens, Maximum concurrency for [0-9,]+ tokens per request: [0-9.]+x)"`).
-		FindStringSubmatch(regexp.MustCompile(`\n\s*`).ReplaceAllString(plan.stdout+apply.stdout, " "))
+		FindStringSubmatch(regexp.MustCompile(`\n\s*`).ReplaceAllString(plan.stdout+plan.stderr+apply.stdout+apply.stderr, " "))
 	if predicted == nil {
 		t.Errorf("neither plan nor apply predicted the KV cache vLLM reports:\n%s\n%s", plan.stdout, apply.stdout)
 	} else if !strings.Contains(logs.stdout, "CPU "+predicted[1]) {

@@ -172,7 +172,12 @@ func (p *planner) clusterBudget(rc *cluster.RayCluster) {
 		switch {
 		case action == plan.Create || action == plan.Replace:
 			start = append(start, sv)
-			if running {
+			if rec.Found {
+				// Its GPUs come back: a running serve stops first; one
+				// whose process died may still hold them in Ray's
+				// report (its placement group outlives the driver until
+				// Ray notices, and the report lags), and apply replaces
+				// it.
 				stopped = append(stopped, sv)
 			}
 		case running:
