@@ -582,6 +582,26 @@ func nodeProcID(node, what string) string { return node + "/" + what }
 func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []Node) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*len(nodes))
+	// startAndAwait starts p and, beside the other nodes' processes, waits
+	// until it is alive and answers (ready), for at most timeout.
+	startAndAwait := func(p procSpec, what string, timeout time.Duration, ready func(context.Context) error) error {
+		if _, err := sup.start(ctx, p); err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := waitFor(ctx, what, timeout, func(ctx context.Context) error {
+				if err := l.procAlive(ctx, sup, p.ID); err != nil {
+					return err
+				}
+				return ready(ctx)
+			}); err != nil {
+				errs <- err
+			}
+		}()
+		return nil
+	}
 	for _, n := range nodes {
 		uts := "--uts=" + filepath.Join(n.Dir, "uts")
 		// Written at every boot: MemFree and the copied lines follow the host.
@@ -600,21 +620,9 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 			Env: []string{"PATH=" + stdPath},
 			Log: filepath.Join(n.Dir, "sshd.log"),
 		}
-		if _, err := sup.start(ctx, sshd); err != nil {
+		if err := startAndAwait(sshd, "sshd on "+n.Name, 30*time.Second, func(ctx context.Context) error { return l.sshBanner(ctx, n) }); err != nil {
 			return err
 		}
-		wg.Add(1)
-		go func(n Node) {
-			defer wg.Done()
-			if err := waitFor(ctx, "sshd on "+n.Name, 30*time.Second, func(ctx context.Context) error {
-				if err := l.procAlive(ctx, sup, sshd.ID); err != nil {
-					return err
-				}
-				return l.sshBanner(ctx, n)
-			}); err != nil {
-				errs <- err
-			}
-		}(n)
 		if !l.Docker {
 			continue
 		}
@@ -635,21 +643,9 @@ func (l *Lab) startNodes(ctx context.Context, sup *supClient, t tools, nodes []N
 			},
 			Log: filepath.Join(n.Dir, "dockerd.log"),
 		}
-		if _, err := sup.start(ctx, dockerd); err != nil {
+		if err := startAndAwait(dockerd, "dockerd on "+n.Name, 60*time.Second, func(ctx context.Context) error { return dockerPing(ctx, n) }); err != nil {
 			return err
 		}
-		wg.Add(1)
-		go func(n Node) {
-			defer wg.Done()
-			if err := waitFor(ctx, "dockerd on "+n.Name, 60*time.Second, func(ctx context.Context) error {
-				if err := l.procAlive(ctx, sup, dockerd.ID); err != nil {
-					return err
-				}
-				return dockerPing(ctx, n)
-			}); err != nil {
-				errs <- err
-			}
-		}(n)
 	}
 	wg.Wait()
 	close(errs)
