@@ -36,6 +36,14 @@ import (
 // secretDigest) with an HMAC under this key, so a digest recorded on the
 // hosts or in a plan cannot be checked against a guess without it. A
 // missing or malformed key is made anew; an existing one is kept.
+//
+// Likewise the deployment's bearer token, "$1.bearer" (observe.BearerFile):
+// the services a deployment starts demand it (Ray's token authentication),
+// and rayform's own readings of them send it. The file is the HTTP header
+// itself, "Authorization: Bearer " and 64 hex digits, so that curl sends it
+// from the file (-H @FILE) and it never stands on a command line. A
+// missing or malformed token is made anew, and so is every token when $2
+// is "rotate" (AdvanceFence's rotate).
 const fenceScript = `n=$1
 ` + lockDirScript + `f="$d/$n.fence"
 if [ -L "$f" ]; then echo "BAD $f is a symbolic link"; exit 1; fi
@@ -71,6 +79,14 @@ case $kv in *[!0-9a-f]*) kv= ;; esac
 if [ ${#kv} -ne 64 ]; then
   od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$k.$$" && mv -f "$k.$$" "$k" || { rm -f "$k.$$"; exit 1; }
 fi
+t="$d/$n.bearer"
+if [ -L "$t" ]; then echo "BAD $t is a symbolic link"; exit 1; fi
+tv=$(cat "$t" 2>/dev/null)
+case $tv in "Authorization: Bearer "*) tv=${tv#Authorization: Bearer } ;; *) tv= ;; esac
+case $tv in *[!0-9a-f]*) tv= ;; esac
+if [ "$2" = rotate ] || [ ${#tv} -ne 64 ]; then
+  { printf 'Authorization: Bearer '; od -An -tx1 -N32 /dev/urandom | tr -d ' \n'; printf '\n'; } > "$t.$$" && mv -f "$t.$$" "$t" || { rm -f "$t.$$"; exit 1; }
+fi
 echo "FENCE $g"
 `
 
@@ -97,10 +113,17 @@ func (e Ended) String() string { return fmt.Sprintf("pid %d: %s", e.PID, e.Comma
 // (see fenceScript). Call it while holding the lock, on every host the run
 // will change, before observing them: from then on a command fenced
 // (transport.Guard) with an earlier generation fails on that host, and the
-// commands of an earlier holder that still ran have ended.
-func AdvanceFence(ctx context.Context, conn transport.Conn, name string) (transport.Fence, []Ended, error) {
+// commands of an earlier holder that still ran have ended. With rotate, it
+// also makes the deployment's bearer token anew (rayform apply
+// -rotate-token): the services that demand the old one must be restarted
+// with the new one, which the plan that follows shows.
+func AdvanceFence(ctx context.Context, conn transport.Conn, name string, rotate bool) (transport.Fence, []Ended, error) {
+	mode := "keep"
+	if rotate {
+		mode = "rotate"
+	}
 	res, err := conn.Run(ctx, transport.Cmd{
-		Script:   "sh -c " + shell.Quote(fenceScript) + " rayform-lock-fence " + shell.Quote(names.Segment(name)),
+		Script:   "sh -c " + shell.Quote(fenceScript) + " rayform-lock-fence " + shell.Quote(names.Segment(name)) + " " + mode,
 		Mutating: true,
 		Timeout:  90 * time.Second,
 	})

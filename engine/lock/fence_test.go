@@ -21,7 +21,7 @@ func fencedOnce(t *testing.T) (conn transport.Conn, home, name string, f transpo
 	t.Helper()
 	conn, home = setup(t)
 	name = Name("p", "main")
-	f, _, err := AdvanceFence(context.Background(), conn, name)
+	f, _, err := AdvanceFence(context.Background(), conn, name, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestFenceRefusesAnEarlierHolder(t *testing.T) {
 	if _, err := oldRun.Run(ctx, mark("before")); err != nil {
 		t.Fatalf("the holder's own command: %v", err)
 	}
-	cur, _, err := AdvanceFence(ctx, conn, name)
+	cur, _, err := AdvanceFence(ctx, conn, name, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestFenceRefusesAnEarlierHolder(t *testing.T) {
 		t.Errorf("uploaded file mode %o, want 640", st.Mode().Perm())
 	}
 	// Another lock's fence is not this one's.
-	other, _, err := AdvanceFence(ctx, conn, Name("p", "other"))
+	other, _, err := AdvanceFence(ctx, conn, Name("p", "other"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestFenceHeldOnlyWhileTheCommandRuns(t *testing.T) {
 	conn, home := setup(t)
 	ctx := context.Background()
 	name := Name("p", "main")
-	f, _, err := AdvanceFence(ctx, conn, name)
+	f, _, err := AdvanceFence(ctx, conn, name, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ echo $! > "$2"`
 	if locked() {
 		t.Fatal("the process the fenced command started holds the fence")
 	}
-	if _, _, err := AdvanceFence(ctx, conn, name); err != nil {
+	if _, _, err := AdvanceFence(ctx, conn, name, false); err != nil {
 		t.Fatalf("advancing while the started process runs: %v", err)
 	}
 }
@@ -178,7 +178,7 @@ func TestHeldNamesTheIdentity(t *testing.T) {
 func TestFencedFailureNamesTheCommand(t *testing.T) {
 	conn, _ := setup(t)
 	ctx := context.Background()
-	f, _, err := AdvanceFence(ctx, conn, Name("p", "main"))
+	f, _, err := AdvanceFence(ctx, conn, Name("p", "main"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestAdvanceEndsAnEarlierGenerationsOrphan(t *testing.T) {
 	b, _ := os.ReadFile(started)
 	inner, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 
-	cur, ended, err := AdvanceFence(ctx, conn, name)
+	cur, ended, err := AdvanceFence(ctx, conn, name, false)
 	if err != nil {
 		t.Fatalf("advancing past the orphan: %v", err)
 	}

@@ -98,6 +98,9 @@ type HostFacts struct {
 	// secret-digest key, by lock name; a missing or malformed key file is
 	// absent. A key is never serialized, logged or fingerprinted.
 	SecretKeys map[string][]byte `json:"-"`
+	// Bearers are the bearer tokens (BearerFile) of the same locks, by
+	// lock name; never serialized, logged or fingerprinted either.
+	Bearers map[string]string `json:"-"`
 }
 
 // Link is one network interface.

@@ -102,6 +102,13 @@ func Parse(output []byte) (*HostFacts, error) {
 				}
 				f.SecretKeys[s.attr("name")] = k
 			}
+		case secBearer:
+			if tok := parseBearer(s); tok != "" {
+				if f.Bearers == nil {
+					f.Bearers = map[string]string{}
+				}
+				f.Bearers[s.attr("name")] = tok
+			}
 		}
 	}
 	setListenOwners(f, owners)

@@ -32,6 +32,12 @@ type HTTPProbe struct {
 	// the host has neither curl nor wget; its stdout stands for the body
 	// (HTTPResult.Via is "exec").
 	Fallback []string
+	// Bearer, when set, is the lock name (a path segment) whose bearer
+	// token file (BearerFile, made by the lock holder) curl sends as the
+	// request's Authorization header, read from the file (-H @FILE), so
+	// the token stands on no command line. A host without the file sends
+	// no header.
+	Bearer string
 }
 
 // Port is the URL's port.
@@ -55,6 +61,9 @@ func (p HTTPProbe) validate() error {
 		if strings.ContainsRune(a, 0) {
 			return fmt.Errorf("http probe %s: fallback argument contains a NUL byte", p.URL)
 		}
+	}
+	if p.Bearer != "" && !validSegment(p.Bearer) {
+		return fmt.Errorf("http probe %s: bearer %q: not a lock name", p.URL, p.Bearer)
 	}
 	if len(p.Fallback) > 0 && p.Owner == "" {
 		return fmt.Errorf("http probe %s: a fallback needs an owner container to run in", p.URL)
@@ -116,9 +125,13 @@ rf_http() {
 # the container's ID, which docker ps gave (rf_ps). Otherwise rf_why names
 # the holder. Nothing listening, or listeners whose process ss cannot show
 # (another user's, without root), or no ss at all: yes (a GET to a closed
-# port is refused; an unknown owner cannot be told apart).
+# port is refused; an unknown owner cannot be told apart). rf_la is the
+# address the owner's socket is bound to when it is one address of the
+# host (a server bound to the fabric only), "" for every address or
+# loopback: the GET goes there (curl --connect-to) instead of 127.0.0.1.
 rf_owner() {
 	rf_why=
+	rf_la=
 	[ "$rf_sok" = 1 ] || return 0
 	rf_id=
 	rf_ifs=$IFS
@@ -143,6 +156,7 @@ rf_owner() {
 			if [ -n "$rf_id" ] && [ -n "$rf_p" ] && rf_incg "$rf_p" "$rf_id"; then
 				IFS=$rf_ifs
 				rf_why=
+				rf_la=$(rf_bound "$rf_l")
 				return 0
 			fi
 			rf_why="$rf_n (pid $rf_p)"
@@ -150,6 +164,12 @@ rf_owner() {
 	done
 	IFS=$rf_ifs
 	[ -z "$rf_why" ]
+}
+# rf_bound LINE: the local address of an ss -ltn line when it is one
+# address other than loopback ("" for 0.0.0.0, *, [::] and 127.0.0.1).
+rf_bound() {
+	set -- $1
+	case ${4%:*} in 0.0.0.0 | '*' | '[::]' | 127.0.0.1 | '') ;; *) printf '%s' "${4%:*}" ;; esac
 }
 # rf_incg PID ID: whether PID's cgroup names ID.
 rf_incg() {
@@ -197,12 +217,18 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 		return
 	}
 	for i, p := range ok {
+		fmt.Fprintf(b, "rf_a%d=\n", i)
+		if p.Bearer != "" {
+			fmt.Fprintf(b, "rf_h%d=\"$HOME/.rayform/locks/\"%s; [ -r \"$rf_h%d\" ] || rf_h%d=/dev/null\n", i, shell.Quote(BearerFile(p.Bearer)), i, i)
+		} else {
+			fmt.Fprintf(b, "rf_h%d=/dev/null\n", i)
+		}
 		if p.Owner == "" {
 			fmt.Fprintf(b, "rf_g%d=1\n", i)
 			continue
 		}
-		fmt.Fprintf(b, "if rf_owner %d %s; then rf_g%d=1; else rf_g%d=0; rf_skip %s \"held by $rf_why\"; fi\n",
-			p.Port(), shell.Quote(p.Owner), i, i, shell.Quote(httpSection(p.URL, "guard")))
+		fmt.Fprintf(b, "if rf_owner %d %s; then rf_g%d=1; rf_a%d=$rf_la; else rf_g%d=0; rf_skip %s \"held by $rf_why\"; fi\n",
+			p.Port(), shell.Quote(p.Owner), i, i, i, shell.Quote(httpSection(p.URL, "guard")))
 	}
 	b.WriteString("if [ \"$rf_via\" = curl ]; then\n")
 	b.WriteString("\tset --\n\trf_nx=\n")
@@ -210,7 +236,9 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 		p := ok[i]
 		sec := httpSection(p.URL, "curl")
 		fmt.Fprintf(b, "\tif [ \"$rf_g%d\" = 1 ]; then\n", i)
-		b.WriteString("\t\tset -- -sS -m 2 -w " + shell.Quote(curlWriteOut()) + "\"${rf_nx:+$M begin $rf_nx\\\\n}\" " +
+		target := fmt.Sprintf("127.0.0.1:%d:", p.Port())
+		b.WriteString("\t\tset -- -sS -m 2 -H \"@$rf_h" + strconv.Itoa(i) + "\" --connect-to " + shell.Quote(target) + "\"${rf_a" + strconv.Itoa(i) + ":-127.0.0.1}\"" + shell.Quote(":"+strconv.Itoa(p.Port())) +
+			" -w " + shell.Quote(curlWriteOut()) + "\"${rf_nx:+$M begin $rf_nx\\\\n}\" " +
 			shell.Quote(p.URL) + " ${rf_nx:+--next} \"$@\"\n")
 		b.WriteString("\t\trf_nx=" + shell.Quote(sec) + "\n")
 		b.WriteString("\tfi\n")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -236,11 +237,18 @@ func TestInspectTemplates(t *testing.T) {
 // non-empty.
 func runLocal(t *testing.T, script, path string) []byte {
 	t.Helper()
+	return runLocalEnv(t, script, path, nil)
+}
+
+// runLocalEnv is runLocal with more variables in the probe's environment.
+func runLocalEnv(t *testing.T, script, path string, env map[string]string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := transport.Cmd{Script: script}
+	cmd := transport.Cmd{Script: script, Env: map[string]string{}}
+	maps.Copy(cmd.Env, env)
 	if path != "" {
-		cmd.Env = map[string]string{"PATH": path}
+		cmd.Env["PATH"] = path
 	}
 	res, err := local.New(local.Options{}).Run(ctx, cmd)
 	if err != nil {

@@ -209,7 +209,7 @@ func (r *Runner) advanceFences(ctx context.Context, endedOn func(host, name stri
 			var fences []transport.Fence
 			var errs []string
 			for _, name := range names {
-				f, ended, err := lock.AdvanceFence(ctx, conn, name)
+				f, ended, err := lock.AdvanceFence(ctx, conn, name, r.Options.RotateToken)
 				if len(ended) > 0 {
 					gen := uint64(0) // unknown
 					if err == nil {

@@ -215,6 +215,10 @@ type Options struct {
 	NoLock bool
 	// LockTimeout is how long to wait for a held lock.
 	LockTimeout time.Duration
+	// RotateToken makes each deployment's bearer token anew under its lock
+	// (lock.AdvanceFence), before observing: the services that demand the
+	// old one are then planned for replacement.
+	RotateToken bool
 	// StatusProbes adds status's probes to the observation.
 	StatusProbes bool
 }

@@ -200,9 +200,13 @@ rf_http() {
 # the container's ID, which docker ps gave (rf_ps). Otherwise rf_why names
 # the holder. Nothing listening, or listeners whose process ss cannot show
 # (another user's, without root), or no ss at all: yes (a GET to a closed
-# port is refused; an unknown owner cannot be told apart).
+# port is refused; an unknown owner cannot be told apart). rf_la is the
+# address the owner's socket is bound to when it is one address of the
+# host (a server bound to the fabric only), "" for every address or
+# loopback: the GET goes there (curl --connect-to) instead of 127.0.0.1.
 rf_owner() {
 	rf_why=
+	rf_la=
 	[ "$rf_sok" = 1 ] || return 0
 	rf_id=
 	rf_ifs=$IFS
@@ -227,6 +231,7 @@ rf_owner() {
 			if [ -n "$rf_id" ] && [ -n "$rf_p" ] && rf_incg "$rf_p" "$rf_id"; then
 				IFS=$rf_ifs
 				rf_why=
+				rf_la=$(rf_bound "$rf_l")
 				return 0
 			fi
 			rf_why="$rf_n (pid $rf_p)"
@@ -234,6 +239,12 @@ rf_owner() {
 	done
 	IFS=$rf_ifs
 	[ -z "$rf_why" ]
+}
+# rf_bound LINE: the local address of an ss -ltn line when it is one
+# address other than loopback ("" for 0.0.0.0, *, [::] and 127.0.0.1).
+rf_bound() {
+	set -- $1
+	case ${4%:*} in 0.0.0.0 | '*' | '[::]' | 127.0.0.1 | '') ;; *) printf '%s' "${4%:*}" ;; esac
 }
 # rf_incg PID ID: whether PID's cgroup names ID.
 rf_incg() {
@@ -294,22 +305,28 @@ elif [ "$rf_need" = 1 ]; then
 else
 	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'containers current'
 fi
-if rf_owner 8265 rayform-ray-head; then rf_g0=1; else rf_g0=0; rf_skip 'http via=guard url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' "held by $rf_why"; fi
-if rf_owner 8000 rayform-ray-head; then rf_g1=1; else rf_g1=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/health' "held by $rf_why"; fi
-if rf_owner 8000 rayform-ray-head; then rf_g2=1; else rf_g2=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/v1/models' "held by $rf_why"; fi
+rf_a0=
+rf_h0=/dev/null
+if rf_owner 8265 rayform-ray-head; then rf_g0=1; rf_a0=$rf_la; else rf_g0=0; rf_skip 'http via=guard url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' "held by $rf_why"; fi
+rf_a1=
+rf_h1=/dev/null
+if rf_owner 8000 rayform-ray-head; then rf_g1=1; rf_a1=$rf_la; else rf_g1=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/health' "held by $rf_why"; fi
+rf_a2=
+rf_h2=/dev/null
+if rf_owner 8000 rayform-ray-head; then rf_g2=1; rf_a2=$rf_la; else rf_g2=0; rf_skip 'http via=guard url=http://127.0.0.1:8000/v1/models' "held by $rf_why"; fi
 if [ "$rf_via" = curl ]; then
 	set --
 	rf_nx=
 	if [ "$rf_g2" = 1 ]; then
-		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/v1/models ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 -H "@$rf_h2" --connect-to 127.0.0.1:8000:"${rf_a2:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/v1/models ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8000/v1/models'
 	fi
 	if [ "$rf_g1" = 1 ]; then
-		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/health ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 -H "@$rf_h1" --connect-to 127.0.0.1:8000:"${rf_a1:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/health ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8000/health'
 	fi
 	if [ "$rf_g0" = 1 ]; then
-		set -- -sS -m 2 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 -H "@$rf_h0" --connect-to 127.0.0.1:8265:"${rf_a0:-127.0.0.1}":8265 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8265/api/v0/nodes?limit=1000'
 	fi
 	if [ -n "$rf_nx" ]; then
