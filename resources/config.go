@@ -48,16 +48,23 @@ func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Conf
 // unkeyed; apply makes the key under the lock and observes again before
 // it creates anything.
 func (c *Config) UseSecretKeys(facts *observe.Facts, project string) {
-	c.SetSecretKeys(learn(c.Config, facts, project).SecretKeys)
+	f := learn(c.Config, facts, project)
+	c.SetSecrets(f.SecretKeys, f.Bearers)
 }
 
-// SetSecretKeys sets the secret-digest keys the kinds read
-// (kind.Facts.SecretKeys): c's language configuration is replaced by a
-// copy that carries them among its facts.
+// SetSecretKeys is SetSecrets with the bearer tokens c already has.
 func (c *Config) SetSecretKeys(keys map[string][]byte) {
+	c.SetSecrets(keys, kind.ConfigFacts(c.Config).Bearers)
+}
+
+// SetSecrets sets the secret-digest keys and bearer tokens the kinds read
+// (kind.Facts.SecretKeys, Bearers): c's language configuration is
+// replaced by a copy that carries them among its facts.
+func (c *Config) SetSecrets(keys map[string][]byte, bearers map[string]string) {
 	lang := *c.Config
 	f := kind.ConfigFacts(&lang)
 	f.SecretKeys = keys
+	f.Bearers = bearers
 	lang.Facts = f
 	c.Config = &lang
 }

@@ -43,6 +43,7 @@ ray_cluster "solo" {
   image = "img"
   head  = node.s
   env   = { FOO = "solo" }
+  auth  = "none"
 }
 `)}
 	cfg, diags := LoadFiles(files, config.Options{})
@@ -57,7 +58,7 @@ ray_cluster "solo" {
 		{
 			name: "pinned interface", node: "a", addr: "192.168.200.12", iface: "ignored0",
 			want: map[string]string{
-				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
+				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/rayform-secrets/ray_auth_token",
 				"VLLM_HOST_IP": "192.168.200.12", "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
 				"TP_SOCKET_IFNAME": "enp1s0f1np1", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
 			},
@@ -65,7 +66,7 @@ ray_cluster "solo" {
 		{
 			name: "observed interface", node: "b", addr: "192.168.200.13", iface: "enp1s0f0np0",
 			want: map[string]string{
-				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0",
+				"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/rayform-secrets/ray_auth_token",
 				"VLLM_HOST_IP": "192.168.200.13", "NCCL_SOCKET_IFNAME": "enp1s0f0np0", "GLOO_SOCKET_IFNAME": "enp1s0f0np0",
 				"TP_SOCKET_IFNAME": "enp1s0f0np0", "UCX_NET_DEVICES": "mlx5_0:1,mlx5_1:1", "NCCL_IB_HCA": "mlx5_0,mlx5_1",
 			},
@@ -77,11 +78,12 @@ ray_cluster "solo" {
 			// Before the node's address is observed: the cluster's own
 			// env, no pins.
 			name: "not observed", node: "b", iface: "enp1s0f0np0",
-			want: map[string]string{"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0"},
+			want: map[string]string{"FOO": "bar", "RAY_memory_monitor_refresh_ms": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": "/run/rayform-secrets/ray_auth_token"},
 		},
 		{
 			// A single-node cluster without a network: no pins, whatever
-			// address the node has.
+			// address the node has; without authentication (auth = "none"),
+			// none of Ray's authentication variables.
 			name: "no network", cluster: "solo", node: "s", addr: "10.1.230.182", iface: "enP7s7",
 			want: map[string]string{"FOO": "solo"},
 		},

@@ -102,7 +102,7 @@ func (Provider) Evaluate(ctx context.Context, c run.Config, facts *observe.Facts
 		return nil, diags
 	}
 	// The keys read now, even where none was (kind.Learner).
-	cfg.SetSecretKeys(f.SecretKeys)
+	cfg.SetSecrets(f.SecretKeys, f.Bearers)
 	// What the kinds' plans need from outside the hosts (kind.WithLookup).
 	for _, k := range KindsWith[kind.WithLookup]() {
 		k.Lookup(ctx, cfg.Config)

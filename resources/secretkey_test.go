@@ -152,8 +152,8 @@ func attrsLabel(c observe.Container) string {
 	return string(b)
 }
 
-// The head's probe reads the key only for a cluster with secrets, so a
-// configuration without secrets keeps its probe; UseSecretKeys takes the
+// The head's probe reads the key only for a cluster with secrets (Ray's
+// token is one), so a configuration without secrets keeps its probe; UseSecretKeys takes the
 // key the head's probe read, by cluster.
 func TestSecretKeyReadOnlyWithSecrets(t *testing.T) {
 	c := convergedFrom(t, keyedConfig(keyedToken), nil)
@@ -168,7 +168,9 @@ func TestSecretKeyReadOnlyWithSecrets(t *testing.T) {
 			t.Errorf("%s reads keys %v, want %d (%s)", host, hs.SecretKeys, want, name)
 		}
 	}
-	plain := strings.NewReplacer("    HF_TOKEN = var.hf_token\n", "", "  api_key                = var.hf_token\n", "").Replace(string(keyedConfig(keyedToken)))
+	// Without secrets and without Ray's token authentication (which
+	// reads the deployment's token beside the key).
+	plain := strings.NewReplacer("    HF_TOKEN = var.hf_token\n", "", "  api_key                = var.hf_token\n", "", "ray_cluster \"main\" {\n", "ray_cluster \"main\" {\n  auth = \"none\"\n").Replace(string(keyedConfig(keyedToken)))
 	for host, hs := range resources.ObserveSpec(convergedFrom(t, []byte(plain), nil).loaded, nil, benchProject).Hosts {
 		if len(hs.SecretKeys) != 0 {
 			t.Errorf("without secrets, %s reads keys %v", host, hs.SecretKeys)

@@ -91,6 +91,9 @@ func (c *Config) WithFacts(f kind.Facts) (*Config, hcl.Diagnostics) {
 	if f.SecretKeys == nil {
 		f.SecretKeys = c.SecretKeys()
 	}
+	if f.Bearers == nil {
+		f.Bearers = kind.ConfigFacts(c.Config).Bearers
+	}
 	out, diags := c.Config.WithFacts(f)
 	return View(out), diags
 }

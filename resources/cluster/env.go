@@ -40,5 +40,15 @@ func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIfa
 		env["RAY_memory_monitor_refresh_ms"] = strconv.Itoa(0)
 	}
 	maps.Copy(env, pins)
+	if rc.Auth == AuthToken {
+		// Ray reads the token from this file (Ray's
+		// AuthenticationTokenLoader: RAY_AUTH_TOKEN, then
+		// RAY_AUTH_TOKEN_PATH, then ~/.ray/auth_token), so every process
+		// of the container finds it: ray start's daemons, vLLM's workers,
+		// and each docker exec rayform runs (ray list nodes, vllm serve,
+		// the data-plane check) without the token in its environment.
+		env["RAY_AUTH_MODE"] = "token"
+		env["RAY_AUTH_TOKEN_PATH"] = AuthTokenPath
+	}
 	return env, nil
 }

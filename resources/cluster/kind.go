@@ -72,11 +72,14 @@ func clusterDescriptor() config.Kind {
 			{Name: "container_name", Type: str, Exported: true, Applied: true, ForcesReplacement: true, DefaultDoc: "`\"rayform-NAME\"`",
 				Exposure:    "the containers' names: the `docker run` and `docker exec` command lines every user of the host can read (`ps`), `docker ps`, `docker inspect`, and rayform's plans, status and messages",
 				Description: "container name on every node"},
+			{Name: "auth", Type: str, Default: cty.StringVal(AuthToken), Applied: true, ForcesReplacement: true, DefaultDoc: "`\"token\"`",
+				Description: "Ray's authentication: `\"token\"` turns on Ray's token authentication (`RAY_AUTH_MODE=token`, Ray 2.52 and later): Ray's GCS, raylets and dashboard (its Jobs API included) refuse whoever does not send the deployment's token, which rayform makes once, keeps on the head beside its lock (`~/.rayform/locks/PROJECT.CLUSTER.bearer`, mode 0600), hands to every container like the other secrets and sends with each of its own reads; `rayform apply -rotate-token` makes a new one. `\"none\"` leaves the cluster open to anyone who reaches its ports, and plan says so"},
 		},
 		Computed: []config.Attr{
 			{Name: "address", Doc: "`\"<head fabric ip>:<port>\"` (*observe*)", From: []string{"head", "network", "port"}},
 			{Name: "head_ip", Doc: "(*observe*)", From: []string{"head", "network"}},
-			{Name: "dashboard_url", Doc: "`\"http://<head fabric ip>:<dashboard_port>\"` (*observe*)", From: []string{"head", "network", "dashboard_port"}},
+			{Name: "dashboard_url", Doc: "`\"http://127.0.0.1:<dashboard_port>\"`: the dashboard listens on the head's loopback only; open `dashboard_tunnel` first", From: []string{"dashboard_port"}},
+			{Name: "dashboard_tunnel", Doc: "`\"ssh -N -L <dashboard_port>:127.0.0.1:<dashboard_port> [-p PORT] [USER@]<head host>\"`: the SSH tunnel that makes `dashboard_url` answer on the operator's machine (send the deployment's token: Ray asks for it)", From: []string{"head", "dashboard_port"}},
 		},
 		New:      func() any { return &RayCluster{} },
 		Decode:   decodeRayCluster,
@@ -102,11 +105,14 @@ func computeRayCluster(b *config.Block) map[string]cty.Value {
 	rc := b.Value().(*RayCluster)
 	rc.HeadAddress = kind.FactsOf(b).FabricAddrs[rc.Head]
 	unknown := cty.UnknownVal(cty.String).RefineNotNull()
-	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_url": unknown}
+	out := map[string]cty.Value{"address": unknown, "head_ip": unknown, "dashboard_tunnel": unknown,
+		"dashboard_url": cty.StringVal("http://" + DashboardHost + ":" + strconv.Itoa(rc.DashboardPort))}
 	if a, ok := rc.Address(); ok {
 		out["address"] = cty.StringVal(a)
 		out["head_ip"] = cty.StringVal(rc.HeadAddress.String())
-		out["dashboard_url"] = cty.StringVal("http://" + netip.AddrPortFrom(rc.HeadAddress, uint16(rc.DashboardPort)).String())
+	}
+	if head := kind.BlocksOf[node.Node](b.Config(), node.Type)[rc.Head]; head != nil && head.Host != "" && !head.IsUnknown("host") && !head.IsUnknown("user") {
+		out["dashboard_tunnel"] = cty.StringVal(dashboardTunnel(head, rc.DashboardPort))
 	}
 	return out
 }
@@ -121,6 +127,14 @@ func checkRayCluster(b *config.Block) {
 		b.Error("network", "Multi-node cluster without a network binding",
 			fmt.Sprintf("ray_cluster.%s has workers but no network. Without a network, Ray registers each node under the address of its default route (usually the management network) and vLLM's c10d master listens there; a worker that cannot reach that address fails, after the model starts loading, with \"The client socket has failed to connect to any network address of (<ip>, <port>)\". "+
 				"Declare the fabric the nodes share as a network block, network \"fabric\" with its cidr and interface (for example cidr = \"192.168.200.0/24\" and interface = \"enp1s0f1np1\"), and set network = network.fabric in ray_cluster.%s.", rc.Name, rc.Name))
+	}
+	if rc.Auth != AuthToken && rc.Auth != AuthNone {
+		b.Error("auth", "Invalid auth", fmt.Sprintf("auth must be %q (Ray's token authentication) or %q (no authentication: anyone who reaches the cluster's ports can run code in it); got %q.", AuthToken, AuthNone, rc.Auth))
+	}
+	for k := range rc.Env {
+		if strings.HasPrefix(k, "RAY_AUTH_") {
+			b.Error("env", "Ray's authentication set in env", fmt.Sprintf("env sets %s; rayform sets Ray's authentication itself (auth = %q or %q) and hands the token to every container and to its own commands.", k, AuthToken, AuthNone))
+		}
 	}
 	if rc.Port == rc.DashboardPort {
 		b.Error("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
@@ -193,6 +207,9 @@ type RayCluster struct {
 	// MemoryMonitor is Ray's memory monitor (the OOM killer); false sets
 	// RAY_memory_monitor_refresh_ms=0 in every container. Default true.
 	MemoryMonitor bool `rayform:"memory_monitor"`
+	// Auth is Ray's authentication mode: AuthToken (the default) or
+	// AuthNone.
+	Auth string `rayform:"auth"`
 	// DataplaneCheck runs the data-plane check (torch c10d, Gloo and NCCL
 	// across every node, resources/dataplane) before vllm serve starts.
 	// Default true; false for images without Python and torch.
@@ -412,7 +429,7 @@ func observeClusters(o *kind.Observation) {
 			}
 			if node == rc.Head {
 				hs.Ports = kit.AppendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
-				hs.HTTP = append(hs.HTTP, rayTableProbe(rc))
+				hs.HTTP = append(hs.HTTP, rayTableProbe(rc, project))
 			}
 			o.SetHost(node, hs)
 		}

@@ -23,9 +23,10 @@ func RayTableURL(dashboardPort int) string {
 // /api/v0/nodes, or, on a host with neither curl nor wget, `ray list
 // nodes` (a client of the same API) inside the head container, which
 // starts a Python process there and changes nothing.
-func rayTableProbe(rc *RayCluster) observe.HTTPProbe {
+func rayTableProbe(rc *RayCluster, project string) observe.HTTPProbe {
 	return observe.HTTPProbe{URL: RayTableURL(rc.DashboardPort), Owner: ContainerName(rc),
-		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"}}
+		Fallback: []string{"ray", "list", "nodes", "--format", "json", "--limit", "1000"},
+		Bearer:   rc.bearerLock(project)}
 }
 
 // RayTable is Ray's node table as the cluster's head answered it.
@@ -173,4 +174,5 @@ func (Kind) Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.A
 func (Kind) Learn(cfg *config.Config, hosts *observe.Facts, project string, f *kind.Facts) {
 	f.FabricAddrs, _ = FabricAddrs(View(cfg), hosts)
 	f.SecretKeys = ReadSecretKeys(cfg, hosts, project)
+	f.Bearers = ReadBearers(cfg, hosts, project)
 }

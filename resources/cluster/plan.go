@@ -127,6 +127,8 @@ func (p *planner) cluster(rc *RayCluster) {
 				what = ""
 				if paths := attrs.ChangedPaths(schema, rec, after[node]); len(paths) > 0 {
 					what = ": " + strings.Join(paths, ", ")
+				} else {
+					what = ": rayform defines the container differently since it was made (an upgrade of rayform; README: Security)"
 				}
 			}
 			reasons = append(reasons, fmt.Sprintf("the container spec on %s changed%s", node, what))

@@ -25,8 +25,8 @@ func RayUsageURL(dashboardPort int) string {
 // RayUsageProbe asks the head of rc for Ray's resource usage per node.
 // The monitor writes it every AUTOSCALER_UPDATE_INTERVAL_S (5 s), so it
 // may lag a placement group created or removed just before.
-func RayUsageProbe(rc *RayCluster) observe.HTTPProbe {
-	return observe.HTTPProbe{URL: RayUsageURL(rc.DashboardPort), Owner: ContainerName(rc)}
+func RayUsageProbe(rc *RayCluster, project string) observe.HTTPProbe {
+	return observe.HTTPProbe{URL: RayUsageURL(rc.DashboardPort), Owner: ContainerName(rc), Bearer: rc.bearerLock(project)}
 }
 
 // RayUsage is Ray's report of its nodes' resources: by node IP, by

@@ -57,8 +57,17 @@ type ContainerSpec struct {
 	DockerArgs    []string `json:"docker_args,omitempty"`
 	Port          int      `json:"port"`
 	DashboardPort int      `json:"dashboard_port"`
+	// DashboardHost is the address the head's dashboard listens on
+	// (DashboardHost, the head's loopback); part of the hash, so a head
+	// started with another is replaced.
+	DashboardHost string `json:"dashboard_host,omitempty"`
 	// NonCarryOver lists env names vLLM must not copy from the driver.
 	NonCarryOver []string `json:"non_carry_over"`
+	// AuthToken is the token Ray's authentication demands ("" without
+	// it): the container receives it in its secrets tmpfs (AuthTokenPath),
+	// as RunCmd hands over the secret env. It enters the hash only as a
+	// digest under SecretKey. Never serialized.
+	AuthToken string `json:"-"`
 	// ServeDir is the container's directory of serve records (see
 	// servedir.Dir), bind-mounted from servedir.Host(project, Node, Name) on the
 	// host; "" mounts nothing. It is part of the hash, so a container
@@ -86,7 +95,14 @@ func (s ContainerSpec) Hash() string {
 		}
 		c.Env[k] = v
 	}
-	b, _ := json.Marshal(c) // maps marshal with sorted keys
+	hashed := struct {
+		ContainerSpec
+		Auth string `json:"auth,omitempty"`
+	}{ContainerSpec: c}
+	if s.AuthToken != "" {
+		hashed.Auth = attrs.SecretDigest(s.SecretKey, s.AuthToken)
+	}
+	b, _ := json.Marshal(hashed) // maps marshal with sorted keys
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }
@@ -138,7 +154,7 @@ func (s ContainerSpec) RayStartArgs() []string {
 	args := []string{"ray", "start"}
 	if s.Role == "head" {
 		args = append(args, "--head", "--port="+strconv.Itoa(s.Port),
-			"--dashboard-host=0.0.0.0", "--dashboard-port="+strconv.Itoa(s.DashboardPort))
+			"--dashboard-host="+s.DashboardHost, "--dashboard-port="+strconv.Itoa(s.DashboardPort))
 	} else {
 		args = append(args, "--address="+s.HeadAddr)
 	}
@@ -163,6 +179,23 @@ const VLLMConfigRoot = "/tmp/rayform/vllm-config"
 // docker exec does not pass them on by itself.
 const SecretsDir = "/run/rayform-secrets"
 
+// DashboardHost is where the head's dashboard (and its Jobs API) listens:
+// its loopback only. rayform reads it there over SSH; an operator reaches
+// it through an SSH tunnel (ray_cluster's dashboard_tunnel).
+const DashboardHost = "127.0.0.1"
+
+// AuthTokenPath is the file in SecretsDir that holds Ray's authentication
+// token (RAY_AUTH_TOKEN_PATH): the token alone, mode 0600.
+const AuthTokenPath = SecretsDir + "/ray_auth_token"
+
+// AuthOn reports whether the container starts Ray with its token
+// authentication (ContainerEnv sets RAY_AUTH_MODE).
+func (s ContainerSpec) AuthOn() bool { return s.Env["RAY_AUTH_MODE"] == "token" }
+
+// hasSecrets reports whether the container receives secrets in its
+// SecretsDir: secret env or Ray's token.
+func (s ContainerSpec) hasSecrets() bool { return len(s.SecretEnv) > 0 || s.AuthToken != "" }
+
 // ReadSecretsScript is the shell line that exports the variables named
 // keys from SecretsDir/env, if the file is there (a container made by an
 // earlier rayform has its secrets in Docker's configuration instead).
@@ -183,9 +216,11 @@ const secretsWait = 600
 func (s ContainerSpec) EntrypointScript() string {
 	list, _ := json.Marshal(s.NonCarryOver)
 	secrets := ""
+	if s.hasSecrets() {
+		secrets = fmt.Sprintf(`i=0; while [ ! -f %[1]s/env ]; do i=$((i+1)); if [ $i -gt %[2]d ]; then echo "rayform: the container's secret environment never arrived in %[1]s" >&2; exit 1; fi; sleep 0.1; done; `, SecretsDir, secretsWait)
+	}
 	if len(s.SecretEnv) > 0 {
-		secrets = fmt.Sprintf(`i=0; while [ ! -f %[1]s/env ]; do i=$((i+1)); if [ $i -gt %[2]d ]; then echo "rayform: the container's secret environment never arrived in %[1]s" >&2; exit 1; fi; sleep 0.1; done; `+
-			`%[3]s; `, SecretsDir, secretsWait, ReadSecretsScript(s.SecretEnv))
+		secrets += ReadSecretsScript(s.SecretEnv) + "; "
 	}
 	clean := ""
 	if s.ServeDir != "" {
@@ -215,7 +250,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 	if s.ServeDir != "" {
 		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
 	}
-	if len(s.SecretEnv) > 0 {
+	if s.hasSecrets() {
 		args = append(args, "--tmpfs", SecretsDir+":mode=1777,size=1m")
 	}
 	for _, v := range s.Volumes {
@@ -242,22 +277,37 @@ func (s ContainerSpec) SecretEnvValues() map[string]string {
 // configuration (docker inspect, config.v2.json on the host's disk); it
 // keeps neither an exec's stdin nor a tmpfs's content. Values hold no
 // newline, carriage return or NUL (validate refuses them).
+//
+// Ray's token (AuthToken) travels the same way, as the command's
+// RAYFORM_RAY_AUTH_TOKEN, and is written to AuthTokenPath before the env
+// file, which the entrypoint waits for.
 func (s ContainerSpec) RunCmd(project string) transport.Cmd {
 	argv := s.RunArgs(project)
-	if len(s.SecretEnv) == 0 {
+	if !s.hasSecrets() {
 		return transport.Cmd{Argv: argv}
 	}
 	var hand strings.Builder
 	for _, k := range slices.Sorted(slices.Values(s.SecretEnv)) {
 		fmt.Fprintf(&hand, "printf '%%s=%%s\\n' %s \"$%s\"; ", k, k)
 	}
-	deliver := "umask 077 && cat > " + SecretsDir + "/.env && mv " + SecretsDir + "/.env " + SecretsDir + "/env"
+	values := map[string]string{}
+	maps.Copy(values, s.SecretEnvValues())
+	if s.AuthToken != "" {
+		fmt.Fprintf(&hand, "printf '%%s=%%s\\n' %s \"$%s\"; ", authTokenVar, authTokenVar)
+		values[authTokenVar] = s.AuthToken
+	}
+	deliver := "umask 077 && : > " + SecretsDir + "/.env && while IFS= read -r l; do case $l in " + authTokenVar + "=*) printf '%s' \"${l#*=}\" > " + SecretsDir + "/.tok && mv " + SecretsDir + "/.tok " + AuthTokenPath + " ;; *) printf '%s\\n' \"$l\" >> " + SecretsDir + "/.env ;; esac; done && mv " + SecretsDir + "/.env " + SecretsDir + "/env"
 	script := "id=$(" + shell.Join(argv) + ") || exit $?\n" +
 		"printf '%s\\n' \"$id\"\n" +
 		"{ " + hand.String() + "} | docker exec -i \"$id\" sh -c " + shell.Quote(deliver) +
 		" || { echo " + shell.Quote("rayform: could not hand container "+s.Name+" its secret environment") + " >&2; exit 1; }"
-	return transport.Cmd{Script: script, Env: s.SecretEnvValues()}
+	return transport.Cmd{Script: script, Env: values}
 }
+
+// authTokenVar carries Ray's token from rayform to the container's
+// SecretsDir (RunCmd); no process in the container has it in its
+// environment.
+const authTokenVar = "RAYFORM_RAY_AUTH_TOKEN"
 
 // ClusterSpecs returns the desired container of every node of a cluster,
 // head first. addrs maps node names to fabric addresses; a node without one
@@ -318,9 +368,11 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DockerArgs:    rc.DockerArgs,
 			Port:          rc.Port,
 			DashboardPort: rc.DashboardPort,
-			NonCarryOver:  network.EnvKeys(),
+			DashboardHost: DashboardHost,
+			NonCarryOver:  nonCarryOver(secret),
 			ServeDir:      servedir.Dir,
 			SecretKey:     cfg.SecretKeys()[rc.Name],
+			AuthToken:     authToken(cfg, rc),
 		}, nodeIface(nw, node, ifaces)))
 	}
 	return specs
@@ -350,4 +402,21 @@ func mountsAt(volumes []string, dir string) bool {
 		}
 	}
 	return false
+}
+
+// nonCarryOver is vLLM's list of variables its Ray executor must not copy
+// from the driver to the workers: the network's pins (each node has its
+// own), the cluster's sensitive env (each node's container has it from
+// its own secrets) and the secrets a serve hands vLLM on the head (its
+// api_key as VLLM_API_KEY, and the Hub's token names): vLLM's Ray executor
+// copies VLLM_* and HF_TOKEN from the driver to every worker over the
+// fabric (vllm/ray/ray_env.py), so that no secret crosses the fabric in
+// vLLM's environment map; a worker reads its own from its node's
+// container.
+func nonCarryOver(secret []string) []string {
+	out := network.EnvKeys()
+	for _, k := range slices.Concat(secret, []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY"}) {
+		out = kit.AppendUnique(out, k)
+	}
+	return out
 }

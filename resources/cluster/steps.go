@@ -606,6 +606,12 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 // (failure, interrupt, kill -9) can leave one behind.
 func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	spec := r.spec[node]
+	if spec.AuthOn() && spec.AuthToken == "" {
+		// The lock holder makes the token before anything is observed
+		// for apply: a head that did not answer with it cannot be given
+		// a container that would start Ray without it.
+		return "", fmt.Errorf("ray_cluster %s on %s: Ray's token authentication is on, but the deployment's token was not read from the head (%s in ~/.rayform/locks); run rayform apply again", r.w.Address, node, "its .bearer file")
+	}
 	cmd := spec.RunCmd(r.e.Project)
 	cmd.Mutating = true
 	res, err := r.e.Run(ctx, node, cmd)

@@ -68,7 +68,7 @@ func TestServeHostDirMount(t *testing.T) {
 	if got := servedir.Host("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
 		t.Fatalf("ServeHostDir = %q", got)
 	}
-	if ep := spec.EntrypointScript(); !strings.HasPrefix(ep, "mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {
+	if ep := spec.EntrypointScript(); !strings.Contains(ep, "; mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {
 		t.Fatalf("the entrypoint does not clear the serve files of a previous run: %s", ep)
 	}
 	// A container from before the mount existed has another spec hash, so

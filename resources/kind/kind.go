@@ -298,6 +298,10 @@ type Facts struct {
 	// name, as read from each cluster's head (attrs.SecretDigest); a
 	// cluster without one digests its secrets unkeyed.
 	SecretKeys map[string][]byte
+	// Bearers are the deployments' bearer tokens by ray_cluster name, as
+	// read from each cluster's head (observe.BearerFile): what Ray's token
+	// authentication demands; none before the lock holder made one.
+	Bearers map[string]string
 }
 
 // Learner is implemented by a kind whose blocks are evaluated with what

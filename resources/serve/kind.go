@@ -59,10 +59,12 @@ func serveDescriptor() config.Kind {
 				Description: "the key vLLM requires on its `/v1` routes; passed as `VLLM_API_KEY` in the environment (on stdin, never in argv or a file); rayform's own checks send it as a header read from stdin"},
 			{Name: "ready_timeout", Type: str, Default: cty.StringVal("30m"), TypeDoc: "duration string",
 				Description: "how long to wait for the server to answer, e.g. `\"20m\"`, `\"1h30m\"`"},
+			{Name: "listen", Type: str, Default: cty.StringVal(ListenFabric), Applied: true, ForcesReplacement: true, DefaultDoc: "`\"fabric\"`",
+				Description: "where vLLM's API listens (`--host`): `\"fabric\"`, the head's fabric address only, what the cluster's network reaches (`endpoint`); `\"all\"`, every address of the head (`--host 0.0.0.0`), so that `public_endpoint` answers on the management network too. Without an `api_key`, `\"all\"` answers anyone who reaches the head, and plan and status say so"},
 		},
 		Computed: []config.Attr{
 			{Name: "endpoint", From: []string{"cluster", "port"}, Doc: "OpenAI base URL `\"http://<head fabric ip>:<port>/v1\"` (*observe*; reachable from the cluster's fabric)"},
-			{Name: "public_endpoint", From: []string{"cluster", "port"}, Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; what the operator's machine can usually reach, as vLLM listens on every address of the head)"},
+			{Name: "public_endpoint", From: []string{"cluster", "port"}, Doc: "the same on the head node's `host`, `\"http://<head host>:<port>/v1\"` (known from the configuration; it answers only with `listen = \"all\"`: by default vLLM listens on the fabric alone)"},
 		},
 		New:      func() any { return &VLLMServe{} },
 		Decode:   decodeServe,
@@ -113,6 +115,9 @@ func computeServe(b *config.Block) map[string]cty.Value {
 // checkServe checks a vllm_serve's arguments on their own.
 func checkServe(b *config.Block) {
 	s := b.Value().(*VLLMServe)
+	if s.Listen != ListenFabric && s.Listen != ListenAll {
+		b.Error("listen", "Invalid listen", fmt.Sprintf("listen must be %q (the head's fabric address only) or %q (every address of the head); got %q.", ListenFabric, ListenAll, s.Listen))
+	}
 	if b.IsSet("model") && strings.TrimSpace(s.Model) == "" {
 		b.Error("model", "Empty model", "model must name a model, like \"Qwen/Qwen3-8B\" or a path inside the container.")
 	}
@@ -198,6 +203,9 @@ type VLLMServe struct {
 	// reaches vLLM as VLLM_API_KEY in the environment, never in argv.
 	APIKey       string        `rayform:"api_key"`
 	ReadyTimeout time.Duration `rayform:"ready_timeout"` // default 30m
+	// Listen is where vLLM's API listens: ListenFabric (the default) or
+	// ListenAll.
+	Listen string `rayform:"listen"`
 	// Endpoint is the OpenAI base URL, "" until the head's address is
 	// observed.
 	Endpoint string
@@ -430,7 +438,7 @@ func observeServes(o *kind.Observation) {
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
 				// The GPU budget of a multi-node cluster: what Ray
 				// reports free on each node (clusterBudget), asked once.
-				if u := cluster.RayUsageProbe(rc); len(rc.Workers) > 0 && !slices.ContainsFunc(hs.HTTP, func(h observe.HTTPProbe) bool { return h.URL == u.URL }) {
+				if u := cluster.RayUsageProbe(rc, project); len(rc.Workers) > 0 && !slices.ContainsFunc(hs.HTTP, func(h observe.HTTPProbe) bool { return h.URL == u.URL }) {
 					hs.HTTP = append(hs.HTTP, u)
 				}
 			}

@@ -47,8 +47,8 @@ func serveFlags() []serveFlag {
 		{flag: "--gpu-memory-utilization", arg: "gpu_memory_utilization", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) {
 			return strconv.FormatFloat(sv.GPUMemoryUtilization, 'f', -1, 64), true
 		}},
-		{flag: "--host", why: "rayform serves on 0.0.0.0 so that it can probe the server; remove it", value: func(*VLLMServe, *cluster.RayCluster) (string, bool) {
-			return "0.0.0.0", true
+		{flag: "--host", arg: "listen", value: func(sv *VLLMServe, rc *cluster.RayCluster) (string, bool) {
+			return listenHost(sv, rc)
 		}},
 		{flag: "--port", arg: "port", value: func(sv *VLLMServe, _ *cluster.RayCluster) (string, bool) { return itoa(sv.Port) }},
 		{flag: "--distributed-executor-backend", why: "rayform always uses ray across nodes; remove it", value: func(_ *VLLMServe, rc *cluster.RayCluster) (string, bool) {
@@ -59,6 +59,31 @@ func serveFlags() []serveFlag {
 		}},
 	}
 }
+
+// Where vLLM's API listens (VLLMServe.Listen).
+const (
+	// ListenFabric is the head's fabric address only.
+	ListenFabric = "fabric"
+	// ListenAll is every address of the head.
+	ListenAll = "all"
+)
+
+// listenHost is vLLM's --host for sv on rc: 0.0.0.0 for ListenAll, else
+// the head's fabric address; false while that address is not observed
+// (the serve's start refuses a command line without it: see
+// ServeSpec.ListenHost).
+func listenHost(sv *VLLMServe, rc *cluster.RayCluster) (string, bool) {
+	if sv.Listen == ListenAll {
+		return "0.0.0.0", true
+	}
+	if !rc.HeadAddress.IsValid() {
+		return "", false
+	}
+	return rc.HeadAddress.String(), true
+}
+
+// Exposed reports whether sv answers beyond the fabric without a key.
+func (sv *VLLMServe) Exposed() bool { return sv.Listen == ListenAll && sv.APIKey == "" }
 
 // serveArgs is the command line of vllm serve for sv on rc, before
 // extra_args.

@@ -36,6 +36,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	}
 	p.capacity(sv, rc)
 	p.memoryMonitor(sv, rc)
+	p.exposure(sv, rc)
 	head := p.Host(rc.Head)
 	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
@@ -410,6 +411,19 @@ func serveDevices(sv *VLLMServe) []int {
 // gpu_memory_utilization of the machine's whole memory, and the monitor
 // kills workers when usage crosses its threshold (0.95) during CUDA graph
 // capture.
+// exposure warns of a serve that answers beyond the fabric without a key
+// (VLLMServe.Exposed): an explicit choice, shown on every plan.
+func (p *planner) exposure(sv *VLLMServe, rc *cluster.RayCluster) {
+	if !sv.Exposed() {
+		return
+	}
+	r := sv.Decl.Range("listen")
+	p.Finding(plan.Finding{Severity: plan.Warning, Address: sv.Addr, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
+		Summary: fmt.Sprintf("%s answers anyone who reaches %s on port %d, without a key", sv.Addr, rc.Head, sv.Port),
+		Detail:  "listen = \"all\" makes vLLM listen on every address of the head (--host 0.0.0.0) and no api_key is set: anyone on the management network can run completions on your GPUs and read what the model serves.",
+		Fix:     "Set api_key = var.vllm_api_key (a sensitive variable), or listen = \"fabric\" to answer the cluster's network only."})
+}
+
 func (p *planner) memoryMonitor(sv *VLLMServe, rc *cluster.RayCluster) {
 	if !rc.MemoryMonitor {
 		return

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/zclconf/go-cty/cty"
@@ -251,6 +253,32 @@ func (s ServeSpec) ExecArgs(logOwner string) []string {
 		}
 	}
 	return append(args, s.Container, "sh", "-c", s.StartScript())
+}
+
+// ListenHost is the address vLLM's API listens on, from its --host; ""
+// when the command line has none.
+func (s ServeSpec) ListenHost() string {
+	for i, a := range s.Args {
+		if a == "--host" && i+1 < len(s.Args) {
+			return s.Args[i+1]
+		}
+	}
+	return ""
+}
+
+// LocalURL is the URL of path on the serve's port as rayform asks it on
+// the head itself: where vLLM listens, its loopback when it listens on
+// every address.
+func (s ServeSpec) LocalURL(path string) string {
+	host := s.ListenHost()
+	if host == "" || host == "0.0.0.0" {
+		host = "127.0.0.1"
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return "http://127.0.0.1:" + strconv.Itoa(s.Port) + path
+	}
+	return "http://" + netip.AddrPortFrom(a, uint16(s.Port)).String() + path
 }
 
 // SecretEnvValues returns the sensitive variables and their values: the Env

@@ -173,6 +173,11 @@ func (r *serveRun) startStep() apply.Step {
 
 func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 	node, c := r.node(), r.spec.Container
+	if r.spec.ListenHost() == "" {
+		// Without --host vLLM would listen on every address: never by
+		// accident (the head's fabric address was not observed).
+		return fmt.Errorf("%s: the head's fabric address is not known, so vLLM cannot be told to listen there (listen = %q); run rayform apply again", r.spec.Resource, ListenFabric)
+	}
 	// A previous log or pid must not be mistaken for the new process's.
 	// The lock file stays: a serve of the same name still exiting holds
 	// it, and the new one must wait on that same file (see StartScript).
@@ -266,10 +271,8 @@ func (r *serveRun) readyTimeoutValue() time.Duration {
 	return hostenv.DefaultServeTimeout
 }
 
-// url is the serve's endpoint on the head's loopback.
-func (r *serveRun) url(path string) string {
-	return "http://127.0.0.1:" + strconv.Itoa(r.spec.Port) + path
-}
+// url is the serve's endpoint as the head reaches it (ServeSpec.LocalURL).
+func (r *serveRun) url(path string) string { return r.spec.LocalURL(path) }
 
 // curl runs curl on the head host; the API key, if any, goes as a header
 // read from stdin, never on the command line.

@@ -17,14 +17,20 @@ import (
 
 const Cluster = "ray_cluster.main"
 
+// AuthToken is the pair's Ray token: the steps' transcripts must never
+// show it.
+const AuthToken = "0f1e2d3c4b5a69780f1e2d3c4b5a69780f1e2d3c4b5a69780f1e2d3c4b5a6978"
+
 // PairSpecs is the seeds' pair: spark1 (head, 192.168.200.12) and spark2
 // (worker, 192.168.200.13), one GPU each, pinned to the fabric.
 func PairSpecs(ip1 string) []cluster.ContainerSpec {
 	mk := func(node, role, ip string) cluster.ContainerSpec {
 		return cluster.ContainerSpec{Resource: Cluster, Node: node, Role: role, Name: "rayform-main", Image: Image,
-			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265,
+			NodeIP: ip, HeadAddr: "192.168.200.12:6379", GPUs: 1, Port: 6379, DashboardPort: 8265, DashboardHost: cluster.DashboardHost,
 			Env: map[string]string{"VLLM_HOST_IP": ip, "NCCL_SOCKET_IFNAME": "enp1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1",
-				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot},
+				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot,
+				"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": cluster.AuthTokenPath},
+			AuthToken:    AuthToken,
 			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
 	}
 	return []cluster.ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
