@@ -496,8 +496,10 @@ func TestE2EModelStagedWhileServing(t *testing.T) {
 	tc("add", "dev", spark1.FabricIfname, "root", "tbf", "rate", "24mbit", "burst", "64kb", "latency", "400ms")
 	defer tc("del", "dev", spark1.FabricIfname, "root")
 	health := func() string {
-		out, _ := exec.Command("ip", "netns", "exec", l.name+"-client", "curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}",
-			"http://"+spark1.MgmtIP+":8000/health").Output()
+		// vLLM listens on the head's fabric address (listen's default):
+		// asked from spark2, on the fabric.
+		out, _ := exec.Command("ip", "netns", "exec", lb.Nodes[1].Netns, "curl", "-s", "-m", "5", "-o", "/dev/null", "-w", "%{http_code}",
+			"http://"+spark1.FabricIP+":8000/health").Output()
 		return string(out)
 	}
 	if got := health(); got != "200" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -81,10 +82,67 @@ func writeDiagnostics(c *cli, w io.Writer, files map[string]*hcl.File, diags hcl
 			width = uint(cols - 1)
 		}
 	}
-	wr := hcl.NewDiagnosticTextWriter(w, files, width, c.color)
+	reset := ""
+	if c.color {
+		reset = "\x1b[0m" // a line cut inside its highlight
+	}
+	lw := &lineCapWriter{w: w, reset: reset}
+	wr := hcl.NewDiagnosticTextWriter(lw, files, width, c.color)
 	if err := wr.WriteDiagnostics(diags); err != nil {
 		c.log.Error("cannot write diagnostics", "error", err)
 	}
+	lw.end()
+}
+
+// snippetLineMax is the most of one source line a diagnostic shows: a
+// longer line (a value pasted inline, perhaps a secret) is cut, with the
+// number of bytes not shown.
+const snippetLineMax = 256
+
+// lineCapWriter passes text through, each line cut after snippetLineMax
+// bytes: the diagnostics' snippets quote source lines whole.
+type lineCapWriter struct {
+	w     io.Writer
+	reset string // written after a cut, to end a highlight it cut
+	n     int    // bytes of the current line so far
+}
+
+func (l *lineCapWriter) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		seg := rest
+		if i >= 0 {
+			seg = rest[:i]
+		}
+		if keep := max(0, min(len(seg), snippetLineMax-l.n)); keep > 0 {
+			if _, err := l.w.Write(seg[:keep]); err != nil {
+				return 0, err
+			}
+		}
+		l.n += len(seg)
+		if i < 0 {
+			break
+		}
+		if err := l.end(); err != nil {
+			return 0, err
+		}
+		if _, err := l.w.Write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+		rest = rest[i+1:]
+	}
+	return len(p), nil
+}
+
+// end closes the current line: the count of the bytes cut from it.
+func (l *lineCapWriter) end() error {
+	cut := l.n - snippetLineMax
+	l.n = 0
+	if cut <= 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(l.w, "%s… (%d bytes not shown)", l.reset, cut)
+	return err
 }
 
 func runValidate(_ context.Context, c *cli, args []string) int {
@@ -238,11 +296,16 @@ func snippetFor(f *hcl.File, r hcl.Range) *jsonSnippet {
 	for end < len(src) && src[end] != '\n' {
 		end++
 	}
+	// At most snippetLineMax bytes of each line, as the text shows them.
+	var code strings.Builder
+	lw := &lineCapWriter{w: &code}
+	_, _ = lw.Write(bytes.TrimRight(src[start:end], "\r\n"))
+	_ = lw.end()
 	s := &jsonSnippet{
-		Code:                 strings.TrimRight(string(src[start:end]), "\r\n"),
+		Code:                 code.String(),
 		StartLine:            r.Start.Line,
-		HighlightStartOffset: r.Start.Byte - start,
-		HighlightEndOffset:   max(r.End.Byte, r.Start.Byte) - start,
+		HighlightStartOffset: min(r.Start.Byte-start, code.Len()),
+		HighlightEndOffset:   min(max(r.End.Byte, r.Start.Byte)-start, code.Len()),
 	}
 	if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {
 		if ctx := cs.ContextString(r.Start.Byte); ctx != "" {

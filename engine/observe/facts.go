@@ -386,8 +386,22 @@ type HTTPCheck struct {
 	// HeldBy names the process holding the port ("nc (pid 4242)") when it
 	// is not the probe's Owner: the request was not sent.
 	HeldBy string `json:"held_by,omitempty"`
-	Err    string `json:"err,omitempty"`
+	// Oversized is true when the answer was longer than HTTPBodyMax: it
+	// was not read (no body), and says nothing of the server's state.
+	Oversized bool `json:"oversized,omitempty"`
+	// Incomplete is true when the answer began but did not end: the
+	// transfer broke or timed out after the status came, or the probe's
+	// output ended inside it.
+	Incomplete bool   `json:"incomplete,omitempty"`
+	Err        string `json:"err,omitempty"`
 }
+
+// Unread reports an answer the probe could not read whole: too slow
+// (TimedOut), too large (Oversized) or cut short (Incomplete). What the
+// server would have said is unknown; it is never a judgment of the
+// server (a reading that is slow, oversized or malformed is "could not
+// read", never drift).
+func (c HTTPCheck) Unread() bool { return c.TimedOut || c.Oversized || c.Incomplete }
 
 // RouteCheck is the kernel's route to one peer fabric address.
 type RouteCheck struct {

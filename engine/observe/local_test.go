@@ -94,7 +94,7 @@ func TestProbeRunsHere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the probe on this machine")
 	}
-	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname", "getconf", "env"}
+	all := []string{"ip", "curl", "wget", "docker", "nvidia-smi", "ibdev2netdev", "timeout", "bash", "nc", "uname", "getconf", "env", "head"}
 	tests := []struct {
 		name  string
 		tools []string

@@ -13,6 +13,21 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 )
 
+// HTTPBodyMax is the most bytes of one HTTP answer the probe reads: on
+// the host (curl's --max-filesize, and the answers' output cut by head -c)
+// and again where the answer is parsed. A longer answer is Oversized and
+// not read. The largest answer rayform asks for is Ray's node table at its
+// limit of 1000 nodes (/api/v0/nodes, about 1.5 KB a node) or Ray's
+// usage report of as many; vLLM's /metrics is some 100 KB: 4 MiB holds
+// them with room, and bounds what a hostile head can make plan or status
+// hold.
+const HTTPBodyMax = 4 << 20
+
+// httpFrameRoom is what one answer's framing adds to its body in the
+// probe's output: the status line, curl's error message and exit code,
+// and the next answer's begin line (its URL is at most 1024 bytes).
+const httpFrameRoom = 4 << 10
+
 // HTTPProbe is one loopback GET the probe makes; its answer is
 // HostFacts.HTTP[URL].
 type HTTPProbe struct {
@@ -106,14 +121,32 @@ type HTTPResult struct {
 	Body string `json:"body,omitempty"`
 }
 
-// httpHelpers fetch a loopback URL with curl or wget. curl appends the
+// httpHelpers fetch a loopback URL with curl or wget, at most
+// rf_hmax (HTTPBodyMax, set by writeHTTP) bytes of it: curl appends the
 // status code as a last line; wget prints the response headers on stderr.
+// rf_cap cuts a command's stdout one byte past its bound (head -c, which
+// then ends the command by SIGPIPE on its next write), so that the parser
+// tells a body of exactly the bound from a longer one; it keeps the
+// command's exit code. A host without head(1) (coreutils and busybox have
+// it) runs the command uncut: curl's --max-filesize, the clients'
+// timeouts and the parser's own bound are then what is left.
 const httpHelpers = `rf_via=none
 if command -v curl >/dev/null 2>&1; then rf_via=curl; elif command -v wget >/dev/null 2>&1; then rf_via=wget; fi
+# rf_cap MAX CMD...: CMD's stdout, its first MAX bytes; CMD's exit code.
+rf_cap() {
+	rf_cm=$1
+	shift
+	if ! command -v head >/dev/null 2>&1; then
+		"$@"
+		return
+	fi
+	{ rf_cc=$( { { "$@" 4>&- 5>&-; printf '%d' "$?" >&5; } | head -c "$rf_cm" >&4; } 5>&1); } 4>&1
+	return "${rf_cc:-1}"
+}
 rf_http() {
 	case $rf_via in
-	curl) rf_x curl -q -sS -m 2 -w '\n%{http_code}' "$1" ;;
-	wget) rf_x wget -S -T 2 -O - "$1" ;;
+	curl) rf_cap $((rf_hmax + 1)) rf_x curl -q -sS -m 2 --max-filesize "$rf_hmax" -w '\n%{http_code}' "$1" ;;
+	wget) rf_cap $((rf_hmax + 1)) rf_x wget -S -T 2 -O - "$1" ;;
 	*)
 		printf 'rayform: neither curl nor wget is installed\n' >&2
 		return 127
@@ -198,9 +231,12 @@ func curlWriteOut() string {
 // Owner whose port another process holds is not sent, and gets a section
 // saying what holds it (rf_g<i> is 1 for each probe to send). Then, with
 // curl, every GET to send in one curl process (one transfer per URL,
-// separated by --next, each bounded by -m 2), each answer framed as its
-// own section by curl's --write-out so the parser reads it exactly as
-// rf_http's; the argument list is built from the last probe to the first,
+// separated by --next, each bounded by -m 2 and --max-filesize), each
+// answer framed as its own section by curl's --write-out so the parser
+// reads it exactly as rf_http's; curl's whole output is cut at what the
+// answers may take (rf_cap: curl before 8.4 applies --max-filesize only
+// to a declared length, so one streamed answer can use the others' room,
+// and the answers after it are then missing: unknown, never read); the argument list is built from the last probe to the first,
 // so that each transfer's --write-out can begin the next sent one's
 // section. Without curl, each GET is rf_http (wget), or the probe's
 // Fallback in its Owner when there is no HTTP client at all.
@@ -216,6 +252,7 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 	if len(ok) == 0 {
 		return
 	}
+	fmt.Fprintf(b, "rf_hmax=%d\n", HTTPBodyMax)
 	for i, p := range ok {
 		fmt.Fprintf(b, "rf_a%d=\n", i)
 		if p.Bearer != "" {
@@ -237,7 +274,7 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 		sec := httpSection(p.URL, "curl")
 		fmt.Fprintf(b, "\tif [ \"$rf_g%d\" = 1 ]; then\n", i)
 		target := fmt.Sprintf("127.0.0.1:%d:", p.Port())
-		b.WriteString("\t\tset -- -sS -m 2 -H \"@$rf_h" + strconv.Itoa(i) + "\" --connect-to " + shell.Quote(target) + "\"${rf_a" + strconv.Itoa(i) + ":-127.0.0.1}\"" + shell.Quote(":"+strconv.Itoa(p.Port())) +
+		b.WriteString("\t\tset -- -sS -m 2 --max-filesize \"$rf_hmax\" -H \"@$rf_h" + strconv.Itoa(i) + "\" --connect-to " + shell.Quote(target) + "\"${rf_a" + strconv.Itoa(i) + ":-127.0.0.1}\"" + shell.Quote(":"+strconv.Itoa(p.Port())) +
 			" -w " + shell.Quote(curlWriteOut()) + "\"${rf_nx:+$M begin $rf_nx\\\\n}\" " +
 			shell.Quote(p.URL) + " ${rf_nx:+--next} \"$@\"\n")
 		b.WriteString("\t\trf_nx=" + shell.Quote(sec) + "\n")
@@ -245,14 +282,16 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 	}
 	b.WriteString("\tif [ -n \"$rf_nx\" ]; then\n")
 	b.WriteString("\t\tprintf '%s begin %s\\n' \"$M\" \"$rf_nx\"\n")
-	b.WriteString("\t\tcurl -q \"$@\" </dev/null 2>/dev/null\n")
+	fmt.Fprintf(b, "\t\trf_cap %d curl -q \"$@\" </dev/null 2>/dev/null\n", len(ok)*(HTTPBodyMax+httpFrameRoom))
+	// After a cut, the next section begins on a line of its own.
+	b.WriteString("\t\tprintf '\\n'\n")
 	b.WriteString("\tfi\n")
 	b.WriteString("else\n")
 	for i, p := range ok {
 		fmt.Fprintf(b, "\tif [ \"$rf_g%d\" != 1 ]; then\n\t\t:\n", i)
 		if len(p.Fallback) > 0 {
 			b.WriteString("\telif [ \"$rf_via\" = none ] && [ \"$rf_dok\" = 1 ]; then\n")
-			b.WriteString("\t\trf_sec " + shell.Quote(httpSection(p.URL, "exec")) + " rf_x docker exec " + shell.Quote(p.Owner) + " " + shell.Join(p.Fallback) + "\n")
+			b.WriteString("\t\trf_sec " + shell.Quote(httpSection(p.URL, "exec")) + " rf_cap $((rf_hmax + 1)) rf_x docker exec " + shell.Quote(p.Owner) + " " + shell.Join(p.Fallback) + "\n")
 		}
 		b.WriteString("\telse\n")
 		b.WriteString("\t\trf_sec \"" + secHTTP + " via=$rf_via url=" + p.URL + "\" rf_http " + shell.Quote(p.URL) + "\n")
@@ -261,7 +300,13 @@ func writeHTTP(b *strings.Builder, probes []HTTPProbe) {
 	b.WriteString("fi\n")
 }
 
-// parseHTTP reads the outcome of rf_http: the status and the body.
+// oversized is the error of an answer longer than HTTPBodyMax.
+var oversized = fmt.Sprintf("the answer is larger than %d bytes: not read", HTTPBodyMax)
+
+// parseHTTP reads the outcome of rf_http: the status and the body. An
+// answer the probe could not read whole (HTTPCheck.Unread) has no body:
+// longer than HTTPBodyMax (the probe cuts it one byte past), cut by
+// curl's --max-filesize, or ended before its end.
 func parseHTTP(s *section) (HTTPCheck, []byte) {
 	var hc HTTPCheck
 	if by, ok := strings.CutPrefix(s.skipped, "held by "); ok {
@@ -269,8 +314,14 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 		hc.Err = "port held by " + by
 		return hc, nil
 	}
+	if s.skipped == "" && !s.complete && len(s.stdout) > HTTPBodyMax {
+		// Cut by the probe's bound (rf_cap) inside the body.
+		hc.Oversized, hc.Err = true, oversized
+		return hc, nil
+	}
 	if s.skipped != "" || !s.complete {
 		hc.Err = s.failure()
+		hc.Incomplete = s.skipped == ""
 		return hc, nil
 	}
 	body := s.stdout
@@ -283,7 +334,10 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 			body = body[:k]
 		}
 		hc.Refused = s.rc == 7
-		hc.TimedOut = s.rc == 28 // CURLE_OPERATION_TIMEDOUT
+		hc.TimedOut = s.rc == 28  // CURLE_OPERATION_TIMEDOUT
+		hc.Oversized = s.rc == 63 // CURLE_FILESIZE_EXCEEDED: --max-filesize
+		// Any other failure after the status came cut the body short.
+		hc.Incomplete = s.rc != 0 && hc.Status == 200 && !hc.TimedOut && !hc.Oversized
 	case "wget":
 		// wget -S prints each response's status line on stderr.
 		for line := range strings.SplitSeq(string(s.stderr), "\n") {
@@ -293,15 +347,35 @@ func parseHTTP(s *section) (HTTPCheck, []byte) {
 			}
 		}
 		hc.Refused = hc.Status == 0 && bytes.Contains(s.stderr, []byte("Connection refused"))
-		hc.TimedOut = hc.Status == 0 && bytes.Contains(s.stderr, []byte("timed out"))
+		hc.TimedOut = bytes.Contains(s.stderr, []byte("timed out"))
+		// rf_cap keeps wget's exit code: one that is not 0 after a 200
+		// came (a read error, killed by timeout(1)) cut the body. (wget
+		// exits 8 on an error status: that answer is whole.)
+		hc.Incomplete = s.rc != 0 && hc.Status == 200 && !hc.TimedOut
 	case "exec":
 		// The Fallback's stdout is the body; it either answered or not.
+		if len(body) > HTTPBodyMax {
+			hc.Oversized, hc.Err = true, oversized
+			return hc, nil
+		}
 		if hc.Err = s.failure(); hc.Err == "" {
 			hc.Status = 200
 		}
 		return hc, body
 	}
+	if len(body) > HTTPBodyMax {
+		hc.Oversized = true
+	}
 	switch {
+	case hc.Oversized:
+		hc.Err = oversized
+		return hc, nil
+	case hc.TimedOut && hc.Status != 0, hc.Incomplete:
+		// The answer began but did not end: its body is not read.
+		if hc.Err = s.failure(); hc.Err == "" {
+			hc.Err = "the answer ended before its end"
+		}
+		return hc, nil
 	case hc.Refused:
 		hc.Err = "connection refused"
 	case hc.Status == 0:

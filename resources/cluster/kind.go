@@ -605,4 +605,17 @@ func checkClusterLimits(b *config.Block) {
 	vals = append(vals, kit.ListValues(b, "docker_args", rc.DockerArgs)...)
 	vals = append(vals, kit.ListValues(b, "volumes", rc.Volumes)...)
 	kit.CheckArgLimits(b, vals, 2, false)
+	// The secret env's file must fit the container's tmpfs (SecretsMax):
+	// the known values are checked; unknown ones only add to them.
+	var secret []string
+	for k := range rc.Env {
+		what := fmt.Sprintf("env[%q]", k)
+		if b.Decl().IsSensitive(what) && !b.Decl().IsUnknown(what) {
+			secret = append(secret, k)
+		}
+	}
+	slices.Sort(secret)
+	if err := CheckSecretsFit(secret, rc.Env); err != nil {
+		b.Error("env", "Secret env too large for its container", "It reaches the container in a file of its own tmpfs: "+err.Error()+".")
+	}
 }

@@ -258,11 +258,23 @@ func (p *planner) strayRemovalsOn(rc *RayCluster, node string) []Removal {
 // checkRayTable judges Ray's node table (judgeRayTable, as apply's
 // verification does): a difference on the head replaces the cluster, one
 // on a worker restarts that worker, and an ALIVE node that is none of the
-// cluster's is an error. rayObserved collects, per node, what Ray reports
+// cluster's is an error. Ray not answering in a running head container
+// (nothing listens, an error status, Ray's own failure) replaces the
+// cluster; a table that could not be read (RayNodeFacts.Unread, or no
+// answer in the probe's output) is unknown: a warning, never drift. rayObserved collects, per node, what Ray reports
 // where it differs from the declaration ("address", "gpus").
 func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs []ContainerSpec, work *ClusterWork, drift *[]string, driftHost *string, replace *bool, rayObserved map[string]map[string]string) {
 	table := RayTable(head, rc)
-	if table.Err != "" || table.Source == "" {
+	if table.Unread || table.Source == "" {
+		// Slow, too large, malformed or missing: unknown, never drift.
+		if oc := p.clusterContainer(rc, rc.Head); oc.Found && oc.C.Running && !work.Start[rc.Head] {
+			p.Find(plan.Warning, rc.Addr, rc.Head, "Ray's node table on "+rc.Head+" could not be read: "+kit.FirstNonEmpty(table.Err, "no answer in the probe's output"),
+				"A reading that is slow, too large or malformed says nothing of the cluster: it is taken as unknown, and nothing is restarted or replaced for it. The next plan reads the table again.",
+				"plan again; if it persists, look at the head (rayform diagnose), or replace the cluster deliberately with -replace="+rc.Addr)
+		}
+		return
+	}
+	if table.Err != "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.clusterContainer(rc, rc.Head); oc.Found && oc.C.Running && !work.Start[rc.Head] {
 			*drift = append(*drift, "Ray does not answer on "+rc.Head+": "+kit.FirstNonEmpty(table.Err, "no node table"))

@@ -39,8 +39,13 @@ type RayNodeFacts struct {
 	List   []RayNode `json:"list,omitempty"`
 	// Partial is true when the dashboard said the list is truncated or had
 	// a partial failure: do not treat it as the whole cluster.
-	Partial bool   `json:"partial,omitempty"`
-	Err     string `json:"err,omitempty"`
+	Partial bool `json:"partial,omitempty"`
+	// Unread is true when the answer could not be read: too slow, too
+	// large, cut short, or not the JSON Ray writes. It says nothing of
+	// the cluster (unknown), unlike an Err from Ray itself (nothing
+	// listening, an error status, Ray's own failure message).
+	Unread bool   `json:"unread,omitempty"`
+	Err    string `json:"err,omitempty"`
 }
 
 // Alive returns the ALIVE nodes.
@@ -70,7 +75,9 @@ type rayNodeJSON struct {
 
 // ParseRayNodes reads Ray's node table from the answer to a GET of the
 // dashboard's /api/v0/nodes, or of its fallback `ray list nodes --format
-// json` (Via "exec"); ok false when it was not probed.
+// json` (Via "exec"); ok false when it was not probed. An answer the
+// probe could not read whole (observe.HTTPCheck.Unread), or that is not
+// Ray's JSON, is Unread.
 func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 	if !ok {
 		return RayNodeFacts{}
@@ -81,6 +88,11 @@ func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 	}
 	body := []byte(r.Body)
 	var rows []rayNodeJSON
+	if r.Unread() {
+		rn.Unread = true
+		rn.Err = rn.Source + ": " + r.Err
+		return rn
+	}
 	switch rn.Source {
 	case "dashboard":
 		if r.Err != "" {
@@ -100,7 +112,8 @@ func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
-			rn.Err = "dashboard /api/v0/nodes: " + err.Error()
+			rn.Unread = true
+			rn.Err = "dashboard /api/v0/nodes: the answer is not the JSON Ray writes (" + err.Error() + ")"
 			return rn
 		}
 		if !env.Result {
@@ -118,6 +131,7 @@ func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 		}
 		list, err := ParseRayNodeList(body)
 		if err != nil {
+			rn.Unread = true
 			rn.Err = err.Error()
 			return rn
 		}
@@ -134,7 +148,7 @@ func ParseRayNodes(r observe.HTTPResult, ok bool) RayNodeFacts {
 func ParseRayNodeList(out []byte) ([]RayNode, error) {
 	js := observe.FirstJSON(out)
 	if len(js) == 0 || js[0] != '[' && js[0] != '{' {
-		return nil, fmt.Errorf("ray list nodes printed no JSON: %q", strings.TrimSpace(string(out)))
+		return nil, fmt.Errorf("ray list nodes printed no JSON: %s", quoteStart(out))
 	}
 	var rows []rayNodeJSON
 	// Decode the first value only: Ray may log after it too.
@@ -142,6 +156,19 @@ func ParseRayNodeList(out []byte) ([]RayNode, error) {
 		return nil, fmt.Errorf("ray list nodes: %w", err)
 	}
 	return rayNodes(rows), nil
+}
+
+// quoteMax is the most of a reading an error message quotes.
+const quoteMax = 200
+
+// quoteStart quotes the start of out, trimmed, at most quoteMax bytes of
+// it, with the size of the rest: an error never carries a bulk reading.
+func quoteStart(out []byte) string {
+	out = bytes.TrimSpace(out)
+	if len(out) <= quoteMax {
+		return strconv.Quote(string(out))
+	}
+	return fmt.Sprintf("%q… (%d bytes in all)", out[:quoteMax], len(out))
 }
 
 // rayNodes converts the rows of Ray's node table.

@@ -196,6 +196,45 @@ func (s ContainerSpec) AuthOn() bool { return s.Env["RAY_AUTH_MODE"] == "token" 
 // SecretsDir: secret env or Ray's token.
 func (s ContainerSpec) hasSecrets() bool { return len(s.SecretEnv) > 0 || s.AuthToken != "" }
 
+// secretsTmpfsMiB is the size of SecretsDir's tmpfs in MiB (RunArgs:
+// --tmpfs ...,size=1m).
+const secretsTmpfsMiB = 1
+
+// SecretsMax is the most bytes of secret env a container can receive: its
+// file SecretsDir/env (SecretsFileBytes) must fit in the tmpfs (RunCmd
+// writes it once and renames it: one copy at a time; tmpfs counts the
+// file's pages, and 1 MiB is whole pages of any page size).
+const SecretsMax = secretsTmpfsMiB << 20
+
+// SecretsFileBytes is the size of the file RunCmd writes in SecretsDir:
+// a NAME=VALUE line for each of keys, with its value in env.
+func SecretsFileBytes(keys []string, env map[string]string) int {
+	n := 0
+	for _, k := range keys {
+		n += len(k) + 1 + len(env[k]) + 1
+	}
+	return n
+}
+
+// CheckSecretsFit refuses secret env (keys of env) whose file SecretsDir's
+// tmpfs cannot hold, naming its largest variables and their sizes, never
+// a value: validate checks the configuration's values with it, and plan
+// each container's exact secret env, before apply changes anything.
+func CheckSecretsFit(keys []string, env map[string]string) error {
+	total := SecretsFileBytes(keys, env)
+	if total <= SecretsMax {
+		return nil
+	}
+	largest := slices.Clone(keys)
+	slices.SortStableFunc(largest, func(a, b string) int { return len(env[b]) - len(env[a]) })
+	var sizes []string
+	for _, k := range largest[:min(3, len(largest))] {
+		sizes = append(sizes, fmt.Sprintf("%s (%d bytes)", k, len(env[k])))
+	}
+	return fmt.Errorf("the sensitive env takes %d bytes in the container's secrets file (a NAME=VALUE line each), whose tmpfs (%s) holds %d; the largest: %s. Pass large secrets as files (a volume, or a path in the image)",
+		total, SecretsDir, SecretsMax, strings.Join(sizes, ", "))
+}
+
 // ReadSecretsScript is the shell line that exports the variables named
 // keys from SecretsDir/env, if the file is there (a container made by an
 // earlier rayform has its secrets in Docker's configuration instead).
@@ -251,7 +290,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
 	}
 	if s.hasSecrets() {
-		args = append(args, "--tmpfs", SecretsDir+":mode=1777,size=1m")
+		args = append(args, "--tmpfs", SecretsDir+":mode=1777,size="+strconv.Itoa(secretsTmpfsMiB)+"m")
 	}
 	for _, v := range s.Volumes {
 		args = append(args, "-v", v)

@@ -1,9 +1,9 @@
 package serve
 
 import (
-	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +63,8 @@ type VLLMMetrics struct {
 	// KV cache's blocks in use (1 is full), of the fullest engine (a
 	// gauge per engine: not summed); nil when vLLM did not report it.
 	KVCacheUsage *float64 `json:"kv_cache_usage,omitempty"`
+	// Notes say what of /metrics was left out, and why.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ServeMetrics reads vLLM's /metrics on the serve's port, as the head's
@@ -83,14 +85,32 @@ func ServeMetrics(hf *observe.HostFacts, port int, uptime time.Duration) *VLLMMe
 	return m
 }
 
+// metricsLineMax is the longest line of /metrics parseVLLMMetrics reads:
+// a longer one (vLLM writes lines of some hundred bytes) is skipped, with
+// a note. The whole body is bounded by the probe (observe.HTTPBodyMax).
+const metricsLineMax = 64 << 10
+
 // parseVLLMMetrics reads Prometheus text: each of vLLM's metrics that
-// status shows, summed over its labels.
+// status shows, summed over its labels. A sample that is not a finite
+// number (NaN, ±Inf), a sum that is not one, and a line longer than
+// metricsLineMax are left out, each with a note (Notes), so that the
+// report has numbers only (JSON has no NaN) and says what it lacks.
 func parseVLLMMetrics(body string) *VLLMMetrics {
 	m := &VLLMMetrics{}
 	found := false
-	sc := bufio.NewScanner(strings.NewReader(body))
-	for sc.Scan() {
-		line := sc.Text()
+	long := 0
+	noted := map[string]bool{}
+	note := func(n string) {
+		if !noted[n] {
+			noted[n] = true
+			m.Notes = append(m.Notes, n)
+		}
+	}
+	for line := range strings.SplitSeq(body, "\n") {
+		if len(line) > metricsLineMax {
+			long++
+			continue
+		}
 		if strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -124,20 +144,44 @@ func parseVLLMMetrics(body string) *VLLMMetrics {
 		case "vllm:generation_tokens_total":
 			into = &m.GenerationTokens
 		case "vllm:kv_cache_usage_perc":
-			if m.KVCacheUsage == nil || v > *m.KVCacheUsage {
+			found = true
+			if !finite(v) {
+				note(fmt.Sprintf("%s: a sample is %s: left out", name, strconv.FormatFloat(v, 'g', -1, 64)))
+			} else if m.KVCacheUsage == nil || v > *m.KVCacheUsage {
 				m.KVCacheUsage = &v
 			}
-			found = true
 		}
-		if into != nil {
-			*into += v
-			found = true
+		if into == nil {
+			continue
 		}
+		found = true
+		if !finite(v) {
+			note(fmt.Sprintf("%s: a sample is %s: left out", name, strconv.FormatFloat(v, 'g', -1, 64)))
+			continue
+		}
+		if *into += v; !finite(*into) {
+			note(name + ": the sum is not a finite number: left out")
+			*into = 0
+		}
+	}
+	if long > 0 {
+		note(fmt.Sprintf("%d line%s of /metrics longer than %d bytes skipped", long, plural(long), metricsLineMax))
 	}
 	if !found {
 		return nil
 	}
 	return m
+}
+
+// finite reports whether f is a number JSON can carry (not NaN or ±Inf).
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // ServeStatus is what status shows of a serve.
@@ -207,6 +251,9 @@ func (s ServeStatus) render(w io.Writer) {
 		fmt.Fprintf(w, "  tokens    %g prompt, %g generated (%.1f tokens/s on average since start)\n", m.PromptTokens, m.GenerationTokens, m.TokensPerSecond)
 		if m.KVCacheUsage != nil {
 			fmt.Fprintf(w, "  kv cache  %.1f%% used\n", *m.KVCacheUsage*100)
+		}
+		for _, n := range m.Notes {
+			fmt.Fprintf(w, "  note      %s\n", n)
 		}
 	}
 	if s.Endpoint != "" {

@@ -1,7 +1,9 @@
 package serve
 
 import (
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,3 +68,65 @@ vllm:cache_config_info{block_size="16",cache_dtype="auto",engine="0",num_gpu_blo
 		t.Errorf("without a pid file or vLLM's metrics: uptime %s, metrics %+v", u, m)
 	}
 }
+
+// TestVLLMMetricsHostile: /metrics as a broken or hostile vLLM may write
+// it. A sample that is not a finite number (NaN, ±Inf), or a sum that
+// overflows, is left out with a note: status -json encodes the report
+// (it exited 1, "unsupported value: NaN"), and the text says so. A line
+// longer than metricsLineMax is skipped with a note and the lines after
+// it are still read (bufio.Scanner stopped at 64 KiB, silently). Notes
+// name the metric, never quote the line.
+func TestVLLMMetricsHostile(t *testing.T) {
+	long := `vllm:num_requests_running{junk="` + strings.Repeat("x", 70<<10) + `"} 9` + "\n"
+	tests := []struct {
+		name  string
+		body  string
+		want  VLLMMetrics // Notes checked by note
+		note  string
+		kvNil bool
+	}{
+		{name: "NaN gauge", body: "vllm:kv_cache_usage_perc{engine=\"0\"} NaN\nvllm:num_requests_running 1\n",
+			want: VLLMMetrics{RequestsRunning: 1}, note: "vllm:kv_cache_usage_perc: a sample is NaN: left out", kvNil: true},
+		{name: "NaN beside a number", body: "vllm:kv_cache_usage_perc{engine=\"0\"} NaN\nvllm:kv_cache_usage_perc{engine=\"1\"} 0.5\n",
+			want: VLLMMetrics{KVCacheUsage: ptr(0.5)}, note: "vllm:kv_cache_usage_perc: a sample is NaN: left out"},
+		{name: "+Inf counter", body: "vllm:prompt_tokens_total{a=\"1\"} +Inf\nvllm:prompt_tokens_total{a=\"2\"} 5\n",
+			want: VLLMMetrics{PromptTokens: 5}, note: "vllm:prompt_tokens_total: a sample is +Inf: left out", kvNil: true},
+		{name: "-Inf gauge", body: "vllm:num_requests_waiting -Inf\n",
+			want: VLLMMetrics{}, note: "vllm:num_requests_waiting: a sample is -Inf: left out", kvNil: true},
+		{name: "sum overflows", body: "vllm:generation_tokens_total{a=\"1\"} 1e308\nvllm:generation_tokens_total{a=\"2\"} 1e308\n",
+			want: VLLMMetrics{}, note: "vllm:generation_tokens_total: the sum is not a finite number: left out", kvNil: true},
+		{name: "line over 64 KiB", body: long + "vllm:generation_tokens_total 7\n",
+			want: VLLMMetrics{GenerationTokens: 7}, note: "1 line of /metrics longer than 65536 bytes skipped", kvNil: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := parseVLLMMetrics(tt.body)
+			if m == nil {
+				t.Fatal("no metrics read")
+			}
+			got := *m
+			got.Notes = nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("metrics %+v, want %+v", got, tt.want)
+			}
+			if !slices.Contains(m.Notes, tt.note) {
+				t.Errorf("notes %q lack %q", m.Notes, tt.note)
+			}
+			ss := ServeStatus{Address: "vllm_serve.qwen", Health: HealthOK, Metrics: m}
+			js, err := json.Marshal(ss)
+			if err != nil {
+				t.Fatalf("status -json: %v", err)
+			}
+			var out strings.Builder
+			ss.render(&out)
+			if !strings.Contains(out.String(), tt.note) {
+				t.Errorf("text lacks the note %q:\n%s", tt.note, out.String())
+			}
+			if len(js) > 4096 || out.Len() > 4096 {
+				t.Errorf("the report quotes the answer: %d bytes of JSON, %d of text", len(js), out.Len())
+			}
+		})
+	}
+}
+
+func ptr(f float64) *float64 { return &f }

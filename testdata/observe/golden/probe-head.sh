@@ -185,10 +185,21 @@ rf_containers() {
 }
 rf_via=none
 if command -v curl >/dev/null 2>&1; then rf_via=curl; elif command -v wget >/dev/null 2>&1; then rf_via=wget; fi
+# rf_cap MAX CMD...: CMD's stdout, its first MAX bytes; CMD's exit code.
+rf_cap() {
+	rf_cm=$1
+	shift
+	if ! command -v head >/dev/null 2>&1; then
+		"$@"
+		return
+	fi
+	{ rf_cc=$( { { "$@" 4>&- 5>&-; printf '%d' "$?" >&5; } | head -c "$rf_cm" >&4; } 5>&1); } 4>&1
+	return "${rf_cc:-1}"
+}
 rf_http() {
 	case $rf_via in
-	curl) rf_x curl -q -sS -m 2 -w '\n%{http_code}' "$1" ;;
-	wget) rf_x wget -S -T 2 -O - "$1" ;;
+	curl) rf_cap $((rf_hmax + 1)) rf_x curl -q -sS -m 2 --max-filesize "$rf_hmax" -w '\n%{http_code}' "$1" ;;
+	wget) rf_cap $((rf_hmax + 1)) rf_x wget -S -T 2 -O - "$1" ;;
 	*)
 		printf 'rayform: neither curl nor wget is installed\n' >&2
 		return 127
@@ -305,6 +316,7 @@ elif [ "$rf_need" = 1 ]; then
 else
 	rf_skip 'docker.image ref=hellohal2064/vllm-qwen3.5-gb10:latest' 'containers current'
 fi
+rf_hmax=4194304
 rf_a0=
 rf_h0=/dev/null
 if rf_owner 8265 rayform-ray-head; then rf_g0=1; rf_a0=$rf_la; else rf_g0=0; rf_skip 'http via=guard url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' "held by $rf_why"; fi
@@ -318,26 +330,27 @@ if [ "$rf_via" = curl ]; then
 	set --
 	rf_nx=
 	if [ "$rf_g2" = 1 ]; then
-		set -- -sS -m 2 -H "@$rf_h2" --connect-to 127.0.0.1:8000:"${rf_a2:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/v1/models ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 --max-filesize "$rf_hmax" -H "@$rf_h2" --connect-to 127.0.0.1:8000:"${rf_a2:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/v1/models ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8000/v1/models'
 	fi
 	if [ "$rf_g1" = 1 ]; then
-		set -- -sS -m 2 -H "@$rf_h1" --connect-to 127.0.0.1:8000:"${rf_a1:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/health ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 --max-filesize "$rf_hmax" -H "@$rf_h1" --connect-to 127.0.0.1:8000:"${rf_a1:-127.0.0.1}":8000 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" http://127.0.0.1:8000/health ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8000/health'
 	fi
 	if [ "$rf_g0" = 1 ]; then
-		set -- -sS -m 2 -H "@$rf_h0" --connect-to 127.0.0.1:8265:"${rf_a0:-127.0.0.1}":8265 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' ${rf_nx:+--next} "$@"
+		set -- -sS -m 2 --max-filesize "$rf_hmax" -H "@$rf_h0" --connect-to 127.0.0.1:8265:"${rf_a0:-127.0.0.1}":8265 -w '\n%{http_code}\n@@rayform@@ stderr\n%{errormsg}\n@@rayform@@ end %{exitcode}\n'"${rf_nx:+$M begin $rf_nx\\n}" 'http://127.0.0.1:8265/api/v0/nodes?limit=1000' ${rf_nx:+--next} "$@"
 		rf_nx='http via=curl url=http://127.0.0.1:8265/api/v0/nodes?limit=1000'
 	fi
 	if [ -n "$rf_nx" ]; then
 		printf '%s begin %s\n' "$M" "$rf_nx"
-		curl -q "$@" </dev/null 2>/dev/null
+		rf_cap 12595200 curl -q "$@" </dev/null 2>/dev/null
+		printf '\n'
 	fi
 else
 	if [ "$rf_g0" != 1 ]; then
 		:
 	elif [ "$rf_via" = none ] && [ "$rf_dok" = 1 ]; then
-		rf_sec 'http via=exec url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' rf_x docker exec rayform-ray-head ray list nodes --format json --limit 1000
+		rf_sec 'http via=exec url=http://127.0.0.1:8265/api/v0/nodes?limit=1000' rf_cap $((rf_hmax + 1)) rf_x docker exec rayform-ray-head ray list nodes --format json --limit 1000
 	else
 		rf_sec "http via=$rf_via url=http://127.0.0.1:8265/api/v0/nodes?limit=1000" rf_http 'http://127.0.0.1:8265/api/v0/nodes?limit=1000'
 	fi
