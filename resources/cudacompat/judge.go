@@ -187,7 +187,20 @@ func archNames(archs []Arch) string {
 // for), when the image declares it.
 func archFindings(node string, g observe.GPUFacts, img Image) []Finding {
 	list := img.Env["TORCH_CUDA_ARCH_LIST"]
-	archs := ParseArchList(list)
+	return kernelFindings(node, g, img.Ref, ParseArchList(list), fmt.Sprintf("Its TORCH_CUDA_ARCH_LIST=%q", list))
+}
+
+// JudgeKernels judges the archs of an image's compiled kernels, as the
+// image itself reported them (what names where they came from, e.g.
+// "vLLM's kernels (vllm/_C.abi3.so)"), against the node's GPUs.
+func JudgeKernels(node string, g observe.GPUFacts, ref string, archs []string, what string) []Finding {
+	if g.Err != "" {
+		return nil
+	}
+	return kernelFindings(node, g, ref, ParseArchList(strings.Join(archs, " ")), what)
+}
+
+func kernelFindings(node string, g observe.GPUFacts, ref string, archs []Arch, what string) []Finding {
 	if len(archs) == 0 {
 		return nil
 	}
@@ -203,8 +216,8 @@ func archFindings(node string, g observe.GPUFacts, img Image) []Finding {
 			continue
 		}
 		out = append(out, Finding{Error: true, Attr: "image",
-			Summary: fmt.Sprintf("the image %s has no kernels for compute capability %s (%s on %s): it was built for %s", img.Ref, cc, gpu.Name, node, archNames(archs)),
-			Detail:  fmt.Sprintf("Its TORCH_CUDA_ARCH_LIST=%q holds no cubin of capability %d.x at or below %s and no PTX at or below it to JIT-compile: vLLM fails at its first kernel with \"CUDA error: no kernel image is available for execution on the device\", after the model loaded.", list, cc.Major, cc),
+			Summary: fmt.Sprintf("the image %s has no kernels for compute capability %s (%s on %s): it was built for %s", ref, cc, gpu.Name, node, archNames(archs)),
+			Detail:  fmt.Sprintf("%s holds no cubin of capability %d.x at or below %s and no PTX at or below it to JIT-compile: vLLM fails at its first kernel with \"CUDA error: no kernel image is available for execution on the device\", after the model loaded.", what, cc.Major, cc),
 			Fix:     fmt.Sprintf("use an image built with %s (or a PTX target at or below it, e.g. TORCH_CUDA_ARCH_LIST=\"%d.0+PTX\") for %s", Arch{Major: cc.Major, Minor: cc.Minor}, cc.Major, node)})
 	}
 	return out
