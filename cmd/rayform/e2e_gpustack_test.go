@@ -37,15 +37,17 @@ ray_cluster "spark" {
 // container is created. The lab plays the mismatches: an image whose
 // NVIDIA_REQUIRE_CUDA is newer than the driver, a node whose driver is
 // older than the image needs, a GPU whose compute capability the image's
-// TORCH_CUDA_ARCH_LIST lacks, GPUs in MIG mode. The lab's own image, on
+// TORCH_CUDA_ARCH_LIST lacks, an image whose LD_LIBRARY_PATH loads a CUDA
+// 12.8 compat library on a CUDA 13.0 driver, GPUs in MIG mode. The lab's own image, on
 // the lab's default stack, plans a create: no finding.
 func TestE2EPreflightGPUStack(t *testing.T) {
 	// Fast mode: nothing starts; the subject is plan's judgment.
 	l := startLab(t, "rfe2egpu", append([]string{"-gpus", "2", "-unified=false", "-gpu-model", "NVIDIA H100 80GB HBM3"}, fastRay...)...)
 	images := map[string]string{
-		"rflab/cuda131":  "ENV NVIDIA_REQUIRE_CUDA=\"cuda>=13.1 brand=tesla,driver>=535,driver<536\" CUDA_VERSION=13.1.0",
-		"rflab/cuda128":  "ENV NVIDIA_REQUIRE_CUDA=\"cuda>=12.8\" CUDA_VERSION=12.8.1",
-		"rflab/sm80sm90": "ENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0\"",
+		"rflab/cuda131":   "ENV NVIDIA_REQUIRE_CUDA=\"cuda>=13.1 brand=tesla,driver>=535,driver<536\" CUDA_VERSION=13.1.0",
+		"rflab/cuda128":   "ENV NVIDIA_REQUIRE_CUDA=\"cuda>=12.8\" CUDA_VERSION=12.8.1",
+		"rflab/sm80sm90":  "ENV TORCH_CUDA_ARCH_LIST=\"8.0 9.0\"",
+		"rflab/compat128": "ENV CUDA_VERSION=12.8.1 LD_LIBRARY_PATH=/usr/local/cuda-12.8/compat:/usr/local/nvidia/lib64",
 	}
 	for _, node := range []string{"spark1", "spark2"} {
 		for tag, env := range images {
@@ -79,6 +81,10 @@ func TestE2EPreflightGPUStack(t *testing.T) {
 			"Error: the image rflab/sm80sm90 has no kernels for compute capability 12.1 (NVIDIA H100 80GB HBM3 on spark2): it was built for sm_80, sm_90",
 			"no kernel image is available for execution on the device",
 			"Fix: use an image built with sm_121"}, "image", "spark2"},
+		{"a compat library the driver does not need", "rflab/compat128", nil, exitError, []string{
+			"Error: the image rflab/compat128 loads the CUDA compat library of CUDA 12.8 (LD_LIBRARY_PATH has /usr/local/cuda-12.8/compat) on spark1, whose driver 580.126.09 supports CUDA 13.0 itself",
+			"system has unsupported display driver / cuda driver combination",
+			"Fix: set LD_LIBRARY_PATH in the ray_cluster's env without /usr/local/cuda-12.8/compat"}, "image", "spark1"},
 		{"GPUs in MIG mode", seedImage, map[string]func(map[string]any){
 			"spark1": func(hw map[string]any) { setGPUs(hw, "mig", "Enabled") }}, exitError, []string{
 			"Error: GPU 0, 1 of spark1 is in MIG mode",
