@@ -80,11 +80,19 @@ var driverTable = []struct {
 	{Version{11, 2}, "460.27.03"},
 	{Version{11, 1}, "455.23"},
 	{Version{11, 0}, "450.36.06"},
+	{Version{10, 2}, "440.33"},
+	{Version{10, 1}, "418.39"},
+	{Version{10, 0}, "410.48"},
+	{Version{9, 2}, "396.26"},
+	{Version{9, 1}, "390.46"},
+	{Version{9, 0}, "384.81"},
+	{Version{8, 0}, "375.26"},
 }
 
 // MinDriver is the first driver that supports CUDA v fully (the GA
 // release's minimum, the earliest listed at or above v); "" when v is
-// newer than the table knows.
+// newer than the table knows. It is rayform's one table of it: plan's
+// judgment and diagnose's explanation of a failure both read it.
 func MinDriver(v Version) string {
 	best := ""
 	for _, r := range driverTable {
