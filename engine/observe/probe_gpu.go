@@ -22,15 +22,20 @@ const (
 // driver lists and, where there are any, the fabric manager's state as
 // systemd has it, and the file libcuda.so.1 resolves to (ldconfig's cache,
 // as the loader finds it). Only the query decides the exit code; every
-// other part is optional.
+// other part is optional. nvidia-smi prints "Field ... is not a valid field
+// to query." on stdout, so the first query's stdout is held until its exit
+// code says it is CSV.
 const gpuHelpers = `rf_gpu() {
-	{ rf_e=$(rf_x nvidia-smi --query-gpu=` + gpuQuery + ` --format=csv,noheader,nounits 2>&1 1>&4 4>&-); rf_rc=$?; } 4>&1
+	{ rf_o=$(rf_x nvidia-smi --query-gpu=` + gpuQuery + ` --format=csv,noheader,nounits 2>&4 4>&-); rf_rc=$?; } 4>&2
 	if [ "$rf_rc" = 2 ]; then
 		rf_x nvidia-smi --query-gpu=` + gpuQueryBasic + ` --format=csv,noheader,nounits
 		rf_rc=$?
-	elif [ "$rf_rc" != 0 ]; then
-		printf '%s\n' "$rf_e" >&2
+	elif [ "$rf_rc" = 0 ]; then
+		printf '%s\n' "$rf_o"
+	else
+		printf '%s\n' "$rf_o" >&2
 	fi
+	unset rf_o
 	[ "$rf_rc" = 0 ] || return "$rf_rc"
 	printf '%s part version\n' "$M"
 	rf_x nvidia-smi --version 2>/dev/null

@@ -115,13 +115,16 @@ rf_rdma() {
 	done
 }
 rf_gpu() {
-	{ rf_e=$(rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current --format=csv,noheader,nounits 2>&1 1>&4 4>&-); rf_rc=$?; } 4>&1
+	{ rf_o=$(rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current --format=csv,noheader,nounits 2>&4 4>&-); rf_rc=$?; } 4>&2
 	if [ "$rf_rc" = 2 ]; then
 		rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
 		rf_rc=$?
-	elif [ "$rf_rc" != 0 ]; then
-		printf '%s\n' "$rf_e" >&2
+	elif [ "$rf_rc" = 0 ]; then
+		printf '%s\n' "$rf_o"
+	else
+		printf '%s\n' "$rf_o" >&2
 	fi
+	unset rf_o
 	[ "$rf_rc" = 0 ] || return "$rf_rc"
 	printf '%s part version\n' "$M"
 	rf_x nvidia-smi --version 2>/dev/null
