@@ -26,7 +26,8 @@ SIMNODE_HARDWARE, else /etc/simnode/hardware.json:
 	  "models": {"org/name": {"architecture": "LlamaForCausalLM", "weights_gib": 15, "shards": 4, "max_model_len": 32768, "kv_bytes_per_token": 131072}}
 	}
 
-GPU fields uuid, pci_bus_id, temperature_c and compute_cap are optional. With
+GPU fields uuid, pci_bus_id, temperature_c, compute_cap and mig ("Enabled",
+"Disabled"; nvidia-smi prints [N/A] without it) are optional. With
 no hardware file the node has no NVIDIA driver: nvidia-smi prints "NVIDIA-SMI
 has failed because it couldn't communicate with the NVIDIA driver. Make sure
 that the latest NVIDIA driver is installed and running." and exits 9, Ray

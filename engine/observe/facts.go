@@ -260,13 +260,38 @@ type GPU struct {
 	MemoryUsedMiB  int64  `json:"memory_used_mib"`
 	MemoryFreeMiB  int64  `json:"memory_free_mib"`
 	Driver         string `json:"driver,omitempty"`
+	// ComputeCap is the GPU's compute capability as nvidia-smi prints it
+	// ("9.0" for H100, "12.1" for GB10); "" when the driver is too old to
+	// report it.
+	ComputeCap string `json:"compute_cap,omitempty"`
+	// MIGMode is nvidia-smi's mig.mode.current: "Enabled", "Disabled", or
+	// "" where the GPU has no MIG ([N/A]).
+	MIGMode string `json:"mig_mode,omitempty"`
 }
 
 // GPUFacts is the host's GPUs. Err says why there are none when nvidia-smi
 // is missing or cannot talk to the driver.
 type GPUFacts struct {
-	List []GPU  `json:"list,omitempty"`
-	Err  string `json:"err,omitempty"`
+	List []GPU `json:"list,omitempty"`
+	// CUDA is the highest CUDA version the driver supports, as
+	// `nvidia-smi --version` reports it ("13.0"); "" when it does not.
+	CUDA string `json:"cuda,omitempty"`
+	// NVSwitches are the NVSwitch devices the driver lists
+	// (/proc/driver/nvidia-nvswitch/devices): where there are any, the
+	// GPUs' NVLink fabric needs the fabric manager running.
+	NVSwitches []string `json:"nvswitches,omitempty"`
+	// FabricManager is the nvidia-fabricmanager unit as systemd reports it
+	// (ActiveState: "active", "inactive", "failed", ...; "not-found" when
+	// the unit is not installed); "" when the probe did not ask (no
+	// NVSwitch) or systemd did not answer.
+	FabricManager string `json:"fabric_manager,omitempty"`
+	// LibCUDA is the file the dynamic loader resolves libcuda.so.1 to on
+	// the host (ldconfig's cache, links followed), e.g.
+	// /usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05; a CUDA
+	// forward-compatibility library shows as a path under .../compat/
+	// whose version differs from the driver's.
+	LibCUDA string `json:"libcuda,omitempty"`
+	Err     string `json:"err,omitempty"`
 }
 
 // Docker is the state of the Docker client and daemon.
@@ -302,7 +327,10 @@ type Image struct {
 	// would not be read-only.
 	Command  []string `json:"command,omitempty"`
 	Installs []string `json:"installs,omitempty"`
-	Err      string   `json:"err,omitempty"`
+	// Env holds the values of the image's CUDA variables (ImageEnvKeys)
+	// from its config; no other value leaves the host.
+	Env map[string]string `json:"env,omitempty"`
+	Err string            `json:"err,omitempty"`
 }
 
 // RedactedValue replaces the value of every container environment variable

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -322,4 +323,72 @@ func TestInstalls(t *testing.T) {
 			t.Errorf("installs(%q) = %q, want %q", tt.step, got, tt.want)
 		}
 	}
+}
+
+// TestParseRealH100 reads what rayform's own probe printed on a real H100
+// host (testdata/observe/h100, README there for provenance): the GPU facts
+// the image judgment reads must come out of the real nvidia-smi's text.
+func TestParseRealH100(t *testing.T) {
+	f, err := Parse([]byte(fixture(t, "h100/probe.out")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := GPUFacts{
+		List: []GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-485d5152-73b4-0522-3ce3-168526eda750",
+			MemoryTotalMiB: 81559, MemoryUsedMiB: 0, MemoryFreeMiB: 81079, Driver: "580.159.04", ComputeCap: "9.0", MIGMode: "Disabled"}},
+		CUDA:    "13.0",
+		LibCUDA: "/usr/local/nvidia/lib64/libcuda.so.580.159.04",
+	}
+	if !reflect.DeepEqual(f.GPUs, want) {
+		t.Errorf("GPUs:\n got %+v\nwant %+v", f.GPUs, want)
+	}
+	if f.UnifiedMemory {
+		t.Error("an H100 reported as unified memory")
+	}
+}
+
+// TestParseGPUQueries: each form of the gpu section the probe can print.
+func TestParseGPUQueries(t *testing.T) {
+	tests := []struct {
+		name, stdout string
+		rc           int
+		want         GPUFacts
+	}{
+		{"seven-field fallback (a driver without compute_cap)", captured(t, "h100/smi-query7.txt"), 0, GPUFacts{List: []GPU{{Index: 0,
+			Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-485d5152-73b4-0522-3ce3-168526eda750", MemoryTotalMiB: 81559, MemoryFreeMiB: 81079, Driver: "580.159.04"}}}},
+		{"MIG enabled, NVSwitches, fabric manager failed, a compat libcuda",
+			"0, NVIDIA H100 80GB HBM3, GPU-a, 81559, 0, 81079, 535.54.03, 9.0, Enabled\n" +
+				marker + " part version\nCUDA Version        : 12.2\n" +
+				marker + " part nvswitch\n0000:05:00.0\n0000:06:00.0\n" +
+				marker + " part fabricmanager\nLoadState=loaded\nActiveState=failed\n" +
+				marker + " part libcuda\n/usr/local/cuda-12.8/compat/libcuda.so.570.86.10\n", 0,
+			GPUFacts{List: []GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-a", MemoryTotalMiB: 81559, MemoryFreeMiB: 81079, Driver: "535.54.03", ComputeCap: "9.0", MIGMode: "Enabled"}},
+				CUDA: "12.2", NVSwitches: []string{"0000:05:00.0", "0000:06:00.0"}, FabricManager: "failed", LibCUDA: "/usr/local/cuda-12.8/compat/libcuda.so.570.86.10"}},
+		{"fabric manager not installed, MIG N/A",
+			"0, NVIDIA A100-SXM4-80GB, GPU-b, 81920, 0, 81000, 550.54.15, 8.0, [N/A]\n" +
+				marker + " part nvswitch\n0000:05:00.0\n" + marker + " part fabricmanager\nLoadState=not-found\nActiveState=inactive\n", 0,
+			GPUFacts{List: []GPU{{Index: 0, Name: "NVIDIA A100-SXM4-80GB", UUID: "GPU-b", MemoryTotalMiB: 81920, MemoryFreeMiB: 81000, Driver: "550.54.15", ComputeCap: "8.0"}},
+				NVSwitches: []string{"0000:05:00.0"}, FabricManager: "not-found"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse(newOut().sec("meta", "hostname=x\n", "", 0).sec("gpu", tt.stdout, "", tt.rc).done())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(f.GPUs, tt.want) {
+				t.Errorf("GPUs:\n got %+v\nwant %+v", f.GPUs, tt.want)
+			}
+		})
+	}
+}
+
+// captured is the tool output in a capture of testdata/observe/h100: the
+// file less run.sh's "$ command" line and its "[exit N]" line.
+func captured(t testing.TB, name string) string {
+	lines := strings.Split(strings.TrimSuffix(fixture(t, name), "\n"), "\n")
+	if len(lines) < 2 || !strings.HasPrefix(lines[0], "$ ") || !strings.HasPrefix(lines[len(lines)-1], "[exit ") {
+		t.Fatalf("%s is not a run.sh capture", name)
+	}
+	return strings.Join(lines[1:len(lines)-1], "\n") + "\n"
 }

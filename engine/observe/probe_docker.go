@@ -131,11 +131,23 @@ func psTemplate(project string, names []string, hashes map[string]string) string
 
 // imageFormat renders `docker image inspect` as one JSON object with the
 // keys of the real output, but only the names of the image's environment
-// variables: an image may carry a token in its ENV, and its value has no
-// business leaving the host.
+// variables, except those of ImageEnvKeys: an image may carry a token in
+// its ENV, and its value has no business leaving the host.
 const imageFormat = `{"Id":{{json .Id}},"RepoTags":{{json .RepoTags}},"Architecture":{{json .Architecture}},` +
 	`"Config":{"Entrypoint":{{json .Config.Entrypoint}},"Cmd":{{json .Config.Cmd}},"Labels":{{json .Config.Labels}},` +
-	`"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{json (index (split $e "=") 0)}}{{end}}]}}`
+	`"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{$k := index (split $e "=") 0}}` +
+	`{{if or (eq $k "NVIDIA_REQUIRE_CUDA") (eq $k "CUDA_VERSION") (eq $k "TORCH_CUDA_ARCH_LIST") (eq $k "LD_LIBRARY_PATH")}}` +
+	`{{json $e}}{{else}}{{json $k}}{{end}}{{end}}]}}`
+
+// ImageEnvKeys are the image environment variables whose values the probe
+// reads (imageFormat spells them out): what the image says of the CUDA it
+// needs and was built for, set by NVIDIA's CUDA base images
+// (NVIDIA_REQUIRE_CUDA, the container toolkit's requirement; CUDA_VERSION)
+// and by images that build CUDA kernels (TORCH_CUDA_ARCH_LIST), and the
+// library path that decides whether a CUDA compat library is loaded.
+func ImageEnvKeys() []string {
+	return []string{"NVIDIA_REQUIRE_CUDA", "CUDA_VERSION", "TORCH_CUDA_ARCH_LIST", "LD_LIBRARY_PATH"}
+}
 
 // containerFormat renders `docker inspect` of a container as one JSON line
 // with the keys of the real output. Environment variables not on the
@@ -263,6 +275,14 @@ func parseImage(s *section) Image {
 	img.Present, img.ID, img.RepoTags, img.Arch = true, ij.ID, ij.RepoTags, ij.Architecture
 	if ij.Config != nil {
 		img.Command = redactArgs(append(slices.Clone(ij.Config.Entrypoint), ij.Config.Cmd...))
+		for _, e := range ij.Config.Env {
+			if k, v, ok := strings.Cut(e, "="); ok && slices.Contains(ImageEnvKeys(), k) {
+				if img.Env == nil {
+					img.Env = map[string]string{}
+				}
+				img.Env[k] = v
+			}
+		}
 	}
 	return img
 }

@@ -210,6 +210,7 @@ func ProbeScript(spec HostSpec) string {
 	b.WriteString("# rayform observe probe (read-only; generated, do not edit)\n")
 	b.WriteString(prelude)
 	b.WriteString(hostHelpers)
+	b.WriteString(gpuHelpers)
 	images := validOnly(spec.Images, validImageRef)
 	names := validOnly(spec.Containers, validContainer)
 	project := spec.Project
@@ -240,7 +241,7 @@ func ProbeScript(spec HostSpec) string {
 	b.WriteString("rf_sec rdma rf_rdma\n")
 	b.WriteString("rf_bsec meminfo rf_mem\n")
 	b.WriteString("rf_sec " + secExec + " rf_exec\n")
-	b.WriteString("rf_sec gpu rf_x nvidia-smi --query-gpu=" + gpuQuery + " --format=csv,noheader,nounits\n")
+	b.WriteString("rf_sec gpu rf_gpu\n")
 	if ports := listenPorts(spec); len(ports) > 0 {
 		b.WriteString("rf_listen " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + "\n")
 	}

@@ -204,6 +204,9 @@ func (p *planner) cluster(rc *RayCluster) {
 	case len(work.Start) > 0 || len(work.Remove) > 0:
 		action = plan.Update
 	}
+	if action != plan.NoOp {
+		p.gpuStack(rc, work.Start)
+	}
 	if len(drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: kit.FirstNonEmpty(driftHost, rc.Head), Summary: strings.Join(drift, "; "),
 			Attrs: clusterDriftAttrs(specs, rayObserved)})

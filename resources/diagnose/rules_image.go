@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/rayform/rayform/resources/cudacompat"
 )
 
 // This file holds the rules of the image domain: what the container image
@@ -260,14 +262,14 @@ var (
 	cudaErrNoRE = regexp.MustCompile(`(?:Error|error|CUDA failure) (80[34]|35)\b`)
 )
 
-// cudaMinDriver is the Linux driver each CUDA release needs natively (NVIDIA
-// CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver
-// Versions", the GA column).
-var cudaMinDriver = map[string]string{
-	"13.0": "580.65.06", "12.9": "575.51.03", "12.8": "570.26", "12.6": "560.28.03", "12.5": "555.42.02", "12.4": "550.54.14",
-	"12.3": "545.23.06", "12.2": "535.54.03", "12.1": "530.30.02", "12.0": "525.60.13", "11.8": "520.61.05", "11.7": "515.43.04",
-	"11.6": "510.39.01", "11.5": "495.29.05", "11.4": "470.42.01", "11.3": "465.19.01", "11.2": "460.27.03", "11.1": "455.23",
-	"11.0": "450.36.06", "10.2": "440.33", "10.1": "418.39", "10.0": "410.48", "9.2": "396.26", "9.1": "390.46", "9.0": "384.81", "8.0": "375.26",
+// cudaMinDriver is the Linux driver CUDA need ("12.8") needs natively
+// (cudacompat's table, from NVIDIA's release notes); "" when unknown.
+func cudaMinDriver(need string) string {
+	v, ok := cudacompat.ParseVersion(need)
+	if !ok {
+		return ""
+	}
+	return cudacompat.MinDriver(v)
 }
 
 func matchDriver(b string) bool {
@@ -341,14 +343,14 @@ func buildDriver(s *scan, hits []int) (Diagnosis, bool) {
 		why = "The CUDA runtime in the image is newer than the host's driver supports (CUDA error 35)."
 	}
 	if need != "" {
-		if min := cudaMinDriver[need]; min != "" {
+		if min := cudaMinDriver(need); min != "" {
 			why += "\nCUDA " + need + " needs driver " + min + " or newer (NVIDIA's CUDA release notes)."
 		}
 	}
 	d.Explanation = why
 	on := orDefault(host, "every node")
 	fix := "On " + on + ": `nvidia-smi` shows the driver and the newest CUDA it supports. Install a driver"
-	if min := cudaMinDriver[need]; min != "" {
+	if min := cudaMinDriver(need); min != "" {
 		fix += " ≥ " + min + " (for CUDA " + need + ")"
 	} else {
 		fix += " that supports the image's CUDA"

@@ -15,6 +15,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/cudacompat"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 
@@ -71,8 +72,71 @@ try:
     out["vllm_config_types"] = sorted(_CONFIG_REGISTRY.keys())
 except Exception:
     pass
+` + cudaQuery + `
 print("` + archMarker + `" + json.dumps(out), flush=True)
 `
+
+// cudaQuery adds to the answer what the image's CUDA stack was built for
+// and loads: torch's CUDA version and compiled arch flags
+// (torch._C._cuda_getArchFlags, what torch.cuda.get_arch_list returns,
+// read without a GPU), the archs of vLLM's own kernels (the fatbins in
+// vllm/_C.abi3.so: a cubin entry is sm_XY, a PTX entry compute_XY), and
+// the libcuda.so.1 the process loads with the CUDA version it reports
+// (cuDriverGetVersion), where a forward-compatibility library shows. It was
+// run as written on a real H100 (testdata/observe/h100/cudaquery.*): its
+// fatbin reader finds every arch of torch's get_arch_list in
+// libtorch_cuda.so.
+const cudaQuery = `try:
+    import ctypes
+    lib = ctypes.CDLL("libcuda.so.1")
+    v = ctypes.c_int(0)
+    if lib.cuDriverGetVersion(ctypes.byref(v)) == 0:
+        out["libcuda_cuda"] = "%d.%d" % (v.value // 1000, v.value % 1000 // 10)
+    with open("/proc/self/maps") as f:
+        for line in f:
+            p = line.split()[-1]
+            if "/libcuda.so" in p:
+                out["libcuda"] = p
+                break
+except Exception:
+    pass
+def fatbin_archs(path):
+    import mmap
+    found = set()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        i = m.find(b"\x50\xed\x55\xba")
+        while i >= 0:
+            hs = int.from_bytes(m[i + 6:i + 8], "little")
+            size = int.from_bytes(m[i + 8:i + 16], "little")
+            if m[i + 4:i + 6] == b"\x01\x00" and hs == 16 and 0 < size < len(m):
+                j, end = i + hs, i + hs + size
+                while j + 32 <= end:
+                    kind = int.from_bytes(m[j:j + 2], "little")
+                    ehs = int.from_bytes(m[j + 4:j + 8], "little")
+                    esz = int.from_bytes(m[j + 8:j + 16], "little")
+                    arch = int.from_bytes(m[j + 28:j + 32], "little")
+                    if kind not in (1, 2) or ehs < 32:
+                        break
+                    found.add(("compute_%d" if kind == 1 else "sm_%d") % arch)
+                    j += ehs + esz
+                i = m.find(b"\x50\xed\x55\xba", max(end, i + 4))
+            else:
+                i = m.find(b"\x50\xed\x55\xba", i + 4)
+    return sorted(found)
+try:
+    import torch
+    out["torch_cuda"] = torch.version.cuda or ""
+    flags = torch._C._cuda_getArchFlags() if hasattr(torch._C, "_cuda_getArchFlags") else None
+    out["torch_archs"] = flags.split() if flags else []
+except Exception:
+    pass
+try:
+    import importlib.util
+    spec = importlib.util.find_spec("vllm._C")
+    if spec and spec.origin:
+        out["vllm_archs"] = fatbin_archs(spec.origin)
+except Exception:
+    pass`
 
 // ArchCheck is what plan hands apply for the architecture check of a
 // serve: the model's config.json as plan read it, and where to point.
@@ -93,6 +157,16 @@ type archAnswer struct {
 	VLLMConfigTypes   []string `json:"vllm_config_types"`
 	VLLMError         string   `json:"vllm_error"`
 	TransformersError string   `json:"transformers_error"`
+	CUDA
+}
+
+// CUDA is what the image's CUDA stack was built for and loads (cudaQuery).
+type CUDA struct {
+	TorchCUDA   string   `json:"torch_cuda,omitempty"`
+	TorchArchs  []string `json:"torch_archs,omitempty"`
+	VLLMArchs   []string `json:"vllm_archs,omitempty"`
+	LibCUDA     string   `json:"libcuda,omitempty"`
+	LibCUDACUDA string   `json:"libcuda_cuda,omitempty"`
 }
 
 // imageAnswer is an image's answer to the model query, as the state
@@ -107,6 +181,7 @@ type imageAnswer struct {
 	ModelTypes      []string `json:"model_types,omitempty"`
 	VLLMConfigTypes []string `json:"vllm_config_types,omitempty"`
 	Unchecked       string   `json:"unchecked,omitempty"`
+	CUDA
 }
 
 // answerOf reads the serve kind's answer in im (none when it holds
@@ -145,7 +220,7 @@ func parseArchAnswer(stdout []byte) (state.Image, bool) {
 			return state.Image{}, false
 		}
 		im := imageAnswer{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
-			ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes}
+			ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes, CUDA: a.CUDA}
 		switch {
 		case a.VLLMError != "":
 			im.Unchecked = "the image's python3 cannot import vLLM's model registry (" + a.VLLMError + ")"
@@ -201,6 +276,40 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 			Fix:    f.Fix})
 	}
 	return nil
+}
+
+// kernelPlan judges the archs of the image's compiled kernels — vLLM's
+// own (the fatbins of vllm/_C.abi3.so), else torch's arch list — as the
+// image answered the query apply made (cudaQuery, recorded in the state
+// once per image ID), against the compute capability of every GPU of the
+// cluster's nodes (cudacompat.JudgeKernels). An image not asked yet, or
+// asked by a rayform whose query did not read its archs, is not judged:
+// the architecture check's note already says apply will ask it.
+func (p *planner) kernelPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts) {
+	id, known, ok := p.imageAnswer(rc, head)
+	if !ok {
+		return
+	}
+	a := answerOf(known)
+	archs, what := a.VLLMArchs, "vLLM's compiled kernels (the fatbins of vllm/_C.abi3.so)"
+	if len(archs) == 0 {
+		archs, what = a.TorchArchs, "torch's compiled arch list (torch.cuda.get_arch_list)"
+	}
+	if len(archs) == 0 {
+		return
+	}
+	what += fmt.Sprintf(", as the image answered on %s,", known.CheckedAt.Format(time.DateOnly))
+	r := rc.Range("image")
+	for _, n := range rc.Nodes() {
+		hf := p.Host(n)
+		if hf == nil {
+			continue
+		}
+		for _, f := range cudacompat.JudgeKernels(n, hf.GPUs, shortImage(rc.Image, id), archs, what) {
+			p.Finding(plan.Finding{Severity: plan.Error, Address: sv.Addr, Host: n, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
+				Summary: f.Summary, Detail: f.Detail, Fix: f.Fix})
+		}
+	}
 }
 
 // imageAnswer is what the state recorded of the image the cluster's head

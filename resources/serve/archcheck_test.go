@@ -146,7 +146,9 @@ func TestArchStep(t *testing.T) {
 // (environment, variables, tokens). If this fails, keep the value out of
 // the state.
 func TestImageAnswerHoldsNoValues(t *testing.T) {
-	want := []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked"}
+	// CUDA holds versions, arch names and the path of the libcuda the
+	// image loads: no configuration value.
+	want := []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "CUDA"}
 	var got []string
 	for f := range reflect.TypeFor[imageAnswer]().Fields() {
 		got = append(got, f.Name)

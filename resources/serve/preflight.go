@@ -180,6 +180,9 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if action == plan.NoOp || p.RefreshOnly() {
 		return nil, nil
 	}
+	if head := p.Host(rc.Head); head != nil {
+		p.kernelPlan(sv, rc, head)
+	}
 	var later *ModelCheck
 	skip := func(why string) {
 		p.Note(fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))

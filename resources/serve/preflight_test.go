@@ -1,10 +1,15 @@
 package serve
 
 import (
+	"os"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
@@ -127,11 +132,97 @@ type recPlanner struct {
 	kind.Planner
 	facts       *observe.Facts
 	refreshOnly bool
+	state       *state.State
 	findings    []plan.Finding
 	notes       []string
 }
 
 func (r *recPlanner) Facts() *observe.Facts  { return r.facts }
+func (r *recPlanner) State() *state.State    { return r.state }
+func (r *recPlanner) Project() string        { return "p" }
 func (r *recPlanner) RefreshOnly() bool      { return r.refreshOnly }
 func (r *recPlanner) Finding(f plan.Finding) { r.findings = append(r.findings, f) }
 func (r *recPlanner) Note(n string)          { r.notes = append(r.notes, n) }
+
+// TestKernelPlan: the archs the image reported to apply's query (state)
+// against the GPUs of the real H100 host (testdata/observe/h100): vLLM's
+// kernel archs win over torch's; an image not asked, or asked without
+// archs, is not judged.
+func TestKernelPlan(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/observe/h100/probe.out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100, err := observe.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100.Host, h100.Complete = "h1", true
+	const id = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	h100.Images = []observe.Image{{Ref: "vllm/vllm-openai:v0.17.1", Present: true, ID: id}}
+	rc := &cluster.RayCluster{Head: "h1", Image: "vllm/vllm-openai:v0.17.1"}
+	rc.Addr = "ray_cluster.c"
+	sv := &VLLMServe{Model: "org/m"}
+	sv.Addr = "vllm_serve.m"
+	for _, tt := range []struct {
+		name   string
+		answer *imageAnswer
+		want   string
+	}{
+		{"not asked", nil, ""},
+		{"asked before archs were read", &imageAnswer{VLLM: "0.17.1"}, ""},
+		{"torch with sm_90", &imageAnswer{CUDA: CUDA{TorchArchs: []string{"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"}}}, ""},
+		{"vLLM's kernels without sm_90, torch with it", &imageAnswer{CUDA: CUDA{TorchArchs: []string{"sm_90"}, VLLMArchs: []string{"sm_120", "sm_121"}}},
+			"the image vllm/vllm-openai:v0.17.1 (0123456789ab) has no kernels for compute capability 9.0 (NVIDIA H100 80GB HBM3 on h1): it was built for sm_120, sm_121"},
+		{"only PTX of a newer GPU", &imageAnswer{CUDA: CUDA{VLLMArchs: []string{"compute_100"}}}, "no kernels for compute capability 9.0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := state.New("p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.answer != nil {
+				im := tt.answer.record()
+				im.CheckedAt = time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+				st.SetImage(id, im)
+			}
+			rp := &recPlanner{facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": h100}}, state: st}
+			p := &planner{Planner: kit.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
+			p.kernelPlan(sv, rc, h100)
+			switch {
+			case tt.want == "" && len(rp.findings) > 0:
+				t.Errorf("findings %+v, want none", rp.findings)
+			case tt.want != "" && (len(rp.findings) != 1 || !strings.Contains(rp.findings[0].Summary, tt.want) || rp.findings[0].Severity != plan.Error):
+				t.Errorf("findings %+v, want one error %q", rp.findings, tt.want)
+			}
+		})
+	}
+}
+
+// TestArchAnswerReadsRealCUDAQuery: the CUDA half of the image query, as it
+// printed on the real H100 (testdata/observe/h100/cudaquery.txt, the same
+// Python as cudaQuery), is read into the state's answer.
+func TestArchAnswerReadsRealCUDAQuery(t *testing.T) {
+	b, err := os.ReadFile("../../testdata/observe/h100/cudaquery.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, js, ok := strings.Cut(string(b), "RAYFORM_CUDA ")
+	if !ok {
+		t.Fatal("no RAYFORM_CUDA line in the capture")
+	}
+	js, _, _ = strings.Cut(js, "\n")
+	im, ok := parseArchAnswer([]byte(archMarker + js))
+	if !ok {
+		t.Fatal("no answer")
+	}
+	got := answerOf(im).CUDA
+	want := CUDA{TorchCUDA: "13.0", TorchArchs: []string{"sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"},
+		LibCUDA: "/usr/local/nvidia/lib64/libcuda.so.580.159.04", LibCUDACUDA: "13.0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("answer %+v, want %+v", got, want)
+	}
+	if !strings.Contains(archQuery, "_cuda_getArchFlags") || !strings.Contains(archQuery, `find_spec("vllm._C")`) {
+		t.Error("the image query does not ask the CUDA half")
+	}
+}

@@ -114,6 +114,49 @@ rf_rdma() {
 		printf '%s port %s ==> %s (%s)\n' "${rf_d##*/}" "${rf_p##*/}" "${rf_n:--}" "$rf_s"
 	done
 }
+rf_gpu() {
+	{ rf_o=$(rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current --format=csv,noheader,nounits 2>&4 4>&-); rf_rc=$?; } 4>&2
+	if [ "$rf_rc" = 2 ]; then
+		rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+		rf_rc=$?
+	elif [ "$rf_rc" = 0 ]; then
+		printf '%s\n' "$rf_o"
+	else
+		printf '%s\n' "$rf_o" >&2
+	fi
+	unset rf_o
+	[ "$rf_rc" = 0 ] || return "$rf_rc"
+	printf '%s part version\n' "$M"
+	rf_x nvidia-smi --version 2>/dev/null
+	printf '%s part nvswitch\n' "$M"
+	rf_n=0
+	set +f
+	for rf_p in /proc/driver/nvidia-nvswitch/devices/*; do
+		[ -e "$rf_p" ] || continue
+		printf '%s\n' "${rf_p##*/}"
+		rf_n=1
+	done
+	set -f
+	if [ "$rf_n" = 1 ]; then
+		printf '%s part fabricmanager\n' "$M"
+		rf_x systemctl show -p LoadState -p ActiveState nvidia-fabricmanager 2>/dev/null
+	fi
+	printf '%s part libcuda\n' "$M"
+	rf_l=$(rf_x ldconfig -p 2>/dev/null) || rf_l=
+	rf_i=$IFS
+	IFS='
+'
+	for rf_p in $rf_l; do
+		case $rf_p in *'libcuda.so.1 '*'=> '*)
+			rf_p=${rf_p##*=> }
+			printf '%s\n' "$(rf_x readlink -f "$rf_p" 2>/dev/null || printf '%s' "$rf_p")"
+			break ;;
+		esac
+	done
+	IFS=$rf_i
+	unset rf_l
+	return 0
+}
 rf_t=15
 command -v timeout >/dev/null 2>&1 || rf_t=
 printf '%s probe 1\n' "$M"
@@ -125,7 +168,7 @@ route get 8.8.8.8
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
 rf_sec exec rf_exec
-rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+rf_sec gpu rf_gpu
 rf_sec docker.version rf_x docker version --format '{{json .}}'
 rf_dok=0
 if [ "$rf_rc" = 0 ]; then rf_dok=1; fi

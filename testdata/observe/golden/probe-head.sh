@@ -114,8 +114,51 @@ rf_rdma() {
 		printf '%s port %s ==> %s (%s)\n' "${rf_d##*/}" "${rf_p##*/}" "${rf_n:--}" "$rf_s"
 	done
 }
+rf_gpu() {
+	{ rf_o=$(rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current --format=csv,noheader,nounits 2>&4 4>&-); rf_rc=$?; } 4>&2
+	if [ "$rf_rc" = 2 ]; then
+		rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+		rf_rc=$?
+	elif [ "$rf_rc" = 0 ]; then
+		printf '%s\n' "$rf_o"
+	else
+		printf '%s\n' "$rf_o" >&2
+	fi
+	unset rf_o
+	[ "$rf_rc" = 0 ] || return "$rf_rc"
+	printf '%s part version\n' "$M"
+	rf_x nvidia-smi --version 2>/dev/null
+	printf '%s part nvswitch\n' "$M"
+	rf_n=0
+	set +f
+	for rf_p in /proc/driver/nvidia-nvswitch/devices/*; do
+		[ -e "$rf_p" ] || continue
+		printf '%s\n' "${rf_p##*/}"
+		rf_n=1
+	done
+	set -f
+	if [ "$rf_n" = 1 ]; then
+		printf '%s part fabricmanager\n' "$M"
+		rf_x systemctl show -p LoadState -p ActiveState nvidia-fabricmanager 2>/dev/null
+	fi
+	printf '%s part libcuda\n' "$M"
+	rf_l=$(rf_x ldconfig -p 2>/dev/null) || rf_l=
+	rf_i=$IFS
+	IFS='
+'
+	for rf_p in $rf_l; do
+		case $rf_p in *'libcuda.so.1 '*'=> '*)
+			rf_p=${rf_p##*=> }
+			printf '%s\n' "$(rf_x readlink -f "$rf_p" 2>/dev/null || printf '%s' "$rf_p")"
+			break ;;
+		esac
+	done
+	IFS=$rf_i
+	unset rf_l
+	return 0
+}
 rf_pfmt='{{if or (eq (.Label "rayform.project") "spark") (eq .Names "rayform-ray-head")}}{"ID":{{json .ID}},"Image":{{json .Image}},"Labels":{{json .Labels}},"Names":{{json .Names}},"Networks":{{json .Networks}},"State":{{json .State}},"Status":{{json .Status}},"Current":false}{{end}}'
-rf_ifmt='{"Id":{{json .Id}},"RepoTags":{{json .RepoTags}},"Architecture":{{json .Architecture}},"Config":{"Entrypoint":{{json .Config.Entrypoint}},"Cmd":{{json .Config.Cmd}},"Labels":{{json .Config.Labels}},"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{json (index (split $e "=") 0)}}{{end}}]}}'
+rf_ifmt='{"Id":{{json .Id}},"RepoTags":{{json .RepoTags}},"Architecture":{{json .Architecture}},"Config":{"Entrypoint":{{json .Config.Entrypoint}},"Cmd":{{json .Config.Cmd}},"Labels":{{json .Config.Labels}},"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{$k := index (split $e "=") 0}}{{if or (eq $k "NVIDIA_REQUIRE_CUDA") (eq $k "CUDA_VERSION") (eq $k "TORCH_CUDA_ARCH_LIST") (eq $k "LD_LIBRARY_PATH")}}{{json $e}}{{else}}{{json $k}}{{end}}{{end}}]}}'
 rf_cfmt='{"Id":{{json .Id}},"Name":{{json .Name}},"Image":{{json .Image}},"RestartCount":{{json .RestartCount}},"State":{{json .State}},"Config":{"Image":{{json .Config.Image}},"Labels":{{json .Config.Labels}},"Entrypoint":{{json .Config.Entrypoint}},"Cmd":[{{$s := false}}{{range $i, $a := .Config.Cmd}}{{if $i}},{{end}}{{$f := index (split $a "=") 0}}{{if $s}}"(sensitive value)"{{else if and (ne $f $a) (eq $f "--api-key" "--hf-token" "--token")}}{{json (printf "%s=(sensitive value)" $f)}}{{else}}{{json $a}}{{end}}{{$s = eq $a "--api-key" "--hf-token" "--token"}}{{end}}],"Env":[{{range $i, $e := .Config.Env}}{{if $i}},{{end}}{{$k := index (split $e "=") 0}}{{if eq $k "GLOO_SOCKET_IFNAME" "MASTER_ADDR" "MASTER_PORT" "NCCL_DEBUG" "NCCL_IB_DISABLE" "NCCL_IB_GID_INDEX" "NCCL_IB_HCA" "NCCL_SOCKET_IFNAME" "OMPI_MCA_btl_tcp_if_include" "RAY_ADDRESS" "RAY_memory_monitor_refresh_ms" "RAY_memory_usage_threshold" "TP_SOCKET_IFNAME" "UCX_NET_DEVICES" "VLLM_CONFIG_ROOT" "VLLM_HOST_IP" "VLLM_PORT"}}{{json $e}}{{else}}{{json $k}}{{end}}{{end}}]},"HostConfig":{"NetworkMode":{{json .HostConfig.NetworkMode}},"IpcMode":{{json .HostConfig.IpcMode}},"Privileged":{{json .HostConfig.Privileged}},"ShmSize":{{json .HostConfig.ShmSize}},"DeviceRequests":{{json .HostConfig.DeviceRequests}}}}'
 # rf_image REF: the image's config (env names only) and build history.
 rf_image() {
@@ -277,7 +320,7 @@ route get 192.168.200.13
 rf_sec rdma rf_rdma
 rf_bsec meminfo rf_mem
 rf_sec exec rf_exec
-rf_sec gpu rf_x nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version --format=csv,noheader,nounits
+rf_sec gpu rf_gpu
 rf_listen 'listen ports=8265,8000'
 rf_containers 'docker.containers envkeys=GLOO_SOCKET_IFNAME,MASTER_ADDR,MASTER_PORT,NCCL_DEBUG,NCCL_IB_DISABLE,NCCL_IB_GID_INDEX,NCCL_IB_HCA,NCCL_SOCKET_IFNAME,OMPI_MCA_btl_tcp_if_include,RAY_ADDRESS,RAY_memory_monitor_refresh_ms,RAY_memory_usage_threshold,TP_SOCKET_IFNAME,UCX_NET_DEVICES,VLLM_CONFIG_ROOT,VLLM_HOST_IP,VLLM_PORT' rayform-ray-head
 # rf_lown: "PID CONTAINER" for each listening process inside a listed container.

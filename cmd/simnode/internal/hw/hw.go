@@ -41,6 +41,9 @@ type GPU struct {
 	TemperatureC int `json:"temperature_c,omitempty"`
 	// ComputeCap defaults to "12.1" for GB10 and "9.0" otherwise.
 	ComputeCap string `json:"compute_cap,omitempty"`
+	// MIG is nvidia-smi's mig.mode.current: "Enabled", "Disabled", or ""
+	// for a GPU without MIG ([N/A], as on GB10).
+	MIG string `json:"mig,omitempty"`
 }
 
 // RDMA is one RDMA adapter port and the netdev it is bound to.

@@ -76,7 +76,13 @@ var gpuFields = map[string]field{
 	"persistence_mode":   {header: "persistence_mode", value: func(gpuState, int) string { return "Enabled" }},
 	"compute_cap":        {header: "compute_cap", value: func(s gpuState, _ int) string { return s.g.ComputeCap }},
 	"compute_mode":       {header: "compute_mode", value: func(gpuState, int) string { return "Default" }},
-	"vbios_version":      {header: "vbios_version", value: func(gpuState, int) string { return "[N/A]" }},
+	"mig.mode.current": {header: "mig.mode.current", value: func(s gpuState, _ int) string {
+		if s.g.MIG == "" {
+			return "[N/A]"
+		}
+		return s.g.MIG
+	}},
+	"vbios_version": {header: "vbios_version", value: func(gpuState, int) string { return "[N/A]" }},
 }
 
 var fieldAliases = map[string]string{"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id", "gpu_serial": "serial", "temperature.gpu.tlimit": "temperature.gpu"}
@@ -165,7 +171,7 @@ func Main(ctx context.Context, p *sim.Proc) int {
 		return exitNoDriver
 	}
 	if o.version {
-		fmt.Fprintf(p.Stdout, "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n", h.DriverVersion, strings.SplitN(h.DriverVersion, ".", 2)[0]+".95", h.DriverVersion, h.CUDAVersion)
+		fmt.Fprintf(p.Stdout, "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n", h.DriverVersion, nvmlVersion(h.DriverVersion), h.DriverVersion, h.CUDAVersion)
 		return 0
 	}
 	if len(h.GPUs) == 0 {
@@ -379,4 +385,11 @@ func trunc(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// nvmlVersion is the NVML version nvidia-smi --version prints: the
+// driver's first two fields (580.159.04 → 580.159, as on a real H100).
+func nvmlVersion(driver string) string {
+	f := strings.SplitN(driver, ".", 3)
+	return strings.Join(f[:min(2, len(f))], ".")
 }

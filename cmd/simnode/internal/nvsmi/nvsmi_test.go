@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +33,10 @@ func TestNvidiaSMI(t *testing.T) {
 		{"unknown-option", "gb10.json", []string{"--bogus"}, 2},
 		{"missing-format", "gb10.json", []string{"--query-gpu=name"}, 2},
 		{"no-driver", "", []string{"--query-gpu=name", "--format=csv"}, 9},
+		// rayform's probe query and --version, as on the real H100 of
+		// testdata/observe/h100 (TestProbeQueryAsRealH100).
+		{"h100-probe-query", "h100.json", []string{"--query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current", "--format=csv,noheader,nounits"}, 0},
+		{"h100-version", "h100.json", []string{"--version"}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,5 +51,32 @@ func TestNvidiaSMI(t *testing.T) {
 			}
 			golden.Check(t, *update, "nvidia-smi/"+tt.name+".golden", out.String())
 		})
+	}
+}
+
+// TestProbeQueryAsRealH100: the stand-in answers rayform's probe query as
+// the real nvidia-smi did on an H100 (testdata/observe/h100/smi-query9.txt),
+// every field but memory.free (the driver's reservation differs per GPU).
+func TestProbeQueryAsRealH100(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "observe", "h100", "smi-query9.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(strings.Split(string(real), "\n")[1], ", ")
+	var out bytes.Buffer
+	env := sim.Env{"SIMNODE_HARDWARE": golden.Path("hardware", "h100.json"), "SIMNODE_STATE_DIR": t.TempDir()}
+	p := &sim.Proc{Args: []string{"--query-gpu=index,name,uuid,memory.total,memory.used,memory.free,driver_version,compute_cap,mig.mode.current", "--format=csv,noheader,nounits"},
+		Env: env, Stdout: &out, Stderr: &out, Now: time.Now}
+	if code := Main(context.Background(), p); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	got := strings.Split(strings.TrimSpace(out.String()), ", ")
+	if len(got) != len(want) {
+		t.Fatalf("got %q, real %q", got, want)
+	}
+	for i := range want {
+		if i != 5 && got[i] != want[i] {
+			t.Errorf("field %d: %q, the real nvidia-smi printed %q", i, got[i], want[i])
+		}
 	}
 }
