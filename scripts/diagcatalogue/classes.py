@@ -201,7 +201,9 @@ NCCL_CLASS = [
     (r"ncclUnhandledCudaError", "nccl-cuda-error"),
     (r"ncclRemoteError", "nccl-remote-error"),
     (r"ncclInvalidArgument|ncclInvalidUsage", "nccl-invalid-usage"),
-    (r"ncclSystemError|ncclInternalError", "nccl-error"),
+    # ncclSystemError ("unhandled system error") is the nccl-system-error
+    # rule's (rules_distributed.go), which reads NCCL's WARN lines around it.
+    (r"ncclInternalError", "nccl-error"),
 ]
 
 # The loader's and the linker's format strings (printf's %s as {name}), as
