@@ -31,15 +31,26 @@ var (
 // i given the rest of the logs, or "" when the class has no readings.
 func (s *scan) layerReading(e *sigEntry, i int, vals []string) string {
 	switch e.Class {
-	case "loader-missing-library", "link-missing-library":
-		lib := strings.Join(vals, " ")
+	case "loader-missing-library":
+		// The capture runs from the line's start ("OSError: libcuda.so.1"):
+		// the library is its last word.
+		lib := ""
+		if len(vals) > 0 {
+			if f := strings.Fields(vals[0]); len(f) > 0 {
+				lib = f[len(f)-1]
+			}
+		}
 		switch {
-		case driverLibRE.MatchString(lib) || strings.Contains(lib, "cuda") && e.Class == "link-missing-library":
-			return "Reading: the missing library is the NVIDIA driver's (" + strings.TrimSpace(lib) + "), which the container runtime mounts from the host: the container runs without the GPU runtime (docker run --gpus all / the nvidia runtime), or the host's driver is not installed."
+		case driverLibRE.MatchString(lib):
+			return "Reading: the missing library is the NVIDIA driver's (" + lib + "), which the container runtime mounts from the host: the container runs without the GPU runtime (docker run --gpus all / the nvidia runtime), or the host's driver is not installed."
 		case cudaLibRE.MatchString(lib):
-			return "Reading: the missing library is part of CUDA (" + strings.TrimSpace(lib) + "), shipped by the image or a pip wheel (nvidia-*-cu12): the image's CUDA packages differ from the ones its torch or extension was built for."
+			return "Reading: the missing library is part of CUDA (" + lib + "), shipped by the image or a pip wheel (nvidia-*-cu12): the image's CUDA packages differ from the ones its torch or extension was built for."
 		case lib != "":
-			return "Reading: the missing library (" + strings.TrimSpace(lib) + ") is neither the driver's nor CUDA's: a system package the image lacks."
+			return "Reading: the missing library (" + lib + ") is neither the driver's nor CUDA's: a system package the image lacks."
+		}
+	case "link-missing-library":
+		if len(vals) > 1 && driverLibRE.MatchString("lib"+vals[1]+".so") {
+			return "Reading: the library is the NVIDIA driver's (-l" + vals[1] + "): the container runtime mounts lib" + vals[1] + ".so.1 only, not the lib" + vals[1] + ".so name a link asks for."
 		}
 	case "loader-undefined-symbol":
 		sym := strings.Join(vals, "")

@@ -33,7 +33,7 @@ import scan as pyscan
 
 # REQUIRE_CUDA: what a line must also show for a short, generic error
 # string ("invalid argument") to be CUDA's: a CUDA error report.
-REQUIRE_CUDA = r"(?i)\bcuda(?: runtime)? (?:error|failure|call failed)|cudaError|CUDA_ERROR_|Error \[CUDA\]|\bCUDA driver error"
+REQUIRE_CUDA = r"(?i)\bcuda(?: runtime)? (?:error|failure|call failed)|cudaError|CUDA_ERROR_|Error \[CUDA\]|\bCUDA driver error|\bcuda\w+\(\)"
 # minBare is the shortest error string matched without REQUIRE_CUDA.
 MIN_BARE = 32
 
@@ -120,8 +120,14 @@ def nvml(dev, py):
     out = []
     name, data = dev.read("include/nvml.h")
     pyname, pysrc = py.read("pynvml.py")
-    ns = {}
-    exec(compile(pysrc, "pynvml.py", "exec"), ns)  # defines NVMLError_* (no library is loaded)
+    # Imported as a module (its _extractNVMLErrorsAsClasses names the
+    # NVMLError_* classes in its own module); no library is loaded.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pynvml", py.extract(r"^pynvml\.py$"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["pynvml"] = mod
+    spec.loader.exec_module(mod)
+    ns = vars(mod)
     for n, v, doc in doc_enum(data.decode(), r"typedef enum nvmlReturn_enum\s*\{(.*?)\}", r"NVML_ERROR_\w+"):
         cls = classes.layer_class(classes.NVML_CLASS, n)
         out.append(entry(dev.pkg, dev.ver, name, sha256(data), "NVML", "enum", f"{n} = {v}", doc, n, cls))
