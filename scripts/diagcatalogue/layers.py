@@ -20,7 +20,6 @@ documented meaning, the template, its pattern and the class
 import ast
 import ctypes
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -86,17 +85,23 @@ class Wheel:
         name = next(n for n in self.zip.namelist() if n.endswith(suffix) or re.search(suffix, n))
         return self.zip.extract(name, self.dir)
 
+    def library(self, name_re, *strfuncs):
+        """A shared library of the wheel, loaded: its path, sha256 and
+        handle, with strfuncs declared to return a C string (the error
+        string functions, which need no device)."""
+        lib = self.extract(name_re)
+        h = ctypes.CDLL(lib)
+        for f in strfuncs:
+            getattr(h, f).restype = ctypes.c_char_p
+        return lib, sha256(open(lib, "rb").read()), h
+
 
 def cuda(w):
     """cudaError_t (driver_types.h, with cudaGetErrorString of the wheel's
     libcudart) and CUresult (cuda.h) entries."""
     out = []
     name, data = w.read("include/driver_types.h")
-    lib = w.extract(r"lib/libcudart\.so\.\d+$")
-    libsum = sha256(open(lib, "rb").read())
-    cudart = ctypes.CDLL(lib)
-    cudart.cudaGetErrorString.restype = ctypes.c_char_p
-    cudart.cudaGetErrorName.restype = ctypes.c_char_p
+    lib, libsum, cudart = w.library(r"lib/libcudart\.so\.\d+$", "cudaGetErrorString", "cudaGetErrorName")
     for n, v, doc in doc_enum(data.decode(), r"enum __device_builtin__ cudaError\s*\{(.*?)\}", r"cudaError\w+"):
         if v == 0 or n == "cudaErrorApiFailureBase":
             continue
@@ -143,10 +148,7 @@ def nccl(w):
     wheel's libnccl."""
     out = []
     name, data = w.read("include/nccl.h")
-    lib = w.extract(r"lib/libnccl\.so\.\d+$")
-    libsum = sha256(open(lib, "rb").read())
-    nc = ctypes.CDLL(lib)
-    nc.ncclGetErrorString.restype = ctypes.c_char_p
+    lib, libsum, nc = w.library(r"lib/libnccl\.so\.\d+$", "ncclGetErrorString")
     body = re.search(r"typedef enum \{(.*?)\} ncclResult_t;", data.decode(), re.S).group(1)
     for n, v in re.findall(r"(nccl\w+)\s*=\s*(\d+)", body):
         cls = classes.layer_class(classes.NCCL_CLASS, n)
@@ -267,16 +269,8 @@ def main():
         if "pattern" not in e:
             e["pattern"], _ = pyscan.pattern_of(e["template"])
             e["captures"] = re.findall(r"(?<!\{)\{([^{}]+)\}(?!\})", e["template"])
-    doc = {
-        "generated_by": "scripts/gen-diagnose-layers",
-        "origin": origin,
-        "sources": [pyscan.provenance(w.path) for w in wheels.values()],
-        "classes": classes.LAYER_CLASSES,
-        "entries": entries,
-    }
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1, ensure_ascii=False)
-        fh.write("\n")
+    pyscan.write_catalogue(out, "scripts/gen-diagnose-layers", origin, [pyscan.provenance(w.path) for w in wheels.values()],
+                           classes.LAYER_CLASSES, entries)
     print(f"{len(entries)} entries", file=sys.stderr)
 
 
