@@ -96,5 +96,34 @@ func TestCorpus(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "  %-26s precision %.2f recall %.2f (tp %d fp %d fn %d)\n", c, p, r, k.tp, k.fp, k.fn)
 	}
+	// Per layer: a class's domain in the catalogues (the layer catalogues'
+	// cuda, nvml, nccl, loader, weights, hub; catalogue.json's image,
+	// distributed, ...), "rule" for a cause only a hand rule names.
+	cat, err := loadCatalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer := map[string]*count{}
+	for _, c := range classes {
+		d := cat.class(c).Domain
+		if d == "" {
+			d = "rule"
+		}
+		if layer[d] == nil {
+			layer[d] = &count{}
+		}
+		layer[d].tp += per[c].tp
+		layer[d].fp += per[c].fp
+		layer[d].fn += per[c].fn
+	}
+	ls := make([]string, 0, len(layer))
+	for l := range layer {
+		ls = append(ls, l)
+	}
+	slices.Sort(ls)
+	for _, l := range ls {
+		k := layer[l]
+		fmt.Fprintf(&b, "  layer %-20s tp %d fp %d fn %d\n", l, k.tp, k.fp, k.fn)
+	}
 	t.Log(b.String())
 }

@@ -363,7 +363,10 @@ func Classify(in Input) Diagnosis {
 	}
 	best.Also = also
 	best.Failure = best.Cause != Unknown && best.Cause != Healthy
-	best.Known = best.Failure && best.Cause != EngineCore
+	// A failure is known when a rule or a catalogue class named its
+	// cause: not when only its fatal error is quoted, nor for vLLM's
+	// wrapper error alone.
+	best.Known = best.Failure && best.Cause != EngineCore && best.Cause != FatalError
 	// The title, explanation and fix quote parsed values (addresses,
 	// image names, URLs): no secret leaves through them either.
 	best.Title, best.Explanation, best.Fix = redactProse(best.Title), redactProse(best.Explanation), redactProse(best.Fix)

@@ -195,7 +195,7 @@ func fixtureCases() []fixtureCase {
 			want: []string{"9.73 GiB free on cuda:0", "page cache", "Free the memory first", "drop_caches"},
 		},
 		{
-			name: "nccl-interface", fixture: "nccl-interface", ctx: spark, cause: NCCLInterface, also: []Cause{NCCLPeer},
+			name: "nccl-interface", fixture: "nccl-interface", ctx: spark, cause: NCCLInterface, also: []Cause{NCCLPeer, "nccl-invalid-usage"},
 			want: []string{"NCCL_SOCKET_IFNAME=eth9 matches no interface on spark1", "fabric interface is enp1s0f1np1", "NCCL_SOCKET_IFNAME=enp1s0f1np1"},
 		},
 		{
@@ -496,8 +496,8 @@ func TestPrecedence(t *testing.T) {
 		{"free memory beats engine wrapper", []string{"free-memory"}, FreeMemory, []Cause{EngineCore}},
 		{"c10d beats placement group", []string{"placement-group", "c10d-unreachable"}, C10dUnreachable, []Cause{PlacementGroup}},
 		{"worker join beats placement group", []string{"placement-group", "gcs-unreachable"}, GCSUnreachable, []Cause{PlacementGroup}},
-		{"nccl interface beats c10d", []string{"c10d-unreachable-worker", "nccl-interface"}, NCCLInterface, []Cause{C10dUnreachable, NCCLPeer}},
-		{"rank 0's cause beats the peer's lost store", []string{"nccl-peer-lost", "nccl-interface"}, NCCLInterface, []Cause{NCCLPeer}},
+		{"nccl interface beats c10d", []string{"c10d-unreachable-worker", "nccl-interface"}, NCCLInterface, []Cause{C10dUnreachable, NCCLPeer, "nccl-invalid-usage"}},
+		{"rank 0's cause beats the peer's lost store", []string{"nccl-peer-lost", "nccl-interface"}, NCCLInterface, []Cause{NCCLPeer, "nccl-invalid-usage"}},
 		{"ray oom beats the peer's lost store it caused", []string{"nccl-peer-lost", "ray-oom"}, RayOOM, []Cause{NCCLPeer, EngineCore}},
 		{"arguments beat everything that follows", []string{"unrecognized-arguments", "c10d-unreachable"}, VLLMArgs, []Cause{C10dUnreachable}},
 		{"image pull beats ray missing", []string{"ray-missing", "image-pull-denied"}, ImagePull, []Cause{RayMissing}},
@@ -513,7 +513,7 @@ func TestPrecedence(t *testing.T) {
 		{"local ray beats the placement group it cannot fill", []string{"placement-group", "ray-local-instance"}, RayLocal, []Cause{PlacementGroup}},
 		{"gloo loopback beats the c10d refusal", []string{"c10d-refused-after-exit", "gloo-loopback"}, GlooMesh, []Cause{C10dUnreachable}},
 		{"ray oom beats the gloo mesh failure it caused", []string{"gloo-mesh", "ray-oom"}, RayOOM, []Cause{GlooMesh, EngineCore}},
-		{"nccl interface beats nccl system error", []string{"nccl-system-error", "nccl-interface"}, NCCLInterface, []Cause{NCCLPeer, NCCLSystem}},
+		{"nccl interface beats nccl system error", []string{"nccl-system-error", "nccl-interface"}, NCCLInterface, []Cause{NCCLPeer, NCCLSystem, "nccl-invalid-usage"}},
 		{"nccl system error beats engine wrapper", []string{"engine-core-failed", "nccl-system-error"}, NCCLSystem, []Cause{EngineCore}},
 	}
 	for _, tc := range cases {

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -241,7 +242,9 @@ func (s *scan) continuation(i int, msg string, n int) string {
 		if s.noise[j] || s.classifyFatal(j).rank != rankNone || hasErrorLevel(s.lines[j].text) || isExc(s.lines[j].body) {
 			break
 		}
-		if procTagRE.MatchString(s.lines[j].text) != procTagRE.MatchString(s.lines[i].text) {
+		if s.procOf(j) != s.procOf(i) {
+			// Another process's line (or a tagged line after an untagged
+			// one): the message is one process's words only.
 			break
 		}
 		b.WriteByte(' ')
@@ -272,18 +275,16 @@ func (s *scan) buildFatal(c fatalCandidate) Diagnosis {
 	}
 	ev := []Evidence{s.evidence(i)}
 	for j := i + 1; j < len(s.lines) && j <= i+6 && s.lines[j].log == s.lines[i].log; j++ {
-		if s.noise[j] || s.classifyFatal(j).rank != rankNone && !isRuntime(s.lines[j].body) {
+		if s.noise[j] || s.classifyFatal(j).rank != rankNone && !isRuntime(s.lines[j].body) || s.procOf(j) != s.procOf(i) {
 			break
 		}
 		if strings.Contains(full, strings.TrimSpace(s.lines[j].body)) {
 			ev = append(ev, s.evidence(j))
 		}
 	}
-	fix := fixFromMessage(full)
-	if fix == "" {
-		fix = "The message names no fix of its own: it names the value that failed (above). Correct that value where it is set — the vllm serve options, the image, the host (" + orDefault(host, "the host") + ") — and start again; the lines before it in the same log say what the process was doing."
-	} else {
-		fix = "As the message says: " + fix
+	fix := nextStep(comp, orDefault(host, "the host that printed it"))
+	if hint := s.checkedAdvice(fixFromMessage(full)); hint != "" {
+		fix += "\nThe message itself says: " + hint
 	}
 	return Diagnosis{
 		Cause:       FatalError,
@@ -292,6 +293,71 @@ func (s *scan) buildFatal(c fatalCandidate) Diagnosis {
 		Explanation: "No rule of rayform's knows this failure; the error that ended " + comp + onHost(host) + " is quoted as the cause, in its own words:\n" + redactProse(full),
 		Fix:         fix,
 	}
+}
+
+// nextStep is the fix of a failure no rule knows: the layer of the
+// component that printed the error, and the next diagnostic step for that
+// layer — the command to run, on which host.
+func nextStep(comp, host string) string {
+	switch {
+	case comp == "the container runtime":
+		return "Layer: the container runtime (Docker and the NVIDIA container toolkit). On " + host + ": docker info (its runtimes), nvidia-container-cli -k -d /dev/tty info (what the toolkit sees of the driver and GPUs), journalctl -u docker --since -1h (the daemon's own account)."
+	case comp == "NCCL":
+		return "Layer: NCCL. Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET in every rank's environment (the containers' env, not only vllm serve's shell) and read the first NCCL WARN of the first rank that printed one, starting on " + host + "."
+	case strings.Contains(comp, "vLLM"):
+		return "Layer: vLLM. On " + host + ", rerun vllm serve with VLLM_LOGGING_LEVEL=DEBUG; the lines of the same process before the error say which step it was in (the weights, the KV cache, the CUDA graphs, the API server), and pip show vllm torch transformers in the container gives the versions to search the error under."
+	case strings.HasPrefix(comp, "Ray"):
+		return "Layer: Ray. On the head, ray status (nodes, resources, pending demands); on " + host + ", the Ray logs in the container under /tmp/ray/session_latest/logs (raylet.out, gcs_server.out, worker-*.err) around the time of the error."
+	case strings.HasPrefix(comp, "torch"):
+		return "Layer: torch and torch.distributed. Rerun with TORCH_DISTRIBUTED_DEBUG=DETAIL TORCH_CPP_LOG_LEVEL=INFO (and NCCL_DEBUG=INFO) in every rank's environment; on " + host + ", the lines before the error in the same process say which collective or rendezvous it was in."
+	case comp == "the Hugging Face Hub client" || comp == "transformers":
+		return "Layer: the Hugging Face Hub and its client. From " + host + ": huggingface-cli whoami (the token the node uses) and curl -sSI https://huggingface.co/api/models/<repo> (what the Hub answers for the model)."
+	}
+	return "Layer: the process's own code (Python). The traceback's last frames above the error name the package that raised it; on " + host + ", in the container: pip show <that package> for its version, and the lines before the error in the same log say what the process was doing."
+}
+
+// adviceEnvRE is an environment setting a message advises:
+// "NCCL_DEBUG=INFO", "set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1".
+var adviceEnvRE = regexp.MustCompile(`\b([A-Z][A-Z0-9_]{2,})=(\w+)`)
+
+// checkedAdvice returns the advice a message gives (fixFromMessage's
+// sentences), each setting it names checked against what the logs show:
+// a setting the logs show already in force is marked as not applying
+// here, with the line that shows it.
+func (s *scan) checkedAdvice(hint string) string {
+	if hint == "" {
+		return ""
+	}
+	var notes []string
+	said := splitSentences(hint)
+	for _, m := range adviceEnvRE.FindAllStringSubmatch(hint, -1) {
+		if j := s.settingShown(m[1], m[2], said); j >= 0 {
+			notes = append(notes, fmt.Sprintf("the logs show %s=%s already in force (line %d), so that advice does not apply here", m[1], m[2], s.lines[j].no))
+		}
+	}
+	if len(notes) > 0 {
+		hint += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return hint
+}
+
+// settingShown returns the first line that shows name=value in force —
+// the setting itself, or for NCCL_DEBUG=INFO/WARN NCCL's own lines at that
+// level — or -1. A line that gives the advice (holds one of the advice's
+// sentences) does not show it in force.
+func (s *scan) settingShown(name, value string, advice []string) int {
+	for j, l := range s.lines {
+		if containsAny(l.text, advice...) {
+			continue
+		}
+		switch {
+		case strings.Contains(l.text, name+"="+value), strings.Contains(l.text, name+" set by environment to "+value):
+			return j
+		case name == "NCCL_DEBUG" && (value == "INFO" || value == "WARN") && strings.Contains(l.text, "NCCL INFO"):
+			return j
+		}
+	}
+	return -1
 }
 
 var (

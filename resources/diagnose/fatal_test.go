@@ -21,20 +21,20 @@ func TestFatalErrorNamed(t *testing.T) {
 			log: "(EngineCore_DP0 pid=1544) ERROR 04-03 10:01:02 [core.py:387] EngineCore failed to start.\n" +
 				"(EngineCore_DP0 pid=1544) ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB GPU has compute capability 7.0. You can use float16 instead by explicitly setting the `dtype` flag in CLI, for example: --dtype=half.\n" +
 				"(APIServer pid=1479) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n",
-			want: []string{"vLLM's engine core on gpu1 stopped on: ValueError: Bfloat16 is only supported", "You can use float16 instead", "also in the logs (consequences): engine-core-failed"},
+			want: []string{"vLLM's engine core on gpu1 stopped on: ValueError: Bfloat16 is only supported", "You can use float16 instead", "also in the logs (consequences): engine-core-failed", "Fix: Layer: vLLM. On gpu1, rerun vllm serve with VLLM_LOGGING_LEVEL=DEBUG"},
 		},
 		{
 			// Constructed: the container runtime refusing a mount.
 			name: "container runtime", host: "spark2",
 			log:  "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error mounting \"/models\" to rootfs at \"/root/.cache/huggingface\": stat /models: no such file or directory: unknown.\n",
-			want: []string{"the container runtime on spark2 stopped on", "stat /models: no such file or directory"},
+			want: []string{"the container runtime on spark2 stopped on", "stat /models: no such file or directory", "Fix: Layer: the container runtime (Docker and the NVIDIA container toolkit). On spark2: docker info"},
 		},
 		{
 			// A raylet's glog FATAL line.
 			name: "raylet fatal", host: "node2",
 			log: "[2025-01-10 10:00:00,000 I 100 100] main.cc:180: Setting cluster ID to: 3f2a\n" +
 				"F0110 10:00:01.000000 100 100 node_manager.cc:500] Check failed: status.ok() Failed to register the node: GCS returned Invalid: version mismatch\n",
-			want: []string{"on node2 stopped on", "Check failed: status.ok()"},
+			want: []string{"on node2 stopped on", "Check failed: status.ok()", "Fix: Layer: Ray. On the head, ray status"},
 		},
 		{
 			// The only error is one that reports a failure elsewhere
@@ -57,7 +57,10 @@ func TestFatalErrorNamed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Classify(Input{Logs: []Log{{Host: tt.host, Source: "log", Text: []byte(tt.log)}}})
 			out := d.Text()
-			if !d.Failure || !d.Known || strings.Contains(out, "no known failure pattern") {
+			// A quoted error is a failure whose cause no rule knows: known
+			// is false (-json says so), and the fix is the layer's next
+			// diagnostic step, never a generic "correct that value".
+			if !d.Failure || d.Known || strings.Contains(out, "no known failure pattern") || !strings.HasPrefix(d.Fix, "Layer: ") || strings.Contains(d.Fix, "orrect that value") {
 				t.Fatalf("cause %s (known %v, failure %v):\n%s", d.Cause, d.Known, d.Failure, out)
 			}
 			for _, w := range tt.want {
@@ -105,6 +108,56 @@ func TestSilenceOnHealth(t *testing.T) {
 			d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(tt.log)}}})
 			if d.Failure != tt.failure || !strings.HasPrefix(d.Title, tt.say) {
 				t.Fatalf("failure = %v, want %v, title %q, want %q…:\n%s", d.Failure, tt.failure, d.Title, tt.say, d.Text())
+			}
+		})
+	}
+}
+
+// TestFatalErrorOneProcess: the quoted error is one process's words:
+// lines of other processes that follow it (another worker's, the API
+// server's) are neither quoted nor evidence.
+func TestFatalErrorOneProcess(t *testing.T) {
+	log := "(RayWorkerWrapper pid=2101, ip=10.0.0.3) ERROR 05-01 10:00:00 [multiproc_executor.py:470] RuntimeError: Worker rank 1 could not map the shared buffer\n" +
+		"(RayWorkerWrapper pid=2101, ip=10.0.0.3) ERROR 05-01 10:00:00 [multiproc_executor.py:470]   mapped region 7 of 8\n" +
+		"(RayWorkerWrapper pid=2100, ip=10.0.0.2) INFO 05-01 10:00:00 [shm_broadcast.py:200] No available shared memory broadcast block found in 60 second.\n" +
+		"(APIServer pid=2000) INFO 05-01 10:00:01 [api_server.py:900] shutting down\n"
+	d := Classify(Input{Logs: []Log{{Host: "gpu3", Source: "log", Text: []byte(log)}}})
+	if d.Cause != FatalError || d.Known {
+		t.Fatalf("cause %s known %v, want fatal-error, known false:\n%s", d.Cause, d.Known, d.Text())
+	}
+	for _, e := range d.Evidence {
+		if !strings.Contains(e.Line, "pid=2101") {
+			t.Errorf("evidence from another process: %q", e.Line)
+		}
+	}
+	for _, other := range []string{"No available shared memory", "shutting down"} {
+		if strings.Contains(d.Explanation, other) || strings.Contains(d.Title, other) {
+			t.Errorf("quotes another process's line %q:\n%s", other, d.Text())
+		}
+	}
+	if !strings.HasPrefix(d.Fix, "Layer: vLLM. On gpu3") {
+		t.Errorf("fix is not vLLM's next step on gpu3:\n%s", d.Text())
+	}
+}
+
+// TestAdviceChecked: advice a message gives is checked against the logs:
+// a setting the logs show already in force is said not to apply.
+func TestAdviceChecked(t *testing.T) {
+	msg := "RuntimeError: The collective timed out. Please set TORCH_NCCL_TRACE_BUFFER_SIZE=1000 to record its trace.\n"
+	tests := []struct {
+		name, log string
+		applies   bool
+	}{
+		{"not set", msg, true},
+		{"already set", "TORCH_NCCL_TRACE_BUFFER_SIZE=1000 python3 train.py\n" + msg, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(tt.log)}}})
+			said := strings.Contains(d.Fix, "The message itself says: Please set TORCH_NCCL_TRACE_BUFFER_SIZE=1000")
+			noted := strings.Contains(d.Fix, "already in force (line 1), so that advice does not apply here")
+			if !said || noted == tt.applies {
+				t.Fatalf("advice said %v, noted as not applying %v, want noted %v:\n%s", said, noted, !tt.applies, d.Text())
 			}
 		})
 	}

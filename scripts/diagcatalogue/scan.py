@@ -324,17 +324,19 @@ def main():
     entries, skipped = scan(wheels)
     for root, pkg, ver, commit in csrc:
         entries += scan_c(root, pkg, ver)
-    doc = {
-        "generated_by": "scripts/gen-diagnose-catalogue",
-        "origin": origin,
-        "sources": [provenance(w) for w in wheels] + [{"package": p, "version": v, "commit": c} for _, p, v, c in csrc],
-        "classes": classes.CLASSES,
-        "entries": entries,
-    }
+    write_catalogue(out, "scripts/gen-diagnose-catalogue", origin,
+                    [provenance(w) for w in wheels] + [{"package": p, "version": v, "commit": c} for _, p, v, c in csrc],
+                    classes.CLASSES, entries)
+    print(f"{len(entries)} entries ({skipped} files not parsed by this python)", file=sys.stderr)
+
+
+def write_catalogue(out, generated_by, origin, sources, cls, entries):
+    """Write a catalogue file: its generator, origin, sources, classes and
+    entries."""
+    doc = {"generated_by": generated_by, "origin": origin, "sources": sources, "classes": cls, "entries": entries}
     with open(out, "w") as fh:
         json.dump(doc, fh, indent=1, ensure_ascii=False)
         fh.write("\n")
-    print(f"{len(entries)} entries ({skipped} files not parsed by this python)", file=sys.stderr)
 
 
 if __name__ == "__main__":
