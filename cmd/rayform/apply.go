@@ -15,6 +15,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "apply", "apply [options] [PLAN]\n\n  Observe the hosts, show the plan, ask for confirmation, and make the hosts\n  match the configuration, verifying every step. With PLAN (from plan -out),\n  apply exactly that plan, or refuse if the hosts changed since.")
 	opts.register(fs)
 	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
+	fs.BoolVar(&opts.rotateToken, "rotate-token", false, "make each cluster's authentication token anew under its lock (the plan then replaces the clusters that demand the old one)")
 	opts.registerLock(fs, "applying")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -38,8 +39,8 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 			return exitError
 		}
 		saved = f
-		if len(opts.targets) > 0 || len(opts.replace) > 0 {
-			fmt.Fprintln(c.stderr, "Error: -target and -replace cannot be given with a saved plan: the plan already records its own")
+		if len(opts.targets) > 0 || len(opts.replace) > 0 || opts.rotateToken {
+			fmt.Fprintln(c.stderr, "Error: -target, -replace and -rotate-token cannot be given with a saved plan: the plan already records its own")
 			return exitError
 		}
 		opts.targets = append(opts.targets, f.Targets...)

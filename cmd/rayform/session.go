@@ -36,6 +36,7 @@ type runOptions struct {
 	noLock        bool
 	input         bool
 	lockTimeout   time.Duration
+	rotateToken   bool
 	// readOnly loads the configuration as validate does, a variable
 	// without a value unknown: status and logs need no value they do not
 	// use (a secret they never send).
@@ -118,7 +119,7 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		Project:   project,
 		Conns:     s.conns,
 		Options: run.Options{Parallelism: opts.parallelism, Targets: opts.targets, Replace: opts.replace,
-			NoLock: opts.noLock, LockTimeout: opts.lockTimeout},
+			NoLock: opts.noLock, LockTimeout: opts.lockTimeout, RotateToken: opts.rotateToken},
 		Log:     c.log,
 		Dir:     c.dir,
 		Version: version,
