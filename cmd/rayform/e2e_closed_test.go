@@ -110,7 +110,7 @@ func TestE2EClosedByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := l.rayform("", "-chdir="+dir, "plan")
-	mustContain(t, "plan of listen = all", p.stdout+p.stderr, "answers anyone who reaches spark1 on port 8000, without a key", `+ listen`)
+	mustContain(t, "plan of listen = all", p.stdout+p.stderr, "answers anyone who reaches spark1 on port 8000, without a key", `~ listen = "fabric" -> "all" # forces replacement`)
 	mustCode(t, "apply of listen = all", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
 	if out, err := client("curl", "-sS", "-m", "5", "http://"+headMgmt+":8000/v1/models"); err != nil || !strings.Contains(out, "qwen3.5-122b") {
 		t.Errorf("with listen = \"all\", vLLM does not answer the management network: %v\n%s", err, out)
