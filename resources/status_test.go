@@ -3,6 +3,8 @@ package resources_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -271,5 +273,40 @@ func TestStatusDownServeOnce(t *testing.T) {
 	rep = statusDoc(t, buildStatus("lab", obs))
 	if want := "vllm_serve.two: apply would replace it: " + drift; !slices.Contains(rep.Problems, want) {
 		t.Errorf("problems %q, want %q", rep.Problems, want)
+	}
+}
+
+// TestStatusExposure is issue 38 item 5: status lists, per node, every
+// port listening beyond the node's loopback and fabric address, with its
+// process and whether it demands a key: Ray's ports by the cluster's
+// auth, a serve's port by its api_key, what runs outside the cluster's
+// container as not rayform's; loopback and fabric listeners are left out.
+func TestStatusExposure(t *testing.T) {
+	obs := statusObserved(t, nil)
+	head := obs.facts.Hosts["a"]
+	head.Addresses.List = append(head.Addresses.List, observe.Address{Interface: "enp1s0f1np1", Prefix: netip.MustParsePrefix("192.168.200.1/24")})
+	head.Listening.List = []observe.Listener{
+		{Port: 6379, Addr: "0.0.0.0:6379", Process: "gcs_server", Container: "rayform-main"},
+		{Port: 8265, Addr: "127.0.0.1:8265", Process: "python3", Container: "rayform-main"},
+		{Port: 10001, Addr: "192.168.200.1:10001", Process: "python3", Container: "rayform-main"},
+		{Port: 8000, Addr: "0.0.0.0:8000", Process: "vllm", Container: "rayform-main"},
+		{Port: 22, Addr: "10.0.0.1:22", Process: "sshd"},
+		{Port: 53, Addr: "127.0.0.53%lo:53", Process: "systemd-resolve"},
+	}
+	doc := statusDoc(t, buildStatus("lab", obs))
+	if len(doc.Clusters) != 1 {
+		t.Fatalf("clusters %+v", doc.Clusters)
+	}
+	got := map[string]string{}
+	for _, e := range doc.Clusters[0].Exposure {
+		got[e.Node+" "+e.Addr+" "+e.Process] = e.Auth
+	}
+	want := map[string]string{
+		"a 0.0.0.0:6379 gcs_server": "ray token",
+		"a 0.0.0.0:8000 vllm":       "none",
+		"a 10.0.0.1:22 sshd":        "not rayform's",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("exposure %v, want %v", got, want)
 	}
 }

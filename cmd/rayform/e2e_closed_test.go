@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,7 +36,35 @@ func TestE2EClosedByDefault(t *testing.T) {
 	mustCode(t, "plan after apply", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
 	st := l.rayform("", "-chdir="+dir, "status")
 	mustCode(t, "status", st, exitOK)
-	mustContain(t, "status", st.stdout, "ALIVE")
+	mustContain(t, "status", st.stdout, "ALIVE", "Listening beyond loopback and the fabric:")
+	exposure := func() map[string]string {
+		t.Helper()
+		r := l.rayform("", "-chdir="+dir, "status", "-json")
+		var doc struct {
+			Clusters []struct {
+				Exposure []struct{ Node, Addr, Process, Auth string } `json:"exposure"`
+			} `json:"clusters"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Clusters) != 1 {
+			t.Fatalf("status -json: %v\n%s", err, r)
+		}
+		out := map[string]string{}
+		for _, e := range doc.Clusters[0].Exposure {
+			out[e.Node+" "+e.Addr] = e.Auth
+		}
+		return out
+	}
+	// Ray's GCS answers every address, and demands the token; nothing of
+	// the cluster answers beyond the fabric without a key.
+	before := exposure()
+	if before["spark1 0.0.0.0:6379"] != "ray token" {
+		t.Errorf("status's exposure report does not show the GCS as token-checked: %v", before)
+	}
+	for where, auth := range before {
+		if auth == "none" {
+			t.Errorf("status reports %s open without a key", where)
+		}
+	}
 
 	client := func(argv ...string) (string, error) {
 		out, err := exec.Command("ip", append([]string{"netns", "exec", l.name + "-client"}, argv...)...).CombinedOutput()
@@ -114,6 +143,9 @@ func TestE2EClosedByDefault(t *testing.T) {
 	mustCode(t, "apply of listen = all", l.rayform("", "-chdir="+dir, "apply", "-auto-approve"), exitOK)
 	if out, err := client("curl", "-sS", "-m", "5", "http://"+headMgmt+":8000/v1/models"); err != nil || !strings.Contains(out, "qwen3.5-122b") {
 		t.Errorf("with listen = \"all\", vLLM does not answer the management network: %v\n%s", err, out)
+	}
+	if after := exposure(); after["spark1 0.0.0.0:8000"] != "none" {
+		t.Errorf("status does not report vLLM open without a key on every address: %v", after)
 	}
 	mustCode(t, "destroy", l.rayform("", "-chdir="+dir, "destroy", "-auto-approve"), exitOK)
 }

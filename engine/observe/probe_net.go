@@ -254,6 +254,9 @@ func parseListen(s *section) ListenFacts {
 	if msg := s.failure(); msg != "" {
 		return ListenFacts{Err: "ss -ltnp: " + msg}
 	}
+	if s.attr("ports") == "all" {
+		return ListenFacts{List: ParseListeners(string(s.stdout), nil)}
+	}
 	want := map[int]bool{}
 	for _, p := range strings.Split(s.attr("ports"), ",") {
 		if n, err := strconv.Atoi(p); err == nil {

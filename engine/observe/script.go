@@ -242,7 +242,9 @@ func ProbeScript(spec HostSpec) string {
 	b.WriteString("rf_bsec meminfo rf_mem\n")
 	b.WriteString("rf_sec " + secExec + " rf_exec\n")
 	b.WriteString("rf_sec gpu rf_gpu\n")
-	if ports := listenPorts(spec); len(ports) > 0 {
+	if spec.AllListeners {
+		b.WriteString("rf_listen " + shell.Quote(secListen+" ports=all") + "\n")
+	} else if ports := listenPorts(spec); len(ports) > 0 {
 		b.WriteString("rf_listen " + shell.Quote(secListen+" ports="+strings.Join(ports, ",")) + "\n")
 	}
 	if listing {
@@ -253,7 +255,7 @@ func ProbeScript(spec HostSpec) string {
 			b.WriteString(" " + shell.Quote(strings.TrimPrefix(n, "/")))
 		}
 		b.WriteString("\n")
-		if len(listenPorts(spec)) > 0 {
+		if len(listenPorts(spec)) > 0 || spec.AllListeners {
 			b.WriteString(listenOwnerHelpers)
 			b.WriteString("rf_sec " + secListenOwner + " rf_lown\n")
 		}

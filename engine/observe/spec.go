@@ -85,6 +85,9 @@ type HostSpec struct {
 	// probe lists which of them something already listens on, and what
 	// (ss -ltnp), so plan can name it before apply fails to bind.
 	Ports []int
+	// AllListeners lists every listening TCP socket of the host, not only
+	// those on Ports (status's exposure report).
+	AllListeners bool
 
 	// CommandTimeout bounds each tool the probe runs; zero means
 	// DefaultCommandTimeout.

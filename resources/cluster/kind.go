@@ -412,6 +412,8 @@ func observeClusters(o *kind.Observation) {
 			hs := o.Host(node)
 			hs.Images = kit.AppendUnique(hs.Images, rc.Image)
 			hs.Containers = kit.AppendUnique(hs.Containers, container)
+			// status's exposure report reads every listener.
+			hs.AllListeners = hs.AllListeners || o.Status
 			if h, ok := hashes[node][container]; ok {
 				if hs.SpecHashes == nil {
 					hs.SpecHashes = map[string]string{}
@@ -524,6 +526,9 @@ type ClusterStatus struct {
 	Head     string          `json:"head"`
 	Ray      []RayNodeStatus `json:"ray_nodes"`
 	RayError string          `json:"ray_error,omitempty"`
+	// Exposure lists, per node, every TCP port listening beyond the
+	// node's loopback and fabric address (Exposures).
+	Exposure []Exposure `json:"exposure"`
 }
 
 // RayNodeStatus is one row of Ray's node table.
@@ -562,6 +567,7 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 			}
 			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
 		}
+		sc.Exposure = Exposures(q.Config, q.Facts, rc)
 		out = append(out, kind.Status{Address: rc.Addr, Value: sc, Problems: problems, Render: sc.render})
 	}
 	return out
@@ -579,6 +585,12 @@ func (c ClusterStatus) render(w io.Writer) {
 			role = "head"
 		}
 		fmt.Fprintf(w, "  %-16s %-6s %-4s %g GPU\n", n.NodeIP, n.State, role, n.GPUs)
+	}
+	if len(c.Exposure) > 0 {
+		fmt.Fprintf(w, "Listening beyond loopback and the fabric:\n")
+	}
+	for _, e := range c.Exposure {
+		fmt.Fprintf(w, "  %-8s %-22s %-18s %s\n", e.Node, e.Addr, kit.FirstNonEmpty(e.Process, "?"), e.Auth)
 	}
 }
 

@@ -374,6 +374,32 @@ func SecretsOn(cfg *config.Config, cluster string) bool {
 	return false
 }
 
+// Listener is implemented by the Go value of a block that runs a server in
+// a Ray cluster's head container (a vllm_serve's API): the cluster's
+// exposure report (status) names it and says whether it demands a key.
+type Listener interface {
+	// ListensOn returns the port the block's server listens on in the
+	// ray_cluster named cluster, and whether it demands a key; ok is false
+	// when the block does not run there.
+	ListensOn(cluster string) (port int, keyed, ok bool)
+}
+
+// ListenersOn returns, by port, whether each server a block of cfg runs
+// in the cluster named cluster demands a key (Listener).
+func ListenersOn(cfg *config.Config, cluster string) map[int]bool {
+	out := map[int]bool{}
+	for _, typ := range cfg.Kinds() {
+		for _, v := range cfg.Blocks(typ) {
+			if l, ok := v.(Listener); ok {
+				if port, keyed, on := l.ListensOn(cluster); on {
+					out[port] = keyed
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Mounter is implemented by the Go value of a block that runs in a Ray
 // cluster's containers and needs host directories mounted in them at the
 // same path (a vllm_serve's model weights): the cluster mounts them.

@@ -82,6 +82,12 @@ func listenHost(sv *VLLMServe, rc *cluster.RayCluster) (string, bool) {
 	return rc.HeadAddress.String(), true
 }
 
+// ListensOn is sv's API port on its cluster and whether it demands a key
+// (kind.Listener).
+func (sv *VLLMServe) ListensOn(cluster string) (port int, keyed, ok bool) {
+	return sv.Port, sv.APIKey != "", sv.Cluster == cluster
+}
+
 // Exposed reports whether sv answers beyond the fabric without a key.
 func (sv *VLLMServe) Exposed() bool { return sv.Listen == ListenAll && sv.APIKey == "" }
 
