@@ -310,3 +310,35 @@ func TestStatusExposure(t *testing.T) {
 		t.Errorf("exposure %v, want %v", got, want)
 	}
 }
+
+// TestStatusAuthMode: status says which authentication the head's Ray
+// runs with, from its dashboard's /api/authentication_mode (public in Ray
+// 2.52 and later), and a cluster meant to demand the token whose Ray does
+// not (a 404: a Ray before 2.52; "disabled") is a problem.
+func TestStatusAuthMode(t *testing.T) {
+	tests := []struct {
+		name        string
+		answer      observe.HTTPResult
+		mode        string
+		wantProblem bool
+	}{
+		{"token", observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 200}, Body: `{"authentication_mode": "token"}`}, cluster.AuthModeToken, false},
+		{"disabled", observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 200}, Body: `{"authentication_mode": "disabled"}`}, cluster.AuthModeDisabled, true},
+		{"Ray before 2.52", observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 404, Err: "HTTP 404"}}, cluster.AuthModeUnsupported, true},
+		{"unreadable", observe.HTTPResult{HTTPCheck: observe.HTTPCheck{Status: 200}, Body: `not json`}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := statusObserved(t, nil)
+			obs.facts.Hosts["a"].HTTP[cluster.AuthModeURL(8265)] = tt.answer
+			doc := statusDoc(t, buildStatus("lab", obs))
+			if got := doc.Clusters[0].AuthMode; got != tt.mode {
+				t.Errorf("auth_mode %q, want %q", got, tt.mode)
+			}
+			open := slices.ContainsFunc(doc.Problems, func(p string) bool { return strings.Contains(p, "ray_cluster.main is open") })
+			if open != tt.wantProblem {
+				t.Errorf("problems %v: an open cluster reported %v, want %v", doc.Problems, open, tt.wantProblem)
+			}
+		})
+	}
+}

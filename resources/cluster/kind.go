@@ -432,6 +432,9 @@ func observeClusters(o *kind.Observation) {
 			if node == rc.Head {
 				hs.Ports = kit.AppendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				hs.HTTP = append(hs.HTTP, rayTableProbe(rc, project))
+				if rc.Auth == AuthToken {
+					hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: AuthModeURL(rc.DashboardPort), Owner: container})
+				}
 			}
 			o.SetHost(node, hs)
 		}
@@ -526,6 +529,9 @@ type ClusterStatus struct {
 	Head     string          `json:"head"`
 	Ray      []RayNodeStatus `json:"ray_nodes"`
 	RayError string          `json:"ray_error,omitempty"`
+	// AuthMode is the authentication the head's Ray runs with, as its
+	// dashboard says (RayAuthMode; "" when not read).
+	AuthMode string `json:"auth_mode,omitempty"`
 	// Exposure lists, per node, every TCP port listening beyond the
 	// node's loopback and fabric address (Exposures).
 	Exposure []Exposure `json:"exposure"`
@@ -568,6 +574,10 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 			sort.Slice(sc.Ray, func(i, j int) bool { return sc.Ray[i].NodeIP < sc.Ray[j].NodeIP })
 		}
 		sc.Exposure = Exposures(q.Config, q.Facts, rc)
+		sc.AuthMode = RayAuthMode(q.Facts.Hosts[rc.Head], rc)
+		if rc.Auth == AuthToken && (sc.AuthMode == AuthModeDisabled || sc.AuthMode == AuthModeUnsupported) {
+			problems = append(problems, fmt.Sprintf("%s is open: its Ray does not run token authentication (%s)", rc.Addr, sc.AuthMode))
+		}
 		out = append(out, kind.Status{Address: rc.Addr, Value: sc, Problems: problems, Render: sc.render})
 	}
 	return out
@@ -585,6 +595,9 @@ func (c ClusterStatus) render(w io.Writer) {
 			role = "head"
 		}
 		fmt.Fprintf(w, "  %-16s %-6s %-4s %g GPU\n", n.NodeIP, n.State, role, n.GPUs)
+	}
+	if c.AuthMode != "" {
+		fmt.Fprintf(w, "  authentication: %s\n", c.AuthMode)
 	}
 	if len(c.Exposure) > 0 {
 		fmt.Fprintf(w, "Listening beyond loopback and the fabric:\n")

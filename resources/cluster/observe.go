@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -36,6 +37,48 @@ func RayTable(hf *observe.HostFacts, rc *RayCluster) RayNodeFacts {
 	}
 	r, ok := hf.HTTP[RayTableURL(rc.DashboardPort)]
 	return ParseRayNodes(r, ok)
+}
+
+// AuthModeURL is where a head's dashboard says which authentication its
+// Ray runs with (public: Ray 2.52's /api/authentication_mode).
+func AuthModeURL(dashboardPort int) string {
+	return fmt.Sprintf("http://127.0.0.1:%d/api/authentication_mode", dashboardPort)
+}
+
+// What the head's dashboard says of Ray's authentication (RayAuthMode).
+const (
+	AuthModeToken       = "token"
+	AuthModeDisabled    = "disabled"
+	AuthModeUnsupported = "unsupported" // no such route: a Ray before 2.52
+)
+
+// RayAuthMode is the authentication the head's Ray runs with, as its
+// dashboard answered (AuthModeToken, AuthModeDisabled or, for a 404,
+// AuthModeUnsupported); "" when it was not asked or not read.
+func RayAuthMode(hf *observe.HostFacts, rc *RayCluster) string {
+	if hf == nil {
+		return ""
+	}
+	r, ok := hf.HTTP[AuthModeURL(rc.DashboardPort)]
+	switch {
+	case !ok:
+		return ""
+	case r.Status == 404:
+		return AuthModeUnsupported
+	case r.Status != 200:
+		return ""
+	}
+	var v struct {
+		Mode string `json:"authentication_mode"`
+	}
+	if json.Unmarshal([]byte(r.Body), &v) != nil {
+		return ""
+	}
+	switch v.Mode {
+	case AuthModeToken, AuthModeDisabled:
+		return v.Mode
+	}
+	return ""
 }
 
 // AssumedFabric returns the fabric address (and the interface holding it)

@@ -277,6 +277,13 @@ func (p *planner) checkRayTable(rc *RayCluster, head *observe.HostFacts, specs [
 		}
 		return
 	}
+	if mode := RayAuthMode(head, rc); rc.Auth == AuthToken && (mode == AuthModeDisabled || mode == AuthModeUnsupported) {
+		if oc := p.clusterContainer(rc, rc.Head); oc.Found && oc.C.Running && !work.Start[rc.Head] {
+			p.Find(plan.Warning, rc.Addr, rc.Head, rc.Addr+" is open: its Ray does not run token authentication ("+mode+")",
+				"auth = \"token\" hands Ray RAY_AUTH_MODE=token, but the head's dashboard reports authentication "+mode+": a Ray older than 2.52 ignores the variable, so anyone who reaches the cluster's ports can join it and run code in it.",
+				"use an image with Ray 2.52 or later, or set auth = \"none\" to keep the cluster open on purpose")
+		}
+	}
 	if table.Err != "" {
 		// The head container runs but Ray does not answer: restart it.
 		if oc := p.clusterContainer(rc, rc.Head); oc.Found && oc.C.Running && !work.Start[rc.Head] {

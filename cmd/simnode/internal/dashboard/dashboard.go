@@ -28,9 +28,13 @@ type Source interface {
 	Status() *gcs.Status
 }
 
-// Handler returns the dashboard's HTTP handler.
-func Handler(src Source, now func() time.Time) http.Handler {
+// Handler returns the dashboard's HTTP handler, behind Ray's token
+// authentication when auth's mode is "token".
+func Handler(src Source, now func() time.Time, auth Auth) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("/api/authentication_mode", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, pylog.KV{{Key: "authentication_mode", Value: auth.Mode}})
+	})
 	mux.HandleFunc("/api/gcs_healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "success")
@@ -115,7 +119,7 @@ func Handler(src Source, now func() time.Time) http.Handler {
 		}
 		writeJSON(w, pylog.KV{{Key: "result", Value: true}, {Key: "msg", Value: "Got cluster status."}, {Key: "data", Value: pylog.KV{{Key: "autoscalingStatus", Value: nil}, {Key: "autoscalingError", Value: nil}, {Key: "clusterStatus", Value: raystate.LoadMetricsReport(now(), st, os.Getpid())}}}})
 	})
-	return mux
+	return auth.guard(mux)
 }
 
 func matches(row pylog.KV, keys, preds, vals []string) bool {

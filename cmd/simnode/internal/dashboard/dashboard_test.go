@@ -32,7 +32,7 @@ func TestDashboard(t *testing.T) {
 		{NodeID: "aa", NodeIP: "192.168.200.12", NodeName: "192.168.200.12", IsHead: true, State: gcs.Alive, Resources: map[string]float64{"GPU": 1, "memory": 1 << 30}},
 		{NodeID: "bb", NodeIP: "192.168.200.13", NodeName: "192.168.200.13", State: gcs.Dead, Resources: map[string]float64{"GPU": 1}},
 	}}}
-	srv := httptest.NewServer(Handler(src, time.Now))
+	srv := httptest.NewServer(Handler(src, time.Now, Auth{Mode: "disabled"}))
 	defer srv.Close()
 	if code, body := get(t, srv.URL+"/api/gcs_healthz"); code != 200 || body != "success" {
 		t.Errorf("gcs_healthz = %d %q", code, body)
@@ -77,7 +77,7 @@ func TestClusterStatusUsage(t *testing.T) {
 		{NodeID: "bb", NodeIP: "192.168.200.13", State: gcs.Alive, Resources: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}, Available: map[string]float64{"GPU": 2, "node:192.168.200.13": 1}},
 		{NodeID: "cc", NodeIP: "192.168.200.14", State: gcs.Dead, Resources: map[string]float64{"GPU": 2}},
 	}}}
-	srv := httptest.NewServer(Handler(src, time.Now))
+	srv := httptest.NewServer(Handler(src, time.Now, Auth{Mode: "disabled"}))
 	defer srv.Close()
 	_, body := get(t, srv.URL+"/api/cluster_status")
 	var env struct {

@@ -99,7 +99,7 @@ func DaemonMain(ctx context.Context, p *sim.Proc) int {
 			if err != nil {
 				fmt.Fprintf(open("dashboard.log"), "Failed to start the dashboard: %v\n", err)
 			} else {
-				hs := &http.Server{Handler: dashboard.Handler(srv, p.Now), ReadHeaderTimeout: 10 * time.Second}
+				hs := &http.Server{Handler: dashboard.Handler(srv, p.Now, dashboard.LoadAuth(p.Env.Get)), ReadHeaderTimeout: 10 * time.Second}
 				go func() { _ = hs.Serve(dl) }()
 				go func() {
 					<-ctx.Done()
