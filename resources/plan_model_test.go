@@ -214,7 +214,7 @@ func TestModelSpecs(t *testing.T) {
 			cfg := planConfig(t, tc.src, cc.facts)
 			rc := cfg.RayClusters["main"]
 			for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, cc.addrs, nil) {
-				if got := slices.Contains(s.Volumes, "/data/hf/hub:/data/hf/hub"); got != tc.mount {
+				if got := slices.Contains(s.Volumes, "/data/hf/hub:/data/hf/hub:ro"); got != tc.mount {
 					t.Errorf("%s: volumes %v", s.Node, s.Volumes)
 				}
 			}

@@ -81,8 +81,8 @@ vllm_serve "pinned" {
 	}
 	rc := cfg.RayClusters["main"]
 	specs := cluster.ClusterSpecs(cluster.View(cfg.Config), rc, map[string]netip.Addr{}, nil)
-	if len(specs) != 1 || !slices.Contains(specs[0].Volumes, "/srv/stash:/srv/stash") {
-		t.Errorf("cluster volumes %v, want the stash mounted", specs[0].Volumes)
+	if len(specs) != 1 || !slices.Contains(specs[0].Volumes, "/srv/stash:/srv/stash:ro") {
+		t.Errorf("cluster volumes %v, want the stash mounted read-only", specs[0].Volumes)
 	}
 	s, err := serve.ServeSpecFor(serve.View(cfg.Config), cfg.Serves["s"])
 	if err != nil {

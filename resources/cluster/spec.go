@@ -419,13 +419,16 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 
 // weightsVolumes are the mounts of rc's containers for the weights its
 // serves load (kind.Mounter): each provider's directory at the same path,
-// unless a volume of rc mounts something there already (nil when none, which leaves the
-// containers' specs as they were).
+// read-only (rayform stages the weights on the host; vLLM reads them
+// offline, HF_HUB_OFFLINE=1, and a process of the container can neither
+// alter nor plant files in the host's cache), unless a volume of rc mounts
+// something there already (nil when none, which leaves the containers'
+// specs as they were).
 func weightsVolumes(cfg *Config, rc *RayCluster) []string {
 	var out []string
 	for _, dir := range kind.MountsOn(cfg.Config, rc.Name) {
 		if !mountsAt(rc.Volumes, dir) {
-			out = kit.AppendUnique(out, dir+":"+dir)
+			out = kit.AppendUnique(out, dir+":"+dir+":ro")
 		}
 	}
 	return out
