@@ -146,7 +146,7 @@ func TestArchStep(t *testing.T) {
 // (environment, variables, tokens). If this fails, keep the value out of
 // the state.
 func TestImageAnswerHoldsNoValues(t *testing.T) {
-	want := []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked"}
+	want := []string{"Query", "VLLM", "Platform", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked"}
 	var got []string
 	for f := range reflect.TypeFor[imageAnswer]().Fields() {
 		got = append(got, f.Name)
@@ -156,5 +156,34 @@ func TestImageAnswerHoldsNoValues(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("imageAnswer fields = %v, want exactly %v", got, want)
+	}
+}
+
+// The image's answer records the distribution's version, local segment
+// included, and vLLM's platform: the lab's real vLLM says __version__
+// "0.32.0", its distribution "0.32.0+cpu" (issue 39: plan recorded
+// "0.32.0" and used the CUDA block size). An older query's answer, without
+// either, is not current: apply asks the image again.
+func TestParseArchAnswerVersionAndPlatform(t *testing.T) {
+	for _, tc := range []struct {
+		name, line        string
+		version, platform string
+		cpu, current      bool
+	}{
+		{"cpu build", `{"vllm":"0.32.0","vllm_dist":"0.32.0+cpu","platform":"cpu","transformers":"4.57.1"}`, "0.32.0+cpu", "cpu", true, true},
+		{"cuda image", `{"vllm":"0.17.1","vllm_dist":"0.17.1","platform":"cuda","transformers":"4.57.1"}`, "0.17.1", "cuda", false, true},
+		{"no metadata", `{"vllm":"0.17.1","platform":"cuda"}`, "0.17.1", "cuda", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im, ok := parseArchAnswer([]byte("INFO noise\n" + archMarker + tc.line + "\n"))
+			a := answerOf(im)
+			if !ok || a.VLLM != tc.version || a.Platform != tc.platform || a.cpu() != tc.cpu || answerCurrent(im) != tc.current {
+				t.Errorf("parsed %+v (ok %v, cpu %v, current %v), want version %q platform %q cpu %v current %v", a, ok, a.cpu(), answerCurrent(im), tc.version, tc.platform, tc.cpu, tc.current)
+			}
+		})
+	}
+	old := state.Image{Answer: json.RawMessage(`{"vllm":"0.32.0","transformers":"4.57.1"}`)}
+	if answerCurrent(old) || answerOf(old).cpu() {
+		t.Errorf("an answer of the first query is current or CPU: %+v", answerOf(old))
 	}
 }

@@ -37,6 +37,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	p.capacity(sv, rc)
 	p.memoryMonitor(sv, rc)
 	head := p.Host(rc.Head)
+	p.extraArgsPlan(sv, rc, head)
 	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
 	answer := ServeAnswer(head, sv.Port)
