@@ -15,6 +15,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	fs := newFlagSet(c, "apply", "apply [options] [PLAN]\n\n  Observe the hosts, show the plan, ask for confirmation, and make the hosts\n  match the configuration, verifying every step. With PLAN (from plan -out),\n  apply exactly that plan, or refuse if the hosts changed since.")
 	opts.register(fs)
 	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
+	atomic := fs.Bool("atomic", true, "when a replaced vllm_serve fails to become healthy, put back the serve that ran before it and wait for it to answer (apply still fails); -atomic=false leaves the failed serve as it is")
 	opts.registerLock(fs, "applying")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -50,6 +51,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
+	s.run.Options.NotAtomic = !*atomic
 	return s.apply(ctx, run.ApplyRequest{AutoApprove: *autoApprove || saved != nil, Saved: saved, Destroy: saved != nil && saved.Destroy})
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -41,6 +42,7 @@ func (p *planner) serve(sv *VLLMServe) {
 	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
 	answer := ServeAnswer(head, sv.Port)
+	failed, hasFailed := FailedStartOf(head, spec, p.Project())
 	action := plan.NoOp
 	var reasons, drift []string
 	switch {
@@ -73,7 +75,15 @@ func (p *planner) serve(sv *VLLMServe) {
 		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
 	default:
 		switch h := JudgeServe(rec, answer, spec); h.State {
-		case HealthDown, HealthHung, HealthUnhealthy, HealthWrongModel:
+		case HealthDown:
+			action = plan.Replace
+			if hasFailed && failed.SpecHash == rec.SpecHash {
+				// rayform's own start failed: not a change outside it.
+				reasons = append(reasons, "rayform's start of it failed at "+failed.At.Format(time.DateTime)+": "+failed.Cause)
+			} else {
+				drift = append(drift, h.Detail)
+			}
+		case HealthHung, HealthUnhealthy, HealthWrongModel:
 			action = plan.Replace
 			drift = append(drift, h.Detail)
 		case HealthPortHeld:
@@ -100,6 +110,9 @@ func (p *planner) serve(sv *VLLMServe) {
 	if len(drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
+	if action != plan.NoOp && hasFailed && failed.SpecHash == spec.Hash() {
+		p.failedBefore(sv, spec, rec, failed)
+	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
@@ -113,6 +126,7 @@ func (p *planner) serve(sv *VLLMServe) {
 const (
 	HealthOK         = "ok"
 	HealthDown       = "down"        // no serve process runs
+	HealthFailed     = "failed"      // rayform's start of it failed
 	HealthPortHeld   = "port held"   // another process holds its port
 	HealthHung       = "hung"        // the port is open, /health does not answer
 	HealthStarting   = "starting"    // the process runs, its port is closed
@@ -439,4 +453,19 @@ func (p *planner) memoryMonitor(sv *VLLMServe, rc *cluster.RayCluster) {
 		p.Find(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
 		return
 	}
+}
+
+// failedBefore warns that the serve apply would start now is the one
+// whose start failed last time, with the cause, and says where the
+// endpoint stands: back on the previous serve, or down.
+func (p *planner) failedBefore(sv *VLLMServe, spec ServeSpec, rec observe.ProcessRecord, f FailedStart) {
+	where, logs := fmt.Sprintf("%s is down: no serve runs on port %d.", sv.Addr, sv.Port), "logs"
+	if f.Restored && rec.Found && rec.Alive && rec.SpecHash != spec.Hash() {
+		where, logs = fmt.Sprintf("apply put the previous serve of %s back; it runs on port %d.", sv.Addr, sv.Port), "logs -previous"
+	}
+	r := sv.Range("model")
+	p.Finding(plan.Finding{Severity: plan.Warning, Address: sv.Addr, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
+		Summary: "this configuration of the serve failed to start at " + f.At.Format(time.DateTime) + ": " + f.Cause,
+		Detail:  "rayform started exactly this configuration before and it did not become healthy; " + where + " `rayform " + logs + " " + sv.Addr + "` shows that start's log, `rayform diagnose " + sv.Addr + "` its cause.",
+		Fix:     "fix the cause before applying again, or go back to the configuration that served"})
 }
