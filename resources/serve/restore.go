@@ -22,8 +22,8 @@ import (
 // a killed rayform as the serve itself does:
 //
 //   - serve-NAME.good.json, the recipe of the last start that served (its
-//     ServeSpec without secret values, written after the test completion
-//     answered), from which apply puts that serve back;
+//     ServeSpec without secret values, written once /health and
+//     /v1/models answered), from which apply puts that serve back;
 //   - serve-NAME.failed.json, the spec hash and cause of the last start
 //     rayform saw fail, which plan and status read (failedRecord) to say
 //     "failed" with the cause instead of "down" or "changed outside of

@@ -185,7 +185,10 @@ func (r *serveRun) startStep() apply.Step {
 				return r.failStart(ctx, err, progress)
 			}
 			r.loaded = r.e.Now().Sub(began)
-			return nil
+			// It answers: the serve to put back if a later change fails
+			// (recorded here, not after the test completion, so that an
+			// interrupt before that step still records it).
+			return r.keepGood(ctx, r.loaded)
 		},
 		// Run waited for the answer (a start that does not answer is a
 		// failed start, which Run handles: failStart); Verify reads it
@@ -398,8 +401,7 @@ func (r *serveRun) completionStep() apply.Step {
 			} else {
 				progress(fmt.Sprintf("completion: %d tokens", n))
 			}
-			// It serves: the serve to put back if a later change fails.
-			return r.keepGood(ctx, r.loaded)
+			return nil
 		},
 	}
 }
