@@ -33,9 +33,7 @@ func TestE2EAtomicRestore(t *testing.T) {
 	mustCode(t, "first apply", run("apply", "-auto-approve"), exitOK)
 
 	bad := clusterConfig("enp1s0f1np1", seedImage, false, 0.3)
-	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(strings.Replace(readFile(t, filepath.Join(dir, "main.hcl")), good, bad, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setConfig(t, dir, good, bad)
 	p := l.pollHealth(t, "spark2", "http://192.168.200.12:8000/health")
 	r := run("apply", "-auto-approve")
 	p.awaitAnswer(t, 30*time.Second) // the poll after the restore
@@ -206,4 +204,93 @@ func (p *poller) stop() polls {
 func (p *poller) stop0() {
 	p.cancel()
 	<-p.done
+}
+
+// TestE2EAtomicRestoreFaults stops apply while it puts the previous serve
+// back — kill -9, Ctrl-C twice, the client's connections lost — and checks
+// that nothing is lost (the failed start's log is still there, on the host)
+// and that the next apply of the configuration that served converges:
+// exit 0, the serve answers, plan has no changes (issue 39 item 1).
+func TestE2EAtomicRestoreFaults(t *testing.T) {
+	good := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
+	bad := clusterConfig("enp1s0f1np1", seedImage, false, 0.3)
+	for i, tc := range []struct {
+		name  string
+		fault func(t *testing.T, l *e2eLab, cmd *exec.Cmd) (heal func())
+	}{
+		{"kill -9", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			return func() {}
+		}},
+		{"Ctrl-C twice", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
+			for range 2 {
+				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return func() {}
+		}},
+		{"connection lost", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
+			ports := l.clientPorts(t)
+			if len(ports) == 0 {
+				t.Fatal("no SSH connection of apply found")
+			}
+			l.dropRules(t, "-I", ports, "OUTPUT", "INPUT")
+			return func() { l.dropRules(t, "-D", ports, "OUTPUT", "INPUT") }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := startLab(t, fmt.Sprintf("rfe2erestore%d", i))
+			dir := l.config(good)
+			run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
+			mustCode(t, "first apply", run("apply", "-auto-approve"), exitOK)
+			setConfig(t, dir, good, bad)
+			cmd, out := l.start("-chdir="+dir, "apply", "-auto-approve")
+			waitFor(t, "apply to put the previous serve back", 5*time.Minute, func() bool {
+				return strings.Contains(out.String(), "putting back the one that served before")
+			})
+			heal := tc.fault(t, l, cmd)
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			select {
+			case err := <-exited:
+				if err == nil {
+					t.Errorf("apply stopped during the restore exited 0\n%s", out)
+				}
+			case <-time.After(3 * time.Minute):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Logf("apply did not exit 3 min after the fault; killed")
+			}
+			heal()
+			l.quiet(t)
+			// Nothing lost: the failed start's log is on the host, as the
+			// current log (the restore had not started the old serve yet)
+			// or as the previous one.
+			logs := run("logs", "vllm_serve.qwen").stdout + run("logs", "-previous", "vllm_serve.qwen").stdout
+			if !strings.Contains(logs, "No available memory for the cache blocks") {
+				t.Errorf("the failed start's log is gone:\n%s\n--- apply ---\n%s", logs, out)
+			}
+			setConfig(t, dir, bad, good)
+			r := l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-lock-timeout=1m")
+			mustCode(t, "apply of the configuration that served", r, exitOK)
+			mustCode(t, "plan after it", run("plan", "-detailed-exitcode"), exitOK)
+			mustContain(t, "status", run("status").stdout, "health    ok (/health 200)")
+		})
+	}
+}
+
+// setConfig replaces from with to in dir's main.hcl.
+func setConfig(t *testing.T, dir, from, to string) {
+	t.Helper()
+	path := filepath.Join(dir, "main.hcl")
+	src := readFile(t, path)
+	if !strings.Contains(src, from) {
+		t.Fatalf("%s does not hold the configuration to replace", path)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(src, from, to, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
