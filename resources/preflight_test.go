@@ -271,8 +271,8 @@ func TestPlanPreflight(t *testing.T) {
 			cfg := planConfig(t, src, cc.facts)
 			// What the probe reads is what ObserveSpec asks for.
 			spec := resources.ObserveSpec(cfg, st, benchProject)
-			if n := len(spec.Hosts[`gpu["h1"]`].Reads); n != 3 {
-				t.Fatalf("the head's probe reads %d files, want config.json, the index and the serve's failed-start record: %+v", n, spec.Hosts[`gpu["h1"]`].Reads)
+			if n := len(spec.Hosts[`gpu["h1"]`].Reads); n != 4 {
+				t.Fatalf("the head's probe reads %d files, want config.json, the index and the serve's failed-start record and recipe: %+v", n, spec.Hosts[`gpu["h1"]`].Reads)
 			}
 			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
 			var txt, js bytes.Buffer

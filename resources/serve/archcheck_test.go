@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
@@ -185,5 +187,32 @@ func TestParseArchAnswerVersionAndPlatform(t *testing.T) {
 	old := state.Image{Answer: json.RawMessage(`{"vllm":"0.32.0","transformers":"4.57.1"}`)}
 	if answerCurrent(old) || answerOf(old).cpu() {
 		t.Errorf("an answer of the first query is current or CPU: %+v", answerOf(old))
+	}
+}
+
+// The serve's last measured load time is read back from its recipe on the
+// head, as apply wrote it (keepGood): plan's downtime estimate.
+func TestLastLoadFromRecipe(t *testing.T) {
+	spec := ServeSpec{Name: "qwen", Node: "spark1", Container: "rayform-spark"}
+	at := time.Date(2026, 12, 6, 20, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(recipe{Spec: ServeSpec{Args: []string{"vllm", "serve", "m"}}, Hash: "h", LoadSeconds: 45.2, At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		read    observe.ReadResult
+		want    float64
+		wantAny bool
+	}{
+		{"measured", observe.ReadResult{Exists: true, Content: string(b)}, 45.2, true},
+		{"none", observe.ReadResult{}, 0, false},
+		{"truncated", observe.ReadResult{Exists: true, Content: string(b), Truncated: true}, 0, false},
+	} {
+		hf := &observe.HostFacts{Reads: map[string]observe.ReadResult{spec.HostGoodPath("p"): tc.read}}
+		secs, gotAt, ok := lastLoad(hf, spec, "p")
+		if ok != tc.wantAny || secs != tc.want || ok && !gotAt.Equal(at) {
+			t.Errorf("%s: lastLoad = %v, %v, %v; want %v, %v", tc.name, secs, gotAt, ok, tc.want, tc.wantAny)
+		}
 	}
 }

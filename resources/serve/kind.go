@@ -431,7 +431,7 @@ func observeServes(o *kind.Observation) {
 				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
-				hs.Reads = append(hs.Reads, failedStartProbe(project, node, container, sv.Name))
+				hs.Reads = append(hs.Reads, failedStartProbe(project, node, container, sv.Name), goodProbe(project, node, container, sv.Name))
 				// The GPU budget of a multi-node cluster: what Ray
 				// reports free on each node (clusterBudget), asked once.
 				if u := cluster.RayUsageProbe(rc); len(rc.Workers) > 0 && !slices.ContainsFunc(hs.HTTP, func(h observe.HTTPProbe) bool { return h.URL == u.URL }) {

@@ -113,6 +113,9 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp && hasFailed && failed.SpecHash == spec.Hash() {
 		p.failedBefore(sv, spec, rec, failed)
 	}
+	if action == plan.Replace && rec.Found && rec.Alive {
+		reasons = append(reasons, p.downtime(sv, rc, head, spec))
+	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
@@ -468,4 +471,16 @@ func (p *planner) failedBefore(sv *VLLMServe, spec ServeSpec, rec observe.Proces
 		Summary: "this configuration of the serve failed to start at " + f.At.Format(time.DateTime) + ": " + f.Cause,
 		Detail:  "rayform started exactly this configuration before and it did not become healthy; " + where + " `rayform " + logs + " " + sv.Addr + "` shows that start's log, `rayform diagnose " + sv.Addr + "` its cause.",
 		Fix:     "fix the cause before applying again, or go back to the configuration that served"})
+}
+
+// downtime says what replacing a running serve costs its clients, as one
+// of the change's reasons: apply stops it, then starts the new one, so the
+// endpoint does not answer for the new one's load time; the estimate is
+// the serve's last measured start on the same head (recorded beside it
+// when it answered).
+func (p *planner) downtime(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, spec ServeSpec) string {
+	if secs, at, ok := lastLoad(head, spec, p.Project()); ok {
+		return fmt.Sprintf("stop-then-start: its endpoint is down while the new serve loads, about %.0f s (its last start on %s, at %s, took %.1f s); if the new one fails, apply puts this one back", secs, rc.Head, at.Format(time.DateTime), secs)
+	}
+	return fmt.Sprintf("stop-then-start: its endpoint is down while the new serve loads (no start of it measured on %s yet); if the new one fails, apply puts this one back", rc.Head)
 }

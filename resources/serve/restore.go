@@ -40,6 +40,12 @@ func (s ServeSpec) failedPath() string {
 	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".failed.json"
 }
 
+// HostGoodPath is goodPath as the head host sees it (plan reads the last
+// measured load time from it).
+func (s ServeSpec) HostGoodPath(project string) string {
+	return servedir.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".good.json"
+}
+
 // HostFailedPath is failedPath as the head host sees it (plan reads it).
 func (s ServeSpec) HostFailedPath(project string) string {
 	return servedir.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".failed.json"
@@ -239,4 +245,32 @@ func FailedStartOf(hf *observe.HostFacts, spec ServeSpec, project string) (Faile
 	}
 	f.Cause = string(termtext.Plain([]byte(f.Cause)))
 	return f, true
+}
+
+// goodReadMax bounds the read of the recipe: a spec's arguments and
+// environment.
+const goodReadMax = 64 << 10
+
+// goodProbe asks the head for the serve's recipe (its last load time).
+func goodProbe(project, node, container, name string) observe.ReadProbe {
+	spec := ServeSpec{Name: name, Node: node, Container: container}
+	return observe.ReadProbe{Path: spec.HostGoodPath(project), Max: goodReadMax}
+}
+
+// lastLoad is how long the serve's last start that served took on its
+// head (exec to /health 200) and when it ran, as the head's probe read
+// its recipe; ok false when none was measured.
+func lastLoad(hf *observe.HostFacts, spec ServeSpec, project string) (secs float64, at time.Time, ok bool) {
+	if hf == nil {
+		return 0, time.Time{}, false
+	}
+	got, found := hf.Reads[spec.HostGoodPath(project)]
+	if !found || !got.Exists || got.Err != "" || got.Truncated {
+		return 0, time.Time{}, false
+	}
+	var rc recipe
+	if json.Unmarshal([]byte(got.Content), &rc) != nil || rc.LoadSeconds <= 0 {
+		return 0, time.Time{}, false
+	}
+	return rc.LoadSeconds, rc.At, true
 }
