@@ -285,12 +285,5 @@ func TestE2EAtomicRestoreFaults(t *testing.T) {
 // setConfig replaces from with to in dir's main.hcl.
 func setConfig(t *testing.T, dir, from, to string) {
 	t.Helper()
-	path := filepath.Join(dir, "main.hcl")
-	src := readFile(t, path)
-	if !strings.Contains(src, from) {
-		t.Fatalf("%s does not hold the configuration to replace", path)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(src, from, to, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editFile(t, filepath.Join(dir, "main.hcl"), from, to)
 }
