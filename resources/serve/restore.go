@@ -140,13 +140,19 @@ func causeOf(err error) string {
 // left of the process (a dead vLLM must not read as "starting"), records
 // the failure on the host, and, unless apply runs with -atomic=false,
 // puts back the serve that ran before (readGood) and waits for it to
-// answer. The step still fails: the error says what failed, whether the
+// answer. With -atomic=false a start that only ran out of ready_timeout is
+// left loading, as before. The step still fails: the error says what failed, whether the
 // previous serve is back, and how long the endpoint was down.
 func (r *serveRun) failStart(ctx context.Context, err error, progress func(string)) error {
 	if ctx.Err() != nil {
 		return err // interrupted: nothing more runs on the hosts
 	}
 	failed := FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second)}
+	if r.e.NotAtomic && r.readyTimeout > 0 {
+		// Slower than its ready_timeout, not failed: -atomic=false keeps
+		// it loading (the next apply follows it to ready).
+		return err
+	}
 	if serr := r.stopStep().Run(ctx, progress); serr != nil {
 		return fmt.Errorf("%w\n\nStopping what was left of it failed too: %v", err, serr)
 	}
