@@ -204,7 +204,7 @@ func TestE2ESafety(t *testing.T) {
 	})
 
 	t.Run("apply verifies a serve still loading", func(t *testing.T) {
-		slow := []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"40s\" }\n"}
+		slow := []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"70s\" }\n"}
 		setConfig(t, slow...)
 		// -atomic=false: a replacement not ready within its ready_timeout
 		// is otherwise stopped and the serve before it put back (issue
