@@ -57,8 +57,9 @@ demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=n
 	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"The capital of France is\",\"max_tokens\":8}'" && \
 	  $(RF_CLIENT) sh -c "$$req" >/dev/null && \
 	  echo && echo "The lab $(LAB) is up and serving. From its client namespace:" && echo && \
-	  echo "  sudo $(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \
-	  echo "Then: $(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status   (or logs vllm_serve.qwen, plan, ...)" && \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo 'sudo ') && \
+	  echo "  $${sudo}$(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \
+	  echo "Then: $${sudo}$(CURDIR)/$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status   (or logs vllm_serve.qwen, plan, ...)" && \
 	  echo "Remove it with: make demo-down LAB=$(LAB)"
 
 demo-down: build ## Remove the demo lab (LAB=name)

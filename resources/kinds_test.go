@@ -65,6 +65,7 @@ func TestKindChecks(t *testing.T) {
 		{"vllm_serve: empty model", `model   = "m"`, `model   = " "`, hcl.DiagError, "Empty model", 27},
 		{"vllm_serve: API key twice", `env     = {}`, "env     = { VLLM_API_KEY = \"k\" }\n  api_key = \"k\"", hcl.DiagError, "API key set twice", 29},
 		{"vllm_serve: managed extra arg", `env     = {}`, `extra_args = ["-tp", "2"]`, hcl.DiagError, "Argument managed by rayform", 28},
+		{"vllm_serve: misspelt extra arg", `env     = {}`, `extra_args = ["--enforce-eagr"]`, hcl.DiagError, "Unknown vLLM option", 28},
 		{"vllm_serve: too many GPUs", `env     = {}`, `tensor_parallel_size = 4`, hcl.DiagError, "Not enough GPUs", 28},
 		{"vllm_serve: port conflict", `env     = {}`, `port = 6379`, hcl.DiagError, "Port conflict", 28},
 	} {

@@ -167,6 +167,46 @@ func preflightCases() []preflightCase {
 `,
 			notWant:   []string{"Error:", "Warning:"},
 			wantNotes: []string{`vllm_serve.llama: vLLM will report "CPU KV cache size: 37,376 tokens, Maximum concurrency for 32,768 tokens per request: 1.14x" (--kv-cache-memory-bytes 1,073,741,824: 292 blocks of 128 tokens (vLLM's CPU default), 3,670,016 bytes each; 256 blocks a 32,768-token request).`}},
+		// The image's vLLM is the CPU build as vLLM itself says (query 2:
+		// platform "cpu") though its version has no "+cpu" (vLLM picked the
+		// platform otherwise, VLLM_TARGET_DEVICE=cpu): CPU blocks of 128
+		// tokens (issue 39: 16 were quoted).
+		{name: "preflight-kv-capacity-cpu-platform", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
+			imageEdit: func(s string) string {
+				return strings.Replace(s, `"vllm": "0.11.0"`, `"query": 2, "vllm": "0.32.0", "platform": "cpu"`, 1)
+			},
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+  extra_args             = ["--kv-cache-memory-bytes", "1G", "--dtype", "float32"]
+`,
+			notWant:   []string{"Error:", "Warning:"},
+			wantNotes: []string{`vllm_serve.llama: vLLM will report "CPU KV cache size: 37,376 tokens, Maximum concurrency for 32,768 tokens per request: 1.14x" (--kv-cache-memory-bytes 1,073,741,824: 292 blocks of 128 tokens (vLLM's CPU default), 3,670,016 bytes each; 256 blocks a 32,768-token request).`}},
+		// extra_args are checked against the image's own vLLM: 0.32.0+cpu
+		// is 0.32.0's table, which no longer has --swap-space (0.17.1 had).
+		{name: "preflight-extra-args-image-version", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
+			imageEdit: func(s string) string {
+				return strings.Replace(s, `"vllm": "0.11.0"`, `"query": 2, "vllm": "0.32.0+cpu", "platform": "cpu"`, 1)
+			},
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+  extra_args             = ["--swap-space", "4"]
+`,
+			want: []string{"Error: vLLM 0.32.0+cpu in the image has no option --swap-space"},
+			at:   "extra_args", wantErrors: 1,
+			wantNotes: []string{`vllm_serve.llama: vLLM will report at most "GPU KV cache size: 5,103,296 tokens, Maximum concurrency for 32,768 tokens per request: 155.74x" (68.14 GiB a GPU after the weights, before vLLM's memory profile takes its share: 318,956 blocks of 16 tokens (vLLM's GPU default), 229,376 bytes each; 2,048 blocks a 32,768-token request).`}},
+		// An image whose vLLM has no table: plan says so instead of passing
+		// silently.
+		{name: "preflight-extra-args-no-table", model: "qwen2.5-7b-instruct", image: "registry-new-image.json",
+			serve: `  model                  = "Qwen/Qwen2.5-7B-Instruct"
+  tensor_parallel_size   = 4
+  max_model_len          = 32768
+  extra_args             = ["--swap-space", "4"]
+`,
+			notWant: []string{"Error:"},
+			wantNotes: []string{"the extra_args of vllm_serve.llama were not checked against the image's vLLM 0.11.0: rayform has no option table for vLLM 0.11.0 (it has 0.17.1, 0.32.0, 0.33.0).",
+				`vllm_serve.llama: vLLM will report at most "GPU KV cache size: 5,103,296 tokens, Maximum concurrency for 32,768 tokens per request: 155.74x" (68.14 GiB a GPU after the weights, before vLLM's memory profile takes its share: 318,956 blocks of 16 tokens (vLLM's GPU default), 229,376 bytes each; 2,048 blocks a 32,768-token request).`}},
 		// An image whose python3 cannot import vLLM (the lab's): the
 		// apply that asked it said so once; a plan says it again only when
 		// the check would matter, for a model the serve did not run yet
@@ -231,8 +271,8 @@ func TestPlanPreflight(t *testing.T) {
 			cfg := planConfig(t, src, cc.facts)
 			// What the probe reads is what ObserveSpec asks for.
 			spec := resources.ObserveSpec(cfg, st, benchProject)
-			if n := len(spec.Hosts[`gpu["h1"]`].Reads); n != 2 {
-				t.Fatalf("the head's probe reads %d files, want config.json and the index: %+v", n, spec.Hosts[`gpu["h1"]`].Reads)
+			if n := len(spec.Hosts[`gpu["h1"]`].Reads); n != 4 {
+				t.Fatalf("the head's probe reads %d files, want config.json, the index and the serve's failed-start record and recipe: %+v", n, spec.Hosts[`gpu["h1"]`].Reads)
 			}
 			res := resources.Plan(resources.PlanInput{Config: cfg, Facts: cc.facts, State: st, Project: benchProject})
 			var txt, js bytes.Buffer

@@ -218,6 +218,7 @@ func (p Provider) stepEnv(env run.Env, obs *run.Observation, w *Work) *hostenv.S
 		Diagnose:        DiagnoseContext(ConfigOf(obs.Config), obs.Facts, addrs, w),
 		Log:             env.Log,
 		State:           env.State, // the images' answers to the architecture check
+		NotAtomic:       env.NotAtomic,
 	}
 }
 

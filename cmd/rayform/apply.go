@@ -16,6 +16,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 	opts.register(fs)
 	autoApprove := fs.Bool("auto-approve", false, "skip the interactive confirmation")
 	fs.BoolVar(&opts.rotateToken, "rotate-token", false, "make each cluster's authentication token anew under its lock (the plan then replaces the clusters that demand the old one)")
+	atomic := fs.Bool("atomic", true, "when a replaced vllm_serve fails to become healthy, put back the serve that ran before it and wait for it to answer (apply still fails); -atomic=false leaves the failed serve as it is")
 	opts.registerLock(fs, "applying")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -51,6 +52,7 @@ func runApply(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
+	s.run.Options.NotAtomic = !*atomic
 	return s.apply(ctx, run.ApplyRequest{AutoApprove: *autoApprove || saved != nil, Saved: saved, Destroy: saved != nil && saved.Destroy})
 }
 

@@ -4,8 +4,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +145,9 @@ func TestE2ERealVLLM(t *testing.T) {
 	mustCode(t, "second plan", again, exitOK)
 	mustContain(t, "second plan", again.stdout, "No changes. Your infrastructure matches the configuration.")
 
+	// Issue 39's "Done when" on the real vLLM: changes at the edges.
+	realVLLMChanges(t, l, dir)
+
 	destroy := l.rayform("", "-chdir", dir, "destroy", "-auto-approve")
 	mustCode(t, "destroy", destroy, exitOK)
 	// Nothing of ours is left: no container, running or stopped, on
@@ -153,4 +159,95 @@ func TestE2ERealVLLM(t *testing.T) {
 	}
 	after := l.rayform("", "-chdir", dir, "plan", "-destroy", "-detailed-exitcode")
 	mustCode(t, "plan -destroy after destroy", after, exitOK)
+}
+
+// realVLLMChanges makes the serve changes of issue 39's "Done when" on the
+// lab's real vLLM, as an operator would, each measured by a client polling
+// /health every 0.5 s from the worker: (c) a misspelt extra_args option is
+// refused by plan at file:line with the nearest real option; a
+// max_model_len change (4096 -> 2048), its downtime measured and stated
+// beforehand by plan; (a) a change that fails at start leaves the previous
+// serve answering, apply exits 1 naming the cause and the restore, and the
+// outage it prints is what the client saw (±2 s); (d) logs -previous shows
+// the failed start's log after the restore.
+func realVLLMChanges(t *testing.T, l *e2eLab, dir string) {
+	t.Helper()
+	hcl := filepath.Join(dir, "rayform.hcl")
+	args := `extra_args             = ["--kv-cache-memory-bytes", "64M", "--enforce-eager", "--dtype", "float32"]`
+	health := "http://" + lab.FabricIP(0) + ":8000/health"
+
+	// (c) A misspelt option: plan refuses it, at its line, with the
+	// nearest real option.
+	editFile(t, hcl, args, strings.Replace(args, `"--enforce-eager"`, `"--enforce-eagr"`, 1))
+	typo := l.rayform("", "-chdir", dir, "plan")
+	mustCode(t, "plan with a misspelt option", typo, exitError)
+	line := 1 + strings.Count(readFile(t, hcl)[:strings.Index(readFile(t, hcl), "extra_args ")], "\n")
+	mustContain(t, "plan with a misspelt option", typo.stdout+typo.stderr, "Unknown vLLM option",
+		fmt.Sprintf("rayform.hcl line %d", line), `"--enforce-eagr"`, "Did you mean", "--enforce-eager?")
+	editFile(t, hcl, strings.Replace(args, `"--enforce-eager"`, `"--enforce-eagr"`, 1), args)
+
+	// A max_model_len change: plan says it is stop-then-start and the
+	// downtime to expect (the first start's load time); the client's view.
+	editFile(t, hcl, "max_model_len          = 4096", "max_model_len          = 2048")
+	pl := l.rayform("", "-chdir", dir, "plan")
+	mustContain(t, "plan of the max_model_len change", pl.stdout, "stop-then-start: its endpoint is down while the new serve loads, about ")
+	p := l.pollHealth(t, "spark2", health)
+	change := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	mustCode(t, "apply of the max_model_len change", change, exitOK)
+	p.awaitAnswer(t, time.Minute)
+	seen, fails := p.stop().outage()
+	t.Logf("max_model_len 4096 -> 2048: apply %s; the client saw %.1f s of downtime (%d failed polls); plan said: %s",
+		change.elapsed.Round(time.Second), seen.Seconds(), fails, lineWith(pl.stdout, "stop-then-start"))
+
+	// (a) A change that fails at start (a tokenizer the hub does not
+	// have): the previous serve is put back.
+	editFile(t, hcl, args, strings.Replace(args, `"--dtype", "float32"]`, `"--dtype", "float32", "--tokenizer", "rayform-lab/no-such-tokenizer"]`, 1))
+	p = l.pollHealth(t, "spark2", health)
+	failed := l.rayform("", "-chdir", dir, "apply", "-auto-approve")
+	p.awaitAnswer(t, 2*time.Minute)
+	polls := p.stop()
+	mustCode(t, "apply of a change that fails", failed, exitError)
+	out := failed.stdout + failed.stderr
+	mustContain(t, "apply of a change that fails", out, "no-such-tokenizer",
+		"The previous serve of vllm_serve.qwen is back and answering on port 8000")
+	m := regexp.MustCompile(`The endpoint was down for (\d+\.\d) s`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("apply does not say how long the endpoint was down:\n%s", out)
+	}
+	printed, _ := strconv.ParseFloat(m[1], 64)
+	seen, fails = polls.outage()
+	t.Logf("failed change: apply printed %.1f s of downtime, the client saw %.1f s (%d failed polls); apply %s",
+		printed, seen.Seconds(), fails, failed.elapsed.Round(time.Second))
+	if d := seen.Seconds() - printed; d > 2 || d < -2 {
+		t.Errorf("apply printed an outage of %.1f s, the client saw %.1f s", printed, seen.Seconds())
+	}
+	// (d) The failed start's log, kept.
+	prev := l.rayform("", "-chdir", dir, "logs", "-previous", "vllm_serve.qwen")
+	mustCode(t, "logs -previous", prev, exitOK)
+	mustContain(t, "logs -previous", prev.stdout, "no-such-tokenizer")
+	editFile(t, hcl, strings.Replace(args, `"--dtype", "float32"]`, `"--dtype", "float32", "--tokenizer", "rayform-lab/no-such-tokenizer"]`, 1), args)
+	mustCode(t, "plan after going back", l.rayform("", "-chdir", dir, "plan", "-detailed-exitcode"), exitOK)
+	editFile(t, hcl, "max_model_len          = 2048", "max_model_len          = 4096")
+}
+
+// editFile replaces from with to in the file at path.
+func editFile(t *testing.T, path, from, to string) {
+	t.Helper()
+	src := readFile(t, path)
+	if !strings.Contains(src, from) {
+		t.Fatalf("%s does not contain %q", path, from)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(src, from, to, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lineWith is the first line of s containing sub.
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -204,9 +204,12 @@ func TestE2ESafety(t *testing.T) {
 	})
 
 	t.Run("apply verifies a serve still loading", func(t *testing.T) {
-		slow := []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"40s\" }\n"}
+		slow := []string{"  max_model_len          = 4096\n", "  max_model_len          = 4096\n  ready_timeout          = \"15s\"\n  env                    = { SIMNODE_WEIGHT_LOAD = \"70s\" }\n"}
 		setConfig(t, slow...)
-		r := run("apply", "-auto-approve")
+		// -atomic=false: a replacement not ready within its ready_timeout
+		// is otherwise stopped and the serve before it put back (issue
+		// 39); here the slow serve must go on loading.
+		r := run("apply", "-auto-approve", "-atomic=false")
 		mustCode(t, "apply of a serve slower than its ready_timeout", r, exitError)
 		mustContain(t, "apply of a serve slower than its ready_timeout", r.stderr, "is not ready after 15s (ready_timeout)")
 		// Run again while it loads: no change to make, and still no

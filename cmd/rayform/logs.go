@@ -22,6 +22,8 @@ type logsArgs struct {
 	follow bool
 	tail   int
 	since  string
+	// previous asks for the log of a serve's previous process.
+	previous bool
 }
 
 // parseLogsArgs parses rayform logs' arguments; ok false when parsing
@@ -32,6 +34,7 @@ func parseLogsArgs(c *cli, args []string) (a logsArgs, code int, ok bool) {
 	fs.StringVar(&a.node, "node", "", "only the logs of node `NAME`")
 	fs.BoolVar(&a.follow, "f", false, "follow the logs as they grow, until interrupted")
 	fs.IntVar(&a.tail, "tail", 100, "print the last `N` lines of each log first (-1: all)")
+	fs.BoolVar(&a.previous, "previous", false, "vllm_serve only: the log of the serve's previous process (a failed or replaced start), which the next start keeps")
 	fs.StringVar(&a.since, "since", "", "ray_cluster only: logs since `D`, a duration (10m) or a timestamp (2026-12-01T10:00:00Z), as docker logs --since takes")
 	pos, code, ok := parseInterspersed(fs, args)
 	if !ok {
@@ -59,7 +62,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	cmds, err := resources.Logs(resources.LogQuery{Config: s.cfg.Config, Project: s.project, Address: a.addr, Node: a.node, Follow: a.follow, Tail: a.tail, Since: a.since})
+	cmds, err := resources.Logs(resources.LogQuery{Config: s.cfg.Config, Project: s.project, Address: a.addr, Node: a.node, Follow: a.follow, Tail: a.tail, Since: a.since, Previous: a.previous})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError

@@ -113,8 +113,19 @@ func (h *textHooks) ResourceComplete(addr string, a plan.Action, elapsed time.Du
 
 func (h *textHooks) ResourceErrored(addr string, a plan.Action, elapsed time.Duration, err error) {
 	h.stopTicker(addr)
+	h.printf("%s: %s\n", h.bold(addr), erroredLine(a, elapsed, err))
+}
+
+// erroredLine is the line of a resource whose steps stopped: failed, or,
+// when the interrupt kept its next step from starting, stopped there with
+// the steps before done (each reported as it finished, healthy or not).
+func erroredLine(a plan.Action, elapsed time.Duration, err error) string {
 	_, done, _ := verbs(a)
-	h.printf("%s: %s failed after %s\n", h.bold(addr), done, formatElapsed(elapsed))
+	var se *apply.StepError
+	if errors.Is(err, apply.ErrInterrupted) && errors.As(err, &se) {
+		return fmt.Sprintf("stopped by the interrupt after %s, before %q; the steps before it finished", formatElapsed(elapsed), se.Step)
+	}
+	return fmt.Sprintf("%s failed after %s", done, formatElapsed(elapsed))
 }
 
 // formatElapsed renders a duration the way Terraform does: "42s", "1m3s".
@@ -183,6 +194,10 @@ func (h *jsonHooks) ResourceErrored(addr string, a plan.Action, elapsed time.Dur
 	p := hookPayload(addr, a)
 	p["elapsed_seconds"] = int(elapsed.Round(time.Second).Seconds())
 	p["error"] = err.Error()
+	if errors.Is(err, apply.ErrInterrupted) {
+		h.emit("warn", "apply_interrupted", addr+": "+erroredLine(a, elapsed, err), map[string]any{"hook": p})
+		return
+	}
 	h.emit("error", "apply_errored", fmt.Sprintf("%s: %s failed after %s", addr, done, formatElapsed(elapsed)), map[string]any{"hook": p})
 }
 

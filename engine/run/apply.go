@@ -333,7 +333,7 @@ func (r *Runner) connectAhead(ctx context.Context) {
 
 // env is what the provider's steps get.
 func (r *Runner) env() Env {
-	return Env{Conns: r.Conns, Project: r.Project, Parallelism: r.ApplyParallelism(), State: r.State, Log: r.log().Named("apply")}
+	return Env{Conns: r.Conns, Project: r.Project, Parallelism: r.ApplyParallelism(), State: r.State, Log: r.log().Named("apply"), NotAtomic: r.Options.NotAtomic}
 }
 
 // applyGraph turns the plan's work into the engine's resources, ordered by

@@ -137,6 +137,8 @@ type Env struct {
 	// State is the run's state (the images' answers to checks).
 	State *state.State
 	Log   hclog.Logger
+	// NotAtomic: see Options.NotAtomic.
+	NotAtomic bool
 }
 
 // Provider is what the engine asks about what blocks mean. Everything
@@ -221,6 +223,9 @@ type Options struct {
 	RotateToken bool
 	// StatusProbes adds status's probes to the observation.
 	StatusProbes bool
+	// NotAtomic keeps a failed replacement as it failed (apply
+	// -atomic=false) instead of putting back what ran before it.
+	NotAtomic bool
 }
 
 // Runner is one run's configuration, state and connections.

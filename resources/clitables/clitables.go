@@ -170,6 +170,30 @@ func LoadVLLM(version string) (*VLLM, error) {
 	return t, nil
 }
 
+// VLLMTableVersion is the table version that describes an installed vLLM
+// whose version string is installed: PEP 440's public version, without a
+// leading "v" and without the local segment that builds such as vLLM's
+// own CPU wheels add ("0.32.0+cpu" is described by 0.32.0's table: a
+// local version labels the build, not the command line). ok is false when
+// no embedded table has that version.
+func VLLMTableVersion(installed string) (version string, ok bool) {
+	version = PublicVersion(installed)
+	for _, v := range Versions("vllm-serve") {
+		if v == version {
+			return v, true
+		}
+	}
+	return version, false
+}
+
+// PublicVersion is a PEP 440 version without its local segment ("+cpu",
+// "+cu130") and without a leading "v": what releases are compared by.
+func PublicVersion(v string) string {
+	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
+	v, _, _ = strings.Cut(v, "+")
+	return v
+}
+
 // LoadRay returns the `ray start` table of version.
 func LoadRay(version string) (*Ray, error) {
 	t := &Ray{}

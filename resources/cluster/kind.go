@@ -319,6 +319,10 @@ func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 	if rc == nil {
 		return nil, fmt.Errorf("%s: no such %s in the configuration", q.Address, Type)
 	}
+	if q.Previous {
+		// A replaced container is removed with its logs.
+		return nil, fmt.Errorf("-previous applies to vllm_serve logs (a serve keeps its previous process's log); a ray_cluster's containers keep none")
+	}
 	tail := "all"
 	if q.Tail >= 0 {
 		tail = strconv.Itoa(q.Tail)

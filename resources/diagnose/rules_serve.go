@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rayform/rayform/resources/clitables"
 	"github.com/rayform/rayform/resources/vllmcli"
 )
 
@@ -205,7 +206,9 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 	d.Title = in + onHost(host) + " does not know " + what
 	var why []string
 	why = append(why, "argparse refused \""+redact(u[1])+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
-	if version != "" && version != vllmcli.Version {
+	// A local version segment labels a build ("0.17.1+cpu" is 0.17.1's
+	// command line): compare releases.
+	if version != "" && clitables.PublicVersion(version) != vllmcli.Version {
 		var known []string
 		opts := vllmcli.ServeOptions()
 		for _, f := range flags {

@@ -89,6 +89,10 @@ type StepEnv struct {
 	// Checks start the ranks of data-plane checks ahead, as their
 	// containers start; nil starts each check in its own step.
 	Checks *CheckStarts
+	// NotAtomic keeps a replacement that failed to become healthy as it
+	// failed (apply -atomic=false); by default the step that started it
+	// puts back what ran before.
+	NotAtomic bool
 	// Prepared says that PrepareSteps ran before the walk (the image is
 	// on every node that starts a container, and has Ray): Steps leaves
 	// those steps out.

@@ -630,6 +630,9 @@ type LogQuery struct {
 	Tail int
 	// Since is docker logs' --since ("" for none).
 	Since string
+	// Previous asks for the log of the process before the current one
+	// (a failed or replaced start), where the kind keeps one.
+	Previous bool
 }
 
 // LogCommand is the shell script that prints one log on one node.

@@ -39,7 +39,11 @@ const archMarker = "RAYFORM_ARCH "
 
 // archQuery prints what the image's vLLM and transformers know, as one
 // JSON line after archMarker. Plugins are loaded first, as vllm serve
-// does, so architectures registered by out-of-tree plugins count. Names:
+// does, so architectures registered by out-of-tree plugins count. The
+// version is the distribution's (importlib.metadata, what `vllm
+// --version` and vLLM's own platform detection read: "0.32.0+cpu" for a
+// CPU build, whose vllm.__version__ says "0.32.0"), the platform vLLM's
+// current_platform.device_type ("cuda", "cpu", ...). Names:
 // vllm.model_executor.models.ModelRegistry.get_supported_archs() and
 // vllm.transformers_utils.config._CONFIG_REGISTRY (vLLM's sources),
 // transformers.models.auto.configuration_auto.CONFIG_MAPPING (its lazy
@@ -58,6 +62,16 @@ except Exception as e:
 try:
     import vllm
     out["vllm"] = getattr(vllm, "__version__", "")
+    try:
+        from importlib.metadata import version as dist_version
+        out["vllm_dist"] = dist_version("vllm")
+    except Exception:
+        pass
+    try:
+        from vllm.platforms import current_platform
+        out["platform"] = current_platform.device_type
+    except Exception:
+        pass
     try:
         from vllm.plugins import load_general_plugins
         load_general_plugins()
@@ -151,6 +165,8 @@ type ArchCheck struct {
 // archAnswer is the query's JSON line.
 type archAnswer struct {
 	VLLM              string   `json:"vllm"`
+	VLLMDist          string   `json:"vllm_dist"`
+	Platform          string   `json:"platform"`
 	Transformers      string   `json:"transformers"`
 	Architectures     []string `json:"architectures"`
 	ModelTypes        []string `json:"model_types"`
@@ -175,7 +191,13 @@ type CUDA struct {
 // and vLLM read configs of, and both versions; or why it could not
 // answer.
 type imageAnswer struct {
-	VLLM            string   `json:"vllm,omitempty"`
+	// Query is the version of archQuery that answered (answerQuery);
+	// an older answer lacks what later queries ask and is asked again.
+	Query int    `json:"query,omitempty"`
+	VLLM  string `json:"vllm,omitempty"`
+	// Platform is vLLM's platform in the image ("cuda", "cpu"), "" when
+	// it did not say.
+	Platform        string   `json:"platform,omitempty"`
 	Transformers    string   `json:"transformers,omitempty"`
 	Architectures   []string `json:"architectures,omitempty"`
 	ModelTypes      []string `json:"model_types,omitempty"`
@@ -183,6 +205,14 @@ type imageAnswer struct {
 	Unchecked       string   `json:"unchecked,omitempty"`
 	CUDA
 }
+
+// answerQuery is the version of archQuery: 2 added the distribution's
+// version (local segment included) and vLLM's platform.
+const answerQuery = 2
+
+// answerCurrent says whether im holds an answer of the current archQuery
+// (an image's content never changes, but what rayform asks it does).
+func answerCurrent(im state.Image) bool { return answerOf(im).Query >= answerQuery }
 
 // answerOf reads the serve kind's answer in im (none when it holds
 // another).
@@ -219,7 +249,11 @@ func parseArchAnswer(stdout []byte) (state.Image, bool) {
 		if json.Unmarshal([]byte(rest), &a) != nil {
 			return state.Image{}, false
 		}
-		im := imageAnswer{VLLM: a.VLLM, Transformers: a.Transformers, Architectures: a.Architectures,
+		version := a.VLLMDist
+		if version == "" {
+			version = a.VLLM
+		}
+		im := imageAnswer{Query: answerQuery, VLLM: version, Platform: a.Platform, Transformers: a.Transformers, Architectures: a.Architectures,
 			ModelTypes: a.ModelTypes, VLLMConfigTypes: a.VLLMConfigTypes, CUDA: a.CUDA}
 		switch {
 		case a.VLLMError != "":
@@ -274,6 +308,11 @@ func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.
 		p.Finding(plan.Finding{Severity: sev, Address: sv.Addr, At: ac.At, Summary: f.Summary,
 			Detail: f.Detail + "\n" + source + fmt.Sprintf(" The image %s answered on %s (asked by apply; it took %.1f s).", shortImage(rc.Image, id), known.CheckedAt.Format(time.DateOnly), known.Seconds),
 			Fix:    f.Fix})
+	}
+	if !answerCurrent(known) {
+		// Asked by an older rayform, which did not ask for the platform
+		// and the distribution's version: apply asks again.
+		return ac
 	}
 	return nil
 }
@@ -392,6 +431,7 @@ func (r *serveRun) archStep() apply.Step {
 			im, known := state.Image{}, false
 			if r.e.State != nil {
 				im, known = r.e.State.Image(id)
+				known = known && answerCurrent(im)
 			}
 			if known {
 				progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))

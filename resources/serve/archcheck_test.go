@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
@@ -148,7 +150,7 @@ func TestArchStep(t *testing.T) {
 func TestImageAnswerHoldsNoValues(t *testing.T) {
 	// CUDA holds versions, arch names and the path of the libcuda the
 	// image loads: no configuration value.
-	want := []string{"VLLM", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "CUDA"}
+	want := []string{"Query", "VLLM", "Platform", "Transformers", "Architectures", "ModelTypes", "VLLMConfigTypes", "Unchecked", "CUDA"}
 	var got []string
 	for f := range reflect.TypeFor[imageAnswer]().Fields() {
 		got = append(got, f.Name)
@@ -158,5 +160,61 @@ func TestImageAnswerHoldsNoValues(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("imageAnswer fields = %v, want exactly %v", got, want)
+	}
+}
+
+// The image's answer records the distribution's version, local segment
+// included, and vLLM's platform: the lab's real vLLM says __version__
+// "0.32.0", its distribution "0.32.0+cpu" (issue 39: plan recorded
+// "0.32.0" and used the CUDA block size). An older query's answer, without
+// either, is not current: apply asks the image again.
+func TestParseArchAnswerVersionAndPlatform(t *testing.T) {
+	for _, tc := range []struct {
+		name, line        string
+		version, platform string
+		cpu, current      bool
+	}{
+		{"cpu build", `{"vllm":"0.32.0","vllm_dist":"0.32.0+cpu","platform":"cpu","transformers":"4.57.1"}`, "0.32.0+cpu", "cpu", true, true},
+		{"cuda image", `{"vllm":"0.17.1","vllm_dist":"0.17.1","platform":"cuda","transformers":"4.57.1"}`, "0.17.1", "cuda", false, true},
+		{"no metadata", `{"vllm":"0.17.1","platform":"cuda"}`, "0.17.1", "cuda", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			im, ok := parseArchAnswer([]byte("INFO noise\n" + archMarker + tc.line + "\n"))
+			a := answerOf(im)
+			if !ok || a.VLLM != tc.version || a.Platform != tc.platform || a.cpu() != tc.cpu || answerCurrent(im) != tc.current {
+				t.Errorf("parsed %+v (ok %v, cpu %v, current %v), want version %q platform %q cpu %v current %v", a, ok, a.cpu(), answerCurrent(im), tc.version, tc.platform, tc.cpu, tc.current)
+			}
+		})
+	}
+	old := state.Image{Answer: json.RawMessage(`{"vllm":"0.32.0","transformers":"4.57.1"}`)}
+	if answerCurrent(old) || answerOf(old).cpu() {
+		t.Errorf("an answer of the first query is current or CPU: %+v", answerOf(old))
+	}
+}
+
+// The serve's last measured load time is read back from its recipe on the
+// head, as apply wrote it (keepGood): plan's downtime estimate.
+func TestLastLoadFromRecipe(t *testing.T) {
+	spec := ServeSpec{Name: "qwen", Node: "spark1", Container: "rayform-spark"}
+	at := time.Date(2026, 12, 6, 20, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(recipe{Spec: ServeSpec{Args: []string{"vllm", "serve", "m"}}, Hash: "h", LoadSeconds: 45.2, At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		read    observe.ReadResult
+		want    float64
+		wantAny bool
+	}{
+		{"measured", observe.ReadResult{Exists: true, Content: string(b)}, 45.2, true},
+		{"none", observe.ReadResult{}, 0, false},
+		{"truncated", observe.ReadResult{Exists: true, Content: string(b), Truncated: true}, 0, false},
+	} {
+		hf := &observe.HostFacts{Reads: map[string]observe.ReadResult{spec.HostGoodPath("p"): tc.read}}
+		secs, gotAt, ok := lastLoad(hf, spec, "p")
+		if ok != tc.wantAny || secs != tc.want || ok && !gotAt.Equal(at) {
+			t.Errorf("%s: lastLoad = %v, %v, %v; want %v, %v", tc.name, secs, gotAt, ok, tc.want, tc.wantAny)
+		}
 	}
 }

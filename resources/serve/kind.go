@@ -405,14 +405,17 @@ func (Kind) Logs(q kind.LogQuery) ([]kind.LogCommand, error) {
 		tail = strconv.Itoa(q.Tail)
 	}
 	spec := ServeSpec{Name: sv.Name, Container: cluster.ContainerName(rc), Node: rc.Head}
-	path := spec.HostLogPath(q.Project)
+	path, none := spec.HostLogPath(q.Project), ": the serve has not been started by rayform on this host"
+	if q.Previous {
+		path, none = spec.HostPreviousLogPath(q.Project), ": rayform has started this serve only once on this host"
+	}
 	argv := []string{"tail", "-n", tail}
 	if q.Follow {
 		argv = append(argv, "-F")
 	}
 	argv = append(argv, path)
 	script := fmt.Sprintf("test -e %s || { echo %s >&2; exit 1; }; exec %s",
-		shell.Quote(path), shell.Quote("no serve log at "+path+": the serve has not been started by rayform on this host"), shell.Join(argv))
+		shell.Quote(path), shell.Quote("no serve log at "+path+none), shell.Join(argv))
 	return []kind.LogCommand{{Node: rc.Head, Script: script}}, nil
 }
 
@@ -436,6 +439,7 @@ func observeServes(o *kind.Observation) {
 				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
+				hs.Reads = append(hs.Reads, failedStartProbe(project, node, container, sv.Name), goodProbe(project, node, container, sv.Name))
 				// The GPU budget of a multi-node cluster: what Ray
 				// reports free on each node (clusterBudget), asked once.
 				if u := cluster.RayUsageProbe(rc, project); len(rc.Workers) > 0 && !slices.ContainsFunc(hs.HTTP, func(h observe.HTTPProbe) bool { return h.URL == u.URL }) {

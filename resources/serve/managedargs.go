@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/plan"
+	"github.com/rayform/rayform/resources/clitables"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/vllmcli"
 )
@@ -140,6 +143,17 @@ func ManagedServeOptions() map[string]string {
 func checkExtraArgs(b *config.Block, args []string) {
 	opts := vllmcli.ServeOptions()
 	managed := ManagedServeOptions()
+	known := make([]string, 0, len(args))
+	for i := range args {
+		if !b.Decl().IsUnknown(fmt.Sprintf("extra_args[%d]", i)) {
+			known = append(known, args[i])
+		} else {
+			known = append(known, "")
+		}
+	}
+	for _, u := range unknownToEveryVLLM(known) {
+		b.Error("extra_args", "Unknown vLLM option", unknownOptionDetail(u, opts, "any vLLM rayform has the option table of ("+strings.Join(clitables.Versions("vllm-serve"), ", ")+")"))
+	}
 	for i, a := range args {
 		if a == "--" {
 			return
@@ -174,4 +188,72 @@ func checkExtraArgs(b *config.Block, args []string) {
 		}
 		b.Error("extra_args", "Argument managed by rayform", fmt.Sprintf("extra_args contains %q%s; %s, so that rayform can check it.", a, seen, how))
 	}
+}
+
+// unknownToEveryVLLM are the words of args that no embedded vLLM table
+// knows as an option: misspellings, whatever the image's version. Plan
+// checks the rest against the image's own version (extraArgsPlan).
+func unknownToEveryVLLM(args []string) []vllmcli.Unknown {
+	var out []vllmcli.Unknown
+	for _, u := range vllmcli.ServeOptions().Unknowns(args) {
+		unknown := true
+		for _, v := range clitables.Versions("vllm-serve") {
+			opts, err := vllmcli.OptionNames(v)
+			if err == nil && len(opts.Unknowns([]string{u.Word})) == 0 {
+				unknown = false
+				break
+			}
+		}
+		if unknown {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// unknownOptionDetail says that word u of extra_args is not an option of
+// whose (a vLLM version, or several), and which option is nearest.
+func unknownOptionDetail(u vllmcli.Unknown, opts vllmcli.Set, whose string) string {
+	return fmt.Sprintf("extra_args[%d] is %q, which is not an option of %s: vllm serve would stop at once with \"unrecognized arguments\".", u.Index, u.Word, whose) +
+		config.DidYouMean(u.Name, opts.LongNames(), "%s")
+}
+
+// extraArgsPlan checks sv's extra_args against the option table of the
+// vLLM the cluster's image holds, as the image itself reported its version
+// (the state's answer to the architecture query, local version segment
+// included: "0.32.0+cpu" is 0.32.0's table). Validation already refused
+// what no table knows; this refuses what the image's own vLLM lacks, or
+// says in a note that no table describes the image's version. An image not
+// asked yet is checked when apply asks it (archStep), before vllm serve
+// starts.
+func (p *planner) extraArgsPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts) {
+	if len(sv.ExtraArgs) == 0 || head == nil {
+		return
+	}
+	_, im, ok := p.imageAnswer(rc, head)
+	if !ok || answerOf(im).VLLM == "" {
+		return
+	}
+	version := answerOf(im).VLLM
+	opts, table, ok := vllmcli.ForInstalled(version)
+	if !ok {
+		p.Note(fmt.Sprintf("the extra_args of %s were not checked against the image's vLLM %s: rayform has no option table for vLLM %s (it has %s).",
+			sv.Addr, version, table, strings.Join(clitables.Versions("vllm-serve"), ", ")))
+		return
+	}
+	r := sv.Range("extra_args")
+	for _, u := range opts.Unknowns(sv.ExtraArgs) {
+		p.Finding(plan.Finding{Severity: plan.Error, Address: sv.Addr, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
+			Summary: fmt.Sprintf("vLLM %s in the image has no option %s", version, u.Word),
+			Detail:  unknownOptionDetail(u, opts, "vLLM "+version+" (the image's, option table "+table+")"),
+			Fix:     unknownOptionFix(u, opts)})
+	}
+}
+
+// unknownOptionFix is the fix of an unknown option.
+func unknownOptionFix(u vllmcli.Unknown, opts vllmcli.Set) string {
+	if n := config.Suggest(u.Name, opts.LongNames()); n != "" {
+		return fmt.Sprintf("replace %s with %s in extra_args, or remove it", u.Word, n)
+	}
+	return fmt.Sprintf("remove %s from extra_args (vllm serve --help in the image lists its options)", u.Word)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
@@ -38,9 +39,11 @@ func (p *planner) serve(sv *VLLMServe) {
 	p.memoryMonitor(sv, rc)
 	p.exposure(sv, rc)
 	head := p.Host(rc.Head)
+	p.extraArgsPlan(sv, rc, head)
 	clusterAction, _ := p.Planned(rc.Addr)
 	rec := ServeRecord(head, sv.Name)
 	answer := ServeAnswer(head, sv.Port)
+	failed, hasFailed := FailedStartOf(head, spec, p.Project())
 	action := plan.NoOp
 	var reasons, drift []string
 	switch {
@@ -73,7 +76,15 @@ func (p *planner) serve(sv *VLLMServe) {
 		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
 	default:
 		switch h := JudgeServe(rec, answer, spec); h.State {
-		case HealthDown, HealthHung, HealthUnhealthy, HealthWrongModel:
+		case HealthDown:
+			action = plan.Replace
+			if hasFailed && failed.SpecHash == rec.SpecHash {
+				// rayform's own start failed: not a change outside it.
+				reasons = append(reasons, "rayform's start of it failed at "+failed.At.Format(time.DateTime)+": "+failed.Cause)
+			} else {
+				drift = append(drift, h.Detail)
+			}
+		case HealthHung, HealthUnhealthy, HealthWrongModel:
 			action = plan.Replace
 			drift = append(drift, h.Detail)
 		case HealthPortHeld:
@@ -100,6 +111,12 @@ func (p *planner) serve(sv *VLLMServe) {
 	if len(drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
 	}
+	if action != plan.NoOp && hasFailed && failed.SpecHash == spec.Hash() {
+		p.failedBefore(sv, spec, rec, failed)
+	}
+	if action == plan.Replace && rec.Found && rec.Alive {
+		reasons = append(reasons, p.downtime(sv, rc, head, spec))
+	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
@@ -113,6 +130,7 @@ func (p *planner) serve(sv *VLLMServe) {
 const (
 	HealthOK         = "ok"
 	HealthDown       = "down"        // no serve process runs
+	HealthFailed     = "failed"      // rayform's start of it failed
 	HealthPortHeld   = "port held"   // another process holds its port
 	HealthHung       = "hung"        // the port is open, /health does not answer
 	HealthStarting   = "starting"    // the process runs, its port is closed
@@ -452,4 +470,31 @@ func (p *planner) memoryMonitor(sv *VLLMServe, rc *cluster.RayCluster) {
 		p.Find(sev, sv.Addr, node, "Ray's memory monitor is on for unified memory", detail, fix)
 		return
 	}
+}
+
+// failedBefore warns that the serve apply would start now is the one
+// whose start failed last time, with the cause, and says where the
+// endpoint stands: back on the previous serve, or down.
+func (p *planner) failedBefore(sv *VLLMServe, spec ServeSpec, rec observe.ProcessRecord, f FailedStart) {
+	where, logs := fmt.Sprintf("%s is down: no serve runs on port %d.", sv.Addr, sv.Port), "logs"
+	if f.Restored && rec.Found && rec.Alive && rec.SpecHash != spec.Hash() {
+		where, logs = fmt.Sprintf("apply put the previous serve of %s back; it runs on port %d.", sv.Addr, sv.Port), "logs -previous"
+	}
+	r := sv.Range("model")
+	p.Finding(plan.Finding{Severity: plan.Warning, Address: sv.Addr, At: fmt.Sprintf("%s:%d", r.Filename, r.Start.Line),
+		Summary: "this configuration of the serve failed to start at " + f.At.Format(time.DateTime) + ": " + f.Cause,
+		Detail:  "rayform started exactly this configuration before and it did not become healthy; " + where + " `rayform " + logs + " " + sv.Addr + "` shows that start's log, `rayform diagnose " + sv.Addr + "` its cause.",
+		Fix:     "fix the cause before applying again, or go back to the configuration that served"})
+}
+
+// downtime says what replacing a running serve costs its clients, as one
+// of the change's reasons: apply stops it, then starts the new one, so the
+// endpoint does not answer for the new one's load time; the estimate is
+// the serve's last measured start on the same head (recorded beside it
+// when it answered).
+func (p *planner) downtime(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, spec ServeSpec) string {
+	if secs, at, ok := lastLoad(head, spec, p.Project()); ok {
+		return fmt.Sprintf("stop-then-start: its endpoint is down while the new serve loads, about %.0f s (its last start on %s, at %s, took %.1f s); if the new one fails, apply puts this one back", secs, rc.Head, at.Format(time.DateTime), secs)
+	}
+	return fmt.Sprintf("stop-then-start: its endpoint is down while the new serve loads (no start of it measured on %s yet); if the new one fails, apply puts this one back", rc.Head)
 }

@@ -201,7 +201,11 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		// The KV cache is sized exactly: the platform decides the block
 		// size and the word vLLM's line starts with.
 		if _, im, ok := p.imageAnswer(rc, head); ok {
-			s.CPU, s.PlatformKnown = cpuBuild(registry(im).VLLM), true
+			// An answer of an older query has vllm.__version__, which
+			// lacks a CPU build's "+cpu": only a "+cpu" in it tells.
+			if a := answerOf(im); answerCurrent(im) || cpuBuild(a.VLLM) {
+				s.CPU, s.PlatformKnown = a.cpu(), true
+			}
 		}
 	}
 	s.GPUMemoryBytes, s.UnifiedMemory = p.gpuMemory(rc)
@@ -286,6 +290,15 @@ func kvCacheArgs(sv *VLLMServe, s *modelfit.Serve) {
 	}
 	s.Dtype, _ = opts.LastValue(sv.ExtraArgs, "--dtype")
 	s.KVCacheDtype, _ = opts.LastValue(sv.ExtraArgs, "--kv-cache-dtype")
+}
+
+// cpu says whether the image's vLLM runs on its CPU platform: as vLLM
+// itself said (current_platform), else from its version (cpuBuild).
+func (a imageAnswer) cpu() bool {
+	if a.Platform != "" {
+		return a.Platform == "cpu"
+	}
+	return cpuBuild(a.VLLM)
 }
 
 // cpuBuild says whether a vLLM version is a CPU build ("0.32.0+cpu"): vLLM

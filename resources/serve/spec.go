@@ -97,6 +97,27 @@ func (s ServeSpec) lockPath() string { return servedir.Dir + "/" + ServeRecordNa
 func (s ServeSpec) LogPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".log" }
 func (s ServeSpec) envPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".env" }
 
+// PreviousLogPath is where the log of the serve's previous process is
+// kept when a new one starts (one generation: a failed start's log
+// survives the restore that follows it, rotateLogScript).
+func (s ServeSpec) PreviousLogPath() string {
+	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".previous.log"
+}
+
+// HostPreviousLogPath is PreviousLogPath as the head host sees it.
+func (s ServeSpec) HostPreviousLogPath(project string) string {
+	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.PreviousLogPath())
+}
+
+// rotateLogScript keeps the log of the serve's last process as the
+// previous log (a non-empty one: a start that wrote nothing leaves the
+// one before it) and removes the pid file, so that neither is taken for
+// the new process's.
+func (s ServeSpec) rotateLogScript() string {
+	log, prev := shell.Quote(s.LogPath()), shell.Quote(s.PreviousLogPath())
+	return fmt.Sprintf("if [ -s %s ]; then mv -f %s %s; fi; rm -f %s %s", log, log, prev, log, shell.Quote(s.pidPath()))
+}
+
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.
 func (s ServeSpec) HostLogPath(project string) string {

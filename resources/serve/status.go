@@ -220,8 +220,14 @@ func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServ
 		return ss
 	}
 	answer := ServeAnswer(hf, sv.Port)
-	h := JudgeServe(ServeRecord(hf, sv.Name), answer, spec)
+	rec := ServeRecord(hf, sv.Name)
+	h := JudgeServe(rec, answer, spec)
 	ss.Health, ss.HealthDetail = h.State, h.Detail
+	if f, ok := FailedStartOf(hf, spec, project); ok && h.State == HealthDown && f.SpecHash == rec.SpecHash {
+		// rayform's own start of it failed (and rayform stopped it).
+		ss.Health, ss.HealthDetail = HealthFailed, "rayform's start at "+f.At.Format(time.DateTime)+" failed: "+f.Cause+"; rayform logs "+sv.Addr+" shows its log"
+		return ss
+	}
 	for _, m := range answer.Models {
 		ss.Models = append(ss.Models, m.ID)
 	}

@@ -39,6 +39,10 @@ type serveRun struct {
 	// rayform stopped waiting after readyTimeout, or found the process gone.
 	readyTimeout time.Duration
 	exited       bool
+	// loaded is how long the start took, exec to /health 200.
+	loaded time.Duration
+	// owner is the SSH user's uid, given the serve's files ("" unknown).
+	owner string
 }
 
 func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
@@ -114,6 +118,9 @@ func (r *serveRun) stopStep() apply.Step {
 			return st != "alive", err
 		},
 		Run: func(ctx context.Context, progress func(string)) error {
+			if r.s.stoppedAt.IsZero() {
+				r.s.stoppedAt = r.e.Now()
+			}
 			for _, sig := range []string{"TERM", "KILL"} {
 				// SIGCONT after it: a stopped (hung) process only acts on
 				// SIGTERM once continued.
@@ -162,11 +169,30 @@ func (r *serveRun) forgetStep() apply.Step {
 }
 
 // startStep starts vllm serve, follows its log into progress lines until
-// "Application startup complete." and verifies /health and /v1/models.
+// "Application startup complete." and verifies /health and /v1/models; a
+// start that does not get there is stopped and, unless apply runs with
+// -atomic=false, the serve that ran before is put back (failStart).
 func (r *serveRun) startStep() apply.Step {
 	return apply.Step{
-		Name:   fmt.Sprintf("start vllm serve %s on %s", r.spec.Name, r.node()),
-		Run:    r.start,
+		Name: fmt.Sprintf("start vllm serve %s on %s", r.spec.Name, r.node()),
+		Run: func(ctx context.Context, progress func(string)) error {
+			began := r.e.Now()
+			err := r.start(ctx, progress)
+			if err == nil {
+				err = r.verifyHTTP(ctx)
+			}
+			if err != nil {
+				return r.failStart(ctx, err, progress)
+			}
+			r.loaded = r.e.Now().Sub(began)
+			// It answers: the serve to put back if a later change fails
+			// (recorded here, not after the test completion, so that an
+			// interrupt before that step still records it).
+			return r.keepGood(ctx, r.loaded)
+		},
+		// Run waited for the answer (a start that does not answer is a
+		// failed start, which Run handles: failStart); Verify reads it
+		// back once more, as every step's postcondition.
 		Verify: r.verifyHTTP,
 	}
 }
@@ -178,11 +204,13 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 		// accident (the head's fabric address was not observed).
 		return fmt.Errorf("%s: the head's fabric address is not known, so vLLM cannot be told to listen there (listen = %q); run rayform apply again", r.spec.Resource, ListenFabric)
 	}
-	// A previous log or pid must not be mistaken for the new process's.
-	// The lock file stays: a serve of the same name still exiting holds
-	// it, and the new one must wait on that same file (see StartScript).
-	if _, err := r.e.Mutate(ctx, node, "docker", "exec", c, "rm", "-f", r.spec.LogPath(), r.spec.pidPath()); err != nil {
-		return fmt.Errorf("clearing the old serve log on %s: %w", node, err)
+	// A previous log or pid must not be mistaken for the new process's;
+	// the log is kept as the previous one (logs -previous, diagnose),
+	// never overwritten: it may explain why this start happens. The lock
+	// file stays: a serve of the same name still exiting holds it, and the
+	// new one must wait on that same file (see StartScript).
+	if _, err := r.e.Mutate(ctx, node, "docker", "exec", c, "sh", "-c", r.spec.rotateLogScript()); err != nil {
+		return fmt.Errorf("keeping the old serve log on %s as the previous one: %w", node, err)
 	}
 	// The log is 0600, given to the SSH user (see ExecArgs).
 	owner := ""
@@ -191,6 +219,7 @@ func (r *serveRun) start(ctx context.Context, progress func(string)) error {
 			owner = id
 		}
 	}
+	r.owner = owner
 	if _, err := r.e.Run(ctx, node, transport.Cmd{Argv: r.spec.ExecArgs(owner), Env: r.spec.SecretEnvValues(), Mutating: true}); err != nil {
 		return fmt.Errorf("starting vllm serve %s on %s: %w", r.spec.Name, node, err)
 	}

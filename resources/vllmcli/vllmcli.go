@@ -88,6 +88,10 @@ type Option struct {
 	// Deprecated marks options vLLM warns about ("argument ... is
 	// deprecated") but still accepts.
 	Deprecated bool
+	// Negatives are the option strings that set a BoolOpt false when they
+	// are not its --no- forms: vLLM's EnableDisableAction
+	// ("--enable-x"/"--disable-x", vllm/entrypoints/openai/cli_args.py).
+	Negatives []string
 }
 
 // Long is the option's first long name.
@@ -118,6 +122,9 @@ func (o *Option) Label() string { return strings.Join(o.Names, "/") }
 // IsNegative reports whether given is the --no- form of a
 // BooleanOptionalAction (argparse: option_string.startswith('--no-')).
 func (o *Option) IsNegative(given string) bool {
+	if o.Negatives != nil {
+		return slices.Contains(o.Negatives, given)
+	}
 	return o.Action == BoolOpt && strings.HasPrefix(given, "--no-")
 }
 
@@ -136,7 +143,13 @@ func (s Set) Lookup(name string) *Option {
 
 // FromTable converts a generated table into a Set, in registration order
 // (-h/--help included, as argparse has it).
-func FromTable(t *clitables.VLLM) (Set, error) {
+func FromTable(t *clitables.VLLM) (Set, error) { return fromTable(t, false) }
+
+// fromTable is FromTable; lenient takes an action or value type it does
+// not emulate as a plain string option (Store, Str), which is enough to
+// tell which words the parser binds to which option, not to convert
+// values.
+func fromTable(t *clitables.VLLM, lenient bool) (Set, error) {
 	var out Set
 	for _, to := range t.Options {
 		o := Option{Names: to.Strings, DestName: to.Dest, Deprecated: to.Deprecated, TypeName: to.TypeName()}
@@ -150,6 +163,9 @@ func FromTable(t *clitables.VLLM) (Set, error) {
 			o.Action = StoreTrue
 		case to.Action == "boolean_optional":
 			o.Action = BoolOpt
+		case to.Action == "class:EnableDisableAction" && nargs == "0" && len(to.Strings) == 2:
+			// Its first string sets the option true, its second false.
+			o.Action, o.Negatives = BoolOpt, to.Strings[1:]
 		case to.Action == "append" && nargs == "":
 			o.Action = Append
 		case to.Action == "store" && nargs == "":
@@ -161,6 +177,8 @@ func FromTable(t *clitables.VLLM) (Set, error) {
 			// a JSON object (its own JSON errors are not emulated).
 			to.Action == "class:LoRAParserAction" && nargs == "+":
 			o.Action = Many
+		case lenient:
+			o.Action = Store
 		default:
 			return nil, fmt.Errorf("vllm serve %s: action %s with nargs %q is not emulated", to.Strings[0], to.Action, nargs)
 		}
@@ -187,6 +205,8 @@ func FromTable(t *clitables.VLLM) (Set, error) {
 			o.Type = Dataclass
 		case tn == "lower_underscore":
 			o.Type = LowerUnderscore
+		case lenient:
+			o.Type = Str
 		default:
 			return nil, fmt.Errorf("vllm serve %s: type %s is not emulated", to.Strings[0], tn)
 		}
@@ -196,7 +216,14 @@ func FromTable(t *clitables.VLLM) (Set, error) {
 				o.Choices = append(o.Choices, PyRepr(v))
 			case float64:
 				o.Choices = append(o.Choices, fmt.Sprint(v))
+			case nil:
+				o.Choices = append(o.Choices, "None")
+			case bool:
+				o.Choices = append(o.Choices, map[bool]string{true: "True", false: "False"}[v])
 			default:
+				if lenient {
+					continue
+				}
 				return nil, fmt.Errorf("vllm serve %s: choice %v is not emulated", to.Strings[0], c)
 			}
 		}
@@ -212,6 +239,17 @@ func Options(version string) (Set, error) {
 		return nil, err
 	}
 	return FromTable(t)
+}
+
+// OptionNames returns the `vllm serve` options of an embedded table's
+// version for binding words to options (Resolve, Unknowns): an action or
+// type the package does not emulate is read as a plain string option.
+func OptionNames(version string) (Set, error) {
+	t, err := clitables.LoadVLLM(version)
+	if err != nil {
+		return nil, err
+	}
+	return fromTable(t, true)
 }
 
 // ServeOptions are the options of `vllm serve` of the image's vLLM, in
@@ -417,4 +455,68 @@ func (s Set) LastValue(args []string, long string) (value string, ok bool) {
 		}
 	}
 	return value, ok
+}
+
+// ForInstalled returns the `vllm serve` options of the vLLM whose version
+// an image reports (its distribution's version, local segment included:
+// "0.32.0+cpu"), and the table version that describes it; ok is false when
+// no embedded table describes that version (clitables.VLLMTableVersion).
+func ForInstalled(installed string) (opts Set, table string, ok bool) {
+	table, ok = clitables.VLLMTableVersion(installed)
+	if !ok {
+		return nil, table, false
+	}
+	s, err := OptionNames(table)
+	if err != nil {
+		return nil, table, false
+	}
+	return s, table, true
+}
+
+// LongNames are the long option strings of s, in registration order.
+func (s Set) LongNames() []string {
+	var out []string
+	for i := range s {
+		for _, n := range s[i].Names {
+			if strings.HasPrefix(n, "--") {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// Unknown is a word of a command line that looks like an option and that
+// the parser matches to none.
+type Unknown struct {
+	// Index is the word's position in the arguments.
+	Index int
+	// Word is the word as given.
+	Word string
+	// Name is the option name it was read as (vLLM's normalisation, before
+	// any '=' or '.'): what a suggestion is measured against.
+	Name string
+}
+
+// Unknowns are the words of args (extra_args-style, after `vllm serve
+// MODEL`) that argparse would refuse as unrecognized options: words that
+// begin with '-', are not negative numbers, and match no option string,
+// not even as an unambiguous prefix (after vLLM's underscore
+// normalisation; "--opt.key" is read as --opt). Nothing after "--" counts.
+func (s Set) Unknowns(args []string) []Unknown {
+	var out []Unknown
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		word := Normalize(a)
+		if name, _, ok := strings.Cut(strings.SplitN(word, "=", 2)[0], "."); ok && strings.HasPrefix(word, "--") {
+			word = name
+		}
+		if m := s.Resolve(word); m.Unknown {
+			name, _, _ := strings.Cut(word, "=")
+			out = append(out, Unknown{Index: i, Word: a, Name: name})
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package vllmcli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,68 @@ func TestLastValue(t *testing.T) {
 	for in, want := range map[string]int{"64M": 64 << 20, "50m": 50_000_000, "25.6k": 25600, "4096": 4096} {
 		if n, err := ParseHumanInt(in); err != nil || n != want {
 			t.Errorf("ParseHumanInt(%q) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+}
+
+// Every embedded table converts (an image of any of these versions gets its
+// extra_args checked), and the installed version's local segment picks the
+// release's table: the lab's real vLLM reports 0.32.0+cpu.
+func TestForInstalled(t *testing.T) {
+	for _, tc := range []struct {
+		installed, table string
+		ok               bool
+	}{
+		{"0.17.1", "0.17.1", true},
+		{"0.32.0+cpu", "0.32.0", true},
+		{"v0.33.0", "0.33.0", true},
+		{"0.11.0", "0.11.0", false},
+	} {
+		opts, table, ok := ForInstalled(tc.installed)
+		if table != tc.table || ok != tc.ok || ok && len(opts) < 200 {
+			t.Errorf("ForInstalled(%q) = %d options, %q, %v; want %q, %v", tc.installed, len(opts), table, ok, tc.table, tc.ok)
+		}
+	}
+}
+
+// Unknowns finds the words vLLM's parser would refuse as unrecognized, and
+// nothing else: values, negative
+// numbers, prefixes, underscores, the --no- and --disable- forms, and
+// words after "--" pass.
+func TestUnknowns(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		args    []string
+		want    []Unknown
+	}{
+		{"0.32.0", []string{"--enforce-eagr"}, []Unknown{{0, "--enforce-eagr", "--enforce-eagr"}}},
+		{"0.32.0", []string{"--dtype", "float32", "--enforce_eager", "--max-num-seqs=4"}, nil},
+		{"0.32.0", []string{"--seed", "-1", "--no-enable-prefix-caching"}, nil},
+		{"0.32.0", []string{"--swap-space", "4"}, []Unknown{{0, "--swap-space", "--swap-space"}}},
+		{"0.17.1", []string{"--swap-space", "4"}, nil},
+		{"0.33.0", []string{"--disable-auto-tool-choice"}, nil},
+		{"0.32.0", []string{"--kv-cache-memroy-bytes=1G", "--", "--whatever"}, []Unknown{{0, "--kv-cache-memroy-bytes=1G", "--kv-cache-memroy-bytes"}}},
+		{"0.32.0", []string{"--frobnicate-everything"}, []Unknown{{0, "--frobnicate-everything", "--frobnicate-everything"}}},
+	} {
+		opts, err := OptionNames(tc.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := opts.Unknowns(tc.args); !slices.Equal(got, tc.want) {
+			t.Errorf("vLLM %s: Unknowns(%q) = %+v, want %+v", tc.version, tc.args, got, tc.want)
+		}
+	}
+}
+
+// EnableDisableAction's second string is its negative form.
+func TestEnableDisableNegative(t *testing.T) {
+	opts, err := OptionNames("0.33.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for word, neg := range map[string]bool{"--enable-auto-tool-choice": false, "--disable-auto-tool-choice": true} {
+		if m := opts.Resolve(word); m.Option == nil || m.Negated != neg {
+			t.Errorf("Resolve(%q) = %+v, want negated %v", word, m, neg)
 		}
 	}
 }
