@@ -53,12 +53,12 @@ demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=n
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
 	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status
-	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw public_endpoint) && \
+	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw endpoint) && \
 	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"The capital of France is\",\"max_tokens\":8}'" && \
-	  $(RF_CLIENT) sh -c "$$req" >/dev/null && \
-	  echo && echo "The lab $(LAB) is up and serving. From its client namespace:" && echo && \
+	  ./bin/rayform lab exec -name $(LAB) spark2 -- sh -c "$$req" >/dev/null && \
+	  echo && echo "The lab $(LAB) is up and serving on its fabric (closed by default: vLLM listens on the head's fabric address). From spark2, on the fabric:" && echo && \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo 'sudo ') && \
-	  echo "  $${sudo}$(CURDIR)/bin/rayform lab exec -name $(LAB) client -- $$req" && echo && \
+	  echo "  $${sudo}$(CURDIR)/bin/rayform lab exec -name $(LAB) spark2 -- $$req" && echo && \
 	  echo "Then: $${sudo}$(CURDIR)/$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status   (or logs vllm_serve.qwen, plan, ...)" && \
 	  echo "Remove it with: make demo-down LAB=$(LAB)"
 

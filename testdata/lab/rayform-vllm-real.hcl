@@ -64,7 +64,8 @@ output "endpoint" {
   value = vllm_serve.qwen.endpoint
 }
 
-# The head's management address: reachable from the client namespace.
+# The head's management address: vLLM answers there only with
+# listen = "all" (by default it listens on the head's fabric address).
 output "public_endpoint" {
   value = vllm_serve.qwen.public_endpoint
 }
