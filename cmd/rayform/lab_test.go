@@ -163,6 +163,10 @@ func TestLabCommand(t *testing.T) {
 		// so its configuration has nodes and the fabric only).
 		{[]string{"lab", "run", "-name", name, "plan"}, 0, []string{"Observed 2 hosts", "No changes."}},
 		{[]string{"lab", "run", "-name", name, "--", "-no-color", "validate"}, 0, []string{"Success! The configuration is valid."}},
+		// status marks the GPUs simnode's nvidia-smi plays as simulated:
+		// simnode says so on its --version's "Simulated by" line.
+		{[]string{"lab", "run", "-name", name, "status"}, 0, []string{"spark1     10.1.230.180     reachable  1 GPU (NVIDIA GB10) (simulated)  memory 119.7 GiB"}},
+		{[]string{"lab", "run", "-name", name, "status", "-json"}, 0, []string{`"gpu_simulator": "rayform simnode"`}},
 		// The command's exit code is lab run's; a -chdir after "--" replaces the lab's directory.
 		{[]string{"lab", "run", "-name", name, "--", "-chdir", "/nonexistent", "plan"}, 1, []string{"Error: -chdir: chdir /nonexistent"}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
