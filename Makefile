@@ -44,22 +44,24 @@ VLLM     ?= simnode
 # LAB_CACHE, when set, is the lab's image cache directory (lab up -cache;
 # default /tmp/rayform-lab-cache): a new directory times a cold first run.
 LAB_CACHE ?=
-RF_CLIENT = ./bin/rayform lab exec -name $(LAB) client --
+# RF runs ./bin/rayform against the lab (lab run: in the lab's client
+# namespace, with its SSH home, in $(LAB_DIR)).
+RF = ./bin/rayform lab run -name $(LAB)
 
 demo: ## Install what the lab needs (Debian, root), bring up a 2-node lab (LAB=name, RAY=real|simnode, VLLM=simnode|real, LAB_CACHE=dir), apply, show status and a curl that works
 	./.ci/install-deps $(if $(filter real,$(RAY) $(VLLM)),lab-ray,lab)
 	$(MAKE) build
 	./bin/rayform lab up -name $(LAB) -ray $(if $(filter real,$(VLLM)),real,$(RAY)) -vllm $(VLLM) $(if $(LAB_CACHE),-cache $(LAB_CACHE)) -simnode $(CURDIR)/bin/simnode
-	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) plan
-	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) apply -auto-approve
-	$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status
-	@ep=$$($(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) output -raw endpoint) && \
+	$(RF) plan
+	$(RF) apply -auto-approve
+	$(RF) status
+	@ep=$$($(RF) output -raw endpoint) && \
 	  req="curl -sS $$ep/completions -H 'Content-Type: application/json' -d '{\"model\":\"tiny\",\"prompt\":\"The capital of France is\",\"max_tokens\":8}'" && \
 	  ./bin/rayform lab exec -name $(LAB) spark2 -- sh -c "$$req" >/dev/null && \
 	  echo && echo "The lab $(LAB) is up and serving on its fabric (closed by default: vLLM listens on the head's fabric address). From spark2, on the fabric:" && echo && \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo 'sudo ') && \
 	  echo "  $${sudo}$(CURDIR)/bin/rayform lab exec -name $(LAB) spark2 -- $$req" && echo && \
-	  echo "Then: $${sudo}$(CURDIR)/$(RF_CLIENT) $(CURDIR)/bin/rayform -chdir $(LAB_DIR) status   (or logs vllm_serve.qwen, plan, ...)" && \
+	  echo "Then: $${sudo}$(CURDIR)/bin/rayform lab run -name $(LAB) status   (or logs vllm_serve.qwen, plan, ...; the lab's configuration: $(LAB_DIR)/rayform.hcl)" && \
 	  echo "Remove it with: make demo-down LAB=$(LAB)"
 
 demo-down: build ## Remove the demo lab (LAB=name)

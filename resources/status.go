@@ -68,6 +68,11 @@ type StatusNode struct {
 	MemoryAvailableBytes uint64            `json:"memory_available_bytes,omitempty"`
 	FabricAddress        string            `json:"fabric_address,omitempty"`
 	Containers           []StatusContainer `json:"containers"`
+	// GPUSimulator names the program that played nvidia-smi on the node
+	// ("rayform simnode" in the lab; observe's GPUFacts.Simulator, read
+	// from a line NVIDIA's nvidia-smi never prints): its GPUs are
+	// simulated. "" for NVIDIA's nvidia-smi.
+	GPUSimulator string `json:"gpu_simulator,omitempty"`
 }
 
 // StatusContainer is one of the project's containers on a node.
@@ -205,6 +210,7 @@ func statusNodeOf(project string, n *Node, facts *observe.Facts, res *Result) St
 	for _, g := range hf.GPUs.List {
 		sn.GPUs = append(sn.GPUs, g.Name)
 	}
+	sn.GPUSimulator = hf.GPUs.Simulator
 	sn.MemoryTotalBytes, sn.MemoryAvailableBytes = hf.Memory.TotalBytes, hf.Memory.AvailableBytes
 	if a, ok := res.Addrs[n.Name]; ok && a.IsValid() {
 		sn.FabricAddress = a.String()

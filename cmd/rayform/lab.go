@@ -32,6 +32,9 @@ Subcommands:
   up        Bring the lab up (idempotent)
   down      Remove everything the lab made (idempotent)
   status    Show nodes, addresses and process health
+  run       Run this rayform against the lab: lab run plan (or apply, status,
+            logs vllm_serve.qwen, ...) runs it in the client namespace, with
+            the lab's SSH home, in the lab's directory
   exec      Run a command in a node's namespace: lab exec NODE -- CMD...
             (NODE "client" is the namespace rayform runs in)
   env       Print shell variables describing the lab (for scripts)
@@ -61,6 +64,8 @@ func runLab(ctx context.Context, c *cli, args []string) int {
 		return labDown(ctx, c, rest)
 	case "status":
 		return labStatus(ctx, c, rest)
+	case "run":
+		return labRun(ctx, c, rest)
 	case "exec":
 		return labExec(ctx, c, rest)
 	case "env":
@@ -288,13 +293,13 @@ func printLabSummary(c *cli, l *lab.Lab, took time.Duration) {
 		}
 	}
 	fmt.Fprintf(c.stdout, "ssh:              ip netns exec %s ssh -F %s %s\n", l.ClientNetns, l.SSHConfig, l.Nodes[0].Name)
-	// The hints name this very binary: the lab's commands run with a
-	// minimal PATH, where a rayform from ./bin is not found.
+	// The hints name this very binary, as typed from where it was run
+	// is unknown: its absolute path works from any directory.
 	self := "rayform"
 	if exe, err := os.Executable(); err == nil {
 		self = exe
 	}
-	fmt.Fprintf(c.stdout, "rayform:          %s lab exec -name %s client -- %s -chdir %s plan\n", self, l.Name, self, l.Dir)
+	fmt.Fprintf(c.stdout, "rayform:          %s lab run -name %s plan   (or apply, status, logs vllm_serve.qwen, ...)\n", self, l.Name)
 	fmt.Fprintf(c.stdout, "                  (= ip netns exec %s env HOME=%s %s -chdir %s plan)\n", l.ClientNetns, l.ClientHome, self, l.Dir)
 	fmt.Fprintf(c.stdout, "tear down:        %s lab down -name %s\n", self, l.Name)
 }
@@ -407,10 +412,46 @@ func labExec(ctx context.Context, c *cli, args []string) int {
 	if !ok {
 		return exitError
 	}
+	return execInLab(ctx, c, l, rest[0], rest[1:])
+}
+
+// labRun is `rayform lab run [-name NAME] [-dir DIR] [--] ARGS...`: this
+// very rayform binary, run as `rayform -chdir LABDIR ARGS...` in the lab's
+// client namespace with the lab's client home (whose ~/.ssh knows the
+// nodes), which is what `lab exec client -- /abs/rayform -chdir LABDIR
+// ARGS...` does by hand. Flags before ARGS are lab run's own; rayform's
+// global flags go after "--" (a -chdir there replaces the lab's directory).
+func labRun(ctx context.Context, c *cli, args []string) int {
+	fs := newFlagSet(c, "lab run", "lab run [-name NAME] [-dir DIR] [--] COMMAND [ARG...]\n\nRuns this rayform in the lab's client namespace, with the lab's client\nhome, as `rayform -chdir LABDIR COMMAND [ARG...]` (LABDIR holds the\nlab's rayform.hcl): lab run plan, lab run apply, lab run status, ...")
+	var t labTarget
+	t.register(fs)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fmt.Fprintln(c.stderr, "Error: usage: rayform lab run [-name NAME] COMMAND [ARG...] (e.g. lab run plan)")
+		return exitError
+	}
+	l, ok := t.load(c)
+	if !ok {
+		return exitError
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(c.stderr, "Error: find this rayform binary: %v\n", err)
+		return exitError
+	}
+	return execInLab(ctx, c, l, lab.ClientName, append([]string{self, "-chdir", l.Dir}, rest...))
+}
+
+// execInLab runs argv on node (lab.ClientName: the client namespace) of
+// lab l with the terminal, passing signals on, and returns its exit code.
+func execInLab(ctx context.Context, c *cli, l *lab.Lab, node string, argv []string) int {
 	// The command decides how it ends: a signal to lab exec is passed on
 	// to it, and lab exec waits (the command's context is never
 	// cancelled, which would kill it).
-	cmd, err := l.Command(context.WithoutCancel(ctx), rest[0], rest[1:]...)
+	cmd, err := l.Command(context.WithoutCancel(ctx), node, argv...)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError

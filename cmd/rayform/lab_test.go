@@ -30,6 +30,8 @@ func TestLabUsageErrors(t *testing.T) {
 		{"help", []string{"lab", "-help"}, exitOK, "Subcommands:"},
 		{"unknown subcommand", []string{"lab", "bogus"}, exitError, `unknown lab subcommand "bogus"`},
 		{"exec without command", []string{"lab", "exec", "spark1"}, exitError, "usage: rayform lab exec NODE -- CMD"},
+		{"run without command", []string{"lab", "run", "-name", "x"}, exitError, "usage: rayform lab run [-name NAME] COMMAND"},
+		{"run on a lab that is not up", []string{"lab", "run", "-dir", "/nonexistent/lab", "plan"}, exitError, "is not up"},
 		{"status of a lab that is not up", []string{"lab", "status", "-dir", "/nonexistent/lab"}, exitError, "is not up"},
 		{"reboot without node", []string{"lab", "reboot"}, exitError, "usage: rayform lab reboot NODE"},
 		{"up with a bad flag", []string{"lab", "up", "-nodes", "x"}, exitError, "invalid value"},
@@ -149,14 +151,24 @@ func TestLabCommand(t *testing.T) {
 		want     []string
 	}{
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0,
-			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", rayform + " lab exec -name " + name + " client -- " + rayform + " -chdir " + labDir + " plan",
+			[]string{"Lab " + name + " is up: 2 nodes", "spark1 (head)  10.1.230.180", rayform + " lab run -name " + name + " plan",
 				"model caches:     /var/lib/rayform/huggingface/hub on every node, the node's own (spark1 no size limit, spark2 no size limit)",
 				"seeded model:     rayform-lab/tiny@main (", "MiB) on spark1 only"}},
 		// The seeded model is in the head's own cache only.
 		{[]string{"lab", "exec", "-name", name, "spark1", "--", "ls", lab.ModelCacheDir}, 0, []string{"models--rayform-lab--tiny"}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "ls", lab.ModelCacheDir + "/models--rayform-lab--tiny"}, 2, []string{"No such file or directory"}},
-		// The printed hint works as printed (validate: this lab has no docker).
-		{[]string{"lab", "exec", "-name", name, "client", "--", rayform, "-chdir", labDir, "validate"}, 0, []string{"Success! The configuration is valid."}},
+		// The printed hint works as printed: lab run runs this rayform in
+		// the client namespace, in the lab's directory, with the lab's SSH
+		// home (plan reaches both nodes over SSH; this lab has no docker,
+		// so its configuration has nodes and the fabric only).
+		{[]string{"lab", "run", "-name", name, "plan"}, 0, []string{"Observed 2 hosts", "No changes."}},
+		{[]string{"lab", "run", "-name", name, "--", "-no-color", "validate"}, 0, []string{"Success! The configuration is valid."}},
+		// status marks the GPUs simnode's nvidia-smi plays as simulated:
+		// simnode says so on its --version's "Simulated by" line.
+		{[]string{"lab", "run", "-name", name, "status"}, 0, []string{"spark1     10.1.230.180     reachable  1 GPU (NVIDIA GB10) (simulated)  memory 119.7 GiB"}},
+		{[]string{"lab", "run", "-name", name, "status", "-json"}, 0, []string{`"gpu_simulator": "rayform simnode"`}},
+		// The command's exit code is lab run's; a -chdir after "--" replaces the lab's directory.
+		{[]string{"lab", "run", "-name", name, "--", "-chdir", "/nonexistent", "plan"}, 1, []string{"Error: -chdir: chdir /nonexistent"}},
 		{[]string{"lab", "up", "-name", name, "-docker=false", "-nodes", "2", "-delay", "2ms"}, 0, []string{"already up"}},
 		{[]string{"lab", "status", "-name", name}, 0, []string{"spark2  10.1.230.181  enp1s0f1np1 192.168.200.13  on", "All processes are up."}},
 		{[]string{"lab", "exec", "-name", name, "spark2", "--", "hostname"}, 0, []string{"spark2"}},

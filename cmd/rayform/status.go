@@ -136,6 +136,11 @@ func renderStatus(w io.Writer, r *resources.StatusReport) {
 		if len(n.GPUs) > 0 {
 			gpus += " (" + n.GPUs[0] + ")"
 		}
+		if n.GPUSimulator != "" {
+			// nvidia-smi said so itself (the lab's simnode): the GPUs
+			// and their memory figures are not a real machine's.
+			gpus += " (simulated)"
+		}
 		fabric := ""
 		if n.FabricAddress != "" {
 			fabric = "  fabric " + n.FabricAddress

@@ -32,13 +32,15 @@ func statusItem(addr, line string) resources.KindStatus {
 }
 
 // testReport is an unhealthy report of one reachable node with a
-// container, one unreachable node, and two kinds' resources.
+// container, one unreachable node, one node whose GPU is simulated, and
+// two kinds' resources.
 func testReport() *resources.StatusReport {
 	return &resources.StatusReport{Project: "lab", Problems: []string{"vllm_serve.two: down"},
 		Nodes: []resources.StatusNode{
 			{Name: "a", Host: "10.0.0.1", Reachable: true, GPUs: []string{"GB10"}, MemoryTotalBytes: 4 << 30, MemoryAvailableBytes: 2 << 30,
 				FabricAddress: "192.168.200.1", Containers: []resources.StatusContainer{{Name: "rayform-main", State: "running", Image: "img"}}},
 			{Name: "b", Host: "10.0.0.2", Error: "connection refused"},
+			{Name: "c", Host: "10.0.0.3", Reachable: true, GPUs: []string{"NVIDIA GB10"}, GPUSimulator: "rayform simnode", MemoryTotalBytes: 4 << 30, MemoryAvailableBytes: 2 << 30},
 		},
 		Kinds: []resources.StatusKind{
 			{Key: "clusters", Items: []resources.KindStatus{statusItem("ray_cluster.main", "Ray main")}},
@@ -56,7 +58,9 @@ func TestStatusViews(t *testing.T) {
 	}
 	out := text.String()
 	for _, want := range []string{"Project lab: NOT HEALTHY (1 problems)", "a          10.0.0.1         reachable  1 GPU (GB10)  memory 4.0 GiB (2.0 GiB available)  fabric 192.168.200.1",
-		"b          10.0.0.2         UNREACHABLE: connection refused", "rayform-main", "Ray main\nServe two\n", "  - vllm_serve.two: down", "Run rayform plan"} {
+		"b          10.0.0.2         UNREACHABLE: connection refused",
+		// Node c's nvidia-smi said it is simnode (GPUSimulator): marked.
+		"c          10.0.0.3         reachable  1 GPU (NVIDIA GB10) (simulated)  memory 4.0 GiB", "rayform-main", "Ray main\nServe two\n", "  - vllm_serve.two: down", "Run rayform plan"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}

@@ -291,7 +291,13 @@ type GPUFacts struct {
 	// forward-compatibility library shows as a path under .../compat/
 	// whose version differs from the driver's.
 	LibCUDA string `json:"libcuda,omitempty"`
-	Err     string `json:"err,omitempty"`
+	// Simulator names the program that answered instead of NVIDIA's
+	// nvidia-smi, as its `nvidia-smi --version` says on a "Simulated by"
+	// line ("rayform simnode" in rayform's lab), a line NVIDIA's tool
+	// never prints; "" for a real nvidia-smi. It is read from that line
+	// only, never guessed from a GPU's name or memory.
+	Simulator string `json:"simulator,omitempty"`
+	Err       string `json:"err,omitempty"`
 }
 
 // Docker is the state of the Docker client and daemon.

@@ -157,6 +157,7 @@ func parseGPUs(s *section) (GPUFacts, bool) {
 	var gf GPUFacts
 	unified := false
 	gf.CUDA = smiCUDAVersion(s.part("version"))
+	gf.Simulator = smiVersionField(s.part("version"), "Simulated by")
 	for line := range strings.SplitSeq(string(s.part("nvswitch")), "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			gf.NVSwitches = append(gf.NVSwitches, line)
@@ -214,10 +215,15 @@ func smiText(s string) string {
 // smiCUDAVersion is the "CUDA Version" line of `nvidia-smi --version`
 // (CUDA Version        : 13.0); "" when absent (an nvidia-smi older than
 // the flag).
-func smiCUDAVersion(b []byte) string {
+func smiCUDAVersion(b []byte) string { return smiVersionField(b, "CUDA Version") }
+
+// smiVersionField is the value of the "KEY : VALUE" line of `nvidia-smi
+// --version` whose key is key (case-insensitive); "" when there is none.
+// "Simulated by" is printed only by a stand-in (the lab's simnode).
+func smiVersionField(b []byte, key string) string {
 	for line := range strings.SplitSeq(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
-		if ok && strings.EqualFold(strings.TrimSpace(k), "CUDA Version") {
+		if ok && strings.EqualFold(strings.TrimSpace(k), key) {
 			return strings.TrimSpace(v)
 		}
 	}

@@ -26,6 +26,13 @@ func TestProbeGPUSection(t *testing.T) {
 *) printf '%s\n' '` + line9 + `' ;;
 esac`, GPUFacts{CUDA: "13.0", List: []GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-485d5152-73b4-0522-3ce3-168526eda750",
 			MemoryTotalMiB: 81559, MemoryFreeMiB: 81079, Driver: "580.159.04", ComputeCap: "9.0", MIGMode: "Disabled"}}}, "q9 v "},
+		// The lab's simnode says so on a line of its --version that
+		// NVIDIA's tool never prints; nothing else differs.
+		{"a simulated nvidia-smi", `case "$1" in
+--version) printf 'NVIDIA-SMI version  : 580.159.04\nCUDA Version        : 13.0\nSimulated by        : rayform simnode\n' ;;
+*) printf '%s\n' '` + line9 + `' ;;
+esac`, GPUFacts{CUDA: "13.0", Simulator: "rayform simnode", List: []GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-485d5152-73b4-0522-3ce3-168526eda750",
+			MemoryTotalMiB: 81559, MemoryFreeMiB: 81079, Driver: "580.159.04", ComputeCap: "9.0", MIGMode: "Disabled"}}}, "q9 v "},
 		{"a driver without compute_cap", `case "$1" in
 *compute_cap*) printf 'Field "compute_cap" is not a valid field to query.\n\n'; exit 2 ;;
 --version) printf "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"; exit 2 ;;

@@ -1,6 +1,11 @@
 # rayform configuration of lab "rflab", written by `rayform lab up`.
-# Run rayform in the lab's client namespace (the only one with a route to the nodes),
-# with the lab's client home (its ~/.ssh knows the nodes' host keys):
+# Run rayform against it with:
+#
+#   rayform lab run -name rflab plan    (or apply, status, logs vllm_serve.qwen, ...)
+#
+# which runs rayform in the lab's client namespace (the only one with a route to
+# the nodes), with the lab's client home (its ~/.ssh knows the nodes' host keys),
+# in this directory:
 #
 #   ip netns exec rflab-client env HOME=/tmp/rayform-lab-rflab/client-home rayform -chdir /tmp/rayform-lab-rflab plan
 #
@@ -29,6 +34,10 @@ network "fabric" {
   interface = "enp1s0f1np1"
 }
 
+# The names below are examples/dgx-spark-pair's (two DGX Sparks serving Qwen3.5),
+# so this file reads like that one; what runs under them differs. The image is
+# not that GB10 image: lab up built it under that name into the lab's registry,
+# holding simnode playing ray and vllm (no CUDA).
 ray_cluster "spark" {
   image          = "hellohal2064/vllm-qwen3.5-gb10"
   head           = node.spark1
@@ -46,6 +55,8 @@ model "tiny" {
   endpoint = "http://10.1.230.1:5080"
 }
 
+# Named qwen as in examples/dgx-spark-pair, but it serves the lab hub's
+# rayform-lab/tiny (served_model_name "tiny"), not Qwen.
 vllm_serve "qwen" {
   cluster                = ray_cluster.spark
   model                  = model.tiny.source

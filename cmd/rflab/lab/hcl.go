@@ -26,8 +26,13 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 		home = filepath.Join(l.Dir, "client-home")
 	}
 	w("# rayform configuration of lab %q, written by `rayform lab up`.", l.Name)
-	w("# Run rayform in the lab's client namespace (the only one with a route to the nodes),")
-	w("# with the lab's client home (its ~/.ssh knows the nodes' host keys):")
+	w("# Run rayform against it with:")
+	w("#")
+	w("#   rayform lab run -name %s plan    (or apply, status, logs vllm_serve.qwen, ...)", l.Name)
+	w("#")
+	w("# which runs rayform in the lab's client namespace (the only one with a route to")
+	w("# the nodes), with the lab's client home (its ~/.ssh knows the nodes' host keys),")
+	w("# in this directory:")
 	w("#")
 	w("#   ip netns exec %s env HOME=%s rayform -chdir %s plan", l.ClientNetns, home, l.Dir)
 	w("#")
@@ -73,6 +78,12 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 	}
 	w("")
 	image, _, _ := strings.Cut(ImageRayVLLM, ":")
+	// The names are those of examples/dgx-spark-pair, whose failures the
+	// lab replays; the comments say what the lab really runs under them.
+	w("# The names below are examples/dgx-spark-pair's (two DGX Sparks serving Qwen3.5),")
+	w("# so this file reads like that one; what runs under them differs. The image is")
+	w("# not that GB10 image: lab up built it under that name into the lab's registry,")
+	w("# holding %s.", l.imageContents())
 	w("ray_cluster \"spark\" {")
 	w("  image          = %q", image)
 	w("  head           = node.%s", l.Nodes[0].Name)
@@ -93,6 +104,10 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 	if withModel {
 		b.WriteString(l.modelHCL())
 		model, served = "model.tiny.source", "tiny"
+	}
+	if withModel {
+		w("# Named qwen as in examples/dgx-spark-pair, but it serves the lab hub's")
+		w("# %s (served_model_name %q), not Qwen.", l.ModelRepo(), served)
 	}
 	w("vllm_serve \"qwen\" {")
 	w("  cluster                = ray_cluster.spark")
@@ -139,6 +154,19 @@ func (l *Lab) rayformHCLWith(withModel bool) string {
 	w("  value = vllm_serve.qwen.public_endpoint")
 	w("}")
 	return b.String()
+}
+
+// imageContents says what the lab's ImageRayVLLM holds in this lab, for
+// rayform.hcl's comment on its borrowed name.
+func (l *Lab) imageContents() string {
+	switch {
+	case l.RealVLLM:
+		return fmt.Sprintf("the real Ray %s and vLLM %s's CPU build (no CUDA)", RayVersion, VLLMVersion)
+	case l.RealRay:
+		return fmt.Sprintf("the real Ray %s and simnode playing vllm (no CUDA)", RayVersion)
+	default:
+		return "simnode playing ray and vllm (no CUDA)"
+	}
 }
 
 // hclDeclaresModel makes rayform.hcl declare the lab hub's HubRepoTiny as

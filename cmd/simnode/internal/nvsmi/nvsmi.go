@@ -17,6 +17,16 @@ import (
 	"github.com/rayform/rayform/cmd/simnode/internal/sim"
 )
 
+// SimulatedKey and Simulator make the last line of `nvidia-smi --version`
+// ("Simulated by        : rayform simnode"), a line NVIDIA's nvidia-smi
+// never prints: rayform's probe reads it (observe's GPUFacts.Simulator) and
+// status marks the node's GPUs "(simulated)". Every other answer is the
+// real tool's, so the marker is the only difference rayform can see.
+const (
+	SimulatedKey = "Simulated by"
+	Simulator    = "rayform simnode"
+)
+
 // Exit codes documented in nvidia-smi(1).
 const (
 	exitInvalidArg = 2
@@ -172,6 +182,9 @@ func Main(ctx context.Context, p *sim.Proc) int {
 	}
 	if o.version {
 		fmt.Fprintf(p.Stdout, "NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n", h.DriverVersion, nvmlVersion(h.DriverVersion), h.DriverVersion, h.CUDAVersion)
+		// The one line NVIDIA's nvidia-smi never prints: it tells
+		// rayform's probe (and a person) that these GPUs are simulated.
+		fmt.Fprintf(p.Stdout, "%-20s: %s\n", SimulatedKey, Simulator)
 		return 0
 	}
 	if len(h.GPUs) == 0 {

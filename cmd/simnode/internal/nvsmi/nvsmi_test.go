@@ -80,3 +80,30 @@ func TestProbeQueryAsRealH100(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionAsRealH100MarkedSimulated: the stand-in's `nvidia-smi
+// --version` is the real one's on an H100 (testdata/observe/h100/
+// smi-version.txt), line for line, plus one last line the real tool does
+// not print, "Simulated by : rayform simnode", by which rayform's probe
+// (observe's GPUFacts.Simulator) and status tell a simulated GPU.
+func TestVersionAsRealH100MarkedSimulated(t *testing.T) {
+	real, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "testdata", "observe", "h100", "smi-version.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(real), "\n"), "\n")
+	want := strings.Join(lines[1:len(lines)-1], "\n") + "\n" // less "$ command" and "[exit 0]"
+	if strings.Contains(want, SimulatedKey) {
+		t.Fatalf("the real nvidia-smi printed %q: it cannot mark a simulation", SimulatedKey)
+	}
+	want += "Simulated by        : rayform simnode\n"
+	var out bytes.Buffer
+	env := sim.Env{"SIMNODE_HARDWARE": golden.Path("hardware", "h100.json"), "SIMNODE_STATE_DIR": t.TempDir()}
+	p := &sim.Proc{Args: []string{"--version"}, Env: env, Stdout: &out, Stderr: &out, Now: time.Now}
+	if code := Main(context.Background(), p); code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if out.String() != want {
+		t.Errorf("--version:\n%s\nwant the real one's lines and the marker:\n%s", out.String(), want)
+	}
+}
