@@ -270,12 +270,13 @@ type healthWatch struct {
 	done  chan struct{}
 }
 
-// watchHealth samples the lab serve's /health (its public endpoint, the
-// head's management address) five times a second until stop.
+// watchHealth samples the lab serve's /health five times a second until
+// stop, as a client on the fabric does (spark2, at the head's fabric
+// address: vLLM listens there only, listen's default).
 func (l *e2eLab) watchHealth(t *testing.T) *healthWatch {
 	t.Helper()
-	script := "while :; do curl -s -o /dev/null -m 2 -w '%{http_code}\\n' http://10.1.230.180:8000/health; sleep 0.2; done"
-	cmd := exec.Command("ip", "netns", "exec", l.name+"-client", "sh", "-c", script)
+	script := "while :; do curl -s -o /dev/null -m 2 -w '%{http_code}\\n' http://192.168.200.12:8000/health; sleep 0.2; done"
+	cmd := exec.Command("ip", "netns", "exec", l.name+"-spark2", "sh", "-c", script)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -249,7 +249,7 @@ output "auth" {
 		mustCode(t, strings.Join(args, " "), r, exitOK)
 	}
 	// vLLM got the key: without it /v1/models is refused.
-	if out, _ := l.ssh("spark1", "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/v1/models"); strings.TrimSpace(out) != "401" {
+	if out, _ := l.ssh("spark1", "curl -s -o /dev/null -w '%{http_code}' http://192.168.200.12:8000/v1/models"); strings.TrimSpace(out) != "401" {
 		t.Errorf("/v1/models without the API key answered %q, want 401", out)
 	}
 
