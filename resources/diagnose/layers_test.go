@@ -76,6 +76,19 @@ func TestLayerClasses(t *testing.T) {
 		{"hub 429 anonymous", "huggingface_hub.errors.HfHubHTTPError: 429 Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen3-8B.\n", "hf-rate-limited", "nothing in the logs shows a token"},
 		{"hub 429 with token", "HF_TOKEN is set\nhuggingface_hub.errors.HfHubHTTPError: 429 Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen3-8B.\n", "hf-rate-limited", "the requests carried a token (line 1)"},
 		{"hub timeout", "requests.exceptions.ReadTimeout: (ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out. (read timeout=10)\"), '(Request ID: 1)')\n", "hf-timeout", ""},
+		// CUDA 11.2's libcudart (Debian libcudart11.0): its string for cudaErrorDevicesUnavailable.
+		{"busy, CUDA 11", "RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable\n", "gpu-busy", ""},
+		// ggml's "failed to initialize CUDA: %s" of cudaGetErrorString(cudaErrorSystemNotReady).
+		{"fabric, CUDA named", "ggml_cuda_init: failed to initialize CUDA: system not yet initialized\n", "gpu-fabric-not-ready", ""},
+		// NCCL's checks.h CUDACHECK: WARN("Cuda failure '%s'"), then ncclUnhandledCudaError.
+		{"nccl cuda failure", "init.cc:100 NCCL WARN Cuda failure 'invalid argument'\nNCCL INFO init.cc:1093 -> 1\n", "nccl-cuda-error", ""},
+		// nvidia-container-cli's NVML error, wrapped by a terminal after "initialization error:".
+		{"container cli nvml mismatch", "stderr: nvidia-container-cli: initialization error: \nnvml error: driver/library version mismatch: unknown\n", "driver-library-mismatch", ""},
+		// requests' raise_for_status line for a Hub URL, and for an HF_ENDPOINT mirror.
+		{"requests 429 hub", "requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/models/Qwen/Qwen3-8B\n", "hf-rate-limited", "nothing in the logs shows a token"},
+		{"requests 404 hub file", "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://hf-mirror.com/Qwen/Qwen3-8B/resolve/main/config.json\n", "hf-file-not-found", ""},
+		// urllib3's read timeout while a body streams (response.py), with no timeout value.
+		{"hub read timeout, body", "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='cdn-lfs.huggingface.co', port=443): Read timed out.\n", "hf-timeout", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +103,24 @@ func TestLayerClasses(t *testing.T) {
 				t.Errorf("lacks the reading %q:\n%s", tt.reading, d.Text())
 			}
 		})
+	}
+}
+
+// TestLayerHubURL: requests' HTTPError and urllib3's timeouts are the
+// Hub's only for a Hub URL (classes.HUB_URL, HUB_FILE_URL): the same lines
+// for another service, or a 404 of the Hub's API for a repository (no file
+// or revision in the URL), name no Hub class.
+func TestLayerHubURL(t *testing.T) {
+	for _, log := range []string{
+		"requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: https://api.github.com/repos/x/y\n",
+		"requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://pypi.org/simple/vllm/\n",
+		"requests.exceptions.HTTPError: 404 Client Error: Not Found for url: https://huggingface.co/api/models/Qwen/Qwen3-8B\n",
+		"requests.exceptions.ConnectionError: HTTPSConnectionPool(host='pypi.org', port=443): Read timed out.\n",
+	} {
+		d := Classify(Input{Logs: []Log{{Host: "gpu1", Source: "log", Text: []byte(log)}}})
+		if strings.HasPrefix(string(d.Cause), "hf-") {
+			t.Errorf("%q: cause %s, want none of the Hub's", log, d.Cause)
+		}
 	}
 }
 

@@ -25,6 +25,13 @@ func buildGPURuntime(s *scan, hits []int) (Diagnosis, bool) {
 	host := s.nodeOf(i)
 	on := onHost(host)
 	if !strings.Contains(s.lines[i].body, "could not select device driver") {
+		// The hook's NVML error names the cause itself: its NVML
+		// catalogue entry ("nvml error: driver/library version mismatch",
+		// on this line or the next where a terminal wrapped it) says which
+		// reading applies; this rule steps aside for it.
+		if e, _, ok := signatureOf(s.continuation(i, strings.TrimSpace(s.lines[i].body), 2)); ok && e.Layer == "NVML" && e.Class != "nvml-error" {
+			return Diagnosis{}, false
+		}
 		return Diagnosis{
 			Title:       "the NVIDIA container hook failed" + on + ": the driver is not usable",
 			Evidence:    []Evidence{s.evidence(i)},

@@ -240,6 +240,36 @@ HUB_CLAIMS = [
 # (urllib3's timeouts) must also show to be about the Hub.
 HUB_REQUIRES = {"urllib3": r"huggingface\.co|hf\.co|HF_HUB|huggingface_hub"}
 
+# HUB_URL: requests' "for url: {url}" naming the Hub: huggingface_hub's
+# default endpoint's host (huggingface.co, hf.co and their subdomains: the
+# CDN, the staging hub), or any host (an HF_ENDPOINT mirror) with the paths
+# huggingface_hub asks for: a file, ENDPOINT + "/{repo_id}/resolve/..."
+# (constants.py), or the API, endpoint + "/api/{repo_type}s/{repo_id}"
+# (hf_api.py). HUB_FILE_URL: one that names a file or a revision (resolve,
+# /revision/, /tree/): a 404 there is the file's or the revision's, not the
+# repository's (the Hub answers a repository it does not show an anonymous
+# client with 401, the hf-access rule's). layers.py checks each piece of
+# HUB_URL_SOURCE is in the Hub wheel's file.
+HUB_URL = (r"for url: https?://(?:[\w.-]+\.)?(?:huggingface\.co|hf\.co)/"
+           r"|for url: https?://[^\s/]+/(?:api/(?:models|datasets|spaces)/|\S+/resolve/)")
+HUB_FILE_URL = r"for url: https?://[^\s/]+/(?:\S+/resolve/|api/(?:models|datasets|spaces)/\S+/(?:revision|tree)/)"
+HUB_URL_SOURCE = [
+    ("huggingface_hub/constants.py", '_HF_DEFAULT_ENDPOINT = "https://huggingface.co"'),
+    ("huggingface_hub/constants.py", 'os.getenv("HF_ENDPOINT"'),
+    ("huggingface_hub/constants.py", '"/{repo_id}/resolve/{revision}/{filename}"'),
+    ("huggingface_hub/hf_api.py", '/api/{repo_type}s/{repo_id}/tree/{revision}'),
+    ("huggingface_hub/hf_api.py", '/api/models/{repo_id}/revision/'),
+]
+
+# REQUESTS_STATUS: the HTTP statuses of requests' HTTPError line
+# (raise_for_status) with a Hub class, and the URL each must name: huggingface_hub
+# before its own error classes (and its callers since) printed requests'
+# line first, "429 Client Error: Too Many Requests for url: ...".
+REQUESTS_STATUS = [
+    (429, "hf-rate-limited", HUB_URL),
+    (404, "hf-file-not-found", HUB_FILE_URL),
+]
+
 
 def layer_class(table, name):
     """The class a layer's table gives a code's name, or None."""
@@ -257,4 +287,14 @@ LAYER_MANUAL = [
     {"package": "nvidia-smi", "version": "any", "source": "nvidia-smi (closed source): \"Failed to initialize NVML: \" + nvmlErrorString(code)",
      "sha256": "", "layer": "NVML", "kind": "error-string", "code": "",
      "meaning": "nvmlInit failed", "template": "Failed to initialize NVML: {reason}", "class": "nvml-error"},
+    # nvidia-container-cli (the container hook) reports an NVML call that
+    # failed as "nvml error: " + nvmlErrorString(code) (src/driver.c's NVML
+    # call macro: error_set_nvml(err, nvml_dl, r, "nvml error"); src/error.c's
+    # error_set_nvml appends the library's nvmlErrorString), lower-cased
+    # as the hook prints its errors ("initialization error: nvml error:
+    # driver not loaded"). The NVML string is the closed library's.
+    {"package": "libnvidia-container", "version": "src/driver.c@947344949f26, src/error.c@417f41c725d0",
+     "source": "src/driver.c (error_set_nvml(..., \"nvml error\")) + src/error.c (\": \" + nvmlErrorString(NVML_ERROR_LIB_RM_VERSION_MISMATCH), libnvidia-ml: closed source), printed lower-cased by nvidia-container-cli",
+     "sha256": "", "layer": "NVML", "kind": "error-string", "code": "NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18",
+     "meaning": "RM detects a driver/library version mismatch", "template": "nvml error: driver/library version mismatch", "class": "driver-library-mismatch"},
 ]
