@@ -128,6 +128,24 @@ func TestE2EClosedByDefault(t *testing.T) {
 		t.Errorf("vLLM does not answer on the fabric: %v\n%s", err, out)
 	}
 
+	// Rotation is one command: a new token under the lock, the containers
+	// that hold the old one replaced, the cluster converged with the new.
+	bearer := "/root/.rayform/locks/" + filepath.Base(dir) + ".spark.bearer"
+	old, err := l.ssh("spark1", "cat "+bearer)
+	if err != nil {
+		t.Fatalf("the deployment's token file: %v\n%s", err, old)
+	}
+	rot := l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-rotate-token")
+	mustCode(t, "apply -rotate-token", rot, exitOK)
+	mustContain(t, "apply -rotate-token", rot.stdout, "ray_cluster.spark must be replaced")
+	if now, _ := l.ssh("spark1", "cat "+bearer); now == old {
+		t.Error("apply -rotate-token kept the token")
+	}
+	mustCode(t, "plan after the rotation", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
+	if rows := l.rayTable(t); len(rows) < 2 {
+		t.Errorf("Ray's node table after the rotation: %v", rows)
+	}
+
 	// Opening it is a choice in the configuration, and plan says so.
 	main := filepath.Join(dir, "main.hcl")
 	b, err := os.ReadFile(main)
