@@ -212,6 +212,11 @@ func (p *poller) stop0() {
 // and that the next apply of the configuration that served converges:
 // exit 0, the serve answers, plan has no changes (issue 39 item 1).
 func TestE2EAtomicRestoreFaults(t *testing.T) {
+	// Each case has a lab of its own (startLab in the subtest): the test
+	// is parallel itself first, or its cases would wait in the slot queue
+	// behind top-level lab tests that resume only after it ended (startLab's
+	// doc: a deadlock; the whole suite hung on it for 29 minutes).
+	t.Parallel()
 	good := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
 	bad := clusterConfig("enp1s0f1np1", seedImage, false, 0.3)
 	for i, tc := range []struct {
