@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/transport/shell"
 )
 
@@ -130,16 +131,20 @@ func TestE2EClosedByDefault(t *testing.T) {
 
 	// Rotation is one command: a new token under the lock, the containers
 	// that hold the old one replaced, the cluster converged with the new.
-	bearer := "/root/.rayform/locks/" + filepath.Base(dir) + ".spark.bearer"
-	old, err := l.ssh("spark1", "cat "+bearer)
+	lb, err := lab.Load(l.dir)
 	if err != nil {
-		t.Fatalf("the deployment's token file: %v\n%s", err, old)
+		t.Fatal(err)
+	}
+	bearer := filepath.Join(lb.Nodes[0].Home, ".rayform", "locks", filepath.Base(dir)+".spark.bearer")
+	old, err := os.ReadFile(bearer)
+	if err != nil {
+		t.Fatalf("the deployment's token file on the head: %v", err)
 	}
 	rot := l.rayform("", "-chdir="+dir, "apply", "-auto-approve", "-rotate-token")
 	mustCode(t, "apply -rotate-token", rot, exitOK)
 	mustContain(t, "apply -rotate-token", rot.stdout, "ray_cluster.spark must be replaced")
-	if now, _ := l.ssh("spark1", "cat "+bearer); now == old {
-		t.Error("apply -rotate-token kept the token")
+	if now, err := os.ReadFile(bearer); err != nil || string(now) == string(old) {
+		t.Errorf("apply -rotate-token kept the token (%v)", err)
 	}
 	mustCode(t, "plan after the rotation", l.rayform("", "-chdir="+dir, "plan", "-detailed-exitcode"), exitOK)
 	if rows := l.rayTable(t); len(rows) < 2 {
