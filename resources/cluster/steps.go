@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rayform/rayform/engine/observe"
 	"maps"
 	"regexp"
 	"slices"
@@ -610,7 +611,7 @@ func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 		// The lock holder makes the token before anything is observed
 		// for apply: a head that did not answer with it cannot be given
 		// a container that would start Ray without it.
-		return "", fmt.Errorf("ray_cluster %s on %s: Ray's token authentication is on, but the deployment's token was not read from the head (%s in ~/.rayform/locks); run rayform apply again", r.w.Address, node, "its .bearer file")
+		return "", fmt.Errorf("%s on %s: Ray's token authentication is on, but the deployment's token (~/.rayform/locks/%s on the head) was not read; run rayform apply again", r.w.Address, node, observe.BearerFile(secretKeyName(r.e.Project, r.c.Name)))
 	}
 	cmd := spec.RunCmd(r.e.Project)
 	cmd.Mutating = true
