@@ -298,21 +298,58 @@ func randomToken(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-// waitForFile polls the host until path exists and is non-empty, and returns
-// its content.
+// pollTimeout bounds every wait on the host's state: long enough for a loaded
+// machine, short enough that a broken transport fails the test.
+const pollTimeout = 30 * time.Second
+
+// pollEvery is the interval between two looks at the host's state.
+const pollEvery = 20 * time.Millisecond
+
+// waitUntil looks at the host with ready until it reports true, failing the
+// test with what once pollTimeout has passed; the last look's detail is
+// quoted in the failure.
+func waitUntil(t *testing.T, what string, ready func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctxFor(t), pollTimeout)
+	defer cancel()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		ok, detail := ready(ctx)
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: not so after %v (last seen: %s)", what, pollTimeout, detail)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitForFile waits until path exists on the host and holds a complete line,
+// and returns its content.
 func (s suite) waitForFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, _ := s.host.Shell(ctxFor(t), "cat "+shell.Quote(path)+" 2>/dev/null")
-		if v := strings.TrimSpace(string(out)); v != "" && strings.HasSuffix(string(out), "\n") {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared on the host", path)
-		}
-		time.Sleep(20 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+	var v string
+	waitUntil(t, path+" appears on the host", func(ctx context.Context) (bool, string) {
+		out, _ := s.host.Shell(ctx, "cat "+shell.Quote(path)+" 2>/dev/null")
+		v = strings.TrimSpace(string(out))
+		return v != "" && strings.HasSuffix(string(out), "\n"), fmt.Sprintf("%q", out)
+	})
+	return v
+}
+
+// waitForCmdline waits until process pid on the host runs argv (its exec is
+// done: before it, /proc/PID still shows the shell that will exec it, and
+// during it /proc/PID/environ may read empty).
+func (s suite) waitForCmdline(t *testing.T, pid string, argv ...string) {
+	t.Helper()
+	want := strings.Join(argv, "\x00") + "\x00"
+	waitUntil(t, "process "+pid+" runs "+strings.Join(argv, " "), func(ctx context.Context) (bool, string) {
+		out, _ := s.host.Shell(ctx, "cat /proc/"+pid+"/cmdline 2>/dev/null")
+		return string(out) == want, fmt.Sprintf("%q", out)
+	})
 }
 
 // alive returns the pids among pids that are still running on the host
@@ -332,20 +369,13 @@ done`
 	return strings.Fields(string(out))
 }
 
-// waitGone polls the host until none of pids runs, failing after a deadline.
+// waitGone waits until none of pids runs on the host.
 func (s suite) waitGone(t *testing.T, pids []string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntil(t, fmt.Sprintf("processes %v end once the command was ended", pids), func(context.Context) (bool, string) {
 		left := s.alive(t, pids)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes %v still running on the host after the command was ended", left)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval, bounded by the deadline
-	}
+		return len(left) == 0, fmt.Sprintf("still running: %v", left)
+	})
 }
 
 // longRunning returns a script that records its own pid and its child's in
@@ -380,6 +410,9 @@ func (s suite) testSecretNotInArgv(t *testing.T) {
 		Env:    map[string]string{"RF_SECRET": secret},
 	})
 	pid := s.waitForFile(t, dir+"/pid")
+	// The pid file is written before the shell execs the command: look once
+	// the process is the command itself.
+	s.waitForCmdline(t, pid, "sleep", "3600")
 	// Positive control: the secret did reach the process, in its environment.
 	environ, err := s.host.Shell(ctxFor(t), "tr '\\0' '\\n' < /proc/"+pid+"/environ")
 	if err != nil || !strings.Contains(string(environ), "RF_SECRET="+secret+"\n") {
