@@ -21,8 +21,8 @@
 // names its snapshot). Their answers are keyed by the request (the URL, the
 // record's name, the path), so two requests of one kind never share an
 // answer. observe knows no resource kind: the kinds build the requests and
-// read and parse the answers (resources/observe.go; a node table in
-// resources/cluster, a server's models in resources/serve).
+// read and parse the answers (Ray's node table in resources/cluster's
+// observe.go, a server's models in resources/serve).
 // Parse turns that output into HostFacts; a section that failed on the host
 // carries an Err and never spoils the others. Observe probes all hosts in
 // parallel and, only where a peer's fabric address must first be learned from
@@ -36,13 +36,17 @@
 // are opened read-only by the shell, never created), and no container is
 // created or started.
 //
-// Files: script.go writes the probe (its prelude, the section framework's
-// shell side and the order of the fragments), sections.go splits its output
-// into sections, parse.go dispatches each section to its parser; each
-// topic's shell fragment and its parser sit side by side: probe_net.go (ip
-// and TCP), probe_docker.go (docker version, images, containers),
-// probe_gpu.go (nvidia-smi, RDMA, memory), probe_http.go (loopback GETs and
-// their owner guard), probe_record.go (process records), probe_file.go
-// (files' mtimes), probe_tree.go (trees and free space), probe_read.go
-// (files' content), probe_ray.go (the parser of Ray's node table).
+// Files: spec.go holds what to probe (Spec, HostSpec) and facts.go what was
+// found (Facts, HostFacts); observe.go runs the probes over the connections;
+// script.go writes the probe (its prelude, the section framework's shell
+// side and the order of the fragments), sections.go splits its output into
+// sections, parse.go dispatches each section to its parser; each topic's
+// shell fragment and its parser sit side by side: probe_net.go (ip, TCP and
+// listeners), probe_listenowner.go (which container holds a listener),
+// probe_docker.go (docker version, images, containers), probe_gpu.go
+// (nvidia-smi, RDMA, memory), probe_exec.go (the host's execve limits),
+// probe_http.go (loopback GETs and their owner guard), probe_record.go
+// (process records), probe_file.go (files' mtimes), probe_tree.go (trees and
+// free space), probe_read.go (files' content), probe_secretkey.go (the
+// deployment's secret-digest key).
 package observe
