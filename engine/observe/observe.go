@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rayform/rayform/engine/transport"
 )
@@ -33,92 +34,130 @@ const DefaultParallelism = 10
 // error only for an invalid spec or a missing connection, or when ctx ends
 // (with the facts gathered so far).
 func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, parallelism int) (*Facts, error) {
+	o, err := newObservation(conns, spec, parallelism)
+	if err != nil {
+		return nil, err
+	}
+	o.probeHosts(ctx)
+	if err := ctx.Err(); err != nil {
+		o.failUnobserved(err)
+		return o.facts, err
+	}
+	targets := o.peersToLearn()
+	o.checkLearnedPeers(ctx, targets)
+	return o.facts, ctx.Err()
+}
+
+// observation is one Observe call: the hosts to probe over read-only
+// connections, and the facts gathered so far (mu guards them while the
+// hosts are probed in parallel).
+type observation struct {
+	spec        Spec
+	hosts       []string // sorted
+	ro          map[string]transport.Conn
+	parallelism int
+	timeout     time.Duration
+
+	mu    sync.Mutex
+	facts *Facts
+}
+
+// newObservation checks spec and conns and applies the defaults of
+// parallelism and the probe timeout.
+func newObservation(conns map[string]transport.Conn, spec Spec, parallelism int) (*observation, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, fmt.Errorf("observe: invalid spec: %w", err)
 	}
-	hosts := make([]string, 0, len(spec.Hosts))
-	ro := make(map[string]transport.Conn, len(spec.Hosts))
+	o := &observation{spec: spec, ro: make(map[string]transport.Conn, len(spec.Hosts)), parallelism: parallelism, timeout: spec.Timeout}
 	for h := range spec.Hosts {
 		if conns[h] == nil {
 			return nil, fmt.Errorf("observe: no connection for host %s", h)
 		}
-		hosts = append(hosts, h)
+		o.hosts = append(o.hosts, h)
 		// Belt and braces: observe's commands are read-only by
 		// construction, and the transport refuses anything else.
-		ro[h] = transport.ReadOnly(conns[h])
+		o.ro[h] = transport.ReadOnly(conns[h])
 	}
-	slices.Sort(hosts)
-	if parallelism <= 0 {
-		parallelism = DefaultParallelism
+	slices.Sort(o.hosts)
+	if o.parallelism <= 0 {
+		o.parallelism = DefaultParallelism
 	}
-	timeout := spec.Timeout
-	if timeout <= 0 {
-		timeout = DefaultProbeTimeout
+	if o.timeout <= 0 {
+		o.timeout = DefaultProbeTimeout
 	}
-
-	facts := &Facts{
-		Hosts:      make(map[string]*HostFacts, len(hosts)),
+	o.facts = &Facts{
+		Hosts:      make(map[string]*HostFacts, len(o.hosts)),
 		Errors:     map[string]error{},
-		RoundTrips: make(map[string]int, len(hosts)),
+		RoundTrips: make(map[string]int, len(o.hosts)),
 	}
-	var mu sync.Mutex
-	fail := func(host string, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		facts.Errors[host] = err
-		hf := facts.Hosts[host]
-		if hf == nil {
-			hf = &HostFacts{Host: host}
-			facts.Hosts[host] = hf
-		}
-		hf.Err = err.Error()
-	}
+	return o, nil
+}
 
-	// Round 1.
-	_ = transport.ForEach(ctx, hosts, parallelism, func(ctx context.Context, host string) error {
-		cmd := transport.Cmd{Script: ProbeScript(spec.Hosts[host]), Timeout: timeout}
-		out, err := run(ctx, ro[host], cmd)
-		mu.Lock()
-		facts.RoundTrips[host]++
-		mu.Unlock()
+// fail records that host could not be observed.
+func (o *observation) fail(host string, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.facts.Errors[host] = err
+	hf := o.facts.Hosts[host]
+	if hf == nil {
+		hf = &HostFacts{Host: host}
+		o.facts.Hosts[host] = hf
+	}
+	hf.Err = err.Error()
+}
+
+// probeHosts is round 1: ProbeScript on every host, parsed into its facts.
+func (o *observation) probeHosts(ctx context.Context) {
+	_ = transport.ForEach(ctx, o.hosts, o.parallelism, func(ctx context.Context, host string) error {
+		cmd := transport.Cmd{Script: ProbeScript(o.spec.Hosts[host]), Timeout: o.timeout}
+		out, err := run(ctx, o.ro[host], cmd)
+		o.mu.Lock()
+		o.facts.RoundTrips[host]++
+		o.mu.Unlock()
 		if err != nil {
-			fail(host, err)
+			o.fail(host, err)
 			return nil
 		}
 		hf, err := Parse(out)
 		if err != nil {
-			fail(host, fmt.Errorf("%s: observe probe: %w", host, err))
+			o.fail(host, fmt.Errorf("%s: observe probe: %w", host, err))
 			return nil
 		}
 		hf.Host = host
-		label(hf.RouteChecks, hf.TCPChecks, spec.Hosts[host].Peers)
-		mu.Lock()
-		facts.Hosts[host] = hf
-		mu.Unlock()
+		label(hf.RouteChecks, hf.TCPChecks, o.spec.Hosts[host].Peers)
+		o.mu.Lock()
+		o.facts.Hosts[host] = hf
+		o.mu.Unlock()
 		return nil
 	})
-	if err := ctx.Err(); err != nil {
-		for _, h := range hosts {
-			if facts.Hosts[h] == nil {
-				fail(h, fmt.Errorf("%s: not observed: %w", h, err))
-			}
-		}
-		return facts, err
-	}
+}
 
-	// Round 2: peers whose fabric address only their own facts tell.
+// failUnobserved fails every host round 1 did not reach before ctx ended.
+func (o *observation) failUnobserved(err error) {
+	for _, h := range o.hosts {
+		if o.facts.Hosts[h] == nil {
+			o.fail(h, fmt.Errorf("%s: not observed: %w", h, err))
+		}
+	}
+}
+
+// peersToLearn returns, per host that needs round 2, the peers' addresses
+// (and ports) that only the peers' own round-1 facts tell: peers not
+// declared, and assumed ones whose guess was wrong (their round-1 checks
+// are dropped). A peer whose address cannot be learned gets failed checks
+// at once.
+func (o *observation) peersToLearn() map[string][]netip.AddrPort {
 	targets := map[string][]netip.AddrPort{}
-	var round2 []string
-	for _, h := range hosts {
-		hf := facts.Hosts[h]
+	for _, h := range o.hosts {
+		hf := o.facts.Hosts[h]
 		if hf.Err != "" {
 			continue
 		}
-		for _, p := range spec.Hosts[h].Peers {
+		for _, p := range o.spec.Hosts[h].Peers {
 			if p.Addr.IsValid() && !p.Assumed {
 				continue
 			}
-			addr, err := peerAddr(spec, facts, p.Host)
+			addr, err := peerAddr(o.spec, o.facts, p.Host)
 			if p.Assumed {
 				if err == nil && addr == p.Addr {
 					continue // the guess checked in round 1 was right
@@ -132,49 +171,70 @@ func Observe(ctx context.Context, conns map[string]transport.Conn, spec Spec, pa
 				}
 				continue
 			}
-			if len(targets[h]) == 0 {
-				round2 = append(round2, h)
-			}
 			targets[h] = append(targets[h], netip.AddrPortFrom(addr, uint16(p.Port)))
 		}
 	}
-	_ = transport.ForEach(ctx, round2, parallelism, func(ctx context.Context, host string) error {
-		hs := spec.Hosts[host]
-		cmd := transport.Cmd{Script: PeerScript(hs, targets[host]), Timeout: timeout}
-		out, err := run(ctx, ro[host], cmd)
-		mu.Lock()
-		defer mu.Unlock()
-		facts.RoundTrips[host]++
-		hf := facts.Hosts[host]
+	return targets
+}
+
+// checkLearnedPeers is round 2: one PeerScript per host with targets,
+// whose route and TCP checks join the host's round-1 facts, labelled with
+// the peers' learned addresses.
+func (o *observation) checkLearnedPeers(ctx context.Context, targets map[string][]netip.AddrPort) {
+	var round2 []string
+	for _, h := range o.hosts {
+		if len(targets[h]) > 0 {
+			round2 = append(round2, h)
+		}
+	}
+	_ = transport.ForEach(ctx, round2, o.parallelism, func(ctx context.Context, host string) error {
+		hs := o.spec.Hosts[host]
+		cmd := transport.Cmd{Script: PeerScript(hs, targets[host]), Timeout: o.timeout}
+		out, err := run(ctx, o.ro[host], cmd)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.facts.RoundTrips[host]++
+		hf := o.facts.Hosts[host]
 		var pf *HostFacts
 		if err == nil {
 			pf, err = Parse(out)
 		}
 		if err != nil {
 			// The host answered round 1: keep its facts, fail only the checks.
-			for _, t := range targets[host] {
-				hf.RouteChecks = append(hf.RouteChecks, RouteCheck{Addr: t.Addr(), Err: err.Error()})
-				if t.Port() > 0 {
-					hf.TCPChecks = append(hf.TCPChecks, TCPCheck{Addr: t.Addr(), Port: int(t.Port()), Err: err.Error()})
-				}
-			}
+			failChecks(hf, targets[host], err)
 		} else {
 			hf.RouteChecks = append(hf.RouteChecks, pf.RouteChecks...)
 			hf.TCPChecks = append(hf.TCPChecks, pf.TCPChecks...)
 		}
-		peers := make([]Peer, 0, len(hs.Peers))
-		for _, p := range hs.Peers {
-			if !p.Addr.IsValid() || p.Assumed {
-				if a, err := peerAddr(spec, facts, p.Host); err == nil {
-					p.Addr = a
-				}
-			}
-			peers = append(peers, p)
-		}
-		label(hf.RouteChecks, hf.TCPChecks, peers)
+		label(hf.RouteChecks, hf.TCPChecks, o.learnedPeers(hs))
 		return nil
 	})
-	return facts, ctx.Err()
+}
+
+// failChecks adds a failed route check (and TCP check, where a port is
+// asked) to hf for every target.
+func failChecks(hf *HostFacts, targets []netip.AddrPort, err error) {
+	for _, t := range targets {
+		hf.RouteChecks = append(hf.RouteChecks, RouteCheck{Addr: t.Addr(), Err: err.Error()})
+		if t.Port() > 0 {
+			hf.TCPChecks = append(hf.TCPChecks, TCPCheck{Addr: t.Addr(), Port: int(t.Port()), Err: err.Error()})
+		}
+	}
+}
+
+// learnedPeers is hs's peers with the addresses round 1 learned for those
+// not declared or assumed.
+func (o *observation) learnedPeers(hs HostSpec) []Peer {
+	peers := make([]Peer, 0, len(hs.Peers))
+	for _, p := range hs.Peers {
+		if !p.Addr.IsValid() || p.Assumed {
+			if a, err := peerAddr(o.spec, o.facts, p.Host); err == nil {
+				p.Addr = a
+			}
+		}
+		peers = append(peers, p)
+	}
+	return peers
 }
 
 // run runs cmd read-only and returns its stdout. A non-zero exit with probe

@@ -21,94 +21,12 @@ func Parse(output []byte) (*HostFacts, error) {
 	for i := range secs {
 		s := &secs[i]
 		seen[s.name] = true
-		switch s.name {
-		case secMeta:
-			parseMeta(f, s)
-		case secIPBatch:
-			parseIPBatch(f, s)
-			seen[secAddr], seen[secRoute], seen[secDefault] = true, true, true
-		case secAddr:
-			f.Links, f.Addresses = parseAddr(s)
-		case secRoute:
-			f.Routes = parseRoutes(s)
-		case secDefault:
-			f.DefaultRoute = parseDefault(s)
-		case secRouteGet:
-			f.RouteChecks = append(f.RouteChecks, parseRouteGet(s))
-		case secRouteBatch:
-			f.RouteChecks = append(f.RouteChecks, parseRouteBatch(s)...)
-		case secTCP:
-			f.TCPChecks = append(f.TCPChecks, parseTCP(s))
-		case secRDMA:
-			f.RDMA = parseRDMA(s)
-		case secMem:
-			f.Memory = parseMeminfo(s)
-		case secExec:
-			f.Exec = parseExec(s)
-		case secListen:
-			f.Listening = parseListen(s)
-		case secListenOwner:
+		if s.name == secListenOwner {
 			owners = parseListenOwners(s)
-		case secGPU:
-			f.GPUs, f.UnifiedMemory = parseGPUs(s)
-		case secDocker:
-			f.Docker = parseDockerVersion(s)
-		case secImage:
-			f.Images = append(f.Images, parseImage(s))
-		case secHistory:
-			addHistory(f.Images, s)
-		case secContainers:
-			f.Containers = parseContainers(s)
-		case secHTTP:
-			if f.HTTP == nil {
-				f.HTTP = map[string]HTTPResult{}
-			}
-			f.HTTP[s.attr("url")] = parseHTTPResult(s)
-		case secRecord:
-			if f.Records == nil {
-				f.Records = map[string]ProcessRecord{}
-			}
-			f.Records[s.attr("name")] = parseRecord(s)
-		case secFile:
-			if f.Files == nil {
-				f.Files = map[string]FileFacts{}
-			}
-			f.Files[s.attr("path")] = parseFile(s)
-		case secTree, secIDs, secFree:
-			if f.Trees == nil {
-				f.Trees = map[string]TreeFacts{}
-			}
-			t := f.Trees[s.attr("path")]
-			switch s.name {
-			case secTree:
-				parseTree(&t, s)
-			case secIDs:
-				parseIDs(&t, s)
-			default:
-				parseFree(&t, s)
-			}
-			f.Trees[s.attr("path")] = t
-		case secRead:
-			if f.Reads == nil {
-				f.Reads = map[string]ReadResult{}
-			}
-			f.Reads[readKey(s)] = parseRead(s)
-		case secClock:
-			f.Clock = parseClock(s)
-		case secSecretKey:
-			if k := parseSecretKey(s); k != nil {
-				if f.SecretKeys == nil {
-					f.SecretKeys = map[string][]byte{}
-				}
-				f.SecretKeys[s.attr("name")] = k
-			}
-		case secBearer:
-			if tok := parseBearer(s); tok != "" {
-				if f.Bearers == nil {
-					f.Bearers = map[string]string{}
-				}
-				f.Bearers[s.attr("name")] = tok
-			}
+			continue
+		}
+		if !parseHostSection(f, s, seen) {
+			parseRequestedSection(f, s)
 		}
 	}
 	setListenOwners(f, owners)
@@ -119,26 +37,134 @@ func Parse(output []byte) (*HostFacts, error) {
 	}
 	// A first-round probe always has these; report what truncation lost.
 	if seen[secMeta] || !seen[secRouteGet] && !seen[secRouteBatch] && !seen[secTCP] {
-		const missing = "missing from probe output (connection lost or probe killed)"
-		for name, errp := range map[string]*string{
-			secAddr:    &f.Addresses.Err,
-			secRoute:   &f.Routes.Err,
-			secDefault: &f.DefaultRoute.Err,
-			secRDMA:    &f.RDMA.Err,
-			secMem:     &f.Memory.Err,
-			secExec:    &f.Exec.Err,
-			secGPU:     &f.GPUs.Err,
-			secDocker:  &f.Docker.Err,
-		} {
-			if !seen[name] {
-				*errp = missing
-			}
-		}
-		if !seen[secAddr] {
-			f.Links.Err = missing
-		}
+		markMissing(f, seen)
 	}
 	return f, nil
+}
+
+// parseHostSection parses a section of the facts every probe gathers (the
+// host, its network, hardware, docker and images, and the peer checks) into
+// f, and reports whether s was one of them. The batched ip section stands
+// for the addresses, routes and default route, which seen records.
+func parseHostSection(f *HostFacts, s *section, seen map[string]bool) bool {
+	switch s.name {
+	case secMeta:
+		parseMeta(f, s)
+	case secIPBatch:
+		parseIPBatch(f, s)
+		seen[secAddr], seen[secRoute], seen[secDefault] = true, true, true
+	case secAddr:
+		f.Links, f.Addresses = parseAddr(s)
+	case secRoute:
+		f.Routes = parseRoutes(s)
+	case secDefault:
+		f.DefaultRoute = parseDefault(s)
+	case secRouteGet:
+		f.RouteChecks = append(f.RouteChecks, parseRouteGet(s))
+	case secRouteBatch:
+		f.RouteChecks = append(f.RouteChecks, parseRouteBatch(s)...)
+	case secTCP:
+		f.TCPChecks = append(f.TCPChecks, parseTCP(s))
+	case secRDMA:
+		f.RDMA = parseRDMA(s)
+	case secMem:
+		f.Memory = parseMeminfo(s)
+	case secExec:
+		f.Exec = parseExec(s)
+	case secListen:
+		f.Listening = parseListen(s)
+	case secGPU:
+		f.GPUs, f.UnifiedMemory = parseGPUs(s)
+	case secDocker:
+		f.Docker = parseDockerVersion(s)
+	case secImage:
+		f.Images = append(f.Images, parseImage(s))
+	case secHistory:
+		addHistory(f.Images, s)
+	case secContainers:
+		f.Containers = parseContainers(s)
+	case secClock:
+		f.Clock = parseClock(s)
+	default:
+		return false
+	}
+	return true
+}
+
+// parseRequestedSection parses the answer to one of the requests the
+// kinds made (HostSpec.HTTP, Records, Files, Trees, Reads, SecretKeys and
+// the locks' bearer tokens) into f, keyed by the request; other sections
+// are ignored.
+func parseRequestedSection(f *HostFacts, s *section) {
+	switch s.name {
+	case secHTTP:
+		setKeyed(&f.HTTP, s.attr("url"), parseHTTPResult(s))
+	case secRecord:
+		setKeyed(&f.Records, s.attr("name"), parseRecord(s))
+	case secFile:
+		setKeyed(&f.Files, s.attr("path"), parseFile(s))
+	case secTree, secIDs, secFree:
+		parseTreeSection(f, s)
+	case secRead:
+		setKeyed(&f.Reads, readKey(s), parseRead(s))
+	case secSecretKey:
+		if k := parseSecretKey(s); k != nil {
+			setKeyed(&f.SecretKeys, s.attr("name"), k)
+		}
+	case secBearer:
+		if tok := parseBearer(s); tok != "" {
+			setKeyed(&f.Bearers, s.attr("name"), tok)
+		}
+	}
+}
+
+// setKeyed sets (*m)[key] = v, making the map on first use.
+func setKeyed[V any](m *map[string]V, key string, v V) {
+	if *m == nil {
+		*m = map[string]V{}
+	}
+	(*m)[key] = v
+}
+
+// parseTreeSection adds one of a tree's three sections (its listing, its
+// owners' ids, its free space) to the tree's facts.
+func parseTreeSection(f *HostFacts, s *section) {
+	if f.Trees == nil {
+		f.Trees = map[string]TreeFacts{}
+	}
+	t := f.Trees[s.attr("path")]
+	switch s.name {
+	case secTree:
+		parseTree(&t, s)
+	case secIDs:
+		parseIDs(&t, s)
+	default:
+		parseFree(&t, s)
+	}
+	f.Trees[s.attr("path")] = t
+}
+
+// markMissing sets the Err of every first-round section that output
+// truncated (a lost connection, a killed probe) did not reach.
+func markMissing(f *HostFacts, seen map[string]bool) {
+	const missing = "missing from probe output (connection lost or probe killed)"
+	for name, errp := range map[string]*string{
+		secAddr:    &f.Addresses.Err,
+		secRoute:   &f.Routes.Err,
+		secDefault: &f.DefaultRoute.Err,
+		secRDMA:    &f.RDMA.Err,
+		secMem:     &f.Memory.Err,
+		secExec:    &f.Exec.Err,
+		secGPU:     &f.GPUs.Err,
+		secDocker:  &f.Docker.Err,
+	} {
+		if !seen[name] {
+			*errp = missing
+		}
+	}
+	if !seen[secAddr] {
+		f.Links.Err = missing
+	}
 }
 
 func parseMeta(f *HostFacts, s *section) {

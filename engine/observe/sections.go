@@ -95,116 +95,152 @@ func (s *section) part(name string) []byte {
 // output does not begin with the probe header (after any noise a login
 // shell printed); everything after that is best effort.
 func splitSections(out []byte) (secs []section, version int, done bool, err error) {
-	head := []byte(marker + " probe ")
-	i := 0
-	for {
-		j := bytes.IndexByte(out[i:], '\n')
-		end := len(out)
-		if j >= 0 {
-			end = i + j
-		}
-		line := out[i:end]
-		if bytes.HasPrefix(line, head) {
-			v, perr := strconv.Atoi(string(bytes.TrimSpace(line[len(head):])))
-			if perr != nil {
-				return nil, 0, false, fmt.Errorf("%w: bad header %q", ErrNotProbeOutput, line)
-			}
-			version = v
-			i = end + 1
-			break
-		}
-		if j < 0 {
-			return nil, 0, false, ErrNotProbeOutput
-		}
-		i = end + 1
+	version, i, err := probeHeader(out)
+	if err != nil {
+		return nil, version, false, err
 	}
-	if version != probeVersion {
-		return nil, version, false, fmt.Errorf("%w: probe version %d, want %d", ErrNotProbeOutput, version, probeVersion)
-	}
-
-	const (
-		outside = iota
-		inStdout
-		inStderr
-	)
-	state := outside
-	var cur *section
-	var bodyStart int
+	sp := splitter{out: out}
 	mk := []byte(marker + " ")
-	closeCur := func(at int, complete bool) {
-		if cur == nil {
-			return
-		}
-		switch state {
-		case inStdout:
-			cur.stdout = out[bodyStart:max(at-1, bodyStart)]
-		case inStderr:
-			cur.stderr = out[bodyStart:max(at-1, bodyStart)]
-		}
-		cur.complete = complete
-		secs = append(secs, *cur)
-		cur = nil
-		state = outside
-	}
 	for i < len(out) {
-		j := bytes.IndexByte(out[i:], '\n')
-		end := len(out)
-		if j >= 0 {
-			end = i + j
-		}
-		line := out[i:end]
-		next := end + 1
-		if !bytes.HasPrefix(line, mk) || bytes.HasPrefix(line[len(mk):], []byte("part ")) {
-			i = next
-			continue
-		}
-		verb, rest, _ := strings.Cut(string(line[len(mk):]), " ")
-		switch verb {
-		case "begin":
-			closeCur(i, false)
-			fields := strings.Fields(rest)
-			if len(fields) == 0 {
-				break
-			}
-			cur = &section{name: fields[0], attrs: fields[1:]}
-			state = inStdout
-			bodyStart = min(next, len(out))
-		case "skip":
-			if cur != nil && state == inStdout {
-				cur.skipped = rest
-				if cur.skipped == "" {
-					cur.skipped = "skipped"
-				}
-				cur.complete = true
-				secs = append(secs, *cur)
-				cur, state = nil, outside
-			}
-		case "stderr":
-			if cur != nil && state == inStdout {
-				cur.stdout = out[bodyStart:max(i-1, bodyStart)]
-				state = inStderr
-				bodyStart = min(next, len(out))
-			}
-		case "end":
-			if cur != nil && state == inStderr {
-				cur.stderr = out[bodyStart:max(i-1, bodyStart)]
-				rc, perr := strconv.Atoi(strings.TrimSpace(rest))
-				if perr != nil {
-					rc = -1
-				}
-				cur.rc = rc
-				cur.complete = true
-				secs = append(secs, *cur)
-				cur, state = nil, outside
-			}
-		case "done":
-			closeCur(i, false)
-			done = true
+		line, next := lineAt(out, i)
+		if bytes.HasPrefix(line, mk) && !bytes.HasPrefix(line[len(mk):], []byte("part ")) {
+			verb, rest, _ := strings.Cut(string(line[len(mk):]), " ")
+			sp.marker(verb, rest, i, next)
 		}
 		i = next
 	}
-	closeCur(len(out)+1, false)
-	return secs, version, done, nil
+	sp.closeCur(len(out)+1, false)
+	return sp.secs, version, sp.done, nil
+}
+
+// lineAt returns the line of out that starts at i (without its newline)
+// and where the next one starts.
+func lineAt(out []byte, i int) (line []byte, next int) {
+	end := len(out)
+	if j := bytes.IndexByte(out[i:], '\n'); j >= 0 {
+		end = i + j
+	}
+	return out[i:end], end + 1
+}
+
+// probeHeader finds the probe's header line in out (anything the login
+// shell printed before it is skipped) and returns the probe version and
+// where the sections start; output of another probe version is not probe
+// output.
+func probeHeader(out []byte) (version, start int, err error) {
+	head := []byte(marker + " probe ")
+	i := 0
+	for {
+		line, next := lineAt(out, i)
+		if bytes.HasPrefix(line, head) {
+			v, perr := strconv.Atoi(string(bytes.TrimSpace(line[len(head):])))
+			if perr != nil {
+				return 0, 0, fmt.Errorf("%w: bad header %q", ErrNotProbeOutput, line)
+			}
+			version, start = v, next
+			break
+		}
+		if next > len(out) {
+			return 0, 0, ErrNotProbeOutput
+		}
+		i = next
+	}
+	if version != probeVersion {
+		return version, 0, fmt.Errorf("%w: probe version %d, want %d", ErrNotProbeOutput, version, probeVersion)
+	}
+	return version, start, nil
+}
+
+// Where a splitter is in the framing of the section it reads.
+const (
+	frameOutside = iota
+	frameStdout
+	frameStderr
+)
+
+// splitter reads the framing markers of a probe's output into sections:
+// begin, then the section's stdout, stderr and end (or skip instead of
+// them), and done after the last section. A section the output cuts short
+// is closed incomplete.
+type splitter struct {
+	out       []byte
+	secs      []section
+	done      bool
+	state     int
+	cur       *section
+	bodyStart int // where the current stdout or stderr starts in out
+}
+
+// marker handles one framing line, verb and rest, that starts at offset at;
+// the line after it starts at next.
+func (sp *splitter) marker(verb, rest string, at, next int) {
+	switch verb {
+	case "begin":
+		sp.closeCur(at, false)
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			break
+		}
+		sp.cur = &section{name: fields[0], attrs: fields[1:]}
+		sp.state = frameStdout
+		sp.bodyStart = min(next, len(sp.out))
+	case "skip":
+		if sp.cur != nil && sp.state == frameStdout {
+			sp.cur.skipped = rest
+			if sp.cur.skipped == "" {
+				sp.cur.skipped = "skipped"
+			}
+			sp.finish()
+		}
+	case "stderr":
+		if sp.cur != nil && sp.state == frameStdout {
+			sp.cur.stdout = sp.body(at)
+			sp.state = frameStderr
+			sp.bodyStart = min(next, len(sp.out))
+		}
+	case "end":
+		if sp.cur != nil && sp.state == frameStderr {
+			sp.cur.stderr = sp.body(at)
+			rc, perr := strconv.Atoi(strings.TrimSpace(rest))
+			if perr != nil {
+				rc = -1
+			}
+			sp.cur.rc = rc
+			sp.finish()
+		}
+	case "done":
+		sp.closeCur(at, false)
+		sp.done = true
+	}
+}
+
+// body is the current stdout or stderr, up to the newline before at.
+func (sp *splitter) body(at int) []byte {
+	return sp.out[sp.bodyStart:max(at-1, sp.bodyStart)]
+}
+
+// finish adds the current section, complete.
+func (sp *splitter) finish() {
+	sp.cur.complete = true
+	sp.secs = append(sp.secs, *sp.cur)
+	sp.cur, sp.state = nil, frameOutside
+}
+
+// closeCur adds the current section, if any, with the body read up to at.
+func (sp *splitter) closeCur(at int, complete bool) {
+	if sp.cur == nil {
+		return
+	}
+	switch sp.state {
+	case frameStdout:
+		sp.cur.stdout = sp.body(at)
+	case frameStderr:
+		sp.cur.stderr = sp.body(at)
+	}
+	sp.cur.complete = complete
+	sp.secs = append(sp.secs, *sp.cur)
+	sp.cur = nil
+	sp.state = frameOutside
 }
 
 // lastLine returns the last non-blank line of b, trimmed.
