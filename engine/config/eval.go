@@ -544,78 +544,110 @@ func (e *evaluator) evalBlock(it *item, ctx *hcl.EvalContext, addr string) *bloc
 		defaults: map[string]cty.Value{},
 	}
 	for _, spec := range e.mod.args(it.kind) {
-		a, ok := it.attrs[spec.Name]
-		if !ok {
-			continue
+		if a, ok := it.attrs[spec.Name]; ok {
+			b.evalArg(spec, a, ctx)
 		}
-		b.decl.AttrRanges[spec.Name] = a.Expr.Range()
-		val, diags := a.Expr.Value(ctx)
-		diags = redactSensitive(diags)
-		b.diags = append(b.diags, diags...)
-		if diags.HasErrors() || val.IsNull() {
-			continue
-		}
-		if spec.Type != cty.DynamicPseudoType {
-			conv, err := convert.Convert(val, spec.Type)
-			if err != nil {
-				b.errorAt(spec.Name, "Incorrect attribute value type",
-					fmt.Sprintf("Inappropriate value for attribute %q: %s.", spec.Name, errText(err)))
-				continue
-			}
-			val = conv
-		}
-		unmarked, pvm := val.UnmarkDeepWithPaths()
-		var sensitive []string
-		for _, pv := range pvm {
-			if _, ok := pv.Marks[Sensitive]; ok {
-				sensitive = append(sensitive, FormatPath(spec.Name, pv.Path))
-			}
-		}
-		if len(sensitive) > 0 && !spec.MaySensitive && !spec.Sensitive {
-			b.refuseSensitive(spec, sensitive)
-			if !spec.UnknownOK || !unmarked.CanIterateElements() {
-				continue
-			}
-			// The kind's checks still see the rest of a collection that may
-			// hold unknown elements (the other words of extra_args), the
-			// refused elements as unknown.
-			unmarked = withoutSensitive(val)
-			val = unmarked
-			b.decl.Unknown = append(b.decl.Unknown, sensitive...)
-			sensitive = nil
-		}
-		if b.it.kind != kindOutput && slices.Contains(sensitive, spec.Name) && (unmarked.Type().IsMapType() || unmarked.Type().IsObjectType()) {
-			// The map itself is marked: its names derive from a sensitive
-			// value, and a map's names are shown and sent as they are.
-			b.errorAt(spec.Name, "Sensitive names in "+spec.Name,
-				fmt.Sprintf("The names in %s are derived from a sensitive value (the whole map is sensitive), but only its values may be: rayform shows the names in plans and passes them on command lines. Write the names out, e.g. %s = { HF_TOKEN = var.hf_token }, or for a sensitive map, %s = { HF_TOKEN = var.secrets[\"HF_TOKEN\"] }.",
-					spec.Name, spec.Name, spec.Name))
-			continue
-		}
-		b.decl.Sensitive = append(b.decl.Sensitive, sensitive...)
-		if spec.Ref == "" && !unmarked.IsWhollyKnown() && !spec.UnknownOK && e.mod.unknownVars {
-			// Checking without variable values: an argument that depends
-			// on one is unknown, and checked as if it were not set.
-			b.decl.Unknown = append(b.decl.Unknown, spec.Name)
-			continue
-		}
-		if spec.Ref == "" && !unmarked.IsWhollyKnown() {
-			if !spec.UnknownOK {
-				b.errorAt(spec.Name, "Value not known before observing the hosts",
-					fmt.Sprintf("The value of %s depends on facts rayform learns only by observing the hosts (such as fabric addresses), but it must be known from the configuration alone.", spec.Name))
-				continue
-			}
-			b.decl.Unknown = append(b.decl.Unknown, unknownPaths(spec.Name, unmarked)...)
-		}
-		if unmarked.IsNull() {
-			continue
-		}
-		b.vals[spec.Name] = val
-		b.raw[spec.Name] = unmarked
 	}
 	sort.Strings(b.decl.Sensitive)
 	sort.Strings(b.decl.Unknown)
 	return b
+}
+
+// evalArg evaluates argument spec, set as a, and records its value (marked,
+// and unmarked in raw) unless it failed, is null, or is left unknown.
+func (b *blockEval) evalArg(spec Arg, a *hcl.Attribute, ctx *hcl.EvalContext) {
+	b.decl.AttrRanges[spec.Name] = a.Expr.Range()
+	val, ok := b.typedValue(spec, a, ctx)
+	if !ok {
+		return
+	}
+	val, unmarked, ok := b.placeSensitive(spec, val)
+	if !ok || !b.placeUnknown(spec, unmarked) || unmarked.IsNull() {
+		return
+	}
+	b.vals[spec.Name] = val
+	b.raw[spec.Name] = unmarked
+}
+
+// typedValue evaluates a's expression and converts it to spec's type; it
+// reports false for a failed or null value.
+func (b *blockEval) typedValue(spec Arg, a *hcl.Attribute, ctx *hcl.EvalContext) (cty.Value, bool) {
+	val, diags := a.Expr.Value(ctx)
+	diags = redactSensitive(diags)
+	b.diags = append(b.diags, diags...)
+	if diags.HasErrors() || val.IsNull() {
+		return cty.NilVal, false
+	}
+	if spec.Type == cty.DynamicPseudoType {
+		return val, true
+	}
+	conv, err := convert.Convert(val, spec.Type)
+	if err != nil {
+		b.errorAt(spec.Name, "Incorrect attribute value type",
+			fmt.Sprintf("Inappropriate value for attribute %q: %s.", spec.Name, errText(err)))
+		return cty.NilVal, false
+	}
+	return conv, true
+}
+
+// placeSensitive records the paths of val that hold sensitive values, or
+// refuses them where spec takes none (a collection that may be unknown
+// goes on with the refused elements unknown), and refuses a map whose names
+// are sensitive. It returns val, val unmarked, and whether to go on.
+func (b *blockEval) placeSensitive(spec Arg, val cty.Value) (cty.Value, cty.Value, bool) {
+	unmarked, pvm := val.UnmarkDeepWithPaths()
+	var sensitive []string
+	for _, pv := range pvm {
+		if _, ok := pv.Marks[Sensitive]; ok {
+			sensitive = append(sensitive, FormatPath(spec.Name, pv.Path))
+		}
+	}
+	if len(sensitive) > 0 && !spec.MaySensitive && !spec.Sensitive {
+		b.refuseSensitive(spec, sensitive)
+		if !spec.UnknownOK || !unmarked.CanIterateElements() {
+			return val, unmarked, false
+		}
+		// The kind's checks still see the rest of a collection that may
+		// hold unknown elements (the other words of extra_args), the
+		// refused elements as unknown.
+		unmarked = withoutSensitive(val)
+		val = unmarked
+		b.decl.Unknown = append(b.decl.Unknown, sensitive...)
+		sensitive = nil
+	}
+	if b.it.kind != kindOutput && slices.Contains(sensitive, spec.Name) && (unmarked.Type().IsMapType() || unmarked.Type().IsObjectType()) {
+		// The map itself is marked: its names derive from a sensitive
+		// value, and a map's names are shown and sent as they are.
+		b.errorAt(spec.Name, "Sensitive names in "+spec.Name,
+			fmt.Sprintf("The names in %s are derived from a sensitive value (the whole map is sensitive), but only its values may be: rayform shows the names in plans and passes them on command lines. Write the names out, e.g. %s = { HF_TOKEN = var.hf_token }, or for a sensitive map, %s = { HF_TOKEN = var.secrets[\"HF_TOKEN\"] }.",
+				spec.Name, spec.Name, spec.Name))
+		return val, unmarked, false
+	}
+	b.decl.Sensitive = append(b.decl.Sensitive, sensitive...)
+	return val, unmarked, true
+}
+
+// placeUnknown records the unknown paths of a value not wholly known and
+// reports whether to record the value: without variable values such an
+// argument is unknown (checked as if not set); otherwise only an argument
+// that may be unknown (or a reference) may hold one.
+func (b *blockEval) placeUnknown(spec Arg, unmarked cty.Value) bool {
+	if spec.Ref != "" || unmarked.IsWhollyKnown() {
+		return true
+	}
+	if !spec.UnknownOK && b.e.mod.unknownVars {
+		// Checking without variable values: an argument that depends
+		// on one is unknown, and checked as if it were not set.
+		b.decl.Unknown = append(b.decl.Unknown, spec.Name)
+		return false
+	}
+	if !spec.UnknownOK {
+		b.errorAt(spec.Name, "Value not known before observing the hosts",
+			fmt.Sprintf("The value of %s depends on facts rayform learns only by observing the hosts (such as fabric addresses), but it must be known from the configuration alone.", spec.Name))
+		return false
+	}
+	b.decl.Unknown = append(b.decl.Unknown, unknownPaths(spec.Name, unmarked)...)
+	return true
 }
 
 // refuseSensitive reports that argument spec, which must not hold a

@@ -28,7 +28,27 @@ type rawInput struct {
 // default < RAYFORM_VAR_<name> < -var and -var-file in command-line order.
 // It then runs the variables' validation rules. Sensitive values are marked.
 func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]cty.Value, map[string]*Variable, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
+	declared, names := m.declaredVariables()
+	raw := map[string]rawInput{}
+	envInputs(opts.Env, declared, raw)
+	diags := argInputs(p, opts.Args, declared, names, raw)
+
+	values := map[string]cty.Value{}
+	vars := map[string]*Variable{}
+	for _, name := range names {
+		v, val, more := m.resolveVariable(p, declared[name], raw[name], opts.UnknownVariables)
+		vars[name] = v
+		diags = append(diags, more...)
+		if val != cty.NilVal {
+			values[name] = val
+		}
+	}
+	return values, vars, diags
+}
+
+// declaredVariables returns the declared variables by name, and their
+// names sorted.
+func (m *module) declaredVariables() (map[string]*item, []string) {
 	declared := map[string]*item{}
 	var names []string
 	for _, addr := range m.order {
@@ -38,11 +58,13 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 		}
 	}
 	sort.Strings(names)
-	raw := map[string]rawInput{}
+	return declared, names
+}
 
-	envNames := make([]string, 0)
-	envVals := map[string]string{}
-	for _, kv := range opts.Env {
+// envInputs records in raw the values of declared variables set as
+// RAYFORM_VAR_<name> in env (NAME=VALUE entries; the last one wins).
+func envInputs(env []string, declared map[string]*item, raw map[string]rawInput) {
+	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(k, EnvPrefix) {
 			continue
@@ -51,14 +73,16 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 		if _, ok := declared[name]; !ok {
 			continue // like Terraform: undeclared environment values are ignored
 		}
-		envNames = append(envNames, name)
-		envVals[name] = v
+		raw[name] = rawInput{source: "env", str: v, isStr: true, file: fmt.Sprintf("<value for var.%s from %s%s>", name, EnvPrefix, name)}
 	}
-	for _, name := range envNames {
-		raw[name] = rawInput{source: "env", str: envVals[name], isStr: true, file: fmt.Sprintf("<value for var.%s from %s%s>", name, EnvPrefix, name)}
-	}
+}
 
-	for _, arg := range opts.Args {
+// argInputs records in raw the values of the -var and -var-file options,
+// in command-line order (a later one wins over an earlier one and over
+// the environment).
+func argInputs(p *hclparse.Parser, args []VarArg, declared map[string]*item, names []string, raw map[string]rawInput) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for _, arg := range args {
 		if arg.File {
 			diags = append(diags, readVarFile(p, arg.Value, declared, names, raw)...)
 			continue
@@ -85,67 +109,64 @@ func (m *module) resolveVariables(p *hclparse.Parser, opts Options) (map[string]
 		}
 		raw[name] = rawInput{source: "-var", str: value, isStr: true, file: fmt.Sprintf("<value for var.%s>", name)}
 	}
+	return diags
+}
 
-	values := map[string]cty.Value{}
-	vars := map[string]*Variable{}
-	for _, name := range names {
-		it := declared[name]
-		d := it.variable
-		v := &Variable{
-			Name:        name,
-			Description: d.description,
-			Type:        d.typ,
-			Default:     d.def,
-			Sensitive:   d.sensitive,
-			DeclRange:   it.declRange,
-		}
-		vars[name] = v
-		val, valRange, more := convertInput(p, name, d, raw[name])
-		if d.sensitive {
-			// The value's own text (from -var, the environment or a
-			// variable file) would be the snippet of these diagnostics:
-			// point at the declaration.
-			more = pointAt(more, it.declRange)
-			valRange = nil
-		}
-		diags = append(diags, more...)
-		if more.HasErrors() {
-			continue
-		}
-		switch {
-		case raw[name].source != "" && !val.IsNull():
-			v.Source = raw[name].source
-		case d.def != cty.NilVal:
-			val, valRange, v.Source = d.def, d.defRange.Ptr(), "default"
-		case opts.UnknownVariables:
-			// Unknown, as in Terraform's validate: its validation rules
-			// cannot be checked without a value.
-			v.Value = cty.UnknownVal(d.typ)
-			if d.sensitive {
-				values[name] = v.Value.Mark(Sensitive)
-			} else {
-				values[name] = v.Value
-			}
-			continue
-		default:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "No value for required variable",
-				Detail: fmt.Sprintf("The variable %q has no default, so it needs a value: pass -var '%s=...', set it in a file given with -var-file, or set the environment variable %s%s.",
-					name, name, EnvPrefix, name),
-				Subject: it.declRange.Ptr(),
-			})
-			continue
-		}
-		v.Value = val
-		more = validateVariable(m, it, val, d.sensitive, valRange)
-		diags = append(diags, more...)
-		if d.sensitive {
-			val = val.Mark(Sensitive)
-		}
-		values[name] = val
+// resolveVariable returns the declared variable it with its value: the
+// input given, else its default, else (with unknown) an unknown value; its
+// validation rules run on a known value. The value for expressions is
+// marked when the variable is sensitive, and cty.NilVal when there is none.
+func (m *module) resolveVariable(p *hclparse.Parser, it *item, in rawInput, unknown bool) (*Variable, cty.Value, hcl.Diagnostics) {
+	d := it.variable
+	v := &Variable{
+		Name:        it.name,
+		Description: d.description,
+		Type:        d.typ,
+		Default:     d.def,
+		Sensitive:   d.sensitive,
+		DeclRange:   it.declRange,
 	}
-	return values, vars, diags
+	val, valRange, diags := convertInput(p, it.name, d, in)
+	if d.sensitive {
+		// The value's own text (from -var, the environment or a
+		// variable file) would be the snippet of these diagnostics:
+		// point at the declaration.
+		diags = pointAt(diags, it.declRange)
+		valRange = nil
+	}
+	if diags.HasErrors() {
+		return v, cty.NilVal, diags
+	}
+	switch {
+	case in.source != "" && !val.IsNull():
+		v.Source = in.source
+	case d.def != cty.NilVal:
+		val, valRange, v.Source = d.def, d.defRange.Ptr(), "default"
+	case unknown:
+		// Unknown, as in Terraform's validate: its validation rules
+		// cannot be checked without a value.
+		v.Value = cty.UnknownVal(d.typ)
+		return v, markIf(v.Value, d.sensitive), diags
+	default:
+		return v, cty.NilVal, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "No value for required variable",
+			Detail: fmt.Sprintf("The variable %q has no default, so it needs a value: pass -var '%s=...', set it in a file given with -var-file, or set the environment variable %s%s.",
+				it.name, it.name, EnvPrefix, it.name),
+			Subject: it.declRange.Ptr(),
+		})
+	}
+	v.Value = val
+	diags = append(diags, validateVariable(m, it, val, d.sensitive, valRange)...)
+	return v, markIf(val, d.sensitive), diags
+}
+
+// markIf returns v marked Sensitive when sensitive is set.
+func markIf(v cty.Value, sensitive bool) cty.Value {
+	if sensitive {
+		return v.Mark(Sensitive)
+	}
+	return v
 }
 
 // readVarFile parses a -var-file and records its values in raw.
