@@ -63,87 +63,132 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 	if parallelism <= 0 {
 		parallelism = DefaultParallelism
 	}
-
-	type result struct {
-		node string
-		err  error
-	}
-	var (
-		pending  = make(map[string]int, len(g.nodes)) // dependencies not yet succeeded
-		resolved = make(map[string]bool, len(g.nodes))
-		started  = make(map[string]bool, len(g.nodes))
-		errs     = map[string]error{}
-		ready    = &stringHeap{}
-		done     = make(chan result)
-		running  = 0
-		left     = len(g.nodes) // nodes not yet resolved
-	)
-	for n := range g.nodes {
-		pending[n] = len(g.deps[n])
-		if pending[n] == 0 {
-			*ready = append(*ready, n)
-		}
-	}
-	heap.Init(ready)
-
-	resolve := func(n string, err error) {
-		resolved[n] = true
-		left--
-		if err != nil {
-			errs[n] = err
-		}
-	}
-
-	for left > 0 {
+	w := newWalk(g)
+	for w.left > 0 {
 		if err := ctx.Err(); err != nil {
-			// Stop launching: every node not yet started is cancelled.
-			for _, n := range g.Nodes() {
-				if !resolved[n] && !started[n] {
-					resolve(n, err)
-				}
-			}
-			*ready = (*ready)[:0]
+			w.cancelUnstarted(err)
 		}
-		for running < parallelism && ready.Len() > 0 {
-			n := heap.Pop(ready).(string)
-			started[n] = true
-			running++
-			go func() {
-				done <- result{n, fn(ctx, n)}
-			}()
+		for w.running < parallelism && w.ready.Len() > 0 {
+			w.start(ctx, fn)
 		}
-		if running == 0 {
+		if w.running == 0 {
 			break // only possible once everything left was cancelled
 		}
-		r := <-done
-		running--
-		resolve(r.node, r.err)
+		r := <-w.done
+		w.running--
+		w.resolve(r.node, r.err)
 		if ctx.Err() != nil {
 			// Cancelled while r ran: the loop's top cancels every node not
 			// yet started, dependents of a failed r included, so the
 			// outcome does not depend on which running call returns first.
 			continue
 		}
-		if r.err != nil {
-			g.skipDependents(r.node, resolved, resolve)
-			continue
-		}
-		for _, d := range g.DependentsOf(r.node) {
-			pending[d]--
-			if pending[d] == 0 && !resolved[d] {
-				heap.Push(ready, d)
-			}
+		w.release(r)
+	}
+	return w.err()
+}
+
+// walkResult is what one call of a Walk's fn returned for its node.
+type walkResult struct {
+	node string
+	err  error
+}
+
+// walk is the state of one Walk: which nodes wait on how many
+// dependencies, which are ready, running or resolved, and the errors.
+type walk struct {
+	g        *Graph
+	pending  map[string]int // dependencies not yet succeeded
+	resolved map[string]bool
+	started  map[string]bool
+	errs     map[string]error
+	ready    *stringHeap
+	done     chan walkResult
+	running  int
+	left     int // nodes not yet resolved
+}
+
+// newWalk returns the walk of g with every node without dependencies
+// ready.
+func newWalk(g *Graph) *walk {
+	w := &walk{
+		g:        g,
+		pending:  make(map[string]int, len(g.nodes)),
+		resolved: make(map[string]bool, len(g.nodes)),
+		started:  make(map[string]bool, len(g.nodes)),
+		errs:     map[string]error{},
+		ready:    &stringHeap{},
+		done:     make(chan walkResult),
+		left:     len(g.nodes),
+	}
+	for n := range g.nodes {
+		w.pending[n] = len(g.deps[n])
+		if w.pending[n] == 0 {
+			*w.ready = append(*w.ready, n)
 		}
 	}
+	heap.Init(w.ready)
+	return w
+}
 
-	names := make([]string, 0, len(errs))
-	for n := range errs {
+// resolve records that node n is done, with err if it failed, was skipped
+// or cancelled.
+func (w *walk) resolve(n string, err error) {
+	w.resolved[n] = true
+	w.left--
+	if err != nil {
+		w.errs[n] = err
+	}
+}
+
+// cancelUnstarted stops launching: every node not yet started is resolved
+// with err.
+func (w *walk) cancelUnstarted(err error) {
+	for _, n := range w.g.Nodes() {
+		if !w.resolved[n] && !w.started[n] {
+			w.resolve(n, err)
+		}
+	}
+	*w.ready = (*w.ready)[:0]
+}
+
+// start runs fn for the smallest ready node in a goroutine that reports
+// on w.done.
+func (w *walk) start(ctx context.Context, fn func(ctx context.Context, node string) error) {
+	n := heap.Pop(w.ready).(string)
+	w.started[n] = true
+	w.running++
+	go func() {
+		w.done <- walkResult{n, fn(ctx, n)}
+	}()
+}
+
+// release follows r's outcome: a failure skips r's dependents; a success
+// makes each dependent whose dependencies all succeeded ready.
+func (w *walk) release(r walkResult) {
+	if r.err != nil {
+		w.skipDependents(r.node)
+		return
+	}
+	for _, d := range w.g.DependentsOf(r.node) {
+		w.pending[d]--
+		if w.pending[d] == 0 && !w.resolved[d] {
+			heap.Push(w.ready, d)
+		}
+	}
+}
+
+// err is errors.Join of one *NodeError per node that did not succeed,
+// sorted by node name.
+func (w *walk) err() error {
+	names := make([]string, 0, len(w.errs))
+	for n := range w.errs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	joined := make([]error, 0, len(names))
 	for _, n := range names {
-		joined = append(joined, &NodeError{Node: n, Err: errs[n]})
+		joined = append(joined, &NodeError{Node: n, Err: w.errs[n]})
 	}
 	return errors.Join(joined...)
 }
@@ -151,15 +196,15 @@ func (g *Graph) Walk(ctx context.Context, parallelism int, fn func(ctx context.C
 // skipDependents resolves every unresolved transitive dependent of failed
 // with a *SkippedError naming failed. None of them can be running: each
 // waits on failed, directly or through another unresolved node.
-func (g *Graph) skipDependents(failed string, resolved map[string]bool, resolve func(string, error)) {
-	stack := g.DependentsOf(failed)
+func (w *walk) skipDependents(failed string) {
+	stack := w.g.DependentsOf(failed)
 	for len(stack) > 0 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if resolved[n] {
+		if w.resolved[n] {
 			continue
 		}
-		resolve(n, &SkippedError{Dependency: failed})
-		stack = append(stack, g.DependentsOf(n)...)
+		w.resolve(n, &SkippedError{Dependency: failed})
+		stack = append(stack, w.g.DependentsOf(n)...)
 	}
 }

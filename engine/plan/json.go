@@ -62,6 +62,26 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 		now = opts.Now
 	}
 	events := []Event{VersionEvent(now(), opts.Version)}
+	events = append(events, driftEvents(p, now)...)
+	if !p.RefreshOnly {
+		events = append(events, changeEvents(p, now)...)
+	}
+	events = append(events, findingEvents(p, now)...)
+	if len(p.Outputs) > 0 {
+		events = append(events, outputsEvent(p, now))
+	}
+	events = append(events, summaryEvent(p, now))
+	for _, e := range events {
+		if err := WriteEvent(w, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// driftEvents is one resource_drift event per drift found on the hosts.
+func driftEvents(p *Plan, now func() time.Time) []Event {
+	var events []Event
 	for _, d := range p.Drift {
 		e := NewEvent(now(), "warn", "resource_drift", fmt.Sprintf("%s: Drift detected (%s)", d.Address, d.Summary))
 		a := ParseAddress(d.Address)
@@ -75,32 +95,42 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 		}
 		events = append(events, e)
 	}
-	if !p.RefreshOnly {
-		for _, rc := range p.Changes {
-			if rc.Action == NoOp {
-				continue
-			}
-			typ, name := rc.Type, rc.Name
-			if typ == "" {
-				a := ParseAddress(rc.Address)
-				typ, name = a.Type, a.Instance()
-			}
-			e := NewEvent(now(), "info", "planned_change", fmt.Sprintf("%s: Plan to %s", rc.Address, rc.Action))
-			change := map[string]any{
-				"resource": resourceJSON(rc.Address, typ, name),
-				"action":   string(rc.Action),
-				"attrs":    attrsJSON(rc.Attrs),
-			}
-			if len(rc.Reasons) > 0 {
-				change["reasons"] = rc.Reasons
-			}
-			if len(rc.Hosts) > 0 {
-				change["hosts"] = rc.Hosts
-			}
-			e["change"] = change
-			events = append(events, e)
+	return events
+}
+
+// changeEvents is one planned_change event per resource with an action.
+func changeEvents(p *Plan, now func() time.Time) []Event {
+	var events []Event
+	for _, rc := range p.Changes {
+		if rc.Action == NoOp {
+			continue
 		}
+		typ, name := rc.Type, rc.Name
+		if typ == "" {
+			a := ParseAddress(rc.Address)
+			typ, name = a.Type, a.Instance()
+		}
+		e := NewEvent(now(), "info", "planned_change", fmt.Sprintf("%s: Plan to %s", rc.Address, rc.Action))
+		change := map[string]any{
+			"resource": resourceJSON(rc.Address, typ, name),
+			"action":   string(rc.Action),
+			"attrs":    attrsJSON(rc.Attrs),
+		}
+		if len(rc.Reasons) > 0 {
+			change["reasons"] = rc.Reasons
+		}
+		if len(rc.Hosts) > 0 {
+			change["hosts"] = rc.Hosts
+		}
+		e["change"] = change
+		events = append(events, e)
 	}
+	return events
+}
+
+// findingEvents is one diagnostic event per finding.
+func findingEvents(p *Plan, now func() time.Time) []Event {
+	var events []Event
 	for _, f := range p.Findings {
 		level := "error"
 		if f.Severity == Warning {
@@ -110,26 +140,35 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 		e["diagnostic"] = f
 		events = append(events, e)
 	}
-	if len(p.Outputs) > 0 {
-		outs := map[string]any{}
-		for _, o := range p.Outputs {
-			action := o.Action
-			if action == "" {
-				action = Create
-			}
-			entry := map[string]any{"sensitive": o.Sensitive, "action": string(action)}
-			if !o.Sensitive {
-				entry["value"] = jsonValue(o.Value)
-			}
-			if !o.Value.IsWhollyKnown() {
-				entry["unknown"] = true
-			}
-			outs[o.Name] = entry
+	return events
+}
+
+// outputsEvent is the outputs event: each output's action, and its value
+// unless sensitive.
+func outputsEvent(p *Plan, now func() time.Time) Event {
+	outs := map[string]any{}
+	for _, o := range p.Outputs {
+		action := o.Action
+		if action == "" {
+			action = Create
 		}
-		e := NewEvent(now(), "info", "outputs", "Outputs: "+fmt.Sprint(len(outs)))
-		e["outputs"] = outs
-		events = append(events, e)
+		entry := map[string]any{"sensitive": o.Sensitive, "action": string(action)}
+		if !o.Sensitive {
+			entry["value"] = jsonValue(o.Value)
+		}
+		if !o.Value.IsWhollyKnown() {
+			entry["unknown"] = true
+		}
+		outs[o.Name] = entry
 	}
+	e := NewEvent(now(), "info", "outputs", "Outputs: "+fmt.Sprint(len(outs)))
+	e["outputs"] = outs
+	return e
+}
+
+// summaryEvent is the change_summary event: the counts, and the health a
+// drift cron alerts on.
+func summaryEvent(p *Plan, now func() time.Time) Event {
 	c := p.Counts()
 	op := "plan"
 	msg := fmt.Sprintf("Plan: %d to add, %d to change, %d to destroy.", c.Add, c.Change, c.Destroy)
@@ -142,13 +181,7 @@ func RenderJSON(w io.Writer, p *Plan, opts JSONOptions) error {
 	// What a drift cron alerts on, in one place.
 	unreachable := append([]string{}, p.Unreachable...)
 	sum["health"] = map[string]any{"drift": len(p.Drift), "errors": len(p.Errors()), "unreachable": len(unreachable), "unreachable_hosts": unreachable}
-	events = append(events, sum)
-	for _, e := range events {
-		if err := WriteEvent(w, e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sum
 }
 
 func capitalize(s string) string {
