@@ -134,30 +134,10 @@ func (c *Conn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, er
 	}
 
 	var stdout, stderr bytes.Buffer
-	x := exec.Command(c.shell, "-c", line)
-	x.Stdout = tee(&stdout, cmd.Stdout)
-	x.Stderr = tee(&stderr, cmd.Stderr)
-	// Stdin is copied by a goroutine Wait does not wait for: a command that
-	// exits without reading all of a never-ending Stdin is finished, as over
-	// SSH.
-	var stdinPipe io.WriteCloser
-	if cmd.Stdin != nil {
-		var err error
-		if stdinPipe, err = x.StdinPipe(); err != nil {
-			return transport.Result{}, fmt.Errorf("%s: %q: stdin: %w", c.host, line, err)
-		}
+	x, stdinPipe, err := c.command(cmd, line, &stdout, &stderr)
+	if err != nil {
+		return transport.Result{}, err
 	}
-	x.Env = os.Environ()
-	for _, k := range cmd.EnvKeys() {
-		x.Env = append(x.Env, k+"="+cmd.Env[k])
-	}
-	// Its own process group, so cancelling reaches every process the command
-	// started, as sshd's setsid does for a remote command.
-	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Once the command is gone, do not wait forever for a background child
-	// that kept stdout open.
-	x.WaitDelay = c.killGrace + time.Second
-
 	start := time.Now()
 	if err := x.Start(); err != nil {
 		return transport.Result{}, fmt.Errorf("%s: %q: start: %w", c.host, line, err)
@@ -168,17 +148,7 @@ func (c *Conn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, er
 			_ = stdinPipe.Close()
 		}()
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- x.Wait() }()
-
-	var werr error
-	var cancelled error
-	select {
-	case werr = <-waited:
-	case <-ctx.Done():
-		cancelled = ctx.Err()
-		werr = c.kill(x.Process.Pid, waited)
-	}
+	werr, cancelled := c.wait(ctx, x)
 	res := transport.Result{Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Duration: time.Since(start)}
 	if x.ProcessState != nil {
 		res.ExitCode = exitCode(x.ProcessState)
@@ -195,6 +165,50 @@ func (c *Conn) Run(ctx context.Context, cmd transport.Cmd) (transport.Result, er
 		return res, &transport.ExitError{Host: c.host, Cmd: line, Result: res}
 	}
 	return res, nil
+}
+
+// command prepares line under the shell in a process group of its own,
+// with cmd's environment, its output to stdout and stderr (and cmd's
+// writers), and a pipe for cmd.Stdin when it has one.
+func (c *Conn) command(cmd transport.Cmd, line string, stdout, stderr *bytes.Buffer) (*exec.Cmd, io.WriteCloser, error) {
+	x := exec.Command(c.shell, "-c", line)
+	x.Stdout = tee(stdout, cmd.Stdout)
+	x.Stderr = tee(stderr, cmd.Stderr)
+	// Stdin is copied by a goroutine Wait does not wait for: a command that
+	// exits without reading all of a never-ending Stdin is finished, as over
+	// SSH.
+	var stdinPipe io.WriteCloser
+	if cmd.Stdin != nil {
+		var err error
+		if stdinPipe, err = x.StdinPipe(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %q: stdin: %w", c.host, line, err)
+		}
+	}
+	x.Env = os.Environ()
+	for _, k := range cmd.EnvKeys() {
+		x.Env = append(x.Env, k+"="+cmd.Env[k])
+	}
+	// Its own process group, so cancelling reaches every process the command
+	// started, as sshd's setsid does for a remote command.
+	x.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Once the command is gone, do not wait forever for a background child
+	// that kept stdout open.
+	x.WaitDelay = c.killGrace + time.Second
+	return x, stdinPipe, nil
+}
+
+// wait waits for the started x, or for ctx: then it kills x's process
+// group. It returns x's Wait error and, for a cancelled command, why.
+func (c *Conn) wait(ctx context.Context, x *exec.Cmd) (werr, cancelled error) {
+	waited := make(chan error, 1)
+	go func() { waited <- x.Wait() }()
+	select {
+	case werr = <-waited:
+	case <-ctx.Done():
+		cancelled = ctx.Err()
+		werr = c.kill(x.Process.Pid, waited)
+	}
+	return werr, cancelled
 }
 
 // kill ends the process group led by pid: SIGTERM, then SIGKILL after the

@@ -210,49 +210,73 @@ func (r *resolver) resolveDepth(name string, override HostConfig, depth int) (Re
 		return Resolved{}, fmt.Errorf("%s: ProxyJump chain deeper than %d (a loop?)", name, maxJumpDepth)
 	}
 	explicit := r.opts.Hosts[name]
-	get := func(key string) (string, error) { return r.cfg.get(name, key) }
-
 	res := Resolved{Name: name}
+	if err := r.resolveEndpoint(&res, override, explicit); err != nil {
+		return Resolved{}, err
+	}
+	tokens := map[byte]string{'h': res.HostName, 'r': res.User, 'u': r.localUser, 'd': r.home, 'n': name, 'p': strconv.Itoa(res.Port)}
+	for _, step := range []func(*Resolved, HostConfig, map[byte]string) error{
+		r.resolveIdentities,
+		r.resolveLiveness,
+		r.resolveKnownHosts,
+		r.resolveHostKeyPolicy,
+	} {
+		if err := step(&res, explicit, tokens); err != nil {
+			return Resolved{}, err
+		}
+	}
+	if err := r.resolveJumps(&res, explicit, depth); err != nil {
+		return Resolved{}, err
+	}
+	return res, nil
+}
+
+// resolveEndpoint sets where and as whom to log in: HostName, Port and
+// User, each from the override, else the explicit options, else ssh config,
+// else the default (the name, port 22, the local user).
+func (r *resolver) resolveEndpoint(res *Resolved, override, explicit HostConfig) error {
+	name := res.Name
 	var err error
-	// HostName
 	res.HostName = first(override.HostName, explicit.HostName)
 	if res.HostName == "" {
-		v, err := get("HostName")
+		v, err := r.cfg.get(name, "HostName")
 		if err != nil {
-			return Resolved{}, err
+			return err
 		}
 		res.HostName = expandTokens(v, map[byte]string{'h': name})
 	}
 	if res.HostName == "" {
 		res.HostName = name
 	}
-	// Port
 	res.Port = firstInt(override.Port, explicit.Port)
 	if res.Port == 0 {
 		if res.Port, err = r.intOption(name, "Port"); err != nil {
-			return Resolved{}, err
+			return err
 		}
 	}
 	if res.Port == 0 {
 		res.Port = DefaultPort
 	}
-	// User
 	res.User = first(override.User, explicit.User)
 	if res.User == "" {
-		if res.User, err = get("User"); err != nil {
-			return Resolved{}, err
+		if res.User, err = r.cfg.get(name, "User"); err != nil {
+			return err
 		}
 	}
 	if res.User == "" {
 		res.User = r.localUser
 	}
-	tokens := map[byte]string{'h': res.HostName, 'r': res.User, 'u': r.localUser, 'd': r.home, 'n': name, 'p': strconv.Itoa(res.Port)}
-	// IdentityFile: explicit list, else every IdentityFile in ssh config,
-	// else the defaults that exist.
+	return nil
+}
+
+// resolveIdentities sets the identity files: the explicit list, else every
+// IdentityFile in ssh config, else the default files that exist.
+func (r *resolver) resolveIdentities(res *Resolved, explicit HostConfig, tokens map[byte]string) error {
 	files := explicit.IdentityFiles
 	if len(files) == 0 {
-		if files, err = r.cfg.getAll(name, "IdentityFile"); err != nil {
-			return Resolved{}, err
+		var err error
+		if files, err = r.cfg.getAll(res.Name, "IdentityFile"); err != nil {
+			return err
 		}
 	}
 	for _, f := range files {
@@ -266,31 +290,43 @@ func (r *resolver) resolveDepth(name string, override HostConfig, depth int) (Re
 			}
 		}
 	}
-	// Timeouts and keepalives.
+	return nil
+}
+
+// resolveLiveness sets the connect timeout and the keepalives.
+func (r *resolver) resolveLiveness(res *Resolved, explicit HostConfig, _ map[byte]string) error {
+	name := res.Name
+	var err error
 	if res.ConnectTimeout, err = r.durationOption(name, "ConnectTimeout", explicit.ConnectTimeout, DefaultConnectTimeout); err != nil {
-		return Resolved{}, err
+		return err
 	}
 	if res.ServerAliveInterval, err = r.durationOption(name, "ServerAliveInterval", explicit.ServerAliveInterval, DefaultServerAliveInterval); err != nil {
-		return Resolved{}, err
+		return err
 	}
 	res.ServerAliveCountMax = explicit.ServerAliveCountMax
 	if res.ServerAliveCountMax == 0 {
 		if res.ServerAliveCountMax, err = r.intOption(name, "ServerAliveCountMax"); err != nil {
-			return Resolved{}, err
+			return err
 		}
 	}
 	if res.ServerAliveCountMax <= 0 {
 		res.ServerAliveCountMax = DefaultServerAliveCountMax
 	}
-	// Known hosts.
+	return nil
+}
+
+// resolveKnownHosts sets the user's known_hosts files (explicit, else the
+// options', else UserKnownHostsFile, else ~/.ssh/known_hosts) and the
+// global ones.
+func (r *resolver) resolveKnownHosts(res *Resolved, explicit HostConfig, tokens map[byte]string) error {
 	khFiles := explicit.KnownHostsFiles
 	if len(khFiles) == 0 {
 		khFiles = r.opts.KnownHostsFiles
 	}
 	if len(khFiles) == 0 {
-		v, err := get("UserKnownHostsFile")
+		v, err := r.cfg.get(res.Name, "UserKnownHostsFile")
 		if err != nil {
-			return Resolved{}, err
+			return err
 		}
 		khFiles = strings.Fields(v)
 	}
@@ -300,9 +336,9 @@ func (r *resolver) resolveDepth(name string, override HostConfig, depth int) (Re
 	for _, f := range khFiles {
 		res.KnownHostsFiles = append(res.KnownHostsFiles, r.expandPath(f, tokens))
 	}
-	global, err := get("GlobalKnownHostsFile")
+	global, err := r.cfg.get(res.Name, "GlobalKnownHostsFile")
 	if err != nil {
-		return Resolved{}, err
+		return err
 	}
 	if global == "" {
 		global = "/etc/ssh/ssh_known_hosts"
@@ -310,10 +346,18 @@ func (r *resolver) resolveDepth(name string, override HostConfig, depth int) (Re
 	for _, f := range strings.Fields(global) {
 		res.GlobalKnownHosts = append(res.GlobalKnownHosts, r.expandPath(f, tokens))
 	}
+	return nil
+}
+
+// resolveHostKeyPolicy sets whether an unknown host key is trusted
+// (StrictHostKeyChecking, or the options' TrustNewHosts) and whether new
+// known_hosts lines are hashed.
+func (r *resolver) resolveHostKeyPolicy(res *Resolved, explicit HostConfig, _ map[byte]string) error {
 	strict := explicit.StrictHostKeyChecking
 	if strict == "" {
-		if strict, err = get("StrictHostKeyChecking"); err != nil {
-			return Resolved{}, err
+		var err error
+		if strict, err = r.cfg.get(res.Name, "StrictHostKeyChecking"); err != nil {
+			return err
 		}
 	}
 	switch strings.ToLower(strict) {
@@ -321,46 +365,53 @@ func (r *resolver) resolveDepth(name string, override HostConfig, depth int) (Re
 	case "accept-new", "no", "off", "false":
 		res.TrustNew = true
 	default:
-		return Resolved{}, fmt.Errorf("%s: StrictHostKeyChecking %q: want yes, accept-new or no", name, strict)
+		return fmt.Errorf("%s: StrictHostKeyChecking %q: want yes, accept-new or no", res.Name, strict)
 	}
 	if r.opts.TrustNewHosts {
 		res.TrustNew = true
 	}
-	hash, err := get("HashKnownHosts")
+	hash, err := r.cfg.get(res.Name, "HashKnownHosts")
 	if err != nil {
-		return Resolved{}, err
+		return err
 	}
 	res.HashKnownHosts = strings.EqualFold(hash, "yes")
+	return nil
+}
 
-	// ProxyJump: explicit, else ssh config; "none" disables.
+// resolveJumps resolves the jump hosts (ProxyJump: explicit, else ssh
+// config; "none" disables) into res.Jumps, the first hop's own jumps
+// before it.
+func (r *resolver) resolveJumps(res *Resolved, explicit HostConfig, depth int) error {
+	name := res.Name
 	jump := explicit.ProxyJump
 	if jump == "" {
-		if jump, err = get("ProxyJump"); err != nil {
-			return Resolved{}, err
+		var err error
+		if jump, err = r.cfg.get(name, "ProxyJump"); err != nil {
+			return err
 		}
 	}
-	if jump != "" && !strings.EqualFold(jump, "none") {
-		hops := strings.Split(jump, ",")
-		for i, spec := range hops {
-			hopName, hopOverride, err := parseJumpSpec(strings.TrimSpace(spec))
-			if err != nil {
-				return Resolved{}, fmt.Errorf("%s: ProxyJump %q: %w", name, jump, err)
-			}
-			hop, err := r.resolveDepth(hopName, hopOverride, depth+1)
-			if err != nil {
-				return Resolved{}, fmt.Errorf("%s: jump host: %w", name, err)
-			}
-			// Only the first hop keeps its own ProxyJump (as ssh -J does): the
-			// later hops are reached through the earlier ones.
-			if i > 0 {
-				hop.Jumps = nil
-			}
-			res.Jumps = append(res.Jumps, hop.Jumps...)
+	if jump == "" || strings.EqualFold(jump, "none") {
+		return nil
+	}
+	for i, spec := range strings.Split(jump, ",") {
+		hopName, hopOverride, err := parseJumpSpec(strings.TrimSpace(spec))
+		if err != nil {
+			return fmt.Errorf("%s: ProxyJump %q: %w", name, jump, err)
+		}
+		hop, err := r.resolveDepth(hopName, hopOverride, depth+1)
+		if err != nil {
+			return fmt.Errorf("%s: jump host: %w", name, err)
+		}
+		// Only the first hop keeps its own ProxyJump (as ssh -J does): the
+		// later hops are reached through the earlier ones.
+		if i > 0 {
 			hop.Jumps = nil
-			res.Jumps = append(res.Jumps, hop)
 		}
+		res.Jumps = append(res.Jumps, hop.Jumps...)
+		hop.Jumps = nil
+		res.Jumps = append(res.Jumps, hop)
 	}
-	return res, nil
+	return nil
 }
 
 // parseJumpSpec splits "[user@]host[:port]" (or ssh://user@host:port).

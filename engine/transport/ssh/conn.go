@@ -175,13 +175,10 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 		ctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
 		defer cancel()
 	}
-	fail := func(res transport.Result, err error) (transport.Result, error) {
-		return res, fmt.Errorf("%s: %q: %w", c.r.Name, shorten(what), err)
-	}
 	select {
 	case c.sessions <- struct{}{}:
 	case <-ctx.Done():
-		return fail(transport.Result{}, ctxKind(ctx.Err()))
+		return transport.Result{}, c.cmdError(what, ctxKind(ctx.Err()))
 	}
 	// The slot is held until the command's processes are gone (after a kill
 	// too), so the server's session count stays under its MaxSessions.
@@ -190,51 +187,89 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 	sess, err := c.session(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return fail(transport.Result{}, ctxKind(ctx.Err()))
+			return transport.Result{}, c.cmdError(what, ctxKind(ctx.Err()))
 		}
 		return transport.Result{}, err
 	}
 	defer sess.Close()
 
-	var stdout, stderr bytes.Buffer
-	outTee := &lockedTee{buf: &stdout, w: cmd.Stdout}
-	errTee := &lockedTee{buf: &stderr, w: cmd.Stderr}
-	marker := newMarkerWriter(errTee)
-	sess.Stdout = outTee
-	sess.Stderr = marker
-	stdin, err := sess.StdinPipe()
+	rc, err := c.start(sess, cmd, line)
 	if err != nil {
-		return fail(transport.Result{}, err)
+		return transport.Result{}, c.cmdError(what, err)
 	}
-	terminator := "rayform-env-end-" + randomHex(12)
-	start := time.Now()
-	if err := sess.Start(execString(line, terminator, c.d.opts.KillGrace)); err != nil {
-		return fail(transport.Result{}, fmt.Errorf("start: %w: %v", transport.ErrDisconnected, err))
-	}
-
-	// Feed the environment once the wrapper has announced itself, then the
-	// command's stdin.
 	quit := make(chan struct{})
 	defer close(quit)
-	go func() {
-		select {
-		case <-marker.found:
-		case <-quit:
-			return
-		}
-		if _, err := stdin.Write(envHeader(cmd.EnvKeys(), cmd.Env, terminator)); err != nil {
-			return
-		}
-		if cmd.Stdin != nil {
-			_, _ = io.Copy(stdin, cmd.Stdin)
-		}
-		_ = stdin.Close()
-	}()
+	go rc.feed(cmd, quit)
 
+	werr, cancelled := c.wait(ctx, sess, rc.marker)
+	rc.marker.flush()
+	res := transport.Result{Stdout: rc.stdout.bytes(), Stderr: rc.stderr.bytes(), Duration: time.Since(rc.start)}
+	return c.result(res, cmd, what, werr, cancelled)
+}
+
+// cmdError names the host and the command in err.
+func (c *Conn) cmdError(what string, err error) error {
+	return fmt.Errorf("%s: %q: %w", c.r.Name, shorten(what), err)
+}
+
+// remoteCmd is a command started under the wrapper in a session: its
+// output as read so far, the wrapper's announcement, and its stdin, to
+// which the environment goes first, up to terminator.
+type remoteCmd struct {
+	stdout, stderr *lockedTee
+	marker         *markerWriter
+	stdin          io.WriteCloser
+	terminator     string
+	start          time.Time
+}
+
+// start starts line under the wrapper in sess, its output teed to cmd's
+// writers.
+func (c *Conn) start(sess *xssh.Session, cmd transport.Cmd, line string) (*remoteCmd, error) {
+	var stdout, stderr bytes.Buffer
+	rc := &remoteCmd{
+		stdout:     &lockedTee{buf: &stdout, w: cmd.Stdout},
+		stderr:     &lockedTee{buf: &stderr, w: cmd.Stderr},
+		terminator: "rayform-env-end-" + randomHex(12),
+	}
+	rc.marker = newMarkerWriter(rc.stderr)
+	sess.Stdout = rc.stdout
+	sess.Stderr = rc.marker
+	stdin, err := sess.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	rc.stdin = stdin
+	rc.start = time.Now()
+	if err := sess.Start(execString(line, rc.terminator, c.d.opts.KillGrace)); err != nil {
+		return nil, fmt.Errorf("start: %w: %v", transport.ErrDisconnected, err)
+	}
+	return rc, nil
+}
+
+// feed sends the environment once the wrapper has announced itself, then
+// the command's stdin, and closes it; it gives up when quit closes first.
+func (rc *remoteCmd) feed(cmd transport.Cmd, quit <-chan struct{}) {
+	select {
+	case <-rc.marker.found:
+	case <-quit:
+		return
+	}
+	if _, err := rc.stdin.Write(envHeader(cmd.EnvKeys(), cmd.Env, rc.terminator)); err != nil {
+		return
+	}
+	if cmd.Stdin != nil {
+		_, _ = io.Copy(rc.stdin, cmd.Stdin)
+	}
+	_ = rc.stdin.Close()
+}
+
+// wait waits for the session to end, or for ctx: then it kills the
+// command's processes, closes the session and waits (bounded) for its end.
+// It returns the session's Wait error and, for a cancelled command, why.
+func (c *Conn) wait(ctx context.Context, sess *xssh.Session, marker *markerWriter) (werr, cancelled error) {
 	waited := make(chan error, 1)
 	go func() { waited <- sess.Wait() }()
-
-	var werr, cancelled error
 	select {
 	case werr = <-waited:
 	case <-ctx.Done():
@@ -250,15 +285,20 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 		}
 		t.Stop()
 	}
-	marker.flush()
-	res := transport.Result{Stdout: outTee.bytes(), Stderr: errTee.bytes(), Duration: time.Since(start)}
+	return werr, cancelled
+}
 
+// result completes res with the command's exit status and returns it with
+// the error Run reports: the context's for a cancelled command,
+// ErrDisconnected when no exit status came, an *ExitError for a non-zero
+// one.
+func (c *Conn) result(res transport.Result, cmd transport.Cmd, what string, werr, cancelled error) (transport.Result, error) {
 	var ee *xssh.ExitError
 	switch {
 	case cancelled != nil:
 		res.ExitCode = -1
 		c.log.Debug("run cancelled", "cmd", what, "env", cmd.EnvKeys(), "duration", res.Duration, "reason", cancelled)
-		return fail(res, ctxKind(cancelled))
+		return res, c.cmdError(what, ctxKind(cancelled))
 	case werr == nil:
 	case errors.As(werr, &ee):
 		res.ExitCode = ee.ExitStatus()
@@ -269,7 +309,7 @@ func (c *Conn) run(ctx context.Context, cmd transport.Cmd, line, what string) (t
 		// No exit status: the connection (or the session) went away.
 		res.ExitCode = -1
 		c.log.Debug("run lost", "cmd", what, "error", werr)
-		return fail(res, fmt.Errorf("%w while the command ran: %v", transport.ErrDisconnected, werr))
+		return res, c.cmdError(what, fmt.Errorf("%w while the command ran: %v", transport.ErrDisconnected, werr))
 	}
 	c.log.Debug("run", "cmd", what, "mutating", cmd.Mutating, "env", cmd.EnvKeys(), "exit", res.ExitCode, "duration", res.Duration, "round_trips", c.roundTrips.Load())
 	if res.ExitCode != 0 {

@@ -266,13 +266,39 @@ func (d *Dialer) dialRoute(ctx context.Context, target Resolved, logName string)
 // handshake opens one SSH connection to r, directly or through via.
 func (d *Dialer) handshake(ctx context.Context, r Resolved, via *client, name string) (*client, error) {
 	start := time.Now()
-	addr := r.Addr()
-	route := r.User + "@" + addr
+	route := r.User + "@" + r.Addr()
 	if via != nil {
 		route += " via jump host"
 	}
+	nc, err := d.connect(ctx, r, via, name, route)
+	if err != nil {
+		return nil, err
+	}
+	hk := d.hostKeys(r, name)
+	auth := loadAuth(d.opts.AgentSocket, r.IdentityFiles)
+	defer auth.close()
+	if len(auth.signers) == 0 {
+		nc.Close()
+		return nil, fmt.Errorf("%s: ssh %s: %w: %s", name, route, transport.ErrAuthFailed, auth.hint())
+	}
+	sc, chans, reqs, err := d.clientConn(ctx, nc, r, hk, auth, name, route)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{Client: xssh.NewClient(sc, chans, reqs), dead: make(chan struct{}), stop: make(chan struct{})}
+	go func() {
+		_ = c.Wait()
+		close(c.dead)
+	}()
+	go keepalive(c, r.ServerAliveInterval, r.ServerAliveCountMax, d.log.With("host", name))
+	d.log.Debug("ssh handshake", "host", name, "route", route, "host_key", keyDesc(hk.presented), "duration", time.Since(start))
+	return c, nil
+}
 
-	// TCP (or a direct-tcpip channel through the previous hop).
+// connect opens the TCP connection to r (or a direct-tcpip channel through
+// the previous hop via), bounded by r.ConnectTimeout.
+func (d *Dialer) connect(ctx context.Context, r Resolved, via *client, name, route string) (net.Conn, error) {
+	addr := r.Addr()
 	dctx, cancel := context.WithTimeout(ctx, r.ConnectTimeout)
 	var nc net.Conn
 	var err error
@@ -295,10 +321,13 @@ func (d *Dialer) handshake(ctx context.Context, r Resolved, via *client, name st
 		}
 		return nil, fmt.Errorf("%s: connect %s: %w: %v", name, route, transport.ErrUnreachable, err)
 	}
+	return nc, nil
+}
 
-	// SSH handshake, bounded by HandshakeTimeout and ctx: x/crypto has no
-	// deadline of its own, so a watchdog closes the connection.
-	hk := &hostKeys{
+// hostKeys is how r's host key is checked (and a new one recorded).
+func (d *Dialer) hostKeys(r Resolved, name string) *hostKeys {
+	addr := r.Addr()
+	return &hostKeys{
 		host:     name,
 		files:    r.KnownHostsFiles,
 		global:   r.GlobalKnownHosts,
@@ -308,12 +337,13 @@ func (d *Dialer) handshake(ctx context.Context, r Resolved, via *client, name st
 			d.log.Info("recorded new host key", "host", name, "addr", addr, "file", r.KnownHostsFiles[0])
 		},
 	}
-	auth := loadAuth(d.opts.AgentSocket, r.IdentityFiles)
-	defer auth.close()
-	if len(auth.signers) == 0 {
-		nc.Close()
-		return nil, fmt.Errorf("%s: ssh %s: %w: %s", name, route, transport.ErrAuthFailed, auth.hint())
-	}
+}
+
+// clientConn runs the SSH handshake over nc, bounded by HandshakeTimeout
+// and ctx: x/crypto has no deadline of its own, so a watchdog closes the
+// connection. On failure nc is closed.
+func (d *Dialer) clientConn(ctx context.Context, nc net.Conn, r Resolved, hk *hostKeys, auth *authSet, name, route string) (xssh.Conn, <-chan xssh.NewChannel, <-chan *xssh.Request, error) {
+	addr := r.Addr()
 	var hostKeyErr error
 	cfg := &xssh.ClientConfig{
 		User:              r.User,
@@ -339,30 +369,30 @@ func (d *Dialer) handshake(ctx context.Context, r Resolved, via *client, name st
 	close(finished)
 	if err != nil {
 		nc.Close()
-		var hke *HostKeyError
-		switch {
-		case errors.As(hostKeyErr, &hke):
-			return nil, hke
-		case hostKeyErr != nil:
-			return nil, hostKeyErr
-		case ctx.Err() != nil:
-			return nil, ctxErr(fmt.Sprintf("%s: ssh handshake with %s", name, route), ctx.Err())
-		case isClosed(timedOut):
-			return nil, fmt.Errorf("%s: ssh handshake with %s: %w after %s: %v", name, route, transport.ErrTimeout, d.opts.HandshakeTimeout, err)
-		case isAuthError(err):
-			return nil, fmt.Errorf("%s: ssh %s: %w: %v; %s", name, route, transport.ErrAuthFailed, err, auth.hint())
-		default:
-			return nil, fmt.Errorf("%s: ssh handshake with %s: %w: %v", name, route, transport.ErrUnreachable, err)
-		}
+		return nil, nil, nil, d.handshakeError(ctx, err, hostKeyErr, isClosed(timedOut), auth, name, route)
 	}
-	c := &client{Client: xssh.NewClient(sc, chans, reqs), dead: make(chan struct{}), stop: make(chan struct{})}
-	go func() {
-		_ = c.Wait()
-		close(c.dead)
-	}()
-	go keepalive(c, r.ServerAliveInterval, r.ServerAliveCountMax, d.log.With("host", name))
-	d.log.Debug("ssh handshake", "host", name, "route", route, "host_key", keyDesc(hk.presented), "duration", time.Since(start))
-	return c, nil
+	return sc, chans, reqs, nil
+}
+
+// handshakeError says why the handshake failed with err: the host key
+// (hostKeyErr), ctx, the watchdog's timeout, authentication, or the
+// host's unreachability.
+func (d *Dialer) handshakeError(ctx context.Context, err, hostKeyErr error, timedOut bool, auth *authSet, name, route string) error {
+	var hke *HostKeyError
+	switch {
+	case errors.As(hostKeyErr, &hke):
+		return hke
+	case hostKeyErr != nil:
+		return hostKeyErr
+	case ctx.Err() != nil:
+		return ctxErr(fmt.Sprintf("%s: ssh handshake with %s", name, route), ctx.Err())
+	case timedOut:
+		return fmt.Errorf("%s: ssh handshake with %s: %w after %s: %v", name, route, transport.ErrTimeout, d.opts.HandshakeTimeout, err)
+	case isAuthError(err):
+		return fmt.Errorf("%s: ssh %s: %w: %v; %s", name, route, transport.ErrAuthFailed, err, auth.hint())
+	default:
+		return fmt.Errorf("%s: ssh handshake with %s: %w: %v", name, route, transport.ErrUnreachable, err)
+	}
 }
 
 // keepalive sends keepalive@openssh.com every interval and closes the
