@@ -103,6 +103,19 @@ func ParseConfig(data []byte) (Config, error) {
 	if mt := str(m["model_type"]); mt != "" && c.ModelType == "" {
 		c.ModelType = mt
 	}
+	textType := orDefault(str(m["model_type"]), c.ModelType)
+	c.parseAttention(top, m, textType)
+	// bfloat16 and float16 are 2 bytes, and vLLM's "auto" dtype casts a
+	// float32 model to 16 bits on GPUs (_resolve_auto_dtype).
+	c.DtypeBytes = 2
+	c.MaxLen = int(c.contextLength(m, textType))
+	return c, nil
+}
+
+// parseAttention reads the language model m's attention shape: heads,
+// layers, head size, MLA, and the KV heads as vLLM counts them
+// (get_total_num_kv_heads).
+func (c *Config) parseAttention(top, m map[string]any, textType string) {
 	c.NumAttentionHeads = integer(m["num_attention_heads"])
 	c.NumHiddenLayers = integer(m["num_hidden_layers"])
 	c.HiddenSize = integer(m["hidden_size"])
@@ -110,7 +123,6 @@ func ParseConfig(data []byte) (Config, error) {
 	if c.HeadDim == 0 && c.NumAttentionHeads > 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}
-	textType := orDefault(str(m["model_type"]), c.ModelType)
 	c.MLA = mlaTypes[textType] && m["kv_lora_rank"] != nil
 	switch {
 	case c.MLA:
@@ -126,11 +138,13 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 		}
 	}
-	// bfloat16 and float16 are 2 bytes, and vLLM's "auto" dtype casts a
-	// float32 model to 16 bits on GPUs (_resolve_auto_dtype).
-	c.DtypeBytes = 2
+}
 
-	// The context length, as _get_and_verify_max_len derives it.
+// contextLength is the context length of the language model m as
+// _get_and_verify_max_len derives it: the smallest of the length keys
+// (model_max_length wins), 2048 without any, times the RoPE scaling
+// factor; it records the key and the RoPE type and factor in c.
+func (c *Config) contextLength(m map[string]any, textType string) float64 {
 	derived := math.Inf(1)
 	for _, k := range maxLenKeys {
 		if v := number(m[k]); v > 0 {
@@ -147,28 +161,27 @@ func ParseConfig(data []byte) (Config, error) {
 		derived, c.MaxLenKey = 2048, ""
 	}
 	rope := ropeParams(m)
-	if rope != nil && !strings.Contains(textType, "gemma3") {
-		factor := 1.0
-		for _, rp := range rope {
-			t := orDefault(str(rp["rope_type"]), str(rp["type"]))
-			c.RopeType = t
-			if t == "su" || t == "longrope" || t == "llama3" {
-				continue
-			}
-			if f := number(rp["factor"]); f > 0 {
-				factor = f
-			}
-			if t == "yarn" {
-				if o := number(rp["original_max_position_embeddings"]); o > 0 {
-					derived = o
-				}
+	if rope == nil || strings.Contains(textType, "gemma3") {
+		return derived
+	}
+	factor := 1.0
+	for _, rp := range rope {
+		t := orDefault(str(rp["rope_type"]), str(rp["type"]))
+		c.RopeType = t
+		if t == "su" || t == "longrope" || t == "llama3" {
+			continue
+		}
+		if f := number(rp["factor"]); f > 0 {
+			factor = f
+		}
+		if t == "yarn" {
+			if o := number(rp["original_max_position_embeddings"]); o > 0 {
+				derived = o
 			}
 		}
-		c.RopeFactor = factor
-		derived *= factor
 	}
-	c.MaxLen = int(derived)
-	return c, nil
+	c.RopeFactor = factor
+	return derived * factor
 }
 
 // ropeParams returns the RoPE scaling dictionaries: transformers v4's
@@ -316,12 +329,26 @@ const gib = 1 << 30
 
 // Check returns the findings of c served as s, errors first.
 func Check(c Config, s Serve) []Finding {
-	tp, pp := max(s.TP, 1), max(s.PP, 1)
 	var out []Finding
+	for _, check := range []func(Config, Serve) []Finding{
+		checkTensorParallel,
+		checkPipelineStages,
+		checkContextLength,
+		checkKVCacheSize,
+		checkMemory,
+	} {
+		out = append(out, check(c, s)...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
+	return out
+}
 
-	// Attention heads across tensor-parallel ranks.
+// checkTensorParallel judges the attention heads, then the KV heads,
+// across tensor-parallel ranks.
+func checkTensorParallel(c Config, s Serve) []Finding {
+	tp := max(s.TP, 1)
 	if c.NumAttentionHeads > 0 && c.NumAttentionHeads%tp != 0 {
-		out = append(out, Finding{
+		return []Finding{{
 			Severity:  Error,
 			Attribute: "tensor_parallel_size",
 			Summary:   fmt.Sprintf("tensor_parallel_size %d does not divide the model's %d attention heads", tp, c.NumAttentionHeads),
@@ -329,133 +356,170 @@ func Check(c Config, s Serve) []Finding {
 				c.NumAttentionHeads, tp),
 			Fix: "Use a tensor_parallel_size that divides " + strconv.Itoa(c.NumAttentionHeads) + " and its KV heads (" + validTP(c) +
 				"); spread the other GPUs with pipeline_parallel_size.",
-		})
-	} else if kv := c.NumKVHeads; kv > 0 && !c.MLA {
-		bad := (kv >= tp && kv%tp != 0) || (kv < tp && tp%kv != 0)
-		if bad {
-			how := fmt.Sprintf("%d KV heads cannot be split evenly over %d ranks", kv, tp)
-			if kv < tp {
-				how = fmt.Sprintf("%d KV heads cannot be replicated evenly over %d ranks (%d %% %d = %d)", kv, tp, tp, kv, tp%kv)
-			}
-			out = append(out, Finding{
-				Severity:  Error,
-				Attribute: "tensor_parallel_size",
-				Summary:   fmt.Sprintf("tensor_parallel_size %d does not fit the model's %d KV heads", tp, kv),
-				Detail:    "vLLM's model code splits the KV heads across tensor-parallel ranks, or replicates them when there are fewer heads than ranks; " + how + ", so building the model fails with an AssertionError after the weights are fetched.",
-				Fix:       "Use a tensor_parallel_size that divides " + strconv.Itoa(c.NumAttentionHeads) + " and fits " + strconv.Itoa(kv) + " KV heads (" + validTP(c) + ").",
-			})
-		}
+		}}
 	}
-
-	// Pipeline stages over layers.
-	if c.NumHiddenLayers > 0 && pp > c.NumHiddenLayers {
-		out = append(out, Finding{
-			Severity:  Error,
-			Attribute: "pipeline_parallel_size",
-			Summary:   fmt.Sprintf("pipeline_parallel_size %d exceeds the model's %d layers", pp, c.NumHiddenLayers),
-			Detail:    "Each pipeline stage holds a contiguous block of layers; with more stages than layers some stages hold none.",
-			Fix:       fmt.Sprintf("Use pipeline_parallel_size at most %d.", c.NumHiddenLayers),
-		})
+	kv := c.NumKVHeads
+	if kv <= 0 || c.MLA {
+		return nil
 	}
+	if bad := (kv >= tp && kv%tp != 0) || (kv < tp && tp%kv != 0); !bad {
+		return nil
+	}
+	how := fmt.Sprintf("%d KV heads cannot be split evenly over %d ranks", kv, tp)
+	if kv < tp {
+		how = fmt.Sprintf("%d KV heads cannot be replicated evenly over %d ranks (%d %% %d = %d)", kv, tp, tp, kv, tp%kv)
+	}
+	return []Finding{{
+		Severity:  Error,
+		Attribute: "tensor_parallel_size",
+		Summary:   fmt.Sprintf("tensor_parallel_size %d does not fit the model's %d KV heads", tp, kv),
+		Detail:    "vLLM's model code splits the KV heads across tensor-parallel ranks, or replicates them when there are fewer heads than ranks; " + how + ", so building the model fails with an AssertionError after the weights are fetched.",
+		Fix:       "Use a tensor_parallel_size that divides " + strconv.Itoa(c.NumAttentionHeads) + " and fits " + strconv.Itoa(kv) + " KV heads (" + validTP(c) + ").",
+	}}
+}
 
-	// Context length.
+// checkPipelineStages judges the pipeline stages over the layers.
+func checkPipelineStages(c Config, s Serve) []Finding {
+	pp := max(s.PP, 1)
+	if c.NumHiddenLayers <= 0 || pp <= c.NumHiddenLayers {
+		return nil
+	}
+	return []Finding{{
+		Severity:  Error,
+		Attribute: "pipeline_parallel_size",
+		Summary:   fmt.Sprintf("pipeline_parallel_size %d exceeds the model's %d layers", pp, c.NumHiddenLayers),
+		Detail:    "Each pipeline stage holds a contiguous block of layers; with more stages than layers some stages hold none.",
+		Fix:       fmt.Sprintf("Use pipeline_parallel_size at most %d.", c.NumHiddenLayers),
+	}}
+}
+
+// checkContextLength judges max_model_len against the context length the
+// model supports (a warning when VLLM_ALLOW_LONG_MAX_MODEL_LEN is set).
+func checkContextLength(c Config, s Serve) []Finding {
 	maxLen := c.MaxLen
-	if s.MaxModelLen > 0 && maxLen > 0 && s.MaxModelLen > maxLen && (c.ModelMaxLength == 0 || s.MaxModelLen > c.ModelMaxLength) {
-		from := c.MaxLenKey
-		if from == "" {
-			from = "vLLM's default when config.json names no length"
+	if s.MaxModelLen <= 0 || maxLen <= 0 || s.MaxModelLen <= maxLen || (c.ModelMaxLength != 0 && s.MaxModelLen <= c.ModelMaxLength) {
+		return nil
+	}
+	from := c.MaxLenKey
+	if from == "" {
+		from = "vLLM's default when config.json names no length"
+	}
+	if c.RopeType != "" {
+		from += fmt.Sprintf(", RoPE scaling %s", c.RopeType)
+		if c.RopeFactor != 1 && c.RopeFactor != 0 {
+			from += " × " + strconv.FormatFloat(c.RopeFactor, 'f', -1, 64)
 		}
-		if c.RopeType != "" {
-			from += fmt.Sprintf(", RoPE scaling %s", c.RopeType)
-			if c.RopeFactor != 1 && c.RopeFactor != 0 {
-				from += " × " + strconv.FormatFloat(c.RopeFactor, 'f', -1, 64)
-			}
-		}
-		f := Finding{
+	}
+	f := Finding{
+		Severity:  Error,
+		Attribute: "max_model_len",
+		Summary:   fmt.Sprintf("max_model_len %d exceeds the %d tokens the model supports (%s)", s.MaxModelLen, maxLen, from),
+		Detail:    "vLLM refuses a max_model_len above the length it derives from config.json: positions past it give NaN (RoPE) or out-of-bounds errors (absolute positions).",
+		Fix:       fmt.Sprintf("Set max_model_len to at most %d, or use the model's long-context variant (a RoPE scaling in its config, as its card describes).", maxLen),
+	}
+	if s.AllowLongMaxModelLen {
+		f.Severity = Warning
+		f.Detail = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 makes vLLM accept it with a warning; positions past " + strconv.Itoa(maxLen) + " give NaN (RoPE) or out-of-bounds errors (absolute positions)."
+	}
+	return []Finding{f}
+}
+
+// checkKVCacheSize judges an explicit KV cache size (--kv-cache-memory-bytes)
+// exactly as vLLM's own check does.
+func checkKVCacheSize(c Config, s Serve) []Finding {
+	capy, ok := KVCapacity(c, s)
+	if !ok || !capy.Exact || capy.Fits() {
+		return nil
+	}
+	needed := capy.BlocksPerRequest * capy.BytesPerBlock
+	est := ""
+	if l := capy.EstimatedMaxLen(); l > 0 {
+		est = fmt.Sprintf(" Based on the available memory, the estimated maximum model length is %d.", l)
+	}
+	return []Finding{{
+		Severity:  Error,
+		Attribute: "max_model_len",
+		Summary: fmt.Sprintf("max_model_len %d does not fit the KV cache: one request takes %d blocks of %d tokens, --kv-cache-memory-bytes %s holds %d (one kept free)",
+			capy.MaxModelLen, capy.BlocksPerRequest, capy.BlockSize, commas(capy.KVBytes), capy.Blocks),
+		Detail: fmt.Sprintf("vLLM refuses to start: \"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB).%s\" (%s)",
+			capy.MaxModelLen, pyGiB(needed), pyGiB(capy.KVBytes-capy.BytesPerBlock), est, capy),
+		Fix: fmt.Sprintf("Lower max_model_len to at most %d, or raise --kv-cache-memory-bytes in extra_args to at least %s.",
+			capy.EstimatedMaxLen(), commas((capy.BlocksPerRequest+1)*capy.BytesPerBlock)),
+	}}
+}
+
+// gpuBudget is one GPU's memory as a serve uses it: what vLLM may take
+// (gpu_memory_utilization of it), the weights' share and the KV cache of
+// one ctx-token sequence, and the headroom rayform asks for the rest.
+type gpuBudget struct {
+	util, budget, weights, kv, headroom float64
+	ctx                                 int
+	where                               string // how budget was reckoned
+}
+
+// budgetOf reckons one GPU's memory for serve s of model c.
+func budgetOf(c Config, s Serve) gpuBudget {
+	tp, pp := max(s.TP, 1), max(s.PP, 1)
+	b := gpuBudget{util: s.GPUMemoryUtilization}
+	if b.util <= 0 {
+		b.util = 0.9
+	}
+	b.budget = b.util * float64(s.GPUMemoryBytes)
+	b.weights = float64(s.WeightBytes) / float64(tp*pp)
+	mem := "GPU memory"
+	if s.UnifiedMemory {
+		mem = "memory the OS leaves on the node"
+	}
+	maxLen := c.MaxLen
+	b.ctx = s.MaxModelLen
+	if b.ctx == 0 || b.ctx > maxLen && maxLen > 0 && !s.AllowLongMaxModelLen {
+		b.ctx = maxLen
+	}
+	b.kv = kvBytesPerToken(c, s) * float64(b.ctx)
+	if s.KVCacheMemoryBytes > 0 {
+		b.kv = float64(s.KVCacheMemoryBytes) // judged exactly above; here it takes its room
+	}
+	b.headroom = math.Max(gib, 0.1*b.budget)
+	b.where = fmt.Sprintf("%s × %.2f GiB of %s = %.2f GiB", strconv.FormatFloat(b.util, 'f', -1, 64), float64(s.GPUMemoryBytes)/gib, mem, b.budget/gib)
+	return b
+}
+
+// checkMemory judges the weights and one sequence's KV cache against each
+// GPU's memory (on vLLM's CPU build the host's memory, which rayform does
+// not judge here).
+func checkMemory(c Config, s Serve) []Finding {
+	if s.CPU || s.GPUMemoryBytes <= 0 || s.WeightBytes <= 0 {
+		return nil
+	}
+	tp, pp := max(s.TP, 1), max(s.PP, 1)
+	b := budgetOf(c, s)
+	switch {
+	case b.weights > b.budget:
+		return []Finding{{
+			Severity:  Error,
+			Attribute: "gpu_memory_utilization",
+			Summary:   fmt.Sprintf("the model will not fit: %.2f GiB of weights per GPU, %.2f GiB available (%s)", b.weights/gib, b.budget/gib, b.where),
+			Detail:    fmt.Sprintf("%.2f GiB of weights over tensor_parallel_size %d × pipeline_parallel_size %d GPUs is %.2f GiB each, before any KV cache.", float64(s.WeightBytes)/gib, tp, pp, b.weights/gib),
+			Fix:       fmt.Sprintf("Spread it over more GPUs (at least %d in all), or use a quantized variant of the model.", int(math.Ceil(float64(s.WeightBytes)/b.budget))),
+		}}
+	case b.kv > 0 && b.weights+b.kv > b.budget && s.KVCacheMemoryBytes == 0:
+		return []Finding{{
 			Severity:  Error,
 			Attribute: "max_model_len",
-			Summary:   fmt.Sprintf("max_model_len %d exceeds the %d tokens the model supports (%s)", s.MaxModelLen, maxLen, from),
-			Detail:    "vLLM refuses a max_model_len above the length it derives from config.json: positions past it give NaN (RoPE) or out-of-bounds errors (absolute positions).",
-			Fix:       fmt.Sprintf("Set max_model_len to at most %d, or use the model's long-context variant (a RoPE scaling in its config, as its card describes).", maxLen),
-		}
-		if s.AllowLongMaxModelLen {
-			f.Severity = Warning
-			f.Detail = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 makes vLLM accept it with a warning; positions past " + strconv.Itoa(maxLen) + " give NaN (RoPE) or out-of-bounds errors (absolute positions)."
-		}
-		out = append(out, f)
+			Summary:   fmt.Sprintf("no room for the KV cache of one %d-token sequence: %.2f GiB of weights + %.2f GiB of KV cache per GPU > %.2f GiB available", b.ctx, b.weights/gib, b.kv/gib, b.budget/gib),
+			Detail:    "vLLM refuses to start when its KV cache cannot hold one max_model_len sequence (\"The model's max seq len ... is larger than the maximum number of tokens that can be stored in KV cache\").",
+			Fix:       fmt.Sprintf("Lower max_model_len (about %d fits), raise gpu_memory_utilization, or spread the model over more GPUs.", fitLen(b.budget-b.weights, kvBytesPerToken(c, s))),
+		}}
+	case b.weights+b.kv+b.headroom > b.budget:
+		return []Finding{{
+			Severity:  Warning,
+			Attribute: "gpu_memory_utilization",
+			Summary:   fmt.Sprintf("tight: %.2f GiB of weights + %.2f GiB of KV cache for one %d-token sequence per GPU leave %.2f GiB of the %.2f GiB available", b.weights/gib, b.kv/gib, b.ctx, (b.budget-b.weights-b.kv)/gib, b.budget/gib),
+			Detail:    fmt.Sprintf("Activations, CUDA graphs and the rest of the KV cache need room too (rayform's estimate: %.2f GiB); vLLM may start with little concurrency or fail in its memory profile.", b.headroom/gib),
+			Fix:       "Raise gpu_memory_utilization, lower max_model_len, or spread the model over more GPUs.",
+		}}
 	}
-
-	// An explicit KV cache size: vLLM's own check, exactly.
-	if capy, ok := KVCapacity(c, s); ok && capy.Exact && !capy.Fits() {
-		needed := capy.BlocksPerRequest * capy.BytesPerBlock
-		est := ""
-		if l := capy.EstimatedMaxLen(); l > 0 {
-			est = fmt.Sprintf(" Based on the available memory, the estimated maximum model length is %d.", l)
-		}
-		out = append(out, Finding{
-			Severity:  Error,
-			Attribute: "max_model_len",
-			Summary: fmt.Sprintf("max_model_len %d does not fit the KV cache: one request takes %d blocks of %d tokens, --kv-cache-memory-bytes %s holds %d (one kept free)",
-				capy.MaxModelLen, capy.BlocksPerRequest, capy.BlockSize, commas(capy.KVBytes), capy.Blocks),
-			Detail: fmt.Sprintf("vLLM refuses to start: \"To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger than the available KV cache memory (%s GiB).%s\" (%s)",
-				capy.MaxModelLen, pyGiB(needed), pyGiB(capy.KVBytes-capy.BytesPerBlock), est, capy),
-			Fix: fmt.Sprintf("Lower max_model_len to at most %d, or raise --kv-cache-memory-bytes in extra_args to at least %s.",
-				capy.EstimatedMaxLen(), commas((capy.BlocksPerRequest+1)*capy.BytesPerBlock)),
-		})
-	}
-
-	// Memory per GPU (on vLLM's CPU build the host's memory, which rayform
-	// does not judge here).
-	if !s.CPU && s.GPUMemoryBytes > 0 && s.WeightBytes > 0 {
-		util := s.GPUMemoryUtilization
-		if util <= 0 {
-			util = 0.9
-		}
-		budget := util * float64(s.GPUMemoryBytes)
-		weights := float64(s.WeightBytes) / float64(tp*pp)
-		mem := "GPU memory"
-		if s.UnifiedMemory {
-			mem = "memory the OS leaves on the node"
-		}
-		ctx := s.MaxModelLen
-		if ctx == 0 || ctx > maxLen && maxLen > 0 && !s.AllowLongMaxModelLen {
-			ctx = maxLen
-		}
-		kv := kvBytesPerToken(c, s) * float64(ctx)
-		if s.KVCacheMemoryBytes > 0 {
-			kv = float64(s.KVCacheMemoryBytes) // judged exactly above; here it takes its room
-		}
-		headroom := math.Max(gib, 0.1*budget)
-		where := fmt.Sprintf("%s × %.2f GiB of %s = %.2f GiB", strconv.FormatFloat(util, 'f', -1, 64), float64(s.GPUMemoryBytes)/gib, mem, budget/gib)
-		switch {
-		case weights > budget:
-			out = append(out, Finding{
-				Severity:  Error,
-				Attribute: "gpu_memory_utilization",
-				Summary:   fmt.Sprintf("the model will not fit: %.2f GiB of weights per GPU, %.2f GiB available (%s)", weights/gib, budget/gib, where),
-				Detail:    fmt.Sprintf("%.2f GiB of weights over tensor_parallel_size %d × pipeline_parallel_size %d GPUs is %.2f GiB each, before any KV cache.", float64(s.WeightBytes)/gib, tp, pp, weights/gib),
-				Fix:       fmt.Sprintf("Spread it over more GPUs (at least %d in all), or use a quantized variant of the model.", int(math.Ceil(float64(s.WeightBytes)/budget))),
-			})
-		case kv > 0 && weights+kv > budget && s.KVCacheMemoryBytes == 0:
-			out = append(out, Finding{
-				Severity:  Error,
-				Attribute: "max_model_len",
-				Summary:   fmt.Sprintf("no room for the KV cache of one %d-token sequence: %.2f GiB of weights + %.2f GiB of KV cache per GPU > %.2f GiB available", ctx, weights/gib, kv/gib, budget/gib),
-				Detail:    "vLLM refuses to start when its KV cache cannot hold one max_model_len sequence (\"The model's max seq len ... is larger than the maximum number of tokens that can be stored in KV cache\").",
-				Fix:       fmt.Sprintf("Lower max_model_len (about %d fits), raise gpu_memory_utilization, or spread the model over more GPUs.", fitLen(budget-weights, kvBytesPerToken(c, s))),
-			})
-		case weights+kv+headroom > budget:
-			out = append(out, Finding{
-				Severity:  Warning,
-				Attribute: "gpu_memory_utilization",
-				Summary:   fmt.Sprintf("tight: %.2f GiB of weights + %.2f GiB of KV cache for one %d-token sequence per GPU leave %.2f GiB of the %.2f GiB available", weights/gib, kv/gib, ctx, (budget-weights-kv)/gib, budget/gib),
-				Detail:    fmt.Sprintf("Activations, CUDA graphs and the rest of the KV cache need room too (rayform's estimate: %.2f GiB); vLLM may start with little concurrency or fail in its memory profile.", headroom/gib),
-				Fix:       "Raise gpu_memory_utilization, lower max_model_len, or spread the model over more GPUs.",
-			})
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Severity < out[j].Severity })
-	return out
+	return nil
 }
 
 // kvBytesPerToken is the KV cache one token takes on one GPU: keys and
