@@ -135,18 +135,7 @@ func Plan(in PlanInput) Planned {
 		return out
 	}
 	if err := in.Resolution.Err; err != nil {
-		detail, fix := err.Error(), "check that the hub at "+m.Endpoint+" is reachable from this machine (the model's endpoint), then plan again"
-		if IsUnavailable(err) {
-			detail += fmt.Sprintf("; no node holds a list of %s@%s recorded by an earlier apply (apply records it next to the model's files once a node's copy is verified), so the nodes cannot be judged without the hub",
-				m.Source, m.Rev)
-			fix = "make the hub at " + m.Endpoint + " reachable from this machine (the model's endpoint), then plan again"
-		} else if i := strings.LastIndex(detail, "; "); i >= 0 {
-			// Resolve's refusals end with their fix after the last "; ".
-			detail, fix = detail[:i], detail[i+2:]
-		}
-		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
-			Summary: "the hub's list of " + m.Source + "@" + m.Rev + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
-			Fix: fix})
+		out.Findings = append(out.Findings, unresolvedFinding(m, err))
 		out.Change = ch
 		return out
 	}
@@ -158,31 +147,8 @@ func Plan(in PlanInput) Planned {
 	if facts == nil {
 		facts = func(string) *observe.HostFacts { return nil }
 	}
-	copies := m.Copies(in.Nodes, facts)
-	if in.Layout != nil {
-		for i := range copies {
-			c := &copies[i]
-			c.Layout = in.Layout(c.Node)
-			c.Tree = observe.TreeFacts{FreeBytes: -1, Err: "not observed"}
-			if f := facts(c.Node); f != nil {
-				if t, ok := f.Trees[c.Layout.Dir]; ok {
-					c.Tree = t
-				}
-			}
-		}
-	}
-	for i := range copies {
-		c := &copies[i]
-		c.Net, c.Subnet, c.Addr = in.Nets[c.Node].Name, in.Nets[c.Node].Subnet, in.Addrs[c.Node]
-	}
-	for _, c := range copies {
-		if c.Tree.Exists && !c.Tree.Hashed && c.Tree.IDsErr != "" {
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Warning, Address: addr, Host: c.Node,
-				Summary: fmt.Sprintf("%s: the files of %s not stored with LFS could not be verified: judged by their sizes alone", c.Node, m.Source),
-				Detail:  fmt.Sprintf("The probe could not compute their git blob ids in %s: %s.", c.Layout.Dir, c.Tree.IDsErr),
-				Fix:     "install sha1sum (coreutils) on " + c.Node})
-		}
-	}
+	copies := observedCopies(in, facts)
+	out.Findings = append(out.Findings, unverifiedFindings(m, copies)...)
 	d := Decide(mf, copies)
 	ch.Reasons = d.Lines()
 	ch.Attrs = attrs(m, mf, d)
@@ -195,44 +161,9 @@ func Plan(in PlanInput) Planned {
 		ch.Action = plan.Create
 	}
 	if rec := in.Resolution.Recorded; rec != nil {
-		// What only the hub could give: the networks without a complete
-		// copy.
-		for _, t := range d.Transfers() {
-			if !t.Download {
-				continue
-			}
-			where := ""
-			if n := in.Nets[t.From]; n.Name != "" && len(copies) > 0 && d.nets > 1 {
-				where = " on network " + n.Name
-			}
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, At: at(m),
-				Summary: fmt.Sprintf("%s cannot be staged: no node%s has a complete copy of %s@%s to receive it from, and the hub did not answer", strings.Join(append([]string{t.From}, t.To...), ", "), where, m.Source, m.Rev),
-				Detail:  fmt.Sprintf("%v. Nothing was changed on the nodes.", rec.HubErr),
-				Fix:     "make the hub at " + m.Endpoint + " reachable from this machine and the nodes, then plan again"})
-		}
+		out.Findings = append(out.Findings, hublessFindings(in, d, copies, rec)...)
 	}
-	for _, e := range d.Errors {
-		node, msg, _ := strings.Cut(e, ": ")
-		out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: node,
-			Summary: fmt.Sprintf("not enough disk space on %s for %s", node, m.Source),
-			Detail:  msg, Fix: "free the space, or set cache_dir on " + addr + " to a filesystem with room; apply stops before staging anything"})
-	}
-	for _, n := range d.Receivers {
-		if facts(n) == nil {
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: n,
-				Summary: fmt.Sprintf("%s could not be observed: what it holds of %s is unknown", n, m.Source),
-				Fix:     "make the node reachable over SSH and plan again"})
-		}
-	}
-	// A node others receive from serves on its fabric address: a
-	// source, or a downloader when others of its network receive from it.
-	for _, t := range d.Transfers() {
-		if len(t.To) > 0 && !in.Addrs[t.From].IsValid() {
-			out.Findings = append(out.Findings, plan.Finding{Severity: plan.Error, Address: addr, Host: t.From,
-				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", t.From, m.Source),
-				Fix:     "see the network's findings: the receivers connect to the source's fabric address"})
-		}
-	}
+	out.Findings = append(out.Findings, stagingFindings(in, d, facts)...)
 	out.Change = ch
 	if slices.ContainsFunc(out.Findings, func(f plan.Finding) bool { return f.Severity == plan.Error }) {
 		return out
@@ -245,6 +176,113 @@ func Plan(in PlanInput) Planned {
 		}
 	}
 	out.Work = w
+	return out
+}
+
+// unresolvedFinding is the error of a plan whose hub list could not be
+// read (err), with no record of an earlier apply to judge by.
+func unresolvedFinding(m *Model, err error) plan.Finding {
+	detail, fix := err.Error(), "check that the hub at "+m.Endpoint+" is reachable from this machine (the model's endpoint), then plan again"
+	if IsUnavailable(err) {
+		detail += fmt.Sprintf("; no node holds a list of %s@%s recorded by an earlier apply (apply records it next to the model's files once a node's copy is verified), so the nodes cannot be judged without the hub",
+			m.Source, m.Rev)
+		fix = "make the hub at " + m.Endpoint + " reachable from this machine (the model's endpoint), then plan again"
+	} else if i := strings.LastIndex(detail, "; "); i >= 0 {
+		// Resolve's refusals end with their fix after the last "; ".
+		detail, fix = detail[:i], detail[i+2:]
+	}
+	return plan.Finding{Severity: plan.Error, Address: address(m), At: at(m),
+		Summary: "the hub's list of " + m.Source + "@" + m.Rev + " could not be read", Detail: detail + ". Nothing was changed on the nodes.",
+		Fix: fix}
+}
+
+// observedCopies is each node's copy of the model as observed: in its
+// layout (in.Layout, when given) with its tree's facts, and on its network
+// and fabric address.
+func observedCopies(in PlanInput, facts func(node string) *observe.HostFacts) []NodeCopy {
+	copies := in.Model.Copies(in.Nodes, facts)
+	for i := range copies {
+		c := &copies[i]
+		if in.Layout != nil {
+			c.Layout = in.Layout(c.Node)
+			c.Tree = observe.TreeFacts{FreeBytes: -1, Err: "not observed"}
+			if f := facts(c.Node); f != nil {
+				if t, ok := f.Trees[c.Layout.Dir]; ok {
+					c.Tree = t
+				}
+			}
+		}
+		c.Net, c.Subnet, c.Addr = in.Nets[c.Node].Name, in.Nets[c.Node].Subnet, in.Addrs[c.Node]
+	}
+	return copies
+}
+
+// unverifiedFindings warns of copies whose files not stored with LFS
+// could only be judged by their sizes (no git blob ids on the host).
+func unverifiedFindings(m *Model, copies []NodeCopy) []plan.Finding {
+	var out []plan.Finding
+	for _, c := range copies {
+		if c.Tree.Exists && !c.Tree.Hashed && c.Tree.IDsErr != "" {
+			out = append(out, plan.Finding{Severity: plan.Warning, Address: address(m), Host: c.Node,
+				Summary: fmt.Sprintf("%s: the files of %s not stored with LFS could not be verified: judged by their sizes alone", c.Node, m.Source),
+				Detail:  fmt.Sprintf("The probe could not compute their git blob ids in %s: %s.", c.Layout.Dir, c.Tree.IDsErr),
+				Fix:     "install sha1sum (coreutils) on " + c.Node})
+		}
+	}
+	return out
+}
+
+// hublessFindings are the errors of a plan made from a record, without the
+// hub: the networks without a complete copy, which only the hub could
+// give.
+func hublessFindings(in PlanInput, d Decision, copies []NodeCopy, rec *Recorded) []plan.Finding {
+	m := in.Model
+	var out []plan.Finding
+	for _, t := range d.Transfers() {
+		if !t.Download {
+			continue
+		}
+		where := ""
+		if n := in.Nets[t.From]; n.Name != "" && len(copies) > 0 && d.nets > 1 {
+			where = " on network " + n.Name
+		}
+		out = append(out, plan.Finding{Severity: plan.Error, Address: address(m), At: at(m),
+			Summary: fmt.Sprintf("%s cannot be staged: no node%s has a complete copy of %s@%s to receive it from, and the hub did not answer", strings.Join(append([]string{t.From}, t.To...), ", "), where, m.Source, m.Rev),
+			Detail:  fmt.Sprintf("%v. Nothing was changed on the nodes.", rec.HubErr),
+			Fix:     "make the hub at " + m.Endpoint + " reachable from this machine and the nodes, then plan again"})
+	}
+	return out
+}
+
+// stagingFindings are the errors that would stop staging: a receiver
+// without the disk space or not observed, a node others receive from
+// without a fabric address.
+func stagingFindings(in PlanInput, d Decision, facts func(node string) *observe.HostFacts) []plan.Finding {
+	m := in.Model
+	addr := address(m)
+	var out []plan.Finding
+	for _, e := range d.Errors {
+		node, msg, _ := strings.Cut(e, ": ")
+		out = append(out, plan.Finding{Severity: plan.Error, Address: addr, Host: node,
+			Summary: fmt.Sprintf("not enough disk space on %s for %s", node, m.Source),
+			Detail:  msg, Fix: "free the space, or set cache_dir on " + addr + " to a filesystem with room; apply stops before staging anything"})
+	}
+	for _, n := range d.Receivers {
+		if facts(n) == nil {
+			out = append(out, plan.Finding{Severity: plan.Error, Address: addr, Host: n,
+				Summary: fmt.Sprintf("%s could not be observed: what it holds of %s is unknown", n, m.Source),
+				Fix:     "make the node reachable over SSH and plan again"})
+		}
+	}
+	// A node others receive from serves on its fabric address: a
+	// source, or a downloader when others of its network receive from it.
+	for _, t := range d.Transfers() {
+		if len(t.To) > 0 && !in.Addrs[t.From].IsValid() {
+			out = append(out, plan.Finding{Severity: plan.Error, Address: addr, Host: t.From,
+				Summary: fmt.Sprintf("%s has no fabric address to serve %s to the other nodes from", t.From, m.Source),
+				Fix:     "see the network's findings: the receivers connect to the source's fabric address"})
+		}
+	}
 	return out
 }
 

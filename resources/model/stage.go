@@ -215,50 +215,17 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 	hold, release := io.Pipe()
 	defer release.Close()
 	lines := newLineWriter()
-	served := make(chan error, 1)
-	go func() {
-		res, err := src.Conn.Run(ctx, stageCmd(serveCfg, hold, lines))
-		if why := stageErrors(res, src.Name); err != nil && why != "" {
-			err = fmt.Errorf("%s: serving %s for staging: %s", src.Name, m.Repo, why)
-		} else if err != nil {
-			err = fmt.Errorf("%s: serving %s for staging: %w", src.Name, m.Repo, err)
-		}
-		lines.close()
-		served <- err
-	}()
-	// The receivers start with the source, not after it: each checks its
-	// space and its partial files while the source starts, and learns the
-	// source's port on the second line of its stdin.
-	var wg sync.WaitGroup
-	errs := make([]error, len(dsts))
-	ports := make([]*io.PipeWriter, len(dsts))
-	for i, d := range dsts {
-		pr, pw := io.Pipe()
-		ports[i] = pw
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
-				"source_host": src.Addr.String(), "source_port": 0, "key": key,
-				"source_name": src.Name, "source_dir": src.Layout.Dir,
-			}, pr, opt)
-		}()
-	}
-	port := 0
-	for line := range lines.c {
-		if p, ok := strings.CutPrefix(line, "listening "); ok {
-			port, _ = strconv.Atoi(p)
-			break
-		}
-	}
+	served := serveForStaging(ctx, m, src, serveCfg, hold, lines)
+	rs := startReceivers(ctx, m, src, dsts, key, opt)
+	port := listeningPort(lines)
 	if port == 0 {
 		release.Close()
-		for _, pw := range ports {
+		for _, pw := range rs.ports {
 			pw.Close()
 		}
 		err := <-served
 		cancel()
-		wg.Wait()
+		rs.wg.Wait()
 		if err != nil {
 			return err
 		}
@@ -268,22 +235,85 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 		for range lines.c { // drain
 		}
 	}()
-	for _, pw := range ports {
-		go func() {
-			// A receiver that has already failed never reads it: the
-			// write ends when the pipe is closed below.
-			_, _ = fmt.Fprintf(pw, "{\"source_port\": %d}\n", port)
-			pw.Close()
-		}()
-	}
-	wg.Wait()
-	for _, pw := range ports {
+	rs.tellPort(port)
+	rs.wg.Wait()
+	for _, pw := range rs.ports {
 		pw.CloseWithError(io.ErrClosedPipe)
 	}
 	release.Close()
 	cancel()
 	<-served // its error after cancel is the cancellation: the receivers' errors tell
-	return errors.Join(errs...)
+	return errors.Join(rs.errs...)
+}
+
+// serveForStaging runs the staging server on src, serving until hold
+// closes, its stdout to lines; the channel gets its error.
+func serveForStaging(ctx context.Context, m Manifest, src Peer, cfg []byte, hold io.Reader, lines *lineWriter) <-chan error {
+	served := make(chan error, 1)
+	go func() {
+		res, err := src.Conn.Run(ctx, stageCmd(cfg, hold, lines))
+		if why := stageErrors(res, src.Name); err != nil && why != "" {
+			err = fmt.Errorf("%s: serving %s for staging: %s", src.Name, m.Repo, why)
+		} else if err != nil {
+			err = fmt.Errorf("%s: serving %s for staging: %w", src.Name, m.Repo, err)
+		}
+		lines.close()
+		served <- err
+	}()
+	return served
+}
+
+// listeningPort waits for the staging server's "listening PORT" line and
+// returns the port; 0 when the server ended before it.
+func listeningPort(lines *lineWriter) int {
+	for line := range lines.c {
+		if p, ok := strings.CutPrefix(line, "listening "); ok {
+			port, _ := strconv.Atoi(p)
+			return port
+		}
+	}
+	return 0
+}
+
+// receivers are the receivers of one Stage, running: each one's error,
+// and the pipe that tells it the source's port.
+type receivers struct {
+	wg    sync.WaitGroup
+	errs  []error
+	ports []*io.PipeWriter
+}
+
+// startReceivers starts a receiver on every node of dsts. They start with
+// the source, not after it: each checks its space and its partial files
+// while the source starts, and learns the source's port on the second line
+// of its stdin.
+func startReceivers(ctx context.Context, m Manifest, src Peer, dsts []Peer, key string, opt StageOptions) *receivers {
+	rs := &receivers{errs: make([]error, len(dsts)), ports: make([]*io.PipeWriter, len(dsts))}
+	for i, d := range dsts {
+		pr, pw := io.Pipe()
+		rs.ports[i] = pw
+		rs.wg.Add(1)
+		go func() {
+			defer rs.wg.Done()
+			rs.errs[i] = fetchTo(ctx, m, d, src.Layout, fmt.Sprintf("from %s (%s)", src.Name, src.Addr), map[string]any{
+				"source_host": src.Addr.String(), "source_port": 0, "key": key,
+				"source_name": src.Name, "source_dir": src.Layout.Dir,
+			}, pr, opt)
+		}()
+	}
+	return rs
+}
+
+// tellPort sends the source's port to every receiver.
+func (rs *receivers) tellPort(port int) {
+	for _, pw := range rs.ports {
+		go func() {
+			// A receiver that has already failed never reads it: the
+			// write ends when the pipe is closed after the receivers.
+			_, _ = fmt.Fprintf(pw, "{\"source_port\": %d}\n", port)
+			pw.Close()
+		}()
+	}
 }
 
 // fetchTo runs one receiver and relays its progress; from says where
@@ -292,7 +322,38 @@ func Stage(ctx context.Context, m Manifest, src Peer, dsts []Peer, opt StageOpti
 // rest of the receiver's stdin (a node's server's port, when source has
 // none yet).
 func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from string, source map[string]any, more io.Reader, opt StageOptions) error {
-	// The receiver asks for each file by its path in the source's layout.
+	cfg, err := fetchConfig(m, d, srcLayout, source, opt)
+	if err != nil {
+		return err
+	}
+	lines := newLineWriter()
+	relay := &progressRelay{node: d.Name, report: opt.Progress}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		relay.run(lines.c)
+	}()
+	res, err := d.Conn.Run(ctx, stageCmd(cfg, more, lines))
+	lines.close()
+	<-done
+	if err != nil {
+		if why := stageErrors(res, d.Name); why != "" && ctx.Err() == nil {
+			// The script's own lines say what failed; the transport's
+			// error would only repeat the last of them after the script.
+			return fmt.Errorf("%s: staging %s %s: %s", d.Name, m.Repo, from, why)
+		}
+		return fmt.Errorf("%s: staging %s %s: %w", d.Name, m.Repo, from, err)
+	}
+	if !relay.ok {
+		return fmt.Errorf("%s: staging %s %s ended without confirming completion", d.Name, m.Repo, from)
+	}
+	return nil
+}
+
+// fetchConfig is the receiver's configuration on node d: the files, each
+// asked for by its path in the source's layout, the transfer's settings,
+// and source's keys.
+func fetchConfig(m Manifest, d Peer, srcLayout Layout, source map[string]any, opt StageOptions) ([]byte, error) {
 	fs := files(m, d.Layout)
 	for i, f := range files(m, srcLayout) {
 		fs[i].Src, fs[i].SrcStore = f.Src, f.Store
@@ -308,70 +369,64 @@ func fetchTo(ctx context.Context, m Manifest, d Peer, srcLayout Layout, from str
 	if stageTrail != nil {
 		c["trail"] = *stageTrail
 	}
-	cfg, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	lines := newLineWriter()
-	done := make(chan struct{})
-	ok := false
-	go func() {
-		defer close(done)
-		var first time.Time
-		var firstBytes int64
-		var last Progress
-		reported := false
-		for line := range lines.c {
-			if rest, found := strings.CutPrefix(line, "ok"); found && (rest == "" || rest[0] == ' ') {
-				ok = true
-				if secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
-					last.Transfer = time.Duration(secs * float64(time.Second))
-				}
-				continue
+	return json.Marshal(c)
+}
+
+// progressRelay reads a receiver's stdout: its progress lines, reported
+// with a rate and an ETA (a repeat without new bytes is not), and its
+// final "ok [SECONDS]", which sets ok and reports the last progress
+// finished.
+type progressRelay struct {
+	node   string
+	report func(Progress) // nil: nothing reported
+	ok     bool
+
+	first      time.Time
+	firstBytes int64
+	last       Progress
+	reported   bool
+}
+
+// run relays every line of lines until it closes.
+func (r *progressRelay) run(lines <-chan string) {
+	for line := range lines {
+		if rest, found := strings.CutPrefix(line, "ok"); found && (rest == "" || rest[0] == ' ') {
+			r.ok = true
+			if secs, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
+				r.last.Transfer = time.Duration(secs * float64(time.Second))
 			}
-			f := strings.Fields(line)
-			if len(f) != 3 || f[0] != "progress" {
-				continue
-			}
+			continue
+		}
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "progress" {
 			n, _ := strconv.ParseInt(f[1], 10, 64)
 			total, _ := strconv.ParseInt(f[2], 10, 64)
-			now := time.Now()
-			p := Progress{Node: d.Name, Done: n, Total: total}
-			if first.IsZero() {
-				first, firstBytes = now, n
-			} else if dt := now.Sub(first).Seconds(); dt > 0 && n > firstBytes {
-				p.Rate = float64(n-firstBytes) / dt
-				p.ETA = time.Duration(float64(total-n) / p.Rate * float64(time.Second))
-			}
-			// A report without new bytes says nothing new (the receiver
-			// reports on its interval while the transfer starts): the
-			// first is shown, the repeats are not.
-			repeat := reported && n == last.Done
-			last, reported = p, true
-			if opt.Progress != nil && !repeat {
-				opt.Progress(p)
-			}
+			r.progress(n, total)
 		}
-		if ok && opt.Progress != nil {
-			last.Finished = true
-			opt.Progress(last)
-		}
-	}()
-	res, err := d.Conn.Run(ctx, stageCmd(cfg, more, lines))
-	lines.close()
-	<-done
-	if err != nil {
-		if why := stageErrors(res, d.Name); why != "" && ctx.Err() == nil {
-			// The script's own lines say what failed; the transport's
-			// error would only repeat the last of them after the script.
-			return fmt.Errorf("%s: staging %s %s: %s", d.Name, m.Repo, from, why)
-		}
-		return fmt.Errorf("%s: staging %s %s: %w", d.Name, m.Repo, from, err)
 	}
-	if !ok {
-		return fmt.Errorf("%s: staging %s %s ended without confirming completion", d.Name, m.Repo, from)
+	if r.ok && r.report != nil {
+		r.last.Finished = true
+		r.report(r.last)
 	}
-	return nil
+}
+
+// progress reports that n of total bytes are there.
+func (r *progressRelay) progress(n, total int64) {
+	now := time.Now()
+	p := Progress{Node: r.node, Done: n, Total: total}
+	if r.first.IsZero() {
+		r.first, r.firstBytes = now, n
+	} else if dt := now.Sub(r.first).Seconds(); dt > 0 && n > r.firstBytes {
+		p.Rate = float64(n-r.firstBytes) / dt
+		p.ETA = time.Duration(float64(total-n) / p.Rate * float64(time.Second))
+	}
+	// A report without new bytes says nothing new (the receiver
+	// reports on its interval while the transfer starts): the
+	// first is shown, the repeats are not.
+	repeat := r.reported && n == r.last.Done
+	r.last, r.reported = p, true
+	if r.report != nil && !repeat {
+		r.report(p)
+	}
 }
 
 // stageErrors is the staging script's own error lines on node (without
