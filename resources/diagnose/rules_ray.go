@@ -25,7 +25,37 @@ func matchGCS(b string) bool {
 }
 
 func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
-	// A connection retried until "Ray runtime started" is not a failure.
+	live := gcsUnretried(s, hits)
+	if len(live) == 0 {
+		return Diagnosis{}, false
+	}
+	i, ev := gcsEvidence(s, live)
+	worker := s.nodeOf(i)
+	addr, host, port := "", "", ""
+	if m := gcsAddrRE.FindStringSubmatch(s.lines[i].body); m != nil {
+		addr = m[1]
+		k := strings.LastIndexByte(addr, ':')
+		host, port = strings.Trim(addr[:k], "[]"), addr[k+1:]
+	}
+	d := Diagnosis{Evidence: ev}
+	target := "the head's GCS"
+	if addr != "" {
+		target = "the GCS at " + addr
+	}
+	d.Title = "the Ray worker" + onHost(worker) + " cannot reach " + target
+	why := gcsAddressWhy(s.ctx, addr, host, port)
+	why = append(why, gcsLocalIPWhy(s.ctx, gcsLocalIP(s, i))...)
+	if len(why) == 0 {
+		why = append(why, "The worker could not open a connection to the head's GCS within Ray's timeout.")
+	}
+	d.Explanation = strings.Join(why, "\n")
+	d.Fix = gcsFix(s.ctx, worker, addr, host, port)
+	return d, true
+}
+
+// gcsUnretried is the hits of a log with no "Ray runtime started" after
+// them: a connection retried until Ray started is not a failure.
+func gcsUnretried(s *scan, hits []int) []int {
 	started := make([]int, len(s.logs)) // per log, the last such line, or -1
 	for k := range started {
 		started[k] = -1
@@ -41,9 +71,13 @@ func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
 			live = append(live, i)
 		}
 	}
-	if len(live) == 0 {
-		return Diagnosis{}, false
-	}
+	return live
+}
+
+// gcsEvidence picks the primary line among live, the first that names the
+// GCS address (else the first), and adds one other line of its log that
+// does not.
+func gcsEvidence(s *scan, live []int) (int, []Evidence) {
 	i := live[0]
 	for _, j := range live {
 		if gcsAddrRE.MatchString(s.lines[j].body) {
@@ -51,7 +85,6 @@ func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
 			break
 		}
 	}
-	worker := s.nodeOf(i)
 	ev := []Evidence{s.evidence(i)}
 	for _, j := range live {
 		if j != i && s.lines[j].log == s.lines[i].log && !gcsAddrRE.MatchString(s.lines[j].body) {
@@ -59,72 +92,72 @@ func buildGCS(s *scan, hits []int) (Diagnosis, bool) {
 			break
 		}
 	}
-	var localIP string
+	return i, ev
+}
+
+// gcsLocalIP is the address the worker chose for itself ("Local node IP")
+// in line i's log, or "".
+func gcsLocalIP(s *scan, i int) string {
 	lo, hi := s.logSpan(i)
 	for j := lo; j < hi; j++ {
 		if m := localNodeRE.FindStringSubmatch(s.lines[j].body); m != nil {
-			localIP = m[1]
-			break
+			return m[1]
 		}
 	}
-	addr, host, port := "", "", ""
-	if m := gcsAddrRE.FindStringSubmatch(s.lines[i].body); m != nil {
-		addr = m[1]
-		k := strings.LastIndexByte(addr, ':')
-		host, port = strings.Trim(addr[:k], "[]"), addr[k+1:]
-	}
-	d := Diagnosis{Evidence: ev}
-	target := "the head's GCS"
-	if addr != "" {
-		target = "the GCS at " + addr
-	}
-	d.Title = "the Ray worker" + onHost(worker) + " cannot reach " + target
-	var why []string
-	c := s.ctx
-	headIP := c.NodeAddrs[c.HeadNode]
+	return ""
+}
+
+// gcsAddressWhy explains the GCS address the worker was given against
+// the topology: empty, loopback, outside the fabric, or inside it and not
+// answering.
+func gcsAddressWhy(c Context, addr, host, port string) []string {
 	in, known := c.inFabric(host)
 	switch {
 	case addr != "" && host == "":
-		why = append(why, "The address has no host part: the head address was empty when `ray start --address` ran (an unset variable).")
+		return []string{"The address has no host part: the head address was empty when `ray start --address` ran (an unset variable)."}
 	case strings.HasPrefix(host, "127.") || host == "localhost":
-		why = append(why, host+" is the worker's own loopback: the head address was not passed to the worker.")
+		return []string{host + " is the worker's own loopback: the head address was not passed to the worker."}
 	case known && !in:
 		o := c.ownerOf(host)
 		what := host + " is outside the fabric " + c.FabricCIDR.String()
 		if o.node != "" {
 			what += "; it is " + o.describe()
 		}
-		why = append(why, what+". The worker was pointed at an address it cannot route to; on this topology nodes reach each other only over the fabric.")
+		return []string{what + ". The worker was pointed at an address it cannot route to; on this topology nodes reach each other only over the fabric."}
 	case known && in:
-		why = append(why, host+" is inside the fabric "+c.FabricCIDR.String()+", so the route is right but nothing answered on port "+port+
-			": the head's GCS is not running (read the head's ray log), a firewall drops the port on the fabric, or the worker's Ray version differs from the head's.")
+		return []string{host + " is inside the fabric " + c.FabricCIDR.String() + ", so the route is right but nothing answered on port " + port +
+			": the head's GCS is not running (read the head's ray log), a firewall drops the port on the fabric, or the worker's Ray version differs from the head's."}
 	}
-	if localIP != "" {
-		if lin, lknown := c.inFabric(localIP); lknown && !lin {
-			why = append(why, "The worker itself chose "+localIP+" (\"Local node IP\"), outside the fabric: it was started without --node-ip-address.")
-		} else {
-			why = append(why, "The worker chose "+localIP+" as its own address (\"Local node IP\").")
-		}
+	return nil
+}
+
+// gcsLocalIPWhy explains the worker's own address, when its log gives it.
+func gcsLocalIPWhy(c Context, localIP string) []string {
+	if localIP == "" {
+		return nil
 	}
-	if len(why) == 0 {
-		why = append(why, "The worker could not open a connection to the head's GCS within Ray's timeout.")
+	if lin, lknown := c.inFabric(localIP); lknown && !lin {
+		return []string{"The worker itself chose " + localIP + " (\"Local node IP\"), outside the fabric: it was started without --node-ip-address."}
 	}
-	d.Explanation = strings.Join(why, "\n")
-	if known && in {
-		d.Fix = "Check the head first: is its Ray container running and listening on " + addr + " (`ss -ltn` on the head)? Allow TCP from " + c.FabricCIDR.String() +
+	return []string{"The worker chose " + localIP + " as its own address (\"Local node IP\")."}
+}
+
+// gcsFix is what to check on the head when the address was right, else
+// the worker's ray start with the head's fabric address.
+func gcsFix(c Context, worker, addr, host, port string) string {
+	if in, known := c.inFabric(host); known && in {
+		return "Check the head first: is its Ray container running and listening on " + addr + " (`ss -ltn` on the head)? Allow TCP from " + c.FabricCIDR.String() +
 			" in the head's firewall, and use the same image (the same Ray version) on every node."
-		return d, true
 	}
 	gcsPort := strconv.Itoa(c.rayPort())
 	if c.RayPort == 0 && port != "" {
 		gcsPort = port // no configuration: the port the worker was given
 	}
-	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(headIP, "<head fabric IP>") + ":" + gcsPort
+	fix := "Start the worker with the head's fabric address: ray start --address=" + orDefault(c.NodeAddrs[c.HeadNode], "<head fabric IP>") + ":" + gcsPort
 	if wip := c.NodeAddrs[worker]; wip != "" {
 		fix += " --node-ip-address=" + wip
 	}
-	d.Fix = fix + " (rayform derives both from network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + ")."
-	return d, true
+	return fix + " (rayform derives both from network = " + orDefault(c.Network, "network.<fabric>") + " on " + c.cluster() + ")."
 }
 
 // ---- duplicate node IP ------------------------------------------------------
@@ -466,80 +499,102 @@ func buildRayPort(s *scan, hits []int) (Diagnosis, bool) {
 	if s.ctx.RayPort == 0 {
 		gcsName = "the GCS port (" + gcsPort + " unless ray start --port says otherwise)"
 	}
-	i, ip, port, reason := -1, "", "", ""
-	gcsHit, dead := -1, -1
+	h := sortRayPortHits(s, hits, gcsPort)
+	switch {
+	case h.i < 0 && h.gcs >= 0:
+		return s.rayGCSRPC(h.gcs), true
+	case h.i < 0 && h.dead >= 0:
+		return s.rayNodeDead(h.dead)
+	case h.i < 0:
+		return Diagnosis{}, false
+	}
+	host := s.nodeOf(h.i)
+	target := "another node's Ray process"
+	if h.ip != "" {
+		target = h.ip + ":" + h.port
+		if o := s.ctx.ownerOf(h.ip); o.node != "" {
+			target += " (" + o.describe() + ")"
+		}
+	}
+	d := Diagnosis{Evidence: []Evidence{s.evidence(h.i)}}
+	if h.ip != "" {
+		d.Title = "Ray" + onHost(host) + " cannot connect to port " + h.port + " on " + h.ip + ", a port of Ray's other than " + gcsName
+	} else {
+		d.Title = "Ray" + onHost(host) + " cannot connect to " + target + " (gRPC: failed to connect to all addresses)"
+	}
+	d.Explanation = rayPortWhy(s.ctx, h, gcsName, host, target)
+	d.Fix = rayPortFix(s.ctx, h, gcsPort)
+	return d, true
+}
+
+// rayPortHits is the hits of the Ray-port rule sorted: the first connect
+// failure to a port other than the GCS's (preferring one that names its
+// address: i, with its ip, port and reason), the first to the GCS port
+// (gcs), and the first node marked dead (dead); -1 for none.
+type rayPortHits struct {
+	i, gcs, dead     int
+	ip, port, reason string
+}
+
+// sortRayPortHits sorts hits, a rule's matching lines, into rayPortHits.
+func sortRayPortHits(s *scan, hits []int, gcsPort string) rayPortHits {
+	h := rayPortHits{i: -1, gcs: -1, dead: -1}
 	for _, j := range hits {
 		if rayNodeDeadRE.MatchString(s.lines[j].body) {
-			if dead < 0 {
-				dead = j
+			if h.dead < 0 {
+				h.dead = j
 			}
 			continue
 		}
 		a, p, r := rayPortTarget(s.lines[j].body)
 		if p == gcsPort {
-			if gcsHit < 0 {
-				gcsHit = j
+			if h.gcs < 0 {
+				h.gcs = j
 			}
 			continue
 		}
-		if i < 0 || ip == "" && a != "" {
-			i, ip, port, reason = j, a, p, r
+		if h.i < 0 || h.ip == "" && a != "" {
+			h.i, h.ip, h.port, h.reason = j, a, p, r
 		}
-		if ip != "" {
+		if h.ip != "" {
 			break
 		}
 	}
-	if i < 0 && gcsHit >= 0 {
-		return s.rayGCSRPC(gcsHit), true
-	}
-	if i < 0 && dead >= 0 {
-		return s.rayNodeDead(dead)
-	}
-	if i < 0 {
-		return Diagnosis{}, false
-	}
-	host := s.nodeOf(i)
-	c := s.ctx
-	target := "another node's Ray process"
-	if ip != "" {
-		target = ip + ":" + port
-		if o := c.ownerOf(ip); o.node != "" {
-			target += " (" + o.describe() + ")"
-		}
-	}
-	ev := []Evidence{s.evidence(i)}
-	d := Diagnosis{Evidence: ev}
-	if ip != "" {
-		d.Title = "Ray" + onHost(host) + " cannot connect to port " + port + " on " + ip + ", a port of Ray's other than " + gcsName
-	} else {
-		d.Title = "Ray" + onHost(host) + " cannot connect to " + target + " (gRPC: failed to connect to all addresses)"
-	}
+	return h
+}
+
+// rayPortWhy explains Ray's ports beyond the GCS's, and what the failure's
+// reason says of the port it names.
+func rayPortWhy(c Context, h rayPortHits, gcsName, host, target string) string {
 	why := "A node joins the cluster through " + gcsName + " of the head; after that Ray's processes connect to each other directly, on ports that are random unless `ray start` pins them: " +
 		"each node's raylet (--node-manager-port), its object manager (--object-manager-port), the workers (--min-worker-port..--max-worker-port, 10002-19999 by default)" +
 		", and in Ray < 2 the head's Redis shards (--redis-shard-ports). A firewall that lets only the GCS port through admits the node and then drops these connections."
-	switch r := strings.ToLower(reason); {
+	switch r := strings.ToLower(h.reason); {
 	case strings.Contains(r, "redis shard"):
-		why += "\nPort " + port + " on " + ip + " is " + reason + ", not the GCS port the node joined through."
+		why += "\nPort " + h.port + " on " + h.ip + " is " + h.reason + ", not the GCS port the node joined through."
 	case strings.Contains(r, "refused"):
 		why += "\nThe connection to " + target + " was refused: nothing listened there — the process on that node exited (its raylet log says why) or the port is closed by a REJECT rule."
 	case strings.Contains(r, "timed out"), strings.Contains(r, "no route"), strings.Contains(r, "unreachable"):
-		why += "\nThe connection to " + target + " " + reason + ": the packets were dropped on the way — a firewall on " + orDefault(c.ownerOf(ip).node, ip) + " or between the nodes, or an address not routable from" + orDefault(onHost(host), " this node") + "."
-	case ip == "":
+		why += "\nThe connection to " + target + " " + h.reason + ": the packets were dropped on the way — a firewall on " + orDefault(c.ownerOf(h.ip).node, h.ip) + " or between the nodes, or an address not routable from" + orDefault(onHost(host), " this node") + "."
+	case h.ip == "":
 		why += "\nThe log does not name the address; gRPC's \"failed to connect to all addresses\" is Ray's process failing to open a TCP connection to another node's Ray process."
 	}
-	d.Explanation = why
+	return why
+}
+
+// rayPortFix opens the named port, then pins and opens all of Ray's ports
+// between the nodes.
+func rayPortFix(c Context, h rayPortHits, gcsPort string) string {
 	from := "the other nodes"
 	if c.FabricCIDR.IsValid() {
 		from = c.FabricCIDR.String()
 	}
 	fix := ""
-	if ip != "" {
-		fix = "Open TCP port " + port + " on " + orDefault(c.ownerOf(ip).node, ip) + " to " + from + " (e.g. `sudo ufw allow from " + orDefault(strings.TrimPrefix(from, "the other nodes"), "<other node's IP>") + " to any port " + port + " proto tcp`, or firewall-cmd --add-port=" + port + "/tcp). "
+	if h.ip != "" {
+		fix = "Open TCP port " + h.port + " on " + orDefault(c.ownerOf(h.ip).node, h.ip) + " to " + from + " (e.g. `sudo ufw allow from " + orDefault(strings.TrimPrefix(from, "the other nodes"), "<other node's IP>") + " to any port " + h.port + " proto tcp`, or firewall-cmd --add-port=" + h.port + "/tcp). "
 	}
-	fix += "Ray's other ports change on every start, so open them all between the nodes: pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 (Ray < 2 also --redis-shard-ports=6382) — " +
+	return fix + "Ray's other ports change on every start, so open them all between the nodes: pin them on every node — ray start ... --node-manager-port=6380 --object-manager-port=6381 --min-worker-port=10002 --max-worker-port=10100 (Ray < 2 also --redis-shard-ports=6382) — " +
 		"and allow those ports (with the GCS port " + gcsPort + ", the dashboard agent's and the metrics port) from " + from + " in each node's firewall, or allow all TCP between the nodes' addresses on the network they share."
-	d.Fix = fix
-	return d, true
 }
 
 // rayGCSRPC is a gRPC connect failure to the GCS port: the GCS is
