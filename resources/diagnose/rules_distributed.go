@@ -163,79 +163,110 @@ func buildC10d(s *scan, hits []int) (Diagnosis, bool) {
 			break
 		}
 	}
-	ev := []Evidence{s.evidence(i)}
-	errno, errText := "", ""
+	f := c10dFailure{ip: ip, port: port, from: s.nodeOf(i)}
+	errEv := f.readErrno(s, i)
+	d := Diagnosis{Evidence: append([]Evidence{s.evidence(i)}, errEv...)}
+	if ip == "" {
+		return f.withoutMaster(d, s.ctx, b), true
+	}
+	d.Title = "vLLM's c10d master " + ip + ":" + port + " is unreachable"
+	if f.from != "" {
+		d.Title += " from " + f.from
+	}
+	c := s.ctx
+	switch in, known := c.inFabric(ip); {
+	case ip == "0.0.0.0" || strings.HasPrefix(ip, "127."):
+		d.Explanation = ip + " is not a routable address: vLLM's get_ip() found no usable address and fell back. Set VLLM_HOST_IP on every node."
+	case known && !in:
+		d.Explanation, d.Fix = f.outsideFabric(c), c.bindingFix(ip)
+	case known && in:
+		d.Explanation, d.Fix, d.consequence = f.insideFabric(c)
+	default:
+		d.Explanation = orDefault(f.from, "The worker") + " could not open a TCP connection to " + ip + ":" + port + f.errWhy() + ". Declare the fabric network so rayform can tell whether this is the wrong address."
+		d.Fix = c.bindingFix(ip)
+	}
+	return d, true
+}
+
+// c10dFailure is a worker's failed connection to the c10d master: the
+// master's ip and port (none when the log does not name them), the node
+// it failed from, and the errno of c10d's own error line.
+type c10dFailure struct {
+	ip, port, from string
+	errno, errText string
+}
+
+// readErrno reads the errno of the first c10d error line of line i's log;
+// that line is evidence too when it is not line i.
+func (f *c10dFailure) readErrno(s *scan, i int) []Evidence {
 	lo, hi := s.logSpan(i)
 	for j := lo; j < hi; j++ {
 		if m := c10dErrnoRE.FindStringSubmatch(s.lines[j].body); m != nil && strings.Contains(s.lines[j].body, "[c10d]") {
-			errno, errText = m[1], strings.TrimSpace(m[2])
+			f.errno, f.errText = m[1], strings.TrimSpace(m[2])
 			if j != i {
-				ev = append(ev, s.evidence(j))
+				return []Evidence{s.evidence(j)}
 			}
-			break
+			return nil
 		}
 	}
-	from := s.nodeOf(i)
-	c := s.ctx
-	d := Diagnosis{Evidence: ev}
-	if ip == "" {
-		if m := c10dClientsRE.FindStringSubmatch(b); m != nil {
-			d.Title = "the c10d master" + onHost(from) + " timed out waiting for workers (" + m[1] + "/" + m[2] + " clients joined)"
-			d.Explanation = "The TCPStore master listened, but the other ranks never connected: they were given an address they cannot reach, or never started. Their own logs show the address they tried."
-			d.Fix = c.bindingFix("")
-			return d, true
-		}
-		d.Title = "a torch.distributed client" + onHost(from) + " cannot reach the c10d master"
+	return nil
+}
+
+// errWhy is the errno in words, for an explanation, or "".
+func (f c10dFailure) errWhy() string {
+	if f.errno == "" {
+		return ""
+	}
+	return " (errno " + f.errno + ": " + f.errText + ")"
+}
+
+// withoutMaster completes d when the log names no master address: the
+// master timed out waiting for its clients (line b), or a client failed.
+func (f c10dFailure) withoutMaster(d Diagnosis, c Context, b string) Diagnosis {
+	if m := c10dClientsRE.FindStringSubmatch(b); m != nil {
+		d.Title = "the c10d master" + onHost(f.from) + " timed out waiting for workers (" + m[1] + "/" + m[2] + " clients joined)"
+		d.Explanation = "The TCPStore master listened, but the other ranks never connected: they were given an address they cannot reach, or never started. Their own logs show the address they tried."
+	} else {
+		d.Title = "a torch.distributed client" + onHost(f.from) + " cannot reach the c10d master"
 		d.Explanation = "The TCPStore rendezvous failed; the log does not show the master address."
-		d.Fix = c.bindingFix("")
-		return d, true
 	}
-	master := ip + ":" + port
-	d.Title = "vLLM's c10d master " + master + " is unreachable"
-	if from != "" {
-		d.Title += " from " + from
+	d.Fix = c.bindingFix("")
+	return d
+}
+
+// outsideFabric explains a master address outside the fabric: where vLLM
+// took it from, and why the worker cannot reach it.
+func (f c10dFailure) outsideFabric(c Context) string {
+	w := f.ip + " is outside the fabric " + c.FabricCIDR.String()
+	if o := c.ownerOf(f.ip); o.node != "" {
+		w += ": it is " + o.describe()
 	}
-	var why []string
-	errWhy := ""
-	if errno != "" {
-		errWhy = " (errno " + errno + ": " + errText + ")"
+	return w + ". vLLM takes the c10d master address from the head's Ray node IP (RayExecutorV2) or from VLLM_HOST_IP / the default-route address (classic executor). " +
+		"Neither was bound to the fabric, so Ray registered the head under its management address, which " + orDefault(f.from, "the worker") + " cannot reach" + f.errWhy() + "."
+}
+
+// insideFabric explains a master address inside the fabric, by errno:
+// nothing listening (a consequence of the master's exit), no route, or a
+// filtered port; and the fix on the fabric path.
+func (f c10dFailure) insideFabric(c Context) (why, fix string, consequence bool) {
+	o := c.ownerOf(f.ip)
+	w := f.ip + " is inside the fabric " + c.FabricCIDR.String()
+	if o.node != "" {
+		w += " (" + o.describe() + ")"
 	}
-	o := c.ownerOf(ip)
-	switch in, known := c.inFabric(ip); {
-	case ip == "0.0.0.0" || strings.HasPrefix(ip, "127."):
-		why = append(why, ip+" is not a routable address: vLLM's get_ip() found no usable address and fell back. Set VLLM_HOST_IP on every node.")
-	case known && !in:
-		w := ip + " is outside the fabric " + c.FabricCIDR.String()
-		if o.node != "" {
-			w += ": it is " + o.describe()
-		}
-		why = append(why, w+". vLLM takes the c10d master address from the head's Ray node IP (RayExecutorV2) or from VLLM_HOST_IP / the default-route address (classic executor). "+
-			"Neither was bound to the fabric, so Ray registered the head under its management address, which "+orDefault(from, "the worker")+" cannot reach"+errWhy+".")
-		d.Fix = c.bindingFix(ip)
-	case known && in:
-		w := ip + " is inside the fabric " + c.FabricCIDR.String()
-		if o.node != "" {
-			w += " (" + o.describe() + ")"
-		}
-		w += ", so the binding is right but the connection failed" + errWhy + ": "
-		switch errno {
-		case "111":
-			w += "nothing listens on port " + port + " — the master process had already exited (read the head's log above this line)."
-			d.consequence = true
-		case "101", "113":
-			w += "no route — the fabric interface is down or has no address on one side."
-		default:
-			w += "the port is filtered (a firewall on the fabric; c10d uses a random port per run, so allow TCP from " + c.FabricCIDR.String() + "), or the master process exited."
-		}
-		why = append(why, w)
-		d.Fix = "Check the fabric path from " + orDefault(from, "the worker") + ": ping " + ip + "; allow TCP from " + c.FabricCIDR.String() + " on " + orDefault(o.node, "the head") +
-			"'s firewall (c10d ports are random); if the head's vLLM exited first, its log shows why."
+	w += ", so the binding is right but the connection failed" + f.errWhy() + ": "
+	switch f.errno {
+	case "111":
+		w += "nothing listens on port " + f.port + " — the master process had already exited (read the head's log above this line)."
+		consequence = true
+	case "101", "113":
+		w += "no route — the fabric interface is down or has no address on one side."
 	default:
-		why = append(why, orDefault(from, "The worker")+" could not open a TCP connection to "+master+errWhy+". Declare the fabric network so rayform can tell whether this is the wrong address.")
-		d.Fix = c.bindingFix(ip)
+		w += "the port is filtered (a firewall on the fabric; c10d uses a random port per run, so allow TCP from " + c.FabricCIDR.String() + "), or the master process exited."
 	}
-	d.Explanation = strings.Join(why, "\n")
-	return d, true
+	fix = "Check the fabric path from " + orDefault(f.from, "the worker") + ": ping " + f.ip + "; allow TCP from " + c.FabricCIDR.String() + " on " + orDefault(o.node, "the head") +
+		"'s firewall (c10d ports are random); if the head's vLLM exited first, its log shows why."
+	return w, fix, consequence
 }
 
 // ---- NCCL peer lost rank 0 -------------------------------------------------
@@ -560,99 +591,138 @@ func (s *scan) ncclRankEnv() string {
 // ncclSocket explains a socket transport failure: which node could not
 // reach which peer, and what NCCL was bound to there.
 func (s *scan) ncclSocket(i int) Diagnosis {
-	b := s.lines[i].body
+	f := parseNCCLSocketFailure(s.lines[i].body)
 	host := s.nodeOf(i)
-	peer, port, reason := "", "", ""
-	closed := false
-	switch m := ncclConnectRE.FindStringSubmatch(b); {
-	case m != nil:
-		peer, port, reason = m[1], m[2], strings.TrimSpace(m[3]+m[4])
-	default:
-		if m := ncclCallConnectRE.FindStringSubmatch(b); m != nil {
-			reason = strings.TrimSpace(m[1])
-		} else if m := ncclClosedRE.FindStringSubmatch(b); m != nil {
-			peer, port, closed = m[1], m[2], true
-		} else {
-			closed = true
+	ch, more := s.ncclSocketChoice(i, host)
+	target := "its peer"
+	if f.peer != "" {
+		target = f.peer + " (port " + f.port + ")"
+		if o := s.ctx.ownerOf(f.peer); o.node != "" {
+			target = o.node + " " + target
 		}
 	}
-	ev := []Evidence{s.evidence(i)}
-	// What NCCL chose on this node: its interface line, the variable.
-	iface, ifaceIP, ifname := "", "", ""
+	d := Diagnosis{Evidence: append([]Evidence{s.evidence(i)}, more...)}
+	title, why := f.explain(host, target)
+	d.Title = title
+	if ch.iface != "" {
+		why = append(why, ch.explain(host))
+	}
+	d.Explanation = strings.Join(why, "\n")
+	d.Fix = s.ncclSocketFix(f, host)
+	return d
+}
+
+// ncclSocketFailure is what NCCL's socket error line says: the peer and
+// port it names, the reason, and whether the peer closed the connection.
+type ncclSocketFailure struct {
+	peer, port, reason string
+	closed             bool
+}
+
+// parseNCCLSocketFailure reads NCCL's socket error line b.
+func parseNCCLSocketFailure(b string) ncclSocketFailure {
+	var f ncclSocketFailure
+	if m := ncclConnectRE.FindStringSubmatch(b); m != nil {
+		f.peer, f.port, f.reason = m[1], m[2], strings.TrimSpace(m[3]+m[4])
+	} else if m := ncclCallConnectRE.FindStringSubmatch(b); m != nil {
+		f.reason = strings.TrimSpace(m[1])
+	} else if m := ncclClosedRE.FindStringSubmatch(b); m != nil {
+		f.peer, f.port, f.closed = m[1], m[2], true
+	} else {
+		f.closed = true
+	}
+	return f
+}
+
+// refused reports a connection refused by the peer's address.
+func (f ncclSocketFailure) refused() bool {
+	return strings.Contains(strings.ToLower(f.reason), "refused")
+}
+
+// explain is the title and the first explanation of the failure, by its
+// class: closed by the peer, refused, or never completed.
+func (f ncclSocketFailure) explain(host, target string) (string, []string) {
+	switch {
+	case f.closed:
+		return "NCCL" + onHost(host) + " lost its connection to " + target + ": the peer closed it",
+			[]string{"NCCL's socket to " + target + " was closed from the other end. A peer closes its sockets when its process ends: the peer rank failed first (its log names why — shared memory, InfiniBand, memory), or a middlebox reset the connection."}
+	case f.refused():
+		return "NCCL" + onHost(host) + " cannot connect to " + target + ": connection refused",
+			[]string{"Nothing listened at " + orDefault(f.peer, "the peer's address") + " on NCCL's port: the peer rank had already exited (its log names why), or the peer advertised an address of an interface that is not the one the nodes share (a container bridge such as 172.17.0.1, another network), so the connection reached another machine."}
+	}
+	title := "NCCL" + onHost(host) + " cannot connect to " + target
+	if f.reason != "" {
+		title += " (" + f.reason + ")"
+	}
+	return title, []string{"The connection to " + target + " never completed (" + orDefault(f.reason, "no answer") + "): the packets are dropped on the way — a firewall on either node drops NCCL's ports (random, so a rule for fixed ports does not cover them), or the peer's address is on a network this node cannot route to."}
+}
+
+// ncclSocketIface is what NCCL chose on a node: the interface and address
+// its line names, and NCCL_SOCKET_IFNAME when set.
+type ncclSocketIface struct {
+	iface, ifaceIP, ifname string
+}
+
+// ncclSocketChoice reads what NCCL chose on host from line i's log (its
+// interface line, the variable); the interface line is evidence too when
+// it is not line i.
+func (s *scan) ncclSocketChoice(i int, host string) (ncclSocketIface, []Evidence) {
+	var ch ncclSocketIface
+	var ev []Evidence
 	lo, hi := s.logSpan(i)
 	for j := lo; j < hi; j++ {
 		lb := s.lines[j].body
 		if host != "" && s.nodeOf(j) != "" && s.nodeOf(j) != host {
 			continue
 		}
-		if m := ncclIfaceUsed.FindStringSubmatch(lb); m != nil && iface == "" {
-			iface, ifaceIP = m[1]+m[3], m[2]+m[4]
+		if m := ncclIfaceUsed.FindStringSubmatch(lb); m != nil && ch.iface == "" {
+			ch.iface, ch.ifaceIP = m[1]+m[3], m[2]+m[4]
 			if j != i {
 				ev = append(ev, s.evidence(j))
 			}
 		}
-		if m := ncclIfnameRE.FindStringSubmatch(lb); m != nil && ifname == "" {
-			ifname = m[1]
+		if m := ncclIfnameRE.FindStringSubmatch(lb); m != nil && ch.ifname == "" {
+			ch.ifname = m[1]
 		}
 	}
+	return ch, ev
+}
+
+// explain says which interface NCCL used on host, who chose it, and
+// whether the other nodes can reach it.
+func (ch ncclSocketIface) explain(host string) string {
+	w := "NCCL" + onHost(host) + " uses " + ch.iface + " (" + ch.ifaceIP + ")"
+	if ch.ifname != "" {
+		w += ", chosen by NCCL_SOCKET_IFNAME=" + ch.ifname
+	} else {
+		w += ", its own choice (NCCL_SOCKET_IFNAME unset)"
+	}
+	if bad := badIface(ch.iface, ch.ifaceIP); bad != "" {
+		return w + ": " + bad + ", which the other nodes cannot reach."
+	}
+	return w + "."
+}
+
+// ncclSocketFix binds NCCL to the shared network's interface on both
+// ends, opens the path, and points at the peer's log when it went first.
+func (s *scan) ncclSocketFix(f ncclSocketFailure, host string) string {
 	c := s.ctx
-	target := "its peer"
-	if peer != "" {
-		target = peer + " (port " + port + ")"
-		if o := c.ownerOf(peer); o.node != "" {
-			target = o.node + " " + target
-		}
-	}
-	d := Diagnosis{Evidence: ev}
-	var why []string
-	r := strings.ToLower(reason)
-	switch {
-	case closed:
-		d.Title = "NCCL" + onHost(host) + " lost its connection to " + target + ": the peer closed it"
-		why = append(why, "NCCL's socket to "+target+" was closed from the other end. A peer closes its sockets when its process ends: the peer rank failed first (its log names why — shared memory, InfiniBand, memory), or a middlebox reset the connection.")
-	case strings.Contains(r, "refused"):
-		d.Title = "NCCL" + onHost(host) + " cannot connect to " + target + ": connection refused"
-		why = append(why, "Nothing listened at "+orDefault(peer, "the peer's address")+" on NCCL's port: the peer rank had already exited (its log names why), or the peer advertised an address of an interface that is not the one the nodes share (a container bridge such as 172.17.0.1, another network), so the connection reached another machine.")
-	default:
-		d.Title = "NCCL" + onHost(host) + " cannot connect to " + target
-		if reason != "" {
-			d.Title += " (" + reason + ")"
-		}
-		why = append(why, "The connection to "+target+" never completed ("+orDefault(reason, "no answer")+"): the packets are dropped on the way — a firewall on either node drops NCCL's ports (random, so a rule for fixed ports does not cover them), or the peer's address is on a network this node cannot route to.")
-	}
-	if iface != "" {
-		bad := badIface(iface, ifaceIP)
-		w := "NCCL" + onHost(host) + " uses " + iface + " (" + ifaceIP + ")"
-		if ifname != "" {
-			w += ", chosen by NCCL_SOCKET_IFNAME=" + ifname
-		} else {
-			w += ", its own choice (NCCL_SOCKET_IFNAME unset)"
-		}
-		if bad != "" {
-			w += ": " + bad + ", which the other nodes cannot reach."
-		} else {
-			w += "."
-		}
-		why = append(why, w)
-	}
-	d.Explanation = strings.Join(why, "\n")
 	want := orDefault(c.FabricInterface, "<the interface of the network the nodes share>")
 	on := orDefault(host, "this node")
 	fix := "On " + on
-	if peer != "" {
-		fix += " and on " + orDefault(c.ownerOf(peer).node, peer)
+	if f.peer != "" {
+		fix += " and on " + orDefault(c.ownerOf(f.peer).node, f.peer)
 	}
 	fix += ": set NCCL_SOCKET_IFNAME=" + want + " (and GLOO_SOCKET_IFNAME, the same) " + s.ncclRankEnv() + "; `ip -br addr` on each node shows the name."
-	if peer != "" {
-		fix += " Check the path from " + on + ": `ping " + peer + "`, and allow TCP between the nodes' addresses on that network in both firewalls (NCCL's ports are random)."
+	if f.peer != "" {
+		fix += " Check the path from " + on + ": `ping " + f.peer + "`, and allow TCP between the nodes' addresses on that network in both firewalls (NCCL's ports are random)."
 	} else {
 		fix += " Allow TCP between the nodes' addresses on that network in both firewalls (NCCL's ports are random)."
 	}
-	if closed || strings.Contains(r, "refused") {
+	if f.closed || f.refused() {
 		fix += " If the peer's process exited first, its log holds the cause: read it before changing the network."
 	}
-	d.Fix = fix
-	return d
+	return fix
 }
 
 // badIface says why an interface is not one the nodes share, or "".
