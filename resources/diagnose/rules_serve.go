@@ -174,13 +174,7 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 	m := argErrorRE.FindStringSubmatch(s.lines[i].body)
 	host := s.nodeOf(i)
 	c := s.ctx
-	version := c.VLLMVersion
-	lo, hi := s.logSpan(i)
-	for j := lo; j < hi && version == ""; j++ {
-		if v := vllmVersionRE.FindStringSubmatch(s.lines[j].body); v != nil {
-			version = v[1]
-		}
-	}
+	version := s.vllmVersion(i)
 	in := "the vLLM in " + c.image()
 	if version != "" {
 		in = "vLLM " + version + " in " + c.image()
@@ -204,27 +198,75 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 		what = strings.Join(flags, ", ")
 	}
 	d.Title = in + onHost(host) + " does not know " + what
-	var why []string
-	why = append(why, "argparse refused \""+redact(u[1])+"\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too).")
-	// A local version segment labels a build ("0.17.1+cpu" is 0.17.1's
-	// command line): compare releases.
-	if version != "" && clitables.PublicVersion(version) != vllmcli.Version {
-		var known []string
-		opts := vllmcli.ServeOptions()
-		for _, f := range flags {
-			if r := opts.Resolve(vllmcli.Normalize(f)); r.Option != nil {
-				known = append(known, f)
-			}
+	why := []string{"argparse refused \"" + redact(u[1]) + "\": those words match no option of this vLLM's `vllm serve` (removed or renamed options fail like this after an image upgrade, new ones on an older image; a value after a switch that takes none lands here too)."}
+	why = append(why, newerVLLMWhy(version, flags)...)
+	r := removalsOf(version, flags)
+	d.Explanation = strings.Join(append(why, r.why...), "\n")
+	switch {
+	case len(r.removed) == 0:
+		d.Fix = "Remove or rename " + what + " in extra_args on " + c.serve() + ", or use an image whose vLLM has it (`docker run --rm " + c.imageRef() + " vllm serve --help=all`)."
+	case r.unsure:
+		d.Fix = "Check the image's vLLM with `docker run --rm " + c.imageRef() + " vllm --version`. If it is at or past the removal, in extra_args on " + c.serve() +
+			" (by hand: the vllm serve command line): " + strings.Join(r.instead, "; ") + ". If it is older than the option, use a newer image."
+	default:
+		d.Title = in + onHost(host) + " no longer accepts " + strings.Join(r.removed, ", ") + " (removed from vLLM)"
+		if len(r.removed) < len(flags) {
+			d.Title = in + onHost(host) + " does not know " + what + "; " + strings.Join(r.removed, ", ") + " was removed from vLLM"
 		}
-		if len(known) > 0 {
-			why = append(why, "vLLM "+vllmcli.Version+" has "+strings.Join(known, ", ")+"; the image's "+version+" does not.")
+		d.Fix = "In extra_args on " + c.serve() + " (by hand: the vllm serve command line): " + strings.Join(r.instead, "; ") + "."
+	}
+	return d, true
+}
+
+// vllmVersion is the image's vLLM version: as rayform knows it, else as
+// line i's log prints it, else "".
+func (s *scan) vllmVersion(i int) string {
+	if s.ctx.VLLMVersion != "" {
+		return s.ctx.VLLMVersion
+	}
+	lo, hi := s.logSpan(i)
+	for j := lo; j < hi; j++ {
+		if v := vllmVersionRE.FindStringSubmatch(s.lines[j].body); v != nil {
+			return v[1]
 		}
 	}
-	// Options later releases removed: certain when the version is known
-	// to be at or past the first release seen refusing it; with no
-	// version, an image older than the option refuses it too.
-	var removed, instead []string
-	unsure := false
+	return ""
+}
+
+// newerVLLMWhy names the refused flags that the vLLM rayform targets has
+// and the image's release does not. A local version segment labels a
+// build ("0.17.1+cpu" is 0.17.1's command line): releases are compared.
+func newerVLLMWhy(version string, flags []string) []string {
+	if version == "" || clitables.PublicVersion(version) == vllmcli.Version {
+		return nil
+	}
+	var known []string
+	opts := vllmcli.ServeOptions()
+	for _, f := range flags {
+		if r := opts.Resolve(vllmcli.Normalize(f)); r.Option != nil {
+			known = append(known, f)
+		}
+	}
+	if len(known) == 0 {
+		return nil
+	}
+	return []string{"vLLM " + vllmcli.Version + " has " + strings.Join(known, ", ") + "; the image's " + version + " does not."}
+}
+
+// removals is what the refused flags say of options later vLLM
+// releases removed: the flags, what to use instead, why, and whether it is
+// unsure (no version known: an image older than the option refuses it
+// too).
+type removals struct {
+	removed, instead, why []string
+	unsure                bool
+}
+
+// removalsOf finds the removed options among flags: certain when
+// version is at or past the first release seen refusing one; a version
+// before it is not the reason.
+func removalsOf(version string, flags []string) removals {
+	var out removals
 	for _, f := range flags {
 		r, ok := lookupRemoved(f)
 		if !ok {
@@ -232,34 +274,17 @@ func buildVLLMArgs(s *scan, hits []int) (Diagnosis, bool) {
 		}
 		switch {
 		case version == "":
-			unsure = true
-			why = append(why, r.flag+" was removed from vLLM (releases from "+r.absentSince+" on refuse it: "+r.source+"); an image older than the option refuses it as well, and this log does not show the version.")
+			out.unsure = true
+			out.why = append(out.why, r.flag+" was removed from vLLM (releases from "+r.absentSince+" on refuse it: "+r.source+"); an image older than the option refuses it as well, and this log does not show the version.")
 		case VersionAtLeast(version, r.absentSince):
+			out.why = append(out.why, r.flag+" was removed from vLLM: releases from "+r.absentSince+" on refuse it ("+r.source+").")
 		default:
 			continue // older than the removal: not the reason
 		}
-		if version != "" {
-			why = append(why, r.flag+" was removed from vLLM: releases from "+r.absentSince+" on refuse it ("+r.source+").")
-		}
-		removed = append(removed, r.flag)
-		instead = append(instead, r.flag+": "+r.instead)
+		out.removed = append(out.removed, r.flag)
+		out.instead = append(out.instead, r.flag+": "+r.instead)
 	}
-	d.Explanation = strings.Join(why, "\n")
-	if len(removed) > 0 {
-		if !unsure {
-			d.Title = in + onHost(host) + " no longer accepts " + strings.Join(removed, ", ") + " (removed from vLLM)"
-			if len(removed) < len(flags) {
-				d.Title = in + onHost(host) + " does not know " + what + "; " + strings.Join(removed, ", ") + " was removed from vLLM"
-			}
-			d.Fix = "In extra_args on " + c.serve() + " (by hand: the vllm serve command line): " + strings.Join(instead, "; ") + "."
-			return d, true
-		}
-		d.Fix = "Check the image's vLLM with `docker run --rm " + c.imageRef() + " vllm --version`. If it is at or past the removal, in extra_args on " + c.serve() +
-			" (by hand: the vllm serve command line): " + strings.Join(instead, "; ") + ". If it is older than the option, use a newer image."
-		return d, true
-	}
-	d.Fix = "Remove or rename " + what + " in extra_args on " + c.serve() + ", or use an image whose vLLM has it (`docker run --rm " + c.imageRef() + " vllm serve --help=all`)."
-	return d, true
+	return out
 }
 
 // ---- a port already taken ---------------------------------------------------
