@@ -153,81 +153,108 @@ func fromTable(t *clitables.VLLM, lenient bool) (Set, error) {
 	var out Set
 	for _, to := range t.Options {
 		o := Option{Names: to.Strings, DestName: to.Dest, Deprecated: to.Deprecated, TypeName: to.TypeName()}
-		nargs := to.NargsString()
-		switch {
-		case to.Action == "help":
-			o.Action = Help
-		case to.Action == "version":
-			o.Action = VersionAction
-		case to.Action == "store_true":
-			o.Action = StoreTrue
-		case to.Action == "boolean_optional":
-			o.Action = BoolOpt
-		case to.Action == "class:EnableDisableAction" && nargs == "0" && len(to.Strings) == 2:
-			// Its first string sets the option true, its second false.
-			o.Action, o.Negatives = BoolOpt, to.Strings[1:]
-		case to.Action == "append" && nargs == "":
-			o.Action = Append
-		case to.Action == "store" && nargs == "":
-			o.Action = Store
-		case to.Action == "store" && nargs == "?":
-			o.Action = MaybeOne
-		case to.Action == "store" && nargs == "+",
-			// cli_args.py LoRAParserAction: nargs='+', each value name=path or
-			// a JSON object (its own JSON errors are not emulated).
-			to.Action == "class:LoRAParserAction" && nargs == "+":
-			o.Action = Many
-		case lenient:
-			o.Action = Store
-		default:
-			return nil, fmt.Errorf("vllm serve %s: action %s with nargs %q is not emulated", to.Strings[0], to.Action, nargs)
+		var err error
+		if o.Action, o.Negatives, err = actionOf(to, lenient); err != nil {
+			return nil, err
 		}
 		tn := to.TypeName()
 		if inner, ok := strings.CutPrefix(tn, "optional:"); ok {
 			o.Optional, tn = true, inner
 		}
-		switch {
-		case tn == "" || tn == "str":
-			o.Type = Str
-		case tn == "int":
-			o.Type = Int
-		case tn == "float":
-			o.Type = Float
-		case tn == "human_readable_int":
-			o.Type = HumanInt
-		case tn == "human_readable_int_or_auto":
-			o.Type = HumanIntOrAuto
-		case tn == "json":
-			o.Type = JSON
-		case tn == "union_dict_and_str":
-			o.Type = DictOrStr
-		case strings.HasPrefix(tn, "dataclass:"):
-			o.Type = Dataclass
-		case tn == "lower_underscore":
-			o.Type = LowerUnderscore
-		case lenient:
-			o.Type = Str
-		default:
-			return nil, fmt.Errorf("vllm serve %s: type %s is not emulated", to.Strings[0], tn)
+		if o.Type, err = typeOf(to, tn, lenient); err != nil {
+			return nil, err
 		}
-		for _, c := range to.Choices {
-			switch v := c.(type) {
-			case string:
-				o.Choices = append(o.Choices, PyRepr(v))
-			case float64:
-				o.Choices = append(o.Choices, fmt.Sprint(v))
-			case nil:
-				o.Choices = append(o.Choices, "None")
-			case bool:
-				o.Choices = append(o.Choices, map[bool]string{true: "True", false: "False"}[v])
-			default:
-				if lenient {
-					continue
-				}
-				return nil, fmt.Errorf("vllm serve %s: choice %v is not emulated", to.Strings[0], c)
-			}
+		if o.Choices, err = choicesOf(to, lenient); err != nil {
+			return nil, err
 		}
 		out = append(out, o)
+	}
+	return out, nil
+}
+
+// actionOf is the argparse action of table option to, as emulated, and
+// the option strings that set it false (an EnableDisableAction's second).
+// lenient takes an action not emulated as a store.
+func actionOf(to clitables.VLLMOption, lenient bool) (Action, []string, error) {
+	nargs := to.NargsString()
+	switch {
+	case to.Action == "help":
+		return Help, nil, nil
+	case to.Action == "version":
+		return VersionAction, nil, nil
+	case to.Action == "store_true":
+		return StoreTrue, nil, nil
+	case to.Action == "boolean_optional":
+		return BoolOpt, nil, nil
+	case to.Action == "class:EnableDisableAction" && nargs == "0" && len(to.Strings) == 2:
+		// Its first string sets the option true, its second false.
+		return BoolOpt, to.Strings[1:], nil
+	case to.Action == "append" && nargs == "":
+		return Append, nil, nil
+	case to.Action == "store" && nargs == "":
+		return Store, nil, nil
+	case to.Action == "store" && nargs == "?":
+		return MaybeOne, nil, nil
+	case to.Action == "store" && nargs == "+",
+		// cli_args.py LoRAParserAction: nargs='+', each value name=path or
+		// a JSON object (its own JSON errors are not emulated).
+		to.Action == "class:LoRAParserAction" && nargs == "+":
+		return Many, nil, nil
+	case lenient:
+		return Store, nil, nil
+	}
+	return 0, nil, fmt.Errorf("vllm serve %s: action %s with nargs %q is not emulated", to.Strings[0], to.Action, nargs)
+}
+
+// typeOf is the value type named tn (without its optional: prefix) of
+// table option to, as emulated; lenient takes a type not emulated as a
+// string.
+func typeOf(to clitables.VLLMOption, tn string, lenient bool) (Type, error) {
+	switch {
+	case tn == "" || tn == "str":
+		return Str, nil
+	case tn == "int":
+		return Int, nil
+	case tn == "float":
+		return Float, nil
+	case tn == "human_readable_int":
+		return HumanInt, nil
+	case tn == "human_readable_int_or_auto":
+		return HumanIntOrAuto, nil
+	case tn == "json":
+		return JSON, nil
+	case tn == "union_dict_and_str":
+		return DictOrStr, nil
+	case strings.HasPrefix(tn, "dataclass:"):
+		return Dataclass, nil
+	case tn == "lower_underscore":
+		return LowerUnderscore, nil
+	case lenient:
+		return Str, nil
+	}
+	return 0, fmt.Errorf("vllm serve %s: type %s is not emulated", to.Strings[0], tn)
+}
+
+// choicesOf is the Python reprs of table option to's choices; lenient
+// leaves out a choice of a kind not emulated.
+func choicesOf(to clitables.VLLMOption, lenient bool) ([]string, error) {
+	var out []string
+	for _, c := range to.Choices {
+		switch v := c.(type) {
+		case string:
+			out = append(out, PyRepr(v))
+		case float64:
+			out = append(out, fmt.Sprint(v))
+		case nil:
+			out = append(out, "None")
+		case bool:
+			out = append(out, map[bool]string{true: "True", false: "False"}[v])
+		default:
+			if lenient {
+				continue
+			}
+			return nil, fmt.Errorf("vllm serve %s: choice %v is not emulated", to.Strings[0], c)
+		}
 	}
 	return out, nil
 }
