@@ -14,7 +14,7 @@ import (
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/resourcestest"
 	"github.com/rayform/rayform/resources/serve"
 )

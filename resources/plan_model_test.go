@@ -18,7 +18,7 @@ import (
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/serve"
 )

@@ -8,13 +8,15 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // checkArgs are rayform check's arguments, parsed.
 type checkArgs struct {
 	run      runOptions
-	opts     resources.CheckOptions
+	opts     dataplane.Options
 	clusters []string
 }
 
@@ -29,15 +31,15 @@ func parseCheckArgs(c *cli, args []string) (a checkArgs, code int, ok bool) {
 		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.\n"+
 		"  Without CLUSTER, clusters with dataplane_check = false are left out.")
 	a.run.register(fs)
-	timeout := fs.Duration("timeout", resources.DefaultCheckTimeout, "bound on the rendezvous and on each collective")
-	size := fs.Float64("size-mb", resources.DefaultCheckSizeMiB, "all_reduce buffer in `MiB`")
+	timeout := fs.Duration("timeout", dataplane.DefaultTimeout, "bound on the rendezvous and on each collective")
+	size := fs.Float64("size-mb", dataplane.DefaultSizeMiB, "all_reduce buffer in `MiB`")
 	backends := fs.String("backends", "auto", "`LIST` of gloo, nccl; auto = gloo, plus nccl where CUDA is available")
 	var env stringList
 	fs.Var(&env, "env", "add `NAME=VALUE` to the check's environment over the container's (try a setting, e.g. NCCL_IB_HCA, before pinning it; repeatable)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return a, code, false
 	}
-	a.opts = resources.CheckOptions{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
+	a.opts = dataplane.Options{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -61,7 +63,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	clusters, err := resources.CheckClusters(s.cfg, a.clusters)
+	clusters, err := serve.CheckClusters(s.cfg, a.clusters)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError
@@ -72,10 +74,10 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		return exitError
 	}
 	view := newCheckView(c.stdout, a.run.json)
-	checker := resources.NewChecker(s.conns, obs.cfg, obs.facts, obs.result, a.opts)
+	checker := serve.NewChecker(s.conns, obs.cfg, obs.facts, obs.result.Fabric, a.opts)
 	failed := false
 	for _, name := range clusters {
-		addr := obs.cfg.RayClusters[name].Addr
+		addr := cluster.ClusterAddress(name)
 		cc, err := checker.Check(ctx, name, func(nodes int, master netip.Addr) { view.Start(addr, nodes, master) })
 		if err != nil {
 			fmt.Fprintf(c.stderr, "Error: %s: %v\n", addr, err)
@@ -104,7 +106,7 @@ type checkView interface {
 	// Start says a cluster's check begins.
 	Start(addr string, nodes int, master netip.Addr)
 	// Report shows a cluster's check.
-	Report(cc *resources.ClusterCheck)
+	Report(cc *serve.ClusterCheck)
 	// Done ends the output.
 	Done() error
 }
@@ -123,7 +125,7 @@ func (v checkText) Start(addr string, nodes int, master netip.Addr) {
 	fmt.Fprintf(v.w, "%s: data-plane check on %d nodes, rendezvous on %s...\n", addr, nodes, master)
 }
 
-func (v checkText) Report(cc *resources.ClusterCheck) {
+func (v checkText) Report(cc *serve.ClusterCheck) {
 	rep := cc.Report
 	fmt.Fprint(v.w, rep.Table())
 	for _, p := range rep.Problems() {
@@ -143,12 +145,12 @@ func (checkText) Done() error { return nil }
 // checkJSONView collects the reports and prints them as one list.
 type checkJSONView struct {
 	w       io.Writer
-	reports []resources.CheckJSON
+	reports []serve.CheckJSON
 }
 
 func (*checkJSONView) Start(string, int, netip.Addr) {}
 
-func (v *checkJSONView) Report(cc *resources.ClusterCheck) { v.reports = append(v.reports, cc.JSON()) }
+func (v *checkJSONView) Report(cc *serve.ClusterCheck) { v.reports = append(v.reports, cc.JSON()) }
 
 func (v *checkJSONView) Done() error {
 	enc := json.NewEncoder(v.w)

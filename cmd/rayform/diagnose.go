@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // exitCause is diagnose's exit code when a known failure was found: the
@@ -35,14 +35,14 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
-	logs := make([]resources.LogText, 0, len(paths))
+	logs := make([]diagnose.Log, 0, len(paths))
 	stdinRead := false
 	for _, p := range paths {
 		// Each input is read as a stream into a bounded window
-		// (resources.ReadLog): a log of any size, or an endless stdin, is
+		// (diagnose.ReadLog): a log of any size, or an endless stdin, is
 		// classified in bounded memory.
 		var (
-			l   resources.LogText
+			l   diagnose.Log
 			err error
 		)
 		if p == "-" {
@@ -51,7 +51,7 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 				return exitError
 			}
 			stdinRead = true
-			l, err = resources.ReadLog(c.stdin, "stdin")
+			l, err = diagnose.ReadLog(c.stdin, "", "stdin")
 			if err != nil {
 				err = fmt.Errorf("read stdin: %w", err)
 			}
@@ -64,7 +64,7 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 		}
 		logs = append(logs, l)
 	}
-	d := resources.Diagnose(logs)
+	d := diagnose.Classify(diagnose.Input{Logs: logs})
 	exit := exitOK
 	if d.Failure {
 		exit = exitCause
@@ -84,15 +84,15 @@ func runDiagnose(_ context.Context, c *cli, args []string) int {
 }
 
 // readLogFile reads the window of the log file at path.
-func readLogFile(path string) (resources.LogText, error) {
+func readLogFile(path string) (diagnose.Log, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	l, err := resources.ReadLog(f, path)
+	l, err := diagnose.ReadLog(f, "", path)
 	if err != nil {
-		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	return l, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+
 	"github.com/rayform/rayform/engine/state/jsonfile"
 	"github.com/rayform/rayform/engine/textdiff"
 )

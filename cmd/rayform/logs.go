@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rayform/rayform/engine/kind"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources"
@@ -41,7 +43,7 @@ func parseLogsArgs(c *cli, args []string) (a logsArgs, code int, ok bool) {
 		return a, code, false
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(resources.LogAddresses(), "a "))
+		fmt.Fprintf(c.stderr, "Error: logs takes one argument, a resource address (%s)\n", strings.TrimPrefix(run.LogAddresses(resources.Kinds()), "a "))
 		return a, exitError, false
 	}
 	a.addr = pos[0]
@@ -62,7 +64,7 @@ func runLogs(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	cmds, err := resources.Logs(resources.LogQuery{Config: s.cfg.Config, Project: s.project, Address: a.addr, Node: a.node, Follow: a.follow, Tail: a.tail, Since: a.since, Previous: a.previous})
+	cmds, err := run.Logs(s.run.Kinds, kind.LogQuery{Config: s.cfg, Project: s.project, Address: a.addr, Node: a.node, Follow: a.follow, Tail: a.tail, Since: a.since, Previous: a.previous})
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError

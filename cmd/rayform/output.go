@@ -13,9 +13,9 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources"
 )
 
 // runOutput prints the outputs as the last apply left them, without
@@ -222,9 +222,10 @@ func appliedOutputs(c *cli, vars *varFlags, stateFile string) (map[string]*confi
 		writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		return nil, exitError
 	}
-	cfg, diags = cfg.WithFacts(resources.Facts{FabricAddrs: recordedFabric(st)})
+	loaded := cfg
+	cfg, diags = kind.WithFacts(loaded, kind.Facts{FabricAddrs: recordedFabric(st)})
 	if diags.HasErrors() {
-		writeDiagnostics(c, c.stderr, cfg.Files, diags)
+		writeDiagnostics(c, c.stderr, loaded.Files, diags)
 		return nil, exitError
 	}
 	if len(cfg.Outputs) == 0 {

@@ -68,7 +68,7 @@ func runPlan(ctx context.Context, c *cli, args []string) int {
 		if starting := s.run.Starting(obs); len(starting) > 0 {
 			if !opts.json {
 				for _, w := range starting {
-					fmt.Fprintf(c.stdout, "\nNot converged yet: %s is still starting; apply would wait for it to answer (up to its ready_timeout).\n", w.Address())
+					fmt.Fprintf(c.stdout, "\nNot converged yet: %s is still starting; apply would wait for it to answer (up to its ready_timeout).\n", w.Address)
 				}
 			}
 			return exitChanges

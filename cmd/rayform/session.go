@@ -69,7 +69,7 @@ func (o *runOptions) register(fs *flag.FlagSet) {
 type session struct {
 	c       *cli
 	opts    *runOptions
-	cfg     *resources.Config // as loaded, before observed facts
+	cfg     *config.Config // as loaded, before observed facts
 	st      *state.State
 	project string
 	dialer  transport.Dialer
@@ -112,8 +112,8 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		return nil, exitError
 	}
 	s.run = &run.Runner{
-		Provider:  resources.Provider{Poll: time.Second, RayReadyTimeout: 2 * time.Minute},
-		Config:    resources.RunConfig(cfg),
+		Kinds:     resources.Kinds(),
+		Config:    cfg,
 		State:     st,
 		StatePath: c.statePath(opts.stateFile),
 		Project:   project,
@@ -123,9 +123,11 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 		Log:     c.log,
 		Dir:     c.dir,
 		Version: version,
-		Diagnostics: func(cfg run.Config, diags hcl.Diagnostics) {
-			writeDiagnostics(c, c.stderr, cfg.Lang().Files, diags)
+		Diagnostics: func(cfg *config.Config, diags hcl.Diagnostics) {
+			writeDiagnostics(c, c.stderr, cfg.Files, diags)
 		},
+		Poll:         time.Second,
+		ReadyTimeout: 2 * time.Minute,
 	}
 	return s, exitOK
 }
@@ -138,7 +140,7 @@ func openSession(c *cli, opts *runOptions) (*session, int) {
 // hence the documented advice to declare it). A declared name that differs
 // from the one the state recorded for applied resources is refused: it
 // would disown the running containers.
-func resolveProject(dir, flagValue string, cfg *resources.Config, st *state.State) (string, error) {
+func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) (string, error) {
 	applied := st.Project != "" && len(st.Addresses()) > 0
 	switch {
 	case flagValue != "":
@@ -175,9 +177,9 @@ func projectFromDir(base string) string {
 
 // prepareDialer builds the SSH dialer from the nodes (and the hosts the
 // state remembers), and a local runner for nodes whose host is "localhost"
-// (resources.SSHHosts).
+// (sshHosts).
 func (s *session) prepareDialer() error {
-	hosts, localNodes := resources.SSHHosts(s.cfg, s.st)
+	hosts, localNodes := sshHosts(s.cfg, s.st)
 	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.trustNewHosts, Logger: s.c.log.Named("ssh")}
 	if s.opts.sshConfig != "" {
 		opts.ConfigFile = s.opts.sshConfig
@@ -214,8 +216,8 @@ func (s *session) close() {
 // through the resources.
 type observed struct {
 	facts   *observe.Facts
-	cfg     *resources.Config // evaluated with the facts
-	result  *resources.Result
+	cfg     *config.Config // evaluated with the facts
+	result  *run.Result
 	elapsed time.Duration
 }
 
@@ -227,7 +229,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 	if err != nil {
 		return nil, err
 	}
-	return &observed{facts: obs.Facts, cfg: resources.ConfigOf(obs.Config), result: resources.ResultOf(obs.Result), elapsed: obs.Elapsed}, nil
+	return &observed{facts: obs.Facts, cfg: obs.Config, result: obs.Result, elapsed: obs.Elapsed}, nil
 }
 
 // stats sums the transport counters of every connection.

@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/termtext"
-	"github.com/rayform/rayform/resources"
 )
 
 // exitUnhealthy is status's exit code for a cluster that is not healthy.
@@ -65,20 +65,20 @@ func runStatus(ctx context.Context, c *cli, args []string) int {
 
 // status observes the hosts once, with plan's probe plus what the kinds
 // show in status (kind.Observation.Status: each serve's /metrics and start
-// time), and builds the report (resources.Status).
-func (s *session) status(ctx context.Context) (*resources.StatusReport, error) {
+// time), and builds the report (run.Status).
+func (s *session) status(ctx context.Context) (*run.StatusReport, error) {
 	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	return resources.Status(s.project, obs.cfg, obs.facts, obs.result), nil
+	return run.Status(s.run.Kinds, s.project, &run.Observation{Facts: obs.facts, Config: obs.cfg, Result: obs.result}), nil
 }
 
 // statusView shows status's report: for a person (statusText) or as JSON
 // (statusJSONView), chosen once per command.
 type statusView interface {
-	Show(rep *resources.StatusReport) error
+	Show(rep *run.StatusReport) error
 }
 
 // newStatusView is the view -json chooses; watch clears the screen before
@@ -93,7 +93,7 @@ func newStatusView(w io.Writer, json, watch bool) statusView {
 // statusJSONView prints the report as one indented JSON document.
 type statusJSONView struct{ w io.Writer }
 
-func (v statusJSONView) Show(rep *resources.StatusReport) error {
+func (v statusJSONView) Show(rep *run.StatusReport) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -108,7 +108,7 @@ type statusText struct {
 	watch bool
 }
 
-func (v statusText) Show(r *resources.StatusReport) error {
+func (v statusText) Show(r *run.StatusReport) error {
 	if v.watch {
 		termtext.Control(v.w, "\x1b[H\x1b[2J") // rayform's own control: it passes the escaper
 	}
@@ -117,7 +117,7 @@ func (v statusText) Show(r *resources.StatusReport) error {
 }
 
 // renderStatus prints the report as text.
-func renderStatus(w io.Writer, r *resources.StatusReport) {
+func renderStatus(w io.Writer, r *run.StatusReport) {
 	verdict := "healthy"
 	if !r.Healthy {
 		verdict = fmt.Sprintf("NOT HEALTHY (%d problems)", len(r.Problems))

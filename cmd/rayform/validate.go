@@ -20,7 +20,7 @@ import (
 
 // varFlags collects -var and -var-file options in command-line order, the
 // order that decides which value wins. Commands that load the configuration
-// register it with register and pass options() to resources.Load.
+// register it with register and pass options() to config.Load.
 type varFlags struct {
 	args []config.VarArg
 }
@@ -51,21 +51,24 @@ func (v *varFlags) options() config.Options {
 }
 
 // loadConfig loads the configuration in the working directory.
-func loadConfig(c *cli, vars *varFlags) (*resources.Config, hcl.Diagnostics) {
+func loadConfig(c *cli, vars *varFlags) (*config.Config, hcl.Diagnostics) {
 	return loadConfigWith(c, vars.options())
 }
 
 // loadConfigChecking loads the configuration for checking only (validate,
 // graph): a variable without a value is unknown, not an error, so CI can
 // check a configuration without its secrets.
-func loadConfigChecking(c *cli, vars *varFlags) (*resources.Config, hcl.Diagnostics) {
+func loadConfigChecking(c *cli, vars *varFlags) (*config.Config, hcl.Diagnostics) {
 	opts := vars.options()
 	opts.UnknownVariables = true
 	return loadConfigWith(c, opts)
 }
 
-func loadConfigWith(c *cli, opts config.Options) (*resources.Config, hcl.Diagnostics) {
-	cfg, diags := resources.Load(c.dir, opts)
+func loadConfigWith(c *cli, opts config.Options) (*config.Config, hcl.Diagnostics) {
+	if opts.Kinds == nil {
+		opts.Kinds = resources.Kinds().Schemas()
+	}
+	cfg, diags := config.Load(c.dir, opts)
 	c.log.Debug("loaded configuration", "dir", c.dir, "files", len(cfg.Files), "diagnostics", len(diags))
 	return cfg, diags
 }

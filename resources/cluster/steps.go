@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rayform/rayform/engine/observe"
 	"maps"
 	"regexp"
 	"slices"
@@ -15,14 +14,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rayform/rayform/engine/observe"
+
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/imageref"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/servedir"
 )

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 

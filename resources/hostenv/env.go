@@ -24,13 +24,13 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // Defaults of StepEnv's durations.
@@ -158,10 +158,29 @@ type Diagnoser interface {
 	DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context
 }
 
-// Of is the StepEnv behind env, which the run provider always hands the
-// kinds: the container kinds read the whole of it (timeouts, the
-// data-plane checks, diagnose's context), beyond kind.Env.
-func Of(env kind.Env) *StepEnv { return env.(*StepEnv) }
+// New is the StepEnv of the steps of a container kind, from what the run
+// gives them (env) and what diagnose should know of the resource (d, its
+// kind's Diagnoser): the data-plane checks started for the walk
+// (OpenChecks), the run's settings, and the defaults of the rest.
+func New(env *kind.Env, d diagnose.Context) *StepEnv {
+	e := &StepEnv{
+		Conns:            env.Conns,
+		Project:          env.Project,
+		Poll:             env.Poll,
+		RayReadyTimeout:  env.ReadyTimeout,
+		ProgressInterval: env.ProgressInterval,
+		Parallelism:      env.Parallelism,
+		Diagnose:         d,
+		State:            env.State,
+		NotAtomic:        env.NotAtomic,
+		Prepared:         env.Prepared,
+		Log:              env.Log,
+	}
+	if cs, ok := env.Shared.Value(checksKey{}).(*CheckStarts); ok {
+		e.Checks = cs
+	}
+	return e.WithDefaults()
+}
 
 // Conn is node's connection (kind.Env).
 func (e *StepEnv) Conn(node string) transport.Conn { return e.Conns[node] }

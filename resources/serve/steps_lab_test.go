@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/serve"
 )
 

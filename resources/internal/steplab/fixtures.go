@@ -6,7 +6,7 @@ import (
 
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/serve"
 	"github.com/rayform/rayform/resources/servedir"

@@ -28,7 +28,7 @@ import (
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 )
 
 // Updating reports whether the test binary runs with -update (which the

@@ -6,8 +6,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // TestExported: an output may show a kind's exported arguments and its

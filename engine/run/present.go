@@ -1,26 +1,11 @@
-package resources
+package run
 
 import (
 	"sort"
 
-	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kind"
 )
-
-// Present is what the observed hosts show of one resource of the project.
-type Present struct {
-	Type string
-	// Nodes are the nodes holding one of its containers (a ray_cluster) or
-	// running it (a vllm_serve), sorted.
-	Nodes []string
-	// Container is its container's name (a vllm_serve's is its cluster's
-	// head container).
-	Container string
-	// Head is the node of a ray_cluster's head container ("" if none was
-	// seen).
-	Head string
-}
 
 // PresentResources reads from in.Facts which of the project's resources
 // exist on the hosts: every container with the project's labels (in any
@@ -28,7 +13,7 @@ type Present struct {
 // serve of the configuration or the state whose process runs. Unknown
 // reports the nodes whose containers could not be read: what they hold is
 // unknown, not absent.
-func PresentResources(in PlanInput) (present map[string]Present, unknown map[string]bool) {
+func PresentResources(kinds kind.Registry, in PlanInput) (present map[string]Present, unknown map[string]bool) {
 	present, unknown = map[string]Present{}, map[string]bool{}
 	facts := in.Facts
 	if facts == nil {
@@ -57,17 +42,13 @@ func PresentResources(in PlanInput) (present map[string]Present, unknown map[str
 		sort.Strings(p.Nodes)
 		present[addr] = p
 	}
-	var cfg *config.Config
-	if in.Config != nil {
-		cfg = in.Config.Config
-	}
-	pr := &kind.Presence{Config: cfg, State: in.State, Facts: facts, Project: in.Project, Known: known, Add: add,
+	pr := &kind.Presence{Config: in.Config, State: in.State, Facts: facts, Project: in.Project, Known: known, Add: add,
 		Head: func(addr, node string) {
 			p := present[addr]
 			p.Head = node
 			present[addr] = p
 		}}
-	for _, k := range KindsWith[kind.WithPresence]() {
+	for _, k := range kind.With[kind.KindWithPresence](kinds) {
 		k.Present(pr)
 	}
 	return present, unknown

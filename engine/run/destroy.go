@@ -1,4 +1,4 @@
-package resources
+package run
 
 import (
 	"fmt"
@@ -9,14 +9,13 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/kind"
-	"github.com/rayform/rayform/resources/kit"
 )
 
-// DestroyWork plans the destruction of every resource of the configuration
+// DestroyPlanOf plans the destruction of every resource of the configuration
 // and of the state, and of any other container the hosts report with this
 // project's labels: each vllm_serve whose process runs is stopped, each
 // ray_cluster's containers are removed. Only containers labelled
@@ -27,10 +26,10 @@ import (
 //
 // The graph orders the walk in reverse of creation (OrderDestroy): the
 // serves stop before their cluster goes. in.Facts must come from
-// ObserveSpec(in.Config, in.State, in.Project).
-func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
-	res := &Result{Plan: &plan.Plan{}, Work: map[string]*Work{}}
-	d := &destroyer{res: res, cfg: in.Config, st: in.State, facts: in.Facts, project: in.Project, all: true,
+// ObserveSpec(kinds, in.Config, in.State, in.Project, false).
+func DestroyPlanOf(kinds kind.Registry, in PlanInput) (*Result, *dag.Graph) {
+	res := &Result{Plan: &plan.Plan{}, Work: map[string]*kind.Work{}}
+	d := &destroyer{kinds: kinds, res: res, cfg: in.Config, st: in.State, facts: in.Facts, project: in.Project, all: true,
 		present: "destroy", gone: "already gone from the hosts; only forgotten"}
 	d.plan()
 	for _, u := range Unreached(in.Facts, res.Work) {
@@ -59,7 +58,7 @@ type Unreach struct {
 // spans that facts could not observe, or whose containers could not be
 // read: what the resource has there is unknown, so a destroy cannot say
 // it is gone. Sorted by address, then node.
-func Unreached(facts *observe.Facts, work map[string]*Work) []Unreach {
+func Unreached(facts *observe.Facts, work map[string]*kind.Work) []Unreach {
 	if facts == nil {
 		return nil
 	}
@@ -95,7 +94,7 @@ func (p *planner) removed() {
 	}
 	// Even a resource already gone is forgotten by apply.
 	const why = "not in the configuration any more"
-	d := &destroyer{res: p.res, cfg: p.cfg, st: p.in.State, facts: p.facts, project: p.in.Project, present: why, gone: why}
+	d := &destroyer{kinds: p.kinds, res: p.res, cfg: p.cfg, st: p.in.State, facts: p.facts, project: p.in.Project, present: why, gone: why}
 	d.plan()
 }
 
@@ -103,11 +102,11 @@ func (p *planner) removed() {
 // holds are destroyed: a resource goes only after those in its
 // Work.DestroyAfter (a ray_cluster's containers after the vllm_serves that
 // ran on it have stopped). It is the one destroy order, of rayform destroy
-// (DestroyWork) and of the resources an apply removes. A resource the
+// (DestroyPlanOf) and of the resources an apply removes. A resource the
 // apply starts on a host waits for the removals on that host: what they
 // hold (ports on the host's network, GPUs) is free when it starts (a
 // renamed ray_cluster's head takes its old ports).
-func OrderDestroy(g *dag.Graph, work map[string]*Work) {
+func OrderDestroy(g *dag.Graph, work map[string]*kind.Work) {
 	for _, addr := range slices.Sorted(maps.Keys(work)) {
 		if !g.Has(addr) {
 			continue
@@ -143,8 +142,9 @@ func sharesHost(a, b []string) bool {
 
 // destroyer plans the removal of resources, kind by kind (kind.Destroyer).
 type destroyer struct {
+	kinds kind.Registry
 	res   *Result
-	cfg   *Config // nil when none is loaded
+	cfg   *config.Config // nil when none is loaded
 	st    *state.State
 	facts *observe.Facts
 	// project is the rayform.project label's value.
@@ -156,7 +156,7 @@ type destroyer struct {
 	// hosts and of one without.
 	present, gone string
 	// added are the removals planned, by address.
-	added map[string]*Work
+	added map[string]*kind.Work
 }
 
 // plan asks every kind, in registration order, to plan the removal of
@@ -165,8 +165,8 @@ func (d *destroyer) plan() {
 	if d.facts == nil {
 		d.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	d.added = map[string]*Work{}
-	for _, k := range KindsWith[kind.WithDestroy]() {
+	d.added = map[string]*kind.Work{}
+	for _, k := range kind.With[kind.KindWithDestroy](d.kinds) {
 		k.Destroy(d)
 	}
 }
@@ -181,7 +181,7 @@ func (d *destroyer) Doomed(typ string) []string {
 	}
 	if d.st != nil {
 		for _, addr := range d.st.Addresses() {
-			if plan.ParseAddress(addr).Type == typ && (d.all || d.cfg == nil || !kind.Declared(d.cfg.Config, addr)) {
+			if plan.ParseAddress(addr).Type == typ && (d.all || d.cfg == nil || !kind.Declared(d.cfg, addr)) {
 				set[addr] = true
 			}
 		}
@@ -190,12 +190,7 @@ func (d *destroyer) Doomed(typ string) []string {
 }
 
 // Config is the configuration, nil when none is loaded (kind.Destroyer).
-func (d *destroyer) Config() *config.Config {
-	if d.cfg == nil {
-		return nil
-	}
-	return d.cfg.Config
-}
+func (d *destroyer) Config() *config.Config { return d.cfg }
 
 // State is the state, nil when none (kind.Destroyer).
 func (d *destroyer) State() *state.State { return d.st }
@@ -211,13 +206,13 @@ func (d *destroyer) Project() string { return d.project }
 func (d *destroyer) Adopt() bool { return d.all }
 
 // Add records a removal (kind.Destroyer).
-func (d *destroyer) Add(w *Work, name string, onHosts bool) {
+func (d *destroyer) Add(w *kind.Work, name string, onHosts bool) {
 	addDestroy(d.res, w, name, onHosts, d.present, d.gone)
 	d.added[w.Address] = w
 }
 
 // Works are the removals planned so far (kind.Destroyer).
-func (d *destroyer) Works() map[string]*Work { return d.added }
+func (d *destroyer) Works() map[string]*kind.Work { return d.added }
 
 // Before orders the removal of first before that of then, when both are
 // removed (kind.Destroyer).
@@ -232,7 +227,7 @@ func (d *destroyer) Finding(f plan.Finding) { d.res.Plan.Findings = append(d.res
 
 // addDestroy records w, a delete where something is on the hosts and a no-op
 // otherwise, and its change: the hosts it leaves.
-func addDestroy(res *Result, w *Work, name string, onHosts bool, present, gone string) {
+func addDestroy(res *Result, w *kind.Work, name string, onHosts bool, present, gone string) {
 	w.Action = plan.Delete
 	reason := present
 	if !onHosts {
@@ -241,5 +236,18 @@ func addDestroy(res *Result, w *Work, name string, onHosts bool, present, gone s
 	res.Work[w.Address] = w
 	res.Plan.Changes = append(res.Plan.Changes, plan.ResourceChange{Address: w.Address, Type: w.Type, Name: name, Action: w.Action, Hosts: w.Hosts,
 		Reasons: []string{reason},
-		Attrs:   []plan.AttrChange{{Name: "hosts", Before: kit.ListOrEmpty(kit.StringVals(w.Hosts)), After: cty.NullVal(cty.List(cty.String))}}})
+		Attrs:   []plan.AttrChange{{Name: "hosts", Before: hostsValue(w.Hosts), After: cty.NullVal(cty.List(cty.String))}}})
+}
+
+// hostsValue is hosts as a change's list attribute (an empty list, not
+// null, for none).
+func hostsValue(hosts []string) cty.Value {
+	if len(hosts) == 0 {
+		return cty.ListValEmpty(cty.String)
+	}
+	vs := make([]cty.Value, 0, len(hosts))
+	for _, h := range hosts {
+		vs = append(vs, cty.StringVal(h))
+	}
+	return cty.ListVal(vs)
 }

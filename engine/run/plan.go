@@ -1,4 +1,4 @@
-package resources
+package run
 
 import (
 	"crypto/sha256"
@@ -12,60 +12,29 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/kind"
 )
 
-// PlanInput is everything a plan is computed from. Planning does no I/O.
-type PlanInput struct {
-	// Config is evaluated with the observed facts (config.WithFacts).
-	Config  *Config
-	Facts   *observe.Facts
-	State   *state.State // nil means empty
-	Project string
-	// RefreshOnly reports drift and plans no action.
-	RefreshOnly bool
-	// Replace holds the addresses of resources to replace even though
-	// they match the configuration (apply -replace=ADDRESS): a ray_cluster
-	// recreates every container, a vllm_serve restarts its process.
-	Replace map[string]bool
-}
-
-// Result is a plan plus the work apply needs to carry it out.
-type Result struct {
-	Plan *plan.Plan
-	// Work is keyed by resource address; resources with nothing to do are
-	// absent.
-	Work map[string]*Work
-	// Addrs are the nodes' observed fabric addresses.
-	Addrs map[string]netip.Addr
-	// Notes say what the plan could not check, and why (a model preflight
-	// without the model's files); they are not findings.
-	Notes []string
-}
-
-// Work is what apply must do for one resource (kind.Work): its Do is the
-// kind's own (*cluster.ClusterWork, *serve.ServeWork ...).
-type Work = kind.Work
-
-// Plan computes the plan. It is a pure function of its input.
-func Plan(in PlanInput) *Result {
-	p := &planner{in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*Work{}}}
+// Plan computes the plan with the kinds of kinds, each in registration
+// order. It is a pure function of its input.
+func Plan(kinds kind.Registry, in PlanInput) *Result {
+	p := &planner{kinds: kinds, in: in, cfg: in.Config, facts: in.Facts, res: &Result{Plan: &plan.Plan{RefreshOnly: in.RefreshOnly}, Work: map[string]*kind.Work{}}}
 	if p.facts == nil {
 		p.facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
-	p.addrs, _ = fabric(p.cfg.Config, p.facts)
-	p.res.Addrs = p.addrs
-	for _, k := range Kinds() {
+	p.addrs = fabric(kinds, p.cfg, p.facts).Addrs
+	p.res.Fabric = p.addrs
+	for _, k := range kinds {
 		k.Plan(p)
 	}
 	p.removed()
 	p.commandLimits()
 	p.outputs()
 	if in.RefreshOnly {
-		p.res.Work = map[string]*Work{}
+		p.res.Work = map[string]*kind.Work{}
 	}
 	p.res.Plan.SortChanges()
 	return p.res
@@ -74,16 +43,17 @@ func Plan(in PlanInput) *Result {
 // planner is the kind.Planner the kinds plan through: the plan's inputs,
 // and the result they add to.
 type planner struct {
+	kinds kind.Registry
 	in    PlanInput
-	cfg   *Config
+	cfg   *config.Config
 	facts *observe.Facts
 	res   *Result
-	// addrs are the nodes' fabric addresses (kind.Fabricator).
+	// addrs are the nodes' fabric addresses (kind.KindWithFabric).
 	addrs map[string]netip.Addr
 }
 
 // Config is the evaluated configuration (kind.Planner).
-func (p *planner) Config() *config.Config { return p.cfg.Config }
+func (p *planner) Config() *config.Config { return p.cfg }
 
 // Facts are the observed hosts (kind.Planner).
 func (p *planner) Facts() *observe.Facts { return p.facts }
@@ -134,10 +104,10 @@ func (p *planner) Unreachable(node string) {
 }
 
 // AddWork records w (kind.Planner).
-func (p *planner) AddWork(w *Work) { p.res.Work[w.Address] = w }
+func (p *planner) AddWork(w *kind.Work) { p.res.Work[w.Address] = w }
 
 // Work is the work recorded so far for addr (kind.Planner).
-func (p *planner) Work(addr string) *Work { return p.res.Work[addr] }
+func (p *planner) Work(addr string) *kind.Work { return p.res.Work[addr] }
 
 // outputs lists the root outputs with what applying the plan does to
 // them: created with a resource they refer to (or, for one that refers to
@@ -151,7 +121,7 @@ func (p *planner) outputs() {
 	}
 	exported := map[string]map[string]bool{}
 	computed := map[string]map[string][]string{} // type → computed attribute → From (nil: unknown)
-	for _, k := range Kinds() {
+	for _, k := range p.kinds {
 		exported[k.Schema().Type] = k.Traits().Exported
 		computed[k.Schema().Type] = map[string][]string{}
 		for _, a := range k.Schema().Computed {
@@ -230,7 +200,7 @@ func readsFrom(reads []string, arg string, computed map[string][]string) bool {
 // HostFingerprints digests, per host, the facts a plan depends on, so a
 // saved plan can be refused (naming the host) when the hosts changed since
 // it was made.
-func HostFingerprints(facts *observe.Facts) map[string]string {
+func HostFingerprints(kinds kind.Registry, facts *observe.Facts) map[string]string {
 	out := map[string]string{}
 	for name, hf := range facts.Hosts {
 		var parts []string
@@ -247,7 +217,7 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 			// (kind.WithFingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
 		}
-		for _, k := range KindsWith[kind.WithFingerprint]() {
+		for _, k := range kind.With[kind.KindWithFingerprint](kinds) {
 			parts = append(parts, k.Fingerprint(hf)...)
 		}
 		for k, sr := range hf.Records {
@@ -261,4 +231,31 @@ func HostFingerprints(facts *observe.Facts) map[string]string {
 		out[name] = hex.EncodeToString(sum[:8])
 	}
 	return out
+}
+
+// commandLimits adds an error finding for every resource whose start
+// command its host's kernel would refuse (kind.KindWithCommandCheck,
+// which apply's prepare asks again): the plan says so before apply stops
+// anything that runs.
+func (p *planner) commandLimits() {
+	for _, addr := range slices.Sorted(maps.Keys(p.res.Work)) {
+		if err := checkCommands(p.kinds, p.res.Work[addr], p.in.Project, p.facts); err != nil {
+			p.Finding(plan.Finding{Severity: plan.Error, Address: addr,
+				Summary: "A command of this resource is too long for its host",
+				Detail:  err.Error()})
+		}
+	}
+}
+
+// checkCommands is why a command line of w cannot run on its host, as w's
+// kind judges (kind.KindWithCommandCheck); nil for a removal or no-op.
+func checkCommands(kinds kind.Registry, w *kind.Work, project string, facts *observe.Facts) error {
+	if w.Action == plan.NoOp || w.Action == plan.Delete {
+		return nil
+	}
+	k, ok := kinds.Of(w.Type).(kind.KindWithCommandCheck)
+	if !ok {
+		return nil
+	}
+	return k.CheckCommands(kind.CommandCheckRequest{Work: w, Project: project, Facts: facts})
 }

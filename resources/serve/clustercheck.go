@@ -1,4 +1,4 @@
-package resources
+package serve
 
 import (
 	"context"
@@ -7,30 +7,23 @@ import (
 	"net/netip"
 	"sort"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
+	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/serve"
 )
 
-// CheckOptions are the data-plane check's options (dataplane.Options).
-type CheckOptions = dataplane.Options
-
-// CheckReport is one cluster's data-plane check (dataplane.Report).
-type CheckReport = dataplane.Report
-
-// The data-plane check's defaults (dataplane).
-const (
-	DefaultCheckTimeout = dataplane.DefaultTimeout
-	DefaultCheckSizeMiB = dataplane.DefaultSizeMiB
-)
+// What rayform check runs: the data-plane check of a cluster's nodes, as
+// a serve runs it before it starts (CheckNodes), on the clusters named.
 
 // CheckClusters returns the names of the clusters rayform check runs on:
 // the named ones (NAME or ray_cluster.NAME), or every cluster with
 // workers whose dataplane_check is on.
-func CheckClusters(cfg *Config, args []string) ([]string, error) {
+func CheckClusters(c *config.Config, args []string) ([]string, error) {
+	cfg := View(c)
 	var names []string
 	if len(args) == 0 {
 		off := 0
@@ -68,16 +61,18 @@ type Checker struct {
 	conns  map[string]transport.Conn
 	cfg    *Config
 	facts  *observe.Facts
-	res    *Result
-	opts   CheckOptions
+	fabric map[string]netip.Addr
+	opts   dataplane.Options
 	addrs  map[string]netip.Addr
 	ifaces map[string]string
 }
 
-// NewChecker is the check of the observation's clusters over conns.
-func NewChecker(conns map[string]transport.Conn, cfg *Config, facts *observe.Facts, res *Result, o CheckOptions) *Checker {
-	addrs, ifaces := cluster.FabricAddrs(cluster.View(cfg.Config), facts)
-	return &Checker{conns: conns, cfg: cfg, facts: facts, res: res, opts: o, addrs: addrs, ifaces: ifaces}
+// NewChecker is the check of the clusters of cfg (evaluated with facts)
+// over conns; fabric are the nodes' fabric addresses the plan read.
+func NewChecker(conns map[string]transport.Conn, cfg *config.Config, facts *observe.Facts, fabric map[string]netip.Addr, o dataplane.Options) *Checker {
+	v := View(cfg)
+	addrs, ifaces := cluster.FabricAddrs(cluster.View(cfg), facts)
+	return &Checker{conns: conns, cfg: v, facts: facts, fabric: fabric, opts: o, addrs: addrs, ifaces: ifaces}
 }
 
 // ClusterCheck is the data-plane check of one cluster.
@@ -85,7 +80,7 @@ type ClusterCheck struct {
 	// Address is the cluster's.
 	Address string
 	// Report is what the check found.
-	Report *CheckReport
+	Report *dataplane.Report
 	// Failure is why the collectives would fail, diagnosed; nil when the
 	// data plane is ok.
 	Failure error
@@ -96,7 +91,7 @@ type ClusterCheck struct {
 // check could not run.
 func (c *Checker) Check(ctx context.Context, name string, start func(nodes int, master netip.Addr)) (*ClusterCheck, error) {
 	rc := c.cfg.RayClusters[name]
-	nodes := serve.CheckNodes(serve.View(c.cfg.Config), rc, c.addrs, c.ifaces)
+	nodes := CheckNodes(c.cfg, rc, c.addrs, c.ifaces)
 	if !nodes[0].Addr.IsValid() {
 		return nil, fmt.Errorf("the head %s has no observed fabric address (run rayform plan)", rc.Head)
 	}
@@ -107,8 +102,8 @@ func (c *Checker) Check(ctx context.Context, name string, start func(nodes int, 
 	}
 	out := &ClusterCheck{Address: rc.Addr, Report: rep}
 	if !rep.OK() {
-		dctx := DiagnoseContext(c.cfg, c.facts, c.res.Addrs, &Work{Address: rc.Addr})
-		out.Failure = serve.CheckError(rep, dctx, "the cluster's collectives would fail")
+		dctx := cluster.Kind{}.DiagnoseContext(c.cfg.Config, c.facts, c.fabric, rc.Addr)
+		out.Failure = CheckError(rep, dctx, "the cluster's collectives would fail")
 	}
 	return out, nil
 }
@@ -171,6 +166,15 @@ func (cc *ClusterCheck) JSON() CheckJSON {
 		out.Error = de.Err.Error()
 		d := de.Diagnosis
 		out.Diagnosis = &DiagnosisJSON{Cause: string(d.Cause), Title: d.Title, Explanation: d.Explanation, Fix: d.Fix, Evidence: EvidenceOf(d)}
+	}
+	return out
+}
+
+// EvidenceOf is d's evidence as -json shows it (never null).
+func EvidenceOf(d diagnose.Diagnosis) []EvidenceJSON {
+	out := []EvidenceJSON{}
+	for _, e := range d.Evidence {
+		out = append(out, EvidenceJSON{Host: e.Host, Source: e.Source, Line: e.Line, LineNo: e.LineNo})
 	}
 	return out
 }

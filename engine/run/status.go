@@ -1,4 +1,4 @@
-package resources
+package run
 
 import (
 	"bytes"
@@ -7,10 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // StatusReport is status's document (-json prints it as is: project,
@@ -86,10 +85,11 @@ type StatusContainer struct {
 
 // Status is the report of one observation (cfg evaluated with facts) and
 // the plan made from it (res): every judgment in it is the plan's
-// (findings, drift, changes) or the kinds' (kind.WithStatus: Ray's node
+// (findings, drift, changes) or the kinds' (kind.KindWithStatus: Ray's node
 // table, each serve's health on its own port), so status and plan never
 // disagree about a fact.
-func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *StatusReport {
+func Status(kinds kind.Registry, project string, obs *Observation) *StatusReport {
+	cfg, facts, res := obs.Config, obs.Facts, obs.Result
 	p := res.Plan
 	rep := &StatusReport{Project: project, Problems: []string{}, Nodes: []StatusNode{}}
 	for _, f := range p.Findings {
@@ -116,17 +116,14 @@ func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *Sta
 			named[ch.Address] = true
 		}
 	}
-	names := make([]string, 0, len(cfg.Nodes))
-	for n := range cfg.Nodes {
-		names = append(names, n)
+	hosts := Hosts(kinds, cfg)
+	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Name < hosts[j].Name })
+	for _, h := range hosts {
+		rep.Nodes = append(rep.Nodes, statusNodeOf(project, h, facts, res))
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		rep.Nodes = append(rep.Nodes, statusNodeOf(project, cfg.Nodes[name], facts, res))
-	}
-	q := kind.StatusQuery{Config: cfg.Config, Facts: facts, Plan: p, Project: project}
-	for _, k := range Kinds() {
-		sk, ok := k.(kind.WithStatus)
+	q := kind.StatusQuery{Config: cfg, Facts: facts, Plan: p, Project: project}
+	for _, k := range kinds {
+		sk, ok := k.(kind.KindWithStatus)
 		key := k.Traits().Status
 		if !ok || key == "" {
 			continue
@@ -194,7 +191,7 @@ func dedupe(ss []string) []string {
 
 // statusNodeOf is node n in the report: its facts, and the project's
 // containers on it (by their labels).
-func statusNodeOf(project string, n *Node, facts *observe.Facts, res *Result) StatusNode {
+func statusNodeOf(project string, n kind.Host, facts *observe.Facts, res *Result) StatusNode {
 	sn := StatusNode{Name: n.Name, Host: n.Host, GPUs: []string{}, Containers: []StatusContainer{}}
 	if err, ok := facts.Errors[n.Name]; ok {
 		sn.Error = err.Error()
@@ -212,14 +209,14 @@ func statusNodeOf(project string, n *Node, facts *observe.Facts, res *Result) St
 	}
 	sn.GPUSimulator = hf.GPUs.Simulator
 	sn.MemoryTotalBytes, sn.MemoryAvailableBytes = hf.Memory.TotalBytes, hf.Memory.AvailableBytes
-	if a, ok := res.Addrs[n.Name]; ok && a.IsValid() {
+	if a, ok := res.Fabric[n.Name]; ok && a.IsValid() {
 		sn.FabricAddress = a.String()
 	}
 	for _, c := range hf.Containers.List {
-		if c.Labels[cluster.LabelManaged] != "true" || c.Labels[cluster.LabelProject] != project {
+		if c.Labels[kind.LabelManaged] != "true" || c.Labels[kind.LabelProject] != project {
 			continue
 		}
-		sn.Containers = append(sn.Containers, StatusContainer{Name: c.Name, Resource: c.Labels[cluster.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
+		sn.Containers = append(sn.Containers, StatusContainer{Name: c.Name, Resource: c.Labels[kind.LabelResource], Image: c.Image, State: c.State, Status: c.Status})
 	}
 	return sn
 }

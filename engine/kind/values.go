@@ -1,184 +1,19 @@
-// Package kind is the contract between rayform and a resource kind: a
-// small Go interface, [Kind] (schema, traits, plan), that each block type
-// (node, network, ray_cluster, vllm_serve, model) implements, optional
-// interfaces (WithObserve, WithSteps, WithLogs, ...) for what only some
-// kinds do, and the values that pass through them. The resources package
-// registers the kinds (resources.Kinds) and reaches each one only through
-// these interfaces: planning, the apply steps, destroy, what is present on
-// the hosts, logs and the CLI's properties of an address, status and the
-// run's locks iterate over the registered kinds, with no switch on a
-// kind's name. Each kind lives in a package of its own
-// (node, network, cluster, serve, model) and depends on another only
-// through this package (a planned action or work looked up by address, a
-// Work's Container, Restarter) and through interfaces that block values
-// implement (Placed, SecretHolder and Mounter here, network.Member,
-// serve.Weights), or through the exported values of a kind it runs on (a
-// vllm_serve reads its cluster.RayCluster and cluster.ClusterSpecs), never
-// through another kind's internals. What the container kinds share beyond
-// this contract lives in small packages of its own: hostenv (the steps'
-// environment), kit (planner readings and value checks), attrs (attribute
-// records), servedir.
-//
-// It imports only the engine, so that a kind in a package of its own can
-// implement it.
 package kind
 
 import (
-	"context"
 	"io"
 	"maps"
 	"net/netip"
 	"slices"
-	"time"
 
-	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/engine/transport"
 )
-
-// Kind is one resource kind: its schema and its plan. It is the required
-// core; whatever else rayform does with a kind's blocks (observe the
-// hosts, remove, find present, run steps, print logs, show status, lock)
-// a kind does by implementing the optional interface of it (WithObserve,
-// WithDestroy, WithPresence, WithSteps, WithPrepare, WithLogs, WithAhead,
-// WithAwait, WithFingerprint, WithStatus, WithLocks, WithLookup, Learner,
-// Fabricator), which the resources package discovers by type assertion,
-// as terraform-plugin-framework's ResourceWith* are: a kind that has no
-// resources on the hosts (node, network) implements none of them.
-type Kind interface {
-	// Schema describes the block type as data: its arguments, decoding,
-	// computed attributes and checks (engine/config evaluates it).
-	Schema() config.Kind
-	// Traits are the kind's properties the CLI and the planner ask about.
-	Traits() Traits
-	// Plan plans the kind's resources the configuration declares, through
-	// p: their changes, findings, drift and work. Kinds are planned in
-	// the order they are registered: a kind may look up (p.Planned) the
-	// action of a resource of a kind registered before it.
-	Plan(p Planner)
-}
-
-// WithLookup is implemented by a kind whose plan needs something from
-// outside the hosts (a model's files as its hub lists them).
-type WithLookup interface {
-	// Lookup asks, once the configuration is evaluated with the observed
-	// facts and before the plan, what the kind's plan needs from outside
-	// the hosts, and completes the kind's block values in cfg with it. It
-	// is the only I/O of a plan besides the observation; ctx bounds it. A
-	// kind may ready the question and ask it only when its plan first
-	// needs the answer (the model does), so that a destroy, which plans no
-	// kind's changes, never depends on anything outside the hosts.
-	Lookup(ctx context.Context, cfg *config.Config)
-}
-
-// WithObserve is implemented by a kind that asks the hosts about its
-// resources.
-type WithObserve interface {
-	// Observe adds to o.Spec what each host is asked about the kind's
-	// resources: those the configuration declares, and those the state
-	// remembers that it does not any more.
-	Observe(o *Observation)
-}
-
-// WithDestroy is implemented by a kind whose resources are removed from
-// the hosts.
-type WithDestroy interface {
-	// Destroy plans the removal of the kind's resources that d dooms (all
-	// of them for rayform destroy, those that left the configuration for
-	// apply), from what d's facts show on the hosts. Kinds are asked in
-	// registration order; Destroyer.Before orders their removals.
-	Destroy(d Destroyer)
-}
-
-// WithPresence is implemented by a kind whose resources the hosts hold.
-type WithPresence interface {
-	// Present reports, through p, which of the project's resources of
-	// this kind the observed hosts hold.
-	Present(p *Presence)
-}
-
-// WithSteps is implemented by a kind whose work apply carries out in its
-// walk.
-type WithSteps interface {
-	// Steps returns the steps that carry out w (a Work of this kind);
-	// nil when there is nothing to do.
-	Steps(env Env, w *Work) []apply.Step
-}
-
-// WithPrepare is implemented by a kind whose work has steps that apply
-// runs before its walk.
-type WithPrepare interface {
-	// PrepareSteps are the steps of w that prove, before anything is
-	// removed or stopped, that what w creates can be created, changing
-	// nothing that runs; apply runs them for every resource before its
-	// walk.
-	PrepareSteps(env Env, w *Work) []apply.Step
-}
-
-// WithLogs is implemented by a kind whose resources have logs: rayform
-// logs ADDRESS prints them.
-type WithLogs interface {
-	// Logs returns the commands that print the logs of resource q.Address
-	// of this kind.
-	Logs(q LogQuery) ([]LogCommand, error)
-}
-
-// WithAhead is implemented by a kind whose work may run ahead of the walk.
-type WithAhead interface {
-	// Ahead returns work of this kind's resources that must run ahead of
-	// the walk, before another resource of ws changes (a serve stopped
-	// before its cluster's containers are replaced); steps are the walk's
-	// steps by address.
-	Ahead(env Env, ws map[string]*Work, steps map[string][]apply.Step) []Ahead
-}
-
-// WithAwait is implemented by a kind whose resources may be running as
-// declared but not ready yet.
-type WithAwait interface {
-	// Starting returns, for the kind's resources that the hosts show
-	// running as declared but not ready yet, the work of waiting for them
-	// (AwaitSteps): apply waits for them whether or not it changed them.
-	Starting(cfg *config.Config, facts *observe.Facts) []*Work
-	// AwaitSteps are the steps that wait for w (from Starting) to be
-	// ready.
-	AwaitSteps(env Env, w *Work) []apply.Step
-}
-
-// WithFingerprint is implemented by a kind whose reading of the hosts a
-// saved plan commits to.
-type WithFingerprint interface {
-	// Fingerprint returns what a saved plan commits to of hf beyond the
-	// facts every plan reads (containers, HTTP statuses, records, images):
-	// the kind's reading of them (Ray's node table, by its rows).
-	Fingerprint(hf *observe.HostFacts) []string
-}
-
-// WithStatus is implemented by a kind whose resources status shows (under
-// Traits.Status).
-type WithStatus interface {
-	// Status reports what status shows of each of the kind's resources
-	// the configuration declares, judged as the plan judges them.
-	Status(q StatusQuery) []Status
-}
-
-// WithLocks is implemented by a kind whose resources a run locks.
-type WithLocks interface {
-	// Locks are the locks a run takes for the kind's resources, those
-	// cfg declares and those st remembers (st nil: none).
-	Locks(cfg *config.Config, st *state.State) []Lock
-}
-
-// HasLogs reports whether rayform logs prints the logs of k's resources
-// (WithLogs).
-func HasLogs(k Kind) bool {
-	_, ok := k.(WithLogs)
-	return ok
-}
 
 // StatusQuery is what Kind.Status reads: one observation of the hosts
 // and the plan made from it.
@@ -200,9 +35,9 @@ type Status struct {
 	Render func(w io.Writer)
 }
 
-// Ahead is work that runs ahead of the walk: Steps of Address, as a node
-// of the walk's graph of its own (Node), that Before waits for.
-type Ahead struct {
+// EarlySteps are steps that run early: Steps of Address, as a node of the
+// walk's graph of their own (Node), that the resource at Before waits for.
+type EarlySteps struct {
 	Node, Before, Address string
 	Action                plan.Action
 	Steps                 []apply.Step
@@ -256,19 +91,20 @@ type Work struct {
 	// Hosts are the nodes the resource lives on (for the state file).
 	Hosts []string
 	// DestroyAfter are the resources whose destruction goes before this
-	// one's (resources.OrderDestroy): a ray_cluster's vllm_serves.
+	// one's (the engine's destroy order): a ray_cluster's vllm_serves.
 	DestroyAfter []string
-	// After are the resources (or ahead nodes, kind.Ahead) whose work
+	// After are the resources (or early steps' nodes, EarlySteps) whose work
 	// this one's waits for in apply's walk, beyond the configuration's
 	// references: a vllm_serve started after another of its cluster, in
 	// the order the GPU budget judged.
 	After []string
-	// Do is the kind's own description of the work.
-	Do Doer
+	// Do is the kind's own description of the work, which only its steps
+	// read.
+	Do WorkDetail
 }
 
-// Doer is a kind's own description of the work on one resource.
-type Doer interface {
+// WorkDetail is a kind's own description of the work on one resource.
+type WorkDetail interface {
 	// Container is the container the resource runs in, as the state
 	// records it ("" for none).
 	Container() string
@@ -302,21 +138,6 @@ type Facts struct {
 	// read from each cluster's head (observe.BearerFile): what Ray's token
 	// authentication demands; none before the lock holder made one.
 	Bearers map[string]string
-}
-
-// Learner is implemented by a kind whose blocks are evaluated with what
-// the hosts show (the ray_cluster: its nodes' fabric addresses, its
-// secret-digest keys): Learn adds it to f, from cfg as loaded and the
-// observed hosts, before the configuration is evaluated with f.
-type Learner interface {
-	Learn(cfg *config.Config, hosts *observe.Facts, project string, f *Facts)
-}
-
-// Fabricator is implemented by a kind that puts nodes on a fabric (the
-// ray_cluster, on its network): each node's observed address on it, and
-// the interface that holds it.
-type Fabricator interface {
-	Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.Addr, map[string]string)
 }
 
 // BlocksOf returns the evaluated blocks of type typ in c as their Go type
@@ -538,6 +359,10 @@ type Observation struct {
 	Spec *observe.Spec
 	// Status asks, besides what plan reads, what status shows.
 	Status bool
+	// EnvKeys are the containers' variables whose values the plan reads
+	// (observe.HostSpec.EnvKeys), on every host; the kinds add theirs.
+	// Every other value is redacted on the host.
+	EnvKeys []string
 }
 
 // Host returns the spec of node, created with the project when new; the
@@ -593,30 +418,6 @@ type Presence struct {
 	Head func(addr, node string)
 }
 
-// Env is what the steps of a kind see of the apply: a connection per node,
-// the project, the clock and the limits. hostenv.StepEnv implements it;
-// the container kinds read the rest of it there (hostenv.Of).
-type Env interface {
-	// Conn is the open connection to node (nil when there is none).
-	Conn(node string) transport.Conn
-	// ProjectName is the value of the rayform.project label.
-	ProjectName() string
-	// Logger receives debug lines.
-	Logger() hclog.Logger
-	// Clock is the time now.
-	Clock() time.Time
-	// Wait waits d or until ctx ends.
-	Wait(ctx context.Context, d time.Duration) error
-	// PollInterval is the time between two reads of a condition not met
-	// yet.
-	PollInterval() time.Duration
-	// MaxParallel bounds the hosts worked on at once within one step.
-	MaxParallel() int
-	// ProgressEvery throttles repetitive progress lines (transfers,
-	// progress bars).
-	ProgressEvery() time.Duration
-}
-
 // LogQuery asks for the logs of one resource.
 type LogQuery struct {
 	Config  *config.Config
@@ -638,4 +439,25 @@ type LogQuery struct {
 // LogCommand is the shell script that prints one log on one node.
 type LogCommand struct {
 	Node, Script string
+}
+
+// WithFacts re-evaluates cfg with observed facts (config.Config.WithFacts),
+// keeping the secret-digest keys cfg was given where f has none.
+func WithFacts(cfg *config.Config, f Facts) (*config.Config, hcl.Diagnostics) {
+	if f.SecretKeys == nil {
+		f.SecretKeys = ConfigFacts(cfg).SecretKeys
+	}
+	return cfg.WithFacts(f)
+}
+
+// WithSecrets returns a copy of cfg whose facts carry the deployments'
+// secret-digest keys and bearer tokens (Facts.SecretKeys, Bearers), which
+// the kinds read.
+func WithSecrets(cfg *config.Config, keys map[string][]byte, bearers map[string]string) *config.Config {
+	out := *cfg
+	f := ConfigFacts(&out)
+	f.SecretKeys = keys
+	f.Bearers = bearers
+	out.Facts = f
+	return &out
 }

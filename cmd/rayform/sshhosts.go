@@ -1,23 +1,27 @@
-package resources
+package main
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/ssh"
+	"github.com/rayform/rayform/resources"
 )
 
-// SSHHosts are how rayform reaches each node: the SSH settings of the
+// sshHosts are how rayform reaches each node: the SSH settings of the
 // configuration's nodes (host, port, user, identity file, bastion) and of
 // the nodes only the state remembers (where a removed resource lived),
 // and the nodes of the configuration that are this machine itself (host
 // "localhost" with no other setting), run without SSH.
-func SSHHosts(cfg *Config, st *state.State) (hosts map[string]ssh.HostConfig, local map[string]bool) {
+func sshHosts(cfg *config.Config, st *state.State) (hosts map[string]ssh.HostConfig, local map[string]bool) {
 	hosts = map[string]ssh.HostConfig{}
 	local = map[string]bool{}
-	for name, n := range cfg.Nodes {
+	for _, n := range run.Hosts(resources.Kinds(), cfg) {
+		name := n.Name
 		if n.Host == "localhost" && n.User == "" && n.Port == 0 && n.Bastion == "" {
 			local[name] = true
 			continue
