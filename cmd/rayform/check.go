@@ -63,7 +63,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 		return code
 	}
 	defer s.close()
-	clusters, err := serve.CheckClusters(s.cfg, a.clusters)
+	clusters, err := serve.CheckClusters(serve.View(s.cfg), a.clusters)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "Error: %v\n", err)
 		return exitError

@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"context"
 	"net/netip"
 	"sync"
 	"time"
@@ -53,6 +54,10 @@ type Env struct {
 	// Shared holds what the kinds' steps share across one walk
 	// (KindWithWalk); nil outside of a walk.
 	Shared *Shared
+	// Now and Sleep are the clock; nil means the real one. Tests inject a
+	// fake so that deadlines pass without waiting.
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Conn is node's connection (nil when there is none).

@@ -300,7 +300,7 @@ func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return kit.Check
 
 // stepEnv is the environment of the steps of w.
 func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
-	return hostenv.New(env, k.DiagnoseContext(env.Config, env.Facts, env.Fabric, w.Address))
+	return hostenv.New(env, k, w.Address)
 }
 
 // Steps are the steps of a cluster's work (clusterSteps).

@@ -24,7 +24,7 @@ func init() {
 // walkWork walks the steps of w (the cluster kind's) in the fake lab.
 func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
-	return steplab.Walk(t, w, cluster.Kind{}.Steps(env.WithDefaults(), w))
+	return steplab.Walk(t, w, cluster.StepsWith(env.WithDefaults(), w))
 }
 
 func TestClusterSteps(t *testing.T) {

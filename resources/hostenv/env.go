@@ -158,11 +158,16 @@ type Diagnoser interface {
 	DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context
 }
 
-// New is the StepEnv of the steps of a container kind, from what the run
-// gives them (env) and what diagnose should know of the resource (d, its
-// kind's Diagnoser): the data-plane checks started for the walk
+// New is the StepEnv of the steps of the resource at addr of a container
+// kind, from what the run gives them (env) and what diagnose should know
+// of the resource, as its kind tells (d; an empty context where env has
+// no configuration): the data-plane checks started for the walk
 // (OpenChecks), the run's settings, and the defaults of the rest.
-func New(env *kind.Env, d diagnose.Context) *StepEnv {
+func New(env *kind.Env, d Diagnoser, addr string) *StepEnv {
+	dctx := diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
+	if env.Config != nil {
+		dctx = d.DiagnoseContext(env.Config, env.Facts, env.Fabric, addr)
+	}
 	e := &StepEnv{
 		Conns:            env.Conns,
 		Project:          env.Project,
@@ -170,11 +175,13 @@ func New(env *kind.Env, d diagnose.Context) *StepEnv {
 		RayReadyTimeout:  env.ReadyTimeout,
 		ProgressInterval: env.ProgressInterval,
 		Parallelism:      env.Parallelism,
-		Diagnose:         d,
+		Diagnose:         dctx,
 		State:            env.State,
 		NotAtomic:        env.NotAtomic,
 		Prepared:         env.Prepared,
 		Log:              env.Log,
+		Now:              env.Now,
+		Sleep:            env.Sleep,
 	}
 	if cs, ok := env.Shared.Value(checksKey{}).(*CheckStarts); ok {
 		e.Checks = cs

@@ -22,8 +22,7 @@ import (
 // CheckClusters returns the names of the clusters rayform check runs on:
 // the named ones (NAME or ray_cluster.NAME), or every cluster with
 // workers whose dataplane_check is on.
-func CheckClusters(c *config.Config, args []string) ([]string, error) {
-	cfg := View(c)
+func CheckClusters(cfg *Config, args []string) ([]string, error) {
 	var names []string
 	if len(args) == 0 {
 		off := 0

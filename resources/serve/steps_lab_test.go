@@ -28,7 +28,7 @@ func init() {
 // walkWork walks the steps of w (the serve kind's) in the fake lab.
 func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
-	return steplab.Walk(t, w, serve.Kind{}.Steps(env.WithDefaults(), w))
+	return steplab.Walk(t, w, serve.StepsWith(env.WithDefaults(), w))
 }
 
 func TestServeSteps(t *testing.T) {
