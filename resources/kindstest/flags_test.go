@@ -209,7 +209,7 @@ func TestEmittedFlagsExistInBothVersions(t *testing.T) {
 // named (versionConstraints).
 func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 	ft := loadFlagTables(t)
-	files, err := filepath.Glob(filepath.Join("diagnose", "*.go"))
+	files, err := filepath.Glob(filepath.Join("..", "diagnose", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestReadmeReference(t *testing.T) {
 		var ok bool
 		out, ok = replaceSection(out, sec.name, sec.body)
 		if !ok {
-			t.Errorf("README.md has no section %q: add the lines %q and %q where it belongs, then run go test ./resources -run TestReadmeReference -update",
+			t.Errorf("README.md has no section %q: add the lines %q and %q where it belongs, then run go test ./resources/kindstest -run TestReadmeReference -update",
 				sec.name, beginMarker(sec.name), endMarker(sec.name))
 		}
 	}
@@ -49,11 +49,11 @@ func TestReadmeReference(t *testing.T) {
 	gotLines, wantLines := strings.Split(readme, "\n"), strings.Split(out, "\n")
 	for i := range min(len(gotLines), len(wantLines)) {
 		if gotLines[i] != wantLines[i] {
-			t.Errorf("README.md line %d differs from the kinds' schemas (run go test ./resources -run TestReadmeReference -update):\n got: %s\nwant: %s", i+1, gotLines[i], wantLines[i])
+			t.Errorf("README.md line %d differs from the kinds' schemas (run go test ./resources/kindstest -run TestReadmeReference -update):\n got: %s\nwant: %s", i+1, gotLines[i], wantLines[i])
 			return
 		}
 	}
-	t.Errorf("README.md differs in length from what the kinds' schemas generate (run go test ./resources -run TestReadmeReference -update)")
+	t.Errorf("README.md differs in length from what the kinds' schemas generate (run go test ./resources/kindstest -run TestReadmeReference -update)")
 }
 
 // section is a generated part of the README.
@@ -72,7 +72,7 @@ func readmeSections() []section {
 }
 
 func beginMarker(name string) string {
-	return "<!-- BEGIN: " + name + " (generated from Kinds(); go test ./resources -run TestReadmeReference -update) -->"
+	return "<!-- BEGIN: " + name + " (generated from resources.Kinds(); go test ./resources/kindstest -run TestReadmeReference -update) -->"
 }
 
 func endMarker(name string) string { return "<!-- END: " + name + " -->" }

@@ -35,14 +35,18 @@ func View(c *config.Config) *Config {
 
 // Load loads the configuration in dir with the registered kinds.
 func Load(dir string, opts config.Options) (*Config, hcl.Diagnostics) {
-	opts.Kinds = resources.Kinds().Schemas()
+	if opts.Kinds == nil {
+		opts.Kinds = resources.Kinds().Schemas()
+	}
 	cfg, diags := config.Load(dir, opts)
 	return View(cfg), diags
 }
 
 // LoadFiles loads files with the registered kinds.
 func LoadFiles(files map[string][]byte, opts config.Options) (*Config, hcl.Diagnostics) {
-	opts.Kinds = resources.Kinds().Schemas()
+	if opts.Kinds == nil {
+		opts.Kinds = resources.Kinds().Schemas()
+	}
 	cfg, diags := config.LoadFiles(files, opts)
 	return View(cfg), diags
 }
