@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/serve"
 )
@@ -77,7 +76,7 @@ func runCheck(ctx context.Context, c *cli, args []string) int {
 	checker := serve.NewChecker(s.conns, obs.cfg, obs.facts, obs.result.Fabric, a.opts)
 	failed := false
 	for _, name := range clusters {
-		addr := cluster.ClusterAddress(name)
+		addr := checker.Address(name)
 		cc, err := checker.Check(ctx, name, func(nodes int, master netip.Addr) { view.Start(addr, nodes, master) })
 		if err != nil {
 			fmt.Fprintf(c.stderr, "Error: %s: %v\n", addr, err)

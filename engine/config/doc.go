@@ -14,7 +14,7 @@
 // arguments and the graph edges they make, for_each instances, the block
 // types the parser accepts, reference roots and the values expressions see
 // follow from the registered kinds. The evaluated blocks are in
-// [Config.Blocks]; resources.Config is the typed view of them.
+// [Config.Blocks]; each kind reads them as its Go values (kind.BlocksOf).
 //
 // The pipeline, one function per step:
 //

@@ -87,7 +87,7 @@ func Unreached(facts *observe.Facts, work map[string]*kind.Work) []Unreach {
 }
 
 // removed plans the destruction of resources that left the configuration,
-// from what the state remembers of them, as DestroyWork does.
+// from what the state remembers of them, as DestroyPlanOf does.
 func (p *planner) removed() {
 	if p.in.State == nil {
 		return

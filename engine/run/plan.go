@@ -214,7 +214,7 @@ func HostFingerprints(kinds kind.Registry, facts *observe.Facts) map[string]stri
 		for u, r := range hf.HTTP {
 			// The status, not the body: vLLM's /v1/models carries the
 			// time of the request; the kinds say what else of it counts
-			// (kind.WithFingerprint).
+			// (kind.KindWithFingerprint).
 			parts = append(parts, fmt.Sprintf("http %s %d %s", u, r.Status, r.HeldBy))
 		}
 		for _, k := range kind.With[kind.KindWithFingerprint](kinds) {

@@ -20,7 +20,7 @@ type ClusterWork struct {
 	HeadAddr string
 }
 
-// Container is the name of the cluster's containers (kind.Doer).
+// Container is the name of the cluster's containers (kind.WorkDetail).
 func (w *ClusterWork) Container() string {
 	switch {
 	case w.ContainerName != "":

@@ -1,8 +1,8 @@
 // Package hostenv is the environment of an apply's steps on the hosts:
-// StepEnv, the concrete kind.Env the run provider hands the kinds that
-// run containers (ray_cluster, vllm_serve), with the timeouts, the
-// data-plane checks started ahead and diagnose's context those kinds
-// read beyond kind.Env, and the helpers their steps share (running a
+// StepEnv, which the kinds that run containers (ray_cluster, vllm_serve)
+// build from the run's kind.Env (New), with the timeouts, the data-plane
+// checks started for the walk (OpenChecks) and diagnose's context those
+// kinds read beyond it, and the helpers their steps share (running a
 // command on a node, polling, parallel work, progress lines, reading
 // container logs for a diagnosis).
 package hostenv
@@ -188,30 +188,6 @@ func New(env *kind.Env, d Diagnoser, addr string) *StepEnv {
 	}
 	return e.WithDefaults()
 }
-
-// Conn is node's connection (kind.Env).
-func (e *StepEnv) Conn(node string) transport.Conn { return e.Conns[node] }
-
-// ProjectName is the project's label value (kind.Env).
-func (e *StepEnv) ProjectName() string { return e.Project }
-
-// Logger receives debug lines (kind.Env).
-func (e *StepEnv) Logger() hclog.Logger { return e.Log }
-
-// Clock is the time now (kind.Env).
-func (e *StepEnv) Clock() time.Time { return e.Now() }
-
-// Wait waits d or until ctx ends (kind.Env).
-func (e *StepEnv) Wait(ctx context.Context, d time.Duration) error { return e.Sleep(ctx, d) }
-
-// PollInterval is the time between two reads of a condition (kind.Env).
-func (e *StepEnv) PollInterval() time.Duration { return e.Poll }
-
-// MaxParallel bounds the hosts worked on at once (kind.Env).
-func (e *StepEnv) MaxParallel() int { return e.Parallelism }
-
-// ProgressEvery throttles repetitive progress lines (kind.Env).
-func (e *StepEnv) ProgressEvery() time.Duration { return e.ProgressInterval }
 
 // Run runs cmd on node's connection.
 func (e *StepEnv) Run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {

@@ -85,6 +85,9 @@ type ClusterCheck struct {
 	Failure error
 }
 
+// Address is the address of the cluster called name.
+func (c *Checker) Address(name string) string { return cluster.ClusterAddress(name) }
+
 // Check runs the check on the cluster called name; start is told, before,
 // on how many nodes and at which rendezvous address. An error says the
 // check could not run.

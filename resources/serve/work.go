@@ -46,7 +46,7 @@ type ServeWork struct {
 	stoppedAt time.Time
 }
 
-// Container is the serve's cluster's head container (kind.Doer).
+// Container is the serve's cluster's head container (kind.WorkDetail).
 func (w *ServeWork) Container() string { return w.Spec.Container }
 
 // CheckAhead are the ranks of the data-plane check whose ranks start ahead,
