@@ -1,6 +1,8 @@
 package kind
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"maps"
 	"net/netip"
@@ -460,4 +462,16 @@ func WithSecrets(cfg *config.Config, keys map[string][]byte, bearers map[string]
 	f.Bearers = bearers
 	out.Facts = f
 	return &out
+}
+
+// Unsupported is the one step of work no kind can carry out (of a type no
+// kind is registered for, or without its kind's own part): it fails,
+// naming it.
+func Unsupported(w *Work) []apply.Step {
+	return []apply.Step{{
+		Name: "unsupported work",
+		Run: func(context.Context, func(string)) error {
+			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
+		},
+	}}
 }

@@ -466,7 +466,7 @@ func (r *Runner) prepare(ctx context.Context, obs *Observation, hooks apply.Hook
 	env := r.env(obs)
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		w := obs.Result.Work[addr]
-		if steps := prepareStepsOf(r.Kinds, env, w); len(steps) > 0 {
+		if steps := PrepareStepsOf(r.Kinds, env, w); len(steps) > 0 {
 			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action, Steps: steps})
 		}
 	}

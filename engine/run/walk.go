@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -50,7 +49,7 @@ func (r *Runner) walkSteps(ctx context.Context, obs *Observation) walkSteps {
 		}
 	}}
 	for addr, w := range obs.Result.Work {
-		out.steps[addr] = stepsOf(r.Kinds, env, w)
+		out.steps[addr] = StepsOf(r.Kinds, env, w)
 	}
 	for _, k := range kind.With[kind.KindWithEarlySteps](r.Kinds) {
 		out.early = append(out.early, k.EarlySteps(kind.EarlyStepsRequest{Env: r.env(obs), Work: obs.Result.Work, Steps: out.steps})...)
@@ -58,17 +57,17 @@ func (r *Runner) walkSteps(ctx context.Context, obs *Observation) walkSteps {
 	return out
 }
 
-// stepsOf returns the steps that carry out w, its kind's
+// StepsOf returns the steps that carry out w, its kind's
 // (kind.KindWithSteps; none for a kind without them, such as one whose
 // work PrepareSteps stages). Work of a type no kind is registered for
 // gets one step, which fails naming it.
-func stepsOf(kinds kind.Registry, env *kind.Env, w *kind.Work) []apply.Step {
+func StepsOf(kinds kind.Registry, env *kind.Env, w *kind.Work) []apply.Step {
 	if w == nil || w.Action == plan.NoOp {
 		return nil
 	}
 	k := kinds.Of(w.Type)
 	if k == nil || w.Do == nil {
-		return unsupported(w)
+		return kind.Unsupported(w)
 	}
 	s, ok := k.(kind.KindWithSteps)
 	if !ok {
@@ -77,22 +76,12 @@ func stepsOf(kinds kind.Registry, env *kind.Env, w *kind.Work) []apply.Step {
 	return s.Steps(kind.StepsRequest{Env: env, Work: w})
 }
 
-// unsupported is the one step of work no kind can carry out: it fails.
-func unsupported(w *kind.Work) []apply.Step {
-	return []apply.Step{{
-		Name: "unsupported work",
-		Run: func(context.Context, func(string)) error {
-			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
-		},
-	}}
-}
-
-// prepareStepsOf are the steps of w that prove, before anything is
+// PrepareStepsOf are the steps of w that prove, before anything is
 // removed or stopped, that what w creates can be created, and change
 // nothing that runs (kind.KindWithPrepare). Apply runs them for every
 // resource before its walk, whose steps (kind.Env.Prepared) then leave
 // them out.
-func prepareStepsOf(kinds kind.Registry, env *kind.Env, w *kind.Work) []apply.Step {
+func PrepareStepsOf(kinds kind.Registry, env *kind.Env, w *kind.Work) []apply.Step {
 	if w == nil || w.Action == plan.NoOp || w.Do == nil {
 		return nil
 	}

@@ -28,7 +28,7 @@ func PullProgress(image string, progress func(string), t hostenv.Throttle) io.Wr
 // gives them with the StepEnv it builds from the run's kind.Env.
 func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	if WorkOf(w) == nil {
-		return hostenv.Unsupported(w)
+		return kind.Unsupported(w)
 	}
 	return clusterSteps(env, w)
 }

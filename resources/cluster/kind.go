@@ -307,7 +307,7 @@ func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
 func (k Kind) Steps(req kind.StepsRequest) []apply.Step {
 	w := req.Work
 	if WorkOf(w) == nil {
-		return hostenv.Unsupported(w)
+		return kind.Unsupported(w)
 	}
 	return clusterSteps(k.stepEnv(req.Env, w), w)
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
@@ -423,16 +422,6 @@ func SortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Unsupported is the one step of work no kind can carry out: it fails.
-func Unsupported(w *kind.Work) []apply.Step {
-	return []apply.Step{{
-		Name: "unsupported work",
-		Run: func(context.Context, func(string)) error {
-			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
-		},
-	}}
 }
 
 // HTTPAnswer splits curl's output into the body and the -w line.

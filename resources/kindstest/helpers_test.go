@@ -129,32 +129,11 @@ func kindEnv(e *hostenv.StepEnv) *kind.Env {
 		Now: e.Now, Sleep: e.Sleep}
 }
 
-// Steps are the steps of w's kind (kind.KindWithSteps) in env; work of a
-// type no kind is registered for gets one failing step.
-func Steps(env *hostenv.StepEnv, w *Work) []apply.Step {
-	if w == nil || w.Action == plan.NoOp {
-		return nil
-	}
-	k := KindOf(w.Type)
-	if k == nil || w.Do == nil {
-		return hostenv.Unsupported(w)
-	}
-	s, ok := k.(kind.KindWithSteps)
-	if !ok {
-		return nil
-	}
-	return s.Steps(kind.StepsRequest{Env: kindEnv(env), Work: w})
-}
+// Steps are the steps of w's kind in env (run.StepsOf).
+func Steps(env *hostenv.StepEnv, w *Work) []apply.Step { return run.StepsOf(Kinds(), kindEnv(env), w) }
 
 // PrepareSteps are the steps of w's kind that run before the walk
-// (kind.KindWithPrepare).
+// (run.PrepareStepsOf).
 func PrepareSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
-	if w == nil || w.Action == plan.NoOp || w.Do == nil {
-		return nil
-	}
-	k, ok := KindOf(w.Type).(kind.KindWithPrepare)
-	if !ok {
-		return nil
-	}
-	return k.PrepareSteps(kind.StepsRequest{Env: kindEnv(env), Work: w})
+	return run.PrepareStepsOf(Kinds(), kindEnv(env), w)
 }

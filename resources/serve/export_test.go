@@ -37,7 +37,7 @@ var Bar = bar
 // gives them with the StepEnv it builds from the run's kind.Env.
 func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	if WorkOf(w) == nil {
-		return hostenv.Unsupported(w)
+		return kind.Unsupported(w)
 	}
 	return serveSteps(env, w)
 }

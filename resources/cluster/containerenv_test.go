@@ -1,4 +1,4 @@
-package kindstest
+package cluster_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/resourcestest"
 )
 
 // TestContainerEnv checks the one place the Ray container's environment is
@@ -46,7 +47,7 @@ ray_cluster "solo" {
   auth  = "none"
 }
 `)}
-	cfg, diags := LoadFiles(files, config.Options{})
+	cfg, diags := resourcestest.LoadFiles(files, config.Options{})
 	if diags.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", diags.Error())
 	}

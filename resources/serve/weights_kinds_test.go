@@ -1,4 +1,4 @@
-package kindstest
+package serve_test
 
 import (
 	"net/netip"
@@ -8,7 +8,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/run"
+	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/resourcestest"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -74,7 +77,7 @@ vllm_serve "pinned" {
   extra_args = ["--revision", "v2"]
 }
 `
-	cfg, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: append(Schemas(), stashKind())})
+	cfg, diags := resourcestest.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: append(resources.Kinds().Schemas(), stashKind())})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -97,7 +100,7 @@ vllm_serve "pinned" {
 	if slices.Contains(pinned.Args, "0123456789abcdef0123456789abcdef01234567") {
 		t.Errorf("extra_args' revision lost to the stash's: %v", pinned.Args)
 	}
-	spec := ObserveSpec(cfg, nil, "p")
+	spec := run.ObserveSpec(resources.Kinds(), cfg.Config, nil, "p", false)
 	var reads []string
 	for _, r := range spec.Hosts["a"].Reads {
 		reads = append(reads, r.Path)
@@ -107,7 +110,7 @@ vllm_serve "pinned" {
 	}
 
 	// The same serve without the stash: no mount, no environment.
-	plain, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(`
+	plain, diags := resourcestest.LoadFiles(map[string][]byte{"main.hcl": []byte(`
 node "a" {
   host = "10.0.0.1"
   gpus = 1
