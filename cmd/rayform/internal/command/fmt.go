@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"bytes"
@@ -13,58 +13,37 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
+	"github.com/rayform/rayform/cmd/rayform/internal/views"
 	"github.com/rayform/rayform/engine/state/jsonfile"
 	"github.com/rayform/rayform/engine/textdiff"
 )
 
-// fmtOptions are the flags of `rayform fmt`.
-type fmtOptions struct {
-	list      bool // print the name of each file whose formatting changed
-	write     bool // rewrite changed files in place
-	diff      bool // print a unified diff of each change
-	check     bool // write nothing; exit 3 if any file needs formatting
-	recursive bool // descend into subdirectories
-}
-
-// fmtRun tracks one fmt invocation: its options, its output and what it found.
+// fmtRun tracks one fmt invocation: its options, its view and what it
+// found.
 type fmtRun struct {
-	opts    fmtOptions
-	out     io.Writer
-	errOut  io.Writer
+	opts    *arguments.Fmt
+	view    *views.Fmt
 	changed bool // some input was not canonically formatted
 	failed  bool // some input could not be read, parsed or written
 }
 
 // runFmt implements `rayform fmt`: rewrite *.hcl files to canonical format,
 // like `terraform fmt`.
-func runFmt(_ context.Context, c *cli, args []string) int {
-	flags := newFlagSet(c, "fmt", "fmt [options] [PATH...]\n\n"+
-		"  Rewrites *.hcl files to canonical format. PATH is a file or a directory\n"+
-		"  (default: the current directory); \"-\" reads stdin and writes stdout.")
-	var o fmtOptions
-	flags.BoolVar(&o.list, "list", true, "list files whose formatting differs")
-	flags.BoolVar(&o.write, "write", true, "write the result to the source file instead of stdout")
-	flags.BoolVar(&o.diff, "diff", false, "display diffs of formatting changes")
-	flags.BoolVar(&o.check, "check", false, "check whether input is formatted; write nothing, exit 3 if not")
-	flags.BoolVar(&o.recursive, "recursive", false, "also process files in subdirectories")
-	if code, ok := parseFlags(flags, args); !ok {
-		return code
+func runFmt(_ context.Context, m *Meta, args []string) int {
+	a, perr := arguments.ParseFmt(args)
+	m.common(a.Common)
+	if perr != nil {
+		return m.View.ParseError(perr)
 	}
-	if o.check {
-		o.write = false
-	}
-	r := &fmtRun{opts: o, out: c.stdout, errOut: c.stderr}
-
-	paths := flags.Args()
+	r := &fmtRun{opts: a, view: views.NewFmt(m.View)}
+	paths := a.Paths
 	if len(paths) == 0 {
-		paths = []string{c.dir}
+		paths = []string{m.dir}
 	}
 	if slices.Contains(paths, "-") {
-		if len(paths) > 1 {
-			fmt.Fprintln(c.stderr, `Error: "-" (stdin) cannot be combined with other paths`)
-			return exitError
-		}
-		r.stdin(c.stdin)
+		r.stdin(m.Stdin)
 	} else {
 		for _, p := range paths {
 			r.path(p)
@@ -72,11 +51,11 @@ func runFmt(_ context.Context, c *cli, args []string) int {
 	}
 	switch {
 	case r.failed:
-		return exitError
-	case o.check && r.changed:
-		return exitFmt
+		return ExitError
+	case a.Check && r.changed:
+		return ExitFmt
 	}
-	return exitOK
+	return ExitOK
 }
 
 // stdin formats standard input. The result goes to stdout unless -check or
@@ -94,11 +73,11 @@ func (r *fmtRun) stdin(in io.Reader) {
 	changed := !bytes.Equal(src, result)
 	r.changed = r.changed || changed
 	switch {
-	case r.opts.diff:
+	case r.opts.Diff:
 		if changed {
 			r.writeOut(textdiff.Unified("old/<stdin>", "new/<stdin>", src, result))
 		}
-	case !r.opts.check:
+	case !r.opts.Check:
 		r.writeOut(result)
 	}
 }
@@ -135,7 +114,7 @@ func (r *fmtRun) dir(dir string) {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
-			if r.opts.recursive && !strings.HasPrefix(e.Name(), ".") {
+			if r.opts.Recursive && !strings.HasPrefix(e.Name(), ".") {
 				subdirs = append(subdirs, p)
 			}
 		case fmtIsConfigFile(e.Name()):
@@ -160,20 +139,20 @@ func (r *fmtRun) file(path string) {
 	}
 	if !bytes.Equal(src, result) {
 		r.changed = true
-		if r.opts.list {
-			fmt.Fprintln(r.out, path)
+		if r.opts.List {
+			r.view.Changed(path)
 		}
-		if r.opts.write {
+		if r.opts.Write {
 			if err := fmtWriteAtomic(path, result); err != nil {
 				r.errorf("%v", err)
 				return
 			}
 		}
-		if r.opts.diff {
+		if r.opts.Diff {
 			r.writeOut(textdiff.Unified("old/"+filepath.ToSlash(path), "new/"+filepath.ToSlash(path), src, result))
 		}
 	}
-	if !r.opts.list && !r.opts.write && !r.opts.diff && !r.opts.check {
+	if !r.opts.List && !r.opts.Write && !r.opts.Diff && !r.opts.Check {
 		r.writeOut(result)
 	}
 }
@@ -183,7 +162,7 @@ func (r *fmtRun) file(path string) {
 func (r *fmtRun) format(filename string, src []byte) ([]byte, bool) {
 	_, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
-		fmtWriteDiags(r.errOut, diags, src)
+		r.view.SyntaxErrors(diags, src)
 		r.failed = true
 		return nil, false
 	}
@@ -191,13 +170,13 @@ func (r *fmtRun) format(filename string, src []byte) ([]byte, bool) {
 }
 
 func (r *fmtRun) writeOut(b []byte) {
-	if _, err := r.out.Write(b); err != nil {
+	if err := r.view.Source(b); err != nil {
 		r.errorf("writing output: %v", err)
 	}
 }
 
 func (r *fmtRun) errorf(format string, args ...any) {
-	fmt.Fprintf(r.errOut, "Error: "+format+"\n", args...)
+	r.view.Errorf(format, args...)
 	r.failed = true
 }
 
@@ -205,58 +184,6 @@ func (r *fmtRun) errorf(format string, args ...any) {
 // JSON configs (*.hcl.json) have no canonical layout to enforce.
 func fmtIsConfigFile(name string) bool {
 	return strings.HasSuffix(name, ".hcl")
-}
-
-// fmtWriteDiags prints each diagnostic as
-//
-//	Error: <summary>
-//
-//	  on <file>:<line>:<col>:
-//	    <line> | <source line>
-//	           |   ^
-//
-//	<detail>
-func fmtWriteDiags(w io.Writer, diags hcl.Diagnostics, src []byte) {
-	lines := strings.Split(string(src), "\n")
-	for _, d := range diags {
-		sev := "Error"
-		if d.Severity == hcl.DiagWarning {
-			sev = "Warning"
-		}
-		fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
-		if s := d.Subject; s != nil {
-			fmt.Fprintf(w, "\n  on %s:%d:%d:\n", s.Filename, s.Start.Line, s.Start.Column)
-			if n := s.Start.Line; n >= 1 && n <= len(lines) {
-				num := fmt.Sprint(n)
-				text := strings.TrimRight(lines[n-1], "\r")
-				fmt.Fprintf(w, "    %s | %s\n", num, text)
-				fmt.Fprintf(w, "    %s | %s^\n", strings.Repeat(" ", len(num)), fmtCaretPad(text, s.Start.Column))
-			}
-		}
-		if d.Detail != "" {
-			fmt.Fprintf(w, "\n%s\n", d.Detail)
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-// fmtCaretPad returns the padding that puts a caret under column col (a
-// 1-based character column) of line, keeping tabs so the caret lines up.
-func fmtCaretPad(line string, col int) string {
-	var b strings.Builder
-	i := 1
-	for _, ch := range line {
-		if i >= col {
-			break
-		}
-		if ch == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
-		}
-		i++
-	}
-	return b.String()
 }
 
 // fmtWriteAtomic replaces path's content with data so that readers see

@@ -1,8 +1,7 @@
-package main
+package command
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
+	"github.com/rayform/rayform/cmd/rayform/internal/views"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
@@ -21,54 +22,12 @@ import (
 	"github.com/rayform/rayform/resources"
 )
 
-// runOptions are the flags plan, apply and destroy share.
-type runOptions struct {
-	vars          varFlags
-	parallelism   int
-	targets       stringList
-	replace       stringList
-	trustNewHosts bool
-	sshConfig     string
-	knownHosts    string
-	project       string
-	stateFile     string
-	json          bool
-	noLock        bool
-	input         bool
-	lockTimeout   time.Duration
-	rotateToken   bool
-	// readOnly loads the configuration as validate does, a variable
-	// without a value unknown: status and logs need no value they do not
-	// use (a secret they never send).
-	readOnly bool
-}
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-func (o *runOptions) register(fs *flag.FlagSet) {
-	o.vars.register(fs)
-	fs.IntVar(&o.parallelism, "parallelism", 0, "limit the number of hosts and resources worked on at once to `N` (default: every host at once when observing, which is read-only; 10 when applying)")
-	fs.Var(&o.targets, "target", "limit the operation to resource `ADDRESS` and its dependencies (repeatable; for destroy, the resource and what depends on it)")
-	fs.Var(&o.replace, "replace", "replace resource `ADDRESS` even if it matches the configuration: a vllm_serve restarts its process, a ray_cluster recreates its containers and its serves (repeatable)")
-	fs.BoolVar(&o.trustNewHosts, "trust-new-hosts", false, "record unknown SSH host keys in known_hosts instead of refusing them (like StrictHostKeyChecking=accept-new); a changed key is always refused")
-	fs.StringVar(&o.sshConfig, "ssh-config", "", "read SSH client settings from `FILE` instead of ~/.ssh/config")
-	fs.StringVar(&o.knownHosts, "known-hosts", "", "check host keys against `FILE` instead of ~/.ssh/known_hosts")
-	fs.StringVar(&o.project, "project", "", "label rayform's containers with project `NAME` (default: the configuration's rayform { project = ... }, then the name the state recorded, then the configuration directory's name)")
-	fs.BoolVar(&o.input, "input", true, "ask for input (-input=false: never prompt; apply and destroy then need -auto-approve or a saved plan)")
-	fs.StringVar(&o.stateFile, "state", state.DefaultPath, "local state `FILE`, relative to the configuration directory")
-	fs.BoolVar(&o.json, "json", false, "print machine-readable NDJSON events instead of text")
-}
-
 // session is what one plan, apply or destroy run shares: the configuration,
 // the state, and one connection per host for the whole run; run is the
 // engine's run over them (engine/run), which plan, apply and destroy call.
 type session struct {
-	c       *cli
-	opts    *runOptions
+	m       *Meta
+	opts    *arguments.Run
 	cfg     *resources.Config // as loaded, before observed facts
 	st      *state.State
 	project string
@@ -82,52 +41,59 @@ type session struct {
 }
 
 // openSession loads the configuration and state and prepares (but does not
-// dial) the connections. Problems are printed; the int is the exit code.
-func openSession(c *cli, opts *runOptions) (*session, int) {
+// dial) the connections. Problems are shown on v; the int is the exit
+// code. readOnly loads the configuration as validate does, a variable
+// without a value unknown: status and logs need no value they do not use
+// (a secret they never send).
+func openSession(m *Meta, v *views.View, opts *arguments.Run, readOnly bool) (*session, int) {
 	load := loadConfig
-	if opts.readOnly {
+	if readOnly {
 		load = loadConfigChecking
 	}
-	cfg, diags := load(c, &opts.vars)
+	cfg, diags := load(m, &opts.Vars)
+	v.Diagnostics(cfg.Files, diags)
 	if diags.HasErrors() {
-		writeDiagnostics(c, c.stderr, cfg.Files, diags)
-		return nil, exitError
+		return nil, ExitError
 	}
-	writeDiagnostics(c, c.stderr, cfg.Files, diags)
-	statePath := c.statePath(opts.stateFile)
-	st, err := state.Load(statePath)
+	st, err := state.Load(m.statePath(opts.StateFile))
 	if err != nil {
-		fmt.Fprintf(c.stderr, "Error: %v\n", err)
-		return nil, exitError
+		v.Error(err)
+		return nil, ExitError
 	}
-	project, err := resolveProject(c.dir, opts.project, cfg, st)
+	project, err := resolveProject(m.dir, opts.Project, cfg, st)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "Error: %v\n", err)
-		return nil, exitError
+		v.Error(err)
+		return nil, ExitError
 	}
 	st.Project = project
-	s := &session{c: c, opts: opts, cfg: cfg, st: st, project: project, conns: map[string]transport.Conn{}}
+	s := &session{m: m, opts: opts, cfg: cfg, st: st, project: project, conns: map[string]transport.Conn{}}
 	if err := s.prepareDialer(); err != nil {
-		fmt.Fprintf(c.stderr, "Error: %v\n", err)
-		return nil, exitError
+		v.Error(err)
+		return nil, ExitError
 	}
-	s.run = &run.Runner{
+	s.run = s.runner(v)
+	return s, ExitOK
+}
+
+// runner is the engine's run over the session.
+func (s *session) runner(v *views.View) *run.Runner {
+	m, opts := s.m, s.opts
+	return &run.Runner{
 		Provider:  resources.Provider{Poll: time.Second, RayReadyTimeout: 2 * time.Minute},
-		Config:    resources.RunConfig(cfg),
-		State:     st,
-		StatePath: c.statePath(opts.stateFile),
-		Project:   project,
+		Config:    resources.RunConfig(s.cfg),
+		State:     s.st,
+		StatePath: m.statePath(opts.StateFile),
+		Project:   s.project,
 		Conns:     s.conns,
-		Options: run.Options{Parallelism: opts.parallelism, Targets: opts.targets, Replace: opts.replace,
-			NoLock: opts.noLock, LockTimeout: opts.lockTimeout, RotateToken: opts.rotateToken},
-		Log:     c.log,
-		Dir:     c.dir,
-		Version: version,
+		Options: run.Options{Parallelism: opts.Parallelism, Targets: opts.Targets, Replace: opts.Replace,
+			NoLock: opts.NoLock, LockTimeout: opts.LockTimeout, RotateToken: opts.RotateToken},
+		Log:     m.log,
+		Dir:     m.dir,
+		Version: m.version,
 		Diagnostics: func(cfg run.Config, diags hcl.Diagnostics) {
-			writeDiagnostics(c, c.stderr, cfg.Lang().Files, diags)
+			v.Diagnostics(cfg.Lang().Files, diags)
 		},
 	}
-	return s, exitOK
 }
 
 // resolveProject decides the deployment's project name, the label that
@@ -178,12 +144,12 @@ func projectFromDir(base string) string {
 // (resources.SSHHosts).
 func (s *session) prepareDialer() error {
 	hosts, localNodes := resources.SSHHosts(s.cfg, s.st)
-	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.trustNewHosts, Logger: s.c.log.Named("ssh")}
-	if s.opts.sshConfig != "" {
-		opts.ConfigFile = s.opts.sshConfig
+	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.TrustNewHosts, Logger: s.m.log.Named("ssh")}
+	if s.opts.SSHConfig != "" {
+		opts.ConfigFile = s.opts.SSHConfig
 	}
-	if s.opts.knownHosts != "" {
-		opts.KnownHostsFiles = []string{s.opts.knownHosts}
+	if s.opts.KnownHosts != "" {
+		opts.KnownHostsFiles = []string{s.opts.KnownHosts}
 	}
 	d, err := ssh.NewDialer(opts)
 	if err != nil {
@@ -195,7 +161,7 @@ func (s *session) prepareDialer() error {
 		s.conns[name] = transport.Lazy(d, name)
 	}
 	for name := range localNodes {
-		s.conns[name] = local.New(local.Options{Host: name, Logger: s.c.log.Named("local")})
+		s.conns[name] = local.New(local.Options{Host: name, Logger: s.m.log.Named("local")})
 	}
 	return nil
 }
