@@ -2,8 +2,8 @@ package arguments
 
 import (
 	"flag"
-	"io"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"

@@ -35,4 +35,3 @@ func loadConfigWith(m *Meta, opts config.Options) (*resources.Config, hcl.Diagno
 	m.log.Debug("loaded configuration", "dir", m.dir, "files", len(cfg.Files), "diagnostics", len(diags))
 	return cfg, diags
 }
-

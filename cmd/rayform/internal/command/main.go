@@ -237,4 +237,3 @@ func (m *Meta) common(c arguments.Common) {
 		m.View.SetColor(false)
 	}
 }
-

@@ -277,4 +277,3 @@ func (v *applyBase) reportFailure(err error, interrupted bool, op string) {
 		fmt.Fprintf(v.stderr, "\n%s\n\nRun rayform %s again to finish.\n", msg, op)
 	}
 }
-

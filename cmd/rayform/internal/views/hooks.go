@@ -192,4 +192,3 @@ func (h *jsonHooks) ResourceErrored(addr string, a plan.Action, elapsed time.Dur
 	}
 	h.emit("error", "apply_errored", fmt.Sprintf("%s: %s failed after %s", addr, done, formatElapsed(elapsed)), map[string]any{"hook": p})
 }
-

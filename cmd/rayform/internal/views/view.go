@@ -180,4 +180,3 @@ func (l *lineCapWriter) end() error {
 	_, err := fmt.Fprintf(l.w, "%s… (%d bytes not shown)", l.reset, cut)
 	return err
 }
-
