@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // have two): one per command, none twice, inside the table or strayed
 // out of it (issue 22, item 8: force-unlock was listed twice).
 func TestReadmeListsEveryCommandOnce(t *testing.T) {
-	src, err := os.ReadFile("../../README.md")
+	src, err := os.ReadFile("../../../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,8 +20,8 @@ func TestReadmeListsEveryCommandOnce(t *testing.T) {
 		rows[m[1]]++
 	}
 	for _, cmd := range commands() {
-		if n := rows[cmd.name]; n != 1 {
-			t.Errorf("README's CLI table has %d rows for %s, want 1", n, cmd.name)
+		if n := rows[cmd.Name]; n != 1 {
+			t.Errorf("README's CLI table has %d rows for %s, want 1", n, cmd.Name)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"bytes"
@@ -87,7 +87,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // result with its .golden file, the -diff output with its .diff file, and
 // checks that formatting the result again changes nothing.
 func TestFmtGolden(t *testing.T) {
-	inputs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "fmt", "*.hcl"))
+	inputs, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "testdata", "fmt", "*.hcl"))
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no inputs in testdata/fmt (err %v)", err)
 	}
@@ -100,7 +100,7 @@ func TestFmtGolden(t *testing.T) {
 			writeFiles(t, dir, map[string]string{"main.hcl": src})
 
 			r := runRayform(t, "", "fmt", dir)
-			if r.code != exitOK || r.stderr != "" {
+			if r.code != ExitOK || r.stderr != "" {
 				t.Fatalf("fmt: exit %d, stderr:\n%s", r.code, r.stderr)
 			}
 			got := readFile(t, file)
@@ -115,7 +115,7 @@ func TestFmtGolden(t *testing.T) {
 
 			// Idempotence: the formatted file passes -check and a second
 			// fmt leaves it byte-for-byte alone.
-			if r := runRayform(t, "", "fmt", "-check", dir); r.code != exitOK || r.stdout != "" {
+			if r := runRayform(t, "", "fmt", "-check", dir); r.code != ExitOK || r.stdout != "" {
 				t.Errorf("-check on formatted output: exit %d, stdout %q", r.code, r.stdout)
 			}
 			if r := runRayform(t, "", "fmt", dir); r.stdout != "" || readFile(t, file) != got {
@@ -123,7 +123,7 @@ func TestFmtGolden(t *testing.T) {
 			}
 
 			d := runRayform(t, src, "fmt", "-diff", "-")
-			if d.code != exitOK {
+			if d.code != ExitOK {
 				t.Fatalf("fmt -diff -: exit %d, stderr:\n%s", d.code, d.stderr)
 			}
 			checkGolden(t, base+".diff", []byte(d.stdout))
@@ -137,7 +137,7 @@ func TestFmtGolden(t *testing.T) {
 // TestFmtSyntaxErrors checks that a file with a syntax error yields a
 // diagnostic with file:line:col and exit 1, and is never rewritten.
 func TestFmtSyntaxErrors(t *testing.T) {
-	inputs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "fmt", "invalid", "*.hcl"))
+	inputs, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "testdata", "fmt", "invalid", "*.hcl"))
 	if err != nil || len(inputs) == 0 {
 		t.Fatalf("no inputs in testdata/fmt/invalid (err %v)", err)
 	}
@@ -146,7 +146,7 @@ func TestFmtSyntaxErrors(t *testing.T) {
 		t.Run(filepath.Base(base), func(t *testing.T) {
 			src := readFile(t, in)
 			r := runRayform(t, src, "fmt", "-")
-			if r.code != exitError || r.stdout != "" {
+			if r.code != ExitError || r.stdout != "" {
 				t.Errorf("stdin: exit %d, stdout %q; want exit 1 and no output", r.code, r.stdout)
 			}
 			checkGolden(t, base+".stderr", []byte(r.stderr))
@@ -162,7 +162,7 @@ func TestFmtSyntaxErrors(t *testing.T) {
 				file := filepath.Join(dir, "bad.hcl")
 				writeFiles(t, dir, map[string]string{"bad.hcl": src})
 				r := runRayform(t, "", append(args, file)...)
-				if r.code != exitError {
+				if r.code != ExitError {
 					t.Errorf("%v: exit %d, want 1", args, r.code)
 				}
 				if loc := fmt.Sprintf("%s:%d:%d", file, start.Line, start.Column); !strings.Contains(r.stderr, loc) {
@@ -200,33 +200,33 @@ func TestFmtCommand(t *testing.T) {
 			name:     "check on formatted dir",
 			files:    map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtPretty},
 			args:     []string{"-check", "DIR"},
-			wantCode: exitOK,
+			wantCode: ExitOK,
 		},
 		{
 			name:       "check on unformatted file lists it and writes nothing",
 			files:      map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtUgly},
 			args:       []string{"-check", "DIR"},
-			wantCode:   exitFmt,
+			wantCode:   ExitFmt,
 			wantStdout: "DIR/b.hcl\n",
 		},
 		{
 			name:     "check -list=false is silent",
 			files:    map[string]string{"b.hcl": fmtUgly},
 			args:     []string{"-check", "-list=false", "DIR"},
-			wantCode: exitFmt,
+			wantCode: ExitFmt,
 		},
 		{
 			name:       "check -diff prints the diff",
 			files:      map[string]string{"b.hcl": fmtUgly},
 			args:       []string{"-check", "-list=false", "-diff", "DIR"},
-			wantCode:   exitFmt,
+			wantCode:   ExitFmt,
 			wantStdout: "--- old/DIR/b.hcl\n+++ new/DIR/b.hcl\n@@ -1,3 +1,3 @@\n node \"a\" {\n-host=\"x\"\n+  host = \"x\"\n }\n",
 		},
 		{
 			name:       "write is the default and lists changed files in order",
 			files:      map[string]string{"b.hcl": fmtUgly, "a.hcl": fmtUgly, "c.hcl": fmtPretty},
 			args:       []string{"DIR"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: "DIR/a.hcl\nDIR/b.hcl\n",
 			wantFiles:  map[string]string{"a.hcl": fmtPretty, "b.hcl": fmtPretty},
 		},
@@ -234,21 +234,21 @@ func TestFmtCommand(t *testing.T) {
 			name:       "-write=false lists without writing",
 			files:      map[string]string{"a.hcl": fmtUgly},
 			args:       []string{"-write=false", "DIR"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: "DIR/a.hcl\n",
 		},
 		{
 			name:       "-list=false -write=false prints the result",
 			files:      map[string]string{"a.hcl": fmtUgly},
 			args:       []string{"-list=false", "-write=false", "DIR/a.hcl"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: fmtPretty,
 		},
 		{
 			name:       "explicit file",
 			files:      map[string]string{"a.hcl": fmtUgly, "b.hcl": fmtUgly},
 			args:       []string{"DIR/b.hcl"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: "DIR/b.hcl\n",
 			wantFiles:  map[string]string{"b.hcl": fmtPretty},
 		},
@@ -256,13 +256,13 @@ func TestFmtCommand(t *testing.T) {
 			name:     "not recursive by default",
 			files:    map[string]string{"a.hcl": fmtPretty, "sub/x.hcl": fmtUgly},
 			args:     []string{"-check", "DIR"},
-			wantCode: exitOK,
+			wantCode: ExitOK,
 		},
 		{
 			name:       "-recursive descends but skips hidden dirs",
 			files:      map[string]string{"z.hcl": fmtUgly, "sub/deeper/x.hcl": fmtUgly, ".git/x.hcl": fmtUgly},
 			args:       []string{"-recursive", "DIR"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: "DIR/z.hcl\nDIR/sub/deeper/x.hcl\n",
 			wantFiles:  map[string]string{"z.hcl": fmtPretty, "sub/deeper/x.hcl": fmtPretty},
 		},
@@ -270,26 +270,26 @@ func TestFmtCommand(t *testing.T) {
 			name:     "json and other files are ignored",
 			files:    map[string]string{"a.hcl.json": `{"node":{"a":{"host":"x"}}}`, "notes.txt": fmtUgly, "a.hcl": fmtPretty},
 			args:     []string{"-check", "DIR"},
-			wantCode: exitOK,
+			wantCode: ExitOK,
 		},
 		{
 			name:       "explicit non-hcl file is an error",
 			files:      map[string]string{"a.txt": fmtUgly},
 			args:       []string{"DIR/a.txt"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStderr: "only .hcl files can be formatted: DIR/a.txt",
 		},
 		{
 			name:       "missing path is an error",
 			args:       []string{"DIR/nope.hcl"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStderr: "DIR/nope.hcl: no such file or directory",
 		},
 		{
 			name:       "syntax error wins over -check and the good file is still processed",
 			files:      map[string]string{"a.hcl": fmtUgly, "bad.hcl": fmtBroken},
 			args:       []string{"-check", "DIR"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStdout: "DIR/a.hcl\n",
 			wantStderr: "DIR/bad.hcl:2:10",
 		},
@@ -297,7 +297,7 @@ func TestFmtCommand(t *testing.T) {
 			name:       "syntax error does not stop other files being written",
 			files:      map[string]string{"a.hcl": fmtUgly, "bad.hcl": fmtBroken},
 			args:       []string{"DIR"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStdout: "DIR/a.hcl\n",
 			wantStderr: "Error: Invalid expression",
 			wantFiles:  map[string]string{"a.hcl": fmtPretty},
@@ -306,38 +306,38 @@ func TestFmtCommand(t *testing.T) {
 			name:       "stdin to stdout",
 			args:       []string{"-"},
 			stdin:      fmtUgly,
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStdout: fmtPretty,
 		},
 		{
 			name:     "stdin -check unformatted",
 			args:     []string{"-check", "-"},
 			stdin:    fmtUgly,
-			wantCode: exitFmt,
+			wantCode: ExitFmt,
 		},
 		{
 			name:     "stdin -check formatted",
 			args:     []string{"-check", "-"},
 			stdin:    fmtPretty,
-			wantCode: exitOK,
+			wantCode: ExitOK,
 		},
 		{
 			name:       "stdin cannot be mixed with paths",
 			files:      map[string]string{"a.hcl": fmtUgly},
 			args:       []string{"-", "DIR"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStderr: `"-" (stdin) cannot be combined with other paths`,
 		},
 		{
 			name:       "unknown flag",
 			args:       []string{"-nope"},
-			wantCode:   exitError,
+			wantCode:   ExitError,
 			wantStderr: "flag provided but not defined: -nope",
 		},
 		{
 			name:       "help",
 			args:       []string{"-help"},
-			wantCode:   exitOK,
+			wantCode:   ExitOK,
 			wantStderr: "Usage: rayform fmt [options] [PATH...]",
 		},
 	}
@@ -357,7 +357,7 @@ func TestFmtCommand(t *testing.T) {
 			if want := expand(tt.wantStdout); r.stdout != want {
 				t.Errorf("wrong stdout\ngot:\n%s\nwant:\n%s", r.stdout, want)
 			}
-			if tt.wantStderr == "" && r.stderr != "" && tt.wantCode != exitError {
+			if tt.wantStderr == "" && r.stderr != "" && tt.wantCode != ExitError {
 				t.Errorf("unexpected stderr:\n%s", r.stderr)
 			}
 			if want := expand(tt.wantStderr); !strings.Contains(r.stderr, want) {
@@ -381,7 +381,7 @@ func TestFmtDefaultsToCurrentDir(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"a.hcl": fmtUgly, "sub/b.hcl": fmtUgly})
 	t.Chdir(dir)
 	r := runRayform(t, "", "fmt")
-	if r.code != exitOK || r.stdout != "a.hcl\n" {
+	if r.code != ExitOK || r.stdout != "a.hcl\n" {
 		t.Errorf("exit %d, stdout %q; want 0 and \"a.hcl\\n\"", r.code, r.stdout)
 	}
 	if readFile(t, "a.hcl") != fmtPretty || readFile(t, "sub/b.hcl") != fmtUgly {
@@ -418,7 +418,7 @@ func TestFmtWritePreservesModeAndSymlinks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if r := runRayform(t, "", "fmt", path); r.code != exitOK {
+			if r := runRayform(t, "", "fmt", path); r.code != ExitOK {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
 			if got := readFile(t, real); got != fmtPretty {
@@ -456,7 +456,7 @@ func TestFmtWritePreservesModeAndSymlinks(t *testing.T) {
 func TestFmtRepoConfigsIdempotent(t *testing.T) {
 	var files []string
 	for _, root := range []string{"examples", filepath.Join("testdata", "config")} {
-		err := filepath.WalkDir(filepath.Join("..", "..", root), func(p string, d fs.DirEntry, err error) error {
+		err := filepath.WalkDir(filepath.Join("..", "..", "..", "..", root), func(p string, d fs.DirEntry, err error) error {
 			if os.IsNotExist(err) {
 				return filepath.SkipDir
 			}

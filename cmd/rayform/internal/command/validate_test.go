@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func repoPath(t *testing.T, rel string) string {
 	if !ok {
 		t.Fatal("cannot locate the test source")
 	}
-	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", rel)
 }
 
 type runResult struct {

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"encoding/json"
@@ -50,10 +50,10 @@ func TestOutputCommand(t *testing.T) {
 		{name: "one", args: []string{"endpoint"}, stdout: "\"http://192.168.200.12:8000/v1\"\n"},
 		{name: "raw", args: []string{"-raw", "endpoint"}, stdout: "http://192.168.200.12:8000/v1"},
 		{name: "raw after the name", args: []string{"endpoint", "-raw"}, stdout: "http://192.168.200.12:8000/v1"},
-		{name: "raw of a map", args: []string{"-raw", "fabric_addresses"}, wantCode: exitError, stderr: "Unsupported value for raw output"},
+		{name: "raw of a map", args: []string{"-raw", "fabric_addresses"}, wantCode: ExitError, stderr: "Unsupported value for raw output"},
 		{name: "json one", args: []string{"-json", "ray_address"}, stdout: "\"192.168.200.12:6379\"\n"},
-		{name: "misspelled", args: []string{"endpont"}, wantCode: exitError, stderr: `Did you mean "endpoint"?`},
-		{name: "-raw without a name", args: []string{"-raw"}, wantCode: exitError, stderr: "-raw needs an output name"},
+		{name: "misspelled", args: []string{"endpont"}, wantCode: ExitError, stderr: `Did you mean "endpoint"?`},
+		{name: "-raw without a name", args: []string{"-raw"}, wantCode: ExitError, stderr: "-raw needs an output name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestOutputCommand(t *testing.T) {
 	})
 	t.Run("nothing applied", func(t *testing.T) {
 		r := runIn(t, repoPath(t, "examples/dgx-spark-pair"), "output", "-state", filepath.Join(t.TempDir(), "none.json"))
-		if r.code != exitOK || r.stdout != "" || !strings.Contains(r.stderr, "No outputs found") {
+		if r.code != ExitOK || r.stdout != "" || !strings.Contains(r.stderr, "No outputs found") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 	})
@@ -99,7 +99,7 @@ func TestOutputCommand(t *testing.T) {
 func TestShowCommand(t *testing.T) {
 	dir := appliedPair(t)
 	pf := filepath.Join(t.TempDir(), "destroy.plan")
-	f, err := planfile.New(planfile.Current{RayformVersion: version, ConfigFiles: map[string][]byte{"main.hcl": []byte("x")}, StateLineage: "l"},
+	f, err := planfile.New(planfile.Current{RayformVersion: testVersion, ConfigFiles: map[string][]byte{"main.hcl": []byte("x")}, StateLineage: "l"},
 		planfile.Planned{Destroy: true, Targets: []string{"vllm_serve.qwen"}, Summary: planfile.Summary{Destroy: 1},
 			Changes:      []planfile.Change{{Addr: "vllm_serve.qwen", Action: "delete"}},
 			Rendered:     "  # vllm_serve.qwen will be destroyed\nPlan: 0 to add, 0 to change, 1 to destroy.\n",
@@ -112,7 +112,7 @@ func TestShowCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runIn(t, dir, "show", pf)
-	if r.code != exitOK {
+	if r.code != ExitOK {
 		t.Fatalf("show: exit %d\n%s", r.code, r.stderr)
 	}
 	for _, w := range []string{"Options: -destroy -target=vllm_serve.qwen", "# vllm_serve.qwen will be destroyed", "Plan: 0 to add, 0 to change, 1 to destroy."} {
@@ -121,11 +121,11 @@ func TestShowCommand(t *testing.T) {
 		}
 	}
 	r = runIn(t, dir, "show", "-json", pf)
-	if r.code != exitOK || r.stdout != "{\"type\":\"version\"}\n{\"type\":\"change_summary\"}\n" {
+	if r.code != ExitOK || r.stdout != "{\"type\":\"version\"}\n{\"type\":\"change_summary\"}\n" {
 		t.Errorf("show -json: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runIn(t, dir, "show")
-	if r.code != exitOK || !strings.Contains(r.stdout, "# ray_cluster.spark") || !strings.Contains(r.stdout, "host spark2 = 192.0.2.2 (fabric 192.168.200.13 on enp1s0f1np1)") {
+	if r.code != ExitOK || !strings.Contains(r.stdout, "# ray_cluster.spark") || !strings.Contains(r.stdout, "host spark2 = 192.0.2.2 (fabric 192.168.200.13 on enp1s0f1np1)") {
 		t.Errorf("show of the state: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"os"
@@ -36,8 +36,8 @@ func TestGraphErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runIn(t, repoPath(t, tt.dir), append([]string{"graph"}, tt.args...)...)
-			if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, tt.wantStderr) {
-				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr (want %q):\n%s", r.code, exitError, r.stdout, tt.wantStderr, r.stderr)
+			if r.code != ExitError || r.stdout != "" || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr (want %q):\n%s", r.code, ExitError, r.stdout, tt.wantStderr, r.stderr)
 			}
 		})
 	}

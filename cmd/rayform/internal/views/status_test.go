@@ -1,4 +1,4 @@
-package main
+package views
 
 import (
 	"bytes"
@@ -8,22 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/resources"
-	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/model"
-	"github.com/rayform/rayform/resources/serve"
 )
-
-// statusJSON is status -json as the end-to-end tests read it.
-type statusJSON struct {
-	Project  string                  `json:"project"`
-	Healthy  bool                    `json:"healthy"`
-	Problems []string                `json:"problems"`
-	Nodes    []resources.StatusNode  `json:"nodes"`
-	Clusters []cluster.ClusterStatus `json:"clusters"`
-	Serves   []serve.ServeStatus     `json:"serves"`
-	Models   []model.NodesStatus     `json:"models"`
-}
 
 // statusItem is a kind's status of one resource that renders as line.
 func statusItem(addr, line string) resources.KindStatus {
@@ -53,7 +40,7 @@ func testReport() *resources.StatusReport {
 // (after clearing the screen with -watch); the JSON view the document.
 func TestStatusViews(t *testing.T) {
 	var text bytes.Buffer
-	if err := newStatusView(&text, false, false).Show(testReport()); err != nil {
+	if err := NewStatus(arguments.ViewHuman, NewView(&text, nil), false).Show(testReport()); err != nil {
 		t.Fatal(err)
 	}
 	out := text.String()
@@ -69,12 +56,12 @@ func TestStatusViews(t *testing.T) {
 		t.Error("text without -watch clears the screen")
 	}
 	text.Reset()
-	newStatusView(&text, false, true).Show(testReport())
+	NewStatus(arguments.ViewHuman, NewView(&text, nil), true).Show(testReport())
 	if !strings.HasPrefix(text.String(), "\x1b[H\x1b[2J") {
 		t.Errorf("-watch text does not clear the screen: %q", text.String()[:10])
 	}
 	var doc bytes.Buffer
-	if err := newStatusView(&doc, true, false).Show(testReport()); err != nil {
+	if err := NewStatus(arguments.ViewJSON, NewView(&doc, nil), false).Show(testReport()); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {

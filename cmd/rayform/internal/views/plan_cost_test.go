@@ -1,4 +1,4 @@
-package main
+package views
 
 import "testing"
 
@@ -12,8 +12,8 @@ func TestCostText(t *testing.T) {
 		{1, 2, "1 SSH connection, at most 2 round trips per host"},
 		{0, 0, "0 SSH connections, at most 0 round trips per host"},
 	} {
-		if got := costText(tt.conns, tt.rts); got != tt.want {
-			t.Errorf("costText(%d, %d) = %q, want %q", tt.conns, tt.rts, got, tt.want)
+		if got := CostText(tt.conns, tt.rts); got != tt.want {
+			t.Errorf("CostText(%d, %d) = %q, want %q", tt.conns, tt.rts, got, tt.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"encoding/json"
@@ -23,18 +23,18 @@ func TestDiagnoseCommand(t *testing.T) {
 		code  int
 		want  []string // substrings of stdout
 	}{
-		{name: "file", args: []string{"nccl-interface"}, code: exitCause,
+		{name: "file", args: []string{"nccl-interface"}, code: ExitCause,
 			want: []string{"Cause: NCCL_SOCKET_IFNAME=eth9 matches no interface", "Bootstrap : no socket interface found"}},
-		{name: "several-files", args: []string{"engine-core-failed", "free-memory"}, code: exitCause,
+		{name: "several-files", args: []string{"engine-core-failed", "free-memory"}, code: ExitCause,
 			want: []string{"Cause: vLLM wants 45.01 GiB free", "also in the logs (consequences): engine-core-failed"}},
-		{name: "stdin", stdin: "ray-oom-task", code: exitCause,
+		{name: "stdin", stdin: "ray-oom-task", code: ExitCause,
 			want: []string{"27.71 GB / 28.80 GB", "evidence (stdin"}},
-		{name: "stdin-dash", args: []string{"-"}, stdin: "gloo-interface", code: exitCause,
+		{name: "stdin-dash", args: []string{"-"}, stdin: "gloo-interface", code: ExitCause,
 			want: []string{"GLOO_SOCKET_IFNAME=eth9"}},
-		{name: "unknown", args: []string{"unknown"}, code: exitOK,
+		{name: "unknown", args: []string{"unknown"}, code: ExitOK,
 			want: []string{"Cause: no known failure pattern", "destroy_process_group() was not called"}},
-		{name: "json", args: []string{"-json", "free-memory"}, code: exitCause},
-		{name: "json-unknown", args: []string{"unknown", "-json"}, code: exitOK},
+		{name: "json", args: []string{"-json", "free-memory"}, code: ExitCause},
+		{name: "json-unknown", args: []string{"unknown", "-json"}, code: ExitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestDiagnoseCommand(t *testing.T) {
 				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 					t.Fatalf("not one JSON object: %v\n%s", err, r.stdout)
 				}
-				if v.Failure != (tt.code == exitCause) || v.Evidence == nil || v.Also == nil || len(v.Inputs) != len(shown) {
+				if v.Failure != (tt.code == ExitCause) || v.Evidence == nil || v.Also == nil || len(v.Inputs) != len(shown) {
 					t.Errorf("json = %+v", v)
 				}
 			}
@@ -87,15 +87,15 @@ func TestDiagnoseCommand(t *testing.T) {
 func TestDiagnoseErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.log")
 	r := runRayform(t, "", "diagnose", missing)
-	if r.code != exitError || r.stdout != "" || !strings.Contains(r.stderr, "read "+missing) {
+	if r.code != ExitError || r.stdout != "" || !strings.Contains(r.stderr, "read "+missing) {
 		t.Errorf("missing file: %+v", r)
 	}
 	r = runRayform(t, "x\n", "diagnose", "-", "-")
-	if r.code != exitError || !strings.Contains(r.stderr, "more than once") {
+	if r.code != ExitError || !strings.Contains(r.stderr, "more than once") {
 		t.Errorf("stdin twice: %+v", r)
 	}
 	r = runRayform(t, "", "diagnose", "-bogus")
-	if r.code != exitError {
+	if r.code != ExitError {
 		t.Errorf("unknown flag: %+v", r)
 	}
 }
@@ -114,7 +114,7 @@ func TestDiagnoseMasksSecretsAndControls(t *testing.T) {
 	}
 	for _, args := range [][]string{{"diagnose", path}, {"diagnose", "-json", path}} {
 		r := runRayform(t, "", args...)
-		if r.code != exitOK {
+		if r.code != ExitOK {
 			t.Fatalf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
 		}
 		if strings.Contains(r.stdout, "QwErTy") || strings.ContainsAny(r.stdout, "\x1b\x07\x08") || strings.Contains(r.stdout, "pwned") {
@@ -155,7 +155,7 @@ func TestDiagnoseTextAndJSONAgree(t *testing.T) {
 			if text.code != js.code {
 				t.Errorf("exit codes differ: text %d, json %d", text.code, js.code)
 			}
-			if failure, ok := v["failure"].(bool); ok && failure != (js.code == exitCause) {
+			if failure, ok := v["failure"].(bool); ok && failure != (js.code == ExitCause) {
 				t.Errorf("json failure = %v, exit %d", failure, js.code)
 			}
 		})

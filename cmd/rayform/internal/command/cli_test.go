@@ -1,11 +1,13 @@
-package main
+package command
 
 import (
-	"os"
+	"bytes"
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/cmd/rayform/internal/views"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
@@ -25,17 +27,17 @@ func TestCommandFlagsTerraformStyle(t *testing.T) {
 		wantStderr []string
 		notStderr  []string
 	}{
-		{"mistyped command", pair, []string{"plna"}, exitError, []string{`unknown command "plna". Did you mean "plan"?`}, nil},
-		{"mistyped destroy", pair, []string{"destory"}, exitError, []string{`Did you mean "destroy"?`}, nil},
-		{"nothing close", pair, []string{"frobnicate"}, exitError, []string{`unknown command "frobnicate"`}, []string{"Did you mean"}},
-		{"graph -no-color", pair, []string{"graph", "-no-color"}, exitOK, nil, []string{"flag provided but not defined"}},
-		{"apply -input=false without approval", pair, []string{"apply", "-input=false"}, exitError,
+		{"mistyped command", pair, []string{"plna"}, ExitError, []string{`unknown command "plna". Did you mean "plan"?`}, nil},
+		{"mistyped destroy", pair, []string{"destory"}, ExitError, []string{`Did you mean "destroy"?`}, nil},
+		{"nothing close", pair, []string{"frobnicate"}, ExitError, []string{`unknown command "frobnicate"`}, []string{"Did you mean"}},
+		{"graph -no-color", pair, []string{"graph", "-no-color"}, ExitOK, nil, []string{"flag provided but not defined"}},
+		{"apply -input=false without approval", pair, []string{"apply", "-input=false"}, ExitError,
 			[]string{"Plan file or auto-approve required", "-input=false is set"}, []string{"flag provided but not defined"}},
-		{"destroy -input=false without approval", pair, []string{"destroy", "-input=false", "-no-color"}, exitError,
+		{"destroy -input=false without approval", pair, []string{"destroy", "-input=false", "-no-color"}, ExitError,
 			[]string{"-auto-approve required", "-input=false is set"}, nil},
 		// Checking tolerates missing values; planning does not.
-		{"graph without values", "testdata/config/cli/secrets-required", []string{"graph"}, exitOK, nil, nil},
-		{"plan without values", "testdata/config/cli/secrets-required", []string{"plan", "-no-color", "-input=false"}, exitError,
+		{"graph without values", "testdata/config/cli/secrets-required", []string{"graph"}, ExitOK, nil, nil},
+		{"plan without values", "testdata/config/cli/secrets-required", []string{"plan", "-no-color", "-input=false"}, ExitError,
 			[]string{"No value for required variable"}, []string{"flag provided but not defined"}},
 	}
 	for _, tt := range tests {
@@ -61,12 +63,13 @@ func TestCommandFlagsTerraformStyle(t *testing.T) {
 // TestNoColorAfterCommand checks that -no-color after the command turns
 // colour off, as the global form does.
 func TestNoColorAfterCommand(t *testing.T) {
-	c := &cli{color: true, stderr: os.Stderr}
-	fs := newFlagSet(c, "plan", "plan")
-	if code, ok := parseFlags(fs, []string{"-no-color"}); !ok {
-		t.Fatalf("parse: exit %d", code)
+	var out, errb bytes.Buffer
+	m := &Meta{View: views.NewView(&out, &errb)}
+	m.View.SetColor(true)
+	if code := runVersion(context.Background(), m, []string{"-no-color"}); code != ExitOK {
+		t.Fatalf("version -no-color: exit %d, stderr %q", code, errb.String())
 	}
-	if c.color {
+	if m.View.Color() {
 		t.Error("-no-color after the command left colour on")
 	}
 }
@@ -158,33 +161,6 @@ func TestDestroyTargetKeepsDependencies(t *testing.T) {
 				t.Errorf("destroys %v (work for %d), want %v", got, len(obs.Result.Work), tt.want)
 			}
 		})
-	}
-}
-
-// TestParseInterspersed checks that logs, output and show take their flags
-// before or after the positional argument, and that "--" ends the flags.
-func TestParseInterspersed(t *testing.T) {
-	tests := []struct {
-		args    []string
-		wantPos []string
-		wantF   bool
-		wantN   string
-	}{
-		{[]string{"vllm_serve.qwen", "-f", "-tail", "3"}, []string{"vllm_serve.qwen"}, true, "3"},
-		{[]string{"-f", "vllm_serve.qwen"}, []string{"vllm_serve.qwen"}, true, "100"},
-		{[]string{"a", "-tail=5", "b"}, []string{"a", "b"}, false, "5"},
-		{[]string{"--", "-f"}, []string{"-f"}, false, "100"},
-		{nil, nil, false, "100"},
-	}
-	for _, tt := range tests {
-		c := &cli{stderr: os.Stderr}
-		fs := newFlagSet(c, "logs", "logs")
-		f := fs.Bool("f", false, "")
-		n := fs.String("tail", "100", "")
-		pos, code, ok := parseInterspersed(fs, tt.args)
-		if !ok || strings.Join(pos, " ") != strings.Join(tt.wantPos, " ") || *f != tt.wantF || *n != tt.wantN {
-			t.Errorf("%q: pos %q, -f %v, -tail %s (ok %v, code %d); want %q, %v, %s", tt.args, pos, *f, *n, ok, code, tt.wantPos, tt.wantF, tt.wantN)
-		}
 	}
 }
 
