@@ -63,6 +63,10 @@ type Common struct {
 	NoColor bool
 }
 
+// CommonFlags returns the common flags (every command's parsed value
+// has them).
+func (c *Common) CommonFlags() *Common { return c }
+
 // NewFlagSet returns a flag set for command name that prints nothing
 // itself (its output is io.Discard until the caller sets one), with
 // -no-color, which calls noColor when set to true.

@@ -203,11 +203,13 @@ func TestParseLogs(t *testing.T) {
 		check   func(*Logs) bool
 	}{
 		{[]string{"ray_cluster.x"}, "", func(a *Logs) bool {
-			return a.Address == "ray_cluster.x" && a.Tail == 100 && !a.Follow && a.Node == "" && a.Since == "" && !a.Previous
+			q := a.Query
+			return q.Address == "ray_cluster.x" && q.Tail == 100 && !q.Follow && q.Node == "" && q.Since == "" && !q.Previous
 		}},
 		// Flags before or after the address, as people type them.
 		{[]string{"vllm_serve.q", "-f", "-tail=5", "-node", "h1", "-since=10m", "-previous"}, "", func(a *Logs) bool {
-			return a.Address == "vllm_serve.q" && a.Follow && a.Tail == 5 && a.Node == "h1" && a.Since == "10m" && a.Previous
+			q := a.Query
+			return q.Address == "vllm_serve.q" && q.Follow && q.Tail == 5 && q.Node == "h1" && q.Since == "10m" && q.Previous
 		}},
 		{nil, "logs takes one argument, a resource address (ray_cluster.NAME or vllm_serve.NAME)", nil},
 		{[]string{"a", "b"}, "logs takes one argument", nil},

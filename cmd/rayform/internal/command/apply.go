@@ -12,10 +12,9 @@ import (
 
 // runApply makes the hosts match the configuration (or a saved plan).
 func runApply(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseApply(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseApply, args)
+	if !ok {
+		return code
 	}
 	var saved *planfile.File
 	if a.PlanPath != "" {
@@ -43,10 +42,9 @@ func runApply(ctx context.Context, m *Meta, args []string) int {
 
 // runDestroy stops and removes everything rayform created.
 func runDestroy(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseDestroy(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseDestroy, args)
+	if !ok {
+		return code
 	}
 	s, code := openSession(m, m.View, a.Run, false)
 	if s == nil {

@@ -11,10 +11,9 @@ import (
 
 // runCheck runs the data-plane check on running clusters.
 func runCheck(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseCheck(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseCheck, args)
+	if !ok {
+		return code
 	}
 	view := views.NewCheck(a.ViewType, m.View)
 	s, code := openSession(m, m.View, a.Run, false)

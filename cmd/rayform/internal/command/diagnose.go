@@ -14,10 +14,9 @@ import (
 // runDiagnose classifies logs given as files or on stdin, with no
 // configuration: a hand-run deployment's logs as well as rayform's.
 func runDiagnose(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseDiagnose(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseDiagnose, args)
+	if !ok {
+		return code
 	}
 	view := views.NewDiagnose(a.ViewType, m.View)
 	logs, err := readLogs(m, a.Paths)

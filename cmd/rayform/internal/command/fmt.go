@@ -32,10 +32,9 @@ type fmtRun struct {
 // runFmt implements `rayform fmt`: rewrite *.hcl files to canonical format,
 // like `terraform fmt`.
 func runFmt(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseFmt(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseFmt, args)
+	if !ok {
+		return code
 	}
 	r := &fmtRun{opts: a, view: views.NewFmt(m.View)}
 	paths := a.Paths

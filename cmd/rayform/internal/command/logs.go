@@ -16,10 +16,9 @@ import (
 // connections, each line prefixed by its node: a vllm_serve's log file on
 // its head, a ray_cluster's containers' logs (docker logs) on every node.
 func runLogs(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseLogs(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseLogs, args)
+	if !ok {
+		return code
 	}
 	view := views.NewLogs(m.View)
 	s, code := openSession(m, m.View, a.Run, true)
@@ -27,7 +26,9 @@ func runLogs(ctx context.Context, m *Meta, args []string) int {
 		return code
 	}
 	defer s.close()
-	cmds, err := resources.Logs(resources.LogQuery{Config: s.cfg.Config, Project: s.project, Address: a.Address, Node: a.Node, Follow: a.Follow, Tail: a.Tail, Since: a.Since, Previous: a.Previous})
+	q := a.Query
+	q.Config, q.Project = s.cfg.Config, s.project
+	cmds, err := resources.Logs(q)
 	if err != nil {
 		view.Error(err)
 		return ExitError

@@ -231,9 +231,22 @@ func (m *Meta) statePath(file string) string {
 	return filepath.Join(m.dir, file)
 }
 
-// common applies the flags every command takes.
-func (m *Meta) common(c arguments.Common) {
-	if c.NoColor {
+// parsed is a command's parsed command line.
+type parsed interface {
+	CommonFlags() *arguments.Common
+}
+
+// parse parses a command's arguments with the command's parse function
+// and applies the flags every command takes (-no-color). When the parse
+// stops the command (-help, a bad flag or argument), the view says why
+// and ok is false, with the exit code.
+func parse[T parsed](m *Meta, parse func([]string) (T, *arguments.ParseError), args []string) (a T, code int, ok bool) {
+	a, perr := parse(args)
+	if a.CommonFlags().NoColor {
 		m.View.SetColor(false)
 	}
+	if perr != nil {
+		return a, m.View.ParseError(perr), false
+	}
+	return a, ExitOK, true
 }

@@ -18,10 +18,9 @@ import (
 // without a value are unknown, as in validate, so an output that does not
 // depend on a secret needs none.
 func runOutput(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseOutput(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseOutput, args)
+	if !ok {
+		return code
 	}
 	view := views.NewOutput(a.ViewType, a.Raw, m.View)
 	outs, code := appliedOutputs(m, view, &a.Vars, a.StateFile)

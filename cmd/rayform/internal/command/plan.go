@@ -11,10 +11,9 @@ import (
 
 // runPlan observes the hosts and shows what apply would change.
 func runPlan(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParsePlan(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParsePlan, args)
+	if !ok {
+		return code
 	}
 	view := views.NewPlan(a.ViewType, m.View, m.version)
 	s, code := openSession(m, m.View, a.Run, false)

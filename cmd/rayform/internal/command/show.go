@@ -12,10 +12,9 @@ import (
 // runShow prints a saved plan as plan printed it (text, or its -json
 // events), or, without a file, what the state records.
 func runShow(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseShow(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseShow, args)
+	if !ok {
+		return code
 	}
 	view := views.NewShow(a.ViewType, m.View)
 	if a.PlanPath == "" {

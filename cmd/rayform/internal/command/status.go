@@ -13,10 +13,9 @@ import (
 // runStatus prints one screen per cluster from one observation of the
 // hosts (the plan's), plus one read of each serve's /metrics on its head.
 func runStatus(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseStatus(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseStatus, args)
+	if !ok {
+		return code
 	}
 	if a.Watch > 0 && (a.ViewType == arguments.ViewJSON || !views.IsTerminal(m.View.Stdout())) {
 		m.View.Error(errors.New("-watch refreshes a terminal; without one (or with -json), run status from a loop or cron"))

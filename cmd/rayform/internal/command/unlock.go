@@ -12,10 +12,9 @@ import (
 // runForceUnlock shows who holds a cluster's lock and, confirmed, frees
 // it.
 func runForceUnlock(ctx context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseUnlock(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseUnlock, args)
+	if !ok {
+		return code
 	}
 	view := views.NewUnlock(m.View, m.Stdin)
 	s, code := openSession(m, m.View, a.Run, false)

@@ -9,10 +9,9 @@ import (
 
 // runValidate checks the configuration, without its secrets.
 func runValidate(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseValidate(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseValidate, args)
+	if !ok {
+		return code
 	}
 	view := views.NewValidate(a.ViewType, m.View)
 	cfg, diags := loadConfigChecking(m, &a.Vars)
@@ -28,10 +27,9 @@ func runValidate(_ context.Context, m *Meta, args []string) int {
 
 // runGraph prints the dependency graph in DOT.
 func runGraph(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseGraph(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	a, code, ok := parse(m, arguments.ParseGraph, args)
+	if !ok {
+		return code
 	}
 	view := views.NewGraph(m.View)
 	cfg, diags := loadConfigChecking(m, &a.Vars)
@@ -45,10 +43,8 @@ func runGraph(_ context.Context, m *Meta, args []string) int {
 
 // runVersion prints the rayform version.
 func runVersion(_ context.Context, m *Meta, args []string) int {
-	a, perr := arguments.ParseVersion(args)
-	m.common(a.Common)
-	if perr != nil {
-		return m.View.ParseError(perr)
+	if _, code, ok := parse(m, arguments.ParseVersion, args); !ok {
+		return code
 	}
 	views.NewVersion(m.View).Version(m.version)
 	return ExitOK
