@@ -40,20 +40,6 @@ func runApply(ctx context.Context, m *Meta, args []string) int {
 	return s.apply(ctx, run.ApplyRequest{AutoApprove: a.AutoApprove || saved != nil, Saved: saved, Destroy: saved != nil && saved.Destroy})
 }
 
-// runDestroy stops and removes everything rayform created.
-func runDestroy(ctx context.Context, m *Meta, args []string) int {
-	a, code, ok := parse(m, arguments.ParseDestroy, args)
-	if !ok {
-		return code
-	}
-	s, code := openSession(m, m.View, a.Run, false)
-	if s == nil {
-		return code
-	}
-	defer s.close()
-	return s.apply(ctx, run.ApplyRequest{AutoApprove: a.AutoApprove, Destroy: true})
-}
-
 // apply runs the engine's apply (or destroy) and renders it.
 func (s *session) apply(ctx context.Context, req run.ApplyRequest) int {
 	req.OnInterrupt = s.m.SetInterruptHandler

@@ -10,12 +10,3 @@ func NewGraph(v *View) *Graph { return &Graph{View: v} }
 
 // DOT prints the graph.
 func (v *Graph) DOT(dot string) { fmt.Fprint(v.stdout, dot) }
-
-// Version shows the version.
-type Version struct{ *View }
-
-// NewVersion is version's view.
-func NewVersion(v *View) *Version { return &Version{View: v} }
-
-// Version prints version.
-func (v *Version) Version(version string) { fmt.Fprintf(v.stdout, "rayform v%s\n", version) }
