@@ -48,9 +48,9 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 		return o
 	}
 	stage := func(from string, to []string) apply.Step {
-		return apply.Step{
-			Name: fmt.Sprintf("stage %s (%s) from %s to %s over the fabric", repo, GB(w.Manifest.Bytes()), from, strings.Join(to, ", ")),
-			Run: func(ctx context.Context, progress func(string)) error {
+		return apply.Func{
+			Label: fmt.Sprintf("stage %s (%s) from %s to %s over the fabric", repo, GB(w.Manifest.Bytes()), from, strings.Join(to, ", ")),
+			RunFunc: func(ctx context.Context, progress func(string)) error {
 				src, err := peer(from)
 				if err != nil {
 					return err
@@ -70,9 +70,9 @@ func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.
 		}
 	}
 	download := func(dl string) apply.Step {
-		return apply.Step{
-			Name: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
-			Run: func(ctx context.Context, progress func(string)) error {
+		return apply.Func{
+			Label: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
+			RunFunc: func(ctx context.Context, progress func(string)) error {
 				p, err := peer(dl)
 				if err != nil {
 					return err

@@ -415,9 +415,9 @@ func shortImage(ref, id string) string {
 // an error stops the apply before vllm serve starts; a warning is shown.
 // A query that cannot run (no python3, no vLLM) says so and stops nothing.
 func (r *serveRun) archStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			ac := r.s.Arch
 			if ac == nil {
 				return nil // the model check after staging found nothing to ask

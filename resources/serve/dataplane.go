@@ -57,9 +57,9 @@ func (r *serveRun) dataplaneStep() apply.Step {
 	for i, n := range r.s.Check {
 		names[i] = n.Name
 	}
-	return apply.Step{
-		Name: "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			ns, err := hostenv.Connected(r.e.Conns, r.s.Check)
 			if err != nil {
 				return err

@@ -32,9 +32,9 @@ type ModelCheck struct {
 // read or parse says why and stops nothing, as plan's preflight does.
 func (r *serveRun) modelCheckStep() apply.Step {
 	mc := r.s.Model
-	return apply.Step{
-		Name: fmt.Sprintf("check the staged model against the serve on %s", mc.Node),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: fmt.Sprintf("check the staged model against the serve on %s", mc.Node),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			conn := r.e.Conns[mc.Node]
 			if conn == nil {
 				return fmt.Errorf("%s: no connection to read the model's files", mc.Node)

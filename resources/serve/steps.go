@@ -111,13 +111,13 @@ func (r *serveRun) state(ctx context.Context) (string, string, error) {
 
 // stopStep stops a running serve process: SIGTERM, wait, then SIGKILL.
 func (r *serveRun) stopStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("stop vllm serve %s on %s", r.spec.Name, r.node()),
-		Check: func(ctx context.Context) (bool, error) {
+	return apply.Func{
+		Label: fmt.Sprintf("stop vllm serve %s on %s", r.spec.Name, r.node()),
+		CheckFunc: func(ctx context.Context) (bool, error) {
 			st, _, err := r.state(ctx)
 			return st != "alive", err
 		},
-		Run: func(ctx context.Context, progress func(string)) error {
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			if r.s.stoppedAt.IsZero() {
 				r.s.stoppedAt = r.e.Now()
 			}
@@ -156,9 +156,9 @@ func (r *serveRun) stopStep() apply.Step {
 // host directory the head container mounts, see ServeHostDir; the lock file
 // stays, as in start).
 func (r *serveRun) forgetStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: fmt.Sprintf("remove the record of vllm serve %s on %s", r.spec.Name, r.node()),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			_, err := r.e.Mutate(ctx, r.node(), "docker", "exec", r.spec.Container, "rm", "-f", r.spec.specPath(), r.spec.pidPath(), r.spec.envPath())
 			if err != nil && !hostenv.IsNoSuch(err) {
 				return fmt.Errorf("removing the record of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
@@ -173,9 +173,9 @@ func (r *serveRun) forgetStep() apply.Step {
 // start that does not get there is stopped and, unless apply runs with
 // -atomic=false, the serve that ran before is put back (failStart).
 func (r *serveRun) startStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("start vllm serve %s on %s", r.spec.Name, r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: fmt.Sprintf("start vllm serve %s on %s", r.spec.Name, r.node()),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			began := r.e.Now()
 			err := r.start(ctx, progress)
 			if err == nil {
@@ -193,7 +193,7 @@ func (r *serveRun) startStep() apply.Step {
 		// Run waited for the answer (a start that does not answer is a
 		// failed start, which Run handles: failStart); Verify reads it
 		// back once more, as every step's postcondition.
-		Verify: r.verifyHTTP,
+		VerifyFunc: r.verifyHTTP,
 	}
 }
 
@@ -285,10 +285,10 @@ func AwaitSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
 		return nil
 	}
 	r := &serveRun{e: env.WithDefaults(), w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
-	return []apply.Step{{
-		Name:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
-		Run:    r.follow,
-		Verify: r.verifyHTTP,
+	return []apply.Step{apply.Func{
+		Label:   fmt.Sprintf("wait for vllm serve %s on %s to be ready (ready_timeout %s)", r.spec.Name, r.node(), r.readyTimeoutValue()),
+		RunFunc:    r.follow,
+		VerifyFunc: r.verifyHTTP,
 	}}
 }
 
@@ -374,9 +374,9 @@ func shortBody(b []byte) string {
 
 // completionStep sends one small completion and reports tokens per second.
 func (r *serveRun) completionStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("test a completion of %s on %s", r.spec.ServedName, r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
+	return apply.Func{
+		Label: fmt.Sprintf("test a completion of %s on %s", r.spec.ServedName, r.node()),
+		RunFunc: func(ctx context.Context, progress func(string)) error {
 			body, _ := json.Marshal(map[string]any{"model": r.spec.ServedName, "prompt": completionPrompt,
 				"max_tokens": completionMaxTokens, "temperature": 0})
 			res, err := r.curl(ctx, "-m", "300", "-w", "\\n%{http_code} %{time_total}",
