@@ -32,25 +32,9 @@ func (s *archStep) Run(ctx context.Context, progress func(string)) error {
 	if ac == nil {
 		return nil // the model check after staging found nothing to ask
 	}
-	res, err := s.r.e.Read(ctx, s.r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", s.r.spec.Container)
-	id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
-	if err != nil || !strings.HasPrefix(id, "sha256:") {
-		progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", s.r.spec.Container, s.r.node(), err))
+	im, ok := s.askImage(ctx, progress)
+	if !ok {
 		return nil
-	}
-	im, known := state.Image{}, false
-	if s.r.e.State != nil {
-		im, known = s.r.e.State.Image(id)
-		known = known && answerCurrent(im)
-	}
-	if known {
-		progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))
-	} else {
-		var ok bool
-		im, ok = s.r.queryImage(ctx, id, ref, progress)
-		if !ok {
-			return nil
-		}
 	}
 	findings, skipped := modelfit.CheckArchitecture(ac.Config, registry(im), ac.TrustRemoteCode)
 	if skipped != "" {
@@ -70,6 +54,26 @@ func (s *archStep) Run(ctx context.Context, progress func(string)) error {
 	}
 	progress(fmt.Sprintf("the image's vLLM %s and transformers %s know %s (%s)", answerOf(im).VLLM, answerOf(im).Transformers, strings.Join(ac.Config.Architectures, ", "), ac.Config.ModelType))
 	return nil
+}
+
+// askImage is what the head container's image knows: the state's answer
+// for its image ID when current, else the image's own (queryImage); ok is
+// false, with a progress line saying why, when there is none.
+func (s *archStep) askImage(ctx context.Context, progress func(string)) (state.Image, bool) {
+	r := s.r
+	res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
+	id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
+	if err != nil || !strings.HasPrefix(id, "sha256:") {
+		progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", r.spec.Container, r.node(), err))
+		return state.Image{}, false
+	}
+	if r.e.State != nil {
+		if im, known := r.e.State.Image(id); known && answerCurrent(im) {
+			progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))
+			return im, true
+		}
+	}
+	return r.queryImage(ctx, id, ref, progress)
 }
 
 // Verify has nothing to read back.
