@@ -15,6 +15,10 @@ import (
 	"github.com/rayform/rayform/resources/servedir"
 )
 
+// stopGrace is how long `docker stop` lets Ray shut down (and deregister
+// from the GCS) before killing the container.
+const stopGrace = 15
+
 // removalsByNode groups removals by node, nodes sorted.
 func removalsByNode(rems []Removal) ([]string, map[string][]Removal) {
 	m := map[string][]Removal{}

@@ -16,10 +16,6 @@ import (
 	"github.com/rayform/rayform/resources/kind"
 )
 
-// stopGrace is how long `docker stop` lets Ray shut down (and deregister
-// from the GCS) before killing the container.
-const stopGrace = 15
-
 // rayListTimeout bounds one `ray list nodes`, a Python process.
 const rayListTimeout = 60 * time.Second
 
