@@ -19,12 +19,12 @@ func TestInterruptAfterAHealthyStep(t *testing.T) {
 	var out bytes.Buffer
 	hooks := newTextHooks(&out, false)
 	r := &apply.Resource{Address: "vllm_serve.qwen", Action: plan.Replace, Steps: []apply.Step{
-		{Name: "start vllm serve qwen on spark1", Run: func(ctx context.Context, progress func(string)) error {
+		apply.Func{Label: "start vllm serve qwen on spark1", RunFunc: func(ctx context.Context, progress func(string)) error {
 			close(stop) // the interrupt arrives while the serve starts
 			progress("Application startup complete.")
 			return nil
 		}},
-		{Name: "test a completion of qwen on spark1", Run: func(context.Context, func(string)) error {
+		apply.Func{Label: "test a completion of qwen on spark1", RunFunc: func(context.Context, func(string)) error {
 			t.Error("a step started after the interrupt")
 			return nil
 		}},
