@@ -90,12 +90,13 @@ func TestEngineKnowsNoRayOrVLLM(t *testing.T) {
 	}
 }
 
-// TestCLILayering: cmd/rayform parses and shows; it hands the registered
-// kinds (the resources package) to engine/run, which drives them, and
-// reaches no kind's package nor what the kinds share (resources/cluster,
-// model, node, network, hostenv, kit...), but for the commands that are
-// not runs: the data-plane check (resources/serve's Checker, with
-// resources/dataplane's options) and the log classifier
+// TestCLILayering: cmd/rayform (main and its internal packages: the
+// commands, their arguments and their views) parses and shows; it hands
+// the registered kinds (the resources package) to engine/run, which
+// drives them, and reaches no kind's package nor what the kinds share
+// (resources/cluster, model, node, network, hostenv, kit...), but for the
+// commands that are not runs: the data-plane check (resources/serve's
+// Checker, with resources/dataplane's options) and the log classifier
 // (resources/diagnose).
 func TestCLILayering(t *testing.T) {
 	allowed := map[string]bool{
@@ -103,7 +104,7 @@ func TestCLILayering(t *testing.T) {
 		"github.com/rayform/rayform/resources/dataplane": true,
 		"github.com/rayform/rayform/resources/diagnose":  true,
 	}
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/rayform/rayform/cmd/rayform").Output()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/rayform/rayform/cmd/rayform/...").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)
 	}

@@ -468,9 +468,9 @@ func WithSecrets(cfg *config.Config, keys map[string][]byte, bearers map[string]
 // kind is registered for, or without its kind's own part): it fails,
 // naming it.
 func Unsupported(w *Work) []apply.Step {
-	return []apply.Step{{
-		Name: "unsupported work",
-		Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{
+		Label: "unsupported work",
+		RunFunc: func(context.Context, func(string)) error {
 			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
 		},
 	}}

@@ -210,7 +210,7 @@ func (k svcs) PrepareSteps(req kind.StepsRequest) []apply.Step {
 	if req.Work.Action != plan.Create {
 		return nil
 	}
-	return []apply.Step{{Name: "pull", Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{Label: "pull", RunFunc: func(context.Context, func(string)) error {
 		k.w.record("prepare " + addr)
 		return nil
 	}}}
@@ -218,7 +218,7 @@ func (k svcs) PrepareSteps(req kind.StepsRequest) []apply.Step {
 
 func (k svcs) Steps(req kind.StepsRequest) []apply.Step {
 	w, addr, action := k.w, req.Work.Address, req.Work.Action
-	return []apply.Step{{Name: string(action), Run: func(ctx context.Context, _ func(string)) error {
+	return []apply.Step{apply.Func{Label: string(action), RunFunc: func(ctx context.Context, _ func(string)) error {
 		w.record(string(action) + " " + addr)
 		if f := w.during[addr]; f != nil {
 			if err := f(ctx); err != nil {
@@ -247,7 +247,7 @@ func (k svcs) EarlySteps(req kind.EarlyStepsRequest) []kind.EarlySteps {
 			continue
 		}
 		out = append(out, kind.EarlySteps{Node: addr + "#stop", Before: before, Address: addr, Action: plan.Replace,
-			Steps: []apply.Step{{Name: "stop", Run: func(context.Context, func(string)) error {
+			Steps: []apply.Step{apply.Func{Label: "stop", RunFunc: func(context.Context, func(string)) error {
 				k.w.record("stop " + addr)
 				return nil
 			}}}})
@@ -267,7 +267,7 @@ func (k svcs) Starting(kind.StartingRequest) []*kind.Work {
 
 func (k svcs) AwaitSteps(req kind.StepsRequest) []apply.Step {
 	addr := req.Work.Address
-	return []apply.Step{{Name: "await", Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{Label: "await", RunFunc: func(context.Context, func(string)) error {
 		k.w.record("await " + addr)
 		k.w.mu.Lock()
 		defer k.w.mu.Unlock()

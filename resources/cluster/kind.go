@@ -323,7 +323,7 @@ func (k Kind) PrepareSteps(req kind.StepsRequest) []apply.Step {
 	if len(r.started) == 0 {
 		return nil
 	}
-	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
+	return []apply.Step{newImageStep(r, r.started), newRayStep(r, r.started)}
 }
 
 // Logs are its containers' logs (docker logs), on every node or on

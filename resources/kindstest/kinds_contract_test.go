@@ -156,7 +156,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 	cluster := func(action plan.Action) *Work {
 		return &Work{Address: "ray_cluster.main", Type: KindCluster, Action: action, Do: &cluster.ClusterWork{Name: "main"}}
 	}
-	some := []apply.Step{{Name: "x"}}
+	some := []apply.Step{apply.Func{Label: "x"}}
 	env := &kind.Env{}
 	for _, tt := range []struct {
 		name          string
