@@ -87,7 +87,7 @@ type lockTarget struct {
 	name string // lock.Name of the identity
 }
 
-// LockNames lists the locks a run takes as "NAME@HOST": the provider's
+// LockNames lists the locks a run takes as "NAME@HOST": the kinds'
 // targets (each resource's lock on its head, and on the heads the state
 // recorded), deduplicated, sorted by name then host: two runs take common
 // locks in one order.
