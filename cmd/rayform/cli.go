@@ -119,7 +119,6 @@ func commands() []command {
 		{"status", "Observe the hosts once and show the clusters' and serves' health", runStatus},
 		{"logs", "Print or follow a serve's or a cluster's logs, prefixed by node", runLogs},
 		{"diagnose", "Name the root cause of a failure from its logs (files or stdin), with the fix", runDiagnose},
-		{"lab", "Manage the local test lab (Linux, root)", runLab},
 		{"version", "Print the rayform version", runVersion},
 	}
 }
