@@ -12,7 +12,7 @@ import (
 )
 
 // TestE2ELabExecForwardsSignals is issue 33 item 7: Ctrl-C (SIGINT) or
-// SIGTERM to `rayform lab exec` killed the command it ran (its context's
+// SIGTERM to `rayform lab exec` (now `rflab exec`) killed the command it ran (its context's
 // SIGKILL: "Error: signal: killed") instead of letting it cancel. Now lab
 // exec passes the signal to the command's process group and waits: the
 // command's own handler runs, and lab exec exits with the command's code.
