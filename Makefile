@@ -11,8 +11,10 @@ build: ## Build rayform, rflab (the test lab) and simnode into ./bin
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/rflab ./cmd/rflab
 	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/simnode ./cmd/simnode
 
+# The end-to-end tests (cmd/e2e) drive the binaries make build just built
+# (RAYFORM_E2E_BIN) rather than linking them again.
 test: build ## Unit, conformance, lab and end-to-end tests (cmd/e2e; lab tests need root, sshd, docker.io)
-	$(GO) test -count=1 -timeout 60m ./...
+	RAYFORM_E2E_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 60m ./...
 
 check: ## gofmt, go vet, a short fuzz run, then the tests
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1)

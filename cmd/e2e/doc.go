@@ -1,6 +1,8 @@
 // Package e2e holds rayform's end-to-end tests: they build the rayform,
-// rflab and simnode binaries from this checkout (once per test process)
-// and drive them as an operator would, with no access to the CLI's code.
+// rflab and simnode binaries from this checkout (once per test process;
+// RAYFORM_E2E_BIN=DIR takes them from DIR instead, as make test does with
+// make build's bin/) and drive them as an operator would, with no access
+// to the CLI's code.
 // rflab brings a lab up per test (network namespaces with a real sshd and
 // dockerd per node; the real Ray 2.53.0, or simnode's model of Ray in the
 // fast mode; simnode or the real vLLM), and rayform runs in the lab's

@@ -28,7 +28,10 @@ import (
 // serve stays down, which status and plan call "failed" with the cause,
 // not "starting" or a change outside rayform.
 func TestE2EAtomicRestore(t *testing.T) {
-	l := startLab(t, "rfe2eatomic")
+	// Fast mode: the subject is apply's restore of the serve (vLLM's side:
+	// its failed start, the previous serve's restart, the outage) on a
+	// cluster that stays up, not Ray.
+	l := startLab(t, "rfe2eatomic", fastRay...)
 	good := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
 	dir := l.config(good)
 	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
@@ -249,7 +252,9 @@ func TestE2EAtomicRestoreFaults(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := startLab(t, fmt.Sprintf("rfe2erestore%d", i))
+			// Fast mode: the subject is an interrupted apply's restore of
+			// the serve and the next apply's convergence, not Ray.
+			l := startLab(t, fmt.Sprintf("rfe2erestore%d", i), fastRay...)
 			dir := l.config(good)
 			run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }
 			mustCode(t, "first apply", run("apply", "-auto-approve"), exitOK)

@@ -330,12 +330,18 @@ var labBins struct {
 	err  error
 }
 
-// buildBinaries builds rayform, rflab and simnode into a new directory.
+// binaries are the programs the tests drive, each built from cmd/NAME.
+var binaries = []string{"rayform", "rflab", "simnode"}
+
+// binEnv names a directory that already holds the binaries, built from
+// this checkout (make test sets it to bin/ right after make build): the
+// tests copy them instead of building them again.
+const binEnv = "RAYFORM_E2E_BIN"
+
+// buildBinaries puts rayform, rflab and simnode into a new directory that
+// anyone may read and run (TestLabNeedsRoot runs rflab as nobody): copied
+// from $RAYFORM_E2E_BIN when set, else built.
 func buildBinaries() (string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	dir, err := os.MkdirTemp("", "rayform-labcli-")
 	if err != nil {
 		return "", err
@@ -343,10 +349,26 @@ func buildBinaries() (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return dir, err
 	}
+	if from := os.Getenv(binEnv); from != "" {
+		for _, name := range binaries {
+			b, err := os.ReadFile(filepath.Join(from, name))
+			if err != nil {
+				return dir, fmt.Errorf("%s=%s: %w (run make build)", binEnv, from, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+				return dir, err
+			}
+		}
+		return dir, nil
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
 	// One go build links the three side by side.
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, cmd := range []string{"rayform", "rflab", "simnode"} {
-		args = append(args, "github.com/rayform/rayform/cmd/"+cmd)
+	for _, name := range binaries {
+		args = append(args, "github.com/rayform/rayform/cmd/"+name)
 	}
 	cmd := exec.Command(goBin, args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
