@@ -28,10 +28,9 @@ import (
 // serve stays down, which status and plan call "failed" with the cause,
 // not "starting" or a change outside rayform.
 func TestE2EAtomicRestore(t *testing.T) {
-	// Fast mode: the subject is apply's restore of the serve (vLLM's side:
-	// its failed start, the previous serve's restart, the outage) on a
-	// cluster that stays up, not Ray.
-	l := startLab(t, "rfe2eatomic", fastRay...)
+	// The real Ray: on simnode's the failed start's cause is named on
+	// either node (spark1 or spark2, run to run), and kvCause pins spark1.
+	l := startLab(t, "rfe2eatomic")
 	good := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
 	dir := l.config(good)
 	run := func(args ...string) result { return l.rayform("", append([]string{"-chdir=" + dir}, args...)...) }

@@ -30,7 +30,8 @@ import (
 // (requests running and waiting, tokens, KV cache usage); the next plan is
 // empty; destroy leaves no container on either node.
 //
-// Its lab takes the whole lab pool (labpool_test.go: wholeLab). Its first
+// Its lab takes the lab pool's whole heavy share (labpool_test.go:
+// realVLLMLab): no real-Ray lab runs beside it. Its first
 // run on a machine fetches the vLLM layer's wheels (about 2.8 GB from
 // PyPI) into the lab cache and builds the layer; README's lab section
 // gives the times. RAYFORM_E2E_REAL_VLLM=0 skips it (a quicker local run).

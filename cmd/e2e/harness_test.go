@@ -81,7 +81,7 @@ func startLab(t *testing.T, name string, extra ...string) *e2eLab {
 		t.Skip("end-to-end tests need dockerd (Debian's docker.io)")
 	}
 	args := labRay(extra)
-	bin := acquireLab(t, args) // t.Parallel, a lab slot (or the whole pool)
+	bin := acquireLab(t, args) // t.Parallel, a lab slot (or the pool's heavy share)
 	// A suffix from the pid keeps labs of concurrent test runs (other
 	// checkouts on the same machine) apart, as cmd/rflab/lab's tests do.
 	name = fmt.Sprintf("%s-%d", name, os.Getpid()%100000)

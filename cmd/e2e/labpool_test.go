@@ -22,8 +22,10 @@ var labPool *labslots.Pool
 
 // acquireLab makes the test a parallel test with a lab slot: it queues the
 // test with its lab's weight (heavy: a real-Ray lab, which counts against
-// the pool's heavy share too; a real-vLLM lab takes the whole pool), calls t.Parallel, builds the binaries every
-// lab test runs (once per process), opens the queue and waits for the
+// the pool's heavy share too; a real-vLLM lab takes the whole heavy
+// share, so that only simnode's Ray runs beside it), calls t.Parallel,
+// builds the binaries every lab test runs (once per process), opens the
+// queue and waits for the
 // slot, and returns the binaries' directory. The slot is given back in the
 // test's cleanup, after the lab's own (register that after this).
 //
@@ -34,8 +36,8 @@ var labPool *labslots.Pool
 func acquireLab(t *testing.T, args []string) string {
 	t.Helper()
 	var tk *labslots.Ticket
-	if wholeLab(args) {
-		tk = labPool.JoinWhole(t, labWeight(args))
+	if realVLLMLab(args) {
+		tk = labPool.JoinHeavyShare(t, labWeight(args))
 	} else {
 		tk = labPool.Join(t, labWeight(args), heavyLab(args))
 	}
@@ -58,13 +60,16 @@ func heavyLab(args []string) bool {
 	return false
 }
 
-// wholeLab reports whether a lab with these `lab up` arguments runs the
-// real vLLM: besides Ray, its nodes run vLLM's API server, engine core and a
-// Ray worker per node, each importing torch and vLLM (about 0.85 GB each;
-// serving, the head's container held 3.0 GiB and the worker's 1.2 GiB, a
-// real-Ray lab's about 2.1 GB together), and each node's dockerd first
-// unpacks the 4.7 GiB image: on a 2-core machine it runs alone (JoinWhole).
-func wholeLab(args []string) bool {
+// realVLLMLab reports whether a lab with these `rflab up` arguments runs
+// the real vLLM: besides Ray, its nodes run vLLM's API server, engine core
+// and a Ray worker per node, each importing torch and vLLM (about 0.85 GB
+// each; serving, the head's container held 3.0 GiB and the worker's 1.2
+// GiB, a real-Ray lab's about 2.1 GB together), and each node's dockerd
+// first unpacks the 4.7 GiB image: on a 2-core machine it takes the pool's
+// whole heavy share (JoinHeavyShare), so no real-Ray lab of the package
+// runs beside it; light labs (simnode's Ray, mostly waiting) use the slots
+// left (2 of the default 4) rather than wait the 6 minutes it runs.
+func realVLLMLab(args []string) bool {
 	for i, a := range args {
 		if a == "-vllm" && i+1 < len(args) && args[i+1] == "real" {
 			return true
@@ -131,8 +136,8 @@ func TestLabWeight(t *testing.T) {
 		if got, want := heavyLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-ray real"); got != want {
 			t.Errorf("heavyLab(%q) = %v, want %v", tt.args, got, want)
 		}
-		if got, want := wholeLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-vllm real"); got != want {
-			t.Errorf("wholeLab(%q) = %v, want %v", tt.args, got, want)
+		if got, want := realVLLMLab(tt.args), strings.Contains(strings.Join(tt.args, " "), "-vllm real"); got != want {
+			t.Errorf("realVLLMLab(%q) = %v, want %v", tt.args, got, want)
 		}
 	}
 }

@@ -55,7 +55,7 @@ type Ticket struct {
 	p       *Pool
 	weight  int
 	heavy   bool
-	whole   bool // takes every slot (JoinWhole)
+	share   bool // takes the pool's whole heavy share (JoinHeavyShare)
 	seq     int
 	granted bool
 }
@@ -136,14 +136,17 @@ func (p *Pool) Join(t testing.TB, weight int, heavy bool) *Ticket {
 	return p.join(t, &Ticket{p: p, weight: weight, heavy: heavy})
 }
 
-// JoinWhole queues a test whose lab takes the pool's whole budget (a lab
-// that alone loads the machine as much as the pool's labs together, like
-// the real vLLM's): it is granted every slot once all are free, and while
-// it is the next to go no other test starts, so that it is not starved by
-// lighter labs that each find a free slot. Its slots come back as Join's.
-func (p *Pool) JoinWhole(t testing.TB, weight int) *Ticket {
+// JoinHeavyShare queues a test whose lab alone loads the machine as much
+// as the pool's heavy labs together (like the real vLLM's): it is granted
+// the pool's whole heavy share — every heavy slot, and as many slots of
+// the pool — once no heavy lab is up, so that only light labs run beside
+// it (a pool of 1 or 2 slots: it runs alone, or beside one light lab).
+// While it is the next to go no other test starts, so that it is not
+// starved by lighter labs that each find a free slot. Its slots come back
+// as Join's.
+func (p *Pool) JoinHeavyShare(t testing.TB, weight int) *Ticket {
 	t.Helper()
-	return p.join(t, &Ticket{p: p, weight: weight, heavy: true, whole: true})
+	return p.join(t, &Ticket{p: p, weight: weight, heavy: true, share: true})
 }
 
 func (p *Pool) join(t testing.TB, tk *Ticket) *Ticket {
@@ -181,8 +184,9 @@ func (tk *Ticket) Wait() {
 func (p *Pool) grant(tk *Ticket) bool {
 	if !tk.granted && p.open && p.next() == tk {
 		switch {
-		case tk.whole:
-			p.free, p.heavyFree = 0, 0
+		case tk.share:
+			p.free -= heavyShare(p.size)
+			p.heavyFree = 0
 		case tk.heavy:
 			p.free--
 			p.heavyFree--
@@ -197,9 +201,10 @@ func (p *Pool) grant(tk *Ticket) bool {
 }
 
 // next is the waiting ticket to grant next: of those a free slot fits,
-// the heaviest, then the first to join; nil if none fits. A whole-budget
-// ticket fits only an empty pool, and while one comes first of all that
-// wait, none other is next. The caller holds p.mu.
+// the heaviest, then the first to join; nil if none fits. A heavy-share
+// ticket fits only a pool with no heavy lab up and the share's slots free,
+// and while one comes first of all that wait, none other is next. The
+// caller holds p.mu.
 func (p *Pool) next() *Ticket {
 	var best, first *Ticket
 	for tk := range p.waiting {
@@ -207,14 +212,15 @@ func (p *Pool) next() *Ticket {
 			first = tk
 		}
 		fits := p.free > 0 && (!tk.heavy || p.heavyFree > 0)
-		if tk.whole {
-			fits = p.free == p.size
+		if tk.share {
+			hs := heavyShare(p.size)
+			fits = p.heavyFree == hs && p.free >= hs
 		}
 		if fits && (best == nil || ahead(tk, best)) {
 			best = tk
 		}
 	}
-	if first != nil && first.whole && first != best {
+	if first != nil && first.share && first != best {
 		return nil
 	}
 	return best
@@ -233,8 +239,9 @@ func (tk *Ticket) done() {
 	if tk.granted {
 		tk.granted = false
 		switch {
-		case tk.whole:
-			p.free, p.heavyFree = p.size, heavyShare(p.size)
+		case tk.share:
+			p.free += heavyShare(p.size)
+			p.heavyFree = heavyShare(p.size)
 		case tk.heavy:
 			p.free++
 			p.heavyFree++
