@@ -15,6 +15,9 @@ import (
 	"time"
 )
 
+// e2eCluster is the seeds' topology on the lab's two nodes: a network, a
+// Ray cluster on it and one serve (clusterConfig fills in the fabric
+// interface, the image, the memory monitor and gpu_memory_utilization).
 const e2eCluster = `
 network "fabric" {
   cidr      = "192.168.200.0/24"
