@@ -214,10 +214,11 @@ func TestParallelTwice(t *testing.T) {
 }
 
 // TestHeavyShareLab: a lab that takes the pool's heavy share (JoinHeavyShare)
-// waits until no heavy lab is up, and no lab behind it starts while it
-// waits (it would never find the heavy slots free otherwise); then it
-// holds every heavy slot and as many slots, and light labs, not heavy
-// ones, start beside it in the slots left.
+// waits until no heavy lab is up; while it waits, a light lab behind it
+// starts only in a slot beyond its share, and no heavy one (it would never
+// find the heavy slots free otherwise); then it holds every heavy slot and
+// as many slots, and light labs, not heavy ones, start beside it in the
+// slots left.
 func TestHeavyShareLab(t *testing.T) {
 	p := New(4)
 	p.Open()
@@ -231,27 +232,34 @@ func TestHeavyShareLab(t *testing.T) {
 	shareTk := p.JoinHeavyShare(share, 9)
 	light1, light2, light3 := &fakeTB{TB: t}, &fakeTB{TB: t}, &fakeTB{TB: t}
 	light1Tk := p.Join(light1, 0, false)
+	light2Tk := p.Join(light2, 0, false)
+	heavy2 := &fakeTB{TB: t}
+	heavy2Tk := p.Join(heavy2, 2, true)
 	if grant(shareTk) {
 		t.Error("the heavy-share lab started beside a heavy lab")
 	}
-	if grant(light1Tk) {
-		t.Error("a lab behind the waiting heavy-share lab took one of the 3 free slots")
+	if grant(heavy2Tk) {
+		t.Error("a heavy lab went before the waiting heavy-share lab")
+	}
+	if !grant(light1Tk) {
+		t.Error("a light lab behind the waiting heavy-share lab got none of the 3 free slots (2 are the share's)")
+	}
+	if grant(light2Tk) {
+		t.Error("a second light lab took one of the waiting heavy-share lab's 2 slots")
 	}
 	heavy.runCleanups()
 	if !grant(shareTk) {
 		t.Fatal("the heavy-share lab got no slots once no heavy lab was up")
 	}
-	if p.free != 2 || p.heavyFree != 0 {
-		t.Errorf("the heavy-share lab leaves %d free, %d heavy free; want 2 and 0", p.free, p.heavyFree)
+	if p.free != 1 || p.heavyFree != 0 {
+		t.Errorf("the heavy-share lab and a light one leave %d free, %d heavy free; want 1 and 0", p.free, p.heavyFree)
 	}
-	heavy2 := &fakeTB{TB: t}
-	heavy2Tk := p.Join(heavy2, 2, true)
-	light2Tk, light3Tk := p.Join(light2, 0, false), p.Join(light3, 0, false)
+	light3Tk := p.Join(light3, 0, false)
 	if grant(heavy2Tk) {
 		t.Error("a heavy lab started beside the heavy-share lab")
 	}
-	if !grant(light1Tk) || !grant(light2Tk) {
-		t.Error("the light labs got no slot of the 2 left beside the heavy-share lab")
+	if !grant(light2Tk) {
+		t.Error("the light lab got no slot of the 2 left beside the heavy-share lab")
 	}
 	if grant(light3Tk) {
 		t.Error("a third light lab started in a pool of 4 beside the heavy-share lab")
