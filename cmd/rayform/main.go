@@ -5,7 +5,6 @@
 package main
 
 import (
-	"io"
 	"os"
 
 	"github.com/rayform/rayform/cmd/rayform/internal/command"
@@ -15,15 +14,5 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
-	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-// realMain runs the command line with the built-in commands and the lab's.
-func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return command.Main(args, stdin, stdout, stderr, command.Options{
-		Version: version,
-		Extra: []command.Command{
-			{Name: "lab", Synopsis: "Manage the local test lab (Linux, root)", Run: runLabCommand},
-		},
-	})
+	os.Exit(command.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, command.Options{Version: version}))
 }

@@ -4,7 +4,7 @@
 //
 // The resource block types are not this package's, and it knows none by
 // name: each is a [Kind] registered by the caller in [Options.Kinds]
-// (resources.Schemas(): node, network, ray_cluster, vllm_serve), which
+// (resources.Kinds().Schemas(): node, network, ray_cluster, vllm_serve), which
 // declares its arguments as data ([Arg]: type, default, range, exported,
 // reference target, forces replacement, sensitive, description), its Go
 // type ([Kind.New], filled through `rayform:"ARG"` struct tags) and its

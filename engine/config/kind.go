@@ -226,7 +226,7 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "No resource kinds",
-			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Schemas()).",
+			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Kinds().Schemas()).",
 		}}
 	}
 	return byType, order, nil

@@ -71,8 +71,6 @@ type Command struct {
 type Options struct {
 	// Version is rayform's version.
 	Version string
-	// Extra are commands added to the built-in ones (the lab's).
-	Extra []Command
 }
 
 // commands lists every built-in subcommand. Each lives in its own file.
@@ -105,7 +103,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, o Options) i
 	defer outw.Flush()
 	defer errw.Flush()
 	m := &Meta{Stdin: stdin, View: views.NewView(outw, errw), dir: ".", version: o.Version}
-	cmds := append(commands(), o.Extra...)
+	cmds := commands()
 	mv := views.NewMain(m.View)
 	g, perr := arguments.ParseGlobal(args, os.Getenv("RAYFORM_LOG"))
 	switch {
