@@ -248,7 +248,7 @@ func (r *RayCluster) Address() (string, bool) {
 type Kind struct{}
 
 // The cluster kind's optional parts (kind.Kind): no lookup outside the
-// hosts, nothing run ahead of the walk, no readiness but its steps'.
+// hosts, no early steps, no readiness but its steps'.
 var (
 	_ kind.KindWithObserve      = Kind{}
 	_ kind.KindWithDestroy      = Kind{}
