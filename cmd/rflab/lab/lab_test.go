@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 // defaultLabSlots is how many labs this package's tests keep up at once
 // unless RAYFORM_E2E_LABS says otherwise: what a 2-core, 24 GB machine
-// carries with cmd/rayform's lab tests running beside this package.
+// carries with cmd/e2e's lab tests running beside this package.
 const defaultLabSlots = 3
 
 // labPool limits the labs that are up at once (upLab).
@@ -253,7 +253,7 @@ func TestRayformHCLValidates(t *testing.T) {
 					t.Errorf("rayform.hcl lacks %q:\n%s", w, src)
 				}
 			}
-			if _, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{}); diags.HasErrors() {
+			if _, diags := config.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds().Schemas()}); diags.HasErrors() {
 				t.Errorf("rayform.hcl does not load: %v\n%s", diags, src)
 			}
 		})
