@@ -466,16 +466,69 @@ func (s suite) testCancel(t *testing.T) {
 
 func (s suite) testTimeout(t *testing.T) {
 	c := s.conn(t)
-	dir := s.host.TempDir(t)
-	// The timeout must outlast the process start, so it is long enough to
-	// never fire early on a loaded machine; the test then waits for it.
-	done := start(ctxFor(t), c, transport.Cmd{Script: longRunning(dir), Timeout: 2 * time.Second})
-	pids := []string{s.waitForFile(t, dir+"/pid"), s.waitForFile(t, dir+"/child")}
-	err := <-done
-	if !errors.Is(err, transport.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Run past its Timeout: err = %v, want ErrTimeout and DeadlineExceeded", err)
+	// The timeout must outlast the process start, or the command ends
+	// before it recorded the pids whose end the test checks. On a loaded
+	// machine the start can take longer than the first timeout tried: then
+	// the command runs again with twice the timeout.
+	for timeout := 2 * time.Second; ; timeout *= 2 {
+		dir := s.host.TempDir(t)
+		done := start(ctxFor(t), c, transport.Cmd{Script: longRunning(dir), Timeout: timeout})
+		r := s.pidsOrEnd(t, dir, done)
+		if !r.started() && timeout < 30*time.Second {
+			continue
+		}
+		err := r.err
+		if !r.ended {
+			err = <-done
+		}
+		if !errors.Is(err, transport.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Run past its Timeout: err = %v, want ErrTimeout and DeadlineExceeded", err)
+		}
+		if !r.started() {
+			t.Fatalf("the command never recorded its pids within a Timeout of %v", timeout)
+		}
+		s.waitGone(t, r.pids)
+		return
 	}
-	s.waitGone(t, pids)
+}
+
+// background is what is known of a longRunning command started in the
+// background: the pids it recorded, and whether it ended (with Run's
+// error).
+type background struct {
+	pids  []string
+	ended bool
+	err   error
+}
+
+// started reports whether the command recorded its pid and its child's.
+func (b background) started() bool { return len(b.pids) == 2 }
+
+// pidsOrEnd waits until the longRunning command in dir recorded its pid
+// and its child's, or until it ended (done).
+func (s suite) pidsOrEnd(t *testing.T, dir string, done <-chan error) background {
+	t.Helper()
+	var b background
+	read := func(ctx context.Context) {
+		out, _ := s.host.Shell(ctx, "cat "+shell.Quote(dir+"/pid")+" "+shell.Quote(dir+"/child")+" 2>/dev/null")
+		b.pids = strings.Fields(string(out))
+	}
+	waitUntil(t, "the command in "+dir+" records its pids or ends", func(ctx context.Context) (bool, string) {
+		if read(ctx); b.started() {
+			return true, ""
+		}
+		select {
+		case b.err = <-done:
+			b.ended = true
+			return true, ""
+		default:
+			return false, fmt.Sprintf("pids %v", b.pids)
+		}
+	})
+	if b.ended {
+		read(ctxFor(t)) // both files may have been written just before the end
+	}
+	return b
 }
 
 func (s suite) testUpload(t *testing.T) {
