@@ -114,14 +114,20 @@ func (p *planner) serve(sv *VLLMServe) {
 	if action != plan.NoOp && hasFailed && failed.SpecHash == spec.Hash() {
 		p.failedBefore(sv, spec, rec, failed)
 	}
+	blueGreen := false
 	if action == plan.Replace && rec.Found && rec.Alive {
-		reasons = append(reasons, p.downtime(sv, rc, head, spec))
+		var nodes []gpuNode
+		if nodes, blueGreen = p.blueGreen(sv, rc); blueGreen {
+			reasons = append(reasons, blueGreenReason(nodes))
+		} else {
+			reasons = append(reasons, p.downtime(sv, rc, head, spec))
+		}
 	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
-			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+			Do: &ServeWork{Spec: spec, Stop: (rec.Found || action == plan.Replace) && !blueGreen, BlueGreen: blueGreen, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
 				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Model: later, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }

@@ -47,9 +47,12 @@ type serveRun struct {
 
 func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	r := &serveRun{e: e, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
+	if r.s.BlueGreen && r.s.Start {
+		return blueGreenSteps(r)
+	}
 	var steps []apply.Step
 	if r.s.Stop {
-		steps = append(steps, r.stopStep())
+		steps = append(steps, r.stopStep(), stopFrontStep{r}.step())
 	}
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, r.forgetStep())

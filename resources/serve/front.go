@@ -1,0 +1,180 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/servedir"
+)
+
+// The front of a serve: how a blue/green replacement (bluegreen.go) moves
+// the public endpoint from one vLLM generation to the next without a
+// moment in which the port is closed.
+//
+// vLLM 0.32's API server sets SO_REUSEPORT only when it runs several API
+// server processes (--api-server-count), so a second vLLM cannot bind the
+// serve's port beside the first, and Linux refuses any other listener on
+// an address a listening socket holds without it. An iptables redirect
+// would need root on the host and rules outside the container, which
+// rayform leaves to the operator. So the serve's port is held by a small
+// forwarder, the front: python3 (every cluster image has it; vLLM runs on
+// it) with asyncio, run in the head container beside the serve as the
+// serve itself is (docker exec -d, its pid, port and log files in
+// servedir.Dir under the serve's record name, so it has the serve's
+// ownership and dies with the container). It listens where vLLM would
+// (the serve's --host: the head's fabric address by default, closed by
+// default holds), and forwards each new TCP connection to the loopback
+// port its port file names, read per connection; rayform replaces that
+// file atomically (write a temporary file, rename). A connection keeps
+// the generation it was opened to, so the old one drains while new
+// connections reach the new one. The generations listen on loopback only.
+//
+// A serve gets its front at its first blue/green replacement (before it,
+// vLLM holds the port itself: the front binds it the moment the old vLLM
+// lets it go, retrying every 5 ms); a stop-then-start replacement, a
+// delete and destroy stop the front with the serve (stopFrontStep), and
+// the new serve binds the port itself again.
+
+// frontPy is the front: python3 -c frontPy HOST PORT PORTFILE. It binds
+// HOST:PORT (retrying while another process holds it), prints
+// "rayform front: listening", and forwards each connection to
+// 127.0.0.1:<the port PORTFILE names>; a connection it cannot forward is
+// closed (the client sees the connection end, as when no server runs).
+const frontPy = `import asyncio, sys
+host, port, pf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def target():
+    with open(pf) as f:
+        return int(f.read().strip())
+async def pipe(r, w):
+    try:
+        while True:
+            b = await r.read(65536)
+            if not b:
+                break
+            w.write(b)
+            await w.drain()
+        if w.can_write_eof():
+            w.write_eof()
+    except Exception:
+        pass
+async def handle(cr, cw):
+    try:
+        ur, uw = await asyncio.open_connection("127.0.0.1", target())
+    except Exception:
+        cw.close()
+        return
+    await asyncio.gather(pipe(cr, uw), pipe(ur, cw))
+    for w in (uw, cw):
+        try:
+            w.close()
+        except Exception:
+            pass
+async def main():
+    while True:
+        try:
+            srv = await asyncio.start_server(handle, host, port, reuse_address=True, backlog=1024)
+            break
+        except OSError:
+            await asyncio.sleep(0.005)
+    print("rayform front: listening on %s:%d" % (host, port), flush=True)
+    async with srv:
+        await srv.serve_forever()
+asyncio.run(main())
+`
+
+// Paths of the front inside the head container.
+func (s ServeSpec) frontPidPath() string {
+	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.pid"
+}
+func (s ServeSpec) frontPortPath() string {
+	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.port"
+}
+func (s ServeSpec) frontLogPath() string {
+	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.log"
+}
+
+// frontAlive is the shell test that the serve's front runs.
+func (s ServeSpec) frontAlive() string {
+	return fmt.Sprintf(`[ -f %[1]s ] && kill -0 "$(cat %[1]s)" 2>/dev/null`, shell.Quote(s.frontPidPath()))
+}
+
+// pointFrontScript makes the front send new connections to port: the
+// port file replaced by a rename, so the front never reads half of it.
+func (s ServeSpec) pointFrontScript(port int) string {
+	f := shell.Quote(s.frontPortPath())
+	tmp := shell.Quote(s.frontPortPath() + ".tmp")
+	return fmt.Sprintf("mkdir -p %s && printf '%%d\\n' %d > %s && mv -f %s %s", servedir.Dir, port, tmp, tmp, f)
+}
+
+// startFrontArgs is the docker exec that starts the front detached,
+// listening on host:s.Port.
+func (s ServeSpec) startFrontArgs(host string) []string {
+	script := fmt.Sprintf("echo $$ > %s; exec python3 -c %s %s %s %s >> %s 2>&1",
+		shell.Quote(s.frontPidPath()), shell.Quote(frontPy), shell.Quote(host), strconv.Itoa(s.Port), shell.Quote(s.frontPortPath()), shell.Quote(s.frontLogPath()))
+	return []string{"docker", "exec", "-d", s.Container, "sh", "-c", script}
+}
+
+// stopFrontScript stops the serve's front and a next generation left by
+// an interrupted blue/green replacement (SIGTERM, then SIGKILL after
+// 10 s), and removes their files.
+func (s ServeSpec) stopFrontScript() string {
+	next := s.nextSpec(0)
+	var b strings.Builder
+	for _, pid := range []string{s.frontPidPath(), next.pidPath()} {
+		q := shell.Quote(pid)
+		fmt.Fprintf(&b, `if [ -f %[1]s ]; then p="$(cat %[1]s)"; kill -TERM "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL "$p" 2>/dev/null; fi; `, q)
+	}
+	fmt.Fprintf(&b, "rm -f %s %s %s %s %s; true", shell.Quote(s.frontPidPath()), shell.Quote(s.frontPortPath()),
+		shell.Quote(next.pidPath()), shell.Quote(next.specPath()), shell.Quote(next.lockPath()))
+	return b.String()
+}
+
+// stopFrontStep stops the serve's front (and a next generation an
+// interrupted blue/green replacement left): after a stop that is not a
+// blue/green switch, the serve's port must be free for the serve itself.
+type stopFrontStep struct{ r *serveRun }
+
+// Name is the step's line.
+func (s stopFrontStep) Name() string {
+	return fmt.Sprintf("stop the front of vllm serve %s on %s, if any", s.r.spec.Name, s.r.node())
+}
+
+// Check is true when there is nothing to stop.
+func (s stopFrontStep) Check(ctx context.Context) (bool, error) {
+	next := s.r.spec.nextSpec(0)
+	res, err := s.r.exec(ctx, fmt.Sprintf("if [ -f %s ] || [ -f %s ]; then echo some; else echo none; fi", shell.Quote(s.r.spec.frontPidPath()), shell.Quote(next.pidPath())), false)
+	if err != nil {
+		if hostenv.IsNoSuch(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("reading the front of vllm serve %s on %s: %w", s.r.spec.Name, s.r.node(), err)
+	}
+	return strings.TrimSpace(string(res.Stdout)) == "none", nil
+}
+
+// Run stops them.
+func (s stopFrontStep) Run(ctx context.Context, progress func(string)) error {
+	if _, err := s.r.exec(ctx, s.r.spec.stopFrontScript(), true); err != nil && !hostenv.IsNoSuch(err) {
+		return fmt.Errorf("stopping the front of vllm serve %s on %s: %w", s.r.spec.Name, s.r.node(), err)
+	}
+	return nil
+}
+
+// Verify checks that nothing is left.
+func (s stopFrontStep) Verify(ctx context.Context) error {
+	done, err := s.Check(ctx)
+	if err == nil && !done {
+		err = fmt.Errorf("the front of vllm serve %s on %s still runs", s.r.spec.Name, s.r.node())
+	}
+	return err
+}
+
+// step is the apply.Step of s.
+func (s stopFrontStep) step() apply.Step {
+	return apply.Step{Name: s.Name(), Check: s.Check, Run: s.Run, Verify: s.Verify}
+}
