@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/plan"
@@ -78,8 +79,9 @@ func blueGreenReason(nodes []gpuNode) string {
 // blueGreen reports whether sv, planned as a replacement of its running
 // process, can be replaced blue/green on rc, and the nodes as Ray reports
 // them free: the cluster stays, every other serve of it runs current (no
-// other start competes for the GPUs), Ray's report is read, and it holds
-// sv with the running serves kept.
+// other start competes for the GPUs), Ray's report is read, it holds sv
+// with the running serves kept, and on unified memory the memory holds
+// both generations too (unifiedRoom).
 func (p *planner) blueGreen(sv *VLLMServe, rc *cluster.RayCluster) ([]gpuNode, bool) {
 	if len(rc.Workers) == 0 {
 		return nil, false // one node: vLLM without Ray (deviceBudget)
@@ -117,7 +119,8 @@ func (p *planner) blueGreen(sv *VLLMServe, rc *cluster.RayCluster) ([]gpuNode, b
 	if source != "ray" {
 		return nil, false
 	}
-	if v := placeServes(nodes, []*VLLMServe{sv}, headGPU); v.Failed != nil {
+	v := placeServes(nodes, []*VLLMServe{sv}, headGPU)
+	if v.Failed != nil || !p.unifiedRoom(rc, nodes, v.Order[0], kept) {
 		return nil, false
 	}
 	return nodes, true
@@ -143,6 +146,11 @@ type greenRun struct {
 	r    *serveRun
 	next *serveRun
 }
+
+// frontTakeOver bounds the front's take-over of the port at a serve's
+// first switch: up to 10 s of the old serve's connections draining
+// (frontPy), and the start of python3.
+const frontTakeOver = 30 * time.Second
 
 // freePortScript prints a free loopback port of the head container.
 const freePortScript = `python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'`
@@ -228,6 +236,14 @@ func (g *greenRun) switchStep() apply.Step {
 				if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
 					return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 				}
+				err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
+					res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
+					return strings.TrimSpace(string(res.Stdout)) == "yes", err
+				})
+				if err != nil {
+					return fmt.Errorf("the front of vllm serve %s on %s did not take its port over within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
+				}
+				progress(fmt.Sprintf("the front took port %d over from the old serve", r.spec.Port))
 			}
 			// The old generation: its connections drain (vLLM's graceful
 			// shutdown on SIGTERM finishes the requests it has).

@@ -35,21 +35,69 @@ import (
 // connections reach the new one. The generations listen on loopback only.
 //
 // A serve gets its front at its first blue/green replacement (before it,
-// vLLM holds the port itself: the front binds it the moment the old vLLM
-// lets it go, retrying every 5 ms); a stop-then-start replacement, a
+// vLLM holds the port itself: the front takes it over, frontPy); a stop-then-start replacement, a
 // delete and destroy stop the front with the serve (stopFrontStep), and
 // the new serve binds the port itself again.
 
-// frontPy is the front: python3 -c frontPy HOST PORT PORTFILE. It binds
-// HOST:PORT (retrying while another process holds it), prints
-// "rayform front: listening", and forwards each connection to
-// 127.0.0.1:<the port PORTFILE names>; a connection it cannot forward is
-// closed (the client sees the connection end, as when no server runs).
-const frontPy = `import asyncio, sys
+// frontPy is the front: python3 -c frontPy HOST PORT PORTFILE [OLDPID].
+// It binds HOST:PORT, prints "rayform front: listening", and forwards each
+// connection to 127.0.0.1:<the port PORTFILE names>; a connection it
+// cannot forward is closed (the client sees the connection end, as when
+// no server runs).
+//
+// OLDPID is the vLLM that holds the port at a serve's first switch. The
+// port cannot be shared with it, and a SIGTERM would not free it at once:
+// vLLM's API server closes its listening socket, but the engine core
+// process it forked holds a copy until the engine has shut down (about a
+// second, measured on vLLM 0.32), and connections queue unanswered on it
+// meanwhile. So the front takes the port over itself: it waits (up to
+// 10 s) for a moment when no connection to the port is established (the
+// old serve's requests finished), kills the old process and every
+// process it forked (SIGKILL: every copy of the socket closes at once),
+// and binds the port in the same instant (retrying every millisecond):
+// the port is closed for about a millisecond.
+const frontPy = `import asyncio, os, signal, sys, time
 host, port, pf = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+old = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else 0
 def target():
     with open(pf) as f:
         return int(f.read().strip())
+def established():
+    n = 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                for line in f.readlines()[1:]:
+                    c = line.split()
+                    if int(c[1].rsplit(":", 1)[1], 16) == port and c[3] == "01":
+                        n += 1
+        except OSError:
+            pass
+    return n
+def tree(pid):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    kids.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += kids.get(p, [])
+    return out
+def take_over():
+    end = time.monotonic() + 10
+    while established() and time.monotonic() < end:
+        time.sleep(0.005)
+    for p in tree(old):
+        try:
+            os.kill(p, signal.SIGKILL)
+        except OSError:
+            pass
 async def pipe(r, w):
     try:
         while True:
@@ -75,12 +123,16 @@ async def handle(cr, cw):
         except Exception:
             pass
 async def main():
+    global old
     while True:
         try:
             srv = await asyncio.start_server(handle, host, port, reuse_address=True, backlog=1024)
             break
         except OSError:
-            await asyncio.sleep(0.005)
+            if old:
+                take_over()
+                old = 0
+            await asyncio.sleep(0.001)
     print("rayform front: listening on %s:%d" % (host, port), flush=True)
     async with srv:
         await srv.serve_forever()
@@ -112,10 +164,11 @@ func (s ServeSpec) pointFrontScript(port int) string {
 }
 
 // startFrontArgs is the docker exec that starts the front detached,
-// listening on host:s.Port.
+// listening on host:s.Port, taking the port over from the serve's
+// running process (its pid file's) if it holds it.
 func (s ServeSpec) startFrontArgs(host string) []string {
-	script := fmt.Sprintf("echo $$ > %s; exec python3 -c %s %s %s %s >> %s 2>&1",
-		shell.Quote(s.frontPidPath()), shell.Quote(frontPy), shell.Quote(host), strconv.Itoa(s.Port), shell.Quote(s.frontPortPath()), shell.Quote(s.frontLogPath()))
+	script := fmt.Sprintf("echo $$ > %s; old=$(cat %s 2>/dev/null); exec python3 -c %s %s %s %s \"$old\" > %s 2>&1",
+		shell.Quote(s.frontPidPath()), shell.Quote(s.pidPath()), shell.Quote(frontPy), shell.Quote(host), strconv.Itoa(s.Port), shell.Quote(s.frontPortPath()), shell.Quote(s.frontLogPath()))
 	return []string{"docker", "exec", "-d", s.Container, "sh", "-c", script}
 }
 
@@ -154,7 +207,7 @@ func (s stopFrontStep) Check(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("reading the front of vllm serve %s on %s: %w", s.r.spec.Name, s.r.node(), err)
 	}
-	return strings.TrimSpace(string(res.Stdout)) == "none", nil
+	return strings.TrimSpace(string(res.Stdout)) != "some", nil
 }
 
 // Run stops them.
@@ -177,4 +230,10 @@ func (s stopFrontStep) Verify(ctx context.Context) error {
 // step is the apply.Step of s.
 func (s stopFrontStep) step() apply.Step {
 	return apply.Step{Name: s.Name(), Check: s.Check, Run: s.Run, Verify: s.Verify}
+}
+
+// frontListeningScript prints "yes" once the front listens (its log,
+// which each start of the front begins anew, says so).
+func (s ServeSpec) frontListeningScript() string {
+	return fmt.Sprintf("grep -q 'rayform front: listening' %s 2>/dev/null && echo yes || echo no", shell.Quote(s.frontLogPath()))
 }

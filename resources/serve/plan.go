@@ -338,6 +338,7 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 	}
 	v := placeServes(nodes, serves, func(sv *VLLMServe) bool { return needsHeadGPU(sv, rc, version) })
 	if v.Failed == nil {
+		p.unifiedShare(rc, nodes, v.Order)
 		return
 	}
 	p.refuseBudget(rc)
