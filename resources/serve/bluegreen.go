@@ -13,6 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/cluster"
+	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // Blue/green replacement of a serve on one cluster: when Ray's free GPUs
@@ -145,6 +146,9 @@ func blueGreenSteps(r *serveRun) []apply.Step {
 type greenRun struct {
 	r    *serveRun
 	next *serveRun
+	// stopStart is set when the head container cannot run the front: the
+	// start step replaced the serve stop-then-start.
+	stopStart bool
 }
 
 // frontTakeOver bounds the front's take-over of the port at a serve's
@@ -165,6 +169,19 @@ func (g *greenRun) startStep() apply.Step {
 				return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 			}
 			res, err := r.exec(ctx, freePortScript, false)
+			if hostenv.ExitCode(err) == 127 {
+				// No python3 in the image for the front (every vLLM image
+				// has it; the lab's simnode-only images do not).
+				g.stopStart = true
+				progress("the head container has no python3 for the serve's front: stop-then-start instead")
+				if err := r.stopStep().Run(ctx, progress); err != nil {
+					return err
+				}
+				if err := (stopFrontStep{r}).Run(ctx, progress); err != nil {
+					return err
+				}
+				return r.startStep().Run(ctx, progress)
+			}
 			port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
 			if err != nil || perr != nil || port <= 0 {
 				return fmt.Errorf("finding a free loopback port for the new vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
@@ -217,6 +234,9 @@ func (g *greenRun) switchStep() apply.Step {
 	return apply.Step{
 		Name: fmt.Sprintf("switch the endpoint of vllm serve %s on %s to the new serve, then stop the old one (blue/green)", r.spec.Name, r.node()),
 		Run: func(ctx context.Context, progress func(string)) error {
+			if g.stopStart {
+				return nil
+			}
 			if g.next == nil {
 				return errors.New("no new generation started")
 			}
@@ -224,6 +244,7 @@ func (g *greenRun) switchStep() apply.Step {
 			if host == "" {
 				return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
 			}
+			progress(fmt.Sprintf("switching the endpoint of vllm serve %s to the new serve on 127.0.0.1:%d", r.spec.Name, g.next.spec.Port))
 			// New connections go to the new generation from here on.
 			script := r.spec.pointFrontScript(g.next.spec.Port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
 			res, err := r.exec(ctx, script, true)
@@ -236,14 +257,16 @@ func (g *greenRun) switchStep() apply.Step {
 				if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
 					return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 				}
+				line := ""
 				err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
 					res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
-					return strings.TrimSpace(string(res.Stdout)) == "yes", err
+					line = strings.TrimSpace(string(res.Stdout))
+					return strings.Contains(line, "rayform front: listening"), err
 				})
 				if err != nil {
-					return fmt.Errorf("the front of vllm serve %s on %s did not take its port over within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
+					return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
 				}
-				progress(fmt.Sprintf("the front took port %d over from the old serve", r.spec.Port))
+				progress(strings.TrimPrefix(line, "rayform "))
 			}
 			// The old generation: its connections drain (vLLM's graceful
 			// shutdown on SIGTERM finishes the requests it has).
