@@ -208,9 +208,7 @@ func (g *greenRun) startStep() apply.Step {
 // next name) and removes its pid, record and lock.
 func nextStopScript(s ServeSpec) string {
 	n := s.nextSpec(0)
-	q := shell.Quote(n.pidPath())
-	return fmt.Sprintf(`if [ -f %[1]s ]; then p="$(cat %[1]s)"; kill -TERM "$p" 2>/dev/null; i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL "$p" 2>/dev/null; fi; rm -f %[1]s %[2]s %[3]s`,
-		q, shell.Quote(n.specPath()), shell.Quote(n.lockPath()))
+	return stopPidScript(n.pidPath(), 30, n.specPath(), n.lockPath())
 }
 
 // promoteScript makes the new generation the serve: the old log kept as

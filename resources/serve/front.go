@@ -218,19 +218,23 @@ func (s ServeSpec) startFrontArgs(host string) []string {
 	return []string{"docker", "exec", "-d", s.Container, "sh", "-c", script}
 }
 
-// stopFrontScript stops the serve's front and a next generation left by
-// an interrupted blue/green replacement (SIGTERM, then SIGKILL after
-// 10 s), and removes their files.
-func (s ServeSpec) stopFrontScript() string {
-	next := s.nextSpec(0)
-	var b strings.Builder
-	for _, pid := range []string{s.frontPidPath(), next.pidPath()} {
-		q := shell.Quote(pid)
-		fmt.Fprintf(&b, `if [ -f %[1]s ]; then p="$(cat %[1]s)"; kill -TERM "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; kill -KILL "$p" 2>/dev/null; fi; `, q)
+// stopPidScript stops the process a pid file names (SIGTERM, SIGCONT;
+// SIGKILL after secs seconds) and removes the pid file and files.
+func stopPidScript(pidPath string, secs int, files ...string) string {
+	q := shell.Quote(pidPath)
+	rm := []string{q}
+	for _, f := range files {
+		rm = append(rm, shell.Quote(f))
 	}
-	fmt.Fprintf(&b, "rm -f %s %s %s %s %s; true", shell.Quote(s.frontPidPath()), shell.Quote(s.frontPortPath()),
-		shell.Quote(next.pidPath()), shell.Quote(next.specPath()), shell.Quote(next.lockPath()))
-	return b.String()
+	return fmt.Sprintf(`if [ -f %[1]s ]; then p="$(cat %[1]s)"; kill -TERM "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt %[2]d ]; do sleep 0.1; i=$((i+1)); done; kill -KILL "$p" 2>/dev/null; fi; rm -f %[3]s`,
+		q, secs*10, strings.Join(rm, " "))
+}
+
+// stopFrontScript stops the serve's front and a next generation left by
+// an interrupted blue/green replacement (nextStopScript), and removes
+// their files.
+func (s ServeSpec) stopFrontScript() string {
+	return stopPidScript(s.frontPidPath(), 10, s.frontPortPath()) + "; " + nextStopScript(s) + "; true"
 }
 
 // stopFrontStep stops the serve's front (and a next generation an
