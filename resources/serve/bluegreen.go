@@ -196,7 +196,10 @@ func (g *greenRun) startStep() apply.Step {
 			if err != nil {
 				// The old one never stopped: it still serves.
 				_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec), true)
-				return fmt.Errorf("%w\n\nThe new serve was stopped; vllm serve %s keeps serving as before (blue/green: no downtime).", err, r.spec.Name)
+				if ctx.Err() == nil {
+					r.markFailed(ctx, FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second), Restored: true})
+				}
+				return fmt.Errorf("%w\n\nThe new serve was stopped (its log: %s in %s on %s); vllm serve %s keeps serving as before (blue/green: no downtime).", err, g.next.spec.LogPath(), r.spec.Container, r.node(), r.spec.Name)
 			}
 			g.next.loaded = r.e.Now().Sub(began)
 			return nil
