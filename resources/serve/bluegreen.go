@@ -195,11 +195,13 @@ func (g *greenRun) startStep() apply.Step {
 			}
 			if err != nil {
 				// The old one never stopped: it still serves.
-				_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec), true)
+				// Its log becomes the serve's previous one (logs -previous).
+				keep := fmt.Sprintf("; mv -f %s %s", shell.Quote(g.next.spec.LogPath()), shell.Quote(r.spec.PreviousLogPath()))
+				_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec)+keep, true)
 				if ctx.Err() == nil {
 					r.markFailed(ctx, FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second), Restored: true})
 				}
-				return fmt.Errorf("%w\n\nThe new serve was stopped (its log: %s in %s on %s); vllm serve %s keeps serving as before (blue/green: no downtime).", err, g.next.spec.LogPath(), r.spec.Container, r.node(), r.spec.Name)
+				return fmt.Errorf("%w\n\nThe new serve was stopped (`rayform logs -previous %s` shows its log); vllm serve %s keeps serving as before (blue/green: no downtime).", err, r.w.Address, r.spec.Name)
 			}
 			g.next.loaded = r.e.Now().Sub(began)
 			return nil
