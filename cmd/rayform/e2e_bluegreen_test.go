@@ -50,7 +50,7 @@ func TestE2EBlueGreen(t *testing.T) {
 		p := l.pollHealth(t, "spark2", health)
 		began := time.Now()
 		cmd, out := l.start("-chdir", dir, "apply", "-auto-approve")
-		marks := stampLines(out, "switching the endpoint", "the front took port", "switched ", "completion:")
+		marks := stampLines(out, "switching the endpoint", "front: listening", "switched ", "completion:")
 		err := cmd.Wait()
 		r := result{stdout: out.String(), elapsed: time.Since(began)}
 		if err != nil {
@@ -62,7 +62,10 @@ func TestE2EBlueGreen(t *testing.T) {
 		p.awaitAnswer(t, time.Minute)
 		polls := p.stop()
 		at := marks()
-		for _, m := range []string{"switching the endpoint", "the front took port", "switched ", "completion:"} {
+		if i := strings.Index(r.stdout, "front: listening"); i >= 0 {
+			t.Logf("apply: %s", strings.SplitN(r.stdout[i:], "\n", 2)[0])
+		}
+		for _, m := range []string{"switching the endpoint", "front: listening", "switched ", "completion:"} {
 			if ts, ok := at[m]; ok {
 				t.Logf("apply printed %q at %.1f s", m, ts.Sub(began).Seconds())
 			}
