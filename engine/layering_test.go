@@ -90,12 +90,13 @@ func TestEngineKnowsNoRayOrVLLM(t *testing.T) {
 	}
 }
 
-// TestCLILayering: cmd/rayform parses and shows; it reaches the kinds and
-// what they share (resources/cluster, serve, model, node, network,
-// hostenv, kind, diagnose, dataplane...) only through the resources
-// package, the registry and its wiring.
+// TestCLILayering: cmd/rayform (main and its internal packages: the
+// commands, their arguments and their views) parses and shows; it reaches
+// the kinds and what they share (resources/cluster, serve, model, node,
+// network, hostenv, kind, diagnose, dataplane...) only through the
+// resources package, the registry and its wiring.
 func TestCLILayering(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/rayform/rayform/cmd/rayform").Output()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "github.com/rayform/rayform/cmd/rayform/...").Output()
 	if err != nil {
 		t.Skipf("go list: %v", err)
 	}

@@ -1,8 +1,11 @@
 package resources_test
 
 import (
+	"bytes"
+	"flag"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,7 +224,48 @@ func TestSpecHashGolden(t *testing.T) {
 			t.Fatalf("a sensitive value reached the golden")
 		}
 	}
-	golden(t, filepath.Join("..", "testdata", "hash", "specs.golden"), []byte(out))
+	if err := checkPinned(filepath.Join("..", "testdata", "hash", "specs.golden"), []byte(out)); err != nil {
+		t.Error(err)
+	}
+}
+
+// checkPinned compares got with the pinned golden file at path. Unlike the
+// other goldens' helper it never writes, -update or not (make golden runs
+// every package's tests with -update): a hash golden changes only by hand,
+// as a breaking change of its own.
+func checkPinned(path string, got []byte) error {
+	want, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading the pinned golden: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s differs from the pinned hashes: the digests stored on the hosts changed, which replaces every running cluster and serve on upgrade (never -update this golden; see hash_golden_test.go):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+	return nil
+}
+
+// TestPinnedGoldenIgnoresUpdate: with -update set, as make golden runs,
+// checkPinned still reports a difference and leaves the file as it was.
+func TestPinnedGoldenIgnoresUpdate(t *testing.T) {
+	f := flag.Lookup("update")
+	if f == nil {
+		t.Fatal("the package's tests register no -update flag")
+	}
+	old := f.Value.String()
+	if err := flag.Set("update", "true"); err != nil {
+		t.Fatal(err)
+	}
+	defer flag.Set("update", old)
+	path := filepath.Join(t.TempDir(), "specs.golden")
+	if err := os.WriteFile(path, []byte("pinned\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkPinned(path, []byte("changed\n")); err == nil || !strings.Contains(err.Error(), "never -update this golden") {
+		t.Errorf("checkPinned with -update = %v, want the difference reported", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "pinned\n" {
+		t.Errorf("checkPinned with -update left %q, %v; want the pinned file untouched", b, err)
+	}
 }
 
 // TestSpecHashSecretOnlyHashed shows that a sensitive value enters the

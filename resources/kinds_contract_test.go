@@ -156,7 +156,7 @@ func TestServeStopsAheadOfItsCluster(t *testing.T) {
 	cluster := func(action plan.Action) *resources.Work {
 		return &resources.Work{Address: "ray_cluster.main", Type: resources.KindCluster, Action: action, Do: &cluster.ClusterWork{Name: "main"}}
 	}
-	some := []apply.Step{{Name: "x"}}
+	some := []apply.Step{apply.Func{Label: "x"}}
 	env := &hostenv.StepEnv{}
 	for _, tt := range []struct {
 		name          string

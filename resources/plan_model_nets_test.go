@@ -137,7 +137,7 @@ func TestPlanModelTwoNetworks(t *testing.T) {
 			}
 			var names []string
 			for _, st := range resources.PrepareSteps(&hostenv.StepEnv{}, w) {
-				names = append(names, st.Name)
+				names = append(names, st.Name())
 			}
 			if got := strings.Join(names, "|"); got != tc.steps {
 				t.Errorf("prepare steps\n%s\nwant\n%s", strings.ReplaceAll(got, "|", "\n"), strings.ReplaceAll(tc.steps, "|", "\n"))

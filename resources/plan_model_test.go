@@ -170,7 +170,7 @@ func TestPlanModel(t *testing.T) {
 				env := &hostenv.StepEnv{}
 				var names []string
 				for _, st := range resources.PrepareSteps(env, w) {
-					names = append(names, st.Name)
+					names = append(names, st.Name())
 				}
 				if want := tc.steps; strings.Join(names, "|") != want {
 					t.Errorf("prepare steps %q\nwant %q", names, want)

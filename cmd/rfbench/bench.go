@@ -281,7 +281,7 @@ func (b *bench) labUp(ctx context.Context, name string, sh shape) (*lab.Lab, err
 	if err := b.labDown(ctx, name); err != nil {
 		return nil, err
 	}
-	args := []string{b.opts.rayform, "lab", "up", "-name", name, "-nodes", strconv.Itoa(sh.nodes),
+	args := []string{b.opts.rflab, "up", "-name", name, "-nodes", strconv.Itoa(sh.nodes),
 		"-delay", sh.delay.String(), "-simnode", b.opts.simnode}
 	keys := make([]string, 0, len(b.opts.timing))
 	for k := range b.opts.timing {
@@ -304,7 +304,7 @@ func (b *bench) labUp(ctx context.Context, name string, sh shape) (*lab.Lab, err
 
 // labDown removes the lab (idempotent).
 func (b *bench) labDown(ctx context.Context, name string) error {
-	p, err := measure(ctx, 5*time.Minute, b.opts.rayform, "lab", "down", "-name", name)
+	p, err := measure(ctx, 5*time.Minute, b.opts.rflab, "down", "-name", name)
 	if err != nil {
 		return fmt.Errorf("lab down: %w", err)
 	}

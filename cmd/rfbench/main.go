@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command rfbench measures rayform against the time physics allows and
-// against Ansible, on the lab (`rayform lab`), and prints a markdown table.
+// against Ansible, on the lab (rflab), and prints a markdown table.
 //
 // For every node count N and management delay D it brings up a lab of N
 // simulated GPU hosts, writes a configuration of one Ray cluster over all of

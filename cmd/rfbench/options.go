@@ -44,6 +44,7 @@ type options struct {
 	warmup   int
 	cases    []string
 	rayform  string
+	rflab    string
 	simnode  string
 	workDir  string
 	out      string
@@ -83,6 +84,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.warmup, "warmup", 1, "unmeasured rounds before the measured ones")
 	cases := fs.String("cases", strings.Join(allCases(), ","), "comma-separated `CASES` to run: "+strings.Join(allCases(), ", "))
 	fs.StringVar(&o.rayform, "rayform", "bin/rayform", "rayform binary `PATH` (make build)")
+	fs.StringVar(&o.rflab, "rflab", "", "rflab binary `PATH`, the lab's command (default: rflab next to -rayform)")
 	fs.StringVar(&o.simnode, "simnode", "", "simnode binary `PATH` (default: simnode next to -rayform)")
 	fs.StringVar(&o.workDir, "workdir", "/tmp/rfbench", "`DIR` for the generated configurations, inventories and logs")
 	fs.StringVar(&o.out, "out", "", "also write the markdown table to `FILE`")
@@ -143,6 +145,12 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.rayform, err = resolveBinary(o.rayform); err != nil {
 		return nil, fmt.Errorf("-rayform: %w", err)
+	}
+	if o.rflab == "" {
+		o.rflab = filepath.Join(filepath.Dir(o.rayform), "rflab")
+	}
+	if o.rflab, err = resolveBinary(o.rflab); err != nil {
+		return nil, fmt.Errorf("-rflab: %w", err)
 	}
 	if o.simnode == "" {
 		o.simnode = filepath.Join(filepath.Dir(o.rayform), "simnode")

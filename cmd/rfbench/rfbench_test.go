@@ -237,10 +237,10 @@ func TestAnsibleInventory(t *testing.T) {
 
 func TestParseOptions(t *testing.T) {
 	var errb bytes.Buffer
-	if _, err := parseOptions([]string{"-nodes", "2,65", "-rayform", "/bin/true", "-simnode", "/bin/true"}, &errb); err == nil {
+	if _, err := parseOptions([]string{"-nodes", "2,65", "-rayform", "/bin/true", "-rflab", "/bin/true", "-simnode", "/bin/true"}, &errb); err == nil {
 		t.Error("-nodes 65 accepted")
 	}
-	o, err := parseOptions([]string{"-nodes", "2, 8", "-delays", "0,20ms", "-cases", "floor,plan", "-rayform", "/bin/true", "-simnode", "/bin/true", "-timing", "weight_load=1s"}, &errb)
+	o, err := parseOptions([]string{"-nodes", "2, 8", "-delays", "0,20ms", "-cases", "floor,plan", "-rayform", "/bin/true", "-rflab", "/bin/true", "-simnode", "/bin/true", "-timing", "weight_load=1s"}, &errb)
 	if err != nil {
 		t.Fatal(err)
 	}

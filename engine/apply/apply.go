@@ -17,19 +17,66 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 )
 
-// Step is one unit of work of a resource.
-type Step struct {
+// Step is one unit of work of a resource, as a type: what it learns in
+// Check (what is missing, on which nodes) it keeps in its own fields for
+// Run and Verify. The walk calls Check; when it reports false with a nil
+// error, Run and then Verify; a nil error from Verify means the outcome
+// holds. A step value is used for one walk, by one goroutine at a time.
+type Step interface {
 	// Name says what the step does, e.g. "start ray head on spark1".
-	Name string
-	// Check reports whether the step's outcome already holds; a true result
-	// skips Run and Verify. Nil means always run.
-	Check func(ctx context.Context) (bool, error)
-	// Run does the work. It must be idempotent. Progress reports lines
-	// (e.g. "Loading safetensors checkpoint shards: 8/39") to the hooks.
-	Run func(ctx context.Context, progress func(msg string)) error
-	// Verify reads back the outcome from the host. Nil means Run's success
-	// is enough.
-	Verify func(ctx context.Context) error
+	Name() string
+	// Check reports whether the step's outcome already holds; true skips
+	// Run and Verify, false with a nil error runs them.
+	Check(ctx context.Context) (bool, error)
+	// Run does the work. It must be idempotent, and it may be called
+	// without Check (a step reused by another, as a failed start stops
+	// what is left of it). Progress reports lines (e.g. "Loading
+	// safetensors checkpoint shards: 8/39") to the hooks.
+	Run(ctx context.Context, progress func(msg string)) error
+	// Verify reads back the outcome from the host; a nil error means it
+	// holds.
+	Verify(ctx context.Context) error
+}
+
+// Func is a Step made of functions, for steps with no state of their own;
+// a nil function behaves as a step with nothing to check (always run),
+// nothing to run or nothing to verify.
+type Func struct {
+	// Label is the step's Name.
+	Label string
+	// CheckFunc is Check; nil means always run.
+	CheckFunc func(ctx context.Context) (bool, error)
+	// RunFunc is Run; nil does nothing.
+	RunFunc func(ctx context.Context, progress func(msg string)) error
+	// VerifyFunc is Verify; nil means Run's success is enough.
+	VerifyFunc func(ctx context.Context) error
+}
+
+// Name is f.Label.
+func (f Func) Name() string { return f.Label }
+
+// Check calls f.CheckFunc; without one the step always runs.
+func (f Func) Check(ctx context.Context) (bool, error) {
+	if f.CheckFunc == nil {
+		return false, nil
+	}
+	return f.CheckFunc(ctx)
+}
+
+// Run calls f.RunFunc, if any.
+func (f Func) Run(ctx context.Context, progress func(msg string)) error {
+	if f.RunFunc == nil {
+		return nil
+	}
+	return f.RunFunc(ctx, progress)
+}
+
+// Verify calls f.VerifyFunc, if any.
+func (f Func) Verify(ctx context.Context) error {
+	if f.VerifyFunc == nil {
+		return nil
+	}
+	return f.VerifyFunc(ctx)
 }
 
 // Resource is the work for one resource address.
@@ -97,7 +144,7 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 	for _, s := range r.Steps {
 		select {
 		case <-stop:
-			err := &StepError{Address: r.Address, Step: s.Name, Err: ErrInterrupted}
+			err := &StepError{Address: r.Address, Step: s.Name(), Err: ErrInterrupted}
 			if started {
 				hooks.ResourceErrored(r.Address, r.Action, time.Since(start), err)
 			}
@@ -105,7 +152,7 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 		default:
 		}
 		if err := ctx.Err(); err != nil {
-			return &StepError{Address: r.Address, Step: s.Name, Err: err}
+			return &StepError{Address: r.Address, Step: s.Name(), Err: err}
 		}
 		if !started {
 			if !r.Ahead {
@@ -114,7 +161,7 @@ func runResource(ctx context.Context, r *Resource, hooks Hooks, stop <-chan stru
 			started = true
 		}
 		if err := runStep(ctx, r.Address, s, hooks); err != nil {
-			err = &StepError{Address: r.Address, Step: s.Name, Err: err}
+			err = &StepError{Address: r.Address, Step: s.Name(), Err: err}
 			hooks.ResourceErrored(r.Address, r.Action, time.Since(start), err)
 			return err
 		}
@@ -151,16 +198,16 @@ func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Optio
 			for _, s := range r.Steps {
 				select {
 				case <-opts.Stop:
-					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: ErrInterrupted}
+					errs[i] = &StepError{Address: r.Address, Step: s.Name(), Err: ErrInterrupted}
 					return
 				default:
 				}
 				if err := ctx.Err(); err != nil {
-					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: err}
+					errs[i] = &StepError{Address: r.Address, Step: s.Name(), Err: err}
 					return
 				}
 				if err := runStep(ctx, r.Address, s, hooks); err != nil {
-					errs[i] = &StepError{Address: r.Address, Step: s.Name, Err: err}
+					errs[i] = &StepError{Address: r.Address, Step: s.Name(), Err: err}
 					hooks.ResourceErrored(r.Address, r.Action, time.Since(start), errs[i])
 					return
 				}
@@ -172,26 +219,20 @@ func Prepare(ctx context.Context, resources []*Resource, hooks Hooks, opts Optio
 }
 
 func runStep(ctx context.Context, addr string, s Step, hooks Hooks) error {
-	if s.Check != nil {
-		done, err := s.Check(ctx)
-		if err != nil {
-			return fmt.Errorf("checking: %w", err)
-		}
-		if done {
-			hooks.StepSkipped(addr, s.Name)
-			return nil
-		}
+	done, err := s.Check(ctx)
+	if err != nil {
+		return fmt.Errorf("checking: %w", err)
 	}
-	hooks.StepStart(addr, s.Name)
-	if s.Run != nil {
-		if err := s.Run(ctx, func(msg string) { hooks.Progress(addr, msg) }); err != nil {
-			return err
-		}
+	if done {
+		hooks.StepSkipped(addr, s.Name())
+		return nil
 	}
-	if s.Verify != nil {
-		if err := s.Verify(ctx); err != nil {
-			return fmt.Errorf("verifying: %w", err)
-		}
+	hooks.StepStart(addr, s.Name())
+	if err := s.Run(ctx, func(msg string) { hooks.Progress(addr, msg) }); err != nil {
+		return err
+	}
+	if err := s.Verify(ctx); err != nil {
+		return fmt.Errorf("verifying: %w", err)
 	}
 	return nil
 }

@@ -59,11 +59,11 @@ func TestWalkOrderAndSkip(t *testing.T) {
 	}
 	resources := map[string]*Resource{
 		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{
-			{Name: "pull", Check: func(context.Context) (bool, error) { return true, nil }, Run: mark("pull")},
-			{Name: "head", Run: func(ctx context.Context, p func(string)) error { p("started"); return mark("head")(ctx, p) }},
-			{Name: "workers", Run: mark("workers"), Verify: func(context.Context) error { return nil }},
+			Func{Label: "pull", CheckFunc: func(context.Context) (bool, error) { return true, nil }, RunFunc: mark("pull")},
+			Func{Label: "head", RunFunc: func(ctx context.Context, p func(string)) error { p("started"); return mark("head")(ctx, p) }},
+			Func{Label: "workers", RunFunc: mark("workers"), VerifyFunc: func(context.Context) error { return nil }},
 		}},
-		"vllm_serve.qwen": {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{{Name: "serve", Run: mark("serve")}}},
+		"vllm_serve.qwen": {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{Func{Label: "serve", RunFunc: mark("serve")}}},
 	}
 	rec := &recorder{}
 	if err := Walk(context.Background(), graph(), resources, rec, Options{Parallelism: 2}); err != nil {
@@ -87,9 +87,9 @@ func TestWalkFailureStopsDependentsOnly(t *testing.T) {
 	boom := errors.New("c10d master unreachable")
 	otherRan := false
 	resources := map[string]*Resource{
-		"ray_cluster.main":  {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{{Name: "head", Run: func(context.Context, func(string)) error { return boom }}}},
-		"vllm_serve.qwen":   {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{{Name: "serve", Run: func(context.Context, func(string)) error { t.Error("dependent ran"); return nil }}}},
-		"ray_cluster.other": {Address: "ray_cluster.other", Action: plan.Create, Steps: []Step{{Name: "head", Run: func(context.Context, func(string)) error { otherRan = true; return nil }}}},
+		"ray_cluster.main":  {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{Func{Label: "head", RunFunc: func(context.Context, func(string)) error { return boom }}}},
+		"vllm_serve.qwen":   {Address: "vllm_serve.qwen", Action: plan.Create, Steps: []Step{Func{Label: "serve", RunFunc: func(context.Context, func(string)) error { t.Error("dependent ran"); return nil }}}},
+		"ray_cluster.other": {Address: "ray_cluster.other", Action: plan.Create, Steps: []Step{Func{Label: "head", RunFunc: func(context.Context, func(string)) error { otherRan = true; return nil }}}},
 	}
 	rec := &recorder{}
 	err := Walk(context.Background(), graph(), resources, rec, Options{})
@@ -113,9 +113,9 @@ func TestWalkFailureStopsDependentsOnly(t *testing.T) {
 
 func TestWalkVerifyFailure(t *testing.T) {
 	resources := map[string]*Resource{
-		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{{
-			Name: "head", Run: func(context.Context, func(string)) error { return nil },
-			Verify: func(context.Context) error { return fmt.Errorf("head registered as 10.1.230.180") },
+		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{Func{
+			Label: "head", RunFunc: func(context.Context, func(string)) error { return nil },
+			VerifyFunc: func(context.Context) error { return fmt.Errorf("head registered as 10.1.230.180") },
 		}}},
 	}
 	err := Walk(context.Background(), graph(), resources, &recorder{}, Options{})
@@ -129,8 +129,8 @@ func TestWalkGracefulStop(t *testing.T) {
 	second := false
 	resources := map[string]*Resource{
 		"ray_cluster.main": {Address: "ray_cluster.main", Action: plan.Create, Steps: []Step{
-			{Name: "head", Run: func(context.Context, func(string)) error { close(stop); return nil }},
-			{Name: "workers", Run: func(context.Context, func(string)) error { second = true; return nil }},
+			Func{Label: "head", RunFunc: func(context.Context, func(string)) error { close(stop); return nil }},
+			Func{Label: "workers", RunFunc: func(context.Context, func(string)) error { second = true; return nil }},
 		}},
 	}
 	err := Walk(context.Background(), graph(), resources, &recorder{}, Options{Stop: stop})
@@ -150,7 +150,7 @@ func TestAheadPartReportsNoCompletion(t *testing.T) {
 	g := dag.New()
 	g.Add("vllm_serve.qwen#stop")
 	rs := map[string]*Resource{"vllm_serve.qwen#stop": {Address: "vllm_serve.qwen", Action: plan.Replace, Ahead: true,
-		Steps: []Step{{Name: "stop", Run: func(context.Context, func(string)) error { return nil }}}}}
+		Steps: []Step{Func{Label: "stop", RunFunc: func(context.Context, func(string)) error { return nil }}}}}
 	rec := &recorder{}
 	if err := Walk(context.Background(), g, rs, rec, Options{}); err != nil {
 		t.Fatal(err)
@@ -167,8 +167,8 @@ func TestPrepare(t *testing.T) {
 	fail := func(context.Context, func(string)) error { return errors.New("no such image") }
 	rec := &recorder{}
 	err := Prepare(context.Background(), []*Resource{
-		{Address: "ray_cluster.a", Action: plan.Replace, Steps: []Step{{Name: "image", Run: fail}, {Name: "ray", Run: ok}}},
-		{Address: "ray_cluster.b", Action: plan.Create, Steps: []Step{{Name: "image", Run: ok}, {Name: "ray", Run: ok}}},
+		{Address: "ray_cluster.a", Action: plan.Replace, Steps: []Step{Func{Label: "image", RunFunc: fail}, Func{Label: "ray", RunFunc: ok}}},
+		{Address: "ray_cluster.b", Action: plan.Create, Steps: []Step{Func{Label: "image", RunFunc: ok}, Func{Label: "ray", RunFunc: ok}}},
 	}, rec, Options{})
 	var se *StepError
 	if !errors.As(err, &se) || se.Address != "ray_cluster.a" || se.Step != "image" {
@@ -181,7 +181,7 @@ func TestPrepare(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
-	err = Prepare(context.Background(), []*Resource{{Address: "ray_cluster.a", Steps: []Step{{Name: "image", Run: ok}}}}, &recorder{}, Options{Stop: stop})
+	err = Prepare(context.Background(), []*Resource{{Address: "ray_cluster.a", Steps: []Step{Func{Label: "image", RunFunc: ok}}}}, &recorder{}, Options{Stop: stop})
 	if !errors.Is(err, ErrInterrupted) {
 		t.Errorf("Prepare after a stop: %v, want ErrInterrupted", err)
 	}

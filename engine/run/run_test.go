@@ -255,7 +255,7 @@ func (w *world) PrepareSteps(_ run.Env, obs *run.Observation, addr string) []app
 	if obs.Result.Work[addr].Action() != plan.Create {
 		return nil
 	}
-	return []apply.Step{{Name: "pull", Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{Label: "pull", RunFunc: func(context.Context, func(string)) error {
 		w.record("prepare " + addr)
 		return nil
 	}}}
@@ -265,7 +265,7 @@ func (w *world) Walk(_ context.Context, _ run.Env, obs *run.Observation) run.Wal
 	out := run.WalkSteps{Steps: map[string][]apply.Step{}}
 	for addr, wk := range obs.Result.Work {
 		action := wk.Action()
-		out.Steps[addr] = []apply.Step{{Name: string(action), Run: func(ctx context.Context, _ func(string)) error {
+		out.Steps[addr] = []apply.Step{apply.Func{Label: string(action), RunFunc: func(ctx context.Context, _ func(string)) error {
 			w.record(string(action) + " " + addr)
 			if f := w.during[addr]; f != nil {
 				if err := f(ctx); err != nil {
@@ -291,7 +291,7 @@ func (w *world) Walk(_ context.Context, _ run.Env, obs *run.Observation) run.Wal
 			continue
 		}
 		out.Ahead = append(out.Ahead, run.Ahead{Node: addr + "#stop", Before: before, Resource: &apply.Resource{Address: addr, Action: plan.Replace, Ahead: true,
-			Steps: []apply.Step{{Name: "stop", Run: func(context.Context, func(string)) error {
+			Steps: []apply.Step{apply.Func{Label: "stop", RunFunc: func(context.Context, func(string)) error {
 				w.record("stop " + addr)
 				return nil
 			}}}}})
@@ -303,7 +303,7 @@ func (w *world) OrderDestroy(*dag.Graph, map[string]run.Work) {}
 
 func (w *world) AwaitSteps(_ run.Env, _ *run.Observation, rw run.Work) []apply.Step {
 	addr := rw.Address()
-	return []apply.Step{{Name: "await", Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{Label: "await", RunFunc: func(context.Context, func(string)) error {
 		w.record("await " + addr)
 		w.mu.Lock()
 		defer w.mu.Unlock()

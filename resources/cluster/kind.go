@@ -309,7 +309,7 @@ func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
 	if len(r.started) == 0 {
 		return nil
 	}
-	return []apply.Step{r.imageStep(r.started), r.rayStep(r.started)}
+	return []apply.Step{newImageStep(r, r.started), newRayStep(r, r.started)}
 }
 
 // Logs are its containers' logs (docker logs), on every node or on

@@ -425,9 +425,9 @@ func SortedSet(m map[string]bool) []string {
 
 // Unsupported is the one step of work no kind can carry out: it fails.
 func Unsupported(w *kind.Work) []apply.Step {
-	return []apply.Step{{
-		Name: "unsupported work",
-		Run: func(context.Context, func(string)) error {
+	return []apply.Step{apply.Func{
+		Label: "unsupported work",
+		RunFunc: func(context.Context, func(string)) error {
 			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
 		},
 	}}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
@@ -13,87 +12,63 @@ import (
 
 // Steps are apply's steps for w, as its Decision's transfers say: stage
 // from each node with a complete copy to the nodes lacking something on
-// its network, node to node over the fabric; for each network where no
-// node has one, download from the hub onto one node, then stage from it
-// to the others of that network. Each reports every
-// receiver's progress (bytes, rate, ETA) as a line per node. They change
-// nothing that runs (files are written under their final names only once
-// verified), so apply runs them before it stops or starts anything: a
-// serve keeps serving while its weights are staged, and a failure leaves
-// every serve as it was.
+// its network, node to node over the fabric (stageStep); for each network
+// where no node has one, download from the hub onto one node
+// (downloadStep), then stage from it to the others of that network. Each
+// reports every receiver's progress (bytes, rate, ETA) as a line per
+// node. They change nothing that runs (files are written under their final
+// names only once verified), so apply runs them before it stops or starts
+// anything: a serve keeps serving while its weights are staged, and a
+// failure leaves every serve as it was.
 func (w *Work) Steps(conns map[string]transport.Conn, opt StageOptions) []apply.Step {
-	d := w.Decision
-	repo := w.Manifest.Repo
-	peer := func(n string) (Peer, error) {
-		c := conns[n]
-		if c == nil {
-			return Peer{}, fmt.Errorf("%s: no connection to stage %s", n, repo)
-		}
-		return Peer{Name: n, Conn: c, Addr: w.Addrs[n], Layout: w.Layouts[n]}, nil
-	}
-	peers := func(ns []string) ([]Peer, error) {
-		var out []Peer
-		for _, n := range ns {
-			p, err := peer(n)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		}
-		return out, nil
-	}
-	withProgress := func(progress func(string)) StageOptions {
-		o := opt
-		o.Progress = func(p Progress) { progress(p.String()) }
-		return o
-	}
-	stage := func(from string, to []string) apply.Step {
-		return apply.Step{
-			Name: fmt.Sprintf("stage %s (%s) from %s to %s over the fabric", repo, GB(w.Manifest.Bytes()), from, strings.Join(to, ", ")),
-			Run: func(ctx context.Context, progress func(string)) error {
-				src, err := peer(from)
-				if err != nil {
-					return err
-				}
-				if !src.Addr.IsValid() {
-					return fmt.Errorf("%s: no fabric address to serve %s from", from, repo)
-				}
-				dsts, err := peers(to)
-				if err != nil {
-					return err
-				}
-				if err := Stage(ctx, w.Manifest, src, dsts, withProgress(progress)); err != nil {
-					return err
-				}
-				return w.record(ctx, append([]Peer{src}, dsts...))
-			},
-		}
-	}
-	download := func(dl string) apply.Step {
-		return apply.Step{
-			Name: fmt.Sprintf("download %s@%s (%s) to %s from the hub %s", repo, w.Manifest.Commit[:min(12, len(w.Manifest.Commit))], GB(w.Manifest.Bytes()), dl, w.Model.Endpoint),
-			Run: func(ctx context.Context, progress func(string)) error {
-				p, err := peer(dl)
-				if err != nil {
-					return err
-				}
-				if err := Download(ctx, w.Manifest, p, Hub{Endpoint: w.Model.Endpoint, Token: w.Model.Token}, withProgress(progress)); err != nil {
-					return err
-				}
-				return w.record(ctx, []Peer{p})
-			},
-		}
-	}
+	t := &transfers{w: w, conns: conns, opt: opt}
 	var steps []apply.Step
-	for _, t := range d.Transfers() {
-		if t.Download {
-			steps = append(steps, download(t.From))
+	for _, tr := range w.Decision.Transfers() {
+		if tr.Download {
+			steps = append(steps, &downloadStep{t: t, node: tr.From})
 		}
-		if len(t.To) > 0 {
-			steps = append(steps, stage(t.From, t.To))
+		if len(tr.To) > 0 {
+			steps = append(steps, &stageStep{t: t, from: tr.From, to: tr.To})
 		}
 	}
 	return steps
+}
+
+// transfers is what the steps of one model's work share, read-only: the
+// work, the connections to its nodes and the transfers' options.
+type transfers struct {
+	w     *Work
+	conns map[string]transport.Conn
+	opt   StageOptions
+}
+
+// peer is node as a transfer's end.
+func (t *transfers) peer(node string) (Peer, error) {
+	c := t.conns[node]
+	if c == nil {
+		return Peer{}, fmt.Errorf("%s: no connection to stage %s", node, t.w.Manifest.Repo)
+	}
+	return Peer{Name: node, Conn: c, Addr: t.w.Addrs[node], Layout: t.w.Layouts[node]}, nil
+}
+
+// peers are nodes as a transfer's ends.
+func (t *transfers) peers(nodes []string) ([]Peer, error) {
+	var out []Peer
+	for _, n := range nodes {
+		p, err := t.peer(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// options are the transfers' options reporting to a step's progress.
+func (t *transfers) options(progress func(string)) StageOptions {
+	o := t.opt
+	o.Progress = func(p Progress) { progress(p.String()) }
+	return o
 }
 
 // record writes the manifest on each of peers, whose copies are verified

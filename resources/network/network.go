@@ -426,101 +426,127 @@ func ucxDevices(hcas []string) string {
 // MTU, no two nodes share an address, and every node routes to every peer
 // over the fabric interface.
 func (Kind) Plan(p kind.Planner) {
-	cfg, facts := p.Config(), p.Facts()
-	finding := func(addr, host, summary, detail, fix string) {
+	facts := p.Facts()
+	find := func(addr, host, summary, detail, fix string) {
 		p.Finding(plan.Finding{Severity: plan.Error, Address: addr, Host: host, Summary: summary, Detail: detail, Fix: fix})
 	}
-	for _, nw := range sorted(cfg) {
+	for _, nw := range sorted(p.Config()) {
 		addrs, ifaces := nw.Found(facts)
-		seen := map[netip.Addr]string{}
-		for _, node := range nw.Nodes {
-			hf := kind.Usable(facts, node)
-			if hf == nil {
-				continue
-			}
-			want := nw.InterfaceFor(node)
-			if want != "" {
-				link, ok := hf.Links.ByName(want)
-				if !ok {
-					var names []string
-					for _, l := range hf.Links.List {
-						names = append(names, l.Name)
-					}
-					finding(nw.Addr, node, fmt.Sprintf("interface %s does not exist on %s", want, node),
-						"The host has: "+strings.Join(names, ", ")+".", interfaceFix(nw, node, hf))
-					continue
-				}
-				if !link.Up() {
-					detail, fix := "operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want)
-					if slices.Contains(link.Flags, "UP") {
-						// Administratively up, no link: the kernel says
-						// NO-CARRIER. Setting it up again changes nothing.
-						detail = "operstate " + link.OperState + ", flags " + strings.Join(link.Flags, ",") + ": the interface is up but has no carrier"
-						fix = fmt.Sprintf("no carrier on %s: check the cable and the switch port it is plugged into", want)
-					}
-					finding(nw.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node), detail, fix)
-				}
-				if nw.MTU > 0 && link.MTU != nw.MTU {
-					finding(nw.Addr, node, fmt.Sprintf("MTU of %s on %s is %d, want %d", want, node, link.MTU, nw.MTU),
-						"", fmt.Sprintf("sudo ip link set %s mtu %d (and make it persistent in the host's network config)", want, nw.MTU))
-				}
-			}
-			addr, ok := addrs[node]
-			if !ok {
-				var on []string
-				for _, a := range hf.Addresses.In(nw.CIDR) {
-					on = append(on, a.Prefix.String()+" on "+a.Interface)
-				}
-				detail := fmt.Sprintf("No address in %s", nw.CIDR)
-				if want != "" {
-					detail += " on " + want
-				}
-				if len(on) > 0 {
-					detail += "; found " + strings.Join(on, ", ") + " instead"
-				}
-				detail += ". Ray, vLLM and NCCL would fall back to the default route's address, which the other nodes may not reach (the c10d failure)."
-				ifname := want
-				if ifname == "" {
-					ifname = "<fabric interface>"
-				}
-				finding(nw.Addr, node, fmt.Sprintf("%s has no address in %s", node, nw.CIDR), detail,
-					fmt.Sprintf("assign one: sudo ip addr add %s dev %s", exampleAddr(nw.CIDR), ifname))
-				continue
-			}
-			if other, dup := seen[addr]; dup {
-				finding(nw.Addr, node, fmt.Sprintf("%s and %s share the fabric address %s", other, node, addr),
-					"Ray identifies nodes by IP: two nodes with one address register as one.", "give each node its own address in "+nw.CIDR.String())
-			}
-			seen[addr] = node
-		}
+		nw.checkNodes(facts, addrs, find)
 		// Routes: every node must reach every peer over the fabric.
 		for _, node := range nw.Nodes {
-			hf := kind.Usable(facts, node)
-			if hf == nil {
-				continue
+			if hf := kind.Usable(facts, node); hf != nil {
+				nw.checkRoutes(node, hf, addrs, ifaces[node], find)
 			}
-			iface := ifaces[node]
-			for _, rc := range hf.RouteChecks {
-				if rc.Peer == "" || !slices.Contains(nw.Nodes, rc.Peer) {
-					continue
-				}
-				if _, known := addrs[rc.Peer]; !known && !rc.Addr.IsValid() {
-					// The peer's fabric address is unknown: its own
-					// finding (unreachable, no such interface, no
-					// address) says why; a route to nowhere adds nothing.
-					continue
-				}
-				switch {
-				case rc.Err != "":
-					finding(nw.Addr, node, fmt.Sprintf("%s has no route to %s's fabric address %s", node, rc.Peer, rc.Addr),
-						rc.Err, fmt.Sprintf("check that %s and %s are on the same fabric subnet (%s) and the link is up", node, rc.Peer, nw.CIDR))
-				case iface != "" && rc.Dev != "" && rc.Dev != iface:
-					finding(nw.Addr, node,
-						fmt.Sprintf("%s routes to %s (%s) via %s, not the fabric interface %s", node, rc.Peer, rc.Addr, rc.Dev, iface),
-						"Traffic to the peer would leave on the wrong network (asymmetric routing); NCCL and c10d connections may hang or fail.",
-						fmt.Sprintf("remove the conflicting route on %s (ip route show to match %s) so that %s is reached via %s", node, rc.Addr, rc.Addr, iface))
-				}
-			}
+		}
+	}
+}
+
+// finder reports an error finding of the plan.
+type finder func(addr, host, summary, detail, fix string)
+
+// checkNodes finds, on every observed node, a fabric interface missing,
+// down or of another MTU, no address in the network's CIDR, and an
+// address two nodes share.
+func (n *Network) checkNodes(facts *observe.Facts, addrs map[string]netip.Addr, find finder) {
+	seen := map[netip.Addr]string{}
+	for _, node := range n.Nodes {
+		hf := kind.Usable(facts, node)
+		if hf == nil {
+			continue
+		}
+		if want := n.InterfaceFor(node); want != "" && !n.checkLink(node, hf, want, find) {
+			continue
+		}
+		addr, ok := addrs[node]
+		if !ok {
+			n.noAddress(node, hf, find)
+			continue
+		}
+		if other, dup := seen[addr]; dup {
+			find(n.Addr, node, fmt.Sprintf("%s and %s share the fabric address %s", other, node, addr),
+				"Ray identifies nodes by IP: two nodes with one address register as one.", "give each node its own address in "+n.CIDR.String())
+		}
+		seen[addr] = node
+	}
+}
+
+// checkLink finds the declared interface want missing on node (ok false),
+// down, or of another MTU than the network's.
+func (n *Network) checkLink(node string, hf *observe.HostFacts, want string, find finder) (ok bool) {
+	link, ok := hf.Links.ByName(want)
+	if !ok {
+		var names []string
+		for _, l := range hf.Links.List {
+			names = append(names, l.Name)
+		}
+		find(n.Addr, node, fmt.Sprintf("interface %s does not exist on %s", want, node),
+			"The host has: "+strings.Join(names, ", ")+".", interfaceFix(n, node, hf))
+		return false
+	}
+	if !link.Up() {
+		detail, fix := "operstate "+link.OperState, fmt.Sprintf("bring it up: sudo ip link set %s up (and check the cable)", want)
+		if slices.Contains(link.Flags, "UP") {
+			// Administratively up, no link: the kernel says NO-CARRIER.
+			// Setting it up again changes nothing.
+			detail = "operstate " + link.OperState + ", flags " + strings.Join(link.Flags, ",") + ": the interface is up but has no carrier"
+			fix = fmt.Sprintf("no carrier on %s: check the cable and the switch port it is plugged into", want)
+		}
+		find(n.Addr, node, fmt.Sprintf("fabric interface %s is down on %s", want, node), detail, fix)
+	}
+	if n.MTU > 0 && link.MTU != n.MTU {
+		find(n.Addr, node, fmt.Sprintf("MTU of %s on %s is %d, want %d", want, node, link.MTU, n.MTU),
+			"", fmt.Sprintf("sudo ip link set %s mtu %d (and make it persistent in the host's network config)", want, n.MTU))
+	}
+	return true
+}
+
+// noAddress reports that node has no address in the network's CIDR (on
+// its declared interface), naming what it has instead.
+func (n *Network) noAddress(node string, hf *observe.HostFacts, find finder) {
+	want := n.InterfaceFor(node)
+	var on []string
+	for _, a := range hf.Addresses.In(n.CIDR) {
+		on = append(on, a.Prefix.String()+" on "+a.Interface)
+	}
+	detail := fmt.Sprintf("No address in %s", n.CIDR)
+	if want != "" {
+		detail += " on " + want
+	}
+	if len(on) > 0 {
+		detail += "; found " + strings.Join(on, ", ") + " instead"
+	}
+	detail += ". Ray, vLLM and NCCL would fall back to the default route's address, which the other nodes may not reach (the c10d failure)."
+	ifname := want
+	if ifname == "" {
+		ifname = "<fabric interface>"
+	}
+	find(n.Addr, node, fmt.Sprintf("%s has no address in %s", node, n.CIDR), detail,
+		fmt.Sprintf("assign one: sudo ip addr add %s dev %s", exampleAddr(n.CIDR), ifname))
+}
+
+// checkRoutes finds, on node, a peer of the network it has no route to,
+// or reaches through another interface than its fabric interface iface.
+func (n *Network) checkRoutes(node string, hf *observe.HostFacts, addrs map[string]netip.Addr, iface string, find finder) {
+	for _, rc := range hf.RouteChecks {
+		if rc.Peer == "" || !slices.Contains(n.Nodes, rc.Peer) {
+			continue
+		}
+		if _, known := addrs[rc.Peer]; !known && !rc.Addr.IsValid() {
+			// The peer's fabric address is unknown: its own finding
+			// (unreachable, no such interface, no address) says why; a
+			// route to nowhere adds nothing.
+			continue
+		}
+		switch {
+		case rc.Err != "":
+			find(n.Addr, node, fmt.Sprintf("%s has no route to %s's fabric address %s", node, rc.Peer, rc.Addr),
+				rc.Err, fmt.Sprintf("check that %s and %s are on the same fabric subnet (%s) and the link is up", node, rc.Peer, n.CIDR))
+		case iface != "" && rc.Dev != "" && rc.Dev != iface:
+			find(n.Addr, node,
+				fmt.Sprintf("%s routes to %s (%s) via %s, not the fabric interface %s", node, rc.Peer, rc.Addr, rc.Dev, iface),
+				"Traffic to the peer would leave on the wrong network (asymmetric routing); NCCL and c10d connections may hang or fail.",
+				fmt.Sprintf("remove the conflicting route on %s (ip route show to match %s) so that %s is reached via %s", node, rc.Addr, rc.Addr, iface))
 		}
 	}
 }

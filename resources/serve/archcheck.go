@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
@@ -408,60 +407,6 @@ func shortImage(ref, id string) string {
 		return short
 	}
 	return fmt.Sprintf("%s (%s)", ref, short)
-}
-
-// archStep asks the head container's image what its vLLM and transformers
-// know (once per image ID, recorded in the state) and judges the model:
-// an error stops the apply before vllm serve starts; a warning is shown.
-// A query that cannot run (no python3, no vLLM) says so and stops nothing.
-func (r *serveRun) archStep() apply.Step {
-	return apply.Step{
-		Name: fmt.Sprintf("check the model's architecture against the image on %s", r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
-			ac := r.s.Arch
-			if ac == nil {
-				return nil // the model check after staging found nothing to ask
-			}
-			res, err := r.e.Read(ctx, r.node(), "docker", "inspect", "--format", "{{.Image}} {{.Config.Image}}", r.spec.Container)
-			id, ref, _ := strings.Cut(strings.TrimSpace(string(res.Stdout)), " ")
-			if err != nil || !strings.HasPrefix(id, "sha256:") {
-				progress(fmt.Sprintf("not checked: the image ID of %s on %s is unknown (%v)", r.spec.Container, r.node(), err))
-				return nil
-			}
-			im, known := state.Image{}, false
-			if r.e.State != nil {
-				im, known = r.e.State.Image(id)
-				known = known && answerCurrent(im)
-			}
-			if known {
-				progress(fmt.Sprintf("the image %s answered on %s (the query took %.1f s)", shortImage("", id), im.CheckedAt.Format(time.DateOnly), im.Seconds))
-			} else {
-				var ok bool
-				im, ok = r.queryImage(ctx, id, ref, progress)
-				if !ok {
-					return nil
-				}
-			}
-			findings, skipped := modelfit.CheckArchitecture(ac.Config, registry(im), ac.TrustRemoteCode)
-			if skipped != "" {
-				progress("not checked: " + skipped)
-				return nil
-			}
-			var errs []string
-			for _, f := range findings {
-				if f.Severity == modelfit.Warning {
-					progress(fmt.Sprintf("warning: %s: %s. %s", ac.At, f.Summary, f.Fix))
-					continue
-				}
-				errs = append(errs, fmt.Sprintf("%s: %s\n  %s\n  %s\n  fix: %s", ac.At, f.Summary, f.Detail, ac.Source, f.Fix))
-			}
-			if len(errs) > 0 {
-				return fmt.Errorf("vllm serve %s was not started: the model does not fit the image on %s:\n%s", r.spec.Name, r.node(), strings.Join(errs, "\n"))
-			}
-			progress(fmt.Sprintf("the image's vLLM %s and transformers %s know %s (%s)", answerOf(im).VLLM, answerOf(im).Transformers, strings.Join(ac.Config.Architectures, ", "), ac.Config.ModelType))
-			return nil
-		},
-	}
 }
 
 // queryImage runs archQuery in the head container and records the answer

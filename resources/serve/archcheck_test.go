@@ -89,9 +89,9 @@ func TestArchStep(t *testing.T) {
 	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
 	run := func(container string) (string, error) {
 		w := &kind.Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}
-		r := &serveRun{e: env, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
+		r := newServeRun(env, w)
 		var lines []string
-		err := r.archStep().Run(context.Background(), func(l string) { lines = append(lines, l) })
+		err := newArchStep(r).Run(context.Background(), func(l string) { lines = append(lines, l) })
 		return strings.Join(lines, "\n"), err
 	}
 

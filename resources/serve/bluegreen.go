@@ -127,25 +127,30 @@ func (p *planner) blueGreen(sv *VLLMServe, rc *cluster.RayCluster) ([]gpuNode, b
 	return nodes, true
 }
 
-// blueGreenSteps replace the serve blue/green: the read-only checks, a
-// leftover new generation stopped, the new generation started and
-// proven, the switch, and the completion test through the endpoint.
+// blueGreenSteps replace the serve blue/green: the read-only checks, the
+// new generation started and proven beside the running one (a leftover
+// one stopped first), the switch, and the completion test through the
+// endpoint.
 func blueGreenSteps(r *serveRun) []apply.Step {
 	var steps []apply.Step
 	if r.s.Model != nil {
-		steps = append(steps, r.modelCheckStep())
+		steps = append(steps, newModelCheckStep(r))
 	}
 	if r.s.Arch != nil || r.s.Model != nil {
-		steps = append(steps, r.archStep())
+		steps = append(steps, newArchStep(r))
 	}
 	g := &greenRun{r: r}
-	return append(steps, g.startStep(), g.switchStep(), r.completionStep())
+	return append(steps, &greenStartStep{g}, &switchStep{g}, newCompletionStep(r))
 }
 
-// greenRun is the new generation of a blue/green replacement.
+// greenRun is the new generation of a blue/green replacement, shared by
+// its start and switch steps.
 type greenRun struct {
 	r    *serveRun
 	next *serveRun
+	// l is how the new generation's start went; loaded how long it took.
+	l      launch
+	loaded time.Duration
 	// stopStart is set when the head container cannot run the front: the
 	// start step replaced the serve stop-then-start.
 	stopStart bool
@@ -159,55 +164,68 @@ const frontTakeOver = 30 * time.Second
 // freePortScript prints a free loopback port of the head container.
 const freePortScript = `python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'`
 
-func (g *greenRun) startStep() apply.Step {
-	r := g.r
-	return apply.Step{
-		Name: fmt.Sprintf("start the new vllm serve %s beside the running one on %s (blue/green, on a loopback port)", r.spec.Name, r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
-			// A new generation an interrupted replacement left holds GPUs.
-			if _, err := r.exec(ctx, "true; "+nextStopScript(r.spec), true); err != nil {
-				return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
-			}
-			res, err := r.exec(ctx, freePortScript, false)
-			if hostenv.ExitCode(err) == 127 {
-				// No python3 in the image for the front (every vLLM image
-				// has it; the lab's simnode-only images do not).
-				g.stopStart = true
-				progress("the head container has no python3 for the serve's front: stop-then-start instead")
-				if err := r.stopStep().Run(ctx, progress); err != nil {
-					return err
-				}
-				if err := (stopFrontStep{r}).Run(ctx, progress); err != nil {
-					return err
-				}
-				return r.startStep().Run(ctx, progress)
-			}
-			port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
-			if err != nil || perr != nil || port <= 0 {
-				return fmt.Errorf("finding a free loopback port for the new vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
-			}
-			g.next = &serveRun{e: r.e, w: r.w, s: r.s, spec: r.spec.nextSpec(port)}
-			progress(fmt.Sprintf("the new serve listens on 127.0.0.1:%d until the switch", port))
-			began := r.e.Now()
-			err = g.next.start(ctx, progress)
-			if err == nil {
-				err = g.next.verifyHTTP(ctx)
-			}
-			if err != nil {
-				// The old one never stopped: it still serves.
-				// Its log becomes the serve's previous one (logs -previous).
-				keep := fmt.Sprintf("; mv -f %s %s", shell.Quote(g.next.spec.LogPath()), shell.Quote(r.spec.PreviousLogPath()))
-				_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec)+keep, true)
-				if ctx.Err() == nil {
-					r.markFailed(ctx, FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second), Restored: true})
-				}
-				return fmt.Errorf("%w\n\nThe new serve was stopped (`rayform logs -previous %s` shows its log); vllm serve %s keeps serving as before (blue/green: no downtime).", err, r.w.Address, r.spec.Name)
-			}
-			g.next.loaded = r.e.Now().Sub(began)
-			return nil
-		},
-	}
+// greenStartStep starts the new generation on a free loopback port beside
+// the running serve and proves it (/health, /v1/models); one that fails is
+// stopped and recorded as a failed start, and the old one keeps serving.
+type greenStartStep struct{ g *greenRun }
+
+// Name names the serve and its head.
+func (s *greenStartStep) Name() string {
+	return fmt.Sprintf("start the new vllm serve %s beside the running one on %s (blue/green, on a loopback port)", s.g.r.spec.Name, s.g.r.node())
 }
+
+// Check always starts: the plan decided that the serve must be replaced.
+func (s *greenStartStep) Check(context.Context) (bool, error) { return false, nil }
+
+// Run starts the new generation and waits for its answer.
+func (s *greenStartStep) Run(ctx context.Context, progress func(string)) error {
+	g := s.g
+	r := g.r
+	// A new generation an interrupted replacement left holds GPUs.
+	if _, err := r.exec(ctx, "true; "+nextStopScript(r.spec), true); err != nil {
+		return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
+	}
+	res, err := r.exec(ctx, freePortScript, false)
+	if hostenv.ExitCode(err) == 127 {
+		// No python3 in the image for the front (every vLLM image has
+		// it; the lab's simnode-only images do not).
+		g.stopStart = true
+		progress("the head container has no python3 for the serve's front: stop-then-start instead")
+		if err := newStopStep(r).Run(ctx, progress); err != nil {
+			return err
+		}
+		if err := (stopFrontStep{r}).Run(ctx, progress); err != nil {
+			return err
+		}
+		return newStartStep(r).Run(ctx, progress)
+	}
+	port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil || perr != nil || port <= 0 {
+		return fmt.Errorf("finding a free loopback port for the new vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
+	}
+	g.next = &serveRun{e: r.e, w: r.w, s: r.s, spec: r.spec.nextSpec(port)}
+	progress(fmt.Sprintf("the new serve listens on 127.0.0.1:%d until the switch", port))
+	began := r.e.Now()
+	err = g.next.start(ctx, &g.l, progress)
+	if err == nil {
+		err = g.next.verifyHTTP(ctx)
+	}
+	if err != nil {
+		// The old one never stopped: it still serves. The new one's log
+		// becomes the serve's previous one (logs -previous).
+		keep := fmt.Sprintf("; mv -f %s %s", shell.Quote(g.next.spec.LogPath()), shell.Quote(r.spec.PreviousLogPath()))
+		_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec)+keep, true)
+		if ctx.Err() == nil {
+			r.markFailed(ctx, g.l, FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second), Restored: true})
+		}
+		return fmt.Errorf("%w\n\nThe new serve was stopped (`rayform logs -previous %s` shows its log); vllm serve %s keeps serving as before (blue/green: no downtime).", err, r.w.Address, r.spec.Name)
+	}
+	g.loaded = r.e.Now().Sub(began)
+	return nil
+}
+
+// Verify has nothing more to read back: Run waited for the answer.
+func (s *greenStartStep) Verify(context.Context) error { return nil }
 
 // nextStopScript stops the new generation of s (its pid file under the
 // next name) and removes its pid, record and lock.
@@ -232,61 +250,72 @@ func promoteScript(s ServeSpec) string {
 	}, " && ")
 }
 
-func (g *greenRun) switchStep() apply.Step {
-	r := g.r
-	return apply.Step{
-		Name: fmt.Sprintf("switch the endpoint of vllm serve %s on %s to the new serve, then stop the old one (blue/green)", r.spec.Name, r.node()),
-		Run: func(ctx context.Context, progress func(string)) error {
-			if g.stopStart {
-				return nil
-			}
-			if g.next == nil {
-				return errors.New("no new generation started")
-			}
-			host := r.spec.ListenHost()
-			if host == "" {
-				return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
-			}
-			progress(fmt.Sprintf("switching the endpoint of vllm serve %s to the new serve on 127.0.0.1:%d", r.spec.Name, g.next.spec.Port))
-			// New connections go to the new generation from here on.
-			script := r.spec.pointFrontScript(g.next.spec.Port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
-			res, err := r.exec(ctx, script, true)
-			if err != nil {
-				return fmt.Errorf("pointing the front of vllm serve %s on %s at the new serve: %w", r.spec.Name, r.node(), err)
-			}
-			if strings.TrimSpace(string(res.Stdout)) != "alive" {
-				// Its first blue/green: the front binds the port the
-				// moment the old vLLM lets it go.
-				if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
-					return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
-				}
-				line := ""
-				err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
-					res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
-					line = strings.TrimSpace(string(res.Stdout))
-					return strings.Contains(line, "rayform front: listening"), err
-				})
-				if err != nil {
-					return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
-				}
-				progress(strings.TrimPrefix(line, "rayform "))
-			}
-			// The old generation: its connections drain (vLLM's graceful
-			// shutdown on SIGTERM finishes the requests it has).
-			if err := r.stopStep().Run(ctx, progress); err != nil {
-				return err
-			}
-			if _, err := r.exec(ctx, promoteScript(r.spec), true); err != nil {
-				return fmt.Errorf("making the new vllm serve %s the serve on %s: %w", r.spec.Name, r.node(), err)
-			}
-			if err := r.verifyHTTP(ctx); err != nil {
-				return fmt.Errorf("the endpoint of vllm serve %s after the switch: %w", r.spec.Name, err)
-			}
-			progress(fmt.Sprintf("switched %s to the new serve without downtime (blue/green; it loaded in %.0f s beside the old one)", r.spec.LocalURL(""), g.next.loaded.Seconds()))
-			r.loaded = g.next.loaded
-			r.owner = g.next.owner
-			return r.keepGood(ctx, g.next.loaded)
-		},
-		Verify: r.verifyHTTP,
-	}
+// switchStep points the serve's front at the new generation (starting
+// the front at the serve's first switch, which takes the port from the old
+// vLLM), stops the old generation, makes the new one the serve, and
+// checks the endpoint.
+type switchStep struct{ g *greenRun }
+
+// Name names the serve and its head.
+func (s *switchStep) Name() string {
+	return fmt.Sprintf("switch the endpoint of vllm serve %s on %s to the new serve, then stop the old one (blue/green)", s.g.r.spec.Name, s.g.r.node())
 }
+
+// Check always switches: the new generation is started for it.
+func (s *switchStep) Check(context.Context) (bool, error) { return false, nil }
+
+// Run switches.
+func (s *switchStep) Run(ctx context.Context, progress func(string)) error {
+	g := s.g
+	r := g.r
+	if g.stopStart {
+		return nil
+	}
+	if g.next == nil {
+		return errors.New("no new generation started")
+	}
+	host := r.spec.ListenHost()
+	if host == "" {
+		return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
+	}
+	progress(fmt.Sprintf("switching the endpoint of vllm serve %s to the new serve on 127.0.0.1:%d", r.spec.Name, g.next.spec.Port))
+	// New connections go to the new generation from here on.
+	script := r.spec.pointFrontScript(g.next.spec.Port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
+	res, err := r.exec(ctx, script, true)
+	if err != nil {
+		return fmt.Errorf("pointing the front of vllm serve %s on %s at the new serve: %w", r.spec.Name, r.node(), err)
+	}
+	if strings.TrimSpace(string(res.Stdout)) != "alive" {
+		// Its first blue/green: the front gets the port from the old
+		// vLLM (frontPy).
+		if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
+			return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
+		}
+		line := ""
+		err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
+			res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
+			line = strings.TrimSpace(string(res.Stdout))
+			return strings.Contains(line, "rayform front: listening"), err
+		})
+		if err != nil {
+			return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
+		}
+		progress(strings.TrimPrefix(line, "rayform "))
+	}
+	// The old generation: its connections drain (vLLM's graceful
+	// shutdown on SIGTERM finishes the requests it has).
+	if err := newStopStep(r).Run(ctx, progress); err != nil {
+		return err
+	}
+	if _, err := r.exec(ctx, promoteScript(r.spec), true); err != nil {
+		return fmt.Errorf("making the new vllm serve %s the serve on %s: %w", r.spec.Name, r.node(), err)
+	}
+	if err := r.verifyHTTP(ctx); err != nil {
+		return fmt.Errorf("the endpoint of vllm serve %s after the switch: %w", r.spec.Name, err)
+	}
+	progress(fmt.Sprintf("switched %s to the new serve without downtime (blue/green; it loaded in %.0f s beside the old one)", r.spec.LocalURL(""), g.loaded.Seconds()))
+	return r.keepGood(ctx, g.l.owner, g.loaded)
+}
+
+// Verify reads the endpoint's answer back.
+func (s *switchStep) Verify(ctx context.Context) error { return s.g.r.verifyHTTP(ctx) }

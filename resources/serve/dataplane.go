@@ -1,13 +1,11 @@
 package serve
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
 
-	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
@@ -47,43 +45,6 @@ func CheckNodes(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr
 		sort.Ints(nodes[0].Busy)
 	}
 	return nodes
-}
-
-// dataplaneStep runs the data-plane check on the serve's cluster, after Ray
-// is up and before vllm serve starts: a failure stops the apply with the
-// classified cause; bandwidth far below the link speed is a warning.
-func (r *serveRun) dataplaneStep() apply.Step {
-	names := make([]string, len(r.s.Check))
-	for i, n := range r.s.Check {
-		names[i] = n.Name
-	}
-	return apply.Step{
-		Name: "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names),
-		Run: func(ctx context.Context, progress func(string)) error {
-			ns, err := hostenv.Connected(r.e.Conns, r.s.Check)
-			if err != nil {
-				return err
-			}
-			rep := dataplane.Finish(ctx, r.e.Checks.Take(r.w.Address, r.s.Check), ns, r.e.Dataplane)
-			for _, line := range strings.Split(strings.TrimRight(rep.Table(), "\n"), "\n") {
-				progress(line)
-			}
-			for _, p := range rep.Problems() {
-				if p.Warning {
-					progress("warning: " + p.Text)
-				}
-			}
-			if rep.OK() {
-				progress(fmt.Sprintf("data plane ok on %d nodes (rendezvous port %d; %s)", len(rep.Nodes), rep.Port, rep.Timing()))
-				return nil
-			}
-			d := r.e.Diagnose
-			if d.Serve == "" {
-				d.Serve = r.w.Address
-			}
-			return CheckError(rep, d, "vllm serve "+r.spec.Name+" was not started")
-		},
-	}
 }
 
 // CheckError is the failure of a data-plane check: what failed on which

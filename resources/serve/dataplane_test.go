@@ -108,10 +108,10 @@ func TestDataplaneStep(t *testing.T) {
 			f2 := dpHost(t, "spark2", "192.168.200.13", tc.spark2)
 			env := &hostenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
 			steps := serve.Kind{}.Steps(env.WithDefaults(), dpWork())
-			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name, "data-plane check") || !strings.HasPrefix(steps[1].Name, "start vllm serve") {
+			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name(), "data-plane check") || !strings.HasPrefix(steps[1].Name(), "start vllm serve") {
 				var names []string
 				for _, s := range steps {
-					names = append(names, s.Name)
+					names = append(names, s.Name())
 				}
 				t.Fatalf("steps %q: want the data-plane check right before the serve starts", names)
 			}
@@ -156,8 +156,8 @@ func TestDataplaneStep(t *testing.T) {
 func TestServeWithoutCheck(t *testing.T) {
 	steps := serve.Kind{}.Steps((&hostenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
 	for _, s := range steps {
-		if strings.Contains(s.Name, "data-plane") {
-			t.Errorf("step %q without Check", s.Name)
+		if strings.Contains(s.Name(), "data-plane") {
+			t.Errorf("step %q without Check", s.Name())
 		}
 	}
 }

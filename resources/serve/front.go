@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/servedir"
@@ -277,14 +277,25 @@ func (s stopFrontStep) Verify(ctx context.Context) error {
 	return err
 }
 
-// step is the apply.Step of s.
-func (s stopFrontStep) step() apply.Step {
-	return apply.Step{Name: s.Name(), Check: s.Check, Run: s.Run, Verify: s.Verify}
-}
-
 // frontListeningScript prints the front's line that says it listens, and
 // how it got the port, once it does (its log, which each start of the
 // front begins anew).
 func (s ServeSpec) frontListeningScript() string {
 	return fmt.Sprintf("grep -m1 'rayform front: listening' %s 2>/dev/null; true", shell.Quote(s.frontLogPath()))
+}
+
+// frontContainer is the serve's head container when its front (python3,
+// in that container) is what listens on the serve's port, else "": the
+// port is then the serve's own, which its replacement frees (the stop and
+// stopFrontStep) before it starts; plan's port check leaves it alone.
+func frontContainer(hf *observe.HostFacts, spec ServeSpec) string {
+	if hf == nil {
+		return ""
+	}
+	for _, l := range hf.Listening.On(spec.Port) {
+		if l.Container == spec.Container && strings.HasPrefix(l.Process, "python") {
+			return spec.Container
+		}
+	}
+	return ""
 }

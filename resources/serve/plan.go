@@ -24,15 +24,43 @@ const memoryHeadroomLimit = 0.10
 // rayDefaultMemoryThreshold is Ray's RAY_memory_usage_threshold default.
 const rayDefaultMemoryThreshold = 0.95
 
+// serveSeen is what the head's probe says of a serve: its process record,
+// vLLM's answer on its port, and the record of a start rayform saw fail.
+type serveSeen struct {
+	head      *observe.HostFacts
+	rec       observe.ProcessRecord
+	answer    VLLM
+	failed    FailedStart
+	hasFailed bool
+}
+
+// serveVerdict is a serve's action and why: the configuration's changes
+// (reasons) and what changed outside rayform (drift).
+type serveVerdict struct {
+	action         plan.Action
+	reasons, drift []string
+}
+
+func (v *serveVerdict) because(a plan.Action, reason string) {
+	v.action = a
+	v.reasons = append(v.reasons, reason)
+}
+
+func (v *serveVerdict) drifted(a plan.Action, why string) {
+	v.action = a
+	v.drift = append(v.drift, why)
+}
+
+// serve plans one vllm_serve: its findings, its action against what its
+// head runs, and its work.
 func (p *planner) serve(sv *VLLMServe) {
-	addr := sv.Addr
 	rc := p.cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return
 	}
 	spec, err := ServeSpecFor(p.cfg, sv)
 	if err != nil {
-		p.Find(plan.Error, addr, "", err.Error(), "", "")
+		p.Find(plan.Error, sv.Addr, "", err.Error(), "", "")
 		return
 	}
 	p.capacity(sv, rc)
@@ -40,63 +68,78 @@ func (p *planner) serve(sv *VLLMServe) {
 	p.exposure(sv, rc)
 	head := p.Host(rc.Head)
 	p.extraArgsPlan(sv, rc, head)
+	seen := serveSeen{head: head, rec: ServeRecord(head, sv.Name), answer: ServeAnswer(head, sv.Port)}
+	seen.failed, seen.hasFailed = FailedStartOf(head, spec, p.Project())
+	v := p.serveAction(sv, rc, spec, seen)
+	p.planServe(sv, rc, spec, seen, v)
+}
+
+// serveAction judges the serve against its cluster's action and what its
+// head runs.
+func (p *planner) serveAction(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpec, seen serveSeen) serveVerdict {
+	v := serveVerdict{action: plan.NoOp}
 	clusterAction, _ := p.Planned(rc.Addr)
-	rec := ServeRecord(head, sv.Name)
-	answer := ServeAnswer(head, sv.Port)
-	failed, hasFailed := FailedStartOf(head, spec, p.Project())
-	action := plan.NoOp
-	var reasons, drift []string
+	rec := seen.rec
 	switch {
-	case head == nil:
+	case seen.head == nil:
 		// Unobservable head: a finding already says so.
 	case clusterAction == plan.Create:
-		action = plan.Create
+		v.action = plan.Create
 	case clusterAction == plan.Replace:
-		action = plan.Create
+		v.action = plan.Create
 		if rec.Found {
-			action = plan.Replace
-			reasons = append(reasons, "its Ray cluster is replaced")
+			v.because(plan.Replace, "its Ray cluster is replaced")
 		}
-	case p.Replace(addr) && rec.Found:
-		action = plan.Replace
-		reasons = append(reasons, "replacement requested with -replace")
+	case p.Replace(sv.Addr) && rec.Found:
+		v.because(plan.Replace, "replacement requested with -replace")
 	case !rec.Found:
-		action = plan.Create
-		if p.StateHas(addr) {
-			drift = append(drift, "the serve process record is gone (container recreated outside rayform)")
+		v.action = plan.Create
+		if p.StateHas(sv.Addr) {
+			v.drifted(plan.Create, "the serve process record is gone (container recreated outside rayform)")
 		}
 	case !serveCurrent(spec, rec.SpecHash) && !unknownOnly(sv, spec, rec):
-		action = plan.Replace
-		reasons = append(reasons, "the serve arguments changed")
+		v.because(plan.Replace, "the serve arguments changed")
 	case clusterAction == plan.Update:
 		// A container of a node it spans is restarted or removed: on
 		// real vLLM the serve's workers die with it, so the serve is
 		// replaced too (apply stops it before the cluster changes).
-		action = plan.Replace
-		reasons = append(reasons, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
+		v.because(plan.Replace, "its Ray cluster restarts or removes a node it spans ("+strings.Join(kind.Restarts(p.Work(rc.Addr)), ", ")+")")
 	default:
-		switch h := JudgeServe(rec, answer, spec); h.State {
-		case HealthDown:
-			action = plan.Replace
-			if hasFailed && failed.SpecHash == rec.SpecHash {
-				// rayform's own start failed: not a change outside it.
-				reasons = append(reasons, "rayform's start of it failed at "+failed.At.Format(time.DateTime)+": "+failed.Cause)
-			} else {
-				drift = append(drift, h.Detail)
-			}
-		case HealthHung, HealthUnhealthy, HealthWrongModel:
-			action = plan.Replace
-			drift = append(drift, h.Detail)
-		case HealthPortHeld:
-			// The serve runs, but another process holds its port: it can
-			// never bind it. observe did not send that process a request.
-			p.Find(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, answer.Health.HeldBy, addr),
-				fmt.Sprintf("The vllm serve process of %s runs in %s, but the process listening on port %d is not one of that container's, so vLLM cannot bind its port. rayform sent it no request.", addr, spec.Container, sv.Port),
-				fmt.Sprintf("stop what holds port %d, or set port = <a free port> on %s", sv.Port, addr))
-		case HealthStarting:
-			p.Find(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
-		}
+		p.judgeHealth(sv, rc, spec, seen, &v)
 	}
+	return v
+}
+
+// judgeHealth judges a current serve by its health: one that is down,
+// hung, unhealthy or serves another model is replaced; a port held by
+// another process is an error, a serve still starting a warning.
+func (p *planner) judgeHealth(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpec, seen serveSeen, v *serveVerdict) {
+	addr := sv.Addr
+	switch h := JudgeServe(seen.rec, seen.answer, spec); h.State {
+	case HealthDown:
+		if seen.hasFailed && seen.failed.SpecHash == seen.rec.SpecHash {
+			// rayform's own start failed: not a change outside it.
+			v.because(plan.Replace, "rayform's start of it failed at "+seen.failed.At.Format(time.DateTime)+": "+seen.failed.Cause)
+		} else {
+			v.drifted(plan.Replace, h.Detail)
+		}
+	case HealthHung, HealthUnhealthy, HealthWrongModel:
+		v.drifted(plan.Replace, h.Detail)
+	case HealthPortHeld:
+		// The serve runs, but another process holds its port: it can
+		// never bind it. observe did not send that process a request.
+		p.Find(plan.Error, addr, rc.Head, fmt.Sprintf("port %d on %s is held by %s, not by %s's serve", sv.Port, rc.Head, seen.answer.Health.HeldBy, addr),
+			fmt.Sprintf("The vllm serve process of %s runs in %s, but the process listening on port %d is not one of that container's, so vLLM cannot bind its port. rayform sent it no request.", addr, spec.Container, sv.Port),
+			fmt.Sprintf("stop what holds port %d, or set port = <a free port> on %s", sv.Port, addr))
+	case HealthStarting:
+		p.Find(plan.Warning, addr, rc.Head, "vLLM is still starting (its port is closed)", "The serve process runs; weights may still be loading.", "wait, or follow the log: docker exec "+spec.Container+" tail -f "+spec.LogPath())
+	}
+}
+
+// planServe hands the serve's findings, drift, change and work to the
+// plan, once its action v is known.
+func (p *planner) planServe(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpec, seen serveSeen, v serveVerdict) {
+	addr, action, rec := sv.Addr, v.action, seen.rec
 	// The port must be free unless this serve's own process, running,
 	// holds it: its record says it listens there (a record without
 	// attributes, of an older rayform, is taken to).
@@ -105,26 +148,26 @@ func (p *planner) serve(sv *VLLMServe) {
 	attrs := serveAttrs(sv, spec, action, rec)
 	newModel := slices.ContainsFunc(attrs, func(c plan.AttrChange) bool { return c.Name == "model" && c.Changed() })
 	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive, newModel)
-	if action != plan.NoOp && head != nil && !ownPort {
-		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, "", []kit.PortUse{{Port: sv.Port, Attr: "port"}})
+	if action != plan.NoOp && seen.head != nil && !ownPort {
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, frontContainer(seen.head, spec), []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
-	if len(drift) > 0 {
-		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(drift, "; ")})
+	if len(v.drift) > 0 {
+		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(v.drift, "; ")})
 	}
-	if action != plan.NoOp && hasFailed && failed.SpecHash == spec.Hash() {
-		p.failedBefore(sv, spec, rec, failed)
+	if action != plan.NoOp && seen.hasFailed && seen.failed.SpecHash == spec.Hash() {
+		p.failedBefore(sv, spec, rec, seen.failed)
 	}
 	blueGreen := false
 	if action == plan.Replace && rec.Found && rec.Alive {
 		var nodes []gpuNode
 		if nodes, blueGreen = p.blueGreen(sv, rc); blueGreen {
-			reasons = append(reasons, blueGreenReason(nodes))
+			v.reasons = append(v.reasons, blueGreenReason(nodes))
 		} else {
-			reasons = append(reasons, p.downtime(sv, rc, head, spec))
+			v.reasons = append(v.reasons, p.downtime(sv, rc, seen.head, spec))
 		}
 	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
-		Hosts: []string{rc.Head}, Reasons: append(drift, reasons...), Attrs: attrs})
+		Hosts: []string{rc.Head}, Reasons: append(v.drift, v.reasons...), Attrs: attrs})
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
 			Do: &ServeWork{Spec: spec, Stop: (rec.Found || action == plan.Replace) && !blueGreen, BlueGreen: blueGreen, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,

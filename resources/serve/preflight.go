@@ -183,7 +183,6 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if head := p.Host(rc.Head); head != nil {
 		p.kernelPlan(sv, rc, head)
 	}
-	var later *ModelCheck
 	skip := func(why string) {
 		p.Note(fmt.Sprintf("the model preflight of %s did not run: %s.", sv.Addr, why))
 	}
@@ -196,6 +195,42 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 	if head == nil {
 		return nil, nil // the head was not observed: a finding says so
 	}
+	s := p.fitOnHead(sv, rc, head, running)
+	var later *ModelCheck
+	if weightsFor(p.cfg, sv) != nil {
+		later = &ModelCheck{Node: rc.Head, Files: m, Serve: s, sv: sv}
+	}
+	mc, where, why, notYet := p.headModelConfig(sv, rc, head, m)
+	switch {
+	case notYet:
+		skip(why)
+		return nil, later
+	case why != "":
+		skip(why)
+		return nil, nil
+	}
+	if idx, ok := head.Reads[m.index().Key()]; ok && idx.Exists && idx.Err == "" {
+		s.WeightBytes = weightBytes(idx)
+	}
+	if s.UnifiedMemory && running && s.WeightBytes > 0 {
+		p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
+	}
+	source := preflightSource(rc.Head, where)
+	findings := modelFindings(sv, mc, s, source)
+	for _, f := range findings {
+		p.Finding(f)
+	}
+	if line, ok := capacityNote(sv, mc, s, findings); ok {
+		p.Note(line)
+	}
+	return p.archPlan(sv, rc, head, mc, source, newModel), nil
+}
+
+// fitOnHead is FitServe with what the head tells: the image's platform
+// (when the KV cache is sized exactly) and the GPUs' memory (none known
+// on unified memory while the serve being replaced still holds its
+// share).
+func (p *planner) fitOnHead(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, running bool) modelfit.Serve {
 	s := FitServe(sv, rc)
 	if s.KVCacheMemoryBytes > 0 {
 		// The KV cache is sized exactly: the platform decides the block
@@ -214,51 +249,36 @@ func (p *planner) preflight(sv *VLLMServe, rc *cluster.RayCluster, action plan.A
 		// what the OS leaves now is not what the new one gets.
 		s.GPUMemoryBytes = 0
 	}
-	if weightsFor(p.cfg, sv) != nil {
-		later = &ModelCheck{Node: rc.Head, Files: m, Serve: s, sv: sv}
-	}
+	return s
+}
+
+// headModelConfig is the model's config.json as the head's probe read it
+// from the weights m, and where (the directory, its ref resolved). why
+// says why the preflight cannot run ("" when it can); notYet is set when
+// that is because the weights are not on the head yet.
+func (p *planner) headModelConfig(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, m modelFiles) (mc modelfit.Config, where, why string, notYet bool) {
 	got, ok := head.Reads[m.config().Key()]
-	where := m.Dir
+	where = m.Dir
 	if got.Ref != "" {
 		where = strings.Replace(where, observe.RefPlaceholder, got.Ref, 1)
 	}
 	switch {
 	case !ok:
-		skip("the probe of " + rc.Head + " did not read " + m.config().Path)
-		return nil, nil
+		return mc, where, "the probe of " + rc.Head + " did not read " + m.config().Path, false
 	case got.Err != "":
-		skip(fmt.Sprintf("reading %s/config.json on %s: %s", where, rc.Head, got.Err))
-		return nil, nil
+		return mc, where, fmt.Sprintf("reading %s/config.json on %s: %s", where, rc.Head, got.Err), false
 	case !got.Exists && m.Ref != "" && got.Ref == "":
-		skip(fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (%s)", rc.Head, m.Ref, p.fetchedBy(sv, "vLLM downloads it at start")))
-		return nil, later
+		return mc, where, fmt.Sprintf("%s has no %s: the model is not in its Hugging Face cache yet (%s)", rc.Head, m.Ref, p.fetchedBy(sv, "vLLM downloads it at start")), true
 	case !got.Exists:
-		skip(fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; %s)", rc.Head, where, p.fetchedBy(sv, "vLLM fetches them at start")))
-		return nil, later
+		return mc, where, fmt.Sprintf("%s has no %s/config.json (the weights are not there yet; %s)", rc.Head, where, p.fetchedBy(sv, "vLLM fetches them at start")), true
 	case got.Truncated:
-		skip(fmt.Sprintf("%s/config.json on %s is larger than %d bytes", where, rc.Head, preflightConfigMax))
-		return nil, nil
+		return mc, where, fmt.Sprintf("%s/config.json on %s is larger than %d bytes", where, rc.Head, preflightConfigMax), false
 	}
 	mc, err := modelfit.ParseConfig([]byte(got.Content))
 	if err != nil {
-		skip(fmt.Sprintf("%s/config.json on %s: %v", where, rc.Head, err))
-		return nil, nil
+		return mc, where, fmt.Sprintf("%s/config.json on %s: %v", where, rc.Head, err), false
 	}
-	if idx, ok := head.Reads[m.index().Key()]; ok && idx.Exists && idx.Err == "" {
-		s.WeightBytes = weightBytes(idx)
-	}
-	if s.UnifiedMemory && running && s.WeightBytes > 0 {
-		p.Note(fmt.Sprintf("the model preflight of %s did not check memory: on unified memory the running serve holds its share until apply stops it.", sv.Addr))
-	}
-	source := preflightSource(rc.Head, where)
-	findings := modelFindings(sv, mc, s, source)
-	for _, f := range findings {
-		p.Finding(f)
-	}
-	if line, ok := capacityNote(sv, mc, s, findings); ok {
-		p.Note(line)
-	}
-	return p.archPlan(sv, rc, head, mc, source, newModel), nil
+	return mc, where, "", false
 }
 
 // FitServe is what modelfit judges of sv on rc before any host is

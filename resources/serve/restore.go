@@ -86,8 +86,8 @@ func writeFileScript(path, content, owner string) string {
 }
 
 // keepGood records the spec that serves now as the one to put back, and
-// forgets an earlier failed start.
-func (r *serveRun) keepGood(ctx context.Context, loaded time.Duration) error {
+// forgets an earlier failed start; owner is the uid given the file.
+func (r *serveRun) keepGood(ctx context.Context, owner string, loaded time.Duration) error {
 	spec := r.spec
 	spec.Env = map[string]string{}
 	for k, v := range r.spec.Env {
@@ -100,7 +100,7 @@ func (r *serveRun) keepGood(ctx context.Context, loaded time.Duration) error {
 	if err != nil {
 		return err
 	}
-	script := writeFileScript(r.spec.goodPath(), string(b), r.owner) + "; rm -f " + shell.Quote(r.spec.failedPath())
+	script := writeFileScript(r.spec.goodPath(), string(b), owner) + "; rm -f " + shell.Quote(r.spec.failedPath())
 	if _, err := r.exec(ctx, script, true); err != nil {
 		return fmt.Errorf("recording vllm serve %s as the one to put back on %s: %w", r.spec.Name, r.node(), err)
 	}
@@ -118,11 +118,11 @@ func (r *serveRun) readGood(ctx context.Context) (recipe, bool) {
 	return rc, true
 }
 
-// markFailed records the failed start (best effort: the failure itself is
-// what apply reports).
-func (r *serveRun) markFailed(ctx context.Context, f FailedStart) {
+// markFailed records the failed start l (best effort: the failure itself
+// is what apply reports).
+func (r *serveRun) markFailed(ctx context.Context, l launch, f FailedStart) {
 	b, _ := json.Marshal(f)
-	_, _ = r.exec(ctx, writeFileScript(r.spec.failedPath(), string(b), r.owner), true)
+	_, _ = r.exec(ctx, writeFileScript(r.spec.failedPath(), string(b), l.owner), true)
 }
 
 // causeOf is the one-line cause of a failed start: the diagnosis's title,
@@ -142,46 +142,47 @@ func causeOf(err error) string {
 // puts back the serve that ran before (readGood) and waits for it to
 // answer. With -atomic=false a start that only ran out of ready_timeout is
 // left loading, as before. The step still fails: the error says what failed, whether the
-// previous serve is back, and how long the endpoint was down.
-func (r *serveRun) failStart(ctx context.Context, err error, progress func(string)) error {
+// previous serve is back, and how long the endpoint was down. l is how the
+// failed start went.
+func (r *serveRun) failStart(ctx context.Context, err error, l launch, progress func(string)) error {
 	if ctx.Err() != nil {
 		return err // interrupted: nothing more runs on the hosts
 	}
 	failed := FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second)}
-	if r.e.NotAtomic && r.readyTimeout > 0 {
+	if r.e.NotAtomic && l.readyTimeout > 0 {
 		// Slower than its ready_timeout, not failed: -atomic=false keeps
 		// it loading (the next apply follows it to ready).
 		return err
 	}
-	if serr := r.stopStep().Run(ctx, progress); serr != nil {
+	if serr := newStopStep(r).Run(ctx, progress); serr != nil {
 		return fmt.Errorf("%w\n\nStopping what was left of it failed too: %v", err, serr)
 	}
 	prev, ok := r.readGood(ctx)
 	switch {
 	case r.e.NotAtomic:
-		r.markFailed(ctx, failed)
+		r.markFailed(ctx, l, failed)
 		return fmt.Errorf("%w\n\nThe previous serve was not put back (apply -atomic=false): %s has no endpoint until a configuration that starts applies.", err, r.w.Address)
 	case !ok || prev.Hash == failed.SpecHash:
-		r.markFailed(ctx, failed)
+		r.markFailed(ctx, l, failed)
 		return err
 	}
 	spec, why := r.restoredSpec(prev)
 	if why != "" {
-		r.markFailed(ctx, failed)
+		r.markFailed(ctx, l, failed)
 		return fmt.Errorf("%w\n\nThe previous serve cannot be put back: %s.", err, why)
 	}
 	progress(fmt.Sprintf("the new vllm serve %s failed (%s): putting back the one that served before (started by rayform at %s)", r.spec.Name, failed.Cause, prev.At.Format(time.DateTime)))
 	rr := &serveRun{e: r.e, w: r.w, s: &ServeWork{Spec: spec, ReadyTimeout: r.s.ReadyTimeout, ClusterNodes: r.s.ClusterNodes}, spec: spec}
-	rerr := rr.start(ctx, progress)
+	rerr := rr.start(ctx, &launch{}, progress)
 	if rerr == nil {
 		rerr = rr.verifyHTTP(ctx)
 	}
 	if rerr != nil {
-		r.markFailed(ctx, failed)
+		r.markFailed(ctx, l, failed)
 		return fmt.Errorf("%w\n\nPutting back the previous serve failed too: %v", err, rerr)
 	}
 	failed.Restored = true
-	r.markFailed(ctx, failed)
+	r.markFailed(ctx, l, failed)
 	down := "it had stopped before this apply"
 	if !r.s.stoppedAt.IsZero() {
 		down = fmt.Sprintf("%.1f s, from the stop of the previous serve at %s to its /health answering at %s",

@@ -1,11 +1,11 @@
-# rayform configuration of lab "rflab", written by `rayform lab up`.
+# rayform configuration of lab "rflab", written by `rflab up`.
 # Run rayform against it with:
 #
-#   rayform lab run -name rflab plan    (or apply, status, logs vllm_serve.qwen, ...)
+#   rflab run -name rflab plan    (or apply, status, logs vllm_serve.qwen, ...)
 #
-# which runs rayform in the lab's client namespace (the only one with a route to
-# the nodes), with the lab's client home (its ~/.ssh knows the nodes' host keys),
-# in this directory:
+# which runs the rayform beside rflab in the lab's client namespace (the only
+# one with a route to the nodes), with the lab's client home (its ~/.ssh knows
+# the nodes' host keys), in this directory:
 #
 #   ip netns exec rflab-client env HOME=/tmp/rayform-lab-rflab/client-home rayform -chdir /tmp/rayform-lab-rflab plan
 #

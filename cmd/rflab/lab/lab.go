@@ -131,8 +131,8 @@ type Config struct {
 	// Busybox is a statically linked busybox (default /usr/bin/busybox).
 	Busybox string
 	// SupervisorCommand is the argv that runs Supervise; Up appends the lab
-	// directory. Default: this executable with "lab", "supervise" (the rayform
-	// CLI's hidden subcommand; a test binary dispatches it in TestMain with
+	// directory. Default: this executable with SuperviseCommand (rflab's
+	// hidden subcommand; a test binary dispatches it in TestMain with
 	// SupervisorMain).
 	SupervisorCommand []string
 	// Events, when set, receives progress events.

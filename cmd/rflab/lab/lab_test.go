@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 
 // defaultLabSlots is how many labs this package's tests keep up at once
 // unless RAYFORM_E2E_LABS says otherwise: what a 2-core, 24 GB machine
-// carries with cmd/rayform's lab tests running beside this package.
+// carries with cmd/e2e's lab tests running beside this package.
 const defaultLabSlots = 3
 
 // labPool limits the labs that are up at once (upLab).

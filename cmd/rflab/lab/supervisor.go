@@ -68,15 +68,20 @@ type supervisor struct {
 	once    sync.Once
 }
 
+// SuperviseCommand is the argument that makes an executable run the
+// supervisor, followed by the lab directory: rflab's hidden subcommand, and
+// what Up runs by default (Config.SupervisorCommand).
+const SuperviseCommand = "supervise"
+
 // SupervisorMain runs the supervisor when args (without the program name) are
-// "lab supervise DIR". It reports whether it handled args; a test binary calls
-// it first thing in TestMain so Up can re-execute the test binary as the
-// supervisor.
+// SuperviseCommand and a lab directory. It reports whether it handled args; a
+// test binary calls it first thing in TestMain so Up can re-execute the test
+// binary as the supervisor.
 func SupervisorMain(args []string) (exitCode int, handled bool) {
-	if len(args) != 3 || args[0] != "lab" || args[1] != "supervise" {
+	if len(args) != 2 || args[0] != SuperviseCommand {
 		return 0, false
 	}
-	if err := Supervise(context.Background(), args[2]); err != nil {
+	if err := Supervise(context.Background(), args[1]); err != nil {
 		fmt.Fprintln(os.Stderr, "supervisor:", err)
 		return 1, true
 	}
@@ -423,7 +428,7 @@ func startSupervisor(ctx context.Context, argv []string, dir string) (int, error
 		if err != nil {
 			return 0, fmt.Errorf("find own executable to run the supervisor: %w", err)
 		}
-		argv = []string{exe, "lab", "supervise"}
+		argv = []string{exe, SuperviseCommand}
 	}
 	logPath := filepath.Join(dir, "supervisor.log")
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)

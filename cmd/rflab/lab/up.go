@@ -107,7 +107,7 @@ func Up(ctx context.Context, cfg Config) (*Lab, error) {
 				cfg.emit(start, "up", "already up")
 				return old, nil
 			}
-			return nil, fmt.Errorf("lab %s is already up in %s with a different shape (%d nodes); run `rayform lab down -name %s` first", old.Name, old.Dir, len(old.Nodes), old.Name)
+			return nil, fmt.Errorf("lab %s is already up in %s with a different shape (%d nodes); run `rflab down -name %s` first", old.Name, old.Dir, len(old.Nodes), old.Name)
 		} else {
 			cfg.emit(start, "repair", "existing lab is unhealthy ("+herr.Error()+"); rebuilding")
 		}

@@ -55,7 +55,7 @@ type Ticket struct {
 	p       *Pool
 	weight  int
 	heavy   bool
-	whole   bool // takes every slot (JoinWhole)
+	share   bool // takes the pool's whole heavy share (JoinHeavyShare)
 	seq     int
 	granted bool
 }
@@ -136,14 +136,17 @@ func (p *Pool) Join(t testing.TB, weight int, heavy bool) *Ticket {
 	return p.join(t, &Ticket{p: p, weight: weight, heavy: heavy})
 }
 
-// JoinWhole queues a test whose lab takes the pool's whole budget (a lab
-// that alone loads the machine as much as the pool's labs together, like
-// the real vLLM's): it is granted every slot once all are free, and while
-// it is the next to go no other test starts, so that it is not starved by
-// lighter labs that each find a free slot. Its slots come back as Join's.
-func (p *Pool) JoinWhole(t testing.TB, weight int) *Ticket {
+// JoinHeavyShare queues a test whose lab alone loads the machine as much
+// as the pool's heavy labs together (like the real vLLM's): it is granted
+// the pool's whole heavy share — every heavy slot, and as many slots of
+// the pool — once no heavy lab is up, so that only light labs run beside
+// it (a pool of 1 or 2 slots: it runs alone, or beside one light lab).
+// While it is the next to go only light labs start, and only in the slots
+// beyond its share, so that it is not starved by lighter labs that each
+// find a free slot. Its slots come back as Join's.
+func (p *Pool) JoinHeavyShare(t testing.TB, weight int) *Ticket {
 	t.Helper()
-	return p.join(t, &Ticket{p: p, weight: weight, heavy: true, whole: true})
+	return p.join(t, &Ticket{p: p, weight: weight, heavy: true, share: true})
 }
 
 func (p *Pool) join(t testing.TB, tk *Ticket) *Ticket {
@@ -181,8 +184,9 @@ func (tk *Ticket) Wait() {
 func (p *Pool) grant(tk *Ticket) bool {
 	if !tk.granted && p.open && p.next() == tk {
 		switch {
-		case tk.whole:
-			p.free, p.heavyFree = 0, 0
+		case tk.share:
+			p.free -= heavyShare(p.size)
+			p.heavyFree = 0
 		case tk.heavy:
 			p.free--
 			p.heavyFree--
@@ -197,27 +201,41 @@ func (p *Pool) grant(tk *Ticket) bool {
 }
 
 // next is the waiting ticket to grant next: of those a free slot fits,
-// the heaviest, then the first to join; nil if none fits. A whole-budget
-// ticket fits only an empty pool, and while one comes first of all that
-// wait, none other is next. The caller holds p.mu.
+// the heaviest, then the first to join; nil if none fits. A heavy-share
+// ticket fits only a pool with no heavy lab up and the share's slots free;
+// while one comes first of all that wait and does not fit, only a light
+// lab that leaves it the share's slots free may go before it (none that
+// would delay it). The caller holds p.mu.
 func (p *Pool) next() *Ticket {
-	var best, first *Ticket
+	var first *Ticket
 	for tk := range p.waiting {
 		if first == nil || ahead(tk, first) {
 			first = tk
 		}
-		fits := p.free > 0 && (!tk.heavy || p.heavyFree > 0)
-		if tk.whole {
-			fits = p.free == p.size
+	}
+	blocked := first != nil && first.share && !p.fits(first)
+	var best *Ticket
+	for tk := range p.waiting {
+		ok := p.fits(tk)
+		if blocked {
+			ok = ok && !tk.heavy && p.free-1 >= heavyShare(p.size)
 		}
-		if fits && (best == nil || ahead(tk, best)) {
+		if ok && (best == nil || ahead(tk, best)) {
 			best = tk
 		}
 	}
-	if first != nil && first.whole && first != best {
-		return nil
-	}
 	return best
+}
+
+// fits reports whether the free slots fit tk: one slot (and a heavy one,
+// for a heavy lab), or for a heavy-share ticket every heavy slot and as
+// many slots. The caller holds p.mu.
+func (p *Pool) fits(tk *Ticket) bool {
+	if tk.share {
+		hs := heavyShare(p.size)
+		return p.heavyFree == hs && p.free >= hs
+	}
+	return p.free > 0 && (!tk.heavy || p.heavyFree > 0)
 }
 
 // ahead reports whether a goes before b: heavier, then the first to join.
@@ -233,8 +251,9 @@ func (tk *Ticket) done() {
 	if tk.granted {
 		tk.granted = false
 		switch {
-		case tk.whole:
-			p.free, p.heavyFree = p.size, heavyShare(p.size)
+		case tk.share:
+			p.free += heavyShare(p.size)
+			p.heavyFree = heavyShare(p.size)
 		case tk.heavy:
 			p.free++
 			p.heavyFree++

@@ -213,44 +213,90 @@ func TestParallelTwice(t *testing.T) {
 	Parallel(t)
 }
 
-// TestWholeBudget: a lab that takes the pool's whole budget (JoinWhole)
-// waits until every slot is free, holds them all, and no lab behind it
-// starts while it waits (it would never find the pool empty otherwise).
-func TestWholeBudget(t *testing.T) {
+// TestHeavyShareLab: a lab that takes the pool's heavy share (JoinHeavyShare)
+// waits until no heavy lab is up; while it waits, a light lab behind it
+// starts only in a slot beyond its share, and no heavy one (it would never
+// find the heavy slots free otherwise); then it holds every heavy slot and
+// as many slots, and light labs, not heavy ones, start beside it in the
+// slots left.
+func TestHeavyShareLab(t *testing.T) {
 	p := New(4)
 	p.Open()
 	grant := p.tryGrant
-	first := &fakeTB{TB: t}
-	firstTk := p.Join(first, 0, false)
-	if !grant(firstTk) {
-		t.Fatal("the first lab got no slot of 4")
+	heavy := &fakeTB{TB: t}
+	heavyTk := p.Join(heavy, 2, true)
+	if !grant(heavyTk) {
+		t.Fatal("the heavy lab got no slot of 4")
 	}
-	whole := &fakeTB{TB: t}
-	wholeTk := p.JoinWhole(whole, 9)
-	later := &fakeTB{TB: t}
-	laterTk := p.Join(later, 0, false)
-	if grant(wholeTk) {
-		t.Error("the whole-budget lab started beside another lab")
+	share := &fakeTB{TB: t}
+	shareTk := p.JoinHeavyShare(share, 9)
+	light1, light2, light3 := &fakeTB{TB: t}, &fakeTB{TB: t}, &fakeTB{TB: t}
+	light1Tk := p.Join(light1, 0, false)
+	light2Tk := p.Join(light2, 0, false)
+	heavy2 := &fakeTB{TB: t}
+	heavy2Tk := p.Join(heavy2, 2, true)
+	if grant(shareTk) {
+		t.Error("the heavy-share lab started beside a heavy lab")
 	}
-	if grant(laterTk) {
-		t.Error("a lab behind the waiting whole-budget lab took one of the 3 free slots")
+	if grant(heavy2Tk) {
+		t.Error("a heavy lab went before the waiting heavy-share lab")
 	}
-	first.runCleanups()
-	if !grant(wholeTk) {
-		t.Fatal("the whole-budget lab got no slots once the pool was empty")
+	if !grant(light1Tk) {
+		t.Error("a light lab behind the waiting heavy-share lab got none of the 3 free slots (2 are the share's)")
 	}
-	if p.free != 0 || p.heavyFree != 0 {
-		t.Errorf("the whole-budget lab holds %d free, %d heavy free; want 0 and 0", p.free, p.heavyFree)
+	if grant(light2Tk) {
+		t.Error("a second light lab took one of the waiting heavy-share lab's 2 slots")
 	}
-	if grant(laterTk) {
-		t.Error("a lab started beside the whole-budget lab")
+	heavy.runCleanups()
+	if !grant(shareTk) {
+		t.Fatal("the heavy-share lab got no slots once no heavy lab was up")
 	}
-	whole.runCleanups()
-	if !grant(laterTk) {
-		t.Error("the lab behind got no slot once the whole-budget lab was down")
+	if p.free != 1 || p.heavyFree != 0 {
+		t.Errorf("the heavy-share lab and a light one leave %d free, %d heavy free; want 1 and 0", p.free, p.heavyFree)
 	}
-	later.runCleanups()
+	light3Tk := p.Join(light3, 0, false)
+	if grant(heavy2Tk) {
+		t.Error("a heavy lab started beside the heavy-share lab")
+	}
+	if !grant(light2Tk) {
+		t.Error("the light lab got no slot of the 2 left beside the heavy-share lab")
+	}
+	if grant(light3Tk) {
+		t.Error("a third light lab started in a pool of 4 beside the heavy-share lab")
+	}
+	share.runCleanups()
+	if !grant(heavy2Tk) {
+		t.Error("the heavy lab got no slot once the heavy-share lab was down")
+	}
+	for _, tb := range []*fakeTB{light1, light2, heavy2} {
+		tb.runCleanups()
+	}
+	if !grant(light3Tk) {
+		t.Error("the last light lab got no slot in an empty pool")
+	}
+	light3.runCleanups()
 	if p.free != 4 || p.heavyFree != 2 {
 		t.Errorf("after every test: %d free, %d heavy free; want 4 and 2", p.free, p.heavyFree)
+	}
+}
+
+// TestHeavyShareLabInSmallPools: a pool of 1 slot gives the heavy-share lab
+// all of it; a pool of 2, one (its heavy share), with one light lab beside.
+func TestHeavyShareLabInSmallPools(t *testing.T) {
+	for _, tt := range []struct{ size, freeBeside int }{{1, 0}, {2, 1}, {3, 1}} {
+		p := New(tt.size)
+		p.Open()
+		share := &fakeTB{TB: t}
+		shareTk := p.JoinHeavyShare(share, 9)
+		if !p.tryGrant(shareTk) {
+			t.Fatalf("pool of %d: the heavy-share lab got no slot in an empty pool", tt.size)
+		}
+		if p.free != tt.freeBeside || p.heavyFree != 0 {
+			t.Errorf("pool of %d: %d free, %d heavy free beside the heavy-share lab; want %d and 0", tt.size, p.free, p.heavyFree, tt.freeBeside)
+		}
+		share.runCleanups()
+		if p.free != tt.size || p.heavyFree != heavyShare(tt.size) {
+			t.Errorf("pool of %d: %d free, %d heavy free after; want %d and %d", tt.size, p.free, p.heavyFree, tt.size, heavyShare(tt.size))
+		}
 	}
 }

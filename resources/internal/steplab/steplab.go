@@ -265,12 +265,7 @@ func (l *Lab) handle(h *Host, cmd transport.Cmd, stdin []byte) transport.Result 
 	if cmd.Script != "" {
 		return l.script(h, cmd)
 	}
-	at := func(i int) string {
-		if i < len(a) {
-			return a[i]
-		}
-		return ""
-	}
+	at := argAt(a)
 	switch {
 	case at(0) == "rm":
 		return fakeOK("")
@@ -282,71 +277,106 @@ func (l *Lab) handle(h *Host, cmd transport.Cmd, stdin []byte) transport.Result 
 		return fakeOK(h.SS)
 	case at(0) != "docker":
 		return fakeFail(127, a[0]+": not found")
-	case at(1) == "inspect":
-		name := a[len(a)-1]
-		c := h.Containers[name]
-		if c == nil {
-			return fakeFail(1, "Error: No such container: "+name)
-		}
-		labels, _ := json.Marshal(c.Labels)
-		switch a[5] {
-		case "{{json .Config.Labels}}":
-			return fakeOK(string(labels) + "\n")
-		case "{{.State.Running}} {{json .Config.Labels}}":
-			return fakeOK(fmt.Sprintf("%v %s\n", c.Running, labels))
-		case "{{.State.Running}} {{.State.ExitCode}}":
-			return fakeOK(fmt.Sprintf("%v %d\n", c.Running, c.ExitCode))
-		}
-	case at(1) == "stop":
-		if c := h.Containers[at(4)]; c != nil {
-			c.Running = false
-			return fakeOK(at(4) + "\n")
-		}
-		return fakeFail(1, "Error response from daemon: No such container: "+at(4))
-	case at(1) == "rm":
-		delete(h.Containers, at(2))
-		return fakeOK(at(2) + "\n")
-	case at(1) == "image" && at(2) == "inspect":
-		if h.Images[a[len(a)-1]] {
-			return fakeOK("sha256:1b2c3d4e5f60\n")
-		}
-		return fakeFail(1, "Error response from daemon: No such image: "+a[len(a)-1])
-	case at(1) == "pull":
-		h.Images[at(2)] = true
-		return fakeOK(Pull)
-	case at(1) == "run" && at(2) == "--rm":
-		if h.NoRay {
-			return fakeFail(1, "")
-		}
-		return fakeOK("/usr/local/bin/ray\n")
-	case at(1) == "run" && at(2) == "-d":
-		name := at(4)
-		if h.Containers[name] != nil {
-			return fakeFail(125, "docker: Error response from daemon: Conflict. The container name \"/"+name+"\" is already in use.")
-		}
-		labels := map[string]string{}
-		for i := range a {
-			if a[i] == "--label" {
-				k, v, _ := strings.Cut(a[i+1], "=")
-				labels[k] = v
-			}
-		}
-		join := 0
-		if labels[cluster.LabelRole] == "worker" {
-			join = 1
-		}
-		h.Containers[name] = &Container{Labels: labels, Running: true, JoinPolls: join,
-			Logs: "Local node IP: " + labels[cluster.LabelNodeIP] + "\n--------------------\nRay runtime started.\n--------------------\n"}
-		if h.HeadExits != "" && labels[cluster.LabelRole] == "head" {
-			c := h.Containers[name]
-			c.Running, c.ExitCode, c.Logs = false, 1, h.HeadExits
-		}
-		return fakeOK("4f1c2b3a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a\n")
-	case at(1) == "exec":
-		return l.exec(h, a[2:], stdin)
+	}
+	if res, ok := l.docker(h, a, stdin); ok {
+		return res
 	}
 	l.t.Errorf("%s: fake host cannot answer %q", h.Name, cmd.String())
 	return fakeFail(2, "unexpected")
+}
+
+// argAt reads the words of a: at(i) is the i-th, "" past the end.
+func argAt(a []string) func(i int) string {
+	return func(i int) string {
+		if i < len(a) {
+			return a[i]
+		}
+		return ""
+	}
+}
+
+// docker answers the docker command a as dockerd on h would; ok is false
+// for a command the fake does not know.
+func (l *Lab) docker(h *Host, a []string, stdin []byte) (res transport.Result, ok bool) {
+	at := argAt(a)
+	switch {
+	case at(1) == "inspect":
+		return h.inspect(a)
+	case at(1) == "stop":
+		if c := h.Containers[at(4)]; c != nil {
+			c.Running = false
+			return fakeOK(at(4) + "\n"), true
+		}
+		return fakeFail(1, "Error response from daemon: No such container: "+at(4)), true
+	case at(1) == "rm":
+		delete(h.Containers, at(2))
+		return fakeOK(at(2) + "\n"), true
+	case at(1) == "image" && at(2) == "inspect":
+		if h.Images[a[len(a)-1]] {
+			return fakeOK("sha256:1b2c3d4e5f60\n"), true
+		}
+		return fakeFail(1, "Error response from daemon: No such image: "+a[len(a)-1]), true
+	case at(1) == "pull":
+		h.Images[at(2)] = true
+		return fakeOK(Pull), true
+	case at(1) == "run" && at(2) == "--rm":
+		if h.NoRay {
+			return fakeFail(1, ""), true
+		}
+		return fakeOK("/usr/local/bin/ray\n"), true
+	case at(1) == "run" && at(2) == "-d":
+		return h.runDetached(a), true
+	case at(1) == "exec":
+		return l.exec(h, a[2:], stdin), true
+	}
+	return transport.Result{}, false
+}
+
+// inspect answers docker inspect in the formats the steps ask for.
+func (h *Host) inspect(a []string) (transport.Result, bool) {
+	name := a[len(a)-1]
+	c := h.Containers[name]
+	if c == nil {
+		return fakeFail(1, "Error: No such container: "+name), true
+	}
+	labels, _ := json.Marshal(c.Labels)
+	switch a[5] {
+	case "{{json .Config.Labels}}":
+		return fakeOK(string(labels) + "\n"), true
+	case "{{.State.Running}} {{json .Config.Labels}}":
+		return fakeOK(fmt.Sprintf("%v %s\n", c.Running, labels)), true
+	case "{{.State.Running}} {{.State.ExitCode}}":
+		return fakeOK(fmt.Sprintf("%v %d\n", c.Running, c.ExitCode)), true
+	}
+	return transport.Result{}, false
+}
+
+// runDetached starts the container of docker run -d a: Ray up at once on
+// the head, a worker after one poll of the node table, the head exiting
+// with HeadExits when set.
+func (h *Host) runDetached(a []string) transport.Result {
+	name := argAt(a)(4)
+	if h.Containers[name] != nil {
+		return fakeFail(125, "docker: Error response from daemon: Conflict. The container name \"/"+name+"\" is already in use.")
+	}
+	labels := map[string]string{}
+	for i := range a {
+		if a[i] == "--label" {
+			k, v, _ := strings.Cut(a[i+1], "=")
+			labels[k] = v
+		}
+	}
+	join := 0
+	if labels[cluster.LabelRole] == "worker" {
+		join = 1
+	}
+	h.Containers[name] = &Container{Labels: labels, Running: true, JoinPolls: join,
+		Logs: "Local node IP: " + labels[cluster.LabelNodeIP] + "\n--------------------\nRay runtime started.\n--------------------\n"}
+	if h.HeadExits != "" && labels[cluster.LabelRole] == "head" {
+		c := h.Containers[name]
+		c.Running, c.ExitCode, c.Logs = false, 1, h.HeadExits
+	}
+	return fakeOK("4f1c2b3a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a\n")
 }
 
 // script answers a shell script run on the host.

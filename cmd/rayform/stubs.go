@@ -1,3 +1,0 @@
-package main
-
-// Placeholders replaced by the real commands as they land. (None left.)
