@@ -3,7 +3,7 @@
 package e2e
 
 import (
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/serve"
@@ -14,7 +14,7 @@ type statusJSON struct {
 	Project  string                  `json:"project"`
 	Healthy  bool                    `json:"healthy"`
 	Problems []string                `json:"problems"`
-	Nodes    []resources.StatusNode  `json:"nodes"`
+	Nodes    []run.StatusNode        `json:"nodes"`
 	Clusters []cluster.ClusterStatus `json:"clusters"`
 	Serves   []serve.ServeStatus     `json:"serves"`
 	Models   []model.NodesStatus     `json:"models"`

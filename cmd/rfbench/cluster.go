@@ -11,9 +11,12 @@ import (
 
 	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/node"
 )
 
 // Names in the generated configuration.
@@ -138,10 +141,10 @@ func nodeName(labNode string, forEach bool) string {
 }
 
 // probeScripts returns, per lab node name, the probe script rayform's
-// observer runs there for the configuration in cdir: resources.ObserveSpec
+// observer runs there for the configuration in cdir: run.ObserveSpec
 // of the loaded configuration and state, then observe.ProbeScript.
 func probeScripts(cdir string) (map[string]string, error) {
-	cfg, diags := resources.Load(cdir, config.Options{})
+	cfg, diags := config.Load(cdir, config.Options{Kinds: resources.Kinds().Schemas()})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("load %s: %s", cdir, diags.Error())
 	}
@@ -149,10 +152,11 @@ func probeScripts(cdir string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
 	}
-	spec := resources.ObserveSpec(cfg, st, projectName)
+	spec := run.ObserveSpec(resources.Kinds(), cfg, st, projectName, false)
+	nodes := kind.BlocksOf[node.Node](cfg, node.Type)
 	out := map[string]string{}
 	for name, hs := range spec.Hosts {
-		n := cfg.Nodes[name]
+		n := nodes[name]
 		if n == nil {
 			return nil, fmt.Errorf("observe spec names %s, not a node", name)
 		}

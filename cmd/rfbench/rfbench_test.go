@@ -16,6 +16,7 @@ import (
 	"github.com/rayform/rayform/cmd/rflab/lab"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // handshake runs an x/crypto client against an x/crypto server over a pipe,
@@ -205,10 +206,11 @@ func TestClusterHCLLoads(t *testing.T) {
 	for _, forEach := range []bool{false, true} {
 		for _, n := range []int{2, 8, 64} {
 			src := clusterHCL(testLab(n), forEach)
-			cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
+			loaded, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: ".", Kinds: resources.Kinds().Schemas()})
 			if diags.HasErrors() {
 				t.Fatalf("for_each=%v n=%d: %s\n%s", forEach, n, diags.Error(), src)
 			}
+			cfg := serve.View(loaded)
 			rc := cfg.RayClusters[clusterName]
 			if len(cfg.Nodes) != n || rc == nil || len(rc.Nodes()) != n || rc.Head != nodeName("spark1", forEach) {
 				t.Errorf("for_each=%v n=%d: %d nodes, cluster %+v", forEach, n, len(cfg.Nodes), rc)

@@ -4,7 +4,7 @@
 //
 // The resource block types are not this package's, and it knows none by
 // name: each is a [Kind] registered by the caller in [Options.Kinds]
-// (resources.Schemas(): node, network, ray_cluster, vllm_serve), which
+// (resources.Kinds().Schemas(): node, network, ray_cluster, vllm_serve), which
 // declares its arguments as data ([Arg]: type, default, range, exported,
 // reference target, forces replacement, sensitive, description), its Go
 // type ([Kind.New], filled through `rayform:"ARG"` struct tags) and its
@@ -14,7 +14,7 @@
 // arguments and the graph edges they make, for_each instances, the block
 // types the parser accepts, reference roots and the values expressions see
 // follow from the registered kinds. The evaluated blocks are in
-// [Config.Blocks]; resources.Config is the typed view of them.
+// [Config.Blocks]; each kind reads them as its Go values (kind.BlocksOf).
 //
 // The pipeline, one function per step:
 //

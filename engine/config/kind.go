@@ -14,7 +14,7 @@ import (
 // (types, defaults, ranges, documentation), the attributes rayform
 // computes for it, and the checks of its values that are particular to it.
 // The kinds a configuration may use are passed to [Load] in
-// [Options.Kinds]; the resources package provides them (resources.Kinds).
+// [Options.Kinds]; the registry provides them (resources.Kinds().Schemas()).
 // Blocks of any other type are "Unsupported block type" errors.
 type Kind struct {
 	// Type is the block type, e.g. "ray_cluster"; references to a block
@@ -226,7 +226,7 @@ func registerKinds(kinds []Kind) (map[string]*Kind, []string, hcl.Diagnostics) {
 		return nil, nil, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "No resource kinds",
-			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Schemas()).",
+			Detail:   "The configuration was loaded without resource kinds; pass Options.Kinds (resources.Kinds().Schemas()).",
 		}}
 	}
 	return byType, order, nil

@@ -35,7 +35,7 @@ type Options struct {
 	// only good for checking, never for planning.
 	UnknownVariables bool
 	// Kinds are the resource block types the configuration may use
-	// (resources.Schemas()); loading without them is an error.
+	// (resources.Kinds().Schemas()); loading without them is an error.
 	Kinds []Kind
 }
 
@@ -131,7 +131,7 @@ func LoadFiles(files map[string][]byte, opts Options) (*Config, hcl.Diagnostics)
 // WithFacts re-evaluates the configuration with observed facts, so that
 // the values the kinds compute from them (fabric addresses, cluster
 // addresses, endpoints) become known. f is opaque here: the kinds' hooks
-// read it ([Block.Facts]); resources.Facts is what the resource kinds
+// read it ([Block.Facts]); kind.Facts is what the resource kinds
 // read. The receiver is not modified.
 func (c *Config) WithFacts(f any) (*Config, hcl.Diagnostics) {
 	if c.mod == nil {

@@ -74,202 +74,286 @@ type ApplyRequest struct {
 // why.
 var ErrFailed = errors.New("failed")
 
-// Apply runs the whole apply (or destroy): lock, observe, plan, confirm,
-// prepare, walk, re-observe, save the state, check that it converged. It
-// returns nil on success and ErrFailed otherwise, the view having shown
-// why.
+// Apply runs the whole apply (or destroy) as its phases (applyRun): lock,
+// observe and plan, confirm, prepare, walk, re-observe and record the
+// state, check that it converged. It returns nil on success and ErrFailed
+// otherwise, the view having shown why.
 func (r *Runner) Apply(ctx context.Context, req ApplyRequest, v View) error {
-	if r.applyRun(ctx, req, v) {
+	a := &applyRun{Runner: r, req: req, v: v, op: "apply"}
+	if req.Destroy {
+		a.op = "destroy"
+	}
+	if a.run(ctx) {
 		return nil
 	}
 	return ErrFailed
 }
 
-func (r *Runner) applyRun(ctx context.Context, req ApplyRequest, v View) bool {
+// applyRun is one apply (or destroy) going through its phases; each phase
+// reports its failures to the view and says whether the run goes on.
+type applyRun struct {
+	*Runner
+	req ApplyRequest
+	v   View
+	op  string
+	// locks are the run's locks; interrupted is closed by the second
+	// Ctrl-C (the caller's context ending).
+	locks       *runLocks
+	interrupted <-chan struct{}
+	// obs is the observation and plan applied; destroyGraph orders a
+	// destroy's walk.
+	obs          *Observation
+	destroyGraph *dag.Graph
+	// stop is closed by the first Ctrl-C (stopped then set): no new step
+	// starts.
+	stop    chan struct{}
+	stopped atomic.Bool
+	hooks   *completedHooks
+}
+
+// run runs the phases in order: lock, plan (and confirm), prepare, walk,
+// record, converge.
+func (a *applyRun) run(ctx context.Context) bool {
 	// Every host's handshake overlaps with taking the locks on the heads:
 	// without this the workers would only be dialled once the locks are
 	// held, and a no-op apply would cost a handshake more than plan.
-	r.connectAhead(ctx)
-	op := "apply"
-	if req.Destroy {
-		op = "destroy"
-	}
-	onInterrupt := req.OnInterrupt
-	if onInterrupt == nil {
-		onInterrupt = func(func()) {}
-	}
-	// Two runs sharing the state file never interleave their saves.
-	if !r.Options.NoLock {
-		unlockState, err := state.Lock(r.StatePath, Holder(op), r.Options.LockTimeout)
-		if err != nil {
-			v.Error(fmt.Errorf("%w\n\nAnother rayform run uses this state file. Wait for it to finish (-lock-timeout=DURATION waits for it).", err))
-			return false
-		}
-		defer unlockState()
-	}
-	locks, err := r.takeLocks(ctx, op, v)
-	if err != nil {
-		v.Error(err)
+	a.connectAhead(ctx)
+	ctx, release, ok := a.lock(ctx)
+	if !ok {
 		return false
 	}
-	defer locks.release()
-	// A lost lock stops the run: every change first checks the locks (so
-	// none is made after the loss is known), and the loss cancels what is
-	// in flight.
-	interrupted := ctx.Done() // closed by the second Ctrl-C
+	defer release()
+	if proceed, ok := a.plan(ctx); !proceed {
+		return ok
+	}
+	defer a.watchInterrupts()()
+	// Before the first change: everything that can be checked, and every
+	// read-only step that proves what the walk starts can start. A
+	// failure here leaves everything running as it was.
+	if err := a.prepare(ctx, a.obs, a.hooks, a.stop); err != nil {
+		a.v.Failed(err, a.cut())
+		a.v.NothingChanged()
+		return false
+	}
+	walkErr := a.walk(ctx)
+	again, ok := a.record(ctx, walkErr)
+	if !ok {
+		return false
+	}
+	return a.converge(ctx, again)
+}
+
+// lock takes the state's lock (two runs sharing the state file never
+// interleave their saves) and the run's locks, and guards every
+// connection with them. A lost lock stops the run: every change first
+// checks the locks (so none is made after the loss is known), and the
+// loss cancels what is in flight, through the returned context. release
+// frees them all.
+func (a *applyRun) lock(ctx context.Context) (context.Context, func(), bool) {
+	unlockState := func() {}
+	if !a.Options.NoLock {
+		unlock, err := state.Lock(a.StatePath, Holder(a.op), a.Options.LockTimeout)
+		if err != nil {
+			a.v.Error(fmt.Errorf("%w\n\nAnother rayform run uses this state file. Wait for it to finish (-lock-timeout=DURATION waits for it).", err))
+			return ctx, nil, false
+		}
+		unlockState = unlock
+	}
+	locks, err := a.takeLocks(ctx, a.op, a.v)
+	if err != nil {
+		unlockState()
+		a.v.Error(err)
+		return ctx, nil, false
+	}
+	a.locks = locks
+	a.interrupted = ctx.Done()
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	go func() {
 		select {
 		case <-locks.lost:
-			r.log().Warn("cluster lock lost", "error", locks.Err())
+			a.log().Warn("cluster lock lost", "error", locks.Err())
 			cancel(locks.Err())
 		case <-ctx.Done():
 		}
 	}()
-	for name, conn := range r.Conns {
-		r.Conns[name] = locks.guard(name, conn)
+	for name, conn := range a.Conns {
+		a.Conns[name] = locks.guard(name, conn)
 	}
-	// lockErr prefers the lost lock over the error it caused.
-	lockErr := func(err error) error {
-		if lerr := locks.Err(); lerr != nil {
-			return fmt.Errorf("%w\n\nrayform stopped: without the lock another rayform may be changing the cluster, so no further change was made. Run apply again to converge", lerr)
-		}
-		return err
-	}
+	return ctx, func() {
+		cancel(nil)
+		locks.release()
+		unlockState()
+	}, true
+}
 
-	// A destroy plans the removals only (ObserveDestroy): it depends on
-	// nothing a plan of the configuration's changes asks outside the
-	// hosts.
-	var obs *Observation
-	var destroyGraph *dag.Graph
-	if req.Destroy {
-		obs, destroyGraph, err = r.ObserveDestroy(ctx)
+// lockErr prefers the lost lock over the error it caused.
+func (a *applyRun) lockErr(err error) error {
+	if lerr := a.locks.Err(); lerr != nil {
+		return fmt.Errorf("%w\n\nrayform stopped: without the lock another rayform may be changing the cluster, so no further change was made. Run apply again to converge", lerr)
+	}
+	return err
+}
+
+// plan observes the hosts and plans (a destroy plans the removals only,
+// ObserveDestroy: it depends on nothing a plan of the configuration's
+// changes asks outside the hosts), checks a saved plan, shows the plan
+// and asks for approval. proceed is false when the run ends here, ok
+// whether it succeeded (nothing to do).
+func (a *applyRun) plan(ctx context.Context) (proceed, ok bool) {
+	var err error
+	if a.req.Destroy {
+		a.obs, a.destroyGraph, err = a.ObserveDestroy(ctx)
 	} else {
-		obs, err = r.Observe(ctx, false)
+		a.obs, err = a.Observe(ctx, false)
 	}
 	if err != nil {
-		v.Error(lockErr(err))
-		return false
+		a.v.Error(a.lockErr(err))
+		return false, false
 	}
-	p := obs.Result.Plan
-	if req.Saved != nil {
-		if err := req.Saved.Check(r.Current(obs)); err != nil {
-			v.Error(err)
-			return false
-		}
-		if err := req.Saved.CheckChanges(r.Planned(p).Changes); err != nil {
-			v.Error(err)
-			return false
-		}
+	p := a.obs.Result.Plan
+	if err := a.checkSaved(p); err != nil {
+		a.v.Error(err)
+		return false, false
 	}
-	if err := v.Plan(obs); err != nil {
-		v.Error(err)
-		return false
+	if err := a.v.Plan(a.obs); err != nil {
+		a.v.Error(err)
+		return false, false
 	}
 	if len(p.Errors()) > 0 {
-		return false
+		return false, false
 	}
-	if !p.HasChanges() && len(obs.Result.Work) == 0 {
-		return r.nothingToDo(ctx, req, v, obs, interrupted)
+	if !p.HasChanges() && len(a.obs.Result.Work) == 0 {
+		return false, a.nothingToDo(ctx, a.req, a.v, a.obs, a.interrupted)
 	}
-	if !req.AutoApprove && p.HasChanges() {
-		if !v.Confirm(ctx) {
-			// The deferred releases free the locks on the way out.
-			v.Cancelled()
-			return false
-		}
+	if !a.req.AutoApprove && p.HasChanges() && !a.v.Confirm(ctx) {
+		// The deferred releases free the locks on the way out.
+		a.v.Cancelled()
+		return false, false
 	}
+	return true, true
+}
 
-	stop := make(chan struct{})
-	var stopped atomic.Bool
+// checkSaved refuses a saved plan whose hosts, configuration or changes
+// are not those of p.
+func (a *applyRun) checkSaved(p *plan.Plan) error {
+	if a.req.Saved == nil {
+		return nil
+	}
+	if err := a.req.Saved.Check(a.Current(a.obs)); err != nil {
+		return err
+	}
+	return a.req.Saved.CheckChanges(a.Planned(p).Changes)
+}
+
+// watchInterrupts installs the handler of the first interrupt, which
+// closes stop, and readies the walk's hooks; the returned function
+// removes the handler.
+func (a *applyRun) watchInterrupts() func() {
+	onInterrupt := a.req.OnInterrupt
+	if onInterrupt == nil {
+		onInterrupt = func(func()) {}
+	}
+	a.stop = make(chan struct{})
 	onInterrupt(func() {
-		if !stopped.Swap(true) {
-			v.Interrupting()
-			close(stop)
+		if !a.stopped.Swap(true) {
+			a.v.Interrupting()
+			close(a.stop)
 		}
 	})
-	defer onInterrupt(nil)
-	cut := func() bool { return stopped.Load() || closed(interrupted) }
+	a.hooks = &completedHooks{Hooks: a.v.Hooks(), done: map[string]bool{}}
+	return func() { onInterrupt(nil) }
+}
 
-	hooks := &completedHooks{Hooks: v.Hooks(), done: map[string]bool{}}
-	// Before the first change: everything that can be checked, and every
-	// read-only step that proves what the walk starts can start. A
-	// failure here leaves everything running as it was.
-	if err := r.prepare(ctx, obs, hooks, stop); err != nil {
-		v.Failed(err, cut())
-		v.NothingChanged()
-		return false
-	}
+// cut reports whether an interrupt cut the run short.
+func (a *applyRun) cut() bool { return a.stopped.Load() || closed(a.interrupted) }
 
-	g, work, done := r.applyGraph(ctx, obs, destroyGraph)
-	walkErr := apply.Walk(ctx, g, work, hooks, apply.Options{Parallelism: r.ApplyParallelism(), Stop: stop})
-	if done != nil {
-		done()
-	}
-	// Re-observe whatever the outcome: the state records what the hosts
-	// show, and a successful walk must have converged.
+// walk walks the plan's work in the graph's order.
+func (a *applyRun) walk(ctx context.Context) error {
+	g, work, done := a.applyGraph(ctx, a.obs, a.destroyGraph)
+	defer done()
+	return apply.Walk(ctx, g, work, a.hooks, apply.Options{Parallelism: a.ApplyParallelism(), Stop: a.stop})
+}
+
+// record re-observes the hosts whatever the walk's outcome and records in
+// the state what they show; it reports the walk's failure, a lost lock,
+// and what kept the state from being saved. again is the hosts as the
+// walk left them.
+func (a *applyRun) record(ctx context.Context, walkErr error) (again *Observation, ok bool) {
 	// A -replace is done once replaced.
-	r.Options.Replace = nil
-	again, againErr := r.reobserve(ctx, interrupted, req.Destroy)
-	saveErr := r.recordState(obs, again, hooks.completed())
+	a.Options.Replace = nil
+	again, againErr := a.reobserve(ctx, a.interrupted, a.req.Destroy)
+	saveErr := a.recordState(a.obs, again, a.hooks.completed())
 	if saveErr != nil {
-		v.Error(fmt.Errorf("saving state: %w", saveErr))
+		a.v.Error(fmt.Errorf("saving state: %w", saveErr))
 	}
 	// An interrupt (Ctrl-C once: stop; twice: the context) is not a
 	// failure to diagnose: what it cut short is listed, nothing more.
-	if lerr := locks.Err(); lerr != nil {
-		v.Failed(walkErr, cut())
-		v.LockLost(lockErr(lerr))
-		return false
+	if lerr := a.locks.Err(); lerr != nil {
+		a.v.Failed(walkErr, a.cut())
+		a.v.LockLost(a.lockErr(lerr))
+		return nil, false
 	}
 	if walkErr != nil {
-		v.Failed(walkErr, cut())
-		return false
+		a.v.Failed(walkErr, a.cut())
+		return nil, false
 	}
 	if saveErr != nil {
-		return false
+		return nil, false
 	}
 	if againErr != nil {
-		v.Error(fmt.Errorf("re-observing after apply: %w", againErr))
-		return false
+		a.v.Error(fmt.Errorf("re-observing after apply: %w", againErr))
+		return nil, false
 	}
-	// The plan against the state as now recorded.
-	if req.Destroy {
-		r.DestroyPlan(again)
+	return again, true
+}
+
+// converge plans again against the state as now recorded: a successful
+// walk left nothing to change. It records the fabric and waits for what
+// is still starting.
+func (a *applyRun) converge(ctx context.Context, again *Observation) bool {
+	if a.req.Destroy {
+		a.DestroyPlan(again)
 	} else {
-		again.Result = r.Provider.Plan(r.planInput(again.Config, again.Facts))
-		if err := r.narrow(again); err != nil {
-			v.Error(err)
+		again.Result = Plan(a.Kinds, a.planInput(again.Config, again.Facts))
+		if err := a.narrow(again); err != nil {
+			a.v.Error(err)
 			return false
 		}
 	}
-	if again.Result.Plan.HasChanges() {
-		var left []string
-		for _, ch := range again.Result.Plan.Changes {
-			if ch.Action != plan.NoOp {
-				left = append(left, fmt.Sprintf("%s (%s: %s)", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
-			}
-		}
-		v.Error(fmt.Errorf("%s did not converge: after it, the plan still has changes:\n  %s", op, strings.Join(left, "\n  ")))
+	if err := notConverged(a.op, again.Result.Plan); err != nil {
+		a.v.Error(err)
 		return false
 	}
-	if req.Destroy && r.reportUnreached(v, again) {
+	if a.req.Destroy && a.reportUnreached(a.v, again) {
 		return false
 	}
-	if err := r.recordFabric(again); err != nil {
-		v.Error(fmt.Errorf("saving state: %w", err))
+	if err := a.recordFabric(again); err != nil {
+		a.v.Error(fmt.Errorf("saving state: %w", err))
 		return false
 	}
-	if !req.Destroy {
+	if !a.req.Destroy {
 		// A resource the walk did not touch may still be starting.
-		if err := r.awaitStarting(ctx, again, hooks, stop); err != nil {
-			v.Failed(err, cut())
+		if err := a.awaitStarting(ctx, again, a.hooks, a.stop); err != nil {
+			a.v.Failed(err, a.cut())
 			return false
 		}
 	}
-	v.Complete(p.Counts(), again, true)
+	a.v.Complete(a.obs.Result.Plan.Counts(), again, true)
 	return true
+}
+
+// notConverged is the error of a plan that still has changes after op.
+func notConverged(op string, p *plan.Plan) error {
+	if !p.HasChanges() {
+		return nil
+	}
+	var left []string
+	for _, ch := range p.Changes {
+		if ch.Action != plan.NoOp {
+			left = append(left, fmt.Sprintf("%s (%s: %s)", ch.Address, ch.Action, strings.Join(ch.Reasons, "; ")))
+		}
+	}
+	return fmt.Errorf("%s did not converge: after it, the plan still has changes:\n  %s", op, strings.Join(left, "\n  "))
 }
 
 // nothingToDo ends a run whose plan changes nothing.
@@ -331,60 +415,59 @@ func (r *Runner) connectAhead(ctx context.Context) {
 	}
 }
 
-// env is what the provider's steps get.
-func (r *Runner) env() Env {
-	return Env{Conns: r.Conns, Project: r.Project, Parallelism: r.ApplyParallelism(), State: r.State, Log: r.log().Named("apply"), NotAtomic: r.Options.NotAtomic}
-}
-
 // applyGraph turns the plan's work into the engine's resources, ordered by
 // the configuration's graph; removed resources are destroyed in the
-// provider's order (OrderDestroy), the provider's Ahead parts run
-// before the resources they name, and each resource waits for those the
-// provider orders it after (WalkSteps.After). A destroy walks destroyGraph.
-func (r *Runner) applyGraph(ctx context.Context, obs *Observation, destroyGraph *dag.Graph) (*dag.Graph, map[string]*apply.Resource, func()) {
-	g := obs.Config.Lang().Graph()
+// destroy order (OrderDestroy), the kinds' early steps run before the
+// resources they name, and each resource waits for those its work is
+// after (kind.Work.After). A destroy walks destroyGraph. done ends what
+// the kinds readied for the walk.
+func (r *Runner) applyGraph(ctx context.Context, obs *Observation, destroyGraph *dag.Graph) (g *dag.Graph, work map[string]*apply.Resource, done func()) {
+	g = obs.Config.Graph()
 	if destroyGraph != nil {
 		g = destroyGraph
 	}
-	ws := r.Provider.Walk(ctx, r.env(), obs)
-	work := map[string]*apply.Resource{}
+	ws := r.walkSteps(ctx, obs)
+	work = map[string]*apply.Resource{}
 	for addr, w := range obs.Result.Work {
-		work[addr] = &apply.Resource{Address: addr, Action: w.Action(), Steps: ws.Steps[addr]}
-		if w.Action() == plan.Delete && destroyGraph == nil {
+		work[addr] = &apply.Resource{Address: addr, Action: w.Action, Steps: ws.steps[addr]}
+		if w.Action == plan.Delete && destroyGraph == nil {
 			g.Add(addr)
 		}
 	}
-	if destroyGraph == nil {
-		r.Provider.OrderDestroy(g, obs.Result.Work)
-		for _, a := range ws.Ahead {
-			work[a.Node] = a.Resource
-			g.Add(a.Node)
-			g.Connect(a.Before, a.Node)
-		}
-		for _, addr := range slices.Sorted(maps.Keys(ws.After)) {
-			for _, dep := range ws.After[addr] {
-				if g.Has(addr) && g.Has(dep) {
-					g.Connect(addr, dep)
-				}
+	if destroyGraph != nil {
+		return g, work, ws.close
+	}
+	OrderDestroy(g, obs.Result.Work)
+	for _, e := range ws.early {
+		work[e.Node] = &apply.Resource{Address: e.Address, Action: e.Action, Steps: e.Steps, Ahead: true}
+		g.Add(e.Node)
+		g.Connect(e.Before, e.Node)
+	}
+	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
+		for _, dep := range obs.Result.Work[addr].After {
+			if g.Has(addr) && g.Has(dep) {
+				g.Connect(addr, dep)
 			}
 		}
 	}
-	return g, work, ws.Done
+	return g, work, ws.close
 }
 
 // prepare proves, before the walk changes anything, that what it will
-// start can start: the provider's CheckPrepare, then every resource's
-// PrepareSteps (read-only: images pulled while the old containers keep
-// running). The first Ctrl-C (stop) cancels it: nothing was changed yet.
+// start can start: every command line within its host's limits
+// (checkPrepare), then every resource's PrepareSteps (read-only: images
+// pulled while the old containers keep running). The first Ctrl-C (stop)
+// cancels it: nothing was changed yet.
 func (r *Runner) prepare(ctx context.Context, obs *Observation, hooks apply.Hooks, stop <-chan struct{}) error {
-	if err := r.Provider.CheckPrepare(obs, r.Project); err != nil {
+	if err := r.checkPrepare(obs); err != nil {
 		return err
 	}
 	var rs []*apply.Resource
+	env := r.env(obs)
 	for _, addr := range slices.Sorted(maps.Keys(obs.Result.Work)) {
 		w := obs.Result.Work[addr]
-		if steps := r.Provider.PrepareSteps(r.env(), obs, addr); len(steps) > 0 {
-			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action(), Steps: steps})
+		if steps := PrepareStepsOf(r.Kinds, env, w); len(steps) > 0 {
+			rs = append(rs, &apply.Resource{Address: addr, Action: w.Action, Steps: steps})
 		}
 	}
 	return r.runReadOnly(ctx, rs, hooks, stop)
@@ -414,8 +497,9 @@ func (r *Runner) runReadOnly(ctx context.Context, rs []*apply.Resource, hooks ap
 // is ready, whether or not it changed anything.
 func (r *Runner) awaitStarting(ctx context.Context, obs *Observation, hooks apply.Hooks, stop <-chan struct{}) error {
 	var rs []*apply.Resource
+	env := r.env(obs)
 	for _, w := range r.Starting(obs) {
-		rs = append(rs, &apply.Resource{Address: w.Address(), Action: plan.NoOp, Steps: r.Provider.AwaitSteps(r.env(), obs, w)})
+		rs = append(rs, &apply.Resource{Address: w.Address, Action: plan.NoOp, Steps: awaitStepsOf(r.Kinds, env, w)})
 	}
 	return r.runReadOnly(ctx, rs, hooks, stop)
 }
@@ -424,7 +508,7 @@ func (r *Runner) awaitStarting(ctx context.Context, obs *Observation, hooks appl
 // not reach and the resources left there, which the state keeps; true
 // when there is any: the destroy failed.
 func (r *Runner) reportUnreached(v View, obs *Observation) bool {
-	un := r.Provider.Unreached(obs.Facts, obs.Result.Work)
+	un := Unreached(obs.Facts, obs.Result.Work)
 	if len(un) == 0 {
 		return false
 	}

@@ -12,7 +12,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/lock"
+	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 )
 
@@ -84,7 +87,7 @@ type lockTarget struct {
 	name string // lock.Name of the identity
 }
 
-// LockNames lists the locks a run takes as "NAME@HOST": the provider's
+// LockNames lists the locks a run takes as "NAME@HOST": the kinds'
 // targets (each resource's lock on its head, and on the heads the state
 // recorded), deduplicated, sorted by name then host: two runs take common
 // locks in one order.
@@ -99,7 +102,7 @@ func (r *Runner) LockNames() []string {
 func (r *Runner) lockTargets() []lockTarget {
 	seen := map[[2]string]bool{}
 	var out []lockTarget
-	for _, t := range r.Provider.LockTargets(r.Config, r.State) {
+	for _, t := range lockTargetsOf(r.Kinds, r.Config, r.State) {
 		lt := lockTarget{LockTarget: t, name: lock.Name(r.Project, t.Key)}
 		if seen[[2]string{lt.name, t.Host}] {
 			continue
@@ -246,4 +249,15 @@ func Holder(op string) string {
 	}
 	host, _ := os.Hostname()
 	return fmt.Sprintf("%s@%s pid=%d rayform %s", who, host, os.Getpid(), op)
+}
+
+// lockTargetsOf lists the locks of every kind's resources that cfg
+// declares or st remembers (kind.KindWithLocks), the configuration's
+// first: of two targets of one lock and host, the first is kept.
+func lockTargetsOf(kinds kind.Registry, cfg *config.Config, st *state.State) []LockTarget {
+	var out []LockTarget
+	for _, k := range kind.With[kind.KindWithLocks](kinds) {
+		out = append(out, k.Locks(kind.LocksRequest{Config: cfg, State: st})...)
+	}
+	return out
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 )
@@ -28,14 +31,14 @@ func (r *Runner) Observe(ctx context.Context, refreshOnly bool) (*Observation, e
 	}
 	replace := map[string]bool{}
 	for _, a := range r.Options.Replace {
-		if err := r.Provider.CheckReplace(obs.Config, a); err != nil {
+		if err := r.checkReplace(obs.Config, a); err != nil {
 			return nil, err
 		}
 		replace[a] = true
 	}
 	in := r.planInput(obs.Config, obs.Facts)
 	in.RefreshOnly, in.Replace = refreshOnly, replace
-	obs.Result = r.Provider.Plan(in)
+	obs.Result = Plan(r.Kinds, in)
 	if err := r.narrow(obs); err != nil {
 		return nil, err
 	}
@@ -66,7 +69,7 @@ func (r *Runner) ObserveDestroy(ctx context.Context) (*Observation, *dag.Graph, 
 // evaluates the configuration with the facts: an observation without a
 // plan.
 func (r *Runner) observeHosts(ctx context.Context) (*Observation, error) {
-	spec := r.Provider.ObserveSpec(r.Config, r.State, r.Project, r.Options.StatusProbes)
+	spec := ObserveSpec(r.Kinds, r.Config, r.State, r.Project, r.Options.StatusProbes)
 	conns := map[string]transport.Conn{}
 	for host := range spec.Hosts {
 		c, ok := r.Conns[host]
@@ -88,7 +91,7 @@ func (r *Runner) observeHosts(ctx context.Context) (*Observation, error) {
 	for _, h := range slices.Sorted(maps.Keys(facts.Hosts)) {
 		r.log().Debug("observed", "host", h, "round_trips", facts.RoundTrips[h], "handshakes", r.Conns[h].Stats().Handshakes)
 	}
-	cfg, diags := r.Provider.Evaluate(ctx, r.Config, facts, r.Project)
+	cfg, diags := Evaluate(ctx, r.Kinds, r.Config, facts, r.Project)
 	if diags.HasErrors() {
 		if r.Diagnostics != nil {
 			r.Diagnostics(r.Config, diags)
@@ -99,8 +102,8 @@ func (r *Runner) observeHosts(ctx context.Context) (*Observation, error) {
 }
 
 // checkTargets refuses a target the configuration does not declare.
-func (r *Runner) checkTargets(cfg Config) error {
-	g := cfg.Lang().Graph()
+func (r *Runner) checkTargets(cfg *config.Config) error {
+	g := cfg.Graph()
 	for _, t := range r.Options.Targets {
 		if !g.Has(t) {
 			return fmt.Errorf("-target %s: no such resource in the configuration", t)
@@ -117,7 +120,7 @@ func (r *Runner) narrow(obs *Observation) error {
 	if err := r.checkTargets(obs.Config); err != nil {
 		return err
 	}
-	g := obs.Config.Lang().Graph()
+	g := obs.Config.Graph()
 	keep := map[string]bool{}
 	for _, n := range g.Subgraph(r.Options.Targets).Nodes() {
 		keep[n] = true
@@ -127,12 +130,12 @@ func (r *Runner) narrow(obs *Observation) error {
 }
 
 // DestroyPlan replaces obs's plan with the destruction of every resource
-// (Provider.DestroyPlan), narrowed with targets to the targets and what
+// (DestroyPlanOf), narrowed with targets to the targets and what
 // depends on them, as Terraform's destroy -target does: destroying a
 // resource never takes what it depends on with it. It returns the order
 // of the walk.
 func (r *Runner) DestroyPlan(obs *Observation) *dag.Graph {
-	res, g := r.Provider.DestroyPlan(r.planInput(obs.Config, obs.Facts))
+	res, g := DestroyPlanOf(r.Kinds, r.planInput(obs.Config, obs.Facts))
 	obs.Result = res
 	if len(r.Options.Targets) == 0 {
 		return g
@@ -141,7 +144,7 @@ func (r *Runner) DestroyPlan(obs *Observation) *dag.Graph {
 	for _, t := range r.Options.Targets {
 		keep[t] = true
 	}
-	for _, n := range obs.Config.Lang().Graph().WithDependents(r.Options.Targets) {
+	for _, n := range obs.Config.Graph().WithDependents(r.Options.Targets) {
 		keep[n] = true
 	}
 	keepOnly(res, keep)
@@ -165,18 +168,28 @@ func keepOnly(res *Result, keep map[string]bool) {
 }
 
 // Starting are the resources of obs's plan (all of the configuration's,
-// or the targeted ones) that run but are not ready yet (Provider.Starting):
-// not converged, as apply would wait for them.
-func (r *Runner) Starting(obs *Observation) []Work {
+// or the targeted ones) that run but are not ready yet (the kinds'
+// kind.KindWithAwait): not converged, as apply would wait for them.
+func (r *Runner) Starting(obs *Observation) []*kind.Work {
 	planned := map[string]bool{}
 	for _, ch := range obs.Result.Plan.Changes {
 		planned[ch.Address] = true
 	}
-	var out []Work
-	for _, w := range r.Provider.Starting(r.planInput(obs.Config, obs.Facts)) {
-		if planned[w.Address()] {
+	var out []*kind.Work
+	for _, w := range starting(r.Kinds, r.planInput(obs.Config, obs.Facts)) {
+		if planned[w.Address] {
 			out = append(out, w)
 		}
 	}
 	return out
+}
+
+// checkReplace refuses a -replace address that names no resource of cfg
+// whose kind can be replaced (kind.Traits.Replaceable).
+func (r *Runner) checkReplace(cfg *config.Config, a string) error {
+	if k := r.Kinds.At(a); k == nil || !k.Traits().Replaceable || !cfg.Graph().Has(a) {
+		replaceable := r.Kinds.TypesWith(func(k kind.Kind) bool { return k.Traits().Replaceable })
+		return fmt.Errorf("-replace %s: no such %s in the configuration", a, strings.Join(replaceable, " or "))
+	}
+	return nil
 }

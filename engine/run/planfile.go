@@ -24,9 +24,9 @@ func (r *Runner) Current(obs *Observation) planfile.Current {
 		Sensitive:      map[string]json.RawMessage{},
 		StateLineage:   r.State.Lineage,
 		StateSerial:    r.State.Serial,
-		Observed:       r.Provider.Fingerprints(obs.Facts),
+		Observed:       HostFingerprints(r.Kinds, obs.Facts),
 	}
-	lang := r.Config.Lang()
+	lang := r.Config
 	for name, f := range lang.Files {
 		rel, err := filepath.Rel(r.Dir, name)
 		if err != nil {

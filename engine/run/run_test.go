@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,14 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/lock"
-	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
@@ -44,32 +43,26 @@ func svcKind() config.Kind {
 	}
 }
 
-// cfg is a configuration as the fake provider holds it.
-type cfg struct{ *config.Config }
-
-func (c cfg) Lang() *config.Config { return c.Config }
-
-func load(t *testing.T, src string) cfg {
+func load(t *testing.T, src string) *config.Config {
 	t.Helper()
 	c, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: []config.Kind{svcKind()}})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	return cfg{c}
+	return c
 }
 
-// work is one svc's work.
-type work struct {
-	addr   string
-	action plan.Action
-}
+// svcWork is one svc's own part of its work: the container the state
+// records when the hosts could not be observed again, named otherwise
+// than Present names it, so that a test tells which the state came from.
+type svcWork struct{ addr string }
 
-func (w work) Address() string     { return w.addr }
-func (w work) Action() plan.Action { return w.action }
+func (w svcWork) Container() string { return "recorded-" + strings.ReplaceAll(w.addr, ".", "-") }
 
-// world is the fake provider: the hosts are the set of svc addresses that
-// run; a create step adds one, a delete step removes it. Plans compare the
-// configuration with it, as a real provider compares it with the facts.
+// world is the fake hosts the kinds of the test (hostsKind, svcs) see: the
+// set of svc addresses that run; a create step adds one, a delete step
+// removes it. Plans compare the configuration with it, as a real kind
+// compares it with the facts.
 type world struct {
 	mu      sync.Mutex
 	running map[string]bool
@@ -78,31 +71,34 @@ type world struct {
 	// fail makes the create step of these addresses fail.
 	fail map[string]bool
 	// noop makes the create step of these addresses succeed without
-	// starting anything (a provider bug: apply must not claim success).
+	// starting anything (a kind's bug: apply must not claim success).
 	noop map[string]bool
 	// starting are addresses that run but are not ready yet; awaiting
 	// them makes them ready.
 	starting map[string]bool
-	// ahead are stops (addr → the address that waits for it).
-	ahead map[string]string
+	// early are stops (addr → the address that waits for it).
+	early map[string]string
 	// plans counts the plans of the configuration's changes (Plan).
 	plans int
 	// during, when set, runs inside the step of its address (an
 	// interrupt arriving mid-step).
 	during map[string]func(ctx context.Context) error
-	// unreached are the hosts a destroy could not observe.
-	unreached []run.Unreach
+	// elsewhere are nodes besides n1 a svc runs on, which the run does
+	// not observe.
+	elsewhere map[string][]string
 }
 
-var _ run.Provider = (*world)(nil)
-
 func newWorld(running ...string) *world {
-	w := &world{running: map[string]bool{}, fail: map[string]bool{}, noop: map[string]bool{}, starting: map[string]bool{}, ahead: map[string]string{}, during: map[string]func(context.Context) error{}}
+	w := &world{running: map[string]bool{}, fail: map[string]bool{}, noop: map[string]bool{}, starting: map[string]bool{},
+		early: map[string]string{}, during: map[string]func(context.Context) error{}, elsewhere: map[string][]string{}}
 	for _, a := range running {
 		w.running[a] = true
 	}
 	return w
 }
+
+// kinds is the registry of the test: the hosts, then the svcs.
+func (w *world) kinds() kind.Registry { return kind.Registry{hostsKind{}, svcs{w}} }
 
 func (w *world) isRunning(addr string) bool {
 	w.mu.Lock()
@@ -122,194 +118,174 @@ func (w *world) steps() []string {
 	return slices.Clone(w.ran)
 }
 
-func (w *world) ObserveSpec(run.Config, *state.State, string, bool) observe.Spec {
-	return observe.Spec{Hosts: map[string]observe.HostSpec{"n1": {}}}
+// hostsKind is the kind of the one host, n1, on its fabric.
+type hostsKind struct{}
+
+var (
+	_ kind.KindWithHosts  = hostsKind{}
+	_ kind.KindWithFabric = hostsKind{}
+)
+
+func (hostsKind) Schema() config.Kind { return config.Kind{Type: "host"} }
+func (hostsKind) Traits() kind.Traits { return kind.Traits{} }
+func (hostsKind) Plan(kind.Planner)   {}
+func (hostsKind) Hosts(*config.Config) []kind.Host {
+	return []kind.Host{{Name: "n1", Host: "10.0.0.1", User: "ops"}}
+}
+func (hostsKind) Fabric(kind.FabricRequest) kind.Fabric {
+	return kind.Fabric{Addrs: map[string]netip.Addr{"n1": netip.MustParseAddr("192.168.1.1")}, Ifaces: map[string]string{"n1": "eth1"}}
 }
 
-func (w *world) Evaluate(_ context.Context, c run.Config, _ *observe.Facts, _ string) (run.Config, hcl.Diagnostics) {
-	return c, nil
+// svcs is the svc kind over the world.
+type svcs struct{ w *world }
+
+var (
+	_ kind.KindWithDestroy    = svcs{}
+	_ kind.KindWithPresence   = svcs{}
+	_ kind.KindWithSteps      = svcs{}
+	_ kind.KindWithPrepare    = svcs{}
+	_ kind.KindWithEarlySteps = svcs{}
+	_ kind.KindWithAwait      = svcs{}
+	_ kind.KindWithLocks      = svcs{}
+)
+
+func (svcs) Schema() config.Kind { return svcKind() }
+func (svcs) Traits() kind.Traits { return kind.Traits{Replaceable: true} }
+
+func (k svcs) work(addr string, action plan.Action) *kind.Work {
+	return &kind.Work{Address: addr, Type: "svc", Action: action, Hosts: append([]string{"n1"}, k.w.elsewhere[addr]...), Do: svcWork{addr}}
 }
 
-func (w *world) CheckReplace(c run.Config, addr string) error {
-	if !c.Lang().Graph().Has(addr) {
-		return fmt.Errorf("-replace %s: no such svc", addr)
-	}
-	return nil
-}
-
-func (w *world) Plan(in run.PlanInput) *run.Result {
-	w.mu.Lock()
-	w.plans++
-	w.mu.Unlock()
-	res := &run.Result{Plan: &plan.Plan{}, Work: map[string]run.Work{}}
-	declared := map[string]bool{}
-	for name := range in.Config.Lang().Blocks("svc") {
+func (k svcs) Plan(p kind.Planner) {
+	k.w.mu.Lock()
+	k.w.plans++
+	k.w.mu.Unlock()
+	for name := range p.Config().Blocks("svc") {
 		addr := "svc." + name
-		declared[addr] = true
 		action := plan.NoOp
 		switch {
-		case !w.isRunning(addr):
+		case !k.w.isRunning(addr):
 			action = plan.Create
-		case in.Replace[addr]:
+		case p.Replace(addr):
 			action = plan.Replace
 		}
-		res.Plan.Changes = append(res.Plan.Changes, plan.ResourceChange{Address: addr, Action: action})
+		p.Change(plan.ResourceChange{Address: addr, Action: action})
 		if action != plan.NoOp {
-			res.Work[addr] = work{addr, action}
+			p.AddWork(k.work(addr, action))
 		}
 	}
-	if in.State != nil {
-		for _, addr := range in.State.Addresses() {
-			if !declared[addr] && w.isRunning(addr) {
-				res.Plan.Changes = append(res.Plan.Changes, plan.ResourceChange{Address: addr, Action: plan.Delete})
-				res.Work[addr] = work{addr, plan.Delete}
-			}
+}
+
+// Destroy removes every doomed svc (apply: those that run), dependents
+// first: the reverse of the configuration's edges.
+func (k svcs) Destroy(d kind.Destroyer) {
+	for _, addr := range d.Doomed("svc") {
+		running := k.w.isRunning(addr)
+		if running || d.Adopt() {
+			d.Add(k.work(addr, plan.Delete), strings.TrimPrefix(addr, "svc."), running)
 		}
 	}
-	res.Plan.SortChanges()
-	return res
-}
-
-func (w *world) DestroyPlan(in run.PlanInput) (*run.Result, *dag.Graph) {
-	res := &run.Result{Plan: &plan.Plan{}, Work: map[string]run.Work{}}
-	g := dag.New()
-	for name := range in.Config.Lang().Blocks("svc") {
-		addr := "svc." + name
-		action := plan.NoOp
-		if w.isRunning(addr) {
-			action = plan.Delete
-		}
-		res.Plan.Changes = append(res.Plan.Changes, plan.ResourceChange{Address: addr, Action: action})
-		res.Work[addr] = work{addr, action}
-		g.Add(addr)
+	if d.Config() == nil {
+		return
 	}
-	// Dependents go first: the reverse of the configuration's edges.
-	full := in.Config.Lang().Graph()
-	for _, n := range g.Nodes() {
-		for _, dep := range full.DependenciesOf(n) {
-			if g.Has(dep) {
-				g.Connect(dep, n)
-			}
+	g := d.Config().Graph()
+	for addr := range d.Works() {
+		for _, dep := range g.DependenciesOf(addr) {
+			d.Before(addr, dep)
 		}
 	}
-	res.Plan.SortChanges()
-	return res, g
 }
 
-func (w *world) Starting(in run.PlanInput) []run.Work {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []run.Work
-	for _, addr := range slices.Sorted(maps.Keys(w.starting)) {
-		out = append(out, work{addr, plan.NoOp})
+func (k svcs) Present(pr *kind.Presence) {
+	k.w.mu.Lock()
+	defer k.w.mu.Unlock()
+	for addr := range k.w.running {
+		pr.Add(addr, "svc", "n1", strings.ReplaceAll(addr, ".", "-"))
+		pr.Head(addr, "n1")
 	}
-	return out
 }
 
-func (w *world) Fingerprints(*observe.Facts) map[string]string { return map[string]string{} }
-
-func (w *world) LockTargets(c run.Config, st *state.State) []run.LockTarget {
-	var out []run.LockTarget
-	for _, name := range slices.Sorted(maps.Keys(c.Lang().Blocks("svc"))) {
-		out = append(out, run.LockTarget{Resource: "svc." + name, Key: name, Host: "n1"})
-	}
-	for _, addr := range st.Addresses() {
-		r, _ := st.Get(addr)
-		out = append(out, run.LockTarget{Resource: addr, Key: strings.TrimPrefix(addr, "svc."), Host: r.Head, FromState: true})
-	}
-	return out
-}
-
-func (w *world) Present(in run.PlanInput) (map[string]run.Present, map[string]bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]run.Present{}
-	for addr := range w.running {
-		out[addr] = run.Present{Type: "svc", Nodes: []string{"n1"}, Container: strings.ReplaceAll(addr, ".", "-"), Head: "n1"}
-	}
-	return out, map[string]bool{}
-}
-
-// Record names the container otherwise than Present does, so that a test
-// tells which the state came from.
-func (w *world) Record(rw run.Work) run.Present {
-	return run.Present{Type: "svc", Nodes: []string{"n1"}, Container: "recorded-" + strings.ReplaceAll(rw.Address(), ".", "-")}
-}
-
-func (w *world) Host(_ run.Config, node string) (state.Host, bool) {
-	if node != "n1" {
-		return state.Host{}, false
-	}
-	return state.Host{Node: "n1", Host: "10.0.0.1", User: "ops"}, true
-}
-
-func (w *world) Fabric(run.Config, *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	return map[string]netip.Addr{"n1": netip.MustParseAddr("192.168.1.1")}, map[string]string{"n1": "eth1"}
-}
-
-func (w *world) Unreached(*observe.Facts, map[string]run.Work) []run.Unreach { return w.unreached }
-
-func (w *world) CheckPrepare(*run.Observation, string) error { return nil }
-
-func (w *world) PrepareSteps(_ run.Env, obs *run.Observation, addr string) []apply.Step {
-	if obs.Result.Work[addr].Action() != plan.Create {
+func (k svcs) PrepareSteps(req kind.StepsRequest) []apply.Step {
+	addr := req.Work.Address
+	if req.Work.Action != plan.Create {
 		return nil
 	}
 	return []apply.Step{apply.Func{Label: "pull", RunFunc: func(context.Context, func(string)) error {
-		w.record("prepare " + addr)
+		k.w.record("prepare " + addr)
 		return nil
 	}}}
 }
 
-func (w *world) Walk(_ context.Context, _ run.Env, obs *run.Observation) run.WalkSteps {
-	out := run.WalkSteps{Steps: map[string][]apply.Step{}}
-	for addr, wk := range obs.Result.Work {
-		action := wk.Action()
-		out.Steps[addr] = []apply.Step{apply.Func{Label: string(action), RunFunc: func(ctx context.Context, _ func(string)) error {
-			w.record(string(action) + " " + addr)
-			if f := w.during[addr]; f != nil {
-				if err := f(ctx); err != nil {
-					return err
-				}
+func (k svcs) Steps(req kind.StepsRequest) []apply.Step {
+	w, addr, action := k.w, req.Work.Address, req.Work.Action
+	return []apply.Step{apply.Func{Label: string(action), RunFunc: func(ctx context.Context, _ func(string)) error {
+		w.record(string(action) + " " + addr)
+		if f := w.during[addr]; f != nil {
+			if err := f(ctx); err != nil {
+				return err
 			}
-			if w.fail[addr] {
-				return errors.New("it broke")
-			}
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			switch {
-			case action == plan.Delete:
-				delete(w.running, addr)
-			case !w.noop[addr]:
-				w.running[addr] = true
-			}
-			return nil
-		}}}
-	}
-	for addr, before := range w.ahead {
-		if obs.Result.Work[addr] == nil || obs.Result.Work[before] == nil {
+		}
+		if w.fail[addr] {
+			return errors.New("it broke")
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch {
+		case action == plan.Delete:
+			delete(w.running, addr)
+		case !w.noop[addr]:
+			w.running[addr] = true
+		}
+		return nil
+	}}}
+}
+
+func (k svcs) EarlySteps(req kind.EarlyStepsRequest) []kind.EarlySteps {
+	var out []kind.EarlySteps
+	for addr, before := range k.w.early {
+		if req.Work[addr] == nil || req.Work[before] == nil {
 			continue
 		}
-		out.Ahead = append(out.Ahead, run.Ahead{Node: addr + "#stop", Before: before, Resource: &apply.Resource{Address: addr, Action: plan.Replace, Ahead: true,
+		out = append(out, kind.EarlySteps{Node: addr + "#stop", Before: before, Address: addr, Action: plan.Replace,
 			Steps: []apply.Step{apply.Func{Label: "stop", RunFunc: func(context.Context, func(string)) error {
-				w.record("stop " + addr)
+				k.w.record("stop " + addr)
 				return nil
-			}}}}})
+			}}}})
 	}
 	return out
 }
 
-func (w *world) OrderDestroy(*dag.Graph, map[string]run.Work) {}
+func (k svcs) Starting(kind.StartingRequest) []*kind.Work {
+	k.w.mu.Lock()
+	defer k.w.mu.Unlock()
+	var out []*kind.Work
+	for _, addr := range slices.Sorted(maps.Keys(k.w.starting)) {
+		out = append(out, &kind.Work{Address: addr, Type: "svc", Action: plan.NoOp, Do: svcWork{addr}})
+	}
+	return out
+}
 
-func (w *world) AwaitSteps(_ run.Env, _ *run.Observation, rw run.Work) []apply.Step {
-	addr := rw.Address()
+func (k svcs) AwaitSteps(req kind.StepsRequest) []apply.Step {
+	addr := req.Work.Address
 	return []apply.Step{apply.Func{Label: "await", RunFunc: func(context.Context, func(string)) error {
-		w.record("await " + addr)
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.starting, addr)
+		k.w.record("await " + addr)
+		k.w.mu.Lock()
+		defer k.w.mu.Unlock()
+		delete(k.w.starting, addr)
 		return nil
 	}}}
+}
+
+func (svcs) Locks(req kind.LocksRequest) []kind.Lock {
+	var out []kind.Lock
+	for _, name := range slices.Sorted(maps.Keys(req.Config.Blocks("svc"))) {
+		out = append(out, kind.Lock{Resource: "svc." + name, Key: name, Host: "n1"})
+	}
+	for _, addr := range req.State.Addresses() {
+		r, _ := req.State.Get(addr)
+		out = append(out, kind.Lock{Resource: addr, Key: strings.TrimPrefix(addr, "svc."), Host: r.Head, FromState: true})
+	}
+	return out
 }
 
 // view records what the run shows.
@@ -373,16 +349,23 @@ svc "b" {
 `
 
 // runner returns a Runner over w, with a state in a temporary directory
-// and a local connection for n1 (observe runs its read-only probe there).
+// and a local connection for n1 (observe runs its read-only probe there,
+// with a docker that lists no container: the world is w, not the
+// machine's containers).
 func runner(t *testing.T, w *world, src string, opts run.Options) *run.Runner {
 	t.Helper()
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	st, err := state.New("p")
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.NoLock = true
 	return &run.Runner{
-		Provider:  w,
+		Kinds:     w.kinds(),
 		Config:    load(t, src),
 		State:     st,
 		StatePath: filepath.Join(t.TempDir(), "state.json"),
@@ -487,7 +470,7 @@ func TestApplyCancelledChangesNothing(t *testing.T) {
 func TestApplyRunsAheadPartsFirst(t *testing.T) {
 	// svc.b is replaced; its stop must run before svc.a changes.
 	w := newWorld("svc.b")
-	w.ahead["svc.b"] = "svc.a"
+	w.early["svc.b"] = "svc.a"
 	// One at a time: without the edge, svc.a (first by name) would go first.
 	r := runner(t, w, twoSvcs, run.Options{Replace: []string{"svc.b"}, Parallelism: 1})
 	v := &view{approve: true}
@@ -531,7 +514,7 @@ func TestDestroyTargetTakesItsDependents(t *testing.T) {
 			r := runner(t, w, twoSvcs, run.Options{Targets: tc.targets})
 			v := &view{approve: true}
 			if err := r.Apply(context.Background(), run.ApplyRequest{Destroy: true, AutoApprove: true}, v); err != nil {
-				t.Fatalf("destroy: %v (errors %v, failed %v)", err, v.errs, v.failed)
+				t.Fatalf("destroy: %v (errors %v, failed %v, events %v)", err, v.errs, v.failed, v.events)
 			}
 			if v.asked {
 				t.Error("asked despite AutoApprove")
@@ -548,14 +531,14 @@ func TestDestroyTargetTakesItsDependents(t *testing.T) {
 
 // TestDestroyPlansNoChanges: destroy (apply's, and the plan of one)
 // plans the removals only, never the configuration's changes, whose
-// lookups may reach outside the hosts (a model's hub): the provider's
-// Plan is not called; an unknown target is still refused.
+// lookups may reach outside the hosts (a model's hub): no kind's
+// Plan is called; an unknown target is still refused.
 func TestDestroyPlansNoChanges(t *testing.T) {
 	w := newWorld("svc.a", "svc.b")
 	r := runner(t, w, twoSvcs, run.Options{})
 	v := &view{approve: true}
 	if err := r.Apply(context.Background(), run.ApplyRequest{Destroy: true, AutoApprove: true}, v); err != nil {
-		t.Fatalf("destroy: %v (errors %v, failed %v)", err, v.errs, v.failed)
+		t.Fatalf("destroy: %v (errors %v, failed %v, events %v)", err, v.errs, v.failed, v.events)
 	}
 	if got := w.steps(); !slices.Equal(got, []string{"delete svc.b", "delete svc.a"}) {
 		t.Errorf("steps %v", got)
@@ -607,7 +590,7 @@ func TestLockNamesDeduplicatedAndSorted(t *testing.T) {
 // TestInterruptedApplyRecordsWhatCompleted: the second interrupt cancels
 // the run's context mid-walk; the hosts are not observed again, so the
 // state records exactly the resources the walk completed (from the
-// provider's Record), not the one cut short.
+// kinds' work: its container), not the one cut short.
 func TestInterruptedApplyRecordsWhatCompleted(t *testing.T) {
 	w := newWorld()
 	r := runner(t, w, twoSvcs, run.Options{})
@@ -641,7 +624,7 @@ func TestInterruptedApplyRecordsWhatCompleted(t *testing.T) {
 	}
 	rec, _ := saved.Get("svc.a")
 	if rec.Container != "recorded-svc-a" || len(rec.Hosts) != 1 || rec.Hosts[0].Host != "10.0.0.1" {
-		t.Errorf("svc.a recorded as %+v, want the provider's record of the completed work, on n1", rec)
+		t.Errorf("svc.a recorded as %+v, want the record of the completed work, on n1", rec)
 	}
 }
 
@@ -650,7 +633,7 @@ func TestInterruptedApplyRecordsWhatCompleted(t *testing.T) {
 // reach was destroyed.
 func TestDestroyFailsOnUnreachedHosts(t *testing.T) {
 	w := newWorld("svc.a")
-	w.unreached = []run.Unreach{{Address: "svc.a", Node: "n2", Why: "connection refused"}}
+	w.elsewhere["svc.a"] = []string{"n2"} // never observed
 	r := runner(t, w, `svc "a" {}`, run.Options{})
 	v := &view{}
 	if err := r.Apply(context.Background(), run.ApplyRequest{Destroy: true, AutoApprove: true}, v); !errors.Is(err, run.ErrFailed) {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 )
@@ -29,11 +30,11 @@ func (r *Runner) recordState(obs, again *Observation, completed map[string]bool)
 			if !completed[addr] {
 				continue
 			}
-			if w.Action() == plan.Delete {
+			if w.Action == plan.Delete {
 				r.State.Remove(addr)
 				continue
 			}
-			rec := r.Provider.Record(w)
+			rec := record(w)
 			res := state.Resource{Type: rec.Type, Container: rec.Container, AppliedAt: time.Now()}
 			old, _ := r.State.Get(addr)
 			for _, node := range rec.Nodes {
@@ -60,7 +61,7 @@ func (r *Runner) recordState(obs, again *Observation, completed map[string]bool)
 // (what that node holds is unknown, so its record stays). A resource the
 // walk completed (created, updated or replaced) was applied now.
 func (r *Runner) reconcileState(again *Observation, completed map[string]bool) {
-	present, unknown := r.Provider.Present(r.planInput(again.Config, again.Facts))
+	present, unknown := PresentResources(r.Kinds, r.planInput(again.Config, again.Facts))
 	unseen := func(node string) bool { return unknown[node] || again.Facts.Hosts[node] == nil }
 	for _, addr := range r.State.Addresses() {
 		if _, ok := present[addr]; ok {
@@ -108,14 +109,15 @@ func (r *Runner) reconcileState(again *Observation, completed map[string]bool) {
 // stateHost returns the SSH coordinates of node for a state record: from
 // the configuration, else from the resource's earlier record. A node known
 // to neither cannot be reached again and is not recorded.
-func (r *Runner) stateHost(cfg Config, old state.Resource, node string) (state.Host, bool) {
+func (r *Runner) stateHost(cfg *config.Config, old state.Resource, node string) (state.Host, bool) {
 	var prev state.Host
 	for _, h := range old.Hosts {
 		if h.Node == node {
 			prev = h
 		}
 	}
-	if h, ok := r.Provider.Host(cfg, node); ok {
+	if n, ok := hostOf(r.Kinds, cfg, node); ok {
+		h := state.Host{Node: node, Host: n.Host, User: n.User, Port: n.Port, Bastion: n.Bastion}
 		if h.Host == prev.Host {
 			h.FabricAddress, h.FabricInterface = prev.FabricAddress, prev.FabricInterface
 		}
@@ -147,7 +149,8 @@ func (r *Runner) saveState() error {
 // interface as the converged hosts show them, so the next plan can assume
 // them. It saves the state only when they changed.
 func (r *Runner) recordFabric(obs *Observation) error {
-	addrs, ifaces := r.Provider.Fabric(obs.Config, obs.Facts)
+	fb := fabric(r.Kinds, obs.Config, obs.Facts)
+	addrs, ifaces := fb.Addrs, fb.Ifaces
 	changed := false
 	for _, addr := range r.State.Addresses() {
 		rec, _ := r.State.Get(addr)

@@ -18,7 +18,7 @@ import (
 // that names one host. ok is false when neither has one.
 func (r *Runner) FindLock(arg string) (t LockTarget, ok bool) {
 	var fromState []LockTarget
-	for _, t := range r.Provider.LockTargets(r.Config, r.State) {
+	for _, t := range lockTargetsOf(r.Kinds, r.Config, r.State) {
 		if t.Resource != arg && t.Key != arg {
 			continue
 		}

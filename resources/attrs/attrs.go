@@ -91,7 +91,7 @@ type Values map[string]cty.Value
 // SecretDigest is how a sensitive value is hashed wherever rayform records
 // or compares one without keeping it: spec hashes, container labels, serve
 // records, plans. It is the first 64 bits of an HMAC-SHA256 under key, the
-// deployment's secret-digest key (resources.Config.SecretKeys, kept 0600 on the
+// deployment's secret-digest key (kind.Facts.SecretKeys, kept 0600 on the
 // cluster's head: see engine/lock.AdvanceFence), so a digest seen in a
 // label, a record, a command line or a log cannot be checked against a
 // guess of the secret without the key.

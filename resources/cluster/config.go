@@ -18,7 +18,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"

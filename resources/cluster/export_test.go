@@ -3,6 +3,8 @@ package cluster
 import (
 	"io"
 
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/hostenv"
 )
 
@@ -20,4 +22,13 @@ func RayTableReasons(specs []ContainerSpec, rows []RayNode) []string {
 func PullProgress(image string, progress func(string), t hostenv.Throttle) io.Writer {
 	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress, throttle: t}
 	return hostenv.NewLineWriter(p.line)
+}
+
+// StepsWith are the steps of a cluster's work w in env, as Kind.Steps
+// gives them with the StepEnv it builds from the run's kind.Env.
+func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	if WorkOf(w) == nil {
+		return kind.Unsupported(w)
+	}
+	return clusterSteps(env, w)
 }

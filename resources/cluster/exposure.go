@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // Exposure is one TCP port of a cluster's node that listens beyond the

@@ -15,13 +15,12 @@ import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/imageref"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
@@ -249,19 +248,20 @@ func (r *RayCluster) Address() (string, bool) {
 type Kind struct{}
 
 // The cluster kind's optional parts (kind.Kind): no lookup outside the
-// hosts, nothing run ahead of the walk, no readiness but its steps'.
+// hosts, no early steps, no readiness but its steps'.
 var (
-	_ kind.WithObserve     = Kind{}
-	_ kind.WithDestroy     = Kind{}
-	_ kind.WithPresence    = Kind{}
-	_ kind.WithSteps       = Kind{}
-	_ kind.WithPrepare     = Kind{}
-	_ kind.WithLogs        = Kind{}
-	_ kind.WithFingerprint = Kind{}
-	_ kind.WithStatus      = Kind{}
-	_ kind.WithLocks       = Kind{}
-	_ kind.Learner         = Kind{}
-	_ kind.Fabricator      = Kind{}
+	_ kind.KindWithObserve      = Kind{}
+	_ kind.KindWithDestroy      = Kind{}
+	_ kind.KindWithPresence     = Kind{}
+	_ kind.KindWithCommandCheck = Kind{}
+	_ kind.KindWithSteps        = Kind{}
+	_ kind.KindWithPrepare      = Kind{}
+	_ kind.KindWithLogs         = Kind{}
+	_ kind.KindWithFingerprint  = Kind{}
+	_ kind.KindWithStatus       = Kind{}
+	_ kind.KindWithLocks        = Kind{}
+	_ kind.KindWithHostFacts    = Kind{}
+	_ kind.KindWithFabric       = Kind{}
 )
 
 // Schema is the ray_cluster block's descriptor.
@@ -275,7 +275,10 @@ func (Kind) Traits() kind.Traits {
 }
 
 // Observe asks for each cluster's containers, image, fabric and node table.
-func (Kind) Observe(o *kind.Observation) { observeClusters(o) }
+func (Kind) Observe(o *kind.Observation) {
+	observeClusters(o)
+	o.EnvKeys = kit.EnvKeys()
+}
 
 // Plan plans each cluster of the configuration.
 func (Kind) Plan(p kind.Planner) {
@@ -291,21 +294,32 @@ func (Kind) Destroy(d kind.Destroyer) { destroyClusters(d) }
 // Present finds the project's cluster containers.
 func (Kind) Present(pr *kind.Presence) { presentClusters(pr) }
 
+// CheckCommands checks its containers' docker run lines within their
+// hosts' limits (kit.CheckCommandLimits).
+func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return kit.CheckCommands(req) }
+
+// stepEnv is the environment of the steps of w.
+func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
+	return hostenv.New(env, k, w.Address)
+}
+
 // Steps are the steps of a cluster's work (clusterSteps).
-func (Kind) Steps(env kind.Env, w *kind.Work) []apply.Step {
+func (k Kind) Steps(req kind.StepsRequest) []apply.Step {
+	w := req.Work
 	if WorkOf(w) == nil {
-		return hostenv.Unsupported(w)
+		return kind.Unsupported(w)
 	}
-	return clusterSteps(hostenv.Of(env), w)
+	return clusterSteps(k.stepEnv(req.Env, w), w)
 }
 
 // PrepareSteps pull the image and check Ray in it on every node that
 // starts a container, before anything is removed.
-func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
+func (k Kind) PrepareSteps(req kind.StepsRequest) []apply.Step {
+	w := req.Work
 	if w.Action == plan.Delete || WorkOf(w) == nil {
 		return nil
 	}
-	r := newClusterRun(hostenv.Of(env), w)
+	r := newClusterRun(k.stepEnv(req.Env, w), w)
 	if len(r.started) == 0 {
 		return nil
 	}
@@ -365,8 +379,8 @@ func (Kind) Fingerprint(hf *observe.HostFacts) []string {
 // was applied to when the state does not say which was the head), so that
 // a copy of the configuration with another head, or a renamed cluster
 // carrying the same state, waits for a run of the original.
-func (Kind) Locks(c *config.Config, st *state.State) []kind.Lock {
-	cfg := View(c)
+func (Kind) Locks(req kind.LocksRequest) []kind.Lock {
+	cfg, st := View(req.Config), req.State
 	var out []kind.Lock
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		rc := cfg.RayClusters[name]

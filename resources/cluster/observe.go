@@ -7,10 +7,9 @@ import (
 	"net/netip"
 	"slices"
 
-	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 )
 
@@ -206,16 +205,19 @@ func sortedNetworks(cfg *Config) []*network.Network {
 }
 
 // Fabric is each cluster node's observed fabric address and the
-// interface holding it (kind.Fabricator, FabricAddrs).
-func (Kind) Fabric(cfg *config.Config, hosts *observe.Facts) (map[string]netip.Addr, map[string]string) {
-	return FabricAddrs(View(cfg), hosts)
+// interface holding it (kind.KindWithFabric, FabricAddrs).
+func (Kind) Fabric(req kind.FabricRequest) kind.Fabric {
+	addrs, ifaces := FabricAddrs(View(req.Config), req.Hosts)
+	return kind.Fabric{Addrs: addrs, Ifaces: ifaces}
 }
 
-// Learn adds what the clusters' blocks are evaluated with (kind.Learner):
-// the nodes' fabric addresses (FabricAddrs) and the clusters'
-// secret-digest keys (ReadSecretKeys).
-func (Kind) Learn(cfg *config.Config, hosts *observe.Facts, project string, f *kind.Facts) {
-	f.FabricAddrs, _ = FabricAddrs(View(cfg), hosts)
-	f.SecretKeys = ReadSecretKeys(cfg, hosts, project)
-	f.Bearers = ReadBearers(cfg, hosts, project)
+// HostFacts adds what the clusters' blocks are evaluated with
+// (kind.KindWithHostFacts): the nodes' fabric addresses (FabricAddrs),
+// the clusters' secret-digest keys (ReadSecretKeys) and bearer tokens
+// (ReadBearers).
+func (Kind) HostFacts(req kind.HostFactsRequest) {
+	f := req.Facts
+	f.FabricAddrs, _ = FabricAddrs(View(req.Config), req.Hosts)
+	f.SecretKeys = ReadSecretKeys(req.Config, req.Hosts, req.Project)
+	f.Bearers = ReadBearers(req.Config, req.Hosts, req.Project)
 }

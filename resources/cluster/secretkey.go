@@ -2,15 +2,16 @@ package cluster
 
 import (
 	"fmt"
-	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/node"
 	"strconv"
 
+	"github.com/rayform/rayform/engine/transport/shell"
+	"github.com/rayform/rayform/resources/node"
+
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 

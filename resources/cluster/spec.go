@@ -13,11 +13,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/servedir"
@@ -26,9 +26,9 @@ import (
 // Container labels rayform sets on every container it creates. A container
 // without LabelManaged is never touched.
 const (
-	LabelManaged  = "rayform.managed"   // "true"
-	LabelProject  = "rayform.project"   // the project (config directory) name
-	LabelResource = "rayform.resource"  // e.g. "ray_cluster.main"
+	LabelManaged  = kind.LabelManaged   // "true"
+	LabelProject  = kind.LabelProject   // the project (config directory) name
+	LabelResource = kind.LabelResource  // e.g. "ray_cluster.main"
 	LabelRole     = "rayform.role"      // "head" or "worker"
 	LabelNode     = "rayform.node"      // node name
 	LabelNodeIP   = "rayform.node-ip"   // the fabric address Ray was started with

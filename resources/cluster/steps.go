@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // rayListTimeout bounds one `ray list nodes`, a Python process.

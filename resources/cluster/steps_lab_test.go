@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // The -update flag rewrites the steps' golden files (steplab.Golden).
@@ -24,7 +24,7 @@ func init() {
 // walkWork walks the steps of w (the cluster kind's) in the fake lab.
 func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
-	return steplab.Walk(t, w, cluster.Kind{}.Steps(env.WithDefaults(), w))
+	return steplab.Walk(t, w, cluster.StepsWith(env.WithDefaults(), w))
 }
 
 func TestClusterSteps(t *testing.T) {

@@ -1,7 +1,7 @@
 package cluster
 
 import (
-	"github.com/rayform/rayform/resources/kind"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -20,7 +20,7 @@ type ClusterWork struct {
 	HeadAddr string
 }
 
-// Container is the name of the cluster's containers (kind.Doer).
+// Container is the name of the cluster's containers (kind.WorkDetail).
 func (w *ClusterWork) Container() string {
 	switch {
 	case w.ContainerName != "":

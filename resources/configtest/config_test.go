@@ -15,21 +15,24 @@ import (
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources"
-	"github.com/zclconf/go-cty/cty"
+	"github.com/rayform/rayform/resources/resourcestest"
 )
 
 // load is config.Load with the resource kinds registered, as the CLI
 // loads configurations, seen through the kinds' Go types.
-func load(dir string, opts config.Options) (*resources.Config, hcl.Diagnostics) {
-	return resources.Load(dir, opts)
+func load(dir string, opts config.Options) (*resourcestest.Config, hcl.Diagnostics) {
+	return resourcestest.Load(dir, opts)
 }
 
 // loadFiles is config.LoadFiles with the resource kinds registered.
-func loadFiles(files map[string][]byte, opts config.Options) (*resources.Config, hcl.Diagnostics) {
-	return resources.LoadFiles(files, opts)
+func loadFiles(files map[string][]byte, opts config.Options) (*resourcestest.Config, hcl.Diagnostics) {
+	return resourcestest.LoadFiles(files, opts)
 }
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -58,10 +61,10 @@ func caseOptions(t *testing.T, dir string) config.Options {
 }
 
 // caseFacts reads a test case's optional facts.txt ("NODE ADDRESS" per line).
-func caseFacts(t *testing.T, dir string) (resources.Facts, bool) {
+func caseFacts(t *testing.T, dir string) (kind.Facts, bool) {
 	t.Helper()
 	lines := readLines(t, filepath.Join(dir, "facts.txt"))
-	f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
+	f := kind.Facts{FabricAddrs: map[string]netip.Addr{}}
 	for _, line := range lines {
 		node, addr, _ := strings.Cut(line, " ")
 		f.FabricAddrs[node] = netip.MustParseAddr(addr)
@@ -91,7 +94,7 @@ func readLines(t *testing.T, path string) []string {
 
 // loadCase loads a case directory from inside it, so that file names in
 // diagnostics are relative ("main.hcl").
-func loadCase(t *testing.T, dir string) (*resources.Config, hcl.Diagnostics) {
+func loadCase(t *testing.T, dir string) (*resourcestest.Config, hcl.Diagnostics) {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -102,7 +105,7 @@ func loadCase(t *testing.T, dir string) (*resources.Config, hcl.Diagnostics) {
 	return load(".", opts)
 }
 
-func renderDiags(t *testing.T, cfg *resources.Config, diags hcl.Diagnostics) string {
+func renderDiags(t *testing.T, cfg *resourcestest.Config, diags hcl.Diagnostics) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 78, false)
@@ -246,7 +249,7 @@ func TestExampleGraph(t *testing.T) {
 }
 
 // dump renders a configuration deterministically for golden files.
-func dump(c *resources.Config) string {
+func dump(c *resourcestest.Config) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		v := c.Variables[name]
@@ -358,7 +361,7 @@ func TestWithFacts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := resources.Facts{FabricAddrs: map[string]netip.Addr{}}
+			f := kind.Facts{FabricAddrs: map[string]netip.Addr{}}
 			for n, a := range tt.facts {
 				f.FabricAddrs[n] = netip.MustParseAddr(a)
 			}
@@ -572,7 +575,7 @@ func TestLoadWithoutKinds(t *testing.T) {
 		t.Errorf("LoadFiles without kinds: %v, want No resource kinds", diags)
 	}
 	var onlyNodes []config.Kind
-	for _, k := range resources.Schemas() {
+	for _, k := range resources.Kinds().Schemas() {
 		if k.Type == "node" {
 			onlyNodes = append(onlyNodes, k)
 		}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/engine/kind"
 )
 
 // FuzzLoadConfig loads arbitrary bytes as a configuration, in native syntax
@@ -39,7 +39,7 @@ func FuzzLoadConfig(f *testing.F) {
 		if _, err := cfg.Graph().TopoOrder(); err != nil {
 			t.Fatalf("valid configuration has a cyclic graph: %v", err)
 		}
-		if _, diags := cfg.WithFacts(resources.Facts{}); diags.HasErrors() {
+		if _, diags := cfg.WithFacts(kind.Facts{}); diags.HasErrors() {
 			t.Fatalf("re-evaluation failed: %s", diags.Error())
 		}
 	})

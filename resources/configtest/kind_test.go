@@ -81,7 +81,7 @@ func dnsKind() config.Kind {
 // loadToy loads files with the resource kinds and dns_record registered.
 func loadToy(t *testing.T, src string) (*config.Config, string) {
 	t.Helper()
-	kinds := append(resources.Schemas(), dnsKind())
+	kinds := append(resources.Kinds().Schemas(), dnsKind())
 	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: kinds})
 	var msgs []string
 	for _, d := range diags {

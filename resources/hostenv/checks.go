@@ -6,9 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // RunCheck runs the data-plane check on nodes over e's connections.
@@ -129,4 +129,16 @@ func (cs *CheckStarts) Close() {
 	for _, st := range sessions {
 		st.s.Close()
 	}
+}
+
+// checksKey keeps a walk's CheckStarts in its kind.Shared.
+type checksKey struct{}
+
+// OpenChecks starts the data-plane checks of the walk of req
+// (NewCheckStarts) and keeps them where New finds them; the returned
+// function closes them.
+func OpenChecks(ctx context.Context, req kind.WalkRequest) func() {
+	cs := NewCheckStarts(ctx, req.Env.Conns, req.Work, dataplane.Options{})
+	req.Env.Shared.Set(checksKey{}, cs)
+	return cs.Close
 }

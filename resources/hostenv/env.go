@@ -1,8 +1,8 @@
 // Package hostenv is the environment of an apply's steps on the hosts:
-// StepEnv, the concrete kind.Env the run provider hands the kinds that
-// run containers (ray_cluster, vllm_serve), with the timeouts, the
-// data-plane checks started ahead and diagnose's context those kinds
-// read beyond kind.Env, and the helpers their steps share (running a
+// StepEnv, which the kinds that run containers (ray_cluster, vllm_serve)
+// build from the run's kind.Env (New), with the timeouts, the data-plane
+// checks started for the walk (OpenChecks) and diagnose's context those
+// kinds read beyond it, and the helpers their steps share (running a
 // command on a node, polling, parallel work, progress lines, reading
 // container logs for a diagnosis).
 package hostenv
@@ -22,15 +22,14 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // Defaults of StepEnv's durations.
@@ -158,34 +157,36 @@ type Diagnoser interface {
 	DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context
 }
 
-// Of is the StepEnv behind env, which the run provider always hands the
-// kinds: the container kinds read the whole of it (timeouts, the
-// data-plane checks, diagnose's context), beyond kind.Env.
-func Of(env kind.Env) *StepEnv { return env.(*StepEnv) }
-
-// Conn is node's connection (kind.Env).
-func (e *StepEnv) Conn(node string) transport.Conn { return e.Conns[node] }
-
-// ProjectName is the project's label value (kind.Env).
-func (e *StepEnv) ProjectName() string { return e.Project }
-
-// Logger receives debug lines (kind.Env).
-func (e *StepEnv) Logger() hclog.Logger { return e.Log }
-
-// Clock is the time now (kind.Env).
-func (e *StepEnv) Clock() time.Time { return e.Now() }
-
-// Wait waits d or until ctx ends (kind.Env).
-func (e *StepEnv) Wait(ctx context.Context, d time.Duration) error { return e.Sleep(ctx, d) }
-
-// PollInterval is the time between two reads of a condition (kind.Env).
-func (e *StepEnv) PollInterval() time.Duration { return e.Poll }
-
-// MaxParallel bounds the hosts worked on at once (kind.Env).
-func (e *StepEnv) MaxParallel() int { return e.Parallelism }
-
-// ProgressEvery throttles repetitive progress lines (kind.Env).
-func (e *StepEnv) ProgressEvery() time.Duration { return e.ProgressInterval }
+// New is the StepEnv of the steps of the resource at addr of a container
+// kind, from what the run gives them (env) and what diagnose should know
+// of the resource, as its kind tells (d; an empty context where env has
+// no configuration): the data-plane checks started for the walk
+// (OpenChecks), the run's settings, and the defaults of the rest.
+func New(env *kind.Env, d Diagnoser, addr string) *StepEnv {
+	dctx := diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
+	if env.Config != nil {
+		dctx = d.DiagnoseContext(env.Config, env.Facts, env.Fabric, addr)
+	}
+	e := &StepEnv{
+		Conns:            env.Conns,
+		Project:          env.Project,
+		Poll:             env.Poll,
+		RayReadyTimeout:  env.ReadyTimeout,
+		ProgressInterval: env.ProgressInterval,
+		Parallelism:      env.Parallelism,
+		Diagnose:         dctx,
+		State:            env.State,
+		NotAtomic:        env.NotAtomic,
+		Prepared:         env.Prepared,
+		Log:              env.Log,
+		Now:              env.Now,
+		Sleep:            env.Sleep,
+	}
+	if cs, ok := env.Shared.Value(checksKey{}).(*CheckStarts); ok {
+		e.Checks = cs
+	}
+	return e.WithDefaults()
+}
 
 // Run runs cmd on node's connection.
 func (e *StepEnv) Run(ctx context.Context, node string, cmd transport.Cmd) (transport.Result, error) {
@@ -421,16 +422,6 @@ func SortedSet(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Unsupported is the one step of work no kind can carry out: it fails.
-func Unsupported(w *kind.Work) []apply.Step {
-	return []apply.Step{apply.Func{
-		Label: "unsupported work",
-		RunFunc: func(context.Context, func(string)) error {
-			return fmt.Errorf("%s: no steps for a %q resource with action %s", w.Address, w.Type, w.Action)
-		},
-	}}
 }
 
 // HTTPAnswer splits curl's output into the body and the -w line.

@@ -9,10 +9,10 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // What a host's kernel and rayform's transport take, and the checks that
@@ -257,4 +257,24 @@ func stackText(kib int64) string {
 		return "unlimited"
 	}
 	return fmt.Sprintf("%d KiB", kib)
+}
+
+// ExecLimits returns the execve limits each node reported (observe.Exec),
+// the zero value (Linux's defaults) for a node that did not.
+func ExecLimits(facts *observe.Facts) func(node string) observe.Exec {
+	return func(node string) observe.Exec {
+		if facts == nil {
+			return observe.Exec{}
+		}
+		if h := facts.Hosts[node]; h != nil && h.Exec.Known() {
+			return h.Exec
+		}
+		return observe.Exec{}
+	}
+}
+
+// CheckCommands is kind.KindWithCommandCheck's answer for a kind whose
+// work's Do is a Commander: CheckCommandLimits against the hosts' limits.
+func CheckCommands(req kind.CommandCheckRequest) error {
+	return CheckCommandLimits(req.Work, req.Project, ExecLimits(req.Facts))
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // Planner is kind.Planner with the readings of the plan's inputs the

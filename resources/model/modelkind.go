@@ -15,10 +15,10 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 )
 
@@ -33,11 +33,11 @@ type Kind struct{}
 // The model kind's optional parts (kind.Kind): no steps in the walk, no
 // logs, no locks of its own.
 var (
-	_ kind.WithLookup      = Kind{}
-	_ kind.WithObserve     = Kind{}
-	_ kind.WithPrepare     = Kind{}
-	_ kind.WithFingerprint = Kind{}
-	_ kind.WithStatus      = Kind{}
+	_ kind.KindWithLookup      = Kind{}
+	_ kind.KindWithObserve     = Kind{}
+	_ kind.KindWithPrepare     = Kind{}
+	_ kind.KindWithFingerprint = Kind{}
+	_ kind.KindWithStatus      = Kind{}
 )
 
 // Schema is the model block (Descriptor).
@@ -206,8 +206,9 @@ func (Kind) Plan(p kind.Planner) {
 // runs, so apply runs them before the walk, before any serve or container
 // is stopped or started, while the running serves keep serving; a
 // failure leaves everything as it was.
-func (Kind) PrepareSteps(env kind.Env, w *kind.Work) []apply.Step {
-	mw, ok := w.Do.(*Work)
+func (Kind) PrepareSteps(req kind.StepsRequest) []apply.Step {
+	env := req.Env
+	mw, ok := req.Work.Do.(*Work)
 	if !ok {
 		return nil
 	}

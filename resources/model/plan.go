@@ -294,5 +294,5 @@ func attrs(m *Model, mf Manifest, d Decision) []plan.AttrChange {
 	return append(out, plan.AttrChange{Name: "copies", Before: cty.MapVal(before), After: cty.MapVal(after)})
 }
 
-// Container is "": a model runs in no container of its own (kind.Doer).
+// Container is "": a model runs in no container of its own (kind.WorkDetail).
 func (w *Work) Container() string { return "" }

@@ -16,9 +16,9 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/linuxname"
 	"github.com/rayform/rayform/resources/node"
 )

@@ -5,6 +5,8 @@ package node
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,8 +14,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/linuxname"
 )
 
@@ -94,8 +96,21 @@ type Node struct {
 	FabricInterface string `rayform:"fabric_interface"`
 }
 
-// Kind is the node kind (kind.Kind).
+// Kind is the node kind (kind.Kind): the hosts themselves.
 type Kind struct{}
+
+var _ kind.KindWithHosts = Kind{}
+
+// Hosts are the nodes of cfg and how each is reached, by name.
+func (Kind) Hosts(cfg *config.Config) []kind.Host {
+	blocks := kind.BlocksOf[Node](cfg, Type)
+	out := make([]kind.Host, 0, len(blocks))
+	for _, name := range slices.Sorted(maps.Keys(blocks)) {
+		n := blocks[name]
+		out = append(out, kind.Host{Name: name, Host: n.Host, User: n.User, Port: n.Port, Bastion: n.Bastion, IdentityFile: n.IdentityFile})
+	}
+	return out
+}
 
 // Schema is the node block's descriptor.
 func (Kind) Schema() config.Kind { return Descriptor() }

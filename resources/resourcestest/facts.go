@@ -1,6 +1,8 @@
-// Package resourcestest builds observed facts for tests: the answers a
-// head's probe gets from Ray's dashboard and from vLLM, as those real
-// servers write them, at the URLs resources asks for.
+// Package resourcestest holds what tests of the kinds share: a
+// configuration seen through the registered kinds (Config, Load), and
+// observed facts (the answers a head's probe gets from Ray's dashboard
+// and from vLLM, as those real servers write them, at the URLs the kinds
+// ask for).
 package resourcestest
 
 import (

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/modelfit"
 )
 

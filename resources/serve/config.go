@@ -16,8 +16,8 @@ package serve
 
 import (
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"

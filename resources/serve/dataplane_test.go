@@ -11,13 +11,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -107,7 +107,7 @@ func TestDataplaneStep(t *testing.T) {
 			f1 := dpHost(t, "spark1", "192.168.200.12", transport.Result{Stdout: []byte(dpHealthy)})
 			f2 := dpHost(t, "spark2", "192.168.200.13", tc.spark2)
 			env := &hostenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
-			steps := serve.Kind{}.Steps(env.WithDefaults(), dpWork())
+			steps := serve.StepsWith(env.WithDefaults(), dpWork())
 			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name(), "data-plane check") || !strings.HasPrefix(steps[1].Name(), "start vllm serve") {
 				var names []string
 				for _, s := range steps {
@@ -154,7 +154,7 @@ func TestDataplaneStep(t *testing.T) {
 // TestServeWithoutCheck: dataplane_check = false (or a single node) plans
 // no check.
 func TestServeWithoutCheck(t *testing.T) {
-	steps := serve.Kind{}.Steps((&hostenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
+	steps := serve.StepsWith((&hostenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
 	for _, s := range steps {
 		if strings.Contains(s.Name(), "data-plane") {
 			t.Errorf("step %q without Check", s.Name())

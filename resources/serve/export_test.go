@@ -1,6 +1,10 @@
 package serve
 
-import "github.com/rayform/rayform/resources/hostenv"
+import (
+	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/kind"
+	"github.com/rayform/rayform/resources/hostenv"
+)
 
 // The hooks of the package's external tests (package serve_test, which
 // share the steps' fake lab, resources/internal/steplab).
@@ -28,3 +32,12 @@ func (s ServeProgress) Fatal() string { return s.p.fatal }
 
 // Bar is a progress bar at pct percent.
 var Bar = bar
+
+// StepsWith are the steps of a serve's work w in env, as Kind.Steps
+// gives them with the StepEnv it builds from the run's kind.Env.
+func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+	if WorkOf(w) == nil {
+		return kind.Unsupported(w)
+	}
+	return serveSteps(env, w)
+}

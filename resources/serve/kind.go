@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -13,13 +14,13 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -263,14 +264,16 @@ type Kind struct{}
 // hosts, nothing prepared ahead, no fingerprint beyond every plan's (its
 // record and answers), no lock of its own (it runs under its cluster's).
 var (
-	_ kind.WithObserve  = Kind{}
-	_ kind.WithDestroy  = Kind{}
-	_ kind.WithPresence = Kind{}
-	_ kind.WithSteps    = Kind{}
-	_ kind.WithLogs     = Kind{}
-	_ kind.WithAhead    = Kind{}
-	_ kind.WithAwait    = Kind{}
-	_ kind.WithStatus   = Kind{}
+	_ kind.KindWithObserve      = Kind{}
+	_ kind.KindWithDestroy      = Kind{}
+	_ kind.KindWithPresence     = Kind{}
+	_ kind.KindWithCommandCheck = Kind{}
+	_ kind.KindWithWalk         = Kind{}
+	_ kind.KindWithSteps        = Kind{}
+	_ kind.KindWithLogs         = Kind{}
+	_ kind.KindWithEarlySteps   = Kind{}
+	_ kind.KindWithAwait        = Kind{}
+	_ kind.KindWithStatus       = Kind{}
 )
 
 // Schema is the vllm_serve block's descriptor.
@@ -316,23 +319,40 @@ func (Kind) Destroy(d kind.Destroyer) { destroyServes(d) }
 // Present finds the serves whose process runs.
 func (Kind) Present(pr *kind.Presence) { presentServes(pr) }
 
-// Steps are the steps of a serve's work (serveSteps).
-func (Kind) Steps(env kind.Env, w *kind.Work) []apply.Step {
-	if WorkOf(w) == nil {
-		return hostenv.Unsupported(w)
-	}
-	return serveSteps(hostenv.Of(env), w)
+// CheckCommands checks its start line within its head's limits
+// (kit.CheckCommandLimits).
+func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return kit.CheckCommands(req) }
+
+// OpenWalk starts the data-plane checks of the serves of the walk whose
+// ranks launch as their cluster's containers start (hostenv.OpenChecks).
+func (Kind) OpenWalk(ctx context.Context, req kind.WalkRequest) func() {
+	return hostenv.OpenChecks(ctx, req)
 }
 
-// Ahead stops each serve that is replaced along with its cluster's
+// stepEnv is the environment of the steps of w.
+func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
+	return hostenv.New(env, k, w.Address)
+}
+
+// Steps are the steps of a serve's work (serveSteps).
+func (k Kind) Steps(req kind.StepsRequest) []apply.Step {
+	w := req.Work
+	if WorkOf(w) == nil {
+		return kind.Unsupported(w)
+	}
+	return serveSteps(k.stepEnv(req.Env, w), w)
+}
+
+// EarlySteps stop each serve that is replaced along with its cluster's
 // containers before the cluster changes: a worker under a running serve
 // must not go away (nor restart) under it. It also stops, before the
 // first serve of the GPU budget's order starts, each replaced serve that
 // starts later (ServeWork.StopBefore): its GPUs were counted free. The stop is a node of its own,
 // "ADDRESS#stop", that the cluster depends on; the serve's own stop step
 // then finds the process gone.
-func (Kind) Ahead(env kind.Env, ws map[string]*kind.Work, steps map[string][]apply.Step) []kind.Ahead {
-	var out []kind.Ahead
+func (k Kind) EarlySteps(req kind.EarlyStepsRequest) []kind.EarlySteps {
+	ws, steps := req.Work, req.Steps
+	var out []kind.EarlySteps
 	for _, addr := range slices.Sorted(maps.Keys(ws)) {
 		w := ws[addr]
 		sw := WorkOf(w)
@@ -346,24 +366,24 @@ func (Kind) Ahead(env kind.Env, ws map[string]*kind.Work, steps map[string][]app
 		if before == "" {
 			continue
 		}
-		stop := ServeStopSteps(hostenv.Of(env), w)
+		stop := ServeStopSteps(k.stepEnv(req.Env, w), w)
 		if len(stop) == 0 {
 			continue
 		}
-		out = append(out, kind.Ahead{Node: addr + "#stop", Before: before, Address: addr, Action: plan.Replace, Steps: stop})
+		out = append(out, kind.EarlySteps{Node: addr + "#stop", Before: before, Address: addr, Action: plan.Replace, Steps: stop})
 	}
 	return out
 }
 
 // Starting are the serves running as declared but not answering yet
 // (StartingServes).
-func (Kind) Starting(cfg *config.Config, facts *observe.Facts) []*kind.Work {
-	return StartingServes(View(cfg), facts)
+func (Kind) Starting(req kind.StartingRequest) []*kind.Work {
+	return StartingServes(View(req.Config), req.Facts)
 }
 
 // AwaitSteps wait for a starting serve to be ready.
-func (Kind) AwaitSteps(env kind.Env, w *kind.Work) []apply.Step {
-	return AwaitSteps(hostenv.Of(env), w)
+func (k Kind) AwaitSteps(req kind.StepsRequest) []apply.Step {
+	return AwaitSteps(k.stepEnv(req.Env, req.Work), req.Work)
 }
 
 // Status shows each serve's health on its own port; one not ok is a

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 

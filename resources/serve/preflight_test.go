@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 

@@ -13,12 +13,12 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/apply"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // serveRun is what the steps of one vllm_serve share, passed to each

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
 	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/serve"
 )
 
@@ -28,7 +28,7 @@ func init() {
 // walkWork walks the steps of w (the serve kind's) in the fake lab.
 func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
-	return steplab.Walk(t, w, serve.Kind{}.Steps(env.WithDefaults(), w))
+	return steplab.Walk(t, w, serve.StepsWith(env.WithDefaults(), w))
 }
 
 func TestServeSteps(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/kit"
 )
 
@@ -49,7 +49,7 @@ type ServeWork struct {
 	stoppedAt time.Time
 }
 
-// Container is the serve's cluster's head container (kind.Doer).
+// Container is the serve's cluster's head container (kind.WorkDetail).
 func (w *ServeWork) Container() string { return w.Spec.Container }
 
 // CheckAhead are the ranks of the data-plane check whose ranks start ahead,

@@ -253,7 +253,7 @@ func TestRayformHCLValidates(t *testing.T) {
 					t.Errorf("rayform.hcl lacks %q:\n%s", w, src)
 				}
 			}
-			if _, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{}); diags.HasErrors() {
+			if _, diags := config.LoadFiles(map[string][]byte{"rayform.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds().Schemas()}); diags.HasErrors() {
 				t.Errorf("rayform.hcl does not load: %v\n%s", diags, src)
 			}
 		})

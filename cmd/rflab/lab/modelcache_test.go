@@ -158,11 +158,11 @@ func TestModelHCL(t *testing.T) {
 	l.Name, l.Dir, l.ClientNetns, l.Nodes, l.Docker = c.Name, c.Dir, c.Name+"-client", nodes, true
 	l.SSHConfig, l.KnownHosts, l.Key = c.Dir+"/ssh_config", c.Dir+"/known_hosts", c.Dir+"/id_ed25519"
 	full := l.rayformHCLWith(true)
-	cfg, diags := resources.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: resources.Schemas()})
+	cfg, diags := config.LoadFiles(map[string][]byte{"rayform.hcl": []byte(full)}, config.Options{Kinds: resources.Kinds().Schemas()})
 	if diags.HasErrors() {
 		t.Fatalf("rayform.hcl with the model does not load: %v\n%s", diags, full)
 	}
-	ms := model.Serving(cfg.Config, HubRepoTiny)
+	ms := model.Serving(cfg, HubRepoTiny)
 	if len(ms) != 1 || ms[0].CacheDir != ModelCacheDir || ms[0].Endpoint != l.HubEndpoint {
 		t.Errorf("the serve's models %+v, want one in %s from %s", ms, ModelCacheDir, l.HubEndpoint)
 	}

@@ -4,9 +4,9 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kind"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/serve"
 	"github.com/rayform/rayform/resources/servedir"

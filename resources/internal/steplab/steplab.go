@@ -23,12 +23,12 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/dag"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kind"
 )
 
 // Updating reports whether the test binary runs with -update (which the

@@ -3,7 +3,7 @@ package arguments
 import (
 	"strings"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/dataplane"
 )
 
 // Check is rayform check's command line.
@@ -11,7 +11,7 @@ type Check struct {
 	*Run
 	// Options are the check's: its timeout, buffer size, backends and
 	// extra environment.
-	Options resources.CheckOptions
+	Options dataplane.Options
 	// Clusters are the clusters named (none: every one).
 	Clusters []string
 }
@@ -26,8 +26,8 @@ func ParseCheck(args []string) (*Check, *ParseError) {
 		"  bus bandwidth next to the link speed; exits 1 when the data plane fails.\n"+
 		"  Without CLUSTER, clusters with dataplane_check = false are left out.")
 	a := &Check{Run: o}
-	timeout := p.fs.Duration("timeout", resources.DefaultCheckTimeout, "bound on the rendezvous and on each collective")
-	size := p.fs.Float64("size-mb", resources.DefaultCheckSizeMiB, "all_reduce buffer in `MiB`")
+	timeout := p.fs.Duration("timeout", dataplane.DefaultTimeout, "bound on the rendezvous and on each collective")
+	size := p.fs.Float64("size-mb", dataplane.DefaultSizeMiB, "all_reduce buffer in `MiB`")
 	backends := p.fs.String("backends", "auto", "`LIST` of gloo, nccl; auto = gloo, plus nccl where CUDA is available")
 	var env stringList
 	p.fs.Var(&env, "env", "add `NAME=VALUE` to the check's environment over the container's (try a setting, e.g. NCCL_IB_HCA, before pinning it; repeatable)")
@@ -36,7 +36,7 @@ func ParseCheck(args []string) (*Check, *ParseError) {
 	if err != nil {
 		return a, err
 	}
-	a.Options = resources.CheckOptions{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
+	a.Options = dataplane.Options{Timeout: *timeout, SizeMiB: *size, Backends: *backends, Env: map[string]string{}}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/dataplane"
 )
 
 func TestParseCheck(t *testing.T) {
@@ -14,7 +14,7 @@ func TestParseCheck(t *testing.T) {
 		check   func(*Check) bool
 	}{
 		{nil, "", func(a *Check) bool {
-			return a.Options.Timeout == resources.DefaultCheckTimeout && a.Options.SizeMiB == resources.DefaultCheckSizeMiB && a.Options.Backends == "auto" && len(a.Options.Env) == 0 && len(a.Clusters) == 0
+			return a.Options.Timeout == dataplane.DefaultTimeout && a.Options.SizeMiB == dataplane.DefaultSizeMiB && a.Options.Backends == "auto" && len(a.Options.Env) == 0 && len(a.Clusters) == 0
 		}},
 		{[]string{"-json", "-timeout=30s", "-size-mb=8", "-backends=gloo", "-env", "NCCL_IB_HCA=mlx5", "-env", "X=", "spark", "ray_cluster.b"}, "", func(a *Check) bool {
 			return a.ViewType == ViewJSON && a.Options.Timeout.String() == "30s" && a.Options.SizeMiB == 8 && a.Options.Backends == "gloo" &&

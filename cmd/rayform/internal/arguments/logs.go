@@ -3,6 +3,8 @@ package arguments
 import (
 	"strings"
 
+	"github.com/rayform/rayform/engine/kind"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/resources"
 )
 
@@ -12,7 +14,7 @@ type Logs struct {
 	// Query is the logs asked for: the address, the node, -f, -tail,
 	// -since and -previous (the caller adds the configuration and the
 	// project).
-	Query resources.LogQuery
+	Query kind.LogQuery
 }
 
 // ParseLogs parses rayform logs' arguments.
@@ -31,7 +33,7 @@ func ParseLogs(args []string) (*Logs, *ParseError) {
 	case err != nil:
 		return a, err
 	case len(pos) != 1:
-		return a, p.errorf("logs takes one argument, a resource address (%s)", strings.TrimPrefix(resources.LogAddresses(), "a "))
+		return a, p.errorf("logs takes one argument, a resource address (%s)", strings.TrimPrefix(run.LogAddresses(resources.Kinds()), "a "))
 	}
 	q.Address = pos[0]
 	return a, nil

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/cmd/rayform/internal/views"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // runCheck runs the data-plane check on running clusters.
@@ -21,7 +21,7 @@ func runCheck(ctx context.Context, m *Meta, args []string) int {
 		return code
 	}
 	defer s.close()
-	clusters, err := resources.CheckClusters(s.cfg, a.Clusters)
+	clusters, err := serve.CheckClusters(serve.View(s.cfg), a.Clusters)
 	if err != nil {
 		view.Error(err)
 		return ExitError
@@ -31,10 +31,10 @@ func runCheck(ctx context.Context, m *Meta, args []string) int {
 		view.Error(err)
 		return ExitError
 	}
-	checker := resources.NewChecker(s.conns, obs.cfg, obs.facts, obs.result, a.Options)
+	checker := serve.NewChecker(s.conns, obs.cfg, obs.facts, obs.result.Fabric, a.Options)
 	failed := false
 	for _, name := range clusters {
-		addr := obs.cfg.RayClusters[name].Addr
+		addr := checker.Address(name)
 		cc, err := checker.Check(ctx, name, func(nodes int, master netip.Addr) { view.Start(addr, nodes, master) })
 		if err != nil {
 			view.ClusterError(addr, err)

@@ -79,9 +79,9 @@ func TestNoColorAfterCommand(t *testing.T) {
 // directory's name; and that a declared name contradicting the applied
 // state is refused.
 func TestProjectIdentity(t *testing.T) {
-	load := func(t *testing.T, src string) *resources.Config {
+	load := func(t *testing.T, src string) *config.Config {
 		t.Helper()
-		cfg, diags := resources.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{})
+		cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src + "\nnode \"a\" {\n  host = \"h\"\n}\n")}, config.Options{Kinds: resources.Kinds().Schemas()})
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
@@ -98,7 +98,7 @@ func TestProjectIdentity(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "checkout-b")
 	tests := []struct {
 		name, flag string
-		cfg        *resources.Config
+		cfg        *config.Config
 		st         *state.State
 		want       string
 		wantErr    string
@@ -131,7 +131,7 @@ func TestProjectIdentity(t *testing.T) {
 // the target and what depends on it, never what it depends on. Destroying
 // the serve leaves its Ray cluster; destroying the cluster takes its serve.
 func TestDestroyTargetKeepsDependencies(t *testing.T) {
-	cfg, diags := resources.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{})
+	cfg, diags := config.Load(repoPath(t, "examples/dgx-spark-pair"), config.Options{Kinds: resources.Kinds().Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
@@ -147,8 +147,8 @@ func TestDestroyTargetKeepsDependencies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.targets, ","), func(t *testing.T) {
 			st, _ := state.New("p")
-			r := &run.Runner{Provider: resources.Provider{}, State: st, Project: "p", Options: run.Options{Targets: tt.targets}}
-			obs := &run.Observation{Config: resources.RunConfig(cfg)}
+			r := &run.Runner{Kinds: resources.Kinds(), State: st, Project: "p", Options: run.Options{Targets: tt.targets}}
+			obs := &run.Observation{Config: cfg}
 			r.DestroyPlan(obs)
 			var got []string
 			for _, ch := range obs.Result.Plan.Changes {

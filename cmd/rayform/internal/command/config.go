@@ -17,21 +17,24 @@ func varOptions(vars *arguments.Vars) config.Options {
 }
 
 // loadConfig loads the configuration in the working directory.
-func loadConfig(m *Meta, vars *arguments.Vars) (*resources.Config, hcl.Diagnostics) {
+func loadConfig(m *Meta, vars *arguments.Vars) (*config.Config, hcl.Diagnostics) {
 	return loadConfigWith(m, varOptions(vars))
 }
 
 // loadConfigChecking loads the configuration for checking only (validate,
 // graph): a variable without a value is unknown, not an error, so CI can
 // check a configuration without its secrets.
-func loadConfigChecking(m *Meta, vars *arguments.Vars) (*resources.Config, hcl.Diagnostics) {
+func loadConfigChecking(m *Meta, vars *arguments.Vars) (*config.Config, hcl.Diagnostics) {
 	opts := varOptions(vars)
 	opts.UnknownVariables = true
 	return loadConfigWith(m, opts)
 }
 
-func loadConfigWith(m *Meta, opts config.Options) (*resources.Config, hcl.Diagnostics) {
-	cfg, diags := resources.Load(m.dir, opts)
+func loadConfigWith(m *Meta, opts config.Options) (*config.Config, hcl.Diagnostics) {
+	if opts.Kinds == nil {
+		opts.Kinds = resources.Kinds().Schemas()
+	}
+	cfg, diags := config.Load(m.dir, opts)
 	m.log.Debug("loaded configuration", "dir", m.dir, "files", len(cfg.Files), "diagnostics", len(diags))
 	return cfg, diags
 }

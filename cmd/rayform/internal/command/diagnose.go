@@ -8,7 +8,7 @@ import (
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/cmd/rayform/internal/views"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // runDiagnose classifies logs given as files or on stdin, with no
@@ -24,7 +24,7 @@ func runDiagnose(_ context.Context, m *Meta, args []string) int {
 		view.Error(err)
 		return ExitError
 	}
-	d := resources.Diagnose(logs)
+	d := diagnose.Classify(diagnose.Input{Logs: logs})
 	if err := view.Show(d, a.Paths); err != nil {
 		view.Error(err)
 		return ExitError
@@ -36,15 +36,15 @@ func runDiagnose(_ context.Context, m *Meta, args []string) int {
 }
 
 // readLogs reads the window of each log ("-": stdin, once).
-func readLogs(m *Meta, paths []string) ([]resources.LogText, error) {
-	logs := make([]resources.LogText, 0, len(paths))
+func readLogs(m *Meta, paths []string) ([]diagnose.Log, error) {
+	logs := make([]diagnose.Log, 0, len(paths))
 	stdinRead := false
 	for _, p := range paths {
 		// Each input is read as a stream into a bounded window
-		// (resources.ReadLog): a log of any size, or an endless stdin, is
+		// (diagnose.ReadLog): a log of any size, or an endless stdin, is
 		// classified in bounded memory.
 		var (
-			l   resources.LogText
+			l   diagnose.Log
 			err error
 		)
 		if p == "-" {
@@ -52,7 +52,7 @@ func readLogs(m *Meta, paths []string) ([]resources.LogText, error) {
 				return nil, errors.New(`"-" (stdin) given more than once`)
 			}
 			stdinRead = true
-			l, err = resources.ReadLog(m.Stdin, "stdin")
+			l, err = diagnose.ReadLog(m.Stdin, "", "stdin")
 			if err != nil {
 				err = fmt.Errorf("read stdin: %w", err)
 			}
@@ -68,15 +68,15 @@ func readLogs(m *Meta, paths []string) ([]resources.LogText, error) {
 }
 
 // readLogFile reads the window of the log file at path.
-func readLogFile(path string) (resources.LogText, error) {
+func readLogFile(path string) (diagnose.Log, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	l, err := resources.ReadLog(f, path)
+	l, err := diagnose.ReadLog(f, "", path)
 	if err != nil {
-		return resources.LogText{}, fmt.Errorf("read %s: %w", path, err)
+		return diagnose.Log{}, fmt.Errorf("read %s: %w", path, err)
 	}
 	return l, nil
 }

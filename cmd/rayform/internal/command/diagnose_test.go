@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // TestDiagnoseCommand runs `rayform diagnose` on the real-log fixtures of
@@ -69,7 +69,7 @@ func TestDiagnoseCommand(t *testing.T) {
 			// The goldens hold paths relative to the repository.
 			out = strings.ReplaceAll(out, repoPath(t, "testdata/diagnose")+"/", "testdata/diagnose/")
 			if strings.Contains(tt.name, "json") {
-				var v resources.DiagnosisReport
+				var v diagnose.Report
 				if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 					t.Fatalf("not one JSON object: %v\n%s", err, r.stdout)
 				}

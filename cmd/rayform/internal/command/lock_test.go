@@ -40,7 +40,7 @@ ray_cluster "main" {
   head  = node.b
 }
 `
-	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Schemas()})
+	cfg, diags := config.LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{Kinds: resources.Kinds().Schemas()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -70,7 +70,7 @@ ray_cluster "main" {
 				t.Fatal(err)
 			}
 			tc.set(st)
-			r := &run.Runner{Provider: resources.Provider{}, Config: resources.RunConfig(resources.View(cfg)), State: st, Project: "p"}
+			r := &run.Runner{Kinds: resources.Kinds(), Config: cfg, State: st, Project: "p"}
 			got := r.LockNames()
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("locks %v, want %v", got, tc.want)

@@ -8,8 +8,9 @@ import (
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/cmd/rayform/internal/views"
+	"github.com/rayform/rayform/engine/kind"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/transport"
-	"github.com/rayform/rayform/resources"
 )
 
 // runLogs prints (or follows) a resource's logs over the session's SSH
@@ -27,8 +28,8 @@ func runLogs(ctx context.Context, m *Meta, args []string) int {
 	}
 	defer s.close()
 	q := a.Query
-	q.Config, q.Project = s.cfg.Config, s.project
-	cmds, err := resources.Logs(q)
+	q.Config, q.Project = s.cfg, s.project
+	cmds, err := run.Logs(s.run.Kinds, q)
 	if err != nil {
 		view.Error(err)
 		return ExitError
@@ -41,7 +42,7 @@ func runLogs(ctx context.Context, m *Meta, args []string) int {
 }
 
 // logs runs every node's log command at once, their lines through view.
-func (s *session) logs(ctx context.Context, view *views.Logs, cmds []resources.LogCommand) error {
+func (s *session) logs(ctx context.Context, view *views.Logs, cmds []kind.LogCommand) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(cmds))
 	width := 0

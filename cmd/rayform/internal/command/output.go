@@ -8,8 +8,8 @@ import (
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/cmd/rayform/internal/views"
 	"github.com/rayform/rayform/engine/config"
+	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources"
 )
 
 // runOutput prints the outputs as the last apply left them, without
@@ -73,9 +73,10 @@ func appliedOutputs(m *Meta, view views.Output, vars *arguments.Vars, stateFile 
 		view.Diagnostics(cfg.Files, diags)
 		return nil, ExitError
 	}
-	cfg, diags = cfg.WithFacts(resources.Facts{FabricAddrs: recordedFabric(st)})
+	loaded := cfg
+	cfg, diags = kind.WithFacts(loaded, kind.Facts{FabricAddrs: recordedFabric(st)})
 	if diags.HasErrors() {
-		view.Diagnostics(cfg.Files, diags)
+		view.Diagnostics(loaded.Files, diags)
 		return nil, ExitError
 	}
 	if len(cfg.Outputs) == 0 {

@@ -63,7 +63,7 @@ func planExit(s *session, a *arguments.Plan, obs *run.Observation, view views.Pl
 		if starting := s.run.Starting(obs); len(starting) > 0 {
 			addrs := make([]string, 0, len(starting))
 			for _, w := range starting {
-				addrs = append(addrs, w.Address())
+				addrs = append(addrs, w.Address)
 			}
 			view.NotConverged(addrs)
 			return ExitChanges

@@ -28,7 +28,7 @@ import (
 type session struct {
 	m       *Meta
 	opts    *arguments.Run
-	cfg     *resources.Config // as loaded, before observed facts
+	cfg     *config.Config // as loaded, before observed facts
 	st      *state.State
 	project string
 	dialer  transport.Dialer
@@ -79,19 +79,21 @@ func openSession(m *Meta, v *views.View, opts *arguments.Run, readOnly bool) (*s
 func (s *session) runner(v *views.View) *run.Runner {
 	m, opts := s.m, s.opts
 	return &run.Runner{
-		Provider:  resources.Provider{Poll: time.Second, RayReadyTimeout: 2 * time.Minute},
-		Config:    resources.RunConfig(s.cfg),
+		Kinds:     resources.Kinds(),
+		Config:    s.cfg,
 		State:     s.st,
 		StatePath: m.statePath(opts.StateFile),
 		Project:   s.project,
 		Conns:     s.conns,
 		Options: run.Options{Parallelism: opts.Parallelism, Targets: opts.Targets, Replace: opts.Replace,
 			NoLock: opts.NoLock, LockTimeout: opts.LockTimeout, RotateToken: opts.RotateToken},
-		Log:     m.log,
-		Dir:     m.dir,
-		Version: m.version,
-		Diagnostics: func(cfg run.Config, diags hcl.Diagnostics) {
-			v.Diagnostics(cfg.Lang().Files, diags)
+		Log:          m.log,
+		Dir:          m.dir,
+		Version:      m.version,
+		Poll:         time.Second,
+		ReadyTimeout: 2 * time.Minute,
+		Diagnostics: func(cfg *config.Config, diags hcl.Diagnostics) {
+			v.Diagnostics(cfg.Files, diags)
 		},
 	}
 }
@@ -104,7 +106,7 @@ func (s *session) runner(v *views.View) *run.Runner {
 // hence the documented advice to declare it). A declared name that differs
 // from the one the state recorded for applied resources is refused: it
 // would disown the running containers.
-func resolveProject(dir, flagValue string, cfg *resources.Config, st *state.State) (string, error) {
+func resolveProject(dir, flagValue string, cfg *config.Config, st *state.State) (string, error) {
 	applied := st.Project != "" && len(st.Addresses()) > 0
 	switch {
 	case flagValue != "":
@@ -141,9 +143,9 @@ func projectFromDir(base string) string {
 
 // prepareDialer builds the SSH dialer from the nodes (and the hosts the
 // state remembers), and a local runner for nodes whose host is "localhost"
-// (resources.SSHHosts).
+// (sshHosts).
 func (s *session) prepareDialer() error {
-	hosts, localNodes := resources.SSHHosts(s.cfg, s.st)
+	hosts, localNodes := sshHosts(s.cfg, s.st)
 	opts := ssh.Options{Hosts: hosts, TrustNewHosts: s.opts.TrustNewHosts, Logger: s.m.log.Named("ssh")}
 	if s.opts.SSHConfig != "" {
 		opts.ConfigFile = s.opts.SSHConfig
@@ -180,8 +182,8 @@ func (s *session) close() {
 // through the resources.
 type observed struct {
 	facts   *observe.Facts
-	cfg     *resources.Config // evaluated with the facts
-	result  *resources.Result
+	cfg     *config.Config // evaluated with the facts
+	result  *run.Result
 	elapsed time.Duration
 }
 
@@ -193,7 +195,7 @@ func (s *session) observeAndPlan(ctx context.Context, refreshOnly bool) (*observ
 	if err != nil {
 		return nil, err
 	}
-	return &observed{facts: obs.Facts, cfg: resources.ConfigOf(obs.Config), result: resources.ResultOf(obs.Result), elapsed: obs.Elapsed}, nil
+	return &observed{facts: obs.Facts, cfg: obs.Config, result: obs.Result, elapsed: obs.Elapsed}, nil
 }
 
 // stats sums the transport counters of every connection.

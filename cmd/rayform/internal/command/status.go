@@ -7,7 +7,7 @@ import (
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
 	"github.com/rayform/rayform/cmd/rayform/internal/views"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/engine/run"
 )
 
 // runStatus prints one screen per cluster from one observation of the
@@ -53,12 +53,12 @@ func runStatus(ctx context.Context, m *Meta, args []string) int {
 
 // status observes the hosts once, with plan's probe plus what the kinds
 // show in status (kind.Observation.Status: each serve's /metrics and start
-// time), and builds the report (resources.Status).
-func (s *session) status(ctx context.Context) (*resources.StatusReport, error) {
+// time), and builds the report (run.Status).
+func (s *session) status(ctx context.Context) (*run.StatusReport, error) {
 	s.statusProbes = true
 	obs, err := s.observeAndPlan(ctx, false)
 	if err != nil {
 		return nil, err
 	}
-	return resources.Status(s.project, obs.cfg, obs.facts, obs.result), nil
+	return run.Status(s.run.Kinds, s.project, &run.Observation{Facts: obs.facts, Config: obs.cfg, Result: obs.result}), nil
 }

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/serve"
 )
 
 // Check shows the data-plane check: for a person (CheckHuman) or as one
@@ -15,7 +15,7 @@ type Check interface {
 	// Start says a cluster's check begins.
 	Start(addr string, nodes int, master netip.Addr)
 	// Report shows a cluster's check.
-	Report(cc *resources.ClusterCheck)
+	Report(cc *serve.ClusterCheck)
 	// Done ends the output.
 	Done() error
 	// ClusterError says a cluster's check could not run.
@@ -45,7 +45,7 @@ func (v *CheckHuman) Start(addr string, nodes int, master netip.Addr) {
 }
 
 // Report prints the cluster's table, warnings and verdict.
-func (v *CheckHuman) Report(cc *resources.ClusterCheck) {
+func (v *CheckHuman) Report(cc *serve.ClusterCheck) {
 	rep := cc.Report
 	fmt.Fprint(v.stdout, rep.Table())
 	for _, p := range rep.Problems() {
@@ -66,14 +66,14 @@ func (*CheckHuman) Done() error { return nil }
 // CheckJSON collects the reports and prints them as one list.
 type CheckJSON struct {
 	*View
-	reports []resources.CheckJSON
+	reports []serve.CheckJSON
 }
 
 // Start shows nothing.
 func (*CheckJSON) Start(string, int, netip.Addr) {}
 
 // Report keeps the cluster's report.
-func (v *CheckJSON) Report(cc *resources.ClusterCheck) { v.reports = append(v.reports, cc.JSON()) }
+func (v *CheckJSON) Report(cc *serve.ClusterCheck) { v.reports = append(v.reports, cc.JSON()) }
 
 // Done prints the reports.
 func (v *CheckJSON) Done() error {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/resources/diagnose"
 )
 
 // Diagnose shows what diagnose found in the logs: the cause, its evidence
@@ -13,7 +13,7 @@ import (
 // (DiagnoseJSON).
 type Diagnose interface {
 	// Show shows the diagnosis of the logs read from paths.
-	Show(d resources.Diagnosis, paths []string) error
+	Show(d diagnose.Diagnosis, paths []string) error
 	Error(err error)
 }
 
@@ -29,7 +29,7 @@ func NewDiagnose(vt arguments.ViewType, v *View) Diagnose {
 type DiagnoseHuman struct{ *View }
 
 // Show prints the diagnosis.
-func (v *DiagnoseHuman) Show(d resources.Diagnosis, _ []string) error {
+func (v *DiagnoseHuman) Show(d diagnose.Diagnosis, _ []string) error {
 	fmt.Fprint(v.stdout, d.Text())
 	return nil
 }
@@ -38,7 +38,7 @@ func (v *DiagnoseHuman) Show(d resources.Diagnosis, _ []string) error {
 type DiagnoseJSON struct{ *View }
 
 // Show prints the report of the diagnosis.
-func (v *DiagnoseJSON) Show(d resources.Diagnosis, paths []string) error {
+func (v *DiagnoseJSON) Show(d diagnose.Diagnosis, paths []string) error {
 	enc := json.NewEncoder(v.stdout)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

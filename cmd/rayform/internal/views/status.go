@@ -6,14 +6,14 @@ import (
 	"io"
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
+	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/termtext"
-	"github.com/rayform/rayform/resources"
 )
 
 // Status shows status's report: for a person (StatusHuman) or as JSON
 // (StatusJSON).
 type Status interface {
-	Show(rep *resources.StatusReport) error
+	Show(rep *run.StatusReport) error
 	Error(err error)
 }
 
@@ -30,7 +30,7 @@ func NewStatus(vt arguments.ViewType, v *View, watch bool) Status {
 type StatusJSON struct{ *View }
 
 // Show prints the report.
-func (v *StatusJSON) Show(rep *resources.StatusReport) error {
+func (v *StatusJSON) Show(rep *run.StatusReport) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ type StatusHuman struct {
 }
 
 // Show prints the report.
-func (v *StatusHuman) Show(r *resources.StatusReport) error {
+func (v *StatusHuman) Show(r *run.StatusReport) error {
 	if v.watch {
 		termtext.Control(v.stdout, "\x1b[H\x1b[2J") // rayform's own control: it passes the escaper
 	}
@@ -55,7 +55,7 @@ func (v *StatusHuman) Show(r *resources.StatusReport) error {
 }
 
 // renderStatus prints the report as text.
-func renderStatus(w io.Writer, r *resources.StatusReport) {
+func renderStatus(w io.Writer, r *run.StatusReport) {
 	verdict := "healthy"
 	if !r.Healthy {
 		verdict = fmt.Sprintf("NOT HEALTHY (%d problems)", len(r.Problems))

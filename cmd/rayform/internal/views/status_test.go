@@ -9,29 +9,29 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/cmd/rayform/internal/arguments"
-	"github.com/rayform/rayform/resources"
+	"github.com/rayform/rayform/engine/run"
 )
 
 // statusItem is a kind's status of one resource that renders as line.
-func statusItem(addr, line string) resources.KindStatus {
-	return resources.KindStatus{Address: addr, Value: map[string]string{"address": addr},
+func statusItem(addr, line string) run.KindStatus {
+	return run.KindStatus{Address: addr, Value: map[string]string{"address": addr},
 		Render: func(w io.Writer) { fmt.Fprintln(w, line) }}
 }
 
 // testReport is an unhealthy report of one reachable node with a
 // container, one unreachable node, one node whose GPU is simulated, and
 // two kinds' resources.
-func testReport() *resources.StatusReport {
-	return &resources.StatusReport{Project: "lab", Problems: []string{"vllm_serve.two: down"},
-		Nodes: []resources.StatusNode{
+func testReport() *run.StatusReport {
+	return &run.StatusReport{Project: "lab", Problems: []string{"vllm_serve.two: down"},
+		Nodes: []run.StatusNode{
 			{Name: "a", Host: "10.0.0.1", Reachable: true, GPUs: []string{"GB10"}, MemoryTotalBytes: 4 << 30, MemoryAvailableBytes: 2 << 30,
-				FabricAddress: "192.168.200.1", Containers: []resources.StatusContainer{{Name: "rayform-main", State: "running", Image: "img"}}},
+				FabricAddress: "192.168.200.1", Containers: []run.StatusContainer{{Name: "rayform-main", State: "running", Image: "img"}}},
 			{Name: "b", Host: "10.0.0.2", Error: "connection refused"},
 			{Name: "c", Host: "10.0.0.3", Reachable: true, GPUs: []string{"NVIDIA GB10"}, GPUSimulator: "rayform simnode", MemoryTotalBytes: 4 << 30, MemoryAvailableBytes: 2 << 30},
 		},
-		Kinds: []resources.StatusKind{
-			{Key: "clusters", Items: []resources.KindStatus{statusItem("ray_cluster.main", "Ray main")}},
-			{Key: "serves", Items: []resources.KindStatus{statusItem("vllm_serve.two", "Serve two")}},
+		Kinds: []run.StatusKind{
+			{Key: "clusters", Items: []run.KindStatus{statusItem("ray_cluster.main", "Ray main")}},
+			{Key: "serves", Items: []run.KindStatus{statusItem("vllm_serve.two", "Serve two")}},
 		}}
 }
 

@@ -83,7 +83,7 @@ func (v *View) ParseError(e *arguments.ParseError) int {
 }
 
 // Notes prints what the plan could not check, and why (see
-// resources.Result.Notes), one "Note:" line each.
+// run.Result.Notes), one "Note:" line each.
 func (v *View) Notes(notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(v.stderr, "Note: %s\n", n)
