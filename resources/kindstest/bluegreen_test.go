@@ -1,11 +1,10 @@
-package resources_test
+package kindstest
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/serve"
 )
@@ -37,7 +36,7 @@ func TestBlueGreenPlan(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			delete(head.HTTP, cluster.RayUsageURL(benchDashPort))
 			setRayUsage(head, benchDashPort, c.used)
-			res := resources.Plan(resources.PlanInput{Config: planConfig(t, changed, cc.facts), Facts: cc.facts, Project: benchProject})
+			res := Plan(PlanInput{Config: planConfig(t, changed, cc.facts), Facts: cc.facts, Project: benchProject})
 			if errs := res.Plan.Errors(); len(errs) > 0 {
 				t.Fatalf("plan errors: %+v", errs)
 			}
@@ -89,7 +88,7 @@ func TestUnifiedMemoryShared(t *testing.T) {
 			for _, hf := range cc.facts.Hosts {
 				hf.UnifiedMemory = c.unified
 			}
-			res := resources.Plan(resources.PlanInput{Config: planConfig(t, half(c.util), cc.facts), Facts: cc.facts, Project: benchProject})
+			res := Plan(PlanInput{Config: planConfig(t, half(c.util), cc.facts), Facts: cc.facts, Project: benchProject})
 			found := false
 			for _, f := range res.Plan.Errors() {
 				if f.Summary == want {
