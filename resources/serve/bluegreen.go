@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,7 +11,6 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 )
 
 // Blue/green replacement of a serve on one cluster: when Ray's free GPUs
@@ -164,69 +161,6 @@ const frontTakeOver = 30 * time.Second
 // freePortScript prints a free loopback port of the head container.
 const freePortScript = `python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'`
 
-// greenStartStep starts the new generation on a free loopback port beside
-// the running serve and proves it (/health, /v1/models); one that fails is
-// stopped and recorded as a failed start, and the old one keeps serving.
-type greenStartStep struct{ g *greenRun }
-
-// Name names the serve and its head.
-func (s *greenStartStep) Name() string {
-	return fmt.Sprintf("start the new vllm serve %s beside the running one on %s (blue/green, on a loopback port)", s.g.r.spec.Name, s.g.r.node())
-}
-
-// Check always starts: the plan decided that the serve must be replaced.
-func (s *greenStartStep) Check(context.Context) (bool, error) { return false, nil }
-
-// Run starts the new generation and waits for its answer.
-func (s *greenStartStep) Run(ctx context.Context, progress func(string)) error {
-	g := s.g
-	r := g.r
-	// A new generation an interrupted replacement left holds GPUs.
-	if _, err := r.exec(ctx, "true; "+nextStopScript(r.spec), true); err != nil {
-		return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
-	}
-	res, err := r.exec(ctx, freePortScript, false)
-	if hostenv.ExitCode(err) == 127 {
-		// No python3 in the image for the front (every vLLM image has
-		// it; the lab's simnode-only images do not).
-		g.stopStart = true
-		progress("the head container has no python3 for the serve's front: stop-then-start instead")
-		if err := newStopStep(r).Run(ctx, progress); err != nil {
-			return err
-		}
-		if err := (stopFrontStep{r}).Run(ctx, progress); err != nil {
-			return err
-		}
-		return newStartStep(r).Run(ctx, progress)
-	}
-	port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
-	if err != nil || perr != nil || port <= 0 {
-		return fmt.Errorf("finding a free loopback port for the new vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
-	}
-	g.next = &serveRun{e: r.e, w: r.w, s: r.s, spec: r.spec.nextSpec(port)}
-	progress(fmt.Sprintf("the new serve listens on 127.0.0.1:%d until the switch", port))
-	began := r.e.Now()
-	err = g.next.start(ctx, &g.l, progress)
-	if err == nil {
-		err = g.next.verifyHTTP(ctx)
-	}
-	if err != nil {
-		// The old one never stopped: it still serves. The new one's log
-		// becomes the serve's previous one (logs -previous).
-		keep := fmt.Sprintf("; mv -f %s %s", shell.Quote(g.next.spec.LogPath()), shell.Quote(r.spec.PreviousLogPath()))
-		_, _ = r.exec(context.WithoutCancel(ctx), nextStopScript(r.spec)+keep, true)
-		if ctx.Err() == nil {
-			r.markFailed(ctx, g.l, FailedStart{SpecHash: r.spec.Hash(), Cause: causeOf(err), At: r.e.Now().UTC().Truncate(time.Second), Restored: true})
-		}
-		return fmt.Errorf("%w\n\nThe new serve was stopped (`rayform logs -previous %s` shows its log); vllm serve %s keeps serving as before (blue/green: no downtime).", err, r.w.Address, r.spec.Name)
-	}
-	g.loaded = r.e.Now().Sub(began)
-	return nil
-}
-
-// Verify has nothing more to read back: Run waited for the answer.
-func (s *greenStartStep) Verify(context.Context) error { return nil }
-
 // nextStopScript stops the new generation of s (its pid file under the
 // next name) and removes its pid, record and lock.
 func nextStopScript(s ServeSpec) string {
@@ -249,73 +183,3 @@ func promoteScript(s ServeSpec) string {
 		mv(n.pidPath(), s.pidPath()),
 	}, " && ")
 }
-
-// switchStep points the serve's front at the new generation (starting
-// the front at the serve's first switch, which takes the port from the old
-// vLLM), stops the old generation, makes the new one the serve, and
-// checks the endpoint.
-type switchStep struct{ g *greenRun }
-
-// Name names the serve and its head.
-func (s *switchStep) Name() string {
-	return fmt.Sprintf("switch the endpoint of vllm serve %s on %s to the new serve, then stop the old one (blue/green)", s.g.r.spec.Name, s.g.r.node())
-}
-
-// Check always switches: the new generation is started for it.
-func (s *switchStep) Check(context.Context) (bool, error) { return false, nil }
-
-// Run switches.
-func (s *switchStep) Run(ctx context.Context, progress func(string)) error {
-	g := s.g
-	r := g.r
-	if g.stopStart {
-		return nil
-	}
-	if g.next == nil {
-		return errors.New("no new generation started")
-	}
-	host := r.spec.ListenHost()
-	if host == "" {
-		return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
-	}
-	progress(fmt.Sprintf("switching the endpoint of vllm serve %s to the new serve on 127.0.0.1:%d", r.spec.Name, g.next.spec.Port))
-	// New connections go to the new generation from here on.
-	script := r.spec.pointFrontScript(g.next.spec.Port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
-	res, err := r.exec(ctx, script, true)
-	if err != nil {
-		return fmt.Errorf("pointing the front of vllm serve %s on %s at the new serve: %w", r.spec.Name, r.node(), err)
-	}
-	if strings.TrimSpace(string(res.Stdout)) != "alive" {
-		// Its first blue/green: the front gets the port from the old
-		// vLLM (frontPy).
-		if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
-			return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
-		}
-		line := ""
-		err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
-			res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
-			line = strings.TrimSpace(string(res.Stdout))
-			return strings.Contains(line, "rayform front: listening"), err
-		})
-		if err != nil {
-			return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
-		}
-		progress(strings.TrimPrefix(line, "rayform "))
-	}
-	// The old generation: its connections drain (vLLM's graceful
-	// shutdown on SIGTERM finishes the requests it has).
-	if err := newStopStep(r).Run(ctx, progress); err != nil {
-		return err
-	}
-	if _, err := r.exec(ctx, promoteScript(r.spec), true); err != nil {
-		return fmt.Errorf("making the new vllm serve %s the serve on %s: %w", r.spec.Name, r.node(), err)
-	}
-	if err := r.verifyHTTP(ctx); err != nil {
-		return fmt.Errorf("the endpoint of vllm serve %s after the switch: %w", r.spec.Name, err)
-	}
-	progress(fmt.Sprintf("switched %s to the new serve without downtime (blue/green; it loaded in %.0f s beside the old one)", r.spec.LocalURL(""), g.loaded.Seconds()))
-	return r.keepGood(ctx, g.l.owner, g.loaded)
-}
-
-// Verify reads the endpoint's answer back.
-func (s *switchStep) Verify(ctx context.Context) error { return s.g.r.verifyHTTP(ctx) }
