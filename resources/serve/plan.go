@@ -149,7 +149,7 @@ func (p *planner) planServe(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpe
 	newModel := slices.ContainsFunc(attrs, func(c plan.AttrChange) bool { return c.Name == "model" && c.Changed() })
 	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive, newModel)
 	if action != plan.NoOp && seen.head != nil && !ownPort {
-		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, "", []kit.PortUse{{Port: sv.Port, Attr: "port"}})
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, frontContainer(seen.head, spec), []kit.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
 	if len(v.drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(v.drift, "; ")})
@@ -157,14 +157,20 @@ func (p *planner) planServe(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpe
 	if action != plan.NoOp && seen.hasFailed && seen.failed.SpecHash == spec.Hash() {
 		p.failedBefore(sv, spec, rec, seen.failed)
 	}
+	blueGreen := false
 	if action == plan.Replace && rec.Found && rec.Alive {
-		v.reasons = append(v.reasons, p.downtime(sv, rc, seen.head, spec))
+		var nodes []gpuNode
+		if nodes, blueGreen = p.blueGreen(sv, rc); blueGreen {
+			v.reasons = append(v.reasons, blueGreenReason(nodes))
+		} else {
+			v.reasons = append(v.reasons, p.downtime(sv, rc, seen.head, spec))
+		}
 	}
 	p.Change(plan.ResourceChange{Address: addr, Type: Type, Name: sv.Name, Action: action,
 		Hosts: []string{rc.Head}, Reasons: append(v.drift, v.reasons...), Attrs: attrs})
 	if action != plan.NoOp {
 		p.AddWork(&kind.Work{Address: addr, Type: Type, Action: action, Hosts: []string{rc.Head},
-			Do: &ServeWork{Spec: spec, Stop: rec.Found || action == plan.Replace, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
+			Do: &ServeWork{Spec: spec, Stop: (rec.Found || action == plan.Replace) && !blueGreen, BlueGreen: blueGreen, Start: true, HeadIP: p.fab.Addrs[rc.Head], ReadyTimeout: sv.ReadyTimeout,
 				Check: serveCheck(p.cfg, rc, p.fab.Addrs, p.fab.Ifaces), Arch: arch, Model: later, Cluster: rc.Addr, ClusterNodes: rc.Nodes()}})
 	}
 }
@@ -375,6 +381,7 @@ func (p *planner) gpuBudget(rc *cluster.RayCluster) {
 	}
 	v := placeServes(nodes, serves, func(sv *VLLMServe) bool { return needsHeadGPU(sv, rc, version) })
 	if v.Failed == nil {
+		p.unifiedShare(rc, nodes, v.Order)
 		return
 	}
 	p.refuseBudget(rc)

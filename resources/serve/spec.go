@@ -52,6 +52,10 @@ type ServeSpec struct {
 	// SecretEnv's values enter the hash, and sensitive attributes Attrs,
 	// only as digests under it. Never serialized.
 	SecretKey []byte `json:"-"`
+	// recordAs, when set, is the hash the start script records instead of
+	// the spec's own: a blue/green replacement's new generation records
+	// the serve it becomes (nextSpec).
+	recordAs string
 }
 
 // Hash is a stable digest of the spec; secret values enter only hashed.
@@ -146,7 +150,7 @@ func (s ServeSpec) HostPidPath(project string) string {
 // same name still holds the lock (still exiting), the script says so in
 // the log and waits for it.
 func (s ServeSpec) StartScript() string {
-	rec, _ := json.Marshal(observe.Record{Resource: s.Resource, SpecHash: s.Hash(), Attrs: s.Attrs, Sensitive: s.Sensitive})
+	rec, _ := json.Marshal(observe.Record{Resource: s.Resource, SpecHash: s.recordHash(), Attrs: s.Attrs, Sensitive: s.Sensitive})
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
 	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", servedir.Dir, servedir.Dir)

@@ -48,9 +48,12 @@ func newServeRun(e *hostenv.StepEnv, w *kind.Work) *serveRun {
 // completion.
 func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 	r := newServeRun(e, w)
+	if r.s.BlueGreen && r.s.Start {
+		return blueGreenSteps(r)
+	}
 	var steps []apply.Step
 	if r.s.Stop {
-		steps = append(steps, newStopStep(r))
+		steps = append(steps, newStopStep(r), stopFrontStep{r})
 	}
 	if w.Action == plan.Delete || !r.s.Start {
 		return append(steps, newForgetStep(r))

@@ -41,6 +41,9 @@ type ServeWork struct {
 	// serve's stop: the GPU budget counted this serve's GPUs free for it
 	// (clusterBudget). The stop then runs ahead, as a node of its own.
 	StopBefore string
+	// BlueGreen replaces the running serve by starting the new one beside
+	// it and switching its endpoint (bluegreen.go); Stop is then false.
+	BlueGreen bool
 	// stoppedAt is when apply stopped the serve that ran (zero when none
 	// ran): the start of the outage a failed replacement reports.
 	stoppedAt time.Time
