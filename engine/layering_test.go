@@ -94,7 +94,7 @@ func TestEngineKnowsNoRayOrVLLM(t *testing.T) {
 // commands, their arguments and their views) parses and shows; it hands
 // the registered kinds (the resources package) to engine/run, which
 // drives them, and reaches no kind's package nor what the kinds share
-// (resources/cluster, model, node, network, hostenv, kit...), but for the
+// (resources/cluster, model, node, network, stepenv, hostplan...), but for the
 // commands that are not runs: the data-plane check (resources/serve's
 // Checker, with resources/dataplane's options) and the log classifier
 // (resources/diagnose).

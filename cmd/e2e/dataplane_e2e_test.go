@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // requireTorch skips unless this machine has Debian's python3-torch, from
@@ -41,7 +41,7 @@ func (l *e2eLab) labProject() string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		l.t.Fatal(err)
 	}
-	l.t.Cleanup(func() { os.RemoveAll(servedir.HostProject(filepath.Base(dir))) })
+	l.t.Cleanup(func() { os.RemoveAll(servefiles.HostProject(filepath.Base(dir))) })
 	// The lab declares its project (its directory's name); each copy
 	// here is a project of its own, named after its directory.
 	hcl = regexp.MustCompile(`(?m)^  project = ".*"$`).ReplaceAll(hcl, []byte(`  project = "`+filepath.Base(dir)+`"`))
@@ -73,7 +73,7 @@ func (l *e2eLab) netns(t *testing.T, ns string, argv ...string) {
 // serveStarted reports whether vllm serve qwen ever started on the head:
 // its log exists in the serve record directory on the host.
 func serveStarted(dir string) bool {
-	_, err := os.Stat(filepath.Join(servedir.Host(filepath.Base(dir), "spark1", "rayform-spark"), "serve-qwen.log"))
+	_, err := os.Stat(filepath.Join(servefiles.Host(filepath.Base(dir), "spark1", "rayform-spark"), "serve-qwen.log"))
 	return err == nil
 }
 

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/cmd/rflab/lab"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // bench is one rfbench run.
@@ -313,7 +313,7 @@ func (b *bench) labDown(ctx context.Context, name string) error {
 	}
 	// The serve records of the benchmark's project, bind-mounted from this
 	// machine's /var/tmp (the lab's hosts share its filesystem).
-	return os.RemoveAll(servedir.HostProject(projectName))
+	return os.RemoveAll(servefiles.HostProject(projectName))
 }
 
 // negotiated runs the kex helper in the client namespace against the head.

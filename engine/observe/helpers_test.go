@@ -205,7 +205,7 @@ func answerAt(f *HostFacts, path string) (HTTPResult, bool) {
 }
 
 // testEnvKeys is the allow-list the tests' specs keep the values of, as
-// the kinds name theirs (resources/kit.EnvKeys).
+// the kinds name theirs (resources/hostplan.EnvKeys).
 var testEnvKeys = []string{
 	"GLOO_SOCKET_IFNAME",
 	"MASTER_ADDR",

@@ -19,7 +19,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/kind"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
 )
@@ -70,11 +70,11 @@ func Clusters(c *config.Config) map[string]*RayCluster {
 // (kind.Facts.SecretKeys).
 func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
 
-// planner is what the cluster kind plans through: kind.Planner, kit's
+// planner is what the cluster kind plans through: kind.Planner, hostplan's
 // readings of the hosts, the configuration through its view, and the
 // hosts' readings with the nodes' fabric (Fabric).
 type planner struct {
-	kit.Planner
+	hostplan.Planner
 	cfg *Config
 	fab Fabric
 }
@@ -82,7 +82,7 @@ type planner struct {
 // newPlanner is the cluster kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
 	cfg := View(p.Config())
-	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: NewFabric(cfg, p.Facts())}
+	return &planner{Planner: hostplan.Planner{Planner: p}, cfg: cfg, fab: NewFabric(cfg, p.Facts())}
 }
 
 // WithFacts re-evaluates the configuration with observed facts

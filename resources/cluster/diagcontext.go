@@ -9,7 +9,7 @@ import (
 )
 
 // DiagnoseContext is what the failure classifier needs to know about the
-// resource at addr (hostenv.Diagnoser): its cluster's
+// resource at addr (stepenv.Diagnoser): its cluster's
 // (DiagnoseContextOf).
 func (Kind) DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context {
 	v := View(cfg)

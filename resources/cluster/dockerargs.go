@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/config"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // managedDockerFlags maps the `docker run` options rayform sets to what
@@ -34,7 +34,7 @@ const dockerValueShorthands = "acehlmpuvw"
 // or in a cluster (-dit), and -e/--env with a pinned variable.
 func checkDockerArgs(b *config.Block, args []string) {
 	managed := managedDockerFlags()
-	pinned := kit.PinnedEnv()
+	pinned := hostplan.PinnedEnv()
 	env := func(a, v string) {
 		name, _, _ := strings.Cut(v, "=")
 		if from, ok := pinned[name]; ok {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/kind"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The hooks of the package's external tests (package cluster_test, which
@@ -19,14 +19,14 @@ func RayTableReasons(specs []ContainerSpec, rows []RayNode) []string {
 
 // PullProgress turns what is written to it, docker pull's output for
 // image, into the pull's progress lines.
-func PullProgress(image string, progress func(string), t hostenv.Throttle) io.Writer {
+func PullProgress(image string, progress func(string), t stepenv.Throttle) io.Writer {
 	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress, throttle: t}
-	return hostenv.NewLineWriter(p.line)
+	return stepenv.NewLineWriter(p.line)
 }
 
 // StepsWith are the steps of a cluster's work w in env, as Kind.Steps
 // gives them with the StepEnv it builds from the run's kind.Env.
-func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func StepsWith(env *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	if WorkOf(w) == nil {
 		return kind.Unsupported(w)
 	}

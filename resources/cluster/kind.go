@@ -20,10 +20,10 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // Where arguments of the cluster go that a secret must not, for the error
@@ -138,15 +138,15 @@ func checkRayCluster(b *config.Block) {
 	if rc.Port == rc.DashboardPort {
 		b.Error("dashboard_port", "Port conflict", fmt.Sprintf("port and dashboard_port are both %d; Ray's GCS and its dashboard need different ports.", rc.Port))
 	}
-	if rc.ShmSize != "" && !kit.Matches(shmSizePattern, rc.ShmSize) {
+	if rc.ShmSize != "" && !hostplan.Matches(shmSizePattern, rc.ShmSize) {
 		b.Error("shm_size", "Invalid shm_size", fmt.Sprintf("shm_size must be a size as docker's --shm-size takes it, like \"16g\" or \"512m\"; got %q.", rc.ShmSize))
 	} else if rc.ShmSize != "" {
 		b.Warn("shm_size", "shm_size has no effect", "rayform runs the Ray containers with --ipc host (NCCL and vLLM share memory across processes through it), so /dev/shm is the host's and docker ignores --shm-size. rayform does not pass it; remove shm_size.")
 	}
-	if !kit.Matches(containerNamePattern, rc.ContainerName) {
+	if !hostplan.Matches(containerNamePattern, rc.ContainerName) {
 		b.Error("container_name", "Invalid container name", fmt.Sprintf("%q is not a valid Docker container name: use letters, digits, and _ . - (not first).", rc.ContainerName))
 	}
-	kit.CheckEnv(b, "env", rc.Env)
+	hostplan.CheckEnv(b, "env", rc.Env)
 	for i, v := range rc.Volumes {
 		if b.Decl().IsUnknown(fmt.Sprintf("volumes[%d]", i)) {
 			continue
@@ -277,7 +277,7 @@ func (Kind) Traits() kind.Traits {
 // Observe asks for each cluster's containers, image, fabric and node table.
 func (Kind) Observe(o *kind.Observation) {
 	observeClusters(o)
-	o.EnvKeys = kit.EnvKeys()
+	o.EnvKeys = hostplan.EnvKeys()
 }
 
 // Plan plans each cluster of the configuration.
@@ -295,12 +295,12 @@ func (Kind) Destroy(d kind.Destroyer) { destroyClusters(d) }
 func (Kind) Present(pr *kind.Presence) { presentClusters(pr) }
 
 // CheckCommands checks its containers' docker run lines within their
-// hosts' limits (kit.CheckCommandLimits).
-func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return kit.CheckCommands(req) }
+// hosts' limits (hostplan.CheckCommandLimits).
+func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return hostplan.CheckCommands(req) }
 
 // stepEnv is the environment of the steps of w.
-func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
-	return hostenv.New(env, k, w.Address)
+func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *stepenv.StepEnv {
+	return stepenv.New(env, k, w.Address)
 }
 
 // Steps are the steps of a cluster's work (clusterSteps).
@@ -428,8 +428,8 @@ func observeClusters(o *kind.Observation) {
 		nodes := rc.Nodes()
 		for _, node := range nodes {
 			hs := o.Host(node)
-			hs.Images = kit.AppendUnique(hs.Images, rc.Image)
-			hs.Containers = kit.AppendUnique(hs.Containers, container)
+			hs.Images = hostplan.AppendUnique(hs.Images, rc.Image)
+			hs.Containers = hostplan.AppendUnique(hs.Containers, container)
 			// status's exposure report reads every listener.
 			hs.AllListeners = hs.AllListeners || o.Status
 			if h, ok := hashes[node][container]; ok {
@@ -448,7 +448,7 @@ func observeClusters(o *kind.Observation) {
 				}
 			}
 			if node == rc.Head {
-				hs.Ports = kit.AppendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
+				hs.Ports = hostplan.AppendUniqueInt(hs.Ports, rc.Port, rc.DashboardPort)
 				hs.HTTP = append(hs.HTTP, rayTableProbe(rc, project))
 				if rc.Auth == AuthToken {
 					hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: AuthModeURL(rc.DashboardPort), Owner: container})
@@ -491,7 +491,7 @@ func destroyClusters(d kind.Destroyer) {
 		if rc := At(cfg, addr); rc != nil {
 			containers[addr], hosts[addr] = ContainerName(rc), rc.Nodes()
 		} else if r, ok := d.State().Get(addr); ok {
-			containers[addr], hosts[addr] = r.Container, kit.StateNodes(r.Hosts)
+			containers[addr], hosts[addr] = r.Container, hostplan.StateNodes(r.Hosts)
 		}
 	}
 	facts := d.Facts()
@@ -520,7 +520,7 @@ func destroyClusters(d kind.Destroyer) {
 		sort.Slice(rems, func(i, j int) bool { return rems[i].Node < rems[j].Node })
 		nodes := hosts[addr]
 		for _, rm := range rems {
-			nodes = kit.AppendUnique(nodes, rm.Node)
+			nodes = hostplan.AppendUnique(nodes, rm.Node)
 		}
 		name := plan.ParseAddress(addr).Instance()
 		w := &kind.Work{Address: addr, Type: Type, Hosts: nodes,
@@ -605,7 +605,7 @@ func (Kind) Status(q kind.StatusQuery) []kind.Status {
 func (c ClusterStatus) render(w io.Writer) {
 	fmt.Fprintf(w, "\nRay (%s, head %s):\n", c.Address, c.Head)
 	if len(c.Ray) == 0 {
-		fmt.Fprintf(w, "  no node table: %s\n", kit.FirstNonEmpty(c.RayError, "-"))
+		fmt.Fprintf(w, "  no node table: %s\n", hostplan.FirstNonEmpty(c.RayError, "-"))
 	}
 	for _, n := range c.Ray {
 		role := ""
@@ -621,7 +621,7 @@ func (c ClusterStatus) render(w io.Writer) {
 		fmt.Fprintf(w, "Listening beyond loopback and the fabric:\n")
 	}
 	for _, e := range c.Exposure {
-		fmt.Fprintf(w, "  %-8s %-22s %-18s %s\n", e.Node, e.Addr, kit.FirstNonEmpty(e.Process, "?"), e.Auth)
+		fmt.Fprintf(w, "  %-8s %-22s %-18s %s\n", e.Node, e.Addr, hostplan.FirstNonEmpty(e.Process, "?"), e.Auth)
 	}
 }
 
@@ -644,10 +644,10 @@ func checkClusterLimits(b *config.Block) {
 			b.Error("image", "Invalid image reference", err.Error()+".")
 		}
 	}
-	vals := kit.EnvValues(b, "env", rc.Env)
-	vals = append(vals, kit.ListValues(b, "docker_args", rc.DockerArgs)...)
-	vals = append(vals, kit.ListValues(b, "volumes", rc.Volumes)...)
-	kit.CheckArgLimits(b, vals, 2, false)
+	vals := hostplan.EnvValues(b, "env", rc.Env)
+	vals = append(vals, hostplan.ListValues(b, "docker_args", rc.DockerArgs)...)
+	vals = append(vals, hostplan.ListValues(b, "volumes", rc.Volumes)...)
+	hostplan.CheckArgLimits(b, vals, 2, false)
 	// The secret env's file must fit the container's tmpfs (SecretsMax):
 	// the known values are checked; unknown ones only add to them.
 	var secret []string

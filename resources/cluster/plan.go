@@ -13,25 +13,25 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
 )
 
 // clusterContainer is the cluster's container on node: the one with the
 // cluster's container name, or else a managed one labelled with the
 // cluster's address (created under the container_name it had before).
-func (p *planner) clusterContainer(rc *RayCluster, node string) kit.ObservedContainer {
+func (p *planner) clusterContainer(rc *RayCluster, node string) hostplan.ObservedContainer {
 	if oc := p.Container(node, ContainerName(rc)); oc.Found {
 		return oc
 	}
 	if hf := p.Host(node); hf != nil {
 		for _, c := range hf.Containers.List {
 			if p.managed(c) && c.Labels[LabelResource] == rc.Addr {
-				return kit.ObservedContainer{C: c, Found: true}
+				return hostplan.ObservedContainer{C: c, Found: true}
 			}
 		}
 	}
-	return kit.ObservedContainer{}
+	return hostplan.ObservedContainer{}
 }
 
 // clusterPlan is what planning one ray_cluster gathers while it judges
@@ -68,7 +68,7 @@ type clusterPlan struct {
 // drifted notes a change on node made outside rayform.
 func (cp *clusterPlan) drifted(node, why string) {
 	cp.drift = append(cp.drift, why)
-	cp.driftHost = kit.FirstNonEmpty(cp.driftHost, node)
+	cp.driftHost = hostplan.FirstNonEmpty(cp.driftHost, node)
 }
 
 // cluster plans one ray_cluster: each node's container against its spec,
@@ -176,7 +176,7 @@ func (p *planner) madeWith(cp *clusterPlan, spec ContainerSpec, c observe.Contai
 		// Known from the hash alone: it is the spec.
 		rec, recorded = cp.after[node], true
 	}
-	if !current && recorded && c.SpecHash != "" && kit.OnlyUnknown(&cp.rc.Decl, attrs.ChangedPaths(cp.schema, rec, cp.after[node])) {
+	if !current && recorded && c.SpecHash != "" && hostplan.OnlyUnknown(&cp.rc.Decl, attrs.ChangedPaths(cp.schema, rec, cp.after[node])) {
 		// It differs only in values this run was not given (a
 		// read-only command without a secret): not judged.
 		current = true
@@ -235,7 +235,7 @@ func (p *planner) headPortsFree(rc *RayCluster, name string) {
 	if oc.Found && p.managed(oc.C) {
 		own = name
 	}
-	p.PortsFree(rc.Addr, rc.Head, "The Ray head of "+rc.Addr, own, []kit.PortUse{{Port: rc.Port, Attr: "port"}, {Port: rc.DashboardPort, Attr: "dashboard_port"}})
+	p.PortsFree(rc.Addr, rc.Head, "The Ray head of "+rc.Addr, own, []hostplan.PortUse{{Port: rc.Port, Attr: "port"}, {Port: rc.DashboardPort, Attr: "dashboard_port"}})
 }
 
 // removeStrays removes the cluster's managed containers on nodes no
@@ -287,7 +287,7 @@ func (p *planner) reportCluster(cp *clusterPlan, action plan.Action) {
 		p.gpuStack(rc, cp.work.Start)
 	}
 	if len(cp.drift) > 0 {
-		p.Drift(plan.Drift{Address: rc.Addr, Host: kit.FirstNonEmpty(cp.driftHost, rc.Head), Summary: strings.Join(cp.drift, "; "),
+		p.Drift(plan.Drift{Address: rc.Addr, Host: hostplan.FirstNonEmpty(cp.driftHost, rc.Head), Summary: strings.Join(cp.drift, "; "),
 			Attrs: clusterDriftAttrs(cp.specs, cp.rayObserved)})
 	}
 	rcChange := plan.ResourceChange{Address: rc.Addr, Type: Type, Name: rc.Name, Action: action, Hosts: rc.Nodes(),
@@ -307,7 +307,7 @@ func (p *planner) reportCluster(cp *clusterPlan, action plan.Action) {
 func (p *planner) foreignContainer(addr, node, name string, c observe.Container) {
 	if other := c.Labels[LabelProject]; c.Labels[LabelManaged] == "true" && other != "" {
 		p.Find(plan.Error, addr, node, fmt.Sprintf("a container named %s on %s belongs to rayform project %q, not %q", name, node, other, p.Project()),
-			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, kit.FirstNonEmpty(c.Labels[LabelResource], "no resource label")),
+			fmt.Sprintf("It runs %s (%s) with rayform's labels for project %q (%s). rayform only touches its own project's containers; the project is the configuration's rayform { project = ... }, or else the configuration directory's name, so the same configuration in another checkout is another project.", c.Image, c.State, other, hostplan.FirstNonEmpty(c.Labels[LabelResource], "no resource label")),
 			fmt.Sprintf("if it is this deployment, declare rayform { project = %q } in the configuration; if it is another one, set container_name on this cluster", other))
 		return
 	}
@@ -382,7 +382,7 @@ func (p *planner) rayAnswer(cp *clusterPlan, head *observe.HostFacts) (RayNodeFa
 	if table.Unread || table.Source == "" {
 		// Slow, too large, malformed or missing: unknown, never drift.
 		if headRuns {
-			p.Find(plan.Warning, rc.Addr, rc.Head, "Ray's node table on "+rc.Head+" could not be read: "+kit.FirstNonEmpty(table.Err, "no answer in the probe's output"),
+			p.Find(plan.Warning, rc.Addr, rc.Head, "Ray's node table on "+rc.Head+" could not be read: "+hostplan.FirstNonEmpty(table.Err, "no answer in the probe's output"),
 				"A reading that is slow, too large or malformed says nothing of the cluster: it is taken as unknown, and nothing is restarted or replaced for it. The next plan reads the table again.",
 				"plan again; if it persists, look at the head (rayform diagnose), or replace the cluster deliberately with -replace="+rc.Addr)
 		}
@@ -396,7 +396,7 @@ func (p *planner) rayAnswer(cp *clusterPlan, head *observe.HostFacts) (RayNodeFa
 	if table.Err != "" {
 		// The head container runs but Ray does not answer: restart it.
 		if headRuns {
-			cp.drifted(rc.Head, "Ray does not answer on "+rc.Head+": "+kit.FirstNonEmpty(table.Err, "no node table"))
+			cp.drifted(rc.Head, "Ray does not answer on "+rc.Head+": "+hostplan.FirstNonEmpty(table.Err, "no node table"))
 			cp.replace = true
 		}
 		return table, false
@@ -515,7 +515,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		what = append(what, fmt.Sprintf("image %s → %s", c.Image, spec.Image))
 	}
 	if ip := c.Labels[LabelNodeIP]; ip != spec.NodeIP {
-		what = append(what, fmt.Sprintf("node IP %s → %s", kit.OrNone(ip), kit.OrNone(spec.NodeIP)))
+		what = append(what, fmt.Sprintf("node IP %s → %s", hostplan.OrNone(ip), hostplan.OrNone(spec.NodeIP)))
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		if slices.Contains(spec.SecretEnv, k) || !c.Inspected {
@@ -523,7 +523,7 @@ func specDiff(c observe.Container, spec ContainerSpec) string {
 		}
 		if v, ok := c.Env[k]; ok && v != spec.Env[k] {
 			what = append(what, fmt.Sprintf("%s %s → %s", k, v, spec.Env[k]))
-		} else if !ok && slices.Contains(kit.EnvKeys(), k) {
+		} else if !ok && slices.Contains(hostplan.EnvKeys(), k) {
 			what = append(what, fmt.Sprintf("%s unset → %s", k, spec.Env[k]))
 		}
 	}
@@ -598,7 +598,7 @@ func withAddress(node cty.Value, ip string) cty.Value {
 		return node
 	}
 	m := node.AsValueMap()
-	m["address"] = kit.StrVal(ip)
+	m["address"] = hostplan.StrVal(ip)
 	return cty.ObjectVal(m)
 }
 

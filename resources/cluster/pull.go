@@ -12,16 +12,16 @@ import (
 	"github.com/rayform/rayform/engine/imageref"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // hasImage reports whether image is present on node.
-func hasImage(ctx context.Context, e *hostenv.StepEnv, node, image string) (bool, error) {
+func hasImage(ctx context.Context, e *stepenv.StepEnv, node, image string) (bool, error) {
 	_, err := e.Read(ctx, node, "docker", "image", "inspect", "--format", "{{.Id}}", image)
 	switch {
 	case err == nil:
 		return true, nil
-	case hostenv.IsNoSuch(err):
+	case stepenv.IsNoSuch(err):
 		return false, nil
 	}
 	return false, fmt.Errorf("inspecting image %s on %s: %w", image, node, err)
@@ -29,21 +29,21 @@ func hasImage(ctx context.Context, e *hostenv.StepEnv, node, image string) (bool
 
 // pull runs docker pull, turning its output into throttled progress lines;
 // a failure is diagnosed from that output.
-func pull(ctx context.Context, e *hostenv.StepEnv, node, image string, progress func(string), dctx diagnose.Context) error {
+func pull(ctx context.Context, e *stepenv.StepEnv, node, image string, progress func(string), dctx diagnose.Context) error {
 	p := &pullProgress{image: image, layers: map[string]bool{}, progress: progress,
-		throttle: hostenv.NewThrottle(e.Now, e.ProgressInterval)}
-	w := hostenv.NewLineWriter(p.line)
+		throttle: stepenv.NewThrottle(e.Now, e.ProgressInterval)}
+	w := stepenv.NewLineWriter(p.line)
 	res, err := e.Run(ctx, node, transport.Cmd{Argv: []string{"docker", "pull", image}, Mutating: true, Stdout: w, Stderr: w})
 	if err != nil {
-		if hostenv.ExitCode(err) < 0 || ctx.Err() != nil {
+		if stepenv.ExitCode(err) < 0 || ctx.Err() != nil {
 			return fmt.Errorf("docker pull %s on %s: %w", image, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
 		failure := fmt.Errorf("docker pull %s on %s failed: %w", image, node, err)
 		if d, ok := mirrorVerdict(ctx, e, node, image, text, dctx); ok {
-			return &hostenv.DiagnosedError{Err: failure, Diagnosis: d}
+			return &stepenv.DiagnosedError{Err: failure, Diagnosis: d}
 		}
-		return hostenv.Diagnosed(failure, []diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
+		return stepenv.Diagnosed(failure, []diagnose.Log{{Host: node, Source: "docker pull", Text: text}}, dctx)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ const manifestAccept = "application/vnd.oci.image.index.v1+json, application/vnd
 // mistyped name reads "registry-1.docker.io is unreachable" although the
 // mirror answered that the image does not exist. ok is true when a mirror
 // said so; the diagnosis then quotes its answer.
-func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, pullOut []byte, dctx diagnose.Context) (diagnose.Diagnosis, bool) {
+func mirrorVerdict(ctx context.Context, e *stepenv.StepEnv, node, image string, pullOut []byte, dctx diagnose.Context) (diagnose.Diagnosis, bool) {
 	ref, err := imageref.Parse(image)
 	if err != nil || ref.Domain != imageref.DockerHub || registryVerdictRE.Match(pullOut) {
 		return diagnose.Diagnosis{}, false
@@ -87,7 +87,7 @@ func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, 
 		if err != nil {
 			continue
 		}
-		body, code := hostenv.HTTPAnswer(res.Stdout)
+		body, code := stepenv.HTTPAnswer(res.Stdout)
 		if code != "404" {
 			continue
 		}
@@ -130,13 +130,13 @@ func mirrorVerdict(ctx context.Context, e *hostenv.StepEnv, node, image string, 
 // mirrorTags says what the mirror m has of repository repo, for the fix of
 // an image it does not have: the repository's tags (some of them), or that
 // it has no such repository (a typo in the name, not in the tag).
-func mirrorTags(ctx context.Context, e *hostenv.StepEnv, node, m, repo string) string {
+func mirrorTags(ctx context.Context, e *stepenv.StepEnv, node, m, repo string) string {
 	url := m + "/v2/" + repo + "/tags/list"
 	res, err := e.Read(ctx, node, "curl", "-sS", "-m", "10", "-w", "\n%{http_code}", url)
 	if err != nil {
 		return "a typo in the name or the tag?"
 	}
-	body, code := hostenv.HTTPAnswer(res.Stdout)
+	body, code := stepenv.HTTPAnswer(res.Stdout)
 	var list struct {
 		Tags []string `json:"tags"`
 	}
@@ -165,7 +165,7 @@ type pullProgress struct {
 	image    string
 	layers   map[string]bool // layer id → done
 	progress func(string)
-	throttle hostenv.Throttle
+	throttle stepenv.Throttle
 }
 
 func (p *pullProgress) line(l string) {

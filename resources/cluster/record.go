@@ -4,7 +4,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/rayform/rayform/resources/attrs"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
 )
 
@@ -64,7 +64,7 @@ func clusterRecordValues(rc *RayCluster, spec ContainerSpec, iface string) attrs
 	}
 	vals := attrs.ArgValues(clusterDescriptor().Args, &rc.Decl, spec.SecretKey)
 	vals["node"] = cty.ObjectVal(map[string]cty.Value{
-		"address":   kit.StrVal(spec.NodeIP),
+		"address":   hostplan.StrVal(spec.NodeIP),
 		"interface": optStringUnknown(iface, rc.Network != ""),
 		"env":       env,
 		"gpus":      cty.NumberIntVal(int64(spec.GPUs)),

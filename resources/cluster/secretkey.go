@@ -12,7 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/lock"
 	"github.com/rayform/rayform/engine/names"
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // hasSecrets reports whether rc or a block on it (kind.SecretHolder: its
@@ -44,7 +44,7 @@ func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
 		if !ok {
 			continue
 		}
-		hs.SecretKeys = kit.AppendUnique(hs.SecretKeys, secretKeyName(project, rc.Name))
+		hs.SecretKeys = hostplan.AppendUnique(hs.SecretKeys, secretKeyName(project, rc.Name))
 		spec.Hosts[rc.Head] = hs
 	}
 }

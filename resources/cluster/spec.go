@@ -18,9 +18,9 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // Container labels rayform sets on every container it creates. A container
@@ -69,7 +69,7 @@ type ContainerSpec struct {
 	// digest under SecretKey. Never serialized.
 	AuthToken string `json:"-"`
 	// ServeDir is the container's directory of serve records (see
-	// servedir.Dir), bind-mounted from servedir.Host(project, Node, Name) on the
+	// servefiles.Dir), bind-mounted from servefiles.Host(project, Node, Name) on the
 	// host; "" mounts nothing. It is part of the hash, so a container
 	// without the mount is replaced; the host side is determined by the
 	// project (which owns the container), Node and Name.
@@ -287,7 +287,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 		args = append(args, "-e", k+"="+s.Env[k])
 	}
 	if s.ServeDir != "" {
-		args = append(args, "-v", servedir.Host(project, s.Node, s.Name)+":"+s.ServeDir)
+		args = append(args, "-v", servefiles.Host(project, s.Node, s.Name)+":"+s.ServeDir)
 	}
 	if s.hasSecrets() {
 		args = append(args, "--tmpfs", SecretsDir+":mode=1777,size="+strconv.Itoa(secretsTmpfsMiB)+"m")
@@ -303,7 +303,7 @@ func (s ContainerSpec) RunArgs(project string) []string {
 // SecretEnvValues returns the sensitive variables and their values: the
 // Env of RunCmd.
 func (s ContainerSpec) SecretEnvValues() map[string]string {
-	return kit.SecretValues(s.Env, s.SecretEnv)
+	return hostplan.SecretValues(s.Env, s.SecretEnv)
 }
 
 // RunCmd is the command that starts the container: RunArgs, printing the
@@ -409,7 +409,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 			DashboardPort: rc.DashboardPort,
 			DashboardHost: DashboardHost,
 			NonCarryOver:  nonCarryOver(secret),
-			ServeDir:      servedir.Dir,
+			ServeDir:      servefiles.Dir,
 			SecretKey:     cfg.SecretKeys()[rc.Name],
 			AuthToken:     authToken(cfg, rc),
 		}, nodeIface(nw, node, ifaces)))
@@ -428,7 +428,7 @@ func weightsVolumes(cfg *Config, rc *RayCluster) []string {
 	var out []string
 	for _, dir := range kind.MountsOn(cfg.Config, rc.Name) {
 		if !mountsAt(rc.Volumes, dir) {
-			out = kit.AppendUnique(out, dir+":"+dir+":ro")
+			out = hostplan.AppendUnique(out, dir+":"+dir+":ro")
 		}
 	}
 	return out
@@ -458,7 +458,7 @@ func mountsAt(volumes []string, dir string) bool {
 func nonCarryOver(secret []string) []string {
 	out := network.EnvKeys()
 	for _, k := range slices.Concat(secret, []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY"}) {
-		out = kit.AppendUnique(out, k)
+		out = hostplan.AppendUnique(out, k)
 	}
 	return out
 }

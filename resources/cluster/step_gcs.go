@@ -7,7 +7,7 @@ import (
 
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // gcsStep checks that each worker opens a TCP connection to the head's GCS
@@ -29,7 +29,7 @@ func newGCSStep(r *clusterRun, workers []string) *gcsStep {
 
 // Name names the GCS's address and the workers.
 func (s *gcsStep) Name() string {
-	return fmt.Sprintf("reach the GCS at %s from %s", s.addr, hostenv.DescribeNodes(s.workers))
+	return fmt.Sprintf("reach the GCS at %s from %s", s.addr, stepenv.DescribeNodes(s.workers))
 }
 
 // Check always runs the check.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // imageStep makes the image present on every node, pulling where missing
@@ -22,7 +22,7 @@ func newImageStep(r *clusterRun, nodes []string) *imageStep {
 
 // Name names the head's image and the nodes.
 func (s *imageStep) Name() string {
-	return fmt.Sprintf("image %s on %s", s.r.head.Image, hostenv.DescribeNodes(s.nodes))
+	return fmt.Sprintf("image %s on %s", s.r.head.Image, stepenv.DescribeNodes(s.nodes))
 }
 
 // Check is done when every node has its image.
@@ -50,8 +50,8 @@ func (s *imageStep) Run(ctx context.Context, progress func(string)) error {
 			return err
 		}
 	}
-	toPull := hostenv.SortedSet(s.missing)
-	report := hostenv.SyncProgress(progress, len(toPull) > 1)
+	toPull := stepenv.SortedSet(s.missing)
+	report := stepenv.SyncProgress(progress, len(toPull) > 1)
 	return s.r.e.ForEach(ctx, toPull, func(ctx context.Context, node string) error {
 		return pull(ctx, s.r.e, node, s.r.spec[node].Image, func(msg string) { report(node, msg) }, s.r.dctx())
 	})
@@ -59,7 +59,7 @@ func (s *imageStep) Run(ctx context.Context, progress func(string)) error {
 
 // Verify reads back the image on the nodes that pulled it.
 func (s *imageStep) Verify(ctx context.Context) error {
-	return s.r.e.ForEach(ctx, hostenv.SortedSet(s.missing), func(ctx context.Context, node string) error {
+	return s.r.e.ForEach(ctx, stepenv.SortedSet(s.missing), func(ctx context.Context, node string) error {
 		ok, err := hasImage(ctx, s.r.e, node, s.r.spec[node].Image)
 		if err == nil && !ok {
 			err = fmt.Errorf("image %s is still missing on %s after docker pull", s.r.spec[node].Image, node)

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // rayStep checks that the image has a ray executable, in a throwaway
@@ -21,7 +21,7 @@ func newRayStep(r *clusterRun, nodes []string) *rayStep { return &rayStep{r: r, 
 
 // Name names the head's image and the nodes.
 func (s *rayStep) Name() string {
-	return fmt.Sprintf("check that %s has ray on %s", s.r.head.Image, hostenv.DescribeNodes(s.nodes))
+	return fmt.Sprintf("check that %s has ray on %s", s.r.head.Image, stepenv.DescribeNodes(s.nodes))
 }
 
 // Check always runs the check.
@@ -38,14 +38,14 @@ func (s *rayStep) Run(ctx context.Context, _ func(string)) error {
 func (s *rayStep) Verify(context.Context) error { return nil }
 
 // checkRay runs `command -v ray` in image on node.
-func checkRay(ctx context.Context, e *hostenv.StepEnv, node, image string, dctx diagnose.Context) error {
+func checkRay(ctx context.Context, e *stepenv.StepEnv, node, image string, dctx diagnose.Context) error {
 	res, err := e.Mutate(ctx, node, "docker", "run", "--rm",
 		"--label", LabelManaged+"=true", "--label", LabelProject+"="+e.Project,
 		"--entrypoint", "sh", image, "-c", "command -v ray")
 	if err == nil && strings.TrimSpace(string(res.Stdout)) != "" {
 		return nil
 	}
-	code := hostenv.ExitCode(err)
+	code := stepenv.ExitCode(err)
 	if err == nil || ((code == 1 || code == 127) && !strings.Contains(string(res.Stderr), "docker:") &&
 		!strings.Contains(string(res.Stderr), "Error response from daemon")) {
 		return rayMissingError(node, image, dctx.Cluster)
@@ -54,7 +54,7 @@ func checkRay(ctx context.Context, e *hostenv.StepEnv, node, image string, dctx 
 		return fmt.Errorf("checking for ray in %s on %s: %w", image, node, err)
 	}
 	text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
-	return hostenv.Diagnosed(fmt.Errorf("checking for ray in %s on %s: %w", image, node, err),
+	return stepenv.Diagnosed(fmt.Errorf("checking for ray in %s on %s: %w", image, node, err),
 		[]diagnose.Log{{Host: node, Source: "docker run " + image, Text: text}}, dctx)
 }
 

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // stopGrace is how long `docker stop` lets Ray shut down (and deregister
@@ -53,7 +53,7 @@ func (s *removeStep) Name() string {
 	for _, rm := range s.rems {
 		names[rm.Container] = true
 	}
-	return fmt.Sprintf("remove container %s on %s", strings.Join(hostenv.SortedSet(names), ", "), hostenv.DescribeNodes(s.nodes))
+	return fmt.Sprintf("remove container %s on %s", strings.Join(stepenv.SortedSet(names), ", "), stepenv.DescribeNodes(s.nodes))
 }
 
 // Check is done when none of the containers exists.
@@ -97,7 +97,7 @@ func (s *removeStep) Run(ctx context.Context, progress func(string)) error {
 	if err := s.refuseForeign(); err != nil {
 		return err
 	}
-	done := hostenv.NewDoneSet()
+	done := stepenv.NewDoneSet()
 	err := s.r.e.ForEach(ctx, s.nodes, func(ctx context.Context, node string) error {
 		for _, rm := range s.byNode[node] {
 			if _, ok := s.present[rm]; !ok {
@@ -143,27 +143,27 @@ func (s *removeStep) Verify(ctx context.Context) error {
 }
 
 // removeContainer stops a container, letting Ray shut down, and removes it.
-func removeContainer(ctx context.Context, e *hostenv.StepEnv, rm Removal) error {
-	if _, err := e.Mutate(ctx, rm.Node, "docker", "stop", "-t", strconv.Itoa(stopGrace), rm.Container); err != nil && !hostenv.IsNoSuch(err) {
+func removeContainer(ctx context.Context, e *stepenv.StepEnv, rm Removal) error {
+	if _, err := e.Mutate(ctx, rm.Node, "docker", "stop", "-t", strconv.Itoa(stopGrace), rm.Container); err != nil && !stepenv.IsNoSuch(err) {
 		return fmt.Errorf("stopping %s on %s: %w", rm.Container, rm.Node, err)
 	}
-	if _, err := e.Mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !hostenv.IsNoSuch(err) {
+	if _, err := e.Mutate(ctx, rm.Node, "docker", "rm", rm.Container); err != nil && !stepenv.IsNoSuch(err) {
 		return fmt.Errorf("removing %s on %s: %w", rm.Container, rm.Node, err)
 	}
 	// The serve records the container bind-mounted from the host go with
 	// it. Best effort: the files belong to the container's user, so an SSH
 	// user other than root may not remove them; a container of the same
 	// name started later clears them at its start anyway.
-	_, _ = e.Mutate(ctx, rm.Node, "rm", "-rf", "--", servedir.Host(e.Project, rm.Node, rm.Container))
+	_, _ = e.Mutate(ctx, rm.Node, "rm", "-rf", "--", servefiles.Host(e.Project, rm.Node, rm.Container))
 	return nil
 }
 
 // containerLabels reads a container's labels; found is false when there is
 // no container of that name.
-func containerLabels(ctx context.Context, e *hostenv.StepEnv, node, container string) (map[string]string, bool, error) {
+func containerLabels(ctx context.Context, e *stepenv.StepEnv, node, container string) (map[string]string, bool, error) {
 	res, err := e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{json .Config.Labels}}", container)
 	if err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return nil, false, nil
 		}
 		return nil, false, fmt.Errorf("inspecting %s on %s: %w", container, node, err)

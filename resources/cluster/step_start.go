@@ -9,8 +9,8 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // startStep starts the containers of nodes (the head alone, or the
@@ -33,7 +33,7 @@ func (s *startStep) Name() string {
 	if s.head {
 		return "start ray head on " + s.r.head.Node
 	}
-	return "start ray workers on " + hostenv.DescribeNodes(s.nodes)
+	return "start ray workers on " + stepenv.DescribeNodes(s.nodes)
 }
 
 // Check is done when every node runs its declared container.
@@ -61,8 +61,8 @@ func (s *startStep) Run(ctx context.Context, progress func(string)) error {
 			return err
 		}
 	}
-	done := hostenv.NewDoneSet()
-	err := s.r.e.ForEach(ctx, hostenv.SortedSet(s.pending), func(ctx context.Context, node string) error {
+	done := stepenv.NewDoneSet()
+	err := s.r.e.ForEach(ctx, stepenv.SortedSet(s.pending), func(ctx context.Context, node string) error {
 		id, err := s.r.start(ctx, node)
 		if err != nil {
 			return err
@@ -91,7 +91,7 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 	spec := r.spec[node]
 	res, err := r.e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{json .Config.Labels}}", spec.Name)
 	if err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("inspecting %s on %s: %w", spec.Name, node, err)
@@ -107,7 +107,7 @@ func (r *clusterRun) running(ctx context.Context, node string) (bool, error) {
 		return true, nil
 	}
 	return false, fmt.Errorf("container %s already exists on %s (running=%s, spec hash %s, want %s) though the plan did not remove it; run rayform plan again",
-		spec.Name, node, state, kit.OrNone(labels[LabelSpecHash]), spec.Hash())
+		spec.Name, node, state, hostplan.OrNone(labels[LabelSpecHash]), spec.Hash())
 }
 
 // start runs the container and returns its id. The secret env, if any,
@@ -126,11 +126,11 @@ func (r *clusterRun) start(ctx context.Context, node string) (string, error) {
 	cmd.Mutating = true
 	res, err := r.e.Run(ctx, node, cmd)
 	if err != nil {
-		if hostenv.ExitCode(err) < 0 || ctx.Err() != nil {
+		if stepenv.ExitCode(err) < 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("docker run %s on %s: %w", spec.Name, node, err)
 		}
 		text := append(append([]byte(nil), res.Stdout...), res.Stderr...)
-		return "", hostenv.Diagnosed(fmt.Errorf("docker run %s on %s failed: %w", spec.Name, node, err),
+		return "", stepenv.Diagnosed(fmt.Errorf("docker run %s on %s failed: %w", spec.Name, node, err),
 			[]diagnose.Log{{Host: node, Source: "docker run", Text: text}}, r.dctx())
 	}
 	return strings.TrimSpace(string(res.Stdout)), nil
@@ -151,7 +151,7 @@ func (r *clusterRun) waitHead(ctx context.Context) error {
 	err := r.e.PollUntil(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
 		rows, err := r.rayNodes(ctx)
 		if err != nil {
-			if hostenv.IsNoSuch(err) {
+			if stepenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the ray head container %s on %s stopped: %w", r.head.Name, r.head.Node, err)
 			}
 			last = err.Error()
@@ -169,7 +169,7 @@ func (r *clusterRun) waitHead(ctx context.Context) error {
 		last = "Ray's node table has no ALIVE head"
 		return false, nil
 	})
-	if errors.Is(err, hostenv.ErrTimedOut) {
+	if errors.Is(err, stepenv.ErrTimedOut) {
 		err = fmt.Errorf("the ray head on %s is not ALIVE in Ray's node table after %s (last: %s)", r.head.Node, r.e.RayReadyTimeout, last)
 	}
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // verifyStep reads Ray's node table until exactly the declared nodes are
@@ -32,7 +32,7 @@ func (r *clusterRun) verifyTable(ctx context.Context) error {
 	err := r.e.PollUntil(ctx, r.e.RayReadyTimeout, func(ctx context.Context) (bool, error) {
 		rows, err := r.rayNodes(ctx)
 		if err != nil {
-			if hostenv.IsNoSuch(err) {
+			if stepenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the ray head container %s on %s is not running: %w", r.head.Name, r.head.Node, err)
 			}
 			lastErr = err.Error()
@@ -61,7 +61,7 @@ func (r *clusterRun) verifyTable(ctx context.Context) error {
 		}
 		return false, nil
 	})
-	if errors.Is(err, hostenv.ErrTimedOut) {
+	if errors.Is(err, stepenv.ErrTimedOut) {
 		msg := fmt.Sprintf("Ray's node table on %s does not match the declaration after %s:", r.head.Node, r.e.RayReadyTimeout)
 		for _, d := range last {
 			msg += "\n  - " + d

@@ -13,7 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // rayListTimeout bounds one `ray list nodes`, a Python process.
@@ -24,7 +24,7 @@ const rayListTimeout = 60 * time.Second
 // Each step keeps what it learns (the nodes it must act on) in its own
 // fields; this is passed to each step's constructor.
 type clusterRun struct {
-	e    *hostenv.StepEnv
+	e    *stepenv.StepEnv
 	w    *kind.Work
 	c    *ClusterWork
 	spec map[string]ContainerSpec
@@ -34,7 +34,7 @@ type clusterRun struct {
 }
 
 // newClusterRun prepares what the steps of w share.
-func newClusterRun(e *hostenv.StepEnv, w *kind.Work) *clusterRun {
+func newClusterRun(e *stepenv.StepEnv, w *kind.Work) *clusterRun {
 	c := WorkOf(w)
 	r := &clusterRun{e: e, w: w, c: c, spec: map[string]ContainerSpec{}}
 	for _, s := range c.Specs {
@@ -53,7 +53,7 @@ func newClusterRun(e *hostenv.StepEnv, w *kind.Work) *clusterRun {
 // containers that must go; pull the image and check Ray in it (unless
 // prepare did); start the head; reach the GCS from the workers and start
 // them; verify Ray's node table.
-func clusterSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func clusterSteps(e *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	c := WorkOf(w)
 	r := newClusterRun(e, w)
 	var steps []apply.Step
@@ -83,7 +83,7 @@ func clusterSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 // nodesWhere asks pred of nodes in parallel and returns the nodes for which
 // it holds; the set is never nil, so that a step can tell "asked, none"
 // from "not asked yet".
-func nodesWhere(ctx context.Context, e *hostenv.StepEnv, nodes []string, pred func(ctx context.Context, node string) (bool, error)) (map[string]bool, error) {
+func nodesWhere(ctx context.Context, e *stepenv.StepEnv, nodes []string, pred func(ctx context.Context, node string) (bool, error)) (map[string]bool, error) {
 	var mu sync.Mutex
 	out := map[string]bool{}
 	err := e.ForEach(ctx, nodes, func(ctx context.Context, node string) error {
@@ -99,10 +99,10 @@ func nodesWhere(ctx context.Context, e *hostenv.StepEnv, nodes []string, pred fu
 }
 
 // containerRunning returns an error when the container does not run.
-func containerRunning(ctx context.Context, e *hostenv.StepEnv, node, container string) error {
+func containerRunning(ctx context.Context, e *stepenv.StepEnv, node, container string) error {
 	res, err := e.Read(ctx, node, "docker", "inspect", "--type", "container", "--format", "{{.State.Running}} {{.State.ExitCode}}", container)
 	if err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return fmt.Errorf("container %s on %s is gone", container, node)
 		}
 		return fmt.Errorf("inspecting %s on %s: %w", container, node, err)
@@ -133,10 +133,10 @@ func (r *clusterRun) diagnose(ctx context.Context, err error) error {
 		// Cancelled (an interrupt, a lost lock): no failure to classify.
 		return err
 	}
-	srcs := []hostenv.LogSource{{Node: r.head.Node, Container: r.head.Name, Source: "ray head container"}}
+	srcs := []stepenv.LogSource{{Node: r.head.Node, Container: r.head.Name, Source: "ray head container"}}
 	for _, node := range r.started {
 		if node != r.head.Node {
-			srcs = append(srcs, hostenv.LogSource{Node: node, Container: r.spec[node].Name, Source: "ray worker container"})
+			srcs = append(srcs, stepenv.LogSource{Node: node, Container: r.spec[node].Name, Source: "ray worker container"})
 		}
 	}
 	logs := r.e.ContainerLogs(ctx, srcs)
@@ -144,13 +144,13 @@ func (r *clusterRun) diagnose(ctx context.Context, err error) error {
 	for _, l := range logs {
 		// Ray's GCS could not bind its port on the head: ask who holds it.
 		if l.Host == r.head.Node && (bytes.Contains(l.Text, []byte("Failed to bind to address")) || bytes.Contains(l.Text, []byte("already in use"))) {
-			if holder := hostenv.PortHolder(ctx, r.e, r.head.Node, r.head.Port); holder != "" {
+			if holder := stepenv.PortHolder(ctx, r.e, r.head.Node, r.head.Port); holder != "" {
 				d.PortHolders = map[int]string{r.head.Port: holder}
 			}
 			break
 		}
 	}
-	return hostenv.Diagnosed(err, logs, d)
+	return stepenv.Diagnosed(err, logs, d)
 }
 
 // dctx is the diagnose context with this cluster's own facts filled in.

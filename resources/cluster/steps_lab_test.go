@@ -10,8 +10,8 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The -update flag rewrites the steps' golden files (steplab.Golden).
@@ -22,7 +22,7 @@ func init() {
 }
 
 // walkWork walks the steps of w (the cluster kind's) in the fake lab.
-func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
+func walkWork(t *testing.T, env *stepenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
 	return steplab.Walk(t, w, cluster.StepsWith(env.WithDefaults(), w))
 }
@@ -193,7 +193,7 @@ func TestHeadRegisteredElsewhere(t *testing.T) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	var de *hostenv.DiagnosedError
+	var de *stepenv.DiagnosedError
 	if !errors.As(err, &de) {
 		t.Errorf("error %T carries no diagnosis", err)
 	}
@@ -236,7 +236,7 @@ func TestHeadPortHeldIsDiagnosed(t *testing.T) {
 	h.HeadExits = "RuntimeError: Failed to start GCS. Last 1 lines of error files:\nFailed to bind to address 0.0.0.0:6379: address already in use\n"
 	h.SS = `LISTEN 0      4096         0.0.0.0:6379      0.0.0.0:*    users:(("gcs_server",pid=4242,fd=7))` + "\n"
 	_, err := walkWork(t, l.Env(), steplab.PairWork(plan.Create, steplab.PairSpecs("192.168.200.12"), []string{"spark1", "spark2"}))
-	var de *hostenv.DiagnosedError
+	var de *stepenv.DiagnosedError
 	if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.AddrInUse {
 		t.Fatalf("err = %v, want an %s diagnosis", err, diagnose.AddrInUse)
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 func TestJudgeRayTable(t *testing.T) {
@@ -45,7 +45,7 @@ func TestPullProgress(t *testing.T) {
 	// The clock stands still: only a new phase or a final line passes.
 	now := func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }
 	var got []string
-	w := cluster.PullProgress(steplab.Image, func(s string) { got = append(got, s) }, hostenv.NewThrottle(now, time.Second))
+	w := cluster.PullProgress(steplab.Image, func(s string) { got = append(got, s) }, stepenv.NewThrottle(now, time.Second))
 	_, _ = w.Write([]byte(steplab.Pull[:40]))
 	_, _ = w.Write([]byte(steplab.Pull[40:]))
 	want := []string{
@@ -65,7 +65,7 @@ func TestServeHostDirMount(t *testing.T) {
 	if i < 1 || args[i-1] != "-v" {
 		t.Fatalf("docker run does not mount the serve dir from the host:\n%q", args)
 	}
-	if got := servedir.Host("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
+	if got := servefiles.Host("lab", "spark1", "rayform-main"); got != "/var/tmp/rayform/lab/spark1/rayform-main" {
 		t.Fatalf("ServeHostDir = %q", got)
 	}
 	if ep := spec.EntrypointScript(); !strings.Contains(ep, "; mkdir -p /tmp/rayform/serve && rm -f /tmp/rayform/serve/serve-* && ") {

@@ -2,7 +2,7 @@ package cluster
 
 import (
 	"github.com/rayform/rayform/engine/kind"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // ClusterWork is the work of a ray_cluster.
@@ -32,14 +32,14 @@ func (w *ClusterWork) Container() string {
 }
 
 // Commands are the docker runs of the containers the cluster starts
-// (kit.Commander).
-func (w *ClusterWork) Commands(project string) []kit.NamedCmd {
-	var out []kit.NamedCmd
+// (hostplan.Commander).
+func (w *ClusterWork) Commands(project string) []hostplan.NamedCmd {
+	var out []hostplan.NamedCmd
 	for _, s := range w.Specs {
 		if !w.Start[s.Node] {
 			continue
 		}
-		out = append(out, kit.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node, Node: s.Node,
+		out = append(out, hostplan.NamedCmd{Name: "docker run " + s.Name + " on " + s.Node, Node: s.Node,
 			Cmd: s.RunCmd(project)})
 	}
 	return out

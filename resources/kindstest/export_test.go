@@ -14,9 +14,9 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // VerifyRayTable runs apply's verification of Ray's node table (the
@@ -42,7 +42,7 @@ func VerifyRayTable(t *testing.T, specs []cluster.ContainerSpec, rows []cluster.
 		return transport.Result{}, nil
 	})
 	clock := steplab.NewClock()
-	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &stepenv.StepEnv{Conns: map[string]transport.Conn{head.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		RayReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
 	w := &Work{Address: specs[0].Resource, Type: "ray_cluster", Action: plan.Update, Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{}}}
 	// Nothing to start or remove: the steps are the verification alone.
@@ -82,7 +82,7 @@ func VerifyServe(t *testing.T, spec serve.ServeSpec, v serve.VLLM) error {
 		return transport.Result{}, nil
 	})
 	clock := steplab.NewClock()
-	env := &hostenv.StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
+	env := &stepenv.StepEnv{Conns: map[string]transport.Conn{spec.Node: fake}, Project: "verify", Poll: time.Second, Parallelism: 1,
 		HTTPReadyTimeout: 3 * time.Second, Now: clock.Now, Sleep: clock.Sleep}
 	w := &Work{Address: spec.Resource, Type: "vllm_serve", Action: plan.Replace, Do: &serve.ServeWork{Spec: spec, Start: true}}
 	return verifyStep(t, Steps(env, w), "start vllm serve")

@@ -13,11 +13,11 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
 	"github.com/rayform/rayform/resources/resourcestest"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The tests' names for what they drive: the registered kinds through
@@ -123,17 +123,17 @@ func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *run
 
 // kindEnv is what the run hands the kinds' steps, from a StepEnv (the
 // fake lab's, steplab.Lab.Env).
-func kindEnv(e *hostenv.StepEnv) *kind.Env {
+func kindEnv(e *stepenv.StepEnv) *kind.Env {
 	return &kind.Env{Conns: e.Conns, Project: e.Project, Parallelism: e.Parallelism, Poll: e.Poll, ReadyTimeout: e.RayReadyTimeout,
 		ProgressInterval: e.ProgressInterval, State: e.State, Log: e.Log, NotAtomic: e.NotAtomic, Prepared: e.Prepared,
 		Now: e.Now, Sleep: e.Sleep}
 }
 
 // Steps are the steps of w's kind in env (run.StepsOf).
-func Steps(env *hostenv.StepEnv, w *Work) []apply.Step { return run.StepsOf(Kinds(), kindEnv(env), w) }
+func Steps(env *stepenv.StepEnv, w *Work) []apply.Step { return run.StepsOf(Kinds(), kindEnv(env), w) }
 
 // PrepareSteps are the steps of w's kind that run before the walk
 // (run.PrepareStepsOf).
-func PrepareSteps(env *hostenv.StepEnv, w *Work) []apply.Step {
+func PrepareSteps(env *stepenv.StepEnv, w *Work) []apply.Step {
 	return run.PrepareStepsOf(Kinds(), kindEnv(env), w)
 }

@@ -14,9 +14,9 @@ import (
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/resourcestest"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // TestKindRegistry: each registered kind is found by its block type and by
@@ -74,7 +74,7 @@ func TestKindRegistry(t *testing.T) {
 // is not skipped silently; its one step fails, naming it.
 func TestStepsOfUnregisteredKind(t *testing.T) {
 	w := &Work{Address: "dns.a", Type: "dns", Action: plan.Create}
-	steps := Steps(&hostenv.StepEnv{}, w)
+	steps := Steps(&stepenv.StepEnv{}, w)
 	if len(steps) != 1 {
 		t.Fatalf("%d steps, want 1", len(steps))
 	}
@@ -82,7 +82,7 @@ func TestStepsOfUnregisteredKind(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `"dns"`) {
 		t.Errorf("step error %v, want one naming the type", err)
 	}
-	if len(PrepareSteps(&hostenv.StepEnv{}, w)) != 0 {
+	if len(PrepareSteps(&stepenv.StepEnv{}, w)) != 0 {
 		t.Error("prepare steps for an unregistered kind")
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // readmePath is the README, from this package's directory.
@@ -176,7 +176,7 @@ func exportsDoc(k config.Kind) string {
 
 // TestReadmeDocumentsPinnedEnv checks that the README's table of what the
 // network pins, after the network kind's reference, names every
-// environment variable rayform pins in the Ray containers (kit.PinnedEnv) and
+// environment variable rayform pins in the Ray containers (hostplan.PinnedEnv) and
 // Ray's --node-ip-address.
 func TestReadmeDocumentsPinnedEnv(t *testing.T) {
 	b, err := os.ReadFile(readmePath)
@@ -189,7 +189,7 @@ func TestReadmeDocumentsPinnedEnv(t *testing.T) {
 	}
 	pins, _, _ := strings.Cut(after, "<!-- BEGIN: ")
 	needles := []string{"`ray start --node-ip-address`"}
-	for k := range kit.PinnedEnv() {
+	for k := range hostplan.PinnedEnv() {
 		needles = append(needles, "`"+k+"`")
 	}
 	for _, n := range needles {

@@ -10,13 +10,13 @@ import (
 
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/serve"
 )
 
 // TestValidateLimitsCoverApply checks that validate's value limits
-// (kit.CheckArgLimits) are at least as strict as the exact check apply makes
-// of its command lines before changing anything (kit.CheckCommandLimits): a
+// (hostplan.CheckArgLimits) are at least as strict as the exact check apply makes
+// of its command lines before changing anything (hostplan.CheckCommandLimits): a
 // configuration validate accepts never fails there, whatever the size and
 // the bytes of its values (a quote costs more quoted). It also pins the
 // issue's case, a 100 KB env value, as refused by validate.
@@ -89,7 +89,7 @@ variable "serve_value" {
 					{Address: "ray_cluster.spark", Do: &cluster.ClusterWork{Specs: specs, Start: map[string]bool{"spark1": true, "spark2": true}}},
 					{Address: "vllm_serve.qwen", Do: &serve.ServeWork{Spec: sv, Start: true}},
 				} {
-					if err := kit.CheckCommandLimits(w, "a-project-name-of-some-length", nil); err != nil {
+					if err := hostplan.CheckCommandLimits(w, "a-project-name-of-some-length", nil); err != nil {
 						t.Errorf("%s: validate accepted it, apply's check refuses it: %v", name, err)
 					}
 				}

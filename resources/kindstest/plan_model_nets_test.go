@@ -11,8 +11,8 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/model"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // twoNetworksConfig is modelConfig over 4 hosts, with h3 and h4 taken
@@ -135,7 +135,7 @@ func TestPlanModelTwoNetworks(t *testing.T) {
 				t.Fatalf("no work for the model:\n%s", txt.String())
 			}
 			var names []string
-			for _, st := range PrepareSteps(&hostenv.StepEnv{}, w) {
+			for _, st := range PrepareSteps(&stepenv.StepEnv{}, w) {
 				names = append(names, st.Name())
 			}
 			if got := strings.Join(names, "|"); got != tc.steps {

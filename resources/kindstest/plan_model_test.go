@@ -18,9 +18,9 @@ import (
 	"github.com/rayform/rayform/engine/run"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/model"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 const modelCommit = "0123456789abcdef0123456789abcdef01234567"
@@ -167,7 +167,7 @@ func TestPlanModel(t *testing.T) {
 			}
 			if w != nil {
 				// Staged before the walk (with the image pulls), never in it.
-				env := &hostenv.StepEnv{}
+				env := &stepenv.StepEnv{}
 				var names []string
 				for _, st := range PrepareSteps(env, w) {
 					names = append(names, st.Name())

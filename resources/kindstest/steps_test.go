@@ -11,12 +11,12 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // walkWork walks the steps of w (Steps) in the fake lab.
-func walkWork(t *testing.T, env *hostenv.StepEnv, w *Work) ([]string, error) {
+func walkWork(t *testing.T, env *stepenv.StepEnv, w *Work) ([]string, error) {
 	t.Helper()
 	return steplab.Walk(t, w, Steps(env, w))
 }

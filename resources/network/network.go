@@ -19,7 +19,7 @@ import (
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/linuxname"
+	"github.com/rayform/rayform/resources/ifname"
 	"github.com/rayform/rayform/resources/node"
 )
 
@@ -157,7 +157,7 @@ func decodeInterface(b *config.Block, n *Network, members []string, prior map[st
 	}
 	if s, err := convert.Convert(v, cty.String); err == nil && (v.Type() == cty.String) {
 		n.Interface = s.AsString()
-		if msg := linuxname.InterfaceProblem(n.Interface); msg != "" {
+		if msg := ifname.InterfaceProblem(n.Interface); msg != "" {
 			b.Error("interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.Interface, msg))
 		}
 		return
@@ -177,7 +177,7 @@ func decodeInterface(b *config.Block, n *Network, members []string, prior map[st
 		n.Interfaces[k.AsString()] = e.AsString()
 	}
 	for _, key := range slices.Sorted(maps.Keys(n.Interfaces)) {
-		if msg := linuxname.InterfaceProblem(n.Interfaces[key]); msg != "" {
+		if msg := ifname.InterfaceProblem(n.Interfaces[key]); msg != "" {
 			b.Error("interface", "Invalid interface name", fmt.Sprintf("The interface for %s, %q, %s.", key, n.Interfaces[key], msg))
 		}
 		if !checkKeys || slices.Contains(members, key) {

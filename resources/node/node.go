@@ -16,7 +16,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
-	"github.com/rayform/rayform/resources/linuxname"
+	"github.com/rayform/rayform/resources/ifname"
 )
 
 // Type is the node kind's block type.
@@ -60,7 +60,7 @@ func Descriptor() config.Kind {
 func check(b *config.Block) {
 	n := b.Value().(*Node)
 	if b.IsSet("fabric_interface") {
-		if msg := linuxname.InterfaceProblem(n.FabricInterface); msg != "" {
+		if msg := ifname.InterfaceProblem(n.FabricInterface); msg != "" {
 			b.Error("fabric_interface", "Invalid interface name", fmt.Sprintf("%q %s.", n.FabricInterface, msg))
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/modelfit"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // archReply is the query's output for a registry fixture of
@@ -85,7 +85,7 @@ func TestArchStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := (&hostenv.StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).WithDefaults()
+	env := (&stepenv.StepEnv{Conns: map[string]transport.Conn{"h1": fake}, State: st}).WithDefaults()
 	qwen := &ArchCheck{Config: archModel(t, "qwen2.5-7b-instruct"), At: "main.hcl:47", Source: "From the model's config.json on h1."}
 	run := func(container string) (string, error) {
 		w := &kind.Work{Address: "vllm_serve.m", Action: plan.Create, Do: &ServeWork{Spec: ServeSpec{Name: "m", Container: container, Node: "h1"}, Start: true, Arch: qwen}}

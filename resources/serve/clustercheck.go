@@ -13,7 +13,7 @@ import (
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // What rayform check runs: the data-plane check of a cluster's nodes, as
@@ -98,7 +98,7 @@ func (c *Checker) Check(ctx context.Context, name string, start func(nodes int, 
 		return nil, fmt.Errorf("the head %s has no observed fabric address (run rayform plan)", rc.Head)
 	}
 	start(len(nodes), nodes[0].Addr)
-	rep, err := hostenv.RunCheck(ctx, &hostenv.StepEnv{Conns: c.conns, Dataplane: c.opts}, nodes)
+	rep, err := stepenv.RunCheck(ctx, &stepenv.StepEnv{Conns: c.conns, Dataplane: c.opts}, nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (cc *ClusterCheck) JSON() CheckJSON {
 		}
 		out.Nodes = append(out.Nodes, nj)
 	}
-	var de *hostenv.DiagnosedError
+	var de *stepenv.DiagnosedError
 	if errors.As(cc.Failure, &de) {
 		out.Error = de.Err.Error()
 		d := de.Diagnosis

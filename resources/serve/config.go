@@ -18,7 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/config"
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/node"
 )
@@ -59,11 +59,11 @@ func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Conf
 // clusters is c as the cluster kind reads it.
 func (c *Config) clusters() *cluster.Config { return cluster.View(c.Config) }
 
-// planner is what the serve kind plans through: kind.Planner, kit's
+// planner is what the serve kind plans through: kind.Planner, hostplan's
 // readings of the hosts, the configuration through its view, and the
 // hosts' readings with the nodes' fabric (cluster.Fabric).
 type planner struct {
-	kit.Planner
+	hostplan.Planner
 	cfg *Config
 	fab cluster.Fabric
 	// overBudget are the clusters whose serves gpuBudget refused (or
@@ -74,5 +74,5 @@ type planner struct {
 // newPlanner is the serve kind's planner over p.
 func newPlanner(p kind.Planner) *planner {
 	cfg := View(p.Config())
-	return &planner{Planner: kit.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts())}
+	return &planner{Planner: hostplan.Planner{Planner: p}, cfg: cfg, fab: cluster.NewFabric(cfg.clusters(), p.Facts())}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // serveCheck returns the ranks of the check that runs before a serve on
@@ -71,7 +71,7 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 				if cluster == "" {
 					cluster = "the ray_cluster"
 				}
-				return &hostenv.DiagnosedError{Err: err, Diagnosis: diagnose.Diagnosis{
+				return &stepenv.DiagnosedError{Err: err, Diagnosis: diagnose.Diagnosis{
 					Cause:       "dataplane-no-torch",
 					Title:       "the image has no python3 with torch: the data-plane check cannot run",
 					Evidence:    []diagnose.Evidence{{Source: dataplane.Source + " report", Line: strings.TrimSpace(l), LineNo: 1}},
@@ -91,5 +91,5 @@ func CheckError(rep *dataplane.Report, dctx diagnose.Context, consequence string
 			Fix:         "Run rayform plan: it shows the new address, and apply recreates the node's Ray container with it. If the address should not have changed, restore it on " + p.Node + " (ip addr) and re-run apply.",
 		}
 	}
-	return &hostenv.DiagnosedError{Err: err, Diagnosis: d}
+	return &stepenv.DiagnosedError{Err: err, Diagnosis: d}
 }

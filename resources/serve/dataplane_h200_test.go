@@ -10,7 +10,7 @@ import (
 
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // h200Dir holds what check.py printed on a real NVIDIA H200 (torch
@@ -112,7 +112,7 @@ func TestH200CapturesDiagnosed(t *testing.T) {
 				t.Fatal("report OK, want a failure")
 			}
 			err := CheckError(rep, h200Context, "vllm serve was not started")
-			var de *hostenv.DiagnosedError
+			var de *stepenv.DiagnosedError
 			if !errors.As(err, &de) {
 				t.Fatalf("CheckError = %v, want a diagnosis", err)
 			}

@@ -16,9 +16,9 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // Result lines as check.py prints them (torch 1.13 in the lab's image).
@@ -106,7 +106,7 @@ func TestDataplaneStep(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f1 := dpHost(t, "spark1", "192.168.200.12", transport.Result{Stdout: []byte(dpHealthy)})
 			f2 := dpHost(t, "spark2", "192.168.200.13", tc.spark2)
-			env := &hostenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
+			env := &stepenv.StepEnv{Conns: map[string]transport.Conn{"spark1": f1, "spark2": f2}, Diagnose: diagnose.Context{Cluster: "ray_cluster.main"}}
 			steps := serve.StepsWith(env.WithDefaults(), dpWork())
 			if len(steps) < 2 || !strings.HasPrefix(steps[0].Name(), "data-plane check") || !strings.HasPrefix(steps[1].Name(), "start vllm serve") {
 				var names []string
@@ -133,7 +133,7 @@ func TestDataplaneStep(t *testing.T) {
 				}
 				return
 			}
-			var de *hostenv.DiagnosedError
+			var de *stepenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tc.cause {
 				t.Fatalf("error %v, want a diagnosed %s", err, tc.cause)
 			}
@@ -154,7 +154,7 @@ func TestDataplaneStep(t *testing.T) {
 // TestServeWithoutCheck: dataplane_check = false (or a single node) plans
 // no check.
 func TestServeWithoutCheck(t *testing.T) {
-	steps := serve.StepsWith((&hostenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
+	steps := serve.StepsWith((&stepenv.StepEnv{}).WithDefaults(), steplab.QwenWork(plan.Create, steplab.QwenServe(), false))
 	for _, s := range steps {
 		if strings.Contains(s.Name(), "data-plane") {
 			t.Errorf("step %q without Check", s.Name())

@@ -10,7 +10,7 @@ import (
 )
 
 // DiagnoseContext is what the failure classifier needs to know about the
-// serve at addr (hostenv.Diagnoser): its cluster's context
+// serve at addr (stepenv.Diagnoser): its cluster's context
 // (cluster.DiagnoseContextOf), with the serve's address and memory share.
 func (Kind) DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[string]netip.Addr, addr string) diagnose.Context {
 	v := View(cfg)

@@ -3,7 +3,7 @@ package serve
 import (
 	"github.com/rayform/rayform/engine/apply"
 	"github.com/rayform/rayform/engine/kind"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The hooks of the package's external tests (package serve_test, which
@@ -14,7 +14,7 @@ type ServeProgress struct{ p *serveProgress }
 
 // NewServeProgress hands the progress lines of the log it is fed to
 // progress, throttled by t.
-func NewServeProgress(progress func(string), t hostenv.Throttle) ServeProgress {
+func NewServeProgress(progress func(string), t stepenv.Throttle) ServeProgress {
 	return ServeProgress{newServeProgress(progress, t)}
 }
 
@@ -35,7 +35,7 @@ var Bar = bar
 
 // StepsWith are the steps of a serve's work w in env, as Kind.Steps
 // gives them with the StepEnv it builds from the run's kind.Env.
-func StepsWith(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func StepsWith(env *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	if WorkOf(w) == nil {
 		return kind.Unsupported(w)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // The front of a serve: how a blue/green replacement (bluegreen.go) moves
@@ -23,7 +23,7 @@ import (
 // forwarder, the front: python3 (every cluster image has it; vLLM runs on
 // it) with asyncio, run in the head container beside the serve as the
 // serve itself is (docker exec -d, its pid, port and log files in
-// servedir.Dir under the serve's record name, so it has the serve's
+// servefiles.Dir under the serve's record name, so it has the serve's
 // ownership and dies with the container). It listens where vLLM would
 // (the serve's --host: the head's fabric address by default, closed by
 // default holds), and forwards each new TCP connection to the loopback
@@ -185,13 +185,13 @@ asyncio.run(main())
 
 // Paths of the front inside the head container.
 func (s ServeSpec) frontPidPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.pid"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".front.pid"
 }
 func (s ServeSpec) frontPortPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.port"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".front.port"
 }
 func (s ServeSpec) frontLogPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".front.log"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".front.log"
 }
 
 // frontAlive is the shell test that the serve's front runs.
@@ -204,7 +204,7 @@ func (s ServeSpec) frontAlive() string {
 func (s ServeSpec) pointFrontScript(port int) string {
 	f := shell.Quote(s.frontPortPath())
 	tmp := shell.Quote(s.frontPortPath() + ".tmp")
-	return fmt.Sprintf("mkdir -p %s && printf '%%d\\n' %d > %s && mv -f %s %s", servedir.Dir, port, tmp, tmp, f)
+	return fmt.Sprintf("mkdir -p %s && printf '%%d\\n' %d > %s && mv -f %s %s", servefiles.Dir, port, tmp, tmp, f)
 }
 
 // startFrontArgs is the docker exec that starts the front detached,

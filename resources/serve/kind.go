@@ -20,8 +20,8 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // exposeVLLMServe is where the arguments of a serve go that a secret
@@ -126,12 +126,12 @@ func checkServe(b *config.Block) {
 		b.Error("gpu_memory_utilization", "Invalid gpu_memory_utilization",
 			fmt.Sprintf("gpu_memory_utilization is the fraction of each GPU's memory vLLM may use: more than 0 and at most 1 (vLLM's default is 0.9); got %g.", s.GPUMemoryUtilization))
 	}
-	kit.CheckEnv(b, "env", s.Env)
+	hostplan.CheckEnv(b, "env", s.Env)
 	checkExtraArgs(b, s.ExtraArgs)
 	if _, ok := s.Env["VLLM_API_KEY"]; ok && s.APIKey != "" {
 		b.Error("api_key", "API key set twice", "Both api_key and env[\"VLLM_API_KEY\"] are set; keep api_key.")
 	}
-	if bad := kit.EnvValueProblem(s.APIKey); bad != "" {
+	if bad := hostplan.EnvValueProblem(s.APIKey); bad != "" {
 		b.Error("api_key", "API key cannot be passed intact", fmt.Sprintf("api_key contains %s. Remove it from the value.", bad))
 	}
 	checkServeLimits(b)
@@ -320,18 +320,18 @@ func (Kind) Destroy(d kind.Destroyer) { destroyServes(d) }
 func (Kind) Present(pr *kind.Presence) { presentServes(pr) }
 
 // CheckCommands checks its start line within its head's limits
-// (kit.CheckCommandLimits).
-func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return kit.CheckCommands(req) }
+// (hostplan.CheckCommandLimits).
+func (Kind) CheckCommands(req kind.CommandCheckRequest) error { return hostplan.CheckCommands(req) }
 
 // OpenWalk starts the data-plane checks of the serves of the walk whose
-// ranks launch as their cluster's containers start (hostenv.OpenChecks).
+// ranks launch as their cluster's containers start (stepenv.OpenChecks).
 func (Kind) OpenWalk(ctx context.Context, req kind.WalkRequest) func() {
-	return hostenv.OpenChecks(ctx, req)
+	return stepenv.OpenChecks(ctx, req)
 }
 
 // stepEnv is the environment of the steps of w.
-func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *hostenv.StepEnv {
-	return hostenv.New(env, k, w.Address)
+func (k Kind) stepEnv(env *kind.Env, w *kind.Work) *stepenv.StepEnv {
+	return stepenv.New(env, k, w.Address)
 }
 
 // Steps are the steps of a serve's work (serveSteps).
@@ -455,7 +455,7 @@ func observeServes(o *kind.Observation) {
 			hs := o.Host(node)
 			if node == rc.Head {
 				// Each serve asks for its own port's answers.
-				hs.Ports = kit.AppendUniqueInt(hs.Ports, sv.Port)
+				hs.Ports = hostplan.AppendUniqueInt(hs.Ports, sv.Port)
 				hs.HTTP = append(hs.HTTP, serveHTTPProbes(container, sv.Port)...)
 				hs.Records = append(hs.Records, serveRecordProbe(project, node, container, sv.Name))
 				hs.Reads = append(hs.Reads, preflightReads(cfg, sv)...)
@@ -564,8 +564,8 @@ func destroyServes(d kind.Destroyer) {
 			continue
 		}
 		if r, ok := d.State().Get(addr); ok {
-			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: kit.FirstHost(r.Hosts)}}
-			hosts[addr] = kit.StateNodes(r.Hosts)
+			serves[addr] = &ServeWork{Spec: ServeSpec{Resource: addr, Name: plan.ParseAddress(addr).Instance(), Container: r.Container, Node: hostplan.FirstHost(r.Hosts)}}
+			hosts[addr] = hostplan.StateNodes(r.Hosts)
 		}
 	}
 	refuseForeignServes(d.Finding, serves, d.Facts(), d.Project())
@@ -618,14 +618,14 @@ func serveAt(cfg *Config, addr string) *VLLMServe {
 // serve receives in argv or its environment fit.
 func checkServeLimits(b *config.Block) {
 	s := b.Value().(*VLLMServe)
-	vals := []kit.ArgValue{
+	vals := []hostplan.ArgValue{
 		{Attr: "model", What: "model", Value: s.Model},
 		{Attr: "served_model_name", What: "served_model_name", Value: s.ServedModelName},
 	}
 	if s.APIKey != "" {
-		vals = append(vals, kit.ArgValue{Attr: "api_key", What: "api_key", Value: "VLLM_API_KEY=" + s.APIKey, Secret: true, Env: true})
+		vals = append(vals, hostplan.ArgValue{Attr: "api_key", What: "api_key", Value: "VLLM_API_KEY=" + s.APIKey, Secret: true, Env: true})
 	}
-	vals = append(vals, kit.EnvValues(b, "env", s.Env)...)
-	vals = append(vals, kit.ListValues(b, "extra_args", s.ExtraArgs)...)
-	kit.CheckArgLimits(b, vals, 3, true)
+	vals = append(vals, hostplan.EnvValues(b, "env", s.Env)...)
+	vals = append(vals, hostplan.ListValues(b, "extra_args", s.ExtraArgs)...)
+	hostplan.CheckArgLimits(b, vals, 3, true)
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // ServeURL is the loopback URL of path on a serve's port.
@@ -35,13 +35,13 @@ func ServeAnswer(hf *observe.HostFacts, port int) VLLM {
 }
 
 // ServeRecordName is the file name (without extension) of a serve's
-// record, pid, lock and log in servedir.Dir.
+// record, pid, lock and log in servefiles.Dir.
 func ServeRecordName(name string) string { return "serve-" + name }
 
 // serveRecordProbe asks for a serve's record in the head container.
 func serveRecordProbe(project, node, container, name string) observe.RecordProbe {
-	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: servedir.Host(project, node, container),
-		Container: container, Dir: servedir.Dir, LegacyDir: servedir.LegacyDir}
+	return observe.RecordProbe{Name: ServeRecordName(name), HostDir: servefiles.Host(project, node, container),
+		Container: container, Dir: servefiles.Dir, LegacyDir: servefiles.LegacyDir}
 }
 
 // ServeRecord is the record of serve name the head's probe read.

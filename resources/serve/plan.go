@@ -13,7 +13,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // memoryHeadroomLimit is the share of memory below Ray's kill threshold
@@ -149,7 +149,7 @@ func (p *planner) planServe(sv *VLLMServe, rc *cluster.RayCluster, spec ServeSpe
 	newModel := slices.ContainsFunc(attrs, func(c plan.AttrChange) bool { return c.Name == "model" && c.Changed() })
 	arch, later := p.preflight(sv, rc, action, rec.Found && rec.Alive, newModel)
 	if action != plan.NoOp && seen.head != nil && !ownPort {
-		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, frontContainer(seen.head, spec), []kit.PortUse{{Port: sv.Port, Attr: "port"}})
+		p.PortsFree(addr, rc.Head, "The vllm serve of "+addr, frontContainer(seen.head, spec), []hostplan.PortUse{{Port: sv.Port, Attr: "port"}})
 	}
 	if len(v.drift) > 0 {
 		p.Drift(plan.Drift{Address: addr, Host: rc.Head, Summary: strings.Join(v.drift, "; ")})
@@ -236,14 +236,14 @@ func serveCurrent(spec ServeSpec, h string) bool {
 }
 
 // unknownOnly reports whether the serve recorded by rec differs from sv
-// only in values this run was not given (kit.OnlyUnknown).
+// only in values this run was not given (hostplan.OnlyUnknown).
 func unknownOnly(sv *VLLMServe, spec ServeSpec, rec observe.ProcessRecord) bool {
 	if len(rec.Attrs) == 0 {
 		return false
 	}
 	schema := serveSchema()
 	after := attrs.Normalize(schema, serveRecordValues(sv, spec.SecretKey))
-	return kit.OnlyUnknown(&sv.Decl, attrs.ChangedPaths(schema, attrs.Decode(schema, rec.Attrs, rec.Sensitive), after))
+	return hostplan.OnlyUnknown(&sv.Decl, attrs.ChangedPaths(schema, attrs.Decode(schema, rec.Attrs, rec.Sensitive), after))
 }
 
 // serveAttrs are the serve's attributes; before values come from the record

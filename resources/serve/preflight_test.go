@@ -12,7 +12,7 @@ import (
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/engine/state"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // TestLocateModel: where the head's host holds a serve's model files,
@@ -117,7 +117,7 @@ func TestPreflightJudgesOnlyAServeThatStarts(t *testing.T) {
 		{"refresh-only", plan.Create, true, 0},
 	} {
 		rp := &recPlanner{facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": head}}, refreshOnly: tt.refreshOnly}
-		p := &planner{Planner: kit.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
+		p := &planner{Planner: hostplan.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
 		p.preflight(sv, rc, tt.action, tt.action != plan.Create, tt.action == plan.Create)
 		if got := len(rp.findings); got != tt.want || len(rp.notes) > 0 {
 			t.Errorf("%s: %d findings %+v, notes %q; want %d findings, no note", tt.name, got, rp.findings, rp.notes, tt.want)
@@ -187,7 +187,7 @@ func TestKernelPlan(t *testing.T) {
 				st.SetImage(id, im)
 			}
 			rp := &recPlanner{facts: &observe.Facts{Hosts: map[string]*observe.HostFacts{"h1": h100}}, state: st}
-			p := &planner{Planner: kit.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
+			p := &planner{Planner: hostplan.Planner{Planner: rp}, fab: cluster.Fabric{Facts: rp.facts}}
 			p.kernelPlan(sv, rc, h100)
 			switch {
 			case tt.want == "" && len(rp.findings) > 0:

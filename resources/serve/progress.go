@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/termtext"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // Progress lines of vLLM's startup (reference §3.6).
@@ -49,7 +49,7 @@ var serveFatal = []string{
 // Bars complete before the milestone that ends them.
 type serveProgress struct {
 	progress func(string)
-	throttle hostenv.Throttle
+	throttle stepenv.Throttle
 	buf      []byte
 	seen     map[string]bool
 	held     []string
@@ -65,7 +65,7 @@ type barState struct {
 	done  bool // 100% shown
 }
 
-func newServeProgress(progress func(string), t hostenv.Throttle) *serveProgress {
+func newServeProgress(progress func(string), t stepenv.Throttle) *serveProgress {
 	return &serveProgress{progress: progress, throttle: t, seen: map[string]bool{}, bars: map[string]barState{}}
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/termtext"
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // Atomic replacement (issue 39): a serve whose new start fails to become
@@ -34,21 +34,21 @@ import (
 
 // goodPath and failedPath are the two files, inside the head container.
 func (s ServeSpec) goodPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".good.json"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".good.json"
 }
 func (s ServeSpec) failedPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".failed.json"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".failed.json"
 }
 
 // HostGoodPath is goodPath as the head host sees it (plan reads the last
 // measured load time from it).
 func (s ServeSpec) HostGoodPath(project string) string {
-	return servedir.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".good.json"
+	return servefiles.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".good.json"
 }
 
 // HostFailedPath is failedPath as the head host sees it (plan reads it).
 func (s ServeSpec) HostFailedPath(project string) string {
-	return servedir.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".failed.json"
+	return servefiles.Host(project, s.Node, s.Container) + "/" + ServeRecordName(s.Name) + ".failed.json"
 }
 
 // recipe is what ran when a serve last served: enough to start it again.
@@ -128,7 +128,7 @@ func (r *serveRun) markFailed(ctx context.Context, l launch, f FailedStart) {
 // causeOf is the one-line cause of a failed start: the diagnosis's title,
 // else the error's first line.
 func causeOf(err error) string {
-	var d *hostenv.DiagnosedError
+	var d *stepenv.DiagnosedError
 	if errors.As(err, &d) && d.Diagnosis.Title != "" {
 		return d.Diagnosis.Title
 	}

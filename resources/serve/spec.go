@@ -19,8 +19,8 @@ import (
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/attrs"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/hostplan"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // ServeSpec is everything that defines one `vllm serve` process.
@@ -93,24 +93,24 @@ func (s ServeSpec) Current(h string) (current, legacy bool) {
 }
 
 // Paths inside the head container.
-func (s ServeSpec) specPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".json" }
-func (s ServeSpec) pidPath() string  { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".pid" }
-func (s ServeSpec) lockPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".lock" }
+func (s ServeSpec) specPath() string { return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".json" }
+func (s ServeSpec) pidPath() string  { return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".pid" }
+func (s ServeSpec) lockPath() string { return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".lock" }
 
 // LogPath is where the serve process writes its log.
-func (s ServeSpec) LogPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".log" }
-func (s ServeSpec) envPath() string { return servedir.Dir + "/" + ServeRecordName(s.Name) + ".env" }
+func (s ServeSpec) LogPath() string { return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".log" }
+func (s ServeSpec) envPath() string { return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".env" }
 
 // PreviousLogPath is where the log of the serve's previous process is
 // kept when a new one starts (one generation: a failed start's log
 // survives the restore that follows it, rotateLogScript).
 func (s ServeSpec) PreviousLogPath() string {
-	return servedir.Dir + "/" + ServeRecordName(s.Name) + ".previous.log"
+	return servefiles.Dir + "/" + ServeRecordName(s.Name) + ".previous.log"
 }
 
 // HostPreviousLogPath is PreviousLogPath as the head host sees it.
 func (s ServeSpec) HostPreviousLogPath(project string) string {
-	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.PreviousLogPath())
+	return servefiles.Host(project, s.Node, s.Container) + "/" + path.Base(s.PreviousLogPath())
 }
 
 // rotateLogScript keeps the log of the serve's last process as the
@@ -125,12 +125,12 @@ func (s ServeSpec) rotateLogScript() string {
 // HostLogPath and HostPidPath are LogPath and the pid file as the head host
 // sees them (under ServeHostDir), for reading without a docker exec.
 func (s ServeSpec) HostLogPath(project string) string {
-	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.LogPath())
+	return servefiles.Host(project, s.Node, s.Container) + "/" + path.Base(s.LogPath())
 }
 
 // HostPidPath: see HostLogPath. The file's mtime is when the serve started.
 func (s ServeSpec) HostPidPath(project string) string {
-	return servedir.Host(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
+	return servefiles.Host(project, s.Node, s.Container) + "/" + path.Base(s.pidPath())
 }
 
 // StartScript runs inside the head container (ExecArgs, with the secret
@@ -153,10 +153,10 @@ func (s ServeSpec) StartScript() string {
 	rec, _ := json.Marshal(observe.Record{Resource: s.Resource, SpecHash: s.recordHash(), Attrs: s.Attrs, Sensitive: s.Sensitive})
 	lock, log := s.lockPath(), s.LogPath()
 	var b strings.Builder
-	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", servedir.Dir, servedir.Dir)
+	fmt.Fprintf(&b, "mkdir -p %s && cd %s\n", servefiles.Dir, servefiles.Dir)
 	fmt.Fprintf(&b, "(umask 077 && : >> %s && { [ -z \"$RAYFORM_LOG_OWNER\" ] || chown \"$RAYFORM_LOG_OWNER\" %s 2>/dev/null; }; true)\n", log, log)
 	fmt.Fprintf(&b, "echo $$ > %s\n", s.pidPath())
-	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", servedir.Dir, lock)
+	fmt.Fprintf(&b, "if command -v flock >/dev/null 2>&1 && command exec 8<%s 9>>%s; then\n", servefiles.Dir, lock)
 	b.WriteString("\tflock -s 8\n")
 	b.WriteString("\tif ! flock -n 9; then\n")
 	fmt.Fprintf(&b, "\t\techo 'rayform: waiting for the lock of vllm serve %s: an earlier one still holds it' >> %s\n", s.Name, log)
@@ -309,7 +309,7 @@ func (s ServeSpec) LocalURL(path string) string {
 // SecretEnvValues returns the sensitive variables and their values: the Env
 // of the command running ExecArgs.
 func (s ServeSpec) SecretEnvValues() map[string]string {
-	return kit.SecretValues(s.Env, s.SecretEnv)
+	return hostplan.SecretValues(s.Env, s.SecretEnv)
 }
 
 // judgeModels compares the models vLLM's /v1/models lists with the serve's
@@ -329,5 +329,5 @@ func judgeModels(models []Model, spec ServeSpec, where string) string {
 		}
 		ids = append(ids, m.ID)
 	}
-	return fmt.Sprintf("vLLM%s serves %s; want %s", where, kit.OrNone(strings.Join(ids, ", ")), spec.ServedName)
+	return fmt.Sprintf("vLLM%s serves %s; want %s", where, hostplan.OrNone(strings.Join(ids, ", ")), spec.ServedName)
 }

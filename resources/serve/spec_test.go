@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/rayform/rayform/engine/observe"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // startServe runs spec's StartScript with sh, with its serve directory
@@ -28,7 +28,7 @@ func startServe(t *testing.T, spec ServeSpec, dir, bin string) *exec.Cmd {
 	if err := os.WriteFile(filepath.Join(bin, "vllm"), []byte(vllm), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.ReplaceAll(spec.StartScript(), servedir.Dir, dir)
+	script := strings.ReplaceAll(spec.StartScript(), servefiles.Dir, dir)
 	cmd := exec.Command("sh", "-c", script)
 	cmd.Env = []string{"PATH=" + bin}
 	stdin, err := cmd.StdinPipe()
@@ -143,8 +143,8 @@ func TestServeHostDirOfAnyNode(t *testing.T) {
 	nodes := []string{"spark1", `gpu["h1"]`, `gpu["h 1"]`, `gpu["h_1"]`, `gpu_"h1"_`, ".", "..", "", "a/b", "a_b"}
 	seen := map[string]string{}
 	for _, n := range nodes {
-		dir := servedir.Host("lab", n, "rayform-main")
-		spec := observe.HostSpec{Records: []observe.RecordProbe{{Name: "serve-qwen", HostDir: dir, Container: "rayform-main", Dir: servedir.Dir}}}
+		dir := servefiles.Host("lab", n, "rayform-main")
+		spec := observe.HostSpec{Records: []observe.RecordProbe{{Name: "serve-qwen", HostDir: dir, Container: "rayform-main", Dir: servefiles.Dir}}}
 		if err := spec.Validate(); err != nil {
 			t.Errorf("node %q: %s: %v", n, dir, err)
 		}

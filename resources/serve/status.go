@@ -10,7 +10,7 @@ import (
 
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // statusProbes adds to spec what status shows beyond what plan reads, in
@@ -30,7 +30,7 @@ func statusProbes(spec *observe.Spec, cfg *Config, project string) {
 		container := cluster.ContainerName(rc)
 		hs.HTTP = append(hs.HTTP, observe.HTTPProbe{URL: ServeURL(sv.Port, "/metrics"), Owner: container})
 		serve := ServeSpec{Name: sv.Name, Container: container, Node: rc.Head}
-		hs.Files = kit.AppendUnique(hs.Files, serve.HostPidPath(project))
+		hs.Files = hostplan.AppendUnique(hs.Files, serve.HostPidPath(project))
 		spec.Hosts[rc.Head] = hs
 	}
 }
@@ -244,7 +244,7 @@ func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServ
 
 // render prints the serve's health, model, uptime and metrics.
 func (s ServeStatus) render(w io.Writer) {
-	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, kit.FirstNonEmpty(s.Node, "-"))
+	fmt.Fprintf(w, "\nServe %s on %s:\n", s.Address, hostplan.FirstNonEmpty(s.Node, "-"))
 	fmt.Fprintf(w, "  health    %s (%s)\n", s.Health, s.HealthDetail)
 	if len(s.Models) > 0 {
 		fmt.Fprintf(w, "  model     %s\n", strings.Join(s.Models, ", "))

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // awaitStep sees a running serve still starting through to ready: it
@@ -41,5 +41,5 @@ func (r *serveRun) readyTimeoutValue() time.Duration {
 	if r.s.ReadyTimeout > 0 {
 		return r.s.ReadyTimeout
 	}
-	return hostenv.DefaultServeTimeout
+	return stepenv.DefaultServeTimeout
 }

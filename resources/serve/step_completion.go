@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // completionMaxTokens is the size of the smoke-test completion.
@@ -38,7 +38,7 @@ func (s *completionStep) Run(ctx context.Context, progress func(string)) error {
 	if err != nil {
 		return fmt.Errorf("POST /v1/completions on %s: %w", s.r.node(), err)
 	}
-	out, tail := hostenv.HTTPAnswer(res.Stdout)
+	out, tail := stepenv.HTTPAnswer(res.Stdout)
 	code, total, _ := strings.Cut(tail, " ")
 	if code != "200" {
 		return s.r.diagnose(ctx, fmt.Errorf("POST /v1/completions on %s answered HTTP %s: %s", s.r.node(), code, shortBody(out)))

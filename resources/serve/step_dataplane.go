@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // dataplaneStep runs the data-plane check on the serve's cluster, after Ray
@@ -22,7 +22,7 @@ func (s *dataplaneStep) Name() string {
 	for i, n := range s.r.s.Check {
 		names[i] = n.Name
 	}
-	return "data-plane check (torch c10d, Gloo, NCCL) on " + hostenv.DescribeNodes(names)
+	return "data-plane check (torch c10d, Gloo, NCCL) on " + stepenv.DescribeNodes(names)
 }
 
 // Check always checks: the data plane is a fact of now.
@@ -31,7 +31,7 @@ func (s *dataplaneStep) Check(context.Context) (bool, error) { return false, nil
 // Run finishes the check whose ranks started with the containers and
 // reports its table.
 func (s *dataplaneStep) Run(ctx context.Context, progress func(string)) error {
-	ns, err := hostenv.Connected(s.r.e.Conns, s.r.s.Check)
+	ns, err := stepenv.Connected(s.r.e.Conns, s.r.s.Check)
 	if err != nil {
 		return err
 	}

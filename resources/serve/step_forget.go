@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // forgetStep removes the serve's record and pid (and an older version's
@@ -27,7 +27,7 @@ func (s *forgetStep) Check(context.Context) (bool, error) { return false, nil }
 func (s *forgetStep) Run(ctx context.Context, _ func(string)) error {
 	r := s.r
 	_, err := r.e.Mutate(ctx, r.node(), "docker", "exec", r.spec.Container, "rm", "-f", r.spec.specPath(), r.spec.pidPath(), r.spec.envPath())
-	if err != nil && !hostenv.IsNoSuch(err) {
+	if err != nil && !stepenv.IsNoSuch(err) {
 		return fmt.Errorf("removing the record of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // greenStartStep starts the new generation on a free loopback port beside
@@ -33,7 +33,7 @@ func (s *greenStartStep) Run(ctx context.Context, progress func(string)) error {
 		return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 	}
 	res, err := r.exec(ctx, freePortScript, false)
-	if hostenv.ExitCode(err) == 127 {
+	if stepenv.ExitCode(err) == 127 {
 		// No python3 in the image for the front (every vLLM image has
 		// it; the lab's simnode-only images do not).
 		g.stopStart = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // startStep starts vllm serve, follows its log into progress lines until
@@ -105,15 +105,15 @@ func (r *serveRun) follow(ctx context.Context, l *launch, progress func(string))
 	node, c := r.node(), r.spec.Container
 	timeout := r.s.ReadyTimeout
 	if timeout <= 0 {
-		timeout = hostenv.DefaultServeTimeout
+		timeout = stepenv.DefaultServeTimeout
 	}
-	p := newServeProgress(progress, hostenv.NewThrottle(r.e.Now, r.e.ProgressInterval))
+	p := newServeProgress(progress, stepenv.NewThrottle(r.e.Now, r.e.ProgressInterval))
 	offset := 0
 	err := r.e.PollUntil(ctx, timeout, func(ctx context.Context) (bool, error) {
 		script := r.pidStateScript("starting") + fmt.Sprintf("; tail -c +%d %s 2>/dev/null; true", offset+1, shell.Quote(r.spec.LogPath()))
 		res, err := r.exec(ctx, script, false)
 		if err != nil {
-			if hostenv.IsNoSuch(err) {
+			if stepenv.IsNoSuch(err) {
 				return false, fmt.Errorf("the head container %s on %s stopped while vllm serve %s was starting: %w", c, node, r.spec.Name, err)
 			}
 			return false, fmt.Errorf("reading the log of vllm serve %s on %s: %w", r.spec.Name, node, err)
@@ -135,7 +135,7 @@ func (r *serveRun) follow(ctx context.Context, l *launch, progress func(string))
 		}
 		return false, nil
 	})
-	if errors.Is(err, hostenv.ErrTimedOut) {
+	if errors.Is(err, stepenv.ErrTimedOut) {
 		p.failed()
 		err = fmt.Errorf("vllm serve %s on %s is not ready after %s (ready_timeout)", r.spec.Name, node, timeout)
 		l.readyTimeout = timeout

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // stopStep stops a running serve process: SIGTERM, wait, then SIGKILL. It
@@ -48,7 +48,7 @@ func (s *stopStep) signal(ctx context.Context, sig string, progress func(string)
 	// once continued.
 	script := fmt.Sprintf(`kill -%s "$(cat %s)" 2>/dev/null; kill -CONT "$(cat %[2]s)" 2>/dev/null; true`, sig, shell.Quote(r.spec.pidPath()))
 	if _, err := r.exec(ctx, script, true); err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("signalling vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
@@ -63,7 +63,7 @@ func (s *stopStep) signal(ctx context.Context, sig string, progress func(string)
 		progress(fmt.Sprintf("stopped vllm serve %s (SIG%s)", r.spec.Name, sig))
 		return true, nil
 	}
-	if !errors.Is(err, hostenv.ErrTimedOut) {
+	if !errors.Is(err, stepenv.ErrTimedOut) {
 		return false, err
 	}
 	progress(fmt.Sprintf("vllm serve %s (pid %s) still runs %s after SIG%s", r.spec.Name, pid, r.e.StopTimeout, sig))

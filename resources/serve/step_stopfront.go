@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // stopFrontStep stops the serve's front (and a next generation an
@@ -24,7 +24,7 @@ func (s stopFrontStep) Check(ctx context.Context) (bool, error) {
 	next := s.r.spec.nextSpec(0)
 	res, err := s.r.exec(ctx, fmt.Sprintf("if [ -f %s ] || [ -f %s ]; then echo some; else echo none; fi", shell.Quote(s.r.spec.frontPidPath()), shell.Quote(next.pidPath())), false)
 	if err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return true, nil
 		}
 		return false, fmt.Errorf("reading the front of vllm serve %s on %s: %w", s.r.spec.Name, s.r.node(), err)
@@ -34,7 +34,7 @@ func (s stopFrontStep) Check(ctx context.Context) (bool, error) {
 
 // Run stops them.
 func (s stopFrontStep) Run(ctx context.Context, progress func(string)) error {
-	if _, err := s.r.exec(ctx, s.r.spec.stopFrontScript(), true); err != nil && !hostenv.IsNoSuch(err) {
+	if _, err := s.r.exec(ctx, s.r.spec.stopFrontScript(), true); err != nil && !stepenv.IsNoSuch(err) {
 		return fmt.Errorf("stopping the front of vllm serve %s on %s: %w", s.r.spec.Name, s.r.node(), err)
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // serveRun is what the steps of one vllm_serve share, passed to each
@@ -30,14 +30,14 @@ import (
 // (the stop step's, read by a failed start's restore) and Arch (the model
 // check's, read by the architecture check).
 type serveRun struct {
-	e    *hostenv.StepEnv
+	e    *stepenv.StepEnv
 	w    *kind.Work
 	s    *ServeWork
 	spec ServeSpec
 }
 
 // newServeRun is what the steps of w share.
-func newServeRun(e *hostenv.StepEnv, w *kind.Work) *serveRun {
+func newServeRun(e *stepenv.StepEnv, w *kind.Work) *serveRun {
 	return &serveRun{e: e, w: w, s: WorkOf(w), spec: WorkOf(w).Spec}
 }
 
@@ -46,7 +46,7 @@ func newServeRun(e *hostenv.StepEnv, w *kind.Work) *serveRun {
 // serve, then either forget it (delete) or check the model's architecture
 // against the image, check the data plane, start the serve and test a
 // completion.
-func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func serveSteps(e *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	r := newServeRun(e, w)
 	if r.s.BlueGreen && r.s.Start {
 		return blueGreenSteps(r)
@@ -75,7 +75,7 @@ func serveSteps(e *hostenv.StepEnv, w *kind.Work) []apply.Step {
 // runs them before its cluster's containers change (a worker under a
 // pipeline-parallel serve must not go away under a running serve), then
 // Steps(w), whose stop step then finds the process gone.
-func ServeStopSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func ServeStopSteps(env *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	if w == nil || WorkOf(w) == nil || !WorkOf(w).Stop {
 		return nil
 	}
@@ -86,7 +86,7 @@ func ServeStopSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
 // through to ready (awaitStep). Apply runs them for every serve of the
 // configuration that runs but does not answer yet, changed or not: it
 // reports success only for serves that serve.
-func AwaitSteps(env *hostenv.StepEnv, w *kind.Work) []apply.Step {
+func AwaitSteps(env *stepenv.StepEnv, w *kind.Work) []apply.Step {
 	if w == nil || WorkOf(w) == nil {
 		return nil
 	}
@@ -114,7 +114,7 @@ func (r *serveRun) pidStateScript(none string) string {
 func (r *serveRun) state(ctx context.Context) (string, string, error) {
 	res, err := r.exec(ctx, r.pidStateScript("none"), false)
 	if err != nil {
-		if hostenv.IsNoSuch(err) {
+		if stepenv.IsNoSuch(err) {
 			return "none", "", nil
 		}
 		return "", "", fmt.Errorf("reading the serve pid on %s: %w", r.node(), err)
@@ -137,7 +137,7 @@ func (r *serveRun) curl(ctx context.Context, args ...string) (transport.Result, 
 	}
 	cmd.Argv = append(argv, args...)
 	res, err := r.e.Run(ctx, r.node(), cmd)
-	if hostenv.ExitCode(err) == 127 {
+	if stepenv.ExitCode(err) == 127 {
 		return res, fmt.Errorf("curl is not installed on %s; rayform checks vLLM's endpoints with it (apt-get install curl): %w", r.node(), err)
 	}
 	return res, err
@@ -152,7 +152,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		if code == "200" {
 			return true, nil
 		}
-		if hostenv.ExitCode(err) == 127 {
+		if stepenv.ExitCode(err) == 127 {
 			return false, err
 		}
 		last = "HTTP " + code
@@ -161,7 +161,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 		}
 		return false, nil
 	})
-	if errors.Is(err, hostenv.ErrTimedOut) {
+	if errors.Is(err, stepenv.ErrTimedOut) {
 		err = fmt.Errorf("vLLM's /health on %s did not answer 200 within %s (last: %s)", r.node(), r.e.HTTPReadyTimeout, last)
 	}
 	if err != nil {
@@ -171,7 +171,7 @@ func (r *serveRun) verifyHTTP(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("GET /v1/models on %s: %w", r.node(), err)
 	}
-	body, code := hostenv.HTTPAnswer(res.Stdout)
+	body, code := stepenv.HTTPAnswer(res.Stdout)
 	if code != "200" {
 		return fmt.Errorf("GET /v1/models on %s answered HTTP %s: %s", r.node(), code, shortBody(body))
 	}
@@ -214,7 +214,7 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 	return r.diagnoseStart(ctx, err, launch{})
 }
 
-// diagnoseStart reads the serve log (its last hostenv.ServeLogTail lines)
+// diagnoseStart reads the serve log (its last stepenv.ServeLogTail lines)
 // and the cluster's container logs, and returns err with the root cause;
 // l says how a start ended.
 func (r *serveRun) diagnoseStart(ctx context.Context, err error, l launch) error {
@@ -224,20 +224,20 @@ func (r *serveRun) diagnoseStart(ctx context.Context, err error, l launch) error
 	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
-	res, rerr := r.e.Read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(hostenv.ServeLogTail), r.spec.LogPath())
+	res, rerr := r.e.Read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(stepenv.ServeLogTail), r.spec.LogPath())
 	text := res.Stdout
 	if rerr != nil && len(text) == 0 {
 		text = []byte("(rayform could not read this log: " + rerr.Error() + ")\n")
 	}
 	logs = append(logs, diagnose.Log{Host: node, Source: "vllm serve log", Text: text})
-	srcs := []hostenv.LogSource{{Node: node, Container: c, Source: "ray head container"}}
+	srcs := []stepenv.LogSource{{Node: node, Container: c, Source: "ray head container"}}
 	nodes, known := r.s.ClusterNodes, r.s.ClusterNodes != nil
 	if !known {
 		nodes = slices.Sorted(maps.Keys(r.e.Conns))
 	}
 	for _, n := range nodes {
 		if n != node {
-			srcs = append(srcs, hostenv.LogSource{Node: n, Container: c, Source: "ray worker container"})
+			srcs = append(srcs, stepenv.LogSource{Node: n, Container: c, Source: "ray worker container"})
 		}
 	}
 	for i, l := range r.e.ContainerLogs(ctx, srcs) {
@@ -258,14 +258,14 @@ func (r *serveRun) diagnoseStart(ctx context.Context, err error, l launch) error
 	d.ProcessExited = l.exited
 	// What the log alone cannot say, asked of the host where it matters.
 	if bytes.Contains(text, []byte("already in use")) || bytes.Contains(text, []byte("Errno 98")) {
-		if holder := hostenv.PortHolder(ctx, r.e, node, r.spec.Port); holder != "" {
+		if holder := stepenv.PortHolder(ctx, r.e, node, r.spec.Port); holder != "" {
 			d.PortHolders = map[int]string{r.spec.Port: holder}
 		}
 	}
 	if bytes.Contains(text, []byte(": error: ")) && d.VLLMVersion == "" {
 		d.VLLMVersion = r.vllmVersion(ctx, node, c)
 	}
-	return hostenv.Diagnosed(err, logs, d)
+	return stepenv.Diagnosed(err, logs, d)
 }
 
 // vllmVersionRE is `vllm --version`'s answer.

@@ -13,9 +13,9 @@ import (
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/plan"
 	"github.com/rayform/rayform/resources/diagnose"
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The -update flag rewrites the steps' golden files (steplab.Golden).
@@ -26,7 +26,7 @@ func init() {
 }
 
 // walkWork walks the steps of w (the serve kind's) in the fake lab.
-func walkWork(t *testing.T, env *hostenv.StepEnv, w *kind.Work) ([]string, error) {
+func walkWork(t *testing.T, env *stepenv.StepEnv, w *kind.Work) ([]string, error) {
 	t.Helper()
 	return steplab.Walk(t, w, serve.StepsWith(env.WithDefaults(), w))
 }
@@ -121,7 +121,7 @@ func TestServeFailureDiagnosed(t *testing.T) {
 					t.Errorf("error lacks %q:\n%s", want, msg)
 				}
 			}
-			var de *hostenv.DiagnosedError
+			var de *stepenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != diagnose.C10dUnreachable {
 				t.Errorf("diagnosis = %+v, want %s", de, diagnose.C10dUnreachable)
 			}
@@ -179,7 +179,7 @@ func TestServeFailureProbesTheHost(t *testing.T) {
 			w := steplab.QwenWork(plan.Create, steplab.QwenServe(), false)
 			serve.WorkOf(w).ClusterNodes = []string{"spark1", "spark2"}
 			_, err := walkWork(t, env, w)
-			var de *hostenv.DiagnosedError
+			var de *stepenv.DiagnosedError
 			if !errors.As(err, &de) || de.Diagnosis.Cause != tt.cause {
 				t.Fatalf("err = %v, want a %s diagnosis", err, tt.cause)
 			}

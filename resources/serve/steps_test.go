@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rayform/rayform/resources/hostenv"
 	"github.com/rayform/rayform/resources/internal/steplab"
 	"github.com/rayform/rayform/resources/serve"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 func TestServeProgress(t *testing.T) {
 	// The clock stands still: only a new phase or a final line passes.
 	now := func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }
 	var got []string
-	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(now, time.Hour))
+	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, stepenv.NewThrottle(now, time.Hour))
 	for _, c := range steplab.QwenStartupLog() {
 		p.Feed(c)
 	}
@@ -51,7 +51,7 @@ func TestServeProgress(t *testing.T) {
 // line reaches the log first. When the start fails, the held lines show.
 func TestServeProgressHoldsNoiseAndOrdersBars(t *testing.T) {
 	var got []string
-	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, hostenv.NewThrottle(func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }, time.Hour))
+	p := serve.NewServeProgress(func(s string) { got = append(got, s) }, stepenv.NewThrottle(func() time.Time { return time.Date(2026, 4, 8, 23, 30, 0, 0, time.UTC) }, time.Hour))
 	log := "" +
 		"(RayWorkerWrapper pid=22, ip=192.168.200.13) [W1130 01:31:16.913963427 socket.cpp:764] [c10d] The client socket has failed to connect to [d090:dfc1::f00:0:f595:0]:18126 (errno: 111 - Connection refused).\n" +
 		"Loading safetensors checkpoint shards:   0% Completed | 0/14 [00:00<?, ?it/s]\r" +

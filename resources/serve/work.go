@@ -7,7 +7,7 @@ import (
 	"github.com/rayform/rayform/engine/kind"
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/resources/dataplane"
-	"github.com/rayform/rayform/resources/kit"
+	"github.com/rayform/rayform/resources/hostplan"
 )
 
 // ServeWork is the work of a vllm_serve.
@@ -53,7 +53,7 @@ type ServeWork struct {
 func (w *ServeWork) Container() string { return w.Spec.Container }
 
 // CheckAhead are the ranks of the data-plane check whose ranks start ahead,
-// as their containers start (hostenv.CheckAhead): the check of a serve
+// as their containers start (stepenv.CheckAhead): the check of a serve
 // that starts, nil otherwise.
 func (w *ServeWork) CheckAhead() []dataplane.Node {
 	if !w.Start {
@@ -62,12 +62,12 @@ func (w *ServeWork) CheckAhead() []dataplane.Node {
 	return w.Check
 }
 
-// Commands is the serve's docker exec, when it starts (kit.Commander).
-func (w *ServeWork) Commands(project string) []kit.NamedCmd {
+// Commands is the serve's docker exec, when it starts (hostplan.Commander).
+func (w *ServeWork) Commands(project string) []hostplan.NamedCmd {
 	if !w.Start {
 		return nil
 	}
-	return []kit.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node, Node: w.Spec.Node,
+	return []hostplan.NamedCmd{{Name: "vllm serve " + w.Spec.Name + " on " + w.Spec.Node, Node: w.Spec.Node,
 		Cmd: transport.Cmd{Argv: w.Spec.ExecArgs("0"), Env: w.Spec.SecretEnvValues()}}}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/rayform/rayform/resources/cluster"
 	"github.com/rayform/rayform/resources/network"
 	"github.com/rayform/rayform/resources/serve"
-	"github.com/rayform/rayform/resources/servedir"
+	"github.com/rayform/rayform/resources/servefiles"
 )
 
 // The fixtures of the steps tests: the seeds' pair of nodes and their
@@ -31,7 +31,7 @@ func PairSpecs(ip1 string) []cluster.ContainerSpec {
 				"RAY_memory_monitor_refresh_ms": "0", "VLLM_CONFIG_ROOT": cluster.VLLMConfigRoot,
 				"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": cluster.AuthTokenPath},
 			AuthToken:    AuthToken,
-			NonCarryOver: network.EnvKeys(), ServeDir: servedir.Dir}
+			NonCarryOver: network.EnvKeys(), ServeDir: servefiles.Dir}
 	}
 	return []cluster.ContainerSpec{mk("spark1", "head", ip1), mk("spark2", "worker", "192.168.200.13")}
 }

@@ -28,7 +28,7 @@ import (
 	"github.com/rayform/rayform/engine/transport"
 	"github.com/rayform/rayform/engine/transport/transporttest"
 	"github.com/rayform/rayform/resources/cluster"
-	"github.com/rayform/rayform/resources/hostenv"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // Updating reports whether the test binary runs with -update (which the
@@ -195,12 +195,12 @@ func New(t *testing.T, nodes ...string) *Lab {
 }
 
 // Env returns a StepEnv over the lab's hosts with a fake clock.
-func (l *Lab) Env() *hostenv.StepEnv {
+func (l *Lab) Env() *stepenv.StepEnv {
 	conns := map[string]transport.Conn{}
 	for n, h := range l.Hosts {
 		conns[n] = h.Fake
 	}
-	return &hostenv.StepEnv{Conns: conns, Project: Project, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
+	return &stepenv.StepEnv{Conns: conns, Project: Project, Poll: time.Second, RayReadyTimeout: 30 * time.Second,
 		StopTimeout: 5 * time.Second, HTTPReadyTimeout: 10 * time.Second, Now: l.Clock.Now, Sleep: l.Clock.Sleep}
 }
 

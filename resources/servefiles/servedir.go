@@ -1,10 +1,10 @@
-// Package servedir is where the files of the serve processes live: the
+// Package servefiles is where the files of the serve processes live: the
 // directory inside a Ray cluster's containers (Dir) and the host
 // directory each container bind-mounts it from (Host). The ray_cluster
 // kind mounts it and empties it when it removes a container; the
 // vllm_serve kind keeps its records, pids, locks and logs there; the
 // probe reads them on the host. A plain value the two kinds share.
-package servedir
+package servefiles
 
 import "github.com/rayform/rayform/engine/names"
 

@@ -1,7 +1,7 @@
-// Package linuxname checks names as Linux takes them: the kinds that name
+// Package ifname checks names as Linux takes them: the kinds that name
 // a host's interfaces (node's fabric_interface, network's interface)
 // share it.
-package linuxname
+package ifname
 
 import "strings"
 

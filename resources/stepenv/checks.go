@@ -1,4 +1,4 @@
-package hostenv
+package stepenv
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kit
+package hostplan
 
 // EnvKeys returns the container environment variables whose values are
 // not secret and matter to the plan (observe.HostSpec.EnvKeys, the

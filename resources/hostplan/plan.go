@@ -1,11 +1,11 @@
-// Package kit is what the kinds that run containers (ray_cluster,
+// Package hostplan is what the kinds that run containers (ray_cluster,
 // vllm_serve) share beyond the kind.Kind contract: a Planner with the
 // readings of the observed hosts their plans make (a host's usable facts,
 // a container by name, the ports in use, the state), the checks of the
 // values a block sends to a host's command line (environment names and
 // values, the kernel's argument limits, CheckCommandLimits), and small
 // helpers. It knows no kind: each kind reads it, not the other kind.
-package kit
+package hostplan
 
 import (
 	"fmt"

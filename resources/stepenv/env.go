@@ -1,11 +1,11 @@
-// Package hostenv is the environment of an apply's steps on the hosts:
+// Package stepenv is the environment of an apply's steps on the hosts:
 // StepEnv, which the kinds that run containers (ray_cluster, vllm_serve)
 // build from the run's kind.Env (New), with the timeouts, the data-plane
 // checks started for the walk (OpenChecks) and diagnose's context those
 // kinds read beyond it, and the helpers their steps share (running a
 // command on a node, polling, parallel work, progress lines, reading
 // container logs for a diagnosis).
-package hostenv
+package stepenv
 
 import (
 	"context"

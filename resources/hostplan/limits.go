@@ -1,4 +1,4 @@
-package kit
+package hostplan
 
 import (
 	"encoding/base64"
