@@ -17,7 +17,7 @@ import (
 
 // The versions the tables describe: the image's (the seeds'
 // vllm/vllm-openai:v0.17.1, which ships Ray 2.53.0), the lab image's real
-// vLLM (`rayform lab up -vllm real`: vLLM 0.32.0's CPU build, its table
+// vLLM (`rflab up -vllm real`: vLLM 0.32.0's CPU build, its table
 // made from the lab's own image layers) and the newest on PyPI when the
 // tables were generated. scripts/gen-flag-tables pins the same.
 const (

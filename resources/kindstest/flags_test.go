@@ -291,7 +291,7 @@ func TestDiagnoseFlagsExistInBothVersions(t *testing.T) {
 	}
 }
 
-// The lab's real-vLLM configuration (`rayform lab up -vllm real`, golden in
+// The lab's real-vLLM configuration (`rflab up -vllm real`, golden in
 // testdata/lab/rayform-vllm-real.hcl) runs a `vllm serve` command line
 // whose every option, rayform's and extra_args', the lab's vLLM 0.32.0
 // has (its table was generated from the lab image's own layers).

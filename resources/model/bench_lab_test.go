@@ -32,7 +32,7 @@ import (
 // TestBenchStagingLab measures staging node to node over a lab's fabric
 // against the raw TCP floor between the same namespaces, in one run. It
 // runs only with RAYFORM_BENCH_LAB set to the directory of a lab that is
-// up (rayform lab up -nodes 3 -docker=false) or to "netns" (three
+// up (rflab up -nodes 3 -docker=false) or to "netns" (three
 // namespaces on a bridge of its own); RAYFORM_BENCH_MIB sets the model's
 // size (default 1024) and RAYFORM_BENCH_DIR where the nodes' copies go
 // (default the lab directory: the lab's nodes share this machine's
