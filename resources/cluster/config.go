@@ -37,10 +37,10 @@ const (
 	shmSizePattern       = `^[0-9]+(\.[0-9]+)?([bkmgBKMG]|[kmgKMG][bB]|[kmgKMG]i[bB])?$`
 )
 
-// Config is an evaluated configuration as the cluster kind reads it: the
-// language's values through the embedded *Config, and the blocks it
+// Blocks is an evaluated configuration as the cluster kind reads it: the
+// language's values through the embedded *config.Config, and the blocks it
 // reads by name.
-type Config struct {
+type Blocks struct {
 	*config.Config
 	Nodes       map[string]*node.Node
 	Networks    map[string]*network.Network
@@ -49,11 +49,11 @@ type Config struct {
 
 // View returns the cluster kind's view of an evaluated configuration; nil
 // for nil.
-func View(c *config.Config) *Config {
+func View(c *config.Config) *Blocks {
 	if c == nil {
 		return nil
 	}
-	return &Config{
+	return &Blocks{
 		Config:      c,
 		Nodes:       kind.BlocksOf[node.Node](c, node.Type),
 		Networks:    kind.BlocksOf[network.Network](c, network.Type),
@@ -68,14 +68,14 @@ func Clusters(c *config.Config) map[string]*RayCluster {
 
 // SecretKeys are the deployments' secret-digest keys by cluster name
 // (kind.Facts.SecretKeys).
-func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+func (c *Blocks) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
 
 // planner is what the cluster kind plans through: kind.Planner, hostplan's
 // readings of the hosts, the configuration through its view, and the
 // hosts' readings with the nodes' fabric (Fabric).
 type planner struct {
 	hostplan.Planner
-	cfg *Config
+	cfg *Blocks
 	fab Fabric
 }
 
@@ -87,7 +87,7 @@ func newPlanner(p kind.Planner) *planner {
 
 // WithFacts re-evaluates the configuration with observed facts
 // (config.Config.WithFacts), keeping its secret-digest keys.
-func (c *Config) WithFacts(f kind.Facts) (*Config, hcl.Diagnostics) {
+func (c *Blocks) WithFacts(f kind.Facts) (*Blocks, hcl.Diagnostics) {
 	if f.SecretKeys == nil {
 		f.SecretKeys = c.SecretKeys()
 	}

@@ -21,7 +21,7 @@ func (Kind) DiagnoseContext(cfg *config.Config, facts *observe.Facts, addrs map[
 // it): the declared fabric, each node's fabric and management addresses,
 // and the settings that decide the memory monitor's verdict. A nil rc
 // has an empty context.
-func DiagnoseContextOf(cfg *Config, facts *observe.Facts, addrs map[string]netip.Addr, rc *RayCluster) diagnose.Context {
+func DiagnoseContextOf(cfg *Blocks, facts *observe.Facts, addrs map[string]netip.Addr, rc *RayCluster) diagnose.Context {
 	dc := diagnose.Context{NodeAddrs: map[string]string{}, MgmtAddrs: map[string]string{}}
 	if rc == nil {
 		return dc

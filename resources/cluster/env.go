@@ -15,7 +15,7 @@ import (
 // without a network (a single node) has no pins, and addr and
 // observedIface are not used. It is the one place the container's
 // environment is built.
-func (c *Config) ContainerEnv(cluster, node string, addr netip.Addr, observedIface string) (map[string]string, error) {
+func (c *Blocks) ContainerEnv(cluster, node string, addr netip.Addr, observedIface string) (map[string]string, error) {
 	rc, ok := c.RayClusters[cluster]
 	if !ok {
 		return nil, fmt.Errorf("no ray_cluster %q", cluster)

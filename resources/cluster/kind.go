@@ -530,7 +530,7 @@ func destroyClusters(d kind.Destroyer) {
 }
 
 // At is the configuration's cluster at addr, nil when none.
-func At(cfg *Config, addr string) *RayCluster {
+func At(cfg *Blocks, addr string) *RayCluster {
 	if cfg == nil {
 		return nil
 	}

@@ -83,7 +83,7 @@ func RayAuthMode(hf *observe.HostFacts, rc *RayCluster) string {
 // AssumedFabric returns the fabric address (and the interface holding it)
 // the state recorded for each node of the configuration's clusters when it
 // last applied them: the best guess before the hosts are observed.
-func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[string]string) {
+func AssumedFabric(cfg *Blocks, st *state.State) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	if st == nil {
@@ -111,7 +111,7 @@ func AssumedFabric(cfg *Config, st *state.State) (map[string]netip.Addr, map[str
 // assumedSpecHashes returns, by node and container name, the spec hash of
 // each cluster container if the nodes' fabric addresses are the assumed
 // ones; clusters with a node whose address is not assumed are left out.
-func assumedSpecHashes(cfg *Config, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
+func assumedSpecHashes(cfg *Blocks, addrs map[string]netip.Addr, ifaces map[string]string) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	if len(addrs) == 0 {
 		return out
@@ -151,7 +151,7 @@ type Fabric struct {
 
 // NewFabric reads cfg's nodes' fabric from facts; nil facts read as no
 // host answered.
-func NewFabric(cfg *Config, facts *observe.Facts) Fabric {
+func NewFabric(cfg *Blocks, facts *observe.Facts) Fabric {
 	if facts == nil {
 		facts = &observe.Facts{Hosts: map[string]*observe.HostFacts{}}
 	}
@@ -161,7 +161,7 @@ func NewFabric(cfg *Config, facts *observe.Facts) Fabric {
 
 // FabricAddrs reads each cluster node's fabric address from the facts (see
 // observe.Fabric.Find), and the interface holding it.
-func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
+func FabricAddrs(cfg *Blocks, facts *observe.Facts) (map[string]netip.Addr, map[string]string) {
 	addrs := map[string]netip.Addr{}
 	ifaces := map[string]string{}
 	for _, nw := range sortedNetworks(cfg) {
@@ -188,7 +188,7 @@ func FabricAddrs(cfg *Config, facts *observe.Facts) (map[string]netip.Addr, map[
 // container_name; the configuration gives it its default).
 func ContainerName(rc *RayCluster) string { return rc.ContainerName }
 
-func sortedClusters(cfg *Config) []*RayCluster {
+func sortedClusters(cfg *Blocks) []*RayCluster {
 	out := make([]*RayCluster, 0, len(cfg.RayClusters))
 	for _, k := range slices.Sorted(maps.Keys(cfg.RayClusters)) {
 		out = append(out, cfg.RayClusters[k])
@@ -196,7 +196,7 @@ func sortedClusters(cfg *Config) []*RayCluster {
 	return out
 }
 
-func sortedNetworks(cfg *Config) []*network.Network {
+func sortedNetworks(cfg *Blocks) []*network.Network {
 	out := make([]*network.Network, 0, len(cfg.Networks))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Networks)) {
 		out = append(out, cfg.Networks[k])

@@ -654,7 +654,7 @@ func (w *ClusterWork) Restarts() []string {
 }
 
 // nodeAddr is the address of node's block (node.NAME).
-func nodeAddr(cfg *Config, node string) string {
+func nodeAddr(cfg *Blocks, node string) string {
 	if n := cfg.Nodes[node]; n != nil {
 		return n.Addr
 	}

@@ -20,7 +20,7 @@ import (
 // that a digest records (an env entry, an api_key): only then does a plan
 // read the cluster's secret-digest key, so a configuration without secrets
 // keeps its probes and its hashes.
-func hasSecrets(cfg *Config, rc *RayCluster) bool {
+func hasSecrets(cfg *Blocks, rc *RayCluster) bool {
 	if rc.Auth == AuthToken {
 		return true
 	}
@@ -35,7 +35,7 @@ func hasSecrets(cfg *Config, rc *RayCluster) bool {
 // secretKeyProbes asks the head of every cluster with secrets for the
 // deployment's secret-digest key, which the lock holder makes (see
 // engine/lock.AdvanceFence): one more section of the head's first probe.
-func secretKeyProbes(spec *observe.Spec, cfg *Config, project string) {
+func secretKeyProbes(spec *observe.Spec, cfg *Blocks, project string) {
 	for _, rc := range sortedClusters(cfg) {
 		if !hasSecrets(cfg, rc) {
 			continue
@@ -113,7 +113,7 @@ func ReadBearers(cfg *config.Config, facts *observe.Facts, project string) map[s
 
 // authToken is the token rc's Ray demands, as the head's probe read it
 // ("" without authentication or before it is made).
-func authToken(cfg *Config, rc *RayCluster) string {
+func authToken(cfg *Blocks, rc *RayCluster) string {
 	if rc.Auth != AuthToken {
 		return ""
 	}

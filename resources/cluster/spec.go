@@ -351,7 +351,7 @@ const authTokenVar = "RAYFORM_RAY_AUTH_TOKEN"
 // ClusterSpecs returns the desired container of every node of a cluster,
 // head first. addrs maps node names to fabric addresses; a node without one
 // gets an empty NodeIP (the plan shows it as known after observe).
-func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
+func ClusterSpecs(cfg *Blocks, rc *RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []ContainerSpec {
 	headIP := addrs[rc.Head]
 	headAddr := ""
 	if headIP.IsValid() {
@@ -424,7 +424,7 @@ func ClusterSpecs(cfg *Config, rc *RayCluster, addrs map[string]netip.Addr, ifac
 // alter nor plant files in the host's cache), unless a volume of rc mounts
 // something there already (nil when none, which leaves the containers'
 // specs as they were).
-func weightsVolumes(cfg *Config, rc *RayCluster) []string {
+func weightsVolumes(cfg *Blocks, rc *RayCluster) []string {
 	var out []string
 	for _, dir := range kind.MountsOn(cfg.Config, rc.Name) {
 		if !mountsAt(rc.Volumes, dir) {

@@ -26,12 +26,12 @@ import (
 
 // load is config.Load with the resource kinds registered, as the CLI
 // loads configurations, seen through the kinds' Go types.
-func load(dir string, opts config.Options) (*resourcestest.Config, hcl.Diagnostics) {
+func load(dir string, opts config.Options) (*resourcestest.Blocks, hcl.Diagnostics) {
 	return resourcestest.Load(dir, opts)
 }
 
 // loadFiles is config.LoadFiles with the resource kinds registered.
-func loadFiles(files map[string][]byte, opts config.Options) (*resourcestest.Config, hcl.Diagnostics) {
+func loadFiles(files map[string][]byte, opts config.Options) (*resourcestest.Blocks, hcl.Diagnostics) {
 	return resourcestest.LoadFiles(files, opts)
 }
 
@@ -94,7 +94,7 @@ func readLines(t *testing.T, path string) []string {
 
 // loadCase loads a case directory from inside it, so that file names in
 // diagnostics are relative ("main.hcl").
-func loadCase(t *testing.T, dir string) (*resourcestest.Config, hcl.Diagnostics) {
+func loadCase(t *testing.T, dir string) (*resourcestest.Blocks, hcl.Diagnostics) {
 	t.Helper()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -105,7 +105,7 @@ func loadCase(t *testing.T, dir string) (*resourcestest.Config, hcl.Diagnostics)
 	return load(".", opts)
 }
 
-func renderDiags(t *testing.T, cfg *resourcestest.Config, diags hcl.Diagnostics) string {
+func renderDiags(t *testing.T, cfg *resourcestest.Blocks, diags hcl.Diagnostics) string {
 	t.Helper()
 	var buf bytes.Buffer
 	w := hcl.NewDiagnosticTextWriter(&buf, cfg.Files, 78, false)
@@ -249,7 +249,7 @@ func TestExampleGraph(t *testing.T) {
 }
 
 // dump renders a configuration deterministically for golden files.
-func dump(c *resourcestest.Config) string {
+func dump(c *resourcestest.Blocks) string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(c.Variables)) {
 		v := c.Variables[name]

@@ -80,7 +80,7 @@ output "endpoint" {
 // converged is a configuration and the facts of a cluster that matches it:
 // what rayform plan sees on a converged cluster after observing it.
 type converged struct {
-	loaded *Config // as loaded, before facts
+	loaded *Blocks // as loaded, before facts
 	addrs  map[string]netip.Addr
 	facts  *observe.Facts
 }
@@ -194,7 +194,7 @@ func convergedFrom(tb testing.TB, src []byte, keys map[string][]byte) converged 
 
 // planConfig loads src and evaluates it with the fabric addresses facts
 // show, as rayform plan does before planning.
-func planConfig(tb testing.TB, src string, facts *observe.Facts) *Config {
+func planConfig(tb testing.TB, src string, facts *observe.Facts) *Blocks {
 	tb.Helper()
 	loaded, diags := LoadFiles(map[string][]byte{"main.hcl": []byte(src)}, config.Options{BaseDir: "."})
 	if diags.HasErrors() {

@@ -51,9 +51,9 @@ type (
 	Network = network.Network
 )
 
-// Config is an evaluated configuration seen through the kinds
-// (resourcestest.Config).
-type Config = resourcestest.Config
+// Blocks is an evaluated configuration seen through the kinds
+// (resourcestest.Blocks).
+type Blocks = resourcestest.Blocks
 
 // View, Load and LoadFiles are resourcestest's.
 var (
@@ -65,7 +65,7 @@ var (
 // PlanInput is what a plan is computed from, with the configuration seen
 // through the kinds.
 type PlanInput struct {
-	Config      *Config
+	Config      *Blocks
 	Facts       *observe.Facts
 	State       *state.State
 	Project     string
@@ -103,7 +103,7 @@ func DestroyWork(in PlanInput) (*Result, *dag.Graph) {
 }
 
 // ObserveSpec is run.ObserveSpec with the registered kinds, for plan.
-func ObserveSpec(cfg *Config, st *state.State, project string) observe.Spec {
+func ObserveSpec(cfg *Blocks, st *state.State, project string) observe.Spec {
 	return run.ObserveSpec(Kinds(), cfg.Config, st, project, false)
 }
 
@@ -116,7 +116,7 @@ func PresentResources(in PlanInput) (map[string]Present, map[string]bool) {
 }
 
 // Status is run.Status with the registered kinds.
-func Status(project string, cfg *Config, facts *observe.Facts, res *Result) *run.StatusReport {
+func Status(project string, cfg *Blocks, facts *observe.Facts, res *Result) *run.StatusReport {
 	return run.Status(Kinds(), project, &run.Observation{Config: cfg.Config, Facts: facts,
 		Result: &run.Result{Plan: res.Plan, Work: res.Work, Fabric: res.Addrs, Notes: res.Notes}})
 }

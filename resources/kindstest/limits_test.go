@@ -102,7 +102,7 @@ variable "serve_value" {
 }
 
 // loadWithVars loads src with the variables set (as RAYFORM_VAR_ entries).
-func loadWithVars(t *testing.T, src string, vars map[string]string) (*Config, hcl.Diagnostics) {
+func loadWithVars(t *testing.T, src string, vars map[string]string) (*Blocks, hcl.Diagnostics) {
 	t.Helper()
 	var env []string
 	for k, v := range vars {

@@ -292,7 +292,7 @@ func TestServeAddedToFullHead(t *testing.T) {
 	cc := convergedFrom(t, []byte(src), nil)
 	second := src + "\nvllm_serve \"second\" {\n  cluster = ray_cluster.main\n  model   = \"Qwen/Qwen3-0.6B\"\n  port    = 8001\n}\n"
 	head := cc.facts.Hosts[`gpu["h1"]`]
-	budget := func(cfg *Config, facts *observe.Facts, replace map[string]bool) (*Result, []plan.Finding) {
+	budget := func(cfg *Blocks, facts *observe.Facts, replace map[string]bool) (*Result, []plan.Finding) {
 		res := Plan(PlanInput{Config: cfg, Facts: facts, Project: benchProject, Replace: replace})
 		var out []plan.Finding
 		for _, f := range res.Plan.Errors() {

@@ -237,7 +237,7 @@ func TestPlanShowsEveryAttribute(t *testing.T) {
 // planText plans src against the converged facts of benchConfig(3), with
 // a state that records the cluster and the serve, and renders it. It
 // returns the configuration and the facts it planned with too.
-func planText(t *testing.T, src string) (string, string, *plan.Plan, *Config, *observe.Facts) {
+func planText(t *testing.T, src string) (string, string, *plan.Plan, *Blocks, *observe.Facts) {
 	t.Helper()
 	cc := convergedCluster(t, 3)
 	st, err := state.New(benchProject)
@@ -261,7 +261,7 @@ func planText(t *testing.T, src string) (string, string, *plan.Plan, *Config, *o
 // verifyAll runs apply's verification of every ray_cluster (Ray's node
 // table) and vllm_serve (/health, /v1/models) of cfg against what facts
 // show on the hosts, and returns the first rejection.
-func verifyAll(t *testing.T, cfg *Config, facts *observe.Facts) error {
+func verifyAll(t *testing.T, cfg *Blocks, facts *observe.Facts) error {
 	t.Helper()
 	addrs, ifaces := cluster.FabricAddrs(cluster.View(cfg.Config), facts)
 	for _, name := range slices.Sorted(maps.Keys(cfg.RayClusters)) {

@@ -40,7 +40,7 @@ model "llama" {
 
 // useResolution gives model block name of cfg the hub's answer r, as
 // Lookup does.
-func useResolution(cfg *Config, name string, r model.Resolution) {
+func useResolution(cfg *Blocks, name string, r model.Resolution) {
 	cfg.Blocks(model.Type)[name].(*model.Model).UseResolution(r)
 }
 

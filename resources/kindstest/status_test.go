@@ -89,7 +89,7 @@ func statusObserved(t *testing.T, p *plan.Plan) *observed {
 
 // observed is one observation and its plan, as status reads them.
 type observed struct {
-	cfg    *Config
+	cfg    *Blocks
 	facts  *observe.Facts
 	result *Result
 }

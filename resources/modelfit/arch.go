@@ -41,7 +41,7 @@ type Registry struct {
 // config.json, the model brings its own config and code: the model_type is
 // not checked, and a missing architecture is a warning. skipped is set,
 // with the reason, when nothing could be judged.
-func CheckArchitecture(c Config, r Registry, trustRemoteCode bool) (findings []Finding, skipped string) {
+func CheckArchitecture(c ModelConfig, r Registry, trustRemoteCode bool) (findings []Finding, skipped string) {
 	if r.Unchecked != "" {
 		return nil, r.Unchecked
 	}

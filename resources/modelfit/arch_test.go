@@ -31,11 +31,11 @@ func TestCheckArchitecture(t *testing.T) {
 	// vLLM has Qwen2ForCausalLM but transformers lacks qwen2.
 	typeOnlyMissing := oldImage
 	typeOnlyMissing.Architectures = newImage.Architectures
-	withAutoMap := func(c Config) Config { c.AutoMap = true; return c }
+	withAutoMap := func(c ModelConfig) ModelConfig { c.AutoMap = true; return c }
 	tests := []struct {
 		name      string
 		model     string
-		edit      func(Config) Config
+		edit      func(ModelConfig) ModelConfig
 		reg       Registry
 		trust     bool
 		want      []Severity

@@ -110,7 +110,7 @@ func (c Capacity) String() string {
 // s.KVCacheMemoryBytes exactly, else (on GPUs whose memory and the
 // weights' size are known) an upper bound from gpu_memory_utilization. ok
 // is false when nothing can be said (an MLA model, an unknown KV size).
-func KVCapacity(c Config, s Serve) (Capacity, bool) {
+func KVCapacity(c ModelConfig, s Serve) (Capacity, bool) {
 	tp, pp := max(s.TP, 1), max(s.PP, 1)
 	maxLen := s.MaxModelLen
 	if maxLen == 0 {
@@ -161,7 +161,7 @@ func KVCapacity(c Config, s Serve) (Capacity, bool) {
 // kvBytesPerLayerToken is the KV cache of one token in one layer of one
 // worker: keys and values of the rank's KV heads (at least one,
 // replicated), in the KV cache's element size.
-func kvBytesPerLayerToken(c Config, s Serve, tp int) int64 {
+func kvBytesPerLayerToken(c ModelConfig, s Serve, tp int) int64 {
 	if c.MLA || c.NumKVHeads == 0 || c.HeadDim == 0 || c.NumHiddenLayers == 0 {
 		return 0
 	}
@@ -172,7 +172,7 @@ func kvBytesPerLayerToken(c Config, s Serve, tp int) int64 {
 // kvElementBytes is the size of one KV cache element: --kv-cache-dtype
 // when it names one, else the model's dtype (--dtype, or the config's
 // default).
-func kvElementBytes(c Config, s Serve) int {
+func kvElementBytes(c ModelConfig, s Serve) int {
 	switch kv := strings.ToLower(s.KVCacheDtype); {
 	case strings.HasPrefix(kv, "fp8"):
 		return 1

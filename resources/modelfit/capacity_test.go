@@ -60,7 +60,7 @@ func realRun(t *testing.T, name string) (Serve, string) {
 	return s, log
 }
 
-func tinyLlama(t *testing.T) Config {
+func tinyLlama(t *testing.T) ModelConfig {
 	t.Helper()
 	return loadConfigFile(t, filepath.Join(realVLLM, "tiny-llama-config.json"))
 }

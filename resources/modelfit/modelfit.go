@@ -41,9 +41,9 @@ import (
 	"strings"
 )
 
-// Config is what modelfit reads from a model's config.json (the text
+// ModelConfig is what modelfit reads from a model's config.json (the text
 // config of a multimodal model).
-type Config struct {
+type ModelConfig struct {
 	ModelType     string
 	Architectures []string
 	// NumAttentionHeads and NumKVHeads (equal to the heads when the config
@@ -84,12 +84,12 @@ var mlaTypes = map[string]bool{"deepseek_v2": true, "deepseek_v3": true, "deepse
 	"kimi_k2": true, "kimi_linear": true, "longcat_flash": true, "pangu_ultra_moe": true, "pangu_ultra_moe_mtp": true}
 
 // ParseConfig reads config.json.
-func ParseConfig(data []byte) (Config, error) {
+func ParseConfig(data []byte) (ModelConfig, error) {
 	var top map[string]any
 	if err := json.Unmarshal(data, &top); err != nil {
-		return Config{}, fmt.Errorf("config.json: %w", err)
+		return ModelConfig{}, fmt.Errorf("config.json: %w", err)
 	}
-	c := Config{ModelType: str(top["model_type"]), AutoMap: top["auto_map"] != nil}
+	c := ModelConfig{ModelType: str(top["model_type"]), AutoMap: top["auto_map"] != nil}
 	if a, ok := top["architectures"].([]any); ok {
 		for _, v := range a {
 			c.Architectures = append(c.Architectures, str(v))
@@ -115,7 +115,7 @@ func ParseConfig(data []byte) (Config, error) {
 // parseAttention reads the language model m's attention shape: heads,
 // layers, head size, MLA, and the KV heads as vLLM counts them
 // (get_total_num_kv_heads).
-func (c *Config) parseAttention(top, m map[string]any, textType string) {
+func (c *ModelConfig) parseAttention(top, m map[string]any, textType string) {
 	c.NumAttentionHeads = integer(m["num_attention_heads"])
 	c.NumHiddenLayers = integer(m["num_hidden_layers"])
 	c.HiddenSize = integer(m["hidden_size"])
@@ -144,7 +144,7 @@ func (c *Config) parseAttention(top, m map[string]any, textType string) {
 // _get_and_verify_max_len derives it: the smallest of the length keys
 // (model_max_length wins), 2048 without any, times the RoPE scaling
 // factor; it records the key and the RoPE type and factor in c.
-func (c *Config) contextLength(m map[string]any, textType string) float64 {
+func (c *ModelConfig) contextLength(m map[string]any, textType string) float64 {
 	derived := math.Inf(1)
 	for _, k := range maxLenKeys {
 		if v := number(m[k]); v > 0 {
@@ -328,9 +328,9 @@ type Finding struct {
 const gib = 1 << 30
 
 // Check returns the findings of c served as s, errors first.
-func Check(c Config, s Serve) []Finding {
+func Check(c ModelConfig, s Serve) []Finding {
 	var out []Finding
-	for _, check := range []func(Config, Serve) []Finding{
+	for _, check := range []func(ModelConfig, Serve) []Finding{
 		checkTensorParallel,
 		checkPipelineStages,
 		checkContextLength,
@@ -345,7 +345,7 @@ func Check(c Config, s Serve) []Finding {
 
 // checkTensorParallel judges the attention heads, then the KV heads,
 // across tensor-parallel ranks.
-func checkTensorParallel(c Config, s Serve) []Finding {
+func checkTensorParallel(c ModelConfig, s Serve) []Finding {
 	tp := max(s.TP, 1)
 	if c.NumAttentionHeads > 0 && c.NumAttentionHeads%tp != 0 {
 		return []Finding{{
@@ -379,7 +379,7 @@ func checkTensorParallel(c Config, s Serve) []Finding {
 }
 
 // checkPipelineStages judges the pipeline stages over the layers.
-func checkPipelineStages(c Config, s Serve) []Finding {
+func checkPipelineStages(c ModelConfig, s Serve) []Finding {
 	pp := max(s.PP, 1)
 	if c.NumHiddenLayers <= 0 || pp <= c.NumHiddenLayers {
 		return nil
@@ -395,7 +395,7 @@ func checkPipelineStages(c Config, s Serve) []Finding {
 
 // checkContextLength judges max_model_len against the context length the
 // model supports (a warning when VLLM_ALLOW_LONG_MAX_MODEL_LEN is set).
-func checkContextLength(c Config, s Serve) []Finding {
+func checkContextLength(c ModelConfig, s Serve) []Finding {
 	maxLen := c.MaxLen
 	if s.MaxModelLen <= 0 || maxLen <= 0 || s.MaxModelLen <= maxLen || (c.ModelMaxLength != 0 && s.MaxModelLen <= c.ModelMaxLength) {
 		return nil
@@ -426,7 +426,7 @@ func checkContextLength(c Config, s Serve) []Finding {
 
 // checkKVCacheSize judges an explicit KV cache size (--kv-cache-memory-bytes)
 // exactly as vLLM's own check does.
-func checkKVCacheSize(c Config, s Serve) []Finding {
+func checkKVCacheSize(c ModelConfig, s Serve) []Finding {
 	capy, ok := KVCapacity(c, s)
 	if !ok || !capy.Exact || capy.Fits() {
 		return nil
@@ -458,7 +458,7 @@ type gpuBudget struct {
 }
 
 // budgetOf reckons one GPU's memory for serve s of model c.
-func budgetOf(c Config, s Serve) gpuBudget {
+func budgetOf(c ModelConfig, s Serve) gpuBudget {
 	tp, pp := max(s.TP, 1), max(s.PP, 1)
 	b := gpuBudget{util: s.GPUMemoryUtilization}
 	if b.util <= 0 {
@@ -487,7 +487,7 @@ func budgetOf(c Config, s Serve) gpuBudget {
 // checkMemory judges the weights and one sequence's KV cache against each
 // GPU's memory (on vLLM's CPU build the host's memory, which rayform does
 // not judge here).
-func checkMemory(c Config, s Serve) []Finding {
+func checkMemory(c ModelConfig, s Serve) []Finding {
 	if s.CPU || s.GPUMemoryBytes <= 0 || s.WeightBytes <= 0 {
 		return nil
 	}
@@ -525,7 +525,7 @@ func checkMemory(c Config, s Serve) []Finding {
 // kvBytesPerToken is the KV cache one token takes on one GPU: keys and
 // values for the layers of one pipeline stage and the KV heads of one
 // tensor-parallel rank (at least one, replicated).
-func kvBytesPerToken(c Config, s Serve) float64 {
+func kvBytesPerToken(c ModelConfig, s Serve) float64 {
 	tp, pp := max(s.TP, 1), max(s.PP, 1)
 	layers := int(math.Ceil(float64(c.NumHiddenLayers) / float64(pp)))
 	return float64(int64(layers) * kvBytesPerLayerToken(c, s, tp))
@@ -552,7 +552,7 @@ func fitLen(room, perToken float64) int {
 
 // validTP lists the tensor_parallel_size values up to 64 that vLLM accepts
 // for c: dividing the heads, and splitting or replicating the KV heads.
-func validTP(c Config) string {
+func validTP(c ModelConfig) string {
 	var ok []string
 	for t := 1; t <= 64 && t <= max(c.NumAttentionHeads, 1); t++ {
 		if c.NumAttentionHeads%t != 0 {

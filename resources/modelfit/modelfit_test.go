@@ -10,13 +10,13 @@ import (
 // dir holds real config.json files of public models (sources in SOURCES.md).
 const dir = "../../testdata/modelfit"
 
-func load(t *testing.T, model string) Config {
+func load(t *testing.T, model string) ModelConfig {
 	t.Helper()
 	return loadConfigFile(t, filepath.Join(dir, model, "config.json"))
 }
 
 // loadConfigFile parses the config.json at path.
-func loadConfigFile(t *testing.T, path string) Config {
+func loadConfigFile(t *testing.T, path string) ModelConfig {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

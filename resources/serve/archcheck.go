@@ -154,7 +154,7 @@ except Exception:
 // ArchCheck is what plan hands apply for the architecture check of a
 // serve: the model's config.json as plan read it, and where to point.
 type ArchCheck struct {
-	Config          modelfit.Config
+	Config          modelfit.ModelConfig
 	TrustRemoteCode bool
 	// At is the file:line of the serve's model attribute; Source says
 	// where config.json was read.
@@ -275,7 +275,7 @@ func trustRemoteCode(args []string) bool {
 // could not answer is mentioned only for a model the serve did not run
 // yet (newModel). It returns the
 // check apply runs: nil when the state already answered.
-func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.Config, source string, newModel bool) *ArchCheck {
+func (p *planner) archPlan(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, mc modelfit.ModelConfig, source string, newModel bool) *ArchCheck {
 	if len(mc.Architectures) == 0 && mc.ModelType == "" {
 		return nil // config.json names nothing to check
 	}

@@ -40,7 +40,7 @@ func archReply(t *testing.T, fixture string) string {
 	return archMarker + string(line) + "\n"
 }
 
-func archModel(t *testing.T, model string) modelfit.Config {
+func archModel(t *testing.T, model string) modelfit.ModelConfig {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "testdata", "modelfit", model, "config.json"))
 	if err != nil {

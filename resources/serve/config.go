@@ -57,7 +57,7 @@ func Serves(c *config.Config) map[string]*VLLMServe {
 func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
 
 // clusters is c as the cluster kind reads it.
-func (c *Config) clusters() *cluster.Config { return cluster.View(c.Config) }
+func (c *Config) clusters() *cluster.Blocks { return cluster.View(c.Config) }
 
 // planner is what the serve kind plans through: kind.Planner, hostplan's
 // readings of the hosts, the configuration through its view, and the

@@ -256,7 +256,7 @@ func (p *planner) fitOnHead(sv *VLLMServe, rc *cluster.RayCluster, head *observe
 // from the weights m, and where (the directory, its ref resolved). why
 // says why the preflight cannot run ("" when it can); notYet is set when
 // that is because the weights are not on the head yet.
-func (p *planner) headModelConfig(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, m modelFiles) (mc modelfit.Config, where, why string, notYet bool) {
+func (p *planner) headModelConfig(sv *VLLMServe, rc *cluster.RayCluster, head *observe.HostFacts, m modelFiles) (mc modelfit.ModelConfig, where, why string, notYet bool) {
 	got, ok := head.Reads[m.config().Key()]
 	where = m.Dir
 	if got.Ref != "" {
@@ -331,7 +331,7 @@ func cpuBuild(version string) bool {
 
 // capacityNote is plan's line with the KV cache vLLM will report for sv
 // (modelfit.KVCapacity), unless a finding already says it will not start.
-func capacityNote(sv *VLLMServe, mc modelfit.Config, s modelfit.Serve, findings []plan.Finding) (string, bool) {
+func capacityNote(sv *VLLMServe, mc modelfit.ModelConfig, s modelfit.Serve, findings []plan.Finding) (string, bool) {
 	for _, f := range findings {
 		if f.Severity == plan.Error {
 			return "", false
@@ -357,7 +357,7 @@ func preflightSource(head, where string) string {
 // config.json (modelfit.Check), each finding at the attribute it names:
 // plan's preflight and apply's check after staging (ModelCheck) both
 // report these.
-func modelFindings(sv *VLLMServe, mc modelfit.Config, s modelfit.Serve, source string) []plan.Finding {
+func modelFindings(sv *VLLMServe, mc modelfit.ModelConfig, s modelfit.Serve, source string) []plan.Finding {
 	var out []plan.Finding
 	for _, f := range modelfit.Check(mc, s) {
 		sev := plan.Error

@@ -78,7 +78,7 @@ func (s *modelCheckStep) readFiles(ctx context.Context) (*observe.HostFacts, err
 
 // parseStagedConfig parses the config.json read at where on node;
 // unchecked says why the model cannot be judged ("" when it can).
-func parseStagedConfig(got observe.ReadResult, where, node string) (cfg modelfit.Config, unchecked string) {
+func parseStagedConfig(got observe.ReadResult, where, node string) (cfg modelfit.ModelConfig, unchecked string) {
 	switch {
 	case got.Err != "":
 		return cfg, fmt.Sprintf("reading %s/config.json on %s: %s", where, node, got.Err)
@@ -97,7 +97,7 @@ func parseStagedConfig(got observe.ReadResult, where, node string) (cfg modelfit
 // judge shows the findings of the serve against the staged model: an
 // error stops the start; a model that fits is handed to the architecture
 // check.
-func (s *modelCheckStep) judge(cfg modelfit.Config, serve modelfit.Serve, where string, progress func(string)) error {
+func (s *modelCheckStep) judge(cfg modelfit.ModelConfig, serve modelfit.Serve, where string, progress func(string)) error {
 	mc := s.mc
 	source := preflightSource(mc.Node, where)
 	var errs []string
