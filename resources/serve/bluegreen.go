@@ -40,8 +40,15 @@ const nextSuffix = ".next"
 // files (Name + nextSuffix), vLLM on 127.0.0.1:port, and the record of s
 // (its hash), so that once promoted it is s as plan sees it.
 func (s ServeSpec) nextSpec(port int) ServeSpec {
-	n := s
+	n := s.generationSpec(port)
 	n.Name = s.Name + nextSuffix
+	return n
+}
+
+// generationSpec is s as a generation behind its front runs it: vLLM on
+// 127.0.0.1:port, with the record of s (its hash) and its files.
+func (s ServeSpec) generationSpec(port int) ServeSpec {
+	n := s
 	n.Port = port
 	n.recordAs = s.Hash()
 	n.Args = slices.Clone(s.Args)

@@ -39,3 +39,27 @@ func TestNextSpec(t *testing.T) {
 		t.Errorf("promote script renames the pid before the record:\n%s", p)
 	}
 }
+
+// TestGenerationSpec: a serve started behind its front runs vLLM on
+// loopback at its own port under the serve's own files and record, and
+// only a front started for a serve without one takes its port over.
+func TestGenerationSpec(t *testing.T) {
+	s := ServeSpec{Resource: "vllm_serve.qwen", Name: "qwen", Container: "rayform-spark", Node: "spark1", Port: 8000,
+		Args: []string{"vllm", "serve", "m", "--host", "192.168.200.12", "--port", "8000"}}
+	g := s.generationSpec(41234)
+	if want := []string{"vllm", "serve", "m", "--host", "127.0.0.1", "--port", "41234"}; !slices.Equal(g.Args, want) {
+		t.Errorf("generation args %q, want %q", g.Args, want)
+	}
+	if g.pidPath() != s.pidPath() || g.LogPath() != s.LogPath() || g.specPath() != s.specPath() || g.recordHash() != s.Hash() {
+		t.Errorf("the generation does not keep the serve's files and record: %s %s %s", g.pidPath(), g.LogPath(), g.recordHash())
+	}
+	for _, tc := range []struct {
+		takeOver bool
+		want     string
+	}{{false, `old=""`}, {true, "old=$(cat " + s.pidPath()}} {
+		args := s.startFrontArgs("192.168.200.12", tc.takeOver)
+		if script := args[len(args)-1]; !strings.Contains(script, tc.want) || !strings.Contains(script, "192.168.200.12 8000 ") {
+			t.Errorf("takeOver %v: front script does not hold %q:\n%s", tc.takeOver, tc.want, script)
+		}
+	}
+}

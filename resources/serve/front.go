@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/rayform/rayform/engine/observe"
 	"github.com/rayform/rayform/engine/transport/shell"
 	"github.com/rayform/rayform/resources/servefiles"
+	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // The front of a serve: how a blue/green replacement (bluegreen.go) moves
@@ -32,16 +34,23 @@ import (
 // the generation it was opened to, so the old one drains while new
 // connections reach the new one. The generations listen on loopback only.
 //
-// A serve gets its front at its first blue/green replacement (before it,
-// vLLM holds the port itself: the front takes it over, frontPy); a stop-then-start replacement, a
-// delete and destroy stop the front with the serve (stopFrontStep), and
-// the new serve binds the port itself again.
+// Every serve starts behind its front where the head container has
+// python3 (startServe): the front first, on the public address, then vLLM
+// on a loopback port of its own, so that its first blue/green switch only
+// repoints the front. A stop-then-start replacement, a delete and destroy
+// stop the front with the serve (stopFrontStep); the replacement starts a
+// new one. Without python3 (the lab's simnode-only images) vLLM binds the
+// public port itself, as serves started before rayform had fronts did:
+// such a serve gets its front at its first blue/green replacement, which
+// takes the port over from the old vLLM (frontPy's OLDPID).
 
 // frontPy is the front: python3 -c frontPy HOST PORT PORTFILE [OLDPID].
 // It binds HOST:PORT, prints "rayform front: listening", and forwards each
 // connection to 127.0.0.1:<the port PORTFILE names>; a connection it
 // cannot forward is closed (the client sees the connection end, as when
-// no server runs).
+// no server runs). Without OLDPID, a port it cannot bind within 10 s
+// (the kernel frees a stopped serve's port at once; anything else holds
+// it) ends it with "rayform front: cannot listen on HOST:PORT: ERROR".
 //
 // OLDPID is the vLLM that holds the port at a serve's first switch: the
 // port cannot be bound beside it (no SO_REUSEPORT). The front first tries
@@ -162,11 +171,12 @@ async def handle(cr, cw):
 async def main():
     global old
     how = ""
+    end = time.monotonic() + 10
     while True:
         try:
             srv = await asyncio.start_server(handle, host, port, reuse_address=True, backlog=1024)
             break
-        except OSError:
+        except OSError as e:
             if old:
                 shared = share()
                 if shared is not None:
@@ -176,6 +186,10 @@ async def main():
                 take_over()
                 how = " (taken over from the old serve)"
                 old = 0
+                end = time.monotonic() + 10
+            elif time.monotonic() > end:
+                print("rayform front: cannot listen on %s:%d: %s" % (host, port, e), flush=True)
+                sys.exit(1)
             await asyncio.sleep(0.001)
     print("rayform front: listening on %s:%d%s" % (host, port, how), flush=True)
     async with srv:
@@ -208,11 +222,16 @@ func (s ServeSpec) pointFrontScript(port int) string {
 }
 
 // startFrontArgs is the docker exec that starts the front detached,
-// listening on host:s.Port, taking the port over from the serve's
-// running process (its pid file's) if it holds it.
-func (s ServeSpec) startFrontArgs(host string) []string {
-	script := fmt.Sprintf("echo $$ > %s; old=$(cat %s 2>/dev/null); exec python3 -c %s %s %s %s \"$old\" > %s 2>&1",
-		shell.Quote(s.frontPidPath()), shell.Quote(s.pidPath()), shell.Quote(frontPy), shell.Quote(host), strconv.Itoa(s.Port), shell.Quote(s.frontPortPath()), shell.Quote(s.frontLogPath()))
+// listening on host:s.Port; with takeOver, taking the port over from the
+// serve's running process (its pid file's) if that holds it (a serve
+// started without a front).
+func (s ServeSpec) startFrontArgs(host string, takeOver bool) []string {
+	old := `old=""`
+	if takeOver {
+		old = "old=$(cat " + shell.Quote(s.pidPath()) + " 2>/dev/null)"
+	}
+	script := fmt.Sprintf("echo $$ > %s; %s; exec python3 -c %s %s %s %s \"$old\" > %s 2>&1",
+		shell.Quote(s.frontPidPath()), old, shell.Quote(frontPy), shell.Quote(host), strconv.Itoa(s.Port), shell.Quote(s.frontPortPath()), shell.Quote(s.frontLogPath()))
 	return []string{"docker", "exec", "-d", s.Container, "sh", "-c", script}
 }
 
@@ -236,10 +255,10 @@ func (s ServeSpec) stopFrontScript() string {
 }
 
 // frontListeningScript prints the front's line that says it listens, and
-// how it got the port, once it does (its log, which each start of the
-// front begins anew).
+// how it got the port, or that it cannot, once it does (its log, which
+// each start of the front begins anew).
 func (s ServeSpec) frontListeningScript() string {
-	return fmt.Sprintf("grep -m1 'rayform front: listening' %s 2>/dev/null; true", shell.Quote(s.frontLogPath()))
+	return fmt.Sprintf("grep -m1 -e 'rayform front: listening' -e 'rayform front: cannot listen' %s 2>/dev/null; true", shell.Quote(s.frontLogPath()))
 }
 
 // frontContainer is the serve's head container when its front (python3,
@@ -256,4 +275,59 @@ func frontContainer(hf *observe.HostFacts, spec ServeSpec) string {
 		}
 	}
 	return ""
+}
+
+// loopbackPort is a free loopback port of the head container for a
+// generation of the serve; python is false when the container has no
+// python3, so no front (every vLLM image has it; the lab's simnode-only
+// images do not).
+func (r *serveRun) loopbackPort(ctx context.Context) (port int, python bool, err error) {
+	res, err := r.exec(ctx, freePortScript, false)
+	if stepenv.ExitCode(err) == 127 {
+		return 0, false, nil
+	}
+	port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil || perr != nil || port <= 0 {
+		return 0, false, fmt.Errorf("finding a free loopback port for vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
+	}
+	return port, true, nil
+}
+
+// startFront points the serve's front at the generation on
+// 127.0.0.1:port, and starts the front where none runs, listening where
+// the serve's --host says, and waits until it listens; with takeOver it
+// takes the port over from the serve's running process (a serve started
+// without a front). A front that cannot get the port fails with its
+// reason, diagnosed (a port another process holds).
+func (r *serveRun) startFront(ctx context.Context, port int, takeOver bool, progress func(string)) error {
+	host := r.spec.ListenHost()
+	if host == "" {
+		return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
+	}
+	script := r.spec.pointFrontScript(port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
+	res, err := r.exec(ctx, script, true)
+	if err != nil {
+		return fmt.Errorf("pointing the front of vllm serve %s on %s at 127.0.0.1:%d: %w", r.spec.Name, r.node(), port, err)
+	}
+	if strings.TrimSpace(string(res.Stdout)) == "alive" {
+		return nil
+	}
+	if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host, takeOver)...); err != nil {
+		return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
+	}
+	line := ""
+	err = r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
+		res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
+		line = strings.TrimSpace(string(res.Stdout))
+		return line != "", err
+	})
+	if err != nil {
+		return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
+	}
+	if !strings.Contains(line, "rayform front: listening") {
+		err := fmt.Errorf("vllm serve %s cannot start on %s: %s", r.spec.Name, r.node(), strings.TrimPrefix(line, "rayform "))
+		return r.diagnoseLog(ctx, err, launch{}, r.spec.frontLogPath(), "vllm serve front log")
+	}
+	progress(strings.TrimPrefix(line, "rayform "))
+	return nil
 }

@@ -166,3 +166,25 @@ time.sleep(600)`)
 		t.Errorf("the connection opened before the switch: %q, want blue (it drains on its generation)", got)
 	}
 }
+
+// TestFrontCannotListen: a front started for a new serve (no old process)
+// on a port another process holds says why and exits, for the start's
+// diagnosis (AddrInUse), instead of waiting for the port for ever.
+func TestFrontCannotListen(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "python3", "-c", frontPy, "127.0.0.1", strconv.Itoa(port), filepath.Join(t.TempDir(), "port"), "").CombinedOutput()
+	want := fmt.Sprintf("rayform front: cannot listen on 127.0.0.1:%d: ", port)
+	if err == nil || !strings.Contains(string(out), want) || !strings.Contains(string(out), "Errno 98") {
+		t.Errorf("front on a held port: %v\n%s\nwant an exit with %q and Errno 98", err, out, want)
+	}
+}

@@ -157,6 +157,11 @@ func (r *serveRun) failStart(ctx context.Context, err error, l launch, progress 
 	if serr := newStopStep(r).Run(ctx, progress); serr != nil {
 		return fmt.Errorf("%w\n\nStopping what was left of it failed too: %v", err, serr)
 	}
+	// Its front too: nothing serves behind it (a serve put back starts
+	// its own).
+	if serr := (stopFrontStep{r}).Run(ctx, progress); serr != nil {
+		return fmt.Errorf("%w\n\nStopping what was left of it failed too: %v", err, serr)
+	}
 	prev, ok := r.readGood(ctx)
 	switch {
 	case r.e.NotAtomic:
@@ -173,7 +178,7 @@ func (r *serveRun) failStart(ctx context.Context, err error, l launch, progress 
 	}
 	progress(fmt.Sprintf("the new vllm serve %s failed (%s): putting back the one that served before (started by rayform at %s)", r.spec.Name, failed.Cause, prev.At.Format(time.DateTime)))
 	rr := &serveRun{e: r.e, w: r.w, s: &ServeWork{Spec: spec, ReadyTimeout: r.s.ReadyTimeout, ClusterNodes: r.s.ClusterNodes}, spec: spec}
-	rerr := rr.start(ctx, &launch{}, progress)
+	rerr := rr.startServe(ctx, &launch{}, progress)
 	if rerr == nil {
 		rerr = rr.verifyHTTP(ctx)
 	}

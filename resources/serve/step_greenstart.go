@@ -3,12 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rayform/rayform/engine/transport/shell"
-	"github.com/rayform/rayform/resources/stepenv"
 )
 
 // greenStartStep starts the new generation on a free loopback port beside
@@ -32,8 +29,11 @@ func (s *greenStartStep) Run(ctx context.Context, progress func(string)) error {
 	if _, err := r.exec(ctx, "true; "+nextStopScript(r.spec), true); err != nil {
 		return fmt.Errorf("stopping a leftover new generation of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
 	}
-	res, err := r.exec(ctx, freePortScript, false)
-	if stepenv.ExitCode(err) == 127 {
+	port, python, err := r.loopbackPort(ctx)
+	if err != nil {
+		return err
+	}
+	if !python {
 		// No python3 in the image for the front (every vLLM image has
 		// it; the lab's simnode-only images do not).
 		g.stopStart = true
@@ -45,10 +45,6 @@ func (s *greenStartStep) Run(ctx context.Context, progress func(string)) error {
 			return err
 		}
 		return newStartStep(r).Run(ctx, progress)
-	}
-	port, perr := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
-	if err != nil || perr != nil || port <= 0 {
-		return fmt.Errorf("finding a free loopback port for the new vllm serve %s on %s: %v %v", r.spec.Name, r.node(), err, perr)
 	}
 	g.next = &serveRun{e: r.e, w: r.w, s: r.s, spec: r.spec.nextSpec(port)}
 	progress(fmt.Sprintf("the new serve listens on 127.0.0.1:%d until the switch", port))

@@ -49,7 +49,7 @@ func (s *startStep) Check(context.Context) (bool, error) { return false, nil }
 func (s *startStep) Run(ctx context.Context, progress func(string)) error {
 	r := s.r
 	began := r.e.Now()
-	err := r.start(ctx, &s.l, progress)
+	err := r.startServe(ctx, &s.l, progress)
 	if err == nil {
 		err = r.verifyHTTP(ctx)
 	}
@@ -66,6 +66,31 @@ func (s *startStep) Run(ctx context.Context, progress func(string)) error {
 // Run waited for it (a start that does not answer is a failed start,
 // which Run handles: failStart).
 func (s *startStep) Verify(ctx context.Context) error { return s.r.verifyHTTP(ctx) }
+
+// startServe starts the serve: behind its front (front.go) where the head
+// container has python3, the front first on the serve's address and port
+// (a port that is not free fails at once, not after the load), then vLLM
+// on a free loopback port, its pid, log and record the serve's; without
+// python3, vLLM on the serve's address and port itself. l records the
+// start.
+func (r *serveRun) startServe(ctx context.Context, l *launch, progress func(string)) error {
+	if r.spec.ListenHost() == "" {
+		return r.start(ctx, l, progress) // which says why it cannot start
+	}
+	port, python, err := r.loopbackPort(ctx)
+	if err != nil {
+		return err
+	}
+	if !python {
+		return r.start(ctx, l, progress)
+	}
+	if err := r.startFront(ctx, port, false, progress); err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("vLLM listens on 127.0.0.1:%d behind the front", port))
+	gen := &serveRun{e: r.e, w: r.w, s: r.s, spec: r.spec.generationSpec(port)}
+	return gen.start(ctx, l, progress)
+}
 
 // start launches vllm serve in the head container, keeping the previous
 // log, and follows it to ready (follow); l records the start.

@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // switchStep points the serve's front at the new generation (starting
-// the front at the serve's first switch, which takes the port from the old
-// vLLM), stops the old generation, makes the new one the serve, and
+// the front, which takes the port from the old vLLM, for a serve started
+// without one), stops the old generation, makes the new one the serve, and
 // checks the endpoint.
 type switchStep struct{ g *greenRun }
 
@@ -31,33 +30,13 @@ func (s *switchStep) Run(ctx context.Context, progress func(string)) error {
 	if g.next == nil {
 		return errors.New("no new generation started")
 	}
-	host := r.spec.ListenHost()
-	if host == "" {
-		return fmt.Errorf("%s: the head's fabric address is not known; run rayform apply again", r.spec.Resource)
-	}
 	progress(fmt.Sprintf("switching the endpoint of vllm serve %s to the new serve on 127.0.0.1:%d", r.spec.Name, g.next.spec.Port))
-	// New connections go to the new generation from here on.
-	script := r.spec.pointFrontScript(g.next.spec.Port) + "; " + r.spec.frontAlive() + " && echo alive || echo none"
-	res, err := r.exec(ctx, script, true)
-	if err != nil {
-		return fmt.Errorf("pointing the front of vllm serve %s on %s at the new serve: %w", r.spec.Name, r.node(), err)
-	}
-	if strings.TrimSpace(string(res.Stdout)) != "alive" {
-		// Its first blue/green: the front gets the port from the old
-		// vLLM (frontPy).
-		if _, err := r.e.Mutate(ctx, r.node(), r.spec.startFrontArgs(host)...); err != nil {
-			return fmt.Errorf("starting the front of vllm serve %s on %s: %w", r.spec.Name, r.node(), err)
-		}
-		line := ""
-		err := r.e.PollUntil(ctx, frontTakeOver, func(ctx context.Context) (bool, error) {
-			res, err := r.exec(ctx, r.spec.frontListeningScript(), false)
-			line = strings.TrimSpace(string(res.Stdout))
-			return strings.Contains(line, "rayform front: listening"), err
-		})
-		if err != nil {
-			return fmt.Errorf("the front of vllm serve %s on %s did not get its port within %s: %w", r.spec.Name, r.node(), frontTakeOver, err)
-		}
-		progress(strings.TrimPrefix(line, "rayform "))
+	// New connections go to the new generation from here on. A serve
+	// started without a front (before rayform started every serve behind
+	// one, or on an image without python3) gets it here: it takes the port
+	// over from the old vLLM (frontPy).
+	if err := r.startFront(ctx, g.next.spec.Port, true, progress); err != nil {
+		return err
 	}
 	// The old generation: its connections drain (vLLM's graceful
 	// shutdown on SIGTERM finishes the requests it has).

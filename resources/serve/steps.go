@@ -218,18 +218,24 @@ func (r *serveRun) diagnose(ctx context.Context, err error) error {
 // and the cluster's container logs, and returns err with the root cause;
 // l says how a start ended.
 func (r *serveRun) diagnoseStart(ctx context.Context, err error, l launch) error {
+	return r.diagnoseLog(ctx, err, l, r.spec.LogPath(), "vllm serve log")
+}
+
+// diagnoseLog is diagnoseStart on the log at path of the head container
+// (the serve's, or its front's), named source.
+func (r *serveRun) diagnoseLog(ctx context.Context, err error, l launch, path, source string) error {
 	if ctx.Err() != nil {
 		// Cancelled (an interrupt, a lost lock): no failure to classify.
 		return err
 	}
 	node, c := r.node(), r.spec.Container
 	var logs []diagnose.Log
-	res, rerr := r.e.Read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(stepenv.ServeLogTail), r.spec.LogPath())
+	res, rerr := r.e.Read(ctx, node, "docker", "exec", c, "tail", "-n", strconv.Itoa(stepenv.ServeLogTail), path)
 	text := res.Stdout
 	if rerr != nil && len(text) == 0 {
 		text = []byte("(rayform could not read this log: " + rerr.Error() + ")\n")
 	}
-	logs = append(logs, diagnose.Log{Host: node, Source: "vllm serve log", Text: text})
+	logs = append(logs, diagnose.Log{Host: node, Source: source, Text: text})
 	srcs := []stepenv.LogSource{{Node: node, Container: c, Source: "ray head container"}}
 	nodes, known := r.s.ClusterNodes, r.s.ClusterNodes != nil
 	if !known {

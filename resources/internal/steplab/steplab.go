@@ -453,6 +453,10 @@ func (l *Lab) exec(h *Host, a []string, stdin []byte) transport.Result {
 		return fakeOK("")
 	}
 	script := a[len(a)-1]
+	if strings.HasPrefix(script, "python3 ") {
+		// The fake image has no python3 (so no front: front.go).
+		return fakeFail(127, "sh: 1: python3: not found")
+	}
 	if m := killRE.FindStringSubmatch(script); m != nil {
 		if sv.Alive && (m[1] == "KILL" || !sv.IgnoreTerm) {
 			sv.Alive = false
