@@ -387,7 +387,7 @@ func headImageID(head *observe.HostFacts, rc *cluster.RayCluster, project string
 }
 
 // headContainer is the name of the cluster's container on its head.
-func headContainer(cfg *Config, rc *cluster.RayCluster) string {
+func headContainer(cfg *Blocks, rc *cluster.RayCluster) string {
 	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, nil, nil) {
 		if s.Node == rc.Head {
 			return s.Name

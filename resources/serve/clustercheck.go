@@ -22,7 +22,7 @@ import (
 // CheckClusters returns the names of the clusters rayform check runs on:
 // the named ones (NAME or ray_cluster.NAME), or every cluster with
 // workers whose dataplane_check is on.
-func CheckClusters(cfg *Config, args []string) ([]string, error) {
+func CheckClusters(cfg *Blocks, args []string) ([]string, error) {
 	var names []string
 	if len(args) == 0 {
 		off := 0
@@ -58,7 +58,7 @@ func CheckClusters(cfg *Config, args []string) ([]string, error) {
 // cfg evaluated with facts, and the plan's result.
 type Checker struct {
 	conns  map[string]transport.Conn
-	cfg    *Config
+	cfg    *Blocks
 	facts  *observe.Facts
 	fabric map[string]netip.Addr
 	opts   dataplane.Options

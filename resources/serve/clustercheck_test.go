@@ -8,7 +8,7 @@ import (
 )
 
 func TestCheckClusters(t *testing.T) {
-	cfg := &Config{RayClusters: map[string]*cluster.RayCluster{
+	cfg := &Blocks{RayClusters: map[string]*cluster.RayCluster{
 		"a":    {Name: "a", Workers: []string{"n2"}, DataplaneCheck: true},
 		"off":  {Name: "off", Workers: []string{"n4"}, DataplaneCheck: false},
 		"solo": {Name: "solo", DataplaneCheck: true},

@@ -26,10 +26,10 @@ import (
 // Type is the vllm_serve block type.
 const Type = "vllm_serve"
 
-// Config is an evaluated configuration as the serve kind reads it: the
-// language's values through the embedded *Config, and the blocks it
+// Blocks is an evaluated configuration as the serve kind reads it: the
+// language's values through the embedded *config.Config, and the blocks it
 // reads by name.
-type Config struct {
+type Blocks struct {
 	*config.Config
 	Nodes       map[string]*node.Node
 	Networks    map[string]*network.Network
@@ -39,12 +39,12 @@ type Config struct {
 
 // View returns the serve kind's view of an evaluated configuration; nil
 // for nil.
-func View(c *config.Config) *Config {
+func View(c *config.Config) *Blocks {
 	if c == nil {
 		return nil
 	}
 	cv := cluster.View(c)
-	return &Config{Config: c, Nodes: cv.Nodes, Networks: cv.Networks, RayClusters: cv.RayClusters, Serves: Serves(c)}
+	return &Blocks{Config: c, Nodes: cv.Nodes, Networks: cv.Networks, RayClusters: cv.RayClusters, Serves: Serves(c)}
 }
 
 // Serves returns the vllm_serve blocks of c by name.
@@ -54,17 +54,17 @@ func Serves(c *config.Config) map[string]*VLLMServe {
 
 // SecretKeys are the deployments' secret-digest keys by cluster name
 // (kind.Facts.SecretKeys).
-func (c *Config) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
+func (c *Blocks) SecretKeys() map[string][]byte { return kind.ConfigFacts(c.Config).SecretKeys }
 
 // clusters is c as the cluster kind reads it.
-func (c *Config) clusters() *cluster.Blocks { return cluster.View(c.Config) }
+func (c *Blocks) clusters() *cluster.Blocks { return cluster.View(c.Config) }
 
 // planner is what the serve kind plans through: kind.Planner, hostplan's
 // readings of the hosts, the configuration through its view, and the
 // hosts' readings with the nodes' fabric (cluster.Fabric).
 type planner struct {
 	hostplan.Planner
-	cfg *Config
+	cfg *Blocks
 	fab cluster.Fabric
 	// overBudget are the clusters whose serves gpuBudget refused (or
 	// capacity, one serve alone): clusterBudget does not judge them again.

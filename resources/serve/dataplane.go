@@ -15,7 +15,7 @@ import (
 // serveCheck returns the ranks of the check that runs before a serve on
 // rc starts: CheckNodes, or nil when dataplane_check = false or the
 // cluster has no workers (nothing crosses the fabric).
-func serveCheck(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func serveCheck(cfg *Blocks, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	if rc == nil || !rc.DataplaneCheck || len(rc.Workers) == 0 {
 		return nil
 	}
@@ -25,7 +25,7 @@ func serveCheck(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr
 // CheckNodes returns the ranks of cluster rc's data-plane check, head first:
 // each node's Ray container and the fabric address and interface rayform
 // pinned there.
-func CheckNodes(cfg *Config, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
+func CheckNodes(cfg *Blocks, rc *cluster.RayCluster, addrs map[string]netip.Addr, ifaces map[string]string) []dataplane.Node {
 	nw := cfg.Networks[rc.Network]
 	var nodes []dataplane.Node
 	for _, s := range cluster.ClusterSpecs(cluster.View(cfg.Config), rc, addrs, ifaces) {

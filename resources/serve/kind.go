@@ -518,7 +518,7 @@ func presentServes(pr *kind.Presence) {
 // is still starting": the process runs, its port is closed), the work of
 // waiting for it to be ready (AwaitSteps). Apply runs it whether or not it
 // changed anything, so that it reports success only for serves that serve.
-func StartingServes(cfg *Config, facts *observe.Facts) []*kind.Work {
+func StartingServes(cfg *Blocks, facts *observe.Facts) []*kind.Work {
 	if cfg == nil || facts == nil {
 		return nil
 	}
@@ -604,7 +604,7 @@ func destroyServes(d kind.Destroyer) {
 }
 
 // serveAt is the configuration's serve at addr, nil when none.
-func serveAt(cfg *Config, addr string) *VLLMServe {
+func serveAt(cfg *Blocks, addr string) *VLLMServe {
 	if cfg == nil {
 		return nil
 	}

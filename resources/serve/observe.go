@@ -52,7 +52,7 @@ func ServeRecord(hf *observe.HostFacts, name string) observe.ProcessRecord {
 	return hf.Records[ServeRecordName(name)]
 }
 
-func sortedServes(cfg *Config) []*VLLMServe {
+func sortedServes(cfg *Blocks) []*VLLMServe {
 	out := make([]*VLLMServe, 0, len(cfg.Serves))
 	for _, k := range slices.Sorted(maps.Keys(cfg.Serves)) {
 		out = append(out, cfg.Serves[k])

@@ -151,7 +151,7 @@ func hostPath(volumes []string, p string) (string, bool) {
 }
 
 // preflightReads are the reads the head's probe makes for the serve.
-func preflightReads(cfg *Config, sv *VLLMServe) []observe.ReadProbe {
+func preflightReads(cfg *Blocks, sv *VLLMServe) []observe.ReadProbe {
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return nil

@@ -176,7 +176,7 @@ func (s ServeSpec) StartScript() string {
 }
 
 // ServeSpecFor returns the desired serve process of a vllm_serve.
-func ServeSpecFor(cfg *Config, sv *VLLMServe) (ServeSpec, error) {
+func ServeSpecFor(cfg *Blocks, sv *VLLMServe) (ServeSpec, error) {
 	rc := cfg.RayClusters[sv.Cluster]
 	if rc == nil {
 		return ServeSpec{}, fmt.Errorf("%s: unknown ray_cluster %q", sv.Addr, sv.Cluster)

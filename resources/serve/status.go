@@ -17,7 +17,7 @@ import (
 // the same probe: each serve's /metrics (sent only to the serve's own
 // process, as its /health is) and the start time of its process (its pid
 // file's mtime, on the head).
-func statusProbes(spec *observe.Spec, cfg *Config, project string) {
+func statusProbes(spec *observe.Spec, cfg *Blocks, project string) {
 	for _, sv := range sortedServes(cfg) {
 		rc := cfg.RayClusters[sv.Cluster]
 		if rc == nil {
@@ -201,7 +201,7 @@ type ServeStatus struct {
 // serveStatus reads a serve from the observation: its health from its
 // record and its own port's answers, judged as plan judges them
 // (JudgeServe), its uptime and vLLM's metrics.
-func serveStatus(cfg *Config, facts *observe.Facts, project string, sv *VLLMServe) ServeStatus {
+func serveStatus(cfg *Blocks, facts *observe.Facts, project string, sv *VLLMServe) ServeStatus {
 	rc := cfg.RayClusters[sv.Cluster]
 	ss := ServeStatus{Address: sv.Addr, Endpoint: sv.Endpoint, Health: HealthDown}
 	if rc == nil {

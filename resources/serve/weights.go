@@ -36,7 +36,7 @@ type Weights interface {
 
 // weightsFor is the block of cfg that provides sv's weights, nil when none
 // does (the serve loads its model as vLLM does by itself).
-func weightsFor(cfg *Config, sv *VLLMServe) Weights {
+func weightsFor(cfg *Blocks, sv *VLLMServe) Weights {
 	if cfg == nil || cfg.Config == nil {
 		return nil
 	}
@@ -53,7 +53,7 @@ func weightsFor(cfg *Config, sv *VLLMServe) Weights {
 
 // weightsArgs are a serve's arguments for its weights' provider: the
 // revision it names, unless extra_args names one.
-func weightsArgs(cfg *Config, sv *VLLMServe) []string {
+func weightsArgs(cfg *Blocks, sv *VLLMServe) []string {
 	w := weightsFor(cfg, sv)
 	if w == nil || serveRevision(sv.ExtraArgs) != "main" {
 		return nil
@@ -66,7 +66,7 @@ func weightsArgs(cfg *Config, sv *VLLMServe) []string {
 
 // weightsEnv sets in env (a serve's environment) what its weights'
 // provider sets, over the serve's own.
-func weightsEnv(cfg *Config, sv *VLLMServe, env map[string]string) {
+func weightsEnv(cfg *Blocks, sv *VLLMServe, env map[string]string) {
 	if w := weightsFor(cfg, sv); w != nil {
 		maps.Copy(env, w.ServeEnv())
 	}
@@ -74,7 +74,7 @@ func weightsEnv(cfg *Config, sv *VLLMServe, env map[string]string) {
 
 // locateWeights is locateModel, answered by the block that provides the
 // serve's weights when there is one: where it says config.json lies.
-func locateWeights(cfg *Config, rc *cluster.RayCluster, sv *VLLMServe) modelFiles {
+func locateWeights(cfg *Blocks, rc *cluster.RayCluster, sv *VLLMServe) modelFiles {
 	w := weightsFor(cfg, sv)
 	if w == nil {
 		return locateModel(rc, sv)
