@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -457,20 +458,30 @@ func cutMidCopy(t *testing.T, peers map[string]Peer, mib int, cut func(ctx conte
 	defer cancel()
 	t.Cleanup(func() { _ = cut(context.Background(), false) })
 	var once sync.Once
+	var cutStarted atomic.Bool
 	cutDone := make(chan error, 1)
 	opt := StageOptions{Streams: 4, Interval: 20 * time.Millisecond, IdleTimeout: 3 * time.Second, Progress: func(p Progress) {
 		if p.Done > int64(mib)<<20/4 {
-			once.Do(func() { go func() { cutDone <- cut(ctx, true) }() })
+			once.Do(func() {
+				cutStarted.Store(true)
+				go func() { cutDone <- cut(ctx, true) }()
+			})
 		}
 	}}
 	err := Stage(ctx, m, src, []Peer{dst}, opt)
+	if !cutStarted.Load() {
+		t.Fatalf("staging ended (%v) before the cut", err)
+	}
+	// The link may be down already while the command that took it down
+	// has not returned yet (a loaded machine: the streams' idle timeout
+	// can end the staging first); wait for it, bounded by ctx.
 	select {
 	case cerr := <-cutDone:
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-	default:
-		t.Fatalf("staging ended (%v) before the cut", err)
+	case <-ctx.Done():
+		t.Fatalf("the cut did not return: %v", ctx.Err())
 	}
 	// A stream that was receiving times out; one that opens its next file
 	// while the link is down may fail first, once ARP gives up, with
