@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -223,33 +222,7 @@ func TestE2EAtomicRestoreFaults(t *testing.T) {
 	t.Parallel()
 	good := clusterConfig("enp1s0f1np1", seedImage, false, 0.85)
 	bad := clusterConfig("enp1s0f1np1", seedImage, false, 0.3)
-	for i, tc := range []struct {
-		name  string
-		fault func(t *testing.T, l *e2eLab, cmd *exec.Cmd) (heal func())
-	}{
-		{"kill -9", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			return func() {}
-		}},
-		{"Ctrl-C twice", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
-			for range 2 {
-				if err := cmd.Process.Signal(os.Interrupt); err != nil {
-					t.Fatal(err)
-				}
-			}
-			return func() {}
-		}},
-		{"connection lost", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
-			ports := l.clientPorts(t)
-			if len(ports) == 0 {
-				t.Fatal("no SSH connection of apply found")
-			}
-			l.dropRules(t, "-I", ports, "OUTPUT", "INPUT")
-			return func() { l.dropRules(t, "-D", ports, "OUTPUT", "INPUT") }
-		}},
-	} {
+	for i, tc := range applyFaults(faultKill, faultInterrupt, faultConnLost) {
 		t.Run(tc.name, func(t *testing.T) {
 			// Fast mode: the subject is an interrupted apply's restore of
 			// the serve and the next apply's convergence, not Ray.

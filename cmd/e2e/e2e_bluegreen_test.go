@@ -116,25 +116,7 @@ vllm_serve "qwen" {
 // front) with simnode's vLLM: the subject is the switch, not vLLM.
 func TestE2EBlueGreenFaults(t *testing.T) {
 	t.Parallel()
-	for i, tc := range []struct {
-		name  string
-		fault func(t *testing.T, l *e2eLab, cmd *exec.Cmd) (heal func())
-	}{
-		{"kill -9", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
-			if err := cmd.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			return func() {}
-		}},
-		{"connection lost", func(t *testing.T, l *e2eLab, cmd *exec.Cmd) func() {
-			ports := l.clientPorts(t)
-			if len(ports) == 0 {
-				t.Fatal("no SSH connection of apply found")
-			}
-			l.dropRules(t, "-I", ports, "OUTPUT", "INPUT")
-			return func() { l.dropRules(t, "-D", ports, "OUTPUT", "INPUT") }
-		}},
-	} {
+	for i, tc := range applyFaults(faultKill, faultConnLost) {
 		t.Run(tc.name, func(t *testing.T) {
 			l := startLab(t, fmt.Sprintf("rfe2ebgf%d", i), "-gpus", "2")
 			dir := l.config(fmt.Sprintf(e2eBlueGreenServe, seedImage))
